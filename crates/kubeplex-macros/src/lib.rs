@@ -1,0 +1,1 @@
+//! The `#[controller]` attribute of kubeplex. Use it through the `kubeplex` crate.

@@ -1,0 +1,264 @@
+//! What a controller watches and where: the description `#[controller]` generates.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use kube::core::ApiResource;
+
+use crate::context::Context;
+
+/// Where a controller's primary resource is watched, where its children live, and how it reconciles.
+///
+/// `#[controller]` builds one from its attribute; it can also be written by hand with the builder methods.
+#[derive(Clone, Debug)]
+pub struct Plan<C> {
+    name: Cow<'static, str>,
+    contexts: Vec<C>,
+    namespaces: Vec<Cow<'static, str>>,
+    label_selector: Option<Cow<'static, str>>,
+    field_selector: Option<Cow<'static, str>>,
+    concurrency: Option<u16>,
+    debounce: Option<Duration>,
+    requeue_after: Option<Duration>,
+    error_requeue: Option<Duration>,
+    finalizer: Option<Cow<'static, str>>,
+    children: Vec<Child<C>>,
+}
+
+impl<C: Context> Plan<C> {
+    /// A plan for the controller called `name`, watching nothing yet.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            name: name.into(),
+            contexts: Vec::new(),
+            namespaces: Vec::new(),
+            label_selector: None,
+            field_selector: None,
+            concurrency: None,
+            debounce: None,
+            requeue_after: None,
+            error_requeue: None,
+            finalizer: None,
+            children: Vec::new(),
+        }
+    }
+
+    /// Watches the primary resource in these contexts.
+    #[must_use]
+    pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
+        self.contexts.extend(contexts);
+        self
+    }
+
+    /// Watches the primary resource in these namespaces only (all namespaces when none are given).
+    #[must_use]
+    pub fn namespaces<S: Into<Cow<'static, str>>>(
+        mut self,
+        namespaces: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.namespaces
+            .extend(namespaces.into_iter().map(Into::into));
+        self
+    }
+
+    /// Watches only objects matching this label selector.
+    #[must_use]
+    pub fn label_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Watches only objects matching this field selector.
+    #[must_use]
+    pub fn field_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Runs at most this many reconciles at once (unbounded when not set).
+    #[must_use]
+    pub fn concurrency(mut self, limit: u16) -> Self {
+        self.concurrency = Some(limit);
+        self
+    }
+
+    /// Waits this long after an event for further events on the same object before reconciling.
+    #[must_use]
+    pub fn debounce(mut self, delay: Duration) -> Self {
+        self.debounce = Some(delay);
+        self
+    }
+
+    /// Reconciles every object again this long after its last successful reconcile.
+    #[must_use]
+    pub fn requeue_after(mut self, delay: Duration) -> Self {
+        self.requeue_after = Some(delay);
+        self
+    }
+
+    /// Retries a failed reconcile after this long (the default error policy).
+    #[must_use]
+    pub fn error_requeue(mut self, delay: Duration) -> Self {
+        self.error_requeue = Some(delay);
+        self
+    }
+
+    /// Keeps this finalizer on every primary object until its children in every context are gone.
+    #[must_use]
+    pub fn finalizer(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.finalizer = Some(name.into());
+        self
+    }
+
+    /// Adds a kind of child object the controller creates, possibly in other contexts than the primary's.
+    #[must_use]
+    pub fn owns(mut self, child: Child<C>) -> Self {
+        self.children.push(child);
+        self
+    }
+
+    /// The controller's name: used in logs, metrics, probe reports and as the field manager.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The contexts the primary resource is watched in.
+    pub fn context_list(&self) -> &[C] {
+        &self.contexts
+    }
+
+    /// The namespaces the primary resource is watched in; empty means all namespaces.
+    pub fn namespace_list(&self) -> &[Cow<'static, str>] {
+        &self.namespaces
+    }
+
+    /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
+    pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
+        self.contexts.iter().flat_map(move |&context| {
+            expand_namespaces(&self.namespaces).map(move |ns| (context, ns))
+        })
+    }
+
+    /// The label selector, if any.
+    pub fn label_selector_value(&self) -> Option<&str> {
+        self.label_selector.as_deref()
+    }
+
+    /// The field selector, if any.
+    pub fn field_selector_value(&self) -> Option<&str> {
+        self.field_selector.as_deref()
+    }
+
+    /// The most reconciles run at once; `None` is unbounded.
+    pub fn concurrency_limit(&self) -> Option<u16> {
+        self.concurrency
+    }
+
+    /// The debounce delay, if any.
+    pub fn debounce_delay(&self) -> Option<Duration> {
+        self.debounce
+    }
+
+    /// The periodic requeue delay, if any.
+    pub fn requeue_delay(&self) -> Option<Duration> {
+        self.requeue_after
+    }
+
+    /// The retry delay after a failed reconcile, if set.
+    pub fn error_requeue_delay(&self) -> Option<Duration> {
+        self.error_requeue
+    }
+
+    /// The finalizer kept on primary objects, if any.
+    pub fn finalizer_name(&self) -> Option<&str> {
+        self.finalizer.as_deref()
+    }
+
+    /// The child kinds this controller owns.
+    pub fn children(&self) -> &[Child<C>] {
+        &self.children
+    }
+
+    /// Every context this controller needs: the primary's and every child's, each once, in first-seen order.
+    /// These are the contexts it registers with the startup probe.
+    pub fn all_contexts(&self) -> Vec<C> {
+        let mut all = Vec::new();
+        let declared = self
+            .contexts
+            .iter()
+            .chain(self.children.iter().flat_map(|c| c.contexts.iter()));
+        for &context in declared {
+            if !all.contains(&context) {
+                all.push(context);
+            }
+        }
+        all
+    }
+}
+
+/// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
+#[derive(Clone, Debug)]
+pub struct Child<C> {
+    resource: ApiResource,
+    contexts: Vec<C>,
+    namespaces: Vec<Cow<'static, str>>,
+}
+
+impl<C: Context> Child<C> {
+    /// Children of kind `K`, in no context yet.
+    pub fn of<K: kube::Resource<DynamicType = ()>>() -> Self {
+        Self {
+            resource: ApiResource::erase::<K>(&()),
+            contexts: Vec::new(),
+            namespaces: Vec::new(),
+        }
+    }
+
+    /// Children live in these contexts.
+    #[must_use]
+    pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
+        self.contexts.extend(contexts);
+        self
+    }
+
+    /// Children live in these namespaces (all namespaces when none are given).
+    #[must_use]
+    pub fn namespaces<S: Into<Cow<'static, str>>>(
+        mut self,
+        namespaces: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.namespaces
+            .extend(namespaces.into_iter().map(Into::into));
+        self
+    }
+
+    /// The child kind's group, version, kind and plural.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The contexts children live in.
+    pub fn context_list(&self) -> &[C] {
+        &self.contexts
+    }
+
+    /// The namespaces children live in; empty means all namespaces.
+    pub fn namespace_list(&self) -> &[Cow<'static, str>] {
+        &self.namespaces
+    }
+
+    /// Every (context, namespace) pair children are watched in; `None` is all namespaces.
+    pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
+        self.contexts.iter().flat_map(move |&context| {
+            expand_namespaces(&self.namespaces).map(move |ns| (context, ns))
+        })
+    }
+}
+
+/// The namespaces to watch: each named one, or a single "all namespaces" when none is named.
+fn expand_namespaces<'a>(
+    namespaces: &'a [Cow<'static, str>],
+) -> impl Iterator<Item = Option<&'a str>> {
+    let all = namespaces.is_empty().then_some(None);
+    namespaces.iter().map(|ns| Some(ns.as_ref())).chain(all)
+}
