@@ -1,1 +1,35 @@
-//! placeholder
+//! Several real Kubernetes API servers on one machine, for testing code that talks to many clusters.
+//!
+//! Each cluster is an upstream `kube-apiserver` with its own `etcd`, certificates and data, on free
+//! loopback ports; the kubeconfig has one context per cluster, named as the cluster. The programs are built
+//! from the Go modules pinned in `assets/go.mod` into a cache on first use (or taken from
+//! `KUBEBUILDER_ASSETS`). No controller manager runs: there is no garbage collection, namespaces stay
+//! `Terminating` after a delete, and Deployments create no Pods.
+//!
+//! ```no_run
+//! # async fn demo() -> kubeplex_testenv::Result<()> {
+//! use kubeplex_testenv::TestEnv;
+//!
+//! let env = TestEnv::builder().clusters(["control", "cluster-a", "cluster-b"]).start().await?;
+//! let client = env.client("cluster-a").await?;
+//! env.stop("cluster-b")?; // connection refused from now on
+//! env.start("cluster-b").await?; // back, with its data
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod binaries;
+mod cluster;
+mod env;
+mod error;
+mod kubeconfig;
+mod pki;
+mod process;
+mod shared;
+
+pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
+pub use env::{DEFAULT_START_TIMEOUT, TestEnv, TestEnvBuilder};
+pub use error::{Error, Result};
+pub use kubeconfig::Credential;
+pub use pki::NO_PERMISSIONS_USER;
+pub use shared::SharedTestEnv;

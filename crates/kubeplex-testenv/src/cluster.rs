@@ -1,0 +1,252 @@
+//! One simulated cluster: an etcd and a kube-apiserver process with their own ports, data and certificates.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::binaries::Binaries;
+use crate::error::{Error, Result, io_error};
+use crate::pki::ClusterPki;
+use crate::process::Process;
+
+/// Lines of a process's log quoted in an error.
+const LOG_TAIL_LINES: usize = 30;
+
+/// The moving parts of one cluster; the environment guards it with a mutex for the fault controls.
+#[derive(Debug)]
+pub(crate) struct Cluster {
+    name: String,
+    dir: PathBuf,
+    binaries: Binaries,
+    pub(crate) pki: ClusterPki,
+    apiserver_port: u16,
+    etcd_client_port: u16,
+    etcd: Process,
+    apiserver: Option<Process>,
+    frozen: bool,
+}
+
+impl Cluster {
+    /// Writes the cluster's files under `dir` and starts etcd and the API server (without waiting for them).
+    pub(crate) fn launch(name: &str, dir: &Path, binaries: &Binaries) -> Result<Self> {
+        fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
+        let pki = ClusterPki::generate(name)?;
+        // A token authenticator with one unused token: any other bearer token then gets a 401, not a 403.
+        let known_token = format!("kubeplex-testenv-{name}-{:016x}", rand_u64());
+        let files = [
+            ("ca.crt", pki.ca.cert_pem.as_str()),
+            ("serving.crt", pki.serving.cert_pem.as_str()),
+            ("serving.key", pki.serving.key_pem.as_str()),
+            ("sa.pub", pki.service_account_key.cert_pem.as_str()),
+            ("sa.key", pki.service_account_key.key_pem.as_str()),
+        ];
+        for (file, content) in files {
+            let path = dir.join(file);
+            fs::write(&path, content).map_err(io_error(format!("writing {}", path.display())))?;
+        }
+        let tokens = dir.join("tokens.csv");
+        fs::write(
+            &tokens,
+            format!("{known_token},kubeplex-testenv:token-user,token-user-uid\n"),
+        )
+        .map_err(io_error(format!("writing {}", tokens.display())))?;
+
+        let [apiserver_port, etcd_client_port, etcd_peer_port] = free_ports()?;
+        let etcd = spawn(
+            name,
+            "etcd",
+            etcd_command(binaries, dir, etcd_client_port, etcd_peer_port),
+            dir,
+        )?;
+        let mut cluster = Self {
+            name: name.to_owned(),
+            dir: dir.to_path_buf(),
+            binaries: binaries.clone(),
+            pki,
+            apiserver_port,
+            etcd_client_port,
+            etcd,
+            apiserver: None,
+            frozen: false,
+        };
+        cluster.start_apiserver()?;
+        Ok(cluster)
+    }
+
+    /// `https://127.0.0.1:PORT`, stable across stop and start.
+    pub(crate) fn server_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.apiserver_port)
+    }
+
+    /// Starts the API server again on its port, with the same etcd (and so the same data).
+    pub(crate) fn start_apiserver(&mut self) -> Result<()> {
+        if self.apiserver.is_none() {
+            let command = self.apiserver_command();
+            self.apiserver = Some(spawn(&self.name, "kube-apiserver", command, &self.dir)?);
+            self.frozen = false;
+        }
+        Ok(())
+    }
+
+    /// Kills the API server: clients get "connection refused" until [`Cluster::start_apiserver`].
+    pub(crate) fn stop_apiserver(&mut self) {
+        self.apiserver = None;
+        self.frozen = false;
+    }
+
+    /// Stops (SIGSTOP) or resumes (SIGCONT) the API server: connections hang, as in a network partition.
+    pub(crate) fn set_frozen(&mut self, frozen: bool) -> Result<()> {
+        let Some(apiserver) = &self.apiserver else {
+            return Err(self.not_ready(
+                "kube-apiserver",
+                "is stopped; start it before freezing or thawing".into(),
+            ));
+        };
+        let signal = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
+        apiserver.signal(signal).map_err(io_error(format!(
+            "cluster {}: signalling kube-apiserver",
+            self.name
+        )))?;
+        self.frozen = frozen;
+        Ok(())
+    }
+
+    /// Fails with the log tail when a process has exited; a running cluster passes.
+    pub(crate) fn check_alive(&mut self) -> Result<()> {
+        if let Some(status) = self.etcd.exit_status() {
+            return Err(self.not_ready("etcd", format!("etcd exited ({status})")));
+        }
+        if let Some(status) = self.apiserver.as_mut().and_then(Process::exit_status) {
+            return Err(self.not_ready(
+                "kube-apiserver",
+                format!("kube-apiserver exited ({status})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// An error for this cluster with the program's log tail attached.
+    pub(crate) fn not_ready(&self, program: &'static str, problem: String) -> Error {
+        let log = self.dir.join(format!("{program}.log"));
+        Error::NotReady {
+            cluster: self.name.clone(),
+            program,
+            problem,
+            log_tail: crate::process::log_tail(&log, LOG_TAIL_LINES),
+        }
+    }
+
+    /// Process ids of the running programs, API server first.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        self.apiserver
+            .iter()
+            .chain(Some(&self.etcd))
+            .map(Process::pid)
+            .collect()
+    }
+
+    /// Whether the API server is currently stopped with SIGSTOP.
+    pub(crate) fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
+    fn apiserver_command(&self) -> Command {
+        let dir = &self.dir;
+        let port = self.apiserver_port;
+        let mut command = Command::new(&self.binaries.kube_apiserver);
+        command
+            .arg(format!(
+                "--etcd-servers=http://127.0.0.1:{}",
+                self.etcd_client_port
+            ))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--secure-port={port}"))
+            .arg(format!(
+                "--cert-dir={}",
+                dir.join("generated-certs").display()
+            ))
+            .arg(format!(
+                "--tls-cert-file={}",
+                dir.join("serving.crt").display()
+            ))
+            .arg(format!(
+                "--tls-private-key-file={}",
+                dir.join("serving.key").display()
+            ))
+            .arg(format!("--client-ca-file={}", dir.join("ca.crt").display()))
+            .arg(format!(
+                "--token-auth-file={}",
+                dir.join("tokens.csv").display()
+            ))
+            .arg(format!(
+                "--service-account-issuer=https://127.0.0.1:{port}/"
+            ))
+            .arg(format!(
+                "--service-account-key-file={}",
+                dir.join("sa.pub").display()
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                dir.join("sa.key").display()
+            ))
+            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            .arg("--allow-privileged=true")
+            .arg("--authorization-mode=RBAC")
+            // No controller manager runs: it would mint the service-account tokens this plugin waits for.
+            .arg("--disable-admission-plugins=ServiceAccount")
+            .arg("--endpoint-reconciler-type=none");
+        command
+    }
+}
+
+fn etcd_command(binaries: &Binaries, dir: &Path, client_port: u16, peer_port: u16) -> Command {
+    let client = format!("http://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    let mut command = Command::new(&binaries.etcd);
+    command
+        .arg("--name=default")
+        .arg(format!("--data-dir={}", dir.join("etcd-data").display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=default={peer}"))
+        // Test data need not survive a power cut; skipping fsync makes writes fast.
+        .arg("--unsafe-no-fsync")
+        .arg("--log-level=warn");
+    command
+}
+
+fn spawn(cluster: &str, program: &'static str, command: Command, dir: &Path) -> Result<Process> {
+    let log = dir.join(format!("{program}.log"));
+    Process::spawn(command, &log)
+        .map_err(io_error(format!("cluster {cluster}: starting {program}")))
+}
+
+/// Three distinct free loopback ports. All listeners are held until the last is bound, so no port repeats.
+fn free_ports() -> Result<[u16; 3]> {
+    let bind =
+        || TcpListener::bind("127.0.0.1:0").map_err(io_error("finding a free loopback port"));
+    let listeners = [bind()?, bind()?, bind()?];
+    let port = |l: &TcpListener| {
+        l.local_addr()
+            .map(|a| a.port())
+            .map_err(io_error("reading a bound port"))
+    };
+    Ok([
+        port(&listeners[0])?,
+        port(&listeners[1])?,
+        port(&listeners[2])?,
+    ])
+}
+
+/// A random number for names and tokens, from the kernel.
+pub(crate) fn rand_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    assert_eq!(n, 8, "getrandom failed");
+    u64::from_ne_bytes(bytes)
+}

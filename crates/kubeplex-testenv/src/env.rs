@@ -1,0 +1,510 @@
+//! The environment: several clusters, their kubeconfig, and the controls tests use on them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::binaries::Binaries;
+use crate::cluster::{Cluster, rand_u64};
+use crate::error::{Error, Result, io_error};
+use crate::kubeconfig::{self, ClusterEntry, Credential};
+use crate::process;
+
+/// How long `start` waits for every cluster by default; upstream's envtest needed 60 s under CI contention.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Several real Kubernetes API servers on this machine, each with its own etcd, certificates and context.
+///
+/// Dropping it kills every process and removes its files; so does the end of the program when it lives in
+/// a static (see [`SharedTestEnv`](crate::SharedTestEnv)).
+pub struct TestEnv {
+    clusters: Vec<(String, Mutex<Cluster>)>,
+    kubeconfig: Kubeconfig,
+    kubeconfig_path: PathBuf,
+    dir: PathBuf,
+    dir_registration: u64,
+    start_timeout: Duration,
+    namespaces_made: AtomicU64,
+}
+
+/// Configures and starts a [`TestEnv`].
+#[derive(Clone, Debug, Default)]
+pub struct TestEnvBuilder {
+    clusters: Vec<String>,
+    crds: Vec<(String, CustomResourceDefinition)>,
+    start_timeout: Option<Duration>,
+    kubeconfig_path: Option<PathBuf>,
+}
+
+impl TestEnvBuilder {
+    /// Adds a cluster; its kubeconfig context gets the same name.
+    #[must_use]
+    pub fn cluster(mut self, name: impl Into<String>) -> Self {
+        self.clusters.push(name.into());
+        self
+    }
+
+    /// Adds several clusters.
+    #[must_use]
+    pub fn clusters<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.clusters.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Installs `crd` in `cluster` once it is up; `start` returns when the CRD is established.
+    #[must_use]
+    pub fn crd(mut self, cluster: impl Into<String>, crd: CustomResourceDefinition) -> Self {
+        self.crds.push((cluster.into(), crd));
+        self
+    }
+
+    /// How long `start` waits for all clusters to be ready (default [`DEFAULT_START_TIMEOUT`]).
+    #[must_use]
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = Some(timeout);
+        self
+    }
+
+    /// Writes the kubeconfig here instead of inside the environment's temporary directory.
+    #[must_use]
+    pub fn kubeconfig_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig_path = Some(path.into());
+        self
+    }
+
+    /// Checks the configuration without starting anything.
+    pub fn validate(&self) -> Result<()> {
+        if self.clusters.is_empty() {
+            return Err(Error::NoClusters);
+        }
+        for (i, name) in self.clusters.iter().enumerate() {
+            if let Some(reason) = invalid_name_reason(name) {
+                return Err(Error::InvalidClusterName {
+                    name: name.clone(),
+                    reason,
+                });
+            }
+            if self.clusters[..i].contains(name) {
+                return Err(Error::InvalidClusterName {
+                    name: name.clone(),
+                    reason: "named twice",
+                });
+            }
+        }
+        if let Some((cluster, _)) = self.crds.iter().find(|(c, _)| !self.clusters.contains(c)) {
+            return Err(Error::UnknownCluster {
+                name: cluster.clone(),
+                known: self.clusters.join(", "),
+            });
+        }
+        Ok(())
+    }
+
+    /// Builds (or finds) the binaries, starts every cluster, waits until each answers an authenticated
+    /// `/readyz`, installs the CRDs, and writes the kubeconfig.
+    pub async fn start(self) -> Result<TestEnv> {
+        self.validate()?;
+        if let Some(path) = &self.kubeconfig_path {
+            // Fail before minutes of work, not after.
+            std::fs::write(path, "").map_err(|source| Error::KubeconfigPath {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let binaries = tokio::task::spawn_blocking(Binaries::locate_or_build)
+            .await
+            .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
+        let dir = make_env_dir()?;
+        let dir_registration = process::remove_directory_at_exit(&dir);
+        let mut env = TestEnv {
+            clusters: Vec::new(),
+            kubeconfig: Kubeconfig::default(),
+            kubeconfig_path: self
+                .kubeconfig_path
+                .clone()
+                .unwrap_or_else(|| dir.join("kubeconfig")),
+            dir,
+            dir_registration,
+            start_timeout: self.start_timeout.unwrap_or(DEFAULT_START_TIMEOUT),
+            namespaces_made: AtomicU64::new(0),
+        };
+        for name in &self.clusters {
+            let cluster = Cluster::launch(name, &env.dir.join(name), &binaries)?;
+            env.clusters.push((name.clone(), Mutex::new(cluster)));
+        }
+        env.kubeconfig = env.write_kubeconfig()?;
+        let started = Instant::now();
+        futures::future::try_join_all(self.clusters.iter().map(|name| env.wait_ready(name)))
+            .await?;
+        tracing::info!(clusters = self.clusters.len(), elapsed = ?started.elapsed(), "test environment ready");
+        for (cluster, crd) in self.crds {
+            env.install_crd(&cluster, crd).await?;
+        }
+        Ok(env)
+    }
+}
+
+impl TestEnv {
+    /// A builder with no clusters yet.
+    pub fn builder() -> TestEnvBuilder {
+        TestEnvBuilder::default()
+    }
+
+    /// The clusters' names, in the order they were added.
+    pub fn cluster_names(&self) -> impl Iterator<Item = &str> {
+        self.clusters.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// The kubeconfig: one context per cluster, named as the cluster, with admin credentials.
+    pub fn kubeconfig(&self) -> &Kubeconfig {
+        &self.kubeconfig
+    }
+
+    /// Where [`TestEnv::kubeconfig`] is written (use it as `KUBECONFIG`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// The same kubeconfig, except that the context of `cluster` carries `credential`.
+    pub fn kubeconfig_with(&self, cluster: &str, credential: Credential) -> Result<Kubeconfig> {
+        drop(self.lock(cluster)?);
+        Ok(self
+            .build_kubeconfig(|name| {
+                if name == cluster {
+                    credential
+                } else {
+                    Credential::Admin
+                }
+            })
+            .0)
+    }
+
+    /// The API server's address, e.g. `https://127.0.0.1:34567`; it keeps its port across stop and start.
+    pub fn server_url(&self, cluster: &str) -> Result<String> {
+        Ok(self.lock(cluster)?.server_url())
+    }
+
+    /// A client for `cluster` with admin credentials.
+    ///
+    /// Each call builds a new client, so a client never outlives the async runtime it was made in.
+    pub async fn client(&self, cluster: &str) -> Result<Client> {
+        self.client_as(cluster, Credential::Admin).await
+    }
+
+    /// A client for `cluster` with the given credentials.
+    pub async fn client_as(&self, cluster: &str, credential: Credential) -> Result<Client> {
+        client_for(self.kubeconfig_with(cluster, credential)?, cluster).await
+    }
+
+    /// Kills the cluster's API server: requests fail with "connection refused". Its etcd keeps the data.
+    pub fn stop(&self, cluster: &str) -> Result<()> {
+        self.lock(cluster)?.stop_apiserver();
+        Ok(())
+    }
+
+    /// Starts a stopped API server on the same port and waits until it is ready; earlier data is still there.
+    pub async fn start(&self, cluster: &str) -> Result<()> {
+        self.lock(cluster)?.start_apiserver()?;
+        self.wait_ready(cluster).await
+    }
+
+    /// Suspends the cluster's API server (SIGSTOP): connections open but nothing answers, as in a partition.
+    pub fn freeze(&self, cluster: &str) -> Result<()> {
+        self.lock(cluster)?.set_frozen(true)
+    }
+
+    /// Resumes a frozen API server (SIGCONT).
+    pub fn thaw(&self, cluster: &str) -> Result<()> {
+        self.lock(cluster)?.set_frozen(false)
+    }
+
+    /// Whether the cluster's API server is frozen.
+    pub fn is_frozen(&self, cluster: &str) -> Result<bool> {
+        Ok(self.lock(cluster)?.is_frozen())
+    }
+
+    /// Process ids of every running kube-apiserver and etcd.
+    pub fn pids(&self) -> Vec<u32> {
+        self.clusters
+            .iter()
+            .flat_map(|(_, c)| lock(c).pids())
+            .collect()
+    }
+
+    /// Creates a namespace named `prefix-N`, unique in this environment, in each named cluster, so that tests
+    /// sharing an environment do not see each other's objects. Returns the name.
+    pub async fn create_namespace(&self, clusters: &[&str], prefix: &str) -> Result<String> {
+        let n = self.namespaces_made.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{prefix}-{n}");
+        for &cluster in clusters {
+            let api: Api<Namespace> = Api::all(self.client(cluster).await?);
+            let namespace = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            };
+            api.create(&PostParams::default(), &namespace)
+                .await
+                .map_err(|source| Error::Kube {
+                    cluster: cluster.to_owned(),
+                    source,
+                })?;
+        }
+        Ok(name)
+    }
+
+    /// Installs `crd` in `cluster` and waits until it is established and its resource is served.
+    pub async fn install_crd(&self, cluster: &str, crd: CustomResourceDefinition) -> Result<()> {
+        let kube_error = |source| Error::Kube {
+            cluster: cluster.to_owned(),
+            source,
+        };
+        let client = self.client(cluster).await?;
+        let api: Api<CustomResourceDefinition> = Api::all(client);
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        match api.create(&PostParams::default(), &crd).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            other => {
+                other.map_err(kube_error)?;
+            }
+        }
+        let started = Instant::now();
+        while started.elapsed() < self.start_timeout {
+            let current = api.get(&name).await.map_err(kube_error)?;
+            let established = current
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            if established {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(Error::CrdNotEstablished {
+            cluster: cluster.to_owned(),
+            crd: name,
+            waited: self.start_timeout,
+        })
+    }
+
+    /// Polls an authenticated `/readyz` until it answers `ok`, failing early when a process exits.
+    async fn wait_ready(&self, cluster: &str) -> Result<()> {
+        let client = self.client(cluster).await?;
+        let started = Instant::now();
+        let mut last_problem = String::from("no answer yet");
+        while started.elapsed() < self.start_timeout {
+            self.lock(cluster)?.check_alive()?;
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("a static request is valid");
+            match tokio::time::timeout(Duration::from_secs(5), client.request_text(request)).await {
+                Ok(Ok(body)) if body.trim() == "ok" => return Ok(()),
+                Ok(Ok(body)) => last_problem = format!("/readyz answered {body:?}"),
+                Ok(Err(error)) => last_problem = error.to_string(),
+                Err(_) => last_problem = "/readyz did not answer within 5s".into(),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let problem = format!("not ready after {:?}: {last_problem}", self.start_timeout);
+        Err(self.lock(cluster)?.not_ready("kube-apiserver", problem))
+    }
+
+    fn write_kubeconfig(&self) -> Result<Kubeconfig> {
+        let (kubeconfig, document) = self.build_kubeconfig(|_| Credential::Admin);
+        let text = serde_json::to_string_pretty(&document).expect("JSON values serialize");
+        let path = &self.kubeconfig_path;
+        std::fs::write(path, text).map_err(|source| Error::KubeconfigPath {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(kubeconfig)
+    }
+
+    fn build_kubeconfig(
+        &self,
+        credential: impl Fn(&str) -> Credential,
+    ) -> (Kubeconfig, serde_json::Value) {
+        let guards: Vec<_> = self
+            .clusters
+            .iter()
+            .map(|(name, c)| (name, lock(c)))
+            .collect();
+        let entries: Vec<ClusterEntry<'_>> = guards
+            .iter()
+            .map(|(name, cluster)| ClusterEntry {
+                name,
+                server: cluster.server_url(),
+                pki: &cluster.pki,
+                credential: credential(name),
+            })
+            .collect();
+        kubeconfig::build(&entries)
+    }
+
+    fn lock(&self, cluster: &str) -> Result<MutexGuard<'_, Cluster>> {
+        self.clusters
+            .iter()
+            .find(|(name, _)| name == cluster)
+            .map(|(_, c)| lock(c))
+            .ok_or_else(|| Error::UnknownCluster {
+                name: cluster.to_owned(),
+                known: self.cluster_names().collect::<Vec<_>>().join(", "),
+            })
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // Processes first: they hold files open in the directory.
+        self.clusters.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+        process::forget_directory(self.dir_registration);
+    }
+}
+
+impl fmt::Debug for TestEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TestEnv")
+            .field("clusters", &self.cluster_names().collect::<Vec<_>>())
+            .field("kubeconfig_path", &self.kubeconfig_path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client for the context `cluster` of `kubeconfig`.
+pub(crate) async fn client_for(kubeconfig: Kubeconfig, cluster: &str) -> Result<Client> {
+    let options = KubeConfigOptions {
+        context: Some(cluster.to_owned()),
+        ..KubeConfigOptions::default()
+    };
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|source| Error::Kubeconfig {
+            cluster: cluster.to_owned(),
+            source,
+        })?;
+    Client::try_from(config).map_err(|source| Error::Kube {
+        cluster: cluster.to_owned(),
+        source,
+    })
+}
+
+fn lock(cluster: &Mutex<Cluster>) -> MutexGuard<'_, Cluster> {
+    // A test that panicked while holding the lock left the cluster as usable as before.
+    cluster.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why `name` cannot be a cluster name, if it cannot: it names a directory and a kubeconfig context,
+/// so it must be a DNS-1123 label.
+fn invalid_name_reason(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("empty")
+    } else if name.len() > 63 {
+        Some("longer than 63 characters")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        Some("only lowercase letters, digits and '-' are allowed")
+    } else if name.starts_with('-') || name.ends_with('-') {
+        Some("must start and end with a letter or digit")
+    } else {
+        None
+    }
+}
+
+/// A fresh directory `kubeplex-testenv.PID.RANDOM` in the temp dir; first removes those of dead processes
+/// (killed too hard to clean up after themselves).
+fn make_env_dir() -> Result<PathBuf> {
+    let tmp = std::env::temp_dir();
+    if let Ok(entries) = std::fs::read_dir(&tmp) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("kubeplex-testenv."))
+                .and_then(|rest| {
+                    rest.split('.')
+                        .next()
+                        .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+                })
+            else {
+                continue;
+            };
+            // SAFETY: signal 0 only checks whether the process exists.
+            let dead = unsafe { libc::kill(pid, 0) } != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            if dead {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let dir = tmp.join(format!(
+        "kubeplex-testenv.{}.{:08x}",
+        std::process::id(),
+        rand_u64() as u32
+    ));
+    std::fs::create_dir_all(&dir).map_err(io_error(format!("creating {}", dir.display())))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_names_are_dns_labels() {
+        assert_eq!(invalid_name_reason("cluster-a"), None);
+        assert_eq!(invalid_name_reason("c1"), None);
+        assert!(invalid_name_reason("").is_some());
+        assert!(invalid_name_reason("Cluster").is_some());
+        assert!(invalid_name_reason("a b").is_some());
+        assert!(invalid_name_reason("-a").is_some());
+        assert!(invalid_name_reason(&"a".repeat(64)).is_some());
+    }
+
+    #[test]
+    fn builder_rejects_bad_configurations() {
+        assert!(matches!(
+            TestEnv::builder().validate(),
+            Err(Error::NoClusters)
+        ));
+        let twice = TestEnv::builder().clusters(["a", "b", "a"]).validate();
+        assert!(
+            matches!(
+                twice,
+                Err(Error::InvalidClusterName {
+                    reason: "named twice",
+                    ..
+                })
+            ),
+            "{twice:?}"
+        );
+        let crd_elsewhere = TestEnv::builder()
+            .cluster("a")
+            .crd("b", CustomResourceDefinition::default())
+            .validate();
+        assert!(
+            matches!(crd_elsewhere, Err(Error::UnknownCluster { .. })),
+            "{crd_elsewhere:?}"
+        );
+        assert!(
+            TestEnv::builder()
+                .clusters(["control", "cluster-a"])
+                .validate()
+                .is_ok()
+        );
+    }
+}

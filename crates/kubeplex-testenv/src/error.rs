@@ -1,0 +1,103 @@
+//! What can go wrong while starting or driving a test environment.
+
+use std::time::Duration;
+
+/// An error of the test environment; each names the cluster it concerns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The builder was given no cluster.
+    #[error("no clusters: name at least one, e.g. `control`")]
+    NoClusters,
+    /// A cluster name cannot serve as a kubeconfig context and directory name.
+    #[error("invalid cluster name {name:?}: {reason}")]
+    InvalidClusterName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A cluster name that the environment does not have.
+    #[error("no cluster named {name:?} in this environment (it has: {known})")]
+    UnknownCluster {
+        /// The name asked for.
+        name: String,
+        /// The environment's clusters, comma-separated.
+        known: String,
+    },
+    /// The kube-apiserver or etcd programs could not be found or built.
+    #[error("test cluster binaries: {0}")]
+    Binaries(String),
+    /// Generating certificates or keys failed.
+    #[error("certificates: {0}")]
+    Pki(String),
+    /// The kubeconfig cannot be written where it was asked to be.
+    #[error("cannot write the kubeconfig {path}: {source}")]
+    KubeconfigPath {
+        /// The path asked for.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file or directory operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, with the path.
+        what: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cluster's process exited or never became ready.
+    #[error("cluster {cluster}: {problem}\n--- last lines of {program}'s log ---\n{log_tail}")]
+    NotReady {
+        /// The cluster.
+        cluster: String,
+        /// `kube-apiserver` or `etcd`.
+        program: &'static str,
+        /// What happened, e.g. "not ready after 60s: connection refused".
+        problem: String,
+        /// The end of the process's log, where the cause usually is.
+        log_tail: String,
+    },
+    /// A request to a cluster failed.
+    #[error("cluster {cluster}: {source}")]
+    Kube {
+        /// The cluster.
+        cluster: String,
+        /// What the client reported.
+        #[source]
+        source: kube::Error,
+    },
+    /// The generated kubeconfig could not be turned into a client configuration.
+    #[error("cluster {cluster}: kubeconfig: {source}")]
+    Kubeconfig {
+        /// The cluster.
+        cluster: String,
+        /// What the kubeconfig loader reported.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// A custom resource definition was not established in time.
+    #[error("cluster {cluster}: CRD {crd} not established after {waited:?}")]
+    CrdNotEstablished {
+        /// The cluster.
+        cluster: String,
+        /// The CRD's name.
+        crd: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The shared environment failed to start in an earlier test of this binary.
+    #[error("the shared test environment failed to start: {0}")]
+    SharedStartFailed(String),
+}
+
+/// A result with the test environment's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}

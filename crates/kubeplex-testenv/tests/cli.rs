@@ -1,0 +1,149 @@
+//! The `kubeplex-testenv` command line.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube::config::Kubeconfig;
+
+const CLI: &str = env!("CARGO_BIN_EXE_kubeplex-testenv");
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
+
+/// Every process whose parent is `pid` (the clusters' programs are direct children of the CLI).
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command name: state, ppid, ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        if after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+fn wait_gone(pids: &[u32]) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if pids.iter().all(|&pid| !alive(pid)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Starts `up` and returns the child and the `ready` line once it is printed.
+fn up(clusters: &str, kubeconfig: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = Command::new(CLI)
+        .args(["up", "--clusters", clusters, "--kubeconfig"])
+        .arg(kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let ready = stdout
+        .lines()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with("ready"))
+        .expect("no `ready` line");
+    (child, ready)
+}
+
+#[test]
+fn up_writes_the_kubeconfig_prints_ready_and_cleans_up_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut child, ready) = up("control,cluster-a", &kubeconfig);
+    assert!(ready.contains("control, cluster-a"), "{ready}");
+
+    let written = Kubeconfig::read_from(&kubeconfig).unwrap();
+    let names: Vec<&str> = written.contexts.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["control", "cluster-a"]);
+    let programs = children(child.id());
+    assert_eq!(
+        programs.len(),
+        4,
+        "two clusters, two programs each: {programs:?}"
+    );
+
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(
+        wait_gone(&programs),
+        "processes outlived the CLI: {programs:?}"
+    );
+}
+
+#[test]
+fn a_killed_cli_leaves_no_cluster_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, _) = up("orphan-check", &dir.path().join("kubeconfig"));
+    let programs = children(child.id());
+    assert_eq!(programs.len(), 2, "{programs:?}");
+    child.kill().unwrap(); // SIGKILL: no destructor, no atexit; the kernel's parent-death signal must do it.
+    child.wait().unwrap();
+    assert!(
+        wait_gone(&programs),
+        "processes outlived a killed CLI: {programs:?}"
+    );
+}
+
+#[test]
+fn invalid_arguments_exit_2_with_a_clear_error() {
+    let cases: [(&[&str], &str); 7] = [
+        (&[], "no command given"),
+        (&["up"], "--clusters is required"),
+        (&["up", "--clusters", ""], "invalid cluster name \"\""),
+        (&["up", "--clusters", "a,b,a"], "\"a\": named twice"),
+        (&["up", "--clusters", "Cluster_A"], "only lowercase letters"),
+        (
+            &[
+                "up",
+                "--clusters",
+                "a",
+                "--kubeconfig",
+                "/proc/kubeplex/kubeconfig",
+            ],
+            "cannot write the kubeconfig",
+        ),
+        (&["launch"], "unknown command \"launch\""),
+    ];
+    for (args, expected) in cases {
+        let output = Command::new(CLI).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: expected {expected:?} in {stderr}"
+        );
+    }
+}
+
+#[test]
+fn build_prints_the_directory_holding_both_programs() {
+    let output = Command::new(CLI).arg("build").output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dir = std::path::PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    assert!(
+        dir.join("kube-apiserver").is_file() && dir.join("etcd").is_file(),
+        "{}",
+        dir.display()
+    );
+}

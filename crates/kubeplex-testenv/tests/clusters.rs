@@ -1,0 +1,187 @@
+//! Reading and writing through every context of one shared three-cluster environment.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, PostParams};
+use kube::config::Kubeconfig;
+use kubeplex_testenv::{Binaries, Credential, SharedTestEnv, TestEnv};
+
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+    TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b"])
+        .crd("cluster-a", widget_crd())
+});
+
+fn widget_crd() -> CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": "widgets.test.kubeplex.dev" },
+        "spec": {
+            "group": "test.kubeplex.dev",
+            "names": { "kind": "Widget", "plural": "widgets", "singular": "widget" },
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } }
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+fn widgets() -> ApiResource {
+    ApiResource {
+        group: "test.kubeplex.dev".into(),
+        version: "v1".into(),
+        api_version: "test.kubeplex.dev/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    }
+}
+
+fn config_map(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("cluster".to_owned(), value.to_owned())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+fn status_code(error: kube::Error) -> u16 {
+    match error {
+        kube::Error::Api(status) => status.code,
+        other => panic!("expected an API error status, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn each_context_reaches_its_own_independent_cluster() {
+    let env = CLUSTERS.get().await.unwrap();
+    let clusters = ["control", "cluster-a", "cluster-b"];
+    let namespace = env
+        .create_namespace(&clusters, "independent")
+        .await
+        .unwrap();
+    for cluster in clusters {
+        let api: Api<ConfigMap> = Api::namespaced(env.client(cluster).await.unwrap(), &namespace);
+        api.create(&PostParams::default(), &config_map("whoami", cluster))
+            .await
+            .unwrap();
+    }
+    let a: Api<ConfigMap> = Api::namespaced(env.client("cluster-a").await.unwrap(), &namespace);
+    a.create(
+        &PostParams::default(),
+        &config_map("only-in-a", "cluster-a"),
+    )
+    .await
+    .unwrap();
+
+    for cluster in clusters {
+        let api: Api<ConfigMap> = Api::namespaced(env.client(cluster).await.unwrap(), &namespace);
+        let whoami = api.get("whoami").await.unwrap();
+        assert_eq!(
+            whoami.data.unwrap()["cluster"],
+            cluster,
+            "context {cluster} reached another cluster"
+        );
+    }
+    let b: Api<ConfigMap> = Api::namespaced(env.client("cluster-b").await.unwrap(), &namespace);
+    assert_eq!(
+        status_code(b.get("only-in-a").await.unwrap_err()),
+        404,
+        "cluster-b sees cluster-a's object"
+    );
+}
+
+#[tokio::test]
+async fn a_crd_is_served_only_where_it_was_installed() {
+    let env = CLUSTERS.get().await.unwrap();
+    let in_a: Api<DynamicObject> =
+        Api::all_with(env.client("cluster-a").await.unwrap(), &widgets());
+    in_a.list(&ListParams::default())
+        .await
+        .expect("cluster-a serves widgets");
+    let in_b: Api<DynamicObject> =
+        Api::all_with(env.client("cluster-b").await.unwrap(), &widgets());
+    assert_eq!(
+        status_code(in_b.list(&ListParams::default()).await.unwrap_err()),
+        404
+    );
+}
+
+#[tokio::test]
+async fn version_reports_the_pinned_kubernetes_release() {
+    let env = CLUSTERS.get().await.unwrap();
+    let version = env
+        .client("control")
+        .await
+        .unwrap()
+        .apiserver_version()
+        .await
+        .unwrap();
+    assert_eq!(version.git_version, Binaries::kubernetes_version());
+}
+
+#[tokio::test]
+async fn a_user_without_permissions_gets_403_and_an_invalid_credential_401() {
+    let env = CLUSTERS.get().await.unwrap();
+    let nobody: Api<ConfigMap> = Api::default_namespaced(
+        env.client_as("cluster-b", Credential::NoPermissions)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        status_code(nobody.list(&ListParams::default()).await.unwrap_err()),
+        403
+    );
+    let invalid: Api<ConfigMap> = Api::default_namespaced(
+        env.client_as("cluster-b", Credential::Invalid)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        status_code(invalid.list(&ListParams::default()).await.unwrap_err()),
+        401
+    );
+}
+
+#[tokio::test]
+async fn the_kubeconfig_file_has_one_context_per_cluster() {
+    let env = CLUSTERS.get().await.unwrap();
+    let written = Kubeconfig::read_from(env.kubeconfig_path()).unwrap();
+    let names: Vec<&str> = written.contexts.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["control", "cluster-a", "cluster-b"]);
+    for context in &written.contexts {
+        let cluster = &context.context.as_ref().unwrap().cluster;
+        let entry = written
+            .clusters
+            .iter()
+            .find(|c| &c.name == cluster)
+            .unwrap()
+            .cluster
+            .as_ref()
+            .unwrap();
+        assert!(
+            entry.certificate_authority_data.is_some(),
+            "CA data of {cluster} must be inline"
+        );
+        assert_eq!(
+            entry.server.as_deref(),
+            Some(env.server_url(&context.name).unwrap().as_str())
+        );
+    }
+    let unknown = env
+        .client("cluster-c")
+        .await
+        .err()
+        .expect("no such cluster")
+        .to_string();
+    assert!(
+        unknown.contains("cluster-c") && unknown.contains("control, cluster-a, cluster-b"),
+        "{unknown}"
+    );
+}
