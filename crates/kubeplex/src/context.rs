@@ -16,6 +16,10 @@ pub trait Context: Copy + Eq + Ord + Hash + Debug + Display + Send + Sync + 'sta
 pub trait Fleet: Context {
     /// Every context of the fleet, in declaration order.
     const ALL: &'static [Self];
+
+    /// The kubeconfig context name of each of [`ALL`](Fleet::ALL), in the same order; usable in `const`
+    /// code (it is what `#[controller(fleet = .., contexts = ["..."])]` checks string literals against).
+    const NAMES: &'static [&'static str];
 }
 
 /// A context named by a string literal rather than a [`Fleet`] variant.

@@ -2,6 +2,11 @@
 
 /// Declares a [`Fleet`](crate::Fleet): an enum whose variants are contexts, each with its kubeconfig name.
 ///
+/// The names are checked while compiling: each must be non-empty, free of whitespace and control
+/// characters, at most 253 bytes long, and different from the others. The enum implements
+/// [`Context`](crate::Context), [`Fleet`](crate::Fleet), `Display` (the context name) and the usual
+/// value traits (`Clone`, `Copy`, `Eq`, `Ord`, `Hash`, `Debug`).
+///
 /// ```
 /// kubeplex::contexts! {
 ///     /// The clusters this operator runs across.
@@ -35,7 +40,14 @@ macro_rules! contexts {
 
         impl $crate::Fleet for $fleet {
             const ALL: &'static [Self] = &[$( Self::$variant ),+];
+            const NAMES: &'static [&'static str] = &[$( $name ),+];
         }
+
+        // Every name non-empty, without whitespace or control characters, at most 253 bytes, unique.
+        const _: () = $crate::__private::check_fleet_names(
+            ::core::stringify!($fleet),
+            <$fleet as $crate::Fleet>::NAMES,
+        );
 
         impl ::core::fmt::Display for $fleet {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {

@@ -19,20 +19,46 @@ use crate::plan::Plan;
 /// attribute cannot express.
 pub trait Controller: Send + Sync + 'static {
     /// The primary resource: any kind whose type is known at compile time, a custom resource or built-in.
-    type Resource: kube::Resource<DynamicType = ()>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Serialize
-        + Send
-        + Sync
-        + 'static;
+    type Resource: PrimaryResource;
 
     /// The context identity type: a [`Fleet`](crate::Fleet) enum or [`ContextName`](crate::ContextName).
     type Context: Context;
 
     /// Where to watch, what to own, and how to reconcile.
     fn plan() -> Plan<Self::Context>;
+}
+
+/// What `#[controller(crd = ..)]` accepts: a `kube::Resource` whose type is known at compile time
+/// (`DynamicType = ()`), with serde support — a `#[derive(CustomResource)]` type or a k8s-openapi kind.
+///
+/// Implemented for every such type; it only names the bounds and explains a mismatch.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the primary resource of a controller",
+    label = "not a `kube::Resource<DynamicType = ()>` with serde support",
+    note = "`crd = ..` takes a kind known at compile time: a `#[derive(CustomResource)]` type or a k8s-openapi kind such as `k8s_openapi::api::apps::v1::Deployment`"
+)]
+pub trait PrimaryResource:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> PrimaryResource for K where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Serialize
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// The business logic of a controller: bring the world in line with one primary object.
@@ -57,6 +83,17 @@ pub trait Reconcile: Controller {
     ) -> Action {
         let _ = (object, error);
         Action::requeue(cx.error_requeue())
+    }
+
+    /// Runs when an object carrying the controller's finalizer is being deleted, before the runtime removes
+    /// its children in every context; by default nothing. An error retries the deletion later.
+    fn cleanup(
+        &self,
+        object: Arc<Self::Resource>,
+        cx: &Cx<Self::Context>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        let _ = (object, cx);
+        async { Ok(()) }
     }
 }
 

@@ -1,4 +1,69 @@
 //! kubeplex: Kubernetes operators that reconcile across many clusters from one process.
+//!
+//! A kubeplex operator declares its clusters (kubeconfig contexts) once, with [`contexts!`], and
+//! describes each controller with the [`#[controller]`](macro@controller) attribute: which resource it
+//! reconciles, in which contexts and namespaces it watches it, and which child kinds it creates where.
+//! The compiler checks all of it: a misspelled context is an ordinary "no variant named …" error with
+//! rustc's suggestion, and every key of the attribute is validated while compiling (namespaces,
+//! durations, selectors, finalizer names, …), with an error at the offending token that says the fix.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use kube::CustomResource;
+//! use kubeplex::prelude::*;
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! // The fleet, declared once: each variant is a context, the string its kubeconfig context name.
+//! kubeplex::contexts! {
+//!     pub enum Fleet {
+//!         Control = "control",
+//!         ClusterA = "cluster-a",
+//!         ClusterB = "cluster-b",
+//!     }
+//! }
+//!
+//! // The custom resource, as kube-rs users know it.
+//! #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+//! #[kube(group = "demo.kubeplex.dev", version = "v1", kind = "AppDeployment", namespaced)]
+//! pub struct AppDeploymentSpec {
+//!     pub image: String,
+//!     pub replicas: i32,
+//! }
+//!
+//! // Where the parent is watched, and where its children live.
+//! #[controller(
+//!     crd = AppDeployment,
+//!     contexts = [Fleet::Control],
+//!     namespaces = ["crds"],
+//!     owns(Deployment, contexts = [Fleet::ClusterA, Fleet::ClusterB],
+//!          namespaces = ["namespace-a", "namespace-b"]),
+//!     finalizer = "demo.kubeplex.dev/cleanup",
+//! )]
+//! pub struct AppDeployer;
+//!
+//! // The business logic; `cx.context()` is the context `app` came from.
+//! impl Reconcile for AppDeployer {
+//!     type Error = kubeplex::Error;
+//!
+//!     async fn reconcile(&self, app: Arc<AppDeployment>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
+//!         let _ = (app, cx.context());
+//!         Ok(Action::requeue(Duration::from_secs(3600)))
+//!     }
+//! }
+//!
+//! // What the attribute generated: a description the runtime executes.
+//! let plan = AppDeployer::plan();
+//! assert_eq!(plan.name(), "app-deployer");
+//! assert_eq!(plan.watches().collect::<Vec<_>>(), [(Fleet::Control, Some("crds"))]);
+//! assert_eq!(plan.all_contexts(), [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB]);
+//! ```
+//!
+//! The keys of `#[controller]` are listed on [its page](macro@controller) and in
+//! `docs/controller-attribute.md`; what it expands to is shown in `docs/expansion.md`.
 #![deny(missing_docs)]
 
 mod context;
@@ -8,14 +73,45 @@ mod cx;
 mod error;
 mod plan;
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
 pub use context::{Context, ContextName, Fleet};
-pub use controller::{Controller, DEFAULT_ERROR_REQUEUE, Reconcile};
+pub use controller::{Controller, DEFAULT_ERROR_REQUEUE, PrimaryResource, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
 pub use kube::runtime::controller::Action;
+/// Describes a controller: implements [`Controller`] for the struct it is on.
+///
+/// ```text
+/// #[controller(
+///     crd = Type,                          // required: the primary resource (a kube::Resource<DynamicType = ()>)
+///     contexts = [Fleet::A, ..],           // required: where it is watched; or ["name", ..]
+///     fleet = Fleet,                       // optional: check string contexts against a contexts! enum
+///     namespaces = ["ns", ..],             // default: every namespace (DNS-1123 labels)
+///     name = "my-controller",              // default: the struct's name in kebab-case
+///     label_selector = "app=web",          // optional, syntax checked
+///     field_selector = "metadata.name=x",  // optional, syntax checked
+///     concurrency = 8,                     // default: unbounded; 1..=65535
+///     debounce = "1s",                     // optional duration: ms, s, m, h, d ("1h30m")
+///     requeue_after = "1h",                // optional duration
+///     error_requeue = "30s",               // default: 5s
+///     finalizer = "example.com/cleanup",   // optional, domain-qualified
+///     owns(Kind, contexts = [..], namespaces = [..]),  // repeatable: child kinds and where they live
+///     crate = path,                        // default: ::kubeplex
+/// )]
+/// ```
+///
+/// It applies to a non-generic struct (unit, tuple or with fields: your reconciler's state), which it
+/// re-emits unchanged. Typed contexts (`Fleet::Control`) make `type Context` the fleet; string literals
+/// make it [`ContextName`], or the `fleet` when one is given. All contexts of one controller, the
+/// children's included, are of one kind and one fleet. Every mistake is a compile error at the
+/// offending token; see `docs/controller-attribute.md` for each key in detail.
+pub use kubeplex_macros::controller;
 pub use plan::{Child, Plan};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Action, Context, Controller, Cx, Fleet, Reconcile};
+    pub use crate::{Action, Context, Controller, Cx, Fleet, Reconcile, controller};
 }

@@ -1,0 +1,624 @@
+//! The grammar of `#[controller(...)]`, in one place: one field per key, one doc line per field.
+//!
+//! Parsing only checks the *shape* of each value (a type, a list, a string…); what the values mean is
+//! checked in `validate.rs`. Unknown and repeated keys are caught before darling sees the list, so that
+//! they get kubeplex's own "did you mean" message.
+
+use darling::ast::NestedMeta;
+use darling::util::path_to_string;
+use darling::{Error, FromMeta, Result};
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+use syn::spanned::Spanned;
+use syn::{Expr, LitInt, LitStr, Meta, Path, Type};
+
+/// Everything `#[controller(...)]` accepts.
+#[derive(Debug, Default, FromMeta)]
+pub struct ControllerArgs {
+    /// `crd = Type` (required): the primary resource, any `kube::Resource<DynamicType = ()>`.
+    #[darling(default)]
+    pub crd: TypeArg,
+    /// `contexts = [Fleet::A, ..]` or `["name", ..]` (required, non-empty): where the primary resource is watched.
+    pub contexts: Option<ContextList>,
+    /// `fleet = Fleet` (optional): the `contexts!` enum that string-literal contexts must belong to.
+    pub fleet: Option<PathArg>,
+    /// `namespaces = ["ns", ..]` (default: every namespace): DNS-1123 labels to watch the primary resource in.
+    pub namespaces: Option<StrList>,
+    /// `name = "my-controller"` (default: the struct's name in kebab-case): logs, metrics, field manager.
+    pub name: Option<Str>,
+    /// `label_selector = "app=web,tier!=db"` (optional): watch only objects whose labels match.
+    pub label_selector: Option<Str>,
+    /// `field_selector = "metadata.name=x"` (optional): watch only objects whose fields match.
+    pub field_selector: Option<Str>,
+    /// `concurrency = 8` (default: unbounded): at most this many reconciles at once, 1..=65535.
+    pub concurrency: Option<Int>,
+    /// `debounce = "1s"` (optional): wait this long for more events on an object before reconciling it.
+    pub debounce: Option<Str>,
+    /// `requeue_after = "1h"` (optional): reconcile every object again this long after a success.
+    pub requeue_after: Option<Str>,
+    /// `error_requeue = "30s"` (default: 5s): retry a failed reconcile after this long.
+    pub error_requeue: Option<Str>,
+    /// `finalizer = "example.com/cleanup"` (optional): a domain-qualified finalizer kept on primary objects.
+    pub finalizer: Option<Str>,
+    /// `crate = path` (default: `::kubeplex`): where the kubeplex crate is, for a renamed dependency.
+    #[darling(rename = "crate")]
+    pub krate: Option<PathArg>,
+    /// `owns(Kind, contexts = [..], namespaces = [..])` (repeatable): a kind of child object and where it lives.
+    #[darling(multiple)]
+    pub owns: Vec<Owns>,
+    /// Keys that were given but could not be parsed (or were misspelled as them), so that validation
+    /// does not also report them as missing.
+    #[darling(skip)]
+    pub given_but_invalid: Vec<String>,
+}
+
+/// The keys of [`ControllerArgs`], as written in the attribute.
+pub const KEYS: &[&str] = &[
+    "crd",
+    "contexts",
+    "fleet",
+    "namespaces",
+    "name",
+    "label_selector",
+    "field_selector",
+    "concurrency",
+    "debounce",
+    "requeue_after",
+    "error_requeue",
+    "finalizer",
+    "crate",
+    "owns",
+];
+
+/// The keys that may be given more than once.
+const REPEATABLE: &[&str] = &["owns"];
+
+/// What people write when they mean one of [`KEYS`], beyond what an edit distance finds.
+const ALIASES: &[(&str, &str)] = &[
+    ("resource", "crd"),
+    ("kind", "crd"),
+    ("for", "crd"),
+    ("clusters", "contexts"),
+    ("cluster", "contexts"),
+    ("children", "owns"),
+    ("child", "owns"),
+    ("finalizers", "finalizer"),
+    ("labels", "label_selector"),
+    ("fields", "field_selector"),
+    ("max_concurrent_reconciles", "concurrency"),
+    ("requeue", "requeue_after"),
+    ("resync", "requeue_after"),
+    ("retry", "error_requeue"),
+];
+
+/// The inside of `owns(Kind, ...)`, after the kind.
+#[derive(Debug, Default, FromMeta)]
+pub struct OwnsOptions {
+    /// `contexts = [..]` (required): where children of this kind live; same kind of context as the primary's.
+    pub contexts: Option<ContextList>,
+    /// `namespaces = [..]` (default: every namespace): the namespaces children of this kind live in.
+    pub namespaces: Option<StrList>,
+}
+
+/// The keys of [`OwnsOptions`].
+pub const OWNS_KEYS: &[&str] = &["contexts", "namespaces"];
+
+/// `owns(Kind, contexts = [..], namespaces = [..])`.
+#[derive(Debug)]
+pub struct Owns {
+    /// The whole `owns(...)`, for errors about it as a whole.
+    pub span: Span,
+    /// The child kind.
+    pub kind: Path,
+    /// The options after the kind.
+    pub options: OwnsOptions,
+}
+
+impl FromMeta for Owns {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let list = match meta {
+            Meta::List(list) => list,
+            _ => {
+                return Err(Error::custom(
+                    "`owns` takes the child kind and where it lives: `owns(Deployment, contexts = [..])`",
+                )
+                .with_span(meta));
+            }
+        };
+        let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
+        let (kind, rest) = match items.split_first() {
+            Some((NestedMeta::Meta(Meta::Path(path)), rest)) => (path.clone(), rest),
+            Some((first, _)) => {
+                return Err(Error::custom(
+                    "`owns` starts with the child kind, a type path: `owns(Deployment, contexts = [..])`",
+                )
+                .with_span(first));
+            }
+            None => {
+                return Err(Error::custom(
+                    "`owns()` is empty; name the child kind and its contexts: `owns(Deployment, contexts = [..])`",
+                )
+                .with_span(meta));
+            }
+        };
+        let mut errors = Error::accumulator();
+        let rest = check_keys(
+            rest,
+            OWNS_KEYS,
+            &[],
+            "owns(..)",
+            &[],
+            &mut errors,
+            &mut Vec::new(),
+        );
+        let options = errors.handle(OwnsOptions::from_list(&rest));
+        errors.finish_with(Owns {
+            span: meta.span(),
+            kind,
+            options: options.unwrap_or_default(),
+        })
+    }
+}
+
+/// Parses the attribute's arguments, reporting unknown and repeated keys without giving up on the rest.
+pub fn parse_args(tokens: TokenStream, errors: &mut darling::error::Accumulator) -> ControllerArgs {
+    let items = match NestedMeta::parse_meta_list(tokens) {
+        Ok(items) => items,
+        Err(e) => {
+            errors.push(e.into());
+            return ControllerArgs::default();
+        }
+    };
+    let mut suggested = Vec::new();
+    let items = check_keys(
+        &items,
+        KEYS,
+        REPEATABLE,
+        "#[controller]",
+        ALIASES,
+        errors,
+        &mut suggested,
+    );
+    // Parse each item on its own first, so that one malformed value drops only its own key (and is
+    // remembered as given) instead of the whole attribute.
+    let mut good = Vec::new();
+    let mut given_but_invalid = Vec::new();
+    for item in items {
+        match ControllerArgs::from_list(std::slice::from_ref(&item)) {
+            Ok(_) => good.push(item),
+            Err(e) => {
+                errors.push(e);
+                given_but_invalid.push(key_of(&item));
+            }
+        }
+    }
+    let mut args = errors
+        .handle(ControllerArgs::from_list(&good))
+        .unwrap_or_default();
+    args.given_but_invalid.extend(given_but_invalid);
+    args.given_but_invalid.extend(suggested);
+    args
+}
+
+/// The key of an item, as written.
+fn key_of(item: &NestedMeta) -> String {
+    match item {
+        NestedMeta::Meta(meta) => path_to_string(meta.path()),
+        NestedMeta::NameValueInvalidExpr(nv) => path_to_string(&nv.path),
+        NestedMeta::Lit(_) => String::new(),
+    }
+}
+
+/// Keeps the items whose key is known and not repeated; reports the others.
+fn check_keys(
+    items: &[NestedMeta],
+    keys: &[&str],
+    repeatable: &[&str],
+    place: &str,
+    aliases: &[(&str, &str)],
+    errors: &mut darling::error::Accumulator,
+    suggested: &mut Vec<String>,
+) -> Vec<NestedMeta> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut kept = Vec::new();
+    for item in items {
+        let path = match item {
+            NestedMeta::Meta(meta) => meta.path(),
+            NestedMeta::NameValueInvalidExpr(nv) => &nv.path,
+            NestedMeta::Lit(lit) => {
+                errors.push(
+                    Error::custom(format!(
+                        "expected `key = value` in {place}, found a bare literal; keys are: {}",
+                        keys.join(", ")
+                    ))
+                    .with_span(lit),
+                );
+                continue;
+            }
+        };
+        let key = path_to_string(path);
+        if !keys.contains(&key.as_str()) {
+            let message = match suggest(&key, keys, aliases) {
+                Some(s) => {
+                    suggested.push(s.to_owned());
+                    format!("unknown key `{key}` in {place}; did you mean `{s}`?")
+                }
+                None => format!(
+                    "unknown key `{key}` in {place}; expected one of: {}",
+                    keys.join(", ")
+                ),
+            };
+            errors.push(Error::custom(message).with_span(path));
+            continue;
+        }
+        if seen.contains(&key) && !repeatable.contains(&key.as_str()) {
+            errors.push(
+                Error::custom(format!(
+                    "`{key}` is given more than once in {place}; keep one"
+                ))
+                .with_span(path),
+            );
+            continue;
+        }
+        seen.push(key);
+        kept.push(item.clone());
+    }
+    kept
+}
+
+/// The known key closest to `key`, if any is close enough to be what was meant.
+pub fn suggest<'a>(key: &str, keys: &[&'a str], aliases: &[(&str, &'a str)]) -> Option<&'a str> {
+    let lower = key.to_ascii_lowercase().replace('-', "_");
+    if let Some(&(_, target)) = aliases.iter().find(|(alias, _)| *alias == lower) {
+        return Some(target);
+    }
+    keys.iter()
+        .map(|&k| (edit_distance(&lower, k), k))
+        .filter(|&(d, k)| d <= (k.len().max(lower.len()) / 3).max(1))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance between two strings, by characters.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The right-hand side of `key = value`, or an error naming the key and the expected form.
+fn value_of<'a>(meta: &'a Meta, form: &str) -> Result<&'a Expr> {
+    match meta {
+        Meta::NameValue(nv) => Ok(ungroup(&nv.value)),
+        _ => {
+            let key = path_to_string(meta.path());
+            Err(Error::custom(format!("write `{key} = {form}`")).with_span(meta))
+        }
+    }
+}
+
+/// Looks through the invisible groups a `macro_rules!` leaves around `$x:expr`.
+fn ungroup(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Group(group) => ungroup(&group.expr),
+        _ => expr,
+    }
+}
+
+/// `crd = Type`; `None` when the key is absent. (Not an `Option<TypeArg>`: darling's `Option` does not
+/// forward `from_invalid_expr`, which `crd = Wrapper<Kind>` needs.)
+#[derive(Debug, Default)]
+pub struct TypeArg(pub Option<Type>);
+
+impl FromMeta for TypeArg {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let expr = value_of(meta, "Type")?;
+        if let Expr::Lit(lit) = expr {
+            return Err(
+                Error::custom("write the type itself, not a string: `crd = MyResource`")
+                    .with_span(lit),
+            );
+        }
+        syn::parse2::<Type>(expr.to_token_stream())
+            .map(|t| TypeArg(Some(t)))
+            .map_err(|_| Error::custom("expected a type: `crd = MyResource`").with_span(expr))
+    }
+
+    fn from_invalid_expr(nv: &darling::ast::MetaNameValueInvalidExpr) -> Result<Self> {
+        // `crd = Wrapper<Kind>` is a type but not an expression.
+        syn::parse2::<Type>(nv.value.clone())
+            .map(|t| TypeArg(Some(t)))
+            .map_err(|_| Error::custom("expected a type: `crd = MyResource`").with_span(&nv.value))
+    }
+}
+
+/// `fleet = Path` and `crate = path`.
+#[derive(Debug)]
+pub struct PathArg(pub Path);
+
+impl FromMeta for PathArg {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let expr = value_of(meta, "path")?;
+        match expr {
+            Expr::Path(p) if p.qself.is_none() => Ok(PathArg(p.path.clone())),
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => s.parse::<Path>().map(PathArg).map_err(|_| {
+                Error::custom("expected a path such as `my_kubeplex` or `crate::Fleet`")
+                    .with_span(s)
+            }),
+            _ => Err(
+                Error::custom("expected a path such as `my_kubeplex` or `crate::Fleet`")
+                    .with_span(expr),
+            ),
+        }
+    }
+}
+
+/// One entry of `contexts = [..]`.
+#[derive(Debug, Clone)]
+pub enum ContextItem {
+    /// `Fleet::Variant`: checked by rustc.
+    Typed(Path),
+    /// `"name"`: checked by kubeplex.
+    Named(LitStr),
+}
+
+impl ContextItem {
+    /// The tokens of the entry, for spans.
+    pub fn span(&self) -> Span {
+        match self {
+            ContextItem::Typed(p) => p.span(),
+            ContextItem::Named(s) => s.span(),
+        }
+    }
+}
+
+/// `contexts = [..]`.
+#[derive(Debug, Clone)]
+pub struct ContextList {
+    /// The `[..]`, for errors about the list as a whole.
+    pub span: Span,
+    /// The entries.
+    pub items: Vec<ContextItem>,
+}
+
+impl FromMeta for ContextList {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let expr = value_of(meta, "[Fleet::Context, ..]")?;
+        let array = match expr {
+            Expr::Array(array) => array,
+            _ => {
+                return Err(Error::custom(
+                    "expected a list of contexts: `contexts = [Fleet::Control]` or `contexts = [\"control\"]`",
+                )
+                .with_span(expr));
+            }
+        };
+        let mut errors = Error::accumulator();
+        let mut items = Vec::new();
+        for elem in &array.elems {
+            match ungroup(elem) {
+                Expr::Path(p) if p.qself.is_none() => items.push(ContextItem::Typed(p.path.clone())),
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => items.push(ContextItem::Named(s.clone())),
+                other => errors.push(
+                    Error::custom(
+                        "a context is a `contexts!` variant such as `Fleet::Control`, or a string literal such as `\"control\"`",
+                    )
+                    .with_span(other),
+                ),
+            }
+        }
+        errors.finish_with(ContextList {
+            span: array.span(),
+            items,
+        })
+    }
+}
+
+/// `namespaces = ["a", ..]`.
+#[derive(Debug, Clone)]
+pub struct StrList {
+    /// The `[..]`.
+    pub span: Span,
+    /// The strings.
+    pub items: Vec<LitStr>,
+}
+
+impl FromMeta for StrList {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let expr = value_of(meta, "[\"..\", ..]")?;
+        let array = match expr {
+            Expr::Array(array) => array,
+            _ => {
+                let key = path_to_string(meta.path());
+                return Err(Error::custom(format!(
+                    "expected a list of string literals: `{key} = [\"default\"]`"
+                ))
+                .with_span(expr));
+            }
+        };
+        let mut errors = Error::accumulator();
+        let mut items = Vec::new();
+        for elem in &array.elems {
+            match ungroup(elem) {
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => items.push(s.clone()),
+                other => errors.push(
+                    Error::custom("expected a string literal such as `\"default\"`")
+                        .with_span(other),
+                ),
+            }
+        }
+        errors.finish_with(StrList {
+            span: array.span(),
+            items,
+        })
+    }
+}
+
+/// `key = "string"`.
+#[derive(Debug, Clone)]
+pub struct Str(pub LitStr);
+
+impl FromMeta for Str {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let expr = value_of(meta, "\"..\"")?;
+        match expr {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Ok(Str(s.clone())),
+            _ => {
+                let key = path_to_string(meta.path());
+                Err(
+                    Error::custom(format!("`{key}` takes a string literal: `{key} = \"..\"`"))
+                        .with_span(expr),
+                )
+            }
+        }
+    }
+}
+
+/// `key = 123`.
+#[derive(Debug, Clone)]
+pub struct Int(pub LitInt);
+
+impl FromMeta for Int {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let expr = value_of(meta, "8")?;
+        match expr {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => Ok(Int(i.clone())),
+            _ => {
+                let key = path_to_string(meta.path());
+                Err(
+                    Error::custom(format!("`{key}` takes an integer literal: `{key} = 8`"))
+                        .with_span(expr),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn parse(tokens: TokenStream) -> (ControllerArgs, Vec<String>) {
+        let mut errors = Error::accumulator();
+        let args = parse_args(tokens, &mut errors);
+        let messages = errors
+            .into_inner()
+            .into_iter()
+            .flat_map(Error::flatten)
+            .map(|e| e.to_string())
+            .collect();
+        (args, messages)
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let (args, errors) = parse(quote! {
+            crd = App, contexts = [Fleet::A], fleet = Fleet, namespaces = ["a"], name = "n",
+            label_selector = "a=b", field_selector = "x=y", concurrency = 3, debounce = "1s",
+            requeue_after = "1h", error_requeue = "5s", finalizer = "a.b/c", crate = kp,
+            owns(Deployment, contexts = [Fleet::B], namespaces = ["b"]), owns(Service, contexts = [Fleet::B])
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(args.crd.0.is_some() && args.fleet.is_some() && args.krate.is_some());
+        assert_eq!(args.owns.len(), 2);
+        assert_eq!(
+            args.owns[0]
+                .options
+                .namespaces
+                .as_ref()
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+        assert_eq!(args.concurrency.unwrap().0.base10_digits(), "3");
+        // KEYS lists exactly the fields above.
+        assert_eq!(KEYS.len(), 14);
+    }
+
+    #[test]
+    fn generic_crd_type() {
+        let (args, errors) = parse(quote!(crd = Wrapper<Kind>, contexts = ["a"]));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(args.crd.0.is_some());
+    }
+
+    #[test]
+    fn unknown_keys_suggest() {
+        let (_, errors) = parse(quote!(
+            crd = A,
+            contexts = ["a"],
+            namespace = ["x"],
+            kind = B,
+            zzz = 1
+        ));
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("did you mean `namespaces`?"));
+        assert!(errors[1].contains("did you mean `crd`?"));
+        assert!(errors[2].contains("expected one of"));
+    }
+
+    #[test]
+    fn repeated_key() {
+        let (_, errors) = parse(quote!(crd = A, crd = B, contexts = ["a"]));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("more than once"));
+    }
+
+    #[test]
+    fn shapes() {
+        let (_, errors) = parse(quote!(
+            crd = "A",
+            contexts = "a",
+            namespaces = [1],
+            name = 3,
+            concurrency = "3",
+            owns = 1
+        ));
+        assert_eq!(errors.len(), 6, "{errors:?}");
+    }
+
+    #[test]
+    fn owns_grammar() {
+        let (_, errors) = parse(quote!(
+            owns(contexts = ["a"]),
+            owns(),
+            owns(D, context = ["a"])
+        ));
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[2].contains("did you mean `contexts`?"));
+    }
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("namespace", "namespaces"), 1);
+        assert_eq!(edit_distance("", "ab"), 2);
+        assert_eq!(suggest("contxts", KEYS, &[]), Some("contexts"));
+        assert_eq!(suggest("Finalizer", KEYS, &[]), Some("finalizer"));
+        assert_eq!(suggest("xyzzy", KEYS, &[]), None);
+    }
+}

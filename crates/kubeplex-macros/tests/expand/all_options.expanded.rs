@@ -1,0 +1,25 @@
+pub struct DeploymentAuditor {
+    client_timeout: std::time::Duration,
+}
+impl ::kubeplex::Controller for DeploymentAuditor {
+    type Resource = k8s_openapi::api::apps::v1::Deployment;
+    type Context = Fleet;
+    fn plan() -> ::kubeplex::Plan<Self::Context> {
+        ::kubeplex::Plan::new("deployment-auditor")
+            .contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .namespaces(["team-a", "team-b"])
+            .label_selector("app.kubernetes.io/managed-by=kubeplex,tier in (web, api)")
+            .field_selector("metadata.namespace!=kube-system")
+            .concurrency(16)
+            .debounce(::core::time::Duration::from_millis(500))
+            .requeue_after(::core::time::Duration::from_millis(5400000))
+            .error_requeue(::core::time::Duration::from_millis(30000))
+            .finalizer("audit.example.com/report")
+            .owns(::kubeplex::Child::of::<ConfigMap>().contexts([Fleet::Control]))
+            .owns(
+                ::kubeplex::Child::of::<Secret>()
+                    .contexts([Fleet::Control])
+                    .namespaces(["audit"]),
+            )
+    }
+}

@@ -1,0 +1,12 @@
+pub struct WidgetController;
+impl my_kubeplex::Controller for WidgetController {
+    type Resource = Widget;
+    type Context = my_kubeplex::ContextName;
+    fn plan() -> my_kubeplex::Plan<Self::Context> {
+        my_kubeplex::Plan::new("widgets")
+            .contexts([
+                my_kubeplex::ContextName::new("prod-eu"),
+                my_kubeplex::ContextName::new("prod-us"),
+            ])
+    }
+}

@@ -1,0 +1,29 @@
+pub(crate) struct Mirror;
+impl ::kubeplex::Controller for Mirror {
+    type Resource = ConfigMap;
+    type Context = crate::fleet::Fleet;
+    fn plan() -> ::kubeplex::Plan<Self::Context> {
+        ::kubeplex::Plan::new("mirror")
+            .contexts([::kubeplex::__private::member::<crate::fleet::Fleet>("control")])
+            .owns(
+                ::kubeplex::Child::of::<Secret>()
+                    .contexts([
+                        ::kubeplex::__private::member::<
+                            crate::fleet::Fleet,
+                        >("cluster-a"),
+                        ::kubeplex::__private::member::<crate::fleet::Fleet>("cluster-b"),
+                    ]),
+            )
+    }
+}
+const _: () = {
+    ::kubeplex::__private::check_members::<
+        crate::fleet::Fleet,
+    >("crate::fleet::Fleet", &["control"]);
+    ::kubeplex::__private::check_members::<
+        crate::fleet::Fleet,
+    >("crate::fleet::Fleet", &["cluster-a"]);
+    ::kubeplex::__private::check_members::<
+        crate::fleet::Fleet,
+    >("crate::fleet::Fleet", &["cluster-b"]);
+};

@@ -1,0 +1,12 @@
+struct AppReconciler {
+    image_registry: String,
+}
+impl ::kubeplex::Controller for AppReconciler {
+    type Resource = AppDeployment;
+    type Context = ::kubeplex::ContextName;
+    fn plan() -> ::kubeplex::Plan<Self::Context> {
+        ::kubeplex::Plan::new("app-reconciler")
+            .contexts([::kubeplex::ContextName::new("control")])
+            .namespaces(["crds"])
+    }
+}

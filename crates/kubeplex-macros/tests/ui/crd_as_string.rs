@@ -1,0 +1,6 @@
+use kubeplex::controller;
+
+#[controller(crd = "ConfigMap", contexts = ["control"])]
+struct Quoted;
+
+fn main() {}

@@ -1,0 +1,6 @@
+use kubeplex::controller;
+
+#[controller(crd = String, contexts = ["control"])]
+struct NotAResource;
+
+fn main() {}

@@ -1,0 +1,8 @@
+kubeplex::contexts! {
+    pub enum Fleet {
+        Control = "control",
+        ClusterA = "control",
+    }
+}
+
+fn main() {}

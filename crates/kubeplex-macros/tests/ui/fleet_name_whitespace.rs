@@ -1,0 +1,7 @@
+kubeplex::contexts! {
+    pub enum Fleet {
+        Control = "control plane",
+    }
+}
+
+fn main() {}

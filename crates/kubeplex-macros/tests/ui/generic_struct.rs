@@ -1,0 +1,8 @@
+use kubeplex::controller;
+
+#[controller(crd = k8s_openapi::api::core::v1::ConfigMap, contexts = ["control"])]
+struct Generic<T> {
+    state: T,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use kubeplex::controller;
+
+#[controller(contexts = ["control"])]
+struct NoCrd;
+
+fn main() {}

@@ -1,0 +1,13 @@
+use kubeplex::controller;
+kubeplex::contexts! {
+    pub enum Fleet {
+        Control = "control",
+        ClusterA = "cluster-a",
+        ClusterB = "cluster-b",
+    }
+}
+
+#[controller(crd = k8s_openapi::api::core::v1::ConfigMap, contexts = [Fleet::Contrl])]
+struct Misspelled;
+
+fn main() {}

@@ -1,0 +1,17 @@
+use kubeplex::controller;
+kubeplex::contexts! {
+    pub enum Fleet {
+        Control = "control",
+        ClusterA = "cluster-a",
+        ClusterB = "cluster-b",
+    }
+}
+
+#[controller(
+    crd = k8s_openapi::api::core::v1::ConfigMap,
+    contexts = [Fleet::Control],
+    owns(k8s_openapi::api::apps::v1::Deployment, contexts = [Fleet::ClustrA, Fleet::ClusterB]),
+)]
+struct Misspelled;
+
+fn main() {}

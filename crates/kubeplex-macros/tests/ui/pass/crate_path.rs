@@ -1,0 +1,12 @@
+// `crate = path` for a renamed kubeplex dependency.
+use ::kubeplex as kp;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kp::Controller;
+
+#[kp::controller(crate = kp, crd = ConfigMap, contexts = ["prod-eu", "prod-us"], name = "widgets")]
+pub struct WidgetController;
+
+fn main() {
+    assert_eq!(WidgetController::plan().name(), "widgets");
+    assert_eq!(WidgetController::plan().context_list().len(), 2);
+}

@@ -1,0 +1,31 @@
+// String contexts checked against a declared fleet while compiling; the context type is the fleet.
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kubeplex::{Controller, controller};
+
+mod fleet {
+    kubeplex::contexts! {
+        pub enum Fleet {
+            Control = "control",
+            ClusterA = "cluster-a",
+            ClusterB = "cluster-b",
+        }
+    }
+}
+use fleet::Fleet;
+
+#[controller(
+    crd = ConfigMap,
+    fleet = crate::fleet::Fleet,
+    contexts = ["control"],
+    owns(Secret, contexts = ["cluster-a", "cluster-b"]),
+)]
+pub(crate) struct Mirror;
+
+fn main() {
+    let plan: kubeplex::Plan<Fleet> = Mirror::plan();
+    assert_eq!(plan.context_list(), [Fleet::Control]);
+    assert_eq!(
+        plan.children()[0].context_list(),
+        [Fleet::ClusterA, Fleet::ClusterB]
+    );
+}

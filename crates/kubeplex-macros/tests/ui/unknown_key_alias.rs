@@ -1,0 +1,6 @@
+use kubeplex::controller;
+
+#[controller(kind = ConfigMap, contexts = ["control"])]
+struct UnknownKey;
+
+fn main() {}

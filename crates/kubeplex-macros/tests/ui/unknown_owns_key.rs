@@ -1,0 +1,10 @@
+use kubeplex::controller;
+
+#[controller(
+    crd = k8s_openapi::api::core::v1::ConfigMap,
+    contexts = ["control"],
+    owns(k8s_openapi::api::apps::v1::Deployment, context = ["cluster-a"]),
+)]
+struct UnknownKey;
+
+fn main() {}
