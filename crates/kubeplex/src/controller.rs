@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::runtime::controller::Action;
+use crate::action::Action;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -38,7 +38,7 @@ pub trait Controller: Send + Sync + 'static {
     note = "`crd = ..` takes a kind known at compile time: a `#[derive(CustomResource)]` type or a k8s-openapi kind such as `k8s_openapi::api::apps::v1::Deployment`"
 )]
 pub trait PrimaryResource:
-    kube::Resource<DynamicType = ()>
+    kube::Resource<DynamicType = (), Scope: crate::scope::ApiScope>
     + Clone
     + Debug
     + DeserializeOwned
@@ -50,7 +50,7 @@ pub trait PrimaryResource:
 }
 
 impl<K> PrimaryResource for K where
-    K: kube::Resource<DynamicType = ()>
+    K: kube::Resource<DynamicType = (), Scope: crate::scope::ApiScope>
         + Clone
         + Debug
         + DeserializeOwned

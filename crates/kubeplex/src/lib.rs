@@ -66,22 +66,36 @@
 //! `docs/controller-attribute.md`; what it expands to is shown in `docs/expansion.md`.
 #![deny(missing_docs)]
 
+mod action;
+mod backoff;
+mod children;
 mod context;
 mod contexts_macro;
 mod controller;
 mod cx;
 mod error;
+mod health;
+mod manager;
+mod ownership;
 mod plan;
+mod pool;
+mod probes;
+mod runner;
+mod runtime;
+mod scope;
+mod status;
+mod watches;
 
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
 
+pub use action::Action;
 pub use context::{Context, ContextName, Fleet};
 pub use controller::{Controller, DEFAULT_ERROR_REQUEUE, PrimaryResource, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
-pub use kube::runtime::controller::Action;
+pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
 /// ```text
@@ -109,9 +123,16 @@ pub use kube::runtime::controller::Action;
 /// children's included, are of one kind and one fleet. Every mistake is a compile error at the
 /// offending token; see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
+pub use manager::{DEFAULT_PING_INTERVAL, Manager, Running};
+pub use ownership::{
+    CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
+};
 pub use plan::{Child, Plan};
+pub use pool::{CONTEXT_ENV_PREFIX, IN_CLUSTER};
+pub use scope::ApiScope;
+pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Action, Context, Controller, Cx, Fleet, Reconcile, controller};
+    pub use crate::{Action, Context, Controller, Cx, Fleet, Manager, Reconcile, controller};
 }

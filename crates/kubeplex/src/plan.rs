@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use kube::core::ApiResource;
 
+use crate::children::{OpenChildWatch, open_child_watch};
 use crate::context::Context;
+use crate::controller::PrimaryResource;
 
 /// Where a controller's primary resource is watched, where its children live, and how it reconciles.
 ///
@@ -22,6 +24,7 @@ pub struct Plan<C> {
     requeue_after: Option<Duration>,
     error_requeue: Option<Duration>,
     finalizer: Option<Cow<'static, str>>,
+    abandon_after: Option<Duration>,
     children: Vec<Child<C>>,
 }
 
@@ -39,6 +42,7 @@ impl<C: Context> Plan<C> {
             requeue_after: None,
             error_requeue: None,
             finalizer: None,
+            abandon_after: None,
             children: Vec::new(),
         }
     }
@@ -110,6 +114,15 @@ impl<C: Context> Plan<C> {
         self
     }
 
+    /// When a parent is deleted while a child context stays unreachable for `timeout` (counted from the
+    /// deletion), gives up on that context's children: they are left behind, and the parent's status and an
+    /// event say so. Without this, deletion waits for the context to return (nothing is ever orphaned).
+    #[must_use]
+    pub fn abandon_unreachable_after(mut self, timeout: Duration) -> Self {
+        self.abandon_after = Some(timeout);
+        self
+    }
+
     /// Adds a kind of child object the controller creates, possibly in other contexts than the primary's.
     #[must_use]
     pub fn owns(mut self, child: Child<C>) -> Self {
@@ -174,6 +187,32 @@ impl<C: Context> Plan<C> {
         self.finalizer.as_deref()
     }
 
+    /// The finalizer the runtime keeps on primary objects: the declared one, else `kubeplex.dev/<name>` when
+    /// the controller owns children (they must be removed before their parent goes); `None` otherwise.
+    pub fn managed_finalizer(&self) -> Option<Cow<'_, str>> {
+        match (&self.finalizer, self.children.is_empty()) {
+            (Some(name), _) => Some(Cow::Borrowed(name.as_ref())),
+            (None, false) => Some(Cow::Owned(format!("kubeplex.dev/{}", self.name))),
+            (None, true) => None,
+        }
+    }
+
+    /// The abandon policy for unreachable contexts during deletion, if any.
+    pub fn abandon_after(&self) -> Option<Duration> {
+        self.abandon_after
+    }
+
+    /// Every context children live in, each once.
+    pub fn child_contexts(&self) -> Vec<C> {
+        let mut all = Vec::new();
+        for &context in self.children.iter().flat_map(|c| c.contexts.iter()) {
+            if !all.contains(&context) {
+                all.push(context);
+            }
+        }
+        all
+    }
+
     /// The child kinds this controller owns.
     pub fn children(&self) -> &[Child<C>] {
         &self.children
@@ -202,15 +241,18 @@ pub struct Child<C> {
     resource: ApiResource,
     contexts: Vec<C>,
     namespaces: Vec<Cow<'static, str>>,
+    /// Opens the typed watch of this kind, chosen where the type is known.
+    pub(crate) open: OpenChildWatch,
 }
 
 impl<C: Context> Child<C> {
     /// Children of kind `K`, in no context yet.
-    pub fn of<K: kube::Resource<DynamicType = ()>>() -> Self {
+    pub fn of<K: PrimaryResource>() -> Self {
         Self {
             resource: ApiResource::erase::<K>(&()),
             contexts: Vec::new(),
             namespaces: Vec::new(),
+            open: open_child_watch::<K>,
         }
     }
 

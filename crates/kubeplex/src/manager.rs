@@ -1,0 +1,360 @@
+//! The manager: registers controllers, connects their contexts, runs them, and serves the probes.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::config::Kubeconfig;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::backoff::WatchBackoff;
+use crate::context::Context;
+use crate::controller::Reconcile;
+use crate::error::{Error, Result};
+use crate::health::{Health, HealthReport};
+use crate::pool::{IN_CLUSTER, KubeconfigSource, PoolConfig};
+use crate::runtime::Runtime;
+use crate::watches::WatchRegistry;
+
+/// How often each context's API server is asked for `/version` by default, so that a cluster that stops
+/// answering (a frozen or partitioned server keeps watch connections open) shows in `/readyz`.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a ping may take before the context counts as unreachable.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs controllers across contexts: one client per context, shared watches, probes, graceful shutdown.
+///
+/// ```no_run
+/// # use kubeplex::{Controller, Reconcile};
+/// # async fn demo<R: Reconcile>(reconciler: R) -> kubeplex::Result<()> {
+/// kubeplex::Manager::new()        // the kubeconfig as kubectl finds it
+///     .probes("0.0.0.0:8080")     // /startupz /readyz /livez
+///     .controller(reconciler)
+///     .run()                      // until SIGINT or SIGTERM
+///     .await
+/// # }
+/// ```
+#[must_use = "a manager does nothing until it is run"]
+pub struct Manager {
+    pool: PoolConfig,
+    controllers: Vec<Box<dyn Registration>>,
+    optional: BTreeSet<String>,
+    probes: Option<String>,
+    ping_interval: Duration,
+    backoff: WatchBackoff,
+}
+
+impl Default for Manager {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Manager {
+    /// A manager using the kubeconfig as kubectl finds it: `KUBECONFIG` (several files merged), else
+    /// `~/.kube/config`.
+    pub fn new() -> Self {
+        Self {
+            pool: PoolConfig::default(),
+            controllers: Vec::new(),
+            optional: BTreeSet::new(),
+            probes: None,
+            ping_interval: DEFAULT_PING_INTERVAL,
+            backoff: WatchBackoff::new(Duration::from_millis(500), Duration::from_secs(8)),
+        }
+    }
+
+    /// A manager using this kubeconfig instead.
+    pub fn with_kubeconfig(kubeconfig: Kubeconfig) -> Self {
+        let mut manager = Self::new();
+        manager.pool.source = KubeconfigSource::Explicit(Box::new(kubeconfig));
+        manager
+    }
+
+    /// Uses the kubeconfig context `kubeconfig_context` for `context`.
+    ///
+    /// Without this, `KUBEPLEX_CONTEXT_<NAME>` (the context's name upper-cased, `-` as `_`) remaps it, else it
+    /// uses the kubeconfig context of its own name.
+    pub fn context_alias(
+        mut self,
+        context: impl Context,
+        kubeconfig_context: impl Into<String>,
+    ) -> Self {
+        self.pool
+            .aliases
+            .insert(context.name().to_owned(), kubeconfig_context.into());
+        self
+    }
+
+    /// Uses the Pod's service account for `context` (the control cluster, when the operator runs in it).
+    pub fn in_cluster(self, context: impl Context) -> Self {
+        self.context_alias(context, IN_CLUSTER)
+    }
+
+    /// Starts without waiting for `context`: it is reported (degraded) but does not hold back `/startupz`.
+    /// Contexts are required by default.
+    pub fn optional(mut self, context: impl Context) -> Self {
+        self.optional.insert(context.name().to_owned());
+        self
+    }
+
+    /// Serves `/startupz`, `/readyz` and `/livez` on `address`, e.g. `0.0.0.0:8080` (port 0 picks one).
+    pub fn probes(mut self, address: impl Into<String>) -> Self {
+        self.probes = Some(address.into());
+        self
+    }
+
+    /// How often each context's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
+    /// Adds a controller; its contexts join the ones the startup probe waits for.
+    pub fn controller<R: Reconcile>(mut self, reconciler: R) -> Self {
+        self.controllers.push(Box::new(reconciler));
+        self
+    }
+
+    /// Connects every context, starts the watches, the controllers and the probe server, and returns at once;
+    /// use [`Running::wait_started`] to wait for the contexts.
+    ///
+    /// Fails only when the probe address cannot be bound or no kubeconfig can be read at all; a context
+    /// that cannot be configured is reported by [`Running::wait_started`] and the probes.
+    pub async fn start(self) -> Result<Running> {
+        let health = Arc::new(Health::default());
+        let mut contexts: Vec<String> = Vec::new();
+        for registration in &self.controllers {
+            for context in registration.contexts() {
+                if !contexts.contains(&context) {
+                    contexts.push(context);
+                }
+            }
+        }
+        for context in &contexts {
+            health.declare(context, !self.optional.contains(context));
+        }
+        let mut background = JoinSet::new();
+        let probe_address = match &self.probes {
+            Some(address) => {
+                let probe_error = |source| Error::Probes {
+                    address: address.clone(),
+                    source,
+                };
+                let listener = TcpListener::bind(address).await.map_err(probe_error)?;
+                let bound = listener.local_addr().map_err(probe_error)?;
+                background.spawn(crate::probes::serve(listener, health.clone()));
+                tracing::info!(address = %bound, "serving /startupz /readyz /livez");
+                Some(bound)
+            }
+            None => None,
+        };
+
+        let (pool, errors) = match self.pool.connect(&contexts).await {
+            Ok(connected) => connected,
+            Err(error) => {
+                // Without a kubeconfig no context can work: report it for each, and fail.
+                for context in &contexts {
+                    health.connected(context, Some(&error));
+                }
+                return Err(error);
+            }
+        };
+        for context in &contexts {
+            let error = errors
+                .iter()
+                .find(|e| error_context(e) == Some(context.as_str()));
+            if let Some(error) = error {
+                tracing::error!(%context, %error, "context cannot be used");
+            }
+            health.connected(context, error);
+        }
+        for context in pool.contexts() {
+            if let Ok(client) = pool.client(context) {
+                background.spawn(ping(
+                    context.to_owned(),
+                    client,
+                    health.clone(),
+                    self.ping_interval,
+                ));
+            }
+        }
+        let runtime = Arc::new(Runtime {
+            pool,
+            watches: WatchRegistry::new(health.clone(), self.backoff),
+            health: health.clone(),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let mut controllers = JoinSet::new();
+        for registration in self.controllers {
+            registration.spawn(runtime.clone(), stopped.clone(), &mut controllers);
+        }
+        Ok(Running {
+            runtime,
+            stop,
+            controllers,
+            background,
+            probe_address,
+        })
+    }
+
+    /// Starts, waits until every required context is ready, and runs until SIGINT or SIGTERM; then stops
+    /// taking new reconciles and lets those in flight finish (a second signal ends them at once).
+    ///
+    /// Returns an error naming the context when a required context cannot be configured (for example, it
+    /// is not in the kubeconfig). A context that is merely unreachable is not an error: the controllers
+    /// run in the others, and the probes report it.
+    pub async fn run(self) -> Result<()> {
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(Error::Signals)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(Error::Signals)?;
+        let running = self.start().await?;
+        let signalled = tokio::select! {
+            started = running.wait_started() => {
+                if let Err(error) = started {
+                    running.shutdown().await;
+                    return Err(error);
+                }
+                tracing::info!("started: every required context is ready");
+                false
+            }
+            _ = interrupt.recv() => true,
+            _ = terminate.recv() => true,
+        };
+        if !signalled {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        tracing::info!(
+            "shutting down: finishing reconciles in flight (signal again to stop at once)"
+        );
+        tokio::select! {
+            () = running.shutdown() => {}
+            _ = interrupt.recv() => tracing::warn!("second signal: stopping without waiting"),
+            _ = terminate.recv() => tracing::warn!("second signal: stopping without waiting"),
+        }
+        Ok(())
+    }
+}
+
+/// A started manager.
+pub struct Running {
+    runtime: Arc<Runtime>,
+    stop: watch::Sender<bool>,
+    controllers: JoinSet<()>,
+    background: JoinSet<()>,
+    probe_address: Option<SocketAddr>,
+}
+
+impl Running {
+    /// Resolves once every required context is ready (reachable, authorised, its kinds served and listed);
+    /// fails at once, naming the context, when a required context cannot be configured at all.
+    pub async fn wait_started(&self) -> Result<()> {
+        let health = &self.runtime.health;
+        loop {
+            let changed = health.changed();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let fatal = health.fatal_errors();
+            if !fatal.is_empty() {
+                return Err(Error::Startup {
+                    reasons: fatal.join("; "),
+                });
+            }
+            if health.report().started {
+                return Ok(());
+            }
+            changed.await;
+        }
+    }
+
+    /// The health of every context now, as the probes report it.
+    pub fn health(&self) -> HealthReport {
+        self.runtime.health.report()
+    }
+
+    /// Where the probe server listens, if it was asked for.
+    pub fn probe_address(&self) -> Option<SocketAddr> {
+        self.probe_address
+    }
+
+    /// How many watches the manager opened: one per distinct (context, kind, namespace, selectors),
+    /// however many controllers share it.
+    pub fn watches_opened(&self) -> usize {
+        self.runtime.watches.opened()
+    }
+
+    /// Stops taking new reconciles, waits for those in flight, then ends the watches and the probe server.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        while self.controllers.join_next().await.is_some() {}
+        self.runtime.watches.shutdown();
+        self.background.shutdown().await;
+    }
+}
+
+/// The context an error of the pool concerns.
+fn error_context(error: &Error) -> Option<&str> {
+    match error {
+        Error::ContextNotFound { context, .. } | Error::ClientConfig { context, .. } => {
+            Some(context)
+        }
+        _ => None,
+    }
+}
+
+/// Asks the context's API server for `/version` every `interval`, recording whether it answers.
+async fn ping(context: String, client: kube::Client, health: Arc<Health>, interval: Duration) {
+    loop {
+        let problem = match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
+            Ok(Ok(_)) => None,
+            Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
+                Some("credentials were rejected (401 Unauthorized)".to_owned())
+            }
+            Ok(Err(error)) => Some(format!("unreachable: {}", crate::health::chain(&error))),
+            Err(_) => Some(format!("unreachable: no answer within {PING_TIMEOUT:?}")),
+        };
+        if let Some(problem) = &problem {
+            tracing::warn!(%context, %problem, "ping failed");
+        }
+        health.pinged(&context, problem);
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// A controller the manager runs, with its type erased.
+trait Registration: Send {
+    /// The names of every context it needs.
+    fn contexts(&self) -> Vec<String>;
+    /// Starts its loop.
+    fn spawn(
+        self: Box<Self>,
+        runtime: Arc<Runtime>,
+        stop: watch::Receiver<bool>,
+        tasks: &mut JoinSet<()>,
+    );
+}
+
+impl<R: Reconcile> Registration for R {
+    fn contexts(&self) -> Vec<String> {
+        R::plan()
+            .all_contexts()
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect()
+    }
+
+    fn spawn(
+        self: Box<Self>,
+        runtime: Arc<Runtime>,
+        stop: watch::Receiver<bool>,
+        tasks: &mut JoinSet<()>,
+    ) {
+        tasks.spawn(crate::runner::start(*self, R::plan(), runtime, stop));
+    }
+}

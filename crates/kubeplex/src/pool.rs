@@ -1,0 +1,218 @@
+//! The client pool: one `kube::Client` per context, from the kubeconfig as kubectl finds it.
+
+use std::collections::BTreeMap;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+
+use crate::error::{Error, Result};
+// A kubeconfig error's causes carry the file name and the parser's reason.
+use crate::health::chain as describe;
+
+/// Environment variable prefix that remaps a context: `KUBEPLEX_CONTEXT_CLUSTER_A=kind-a` makes the context
+/// `cluster-a` use the kubeconfig context `kind-a`.
+pub const CONTEXT_ENV_PREFIX: &str = "KUBEPLEX_CONTEXT_";
+
+/// The kubeconfig context name meaning "the in-cluster service account" in aliases and the environment.
+pub const IN_CLUSTER: &str = "in-cluster";
+
+/// Where the pool's credentials come from.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum KubeconfigSource {
+    /// `KUBECONFIG` (several files merged) or `~/.kube/config`, as kubectl reads it.
+    #[default]
+    Default,
+    /// A kubeconfig given by the program.
+    Explicit(Box<Kubeconfig>),
+}
+
+/// How contexts map to credentials: the source plus per-context remapping.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PoolConfig {
+    pub(crate) source: KubeconfigSource,
+    /// Logical context name -> kubeconfig context name, or [`IN_CLUSTER`].
+    pub(crate) aliases: BTreeMap<String, String>,
+}
+
+/// One client per context, or why there is none.
+pub(crate) struct ClientPool {
+    clients: BTreeMap<String, std::result::Result<Client, String>>,
+}
+
+impl PoolConfig {
+    /// The kubeconfig context a logical context uses: an explicit alias, else the environment, else itself.
+    pub(crate) fn kubeconfig_context(&self, context: &str) -> String {
+        self.kubeconfig_context_in(context, |var| std::env::var(var).ok())
+    }
+
+    fn kubeconfig_context_in(&self, context: &str, env: impl Fn(&str) -> Option<String>) -> String {
+        if let Some(alias) = self.aliases.get(context) {
+            return alias.clone();
+        }
+        env(&context_env_var(context)).unwrap_or_else(|| context.to_owned())
+    }
+
+    /// Builds a client for every context; a context that cannot have one is an error naming it.
+    ///
+    /// A kubeconfig that cannot be read at all fails the whole pool, since no context could work.
+    pub(crate) async fn connect(&self, contexts: &[String]) -> Result<(ClientPool, Vec<Error>)> {
+        let needs_kubeconfig = contexts
+            .iter()
+            .any(|c| self.kubeconfig_context(c) != IN_CLUSTER);
+        let kubeconfig = if needs_kubeconfig {
+            Some(self.load()?)
+        } else {
+            None
+        };
+        let mut clients = BTreeMap::new();
+        let mut errors = Vec::new();
+        for context in contexts {
+            match self.client(context, kubeconfig.as_ref()).await {
+                Ok(client) => {
+                    clients.insert(context.clone(), Ok(client));
+                }
+                Err(error) => {
+                    clients.insert(context.clone(), Err(error.to_string()));
+                    errors.push(error);
+                }
+            }
+        }
+        Ok((ClientPool { clients }, errors))
+    }
+
+    fn load(&self) -> Result<Kubeconfig> {
+        match &self.source {
+            KubeconfigSource::Explicit(kubeconfig) => Ok((**kubeconfig).clone()),
+            KubeconfigSource::Default => Kubeconfig::read().map_err(|error| match error {
+                KubeconfigError::FindPath => Error::NoKubeconfig {
+                    reason: "KUBECONFIG is not set and ~/.kube/config does not exist".into(),
+                },
+                other => Error::InvalidKubeconfig {
+                    reason: describe(&other),
+                },
+            }),
+        }
+    }
+
+    async fn client(&self, context: &str, kubeconfig: Option<&Kubeconfig>) -> Result<Client> {
+        let kubeconfig_context = self.kubeconfig_context(context);
+        let config_error = |reason: String| Error::ClientConfig {
+            context: context.to_owned(),
+            reason,
+        };
+        let config = if kubeconfig_context == IN_CLUSTER {
+            kube::Config::incluster()
+                .map_err(|e| config_error(format!("in-cluster configuration: {e}")))?
+        } else {
+            let kubeconfig = kubeconfig.expect("loaded when a context needs it");
+            if !kubeconfig
+                .contexts
+                .iter()
+                .any(|c| c.name == kubeconfig_context)
+            {
+                let available: Vec<&str> = kubeconfig
+                    .contexts
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect();
+                return Err(Error::ContextNotFound {
+                    context: context.to_owned(),
+                    kubeconfig_context,
+                    available: if available.is_empty() {
+                        "none".into()
+                    } else {
+                        available.join(", ")
+                    },
+                });
+            }
+            let options = KubeConfigOptions {
+                context: Some(kubeconfig_context),
+                ..KubeConfigOptions::default()
+            };
+            kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+                .await
+                .map_err(|e| config_error(describe(&e)))?
+        };
+        Client::try_from(config).map_err(|e| config_error(e.to_string()))
+    }
+}
+
+impl ClientPool {
+    /// The client of `context`, or why it has none.
+    pub(crate) fn client(&self, context: &str) -> Result<Client> {
+        match self.clients.get(context) {
+            Some(Ok(client)) => Ok(client.clone()),
+            Some(Err(reason)) => Err(Error::ClientConfig {
+                context: context.to_owned(),
+                reason: reason.clone(),
+            }),
+            None => Err(Error::UndeclaredContext {
+                context: context.to_owned(),
+            }),
+        }
+    }
+
+    /// Every context the pool was built for.
+    pub(crate) fn contexts(&self) -> impl Iterator<Item = &str> {
+        self.clients.keys().map(String::as_str)
+    }
+}
+
+/// The environment variable that remaps `context`: `cluster-a` -> `KUBEPLEX_CONTEXT_CLUSTER_A`.
+fn context_env_var(context: &str) -> String {
+    format!(
+        "{CONTEXT_ENV_PREFIX}{}",
+        context.to_uppercase().replace(['-', '.'], "_")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kubeconfig(contexts: &[&str]) -> Kubeconfig {
+        let contexts: Vec<serde_json::Value> = contexts
+            .iter()
+            .map(|name| serde_json::json!({ "name": name, "context": { "cluster": name, "user": name } }))
+            .collect();
+        serde_json::from_value(
+            serde_json::json!({ "apiVersion": "v1", "kind": "Config", "contexts": contexts }),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_context_maps_to_an_alias_else_the_environment_else_itself() {
+        let mut config = PoolConfig::default();
+        config
+            .aliases
+            .insert("control".into(), "kind-control".into());
+        let env = |var: &str| (var == "KUBEPLEX_CONTEXT_CLUSTER_A").then(|| "prod-eu-1".to_owned());
+        assert_eq!(config.kubeconfig_context_in("control", env), "kind-control");
+        assert_eq!(config.kubeconfig_context_in("cluster-a", env), "prod-eu-1");
+        assert_eq!(config.kubeconfig_context_in("cluster-b", env), "cluster-b");
+        assert_eq!(
+            context_env_var("eu.cluster-b"),
+            "KUBEPLEX_CONTEXT_EU_CLUSTER_B"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_context_is_named_with_the_ones_the_kubeconfig_has() {
+        let config = PoolConfig {
+            source: KubeconfigSource::Explicit(Box::new(kubeconfig(&["control", "cluster-a"]))),
+            aliases: [("cluster-b".to_owned(), "kind-b".to_owned())].into(),
+        };
+        let (pool, errors) = config.connect(&["cluster-b".to_owned()]).await.unwrap();
+        let message = errors[0].to_string();
+        assert_eq!(
+            message,
+            "context cluster-b: the kubeconfig has no context \"kind-b\" (it has: control, cluster-a)"
+        );
+        assert!(pool.client("cluster-b").is_err());
+        assert!(matches!(
+            pool.client("elsewhere"),
+            Err(Error::UndeclaredContext { .. })
+        ));
+    }
+}

@@ -1,0 +1,212 @@
+//! Per-cluster status on the parent: what the runtime writes after syncing or cleaning up children.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The part of a parent's status kubeplex writes: one entry per child context, and an overall `Ready`
+/// condition. Embed it in your status with `#[serde(flatten)]` so the CRD schema admits it:
+///
+/// ```
+/// #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// pub struct AppDeploymentStatus {
+///     #[serde(flatten)]
+///     pub fleet: kubeplex::FleetStatus,
+/// }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FleetStatus {
+    /// Each child context by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, ClusterStatus>,
+    /// `Ready`: true when the children are in place in every context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+/// The children of one parent in one context.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// Where the children stand.
+    pub state: ClusterState,
+    /// How many children the parent has there.
+    pub children: u32,
+    /// Why, when not `Ready`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When `state` last changed (RFC 3339).
+    pub last_transition_time: String,
+}
+
+/// Where a parent's children in one context stand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ClusterState {
+    /// Every child is applied as desired.
+    Ready,
+    /// The context could not be reached; its children are as they were.
+    Unreachable,
+    /// The context answered but applying or deleting a child failed.
+    Failed,
+    /// The parent is being deleted and this context still has children (it blocks the deletion).
+    Deleting,
+    /// The parent was deleted while this context was unreachable for longer than the abandon policy allows:
+    /// its children were left behind.
+    Abandoned,
+}
+
+/// A status condition, as Kubernetes conventions shape them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// The condition's type, e.g. `Ready`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// A `PascalCase` reason.
+    pub reason: String,
+    /// A human-readable message.
+    #[serde(default)]
+    pub message: String,
+    /// When `status` last changed (RFC 3339).
+    pub last_transition_time: String,
+    /// The `metadata.generation` the condition was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// The outcome of syncing (or cleaning up) one context.
+#[derive(Clone, Debug)]
+pub(crate) struct Outcome {
+    pub(crate) state: ClusterState,
+    pub(crate) children: u32,
+    pub(crate) message: Option<String>,
+}
+
+impl FleetStatus {
+    /// The status for these outcomes, keeping the transition times of states that did not change.
+    pub(crate) fn from_outcomes(
+        previous: &FleetStatus,
+        outcomes: &BTreeMap<String, Outcome>,
+        generation: Option<i64>,
+        now: &str,
+    ) -> FleetStatus {
+        let clusters: BTreeMap<String, ClusterStatus> = outcomes
+            .iter()
+            .map(|(context, outcome)| {
+                let since = previous
+                    .clusters
+                    .get(context)
+                    .filter(|old| old.state == outcome.state)
+                    .map_or_else(|| now.to_owned(), |old| old.last_transition_time.clone());
+                let status = ClusterStatus {
+                    state: outcome.state,
+                    children: outcome.children,
+                    message: outcome.message.clone(),
+                    last_transition_time: since,
+                };
+                (context.clone(), status)
+            })
+            .collect();
+        let not_ready: Vec<String> = clusters
+            .iter()
+            .filter(|(_, c)| c.state != ClusterState::Ready)
+            .map(|(name, c)| {
+                format!(
+                    "{name}: {:?}{}",
+                    c.state,
+                    c.message
+                        .as_ref()
+                        .map(|m| format!(" ({m})"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        let (status, reason, message) = if not_ready.is_empty() {
+            (
+                "True",
+                "AllClustersReady",
+                "children are in place in every cluster".to_owned(),
+            )
+        } else if clusters.values().any(|c| c.state == ClusterState::Deleting) {
+            ("False", "DeletionBlocked", not_ready.join("; "))
+        } else {
+            ("False", "ClustersNotReady", not_ready.join("; "))
+        };
+        let old_ready = previous.conditions.iter().find(|c| c.type_ == "Ready");
+        let since = old_ready
+            .filter(|c| c.status == status)
+            .map_or_else(|| now.to_owned(), |c| c.last_transition_time.clone());
+        let ready = Condition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: since,
+            observed_generation: generation,
+        };
+        FleetStatus {
+            clusters,
+            conditions: vec![ready],
+        }
+    }
+}
+
+/// Now, as Kubernetes writes times.
+pub(crate) fn now() -> String {
+    let time =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    serde_json::to_value(time)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(state: ClusterState, message: Option<&str>) -> Outcome {
+        Outcome {
+            state,
+            children: 2,
+            message: message.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn transition_times_move_only_when_the_state_changes() {
+        let outcomes: BTreeMap<String, Outcome> = [
+            ("cluster-a".to_owned(), outcome(ClusterState::Ready, None)),
+            (
+                "cluster-b".to_owned(),
+                outcome(ClusterState::Unreachable, Some("connection refused")),
+            ),
+        ]
+        .into();
+        let first = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(1), "t1");
+        assert_eq!(first.conditions[0].status, "False");
+        assert_eq!(first.conditions[0].reason, "ClustersNotReady");
+        assert!(
+            first.conditions[0]
+                .message
+                .contains("cluster-b: Unreachable (connection refused)")
+        );
+
+        let mut outcomes = outcomes;
+        outcomes.insert("cluster-b".into(), outcome(ClusterState::Ready, None));
+        let second = FleetStatus::from_outcomes(&first, &outcomes, Some(1), "t2");
+        assert_eq!(second.clusters["cluster-a"].last_transition_time, "t1");
+        assert_eq!(second.clusters["cluster-b"].last_transition_time, "t2");
+        assert_eq!(
+            (
+                second.conditions[0].status.as_str(),
+                second.conditions[0].last_transition_time.as_str()
+            ),
+            ("True", "t2")
+        );
+        assert!(now().ends_with('Z'), "{}", now());
+    }
+}

@@ -1,0 +1,174 @@
+//! Watches feed reconciles that carry their context; watches are shared between controllers.
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubeplex::{Action, Context, Controller, Cx, Manager, Plan, Reconcile};
+use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use support::{Fleet, Recorder, create_namespace, put_config_map};
+
+static CLUSTERS: SharedTestEnv =
+    SharedTestEnv::new(|| TestEnv::builder().clusters(["cluster-a", "cluster-b"]));
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Declares a ConfigMap controller that records what it reconciles.
+macro_rules! recording_controller {
+    ($name:ident, $plan:expr) => {
+        struct $name(Recorder);
+
+        impl Controller for $name {
+            type Resource = ConfigMap;
+            type Context = Fleet;
+            fn plan() -> Plan<Fleet> {
+                $plan
+            }
+        }
+
+        impl Reconcile for $name {
+            type Error = Infallible;
+            async fn reconcile(
+                &self,
+                object: Arc<ConfigMap>,
+                cx: &Cx<Fleet>,
+            ) -> Result<Action, Infallible> {
+                self.0.record(cx.context(), &object);
+                Ok(Action::await_change())
+            }
+        }
+    };
+}
+
+recording_controller!(
+    FanOut,
+    Plan::new("fan-out")
+        .contexts([Fleet::ClusterA, Fleet::ClusterB])
+        .namespaces(["fan-1", "fan-2"])
+);
+recording_controller!(
+    SharedFirst,
+    Plan::new("shared-first")
+        .contexts([Fleet::ClusterA])
+        .namespaces(["shared-1"])
+);
+recording_controller!(
+    SharedSecond,
+    Plan::new("shared-second")
+        .contexts([Fleet::ClusterA])
+        .namespaces(["shared-1"])
+);
+recording_controller!(
+    OtherNamespace,
+    Plan::new("other-namespace")
+        .contexts([Fleet::ClusterA])
+        .namespaces(["shared-2"])
+);
+
+#[tokio::test]
+async fn each_request_carries_its_context_and_only_declared_namespaces_are_reconciled() {
+    let env = CLUSTERS.get().await.unwrap();
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        let client = env.client(cluster.name()).await.unwrap();
+        for namespace in ["fan-1", "fan-2", "fan-other"] {
+            create_namespace(&client, namespace).await;
+            // The same name everywhere; the value says which cluster it was written to.
+            put_config_map(&client, namespace, "same-name", cluster.name()).await;
+        }
+    }
+    let seen = Recorder::default();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(FanOut(seen.clone()))
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+
+    let expected: std::collections::BTreeSet<_> = [Fleet::ClusterA, Fleet::ClusterB]
+        .into_iter()
+        .flat_map(|c| ["fan-1", "fan-2"].map(|ns| (c, ns.to_owned(), "same-name".to_owned())))
+        .collect();
+    seen.wait_for("a reconcile in each of the 4 places", WAIT, |_| {
+        seen.places() == expected
+    })
+    .await;
+    for reconcile in seen.all() {
+        assert_eq!(
+            reconcile.value.as_deref(),
+            Some(reconcile.context.name()),
+            "wrong context: {reconcile:?}"
+        );
+    }
+
+    // A change in an undeclared namespace is never reconciled; one in a declared namespace is.
+    let a = env.client("cluster-a").await.unwrap();
+    put_config_map(&a, "fan-other", "same-name", "cluster-a: changed").await;
+    put_config_map(&a, "fan-1", "same-name", "cluster-a: changed").await;
+    seen.wait_for("the change in fan-1", WAIT, |all| {
+        all.iter()
+            .any(|s| s.namespace == "fan-1" && s.value.as_deref() == Some("cluster-a: changed"))
+    })
+    .await;
+    assert!(
+        seen.all().iter().all(|s| s.namespace != "fan-other"),
+        "reconciled an undeclared namespace"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn controllers_on_the_same_kind_context_and_namespace_share_one_watch() {
+    let env = CLUSTERS.get().await.unwrap();
+    let a = env.client("cluster-a").await.unwrap();
+    for namespace in ["shared-1", "shared-2"] {
+        create_namespace(&a, namespace).await;
+        put_config_map(&a, namespace, "watched", namespace).await;
+    }
+
+    let (first, second) = (Recorder::default(), Recorder::default());
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(SharedFirst(first.clone()))
+        .controller(SharedSecond(second.clone()))
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    for recorder in [&first, &second] {
+        recorder
+            .wait_for("the shared object", WAIT, |all| {
+                all.iter().any(|s| s.name == "watched")
+            })
+            .await;
+    }
+    assert_eq!(
+        running.watches_opened(),
+        1,
+        "two controllers, one (context, kind, namespace): one watch"
+    );
+    running.shutdown().await;
+
+    // A different namespace is a different watch.
+    let other = Recorder::default();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(SharedFirst(Recorder::default()))
+        .controller(OtherNamespace(other.clone()))
+        .start()
+        .await
+        .unwrap();
+    other
+        .wait_for("the object in shared-2", WAIT, |all| {
+            all.iter().any(|s| s.namespace == "shared-2")
+        })
+        .await;
+    assert_eq!(running.watches_opened(), 2);
+    running.shutdown().await;
+}

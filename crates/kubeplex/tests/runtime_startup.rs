@@ -1,0 +1,249 @@
+//! The startup probe names the context and the cause when a context cannot be used.
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::CustomResource;
+use kube::CustomResourceExt;
+use kubeplex::{Action, Context, Controller, Cx, Error, Manager, Plan, Reconcile, Running};
+use kubeplex_testenv::{Credential, SharedTestEnv, TestEnv};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use support::{Fleet, create_namespace, probe, probe_until, reasons};
+
+/// A kind installed in `control` and `cluster-a` only.
+#[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "test.kubeplex.dev",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+pub struct WidgetSpec {
+    size: i32,
+}
+
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+    TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b"])
+        .crd("control", Widget::crd())
+        .crd("cluster-a", Widget::crd())
+});
+
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Widgets;
+impl Controller for Widgets {
+    type Resource = Widget;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("widgets")
+            .contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .namespaces(["widgets"])
+    }
+}
+impl Reconcile for Widgets {
+    type Error = Infallible;
+    async fn reconcile(&self, _: Arc<Widget>, _: &Cx<Fleet>) -> Result<Action, Infallible> {
+        Ok(Action::await_change())
+    }
+}
+
+struct ConfigMaps;
+impl Controller for ConfigMaps {
+    type Resource = ConfigMap;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("config-maps")
+            .contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .namespaces(["perm-1"])
+    }
+}
+impl Reconcile for ConfigMaps {
+    type Error = Infallible;
+    async fn reconcile(&self, _: Arc<ConfigMap>, _: &Cx<Fleet>) -> Result<Action, Infallible> {
+        Ok(Action::await_change())
+    }
+}
+
+async fn start(manager: Manager) -> (Running, std::net::SocketAddr) {
+    let running = manager.probes("127.0.0.1:0").start().await.unwrap();
+    let address = running.probe_address().unwrap();
+    (running, address)
+}
+
+#[tokio::test]
+async fn a_context_missing_from_the_kubeconfig_is_named_by_the_probe_and_the_start_error() {
+    let env = CLUSTERS.get().await.unwrap();
+    let manager = || {
+        Manager::with_kubeconfig(env.kubeconfig().clone())
+            .context_alias(Fleet::ClusterB, "cluster-z")
+            .controller(ConfigMaps)
+    };
+    let (running, address) = start(manager()).await;
+    let error = running.wait_started().await.unwrap_err();
+    assert!(matches!(error, Error::Startup { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("context cluster-b") && message.contains("\"cluster-z\""),
+        "{message}"
+    );
+    assert!(
+        message.contains("control, cluster-a, cluster-b"),
+        "lists the contexts it has: {message}"
+    );
+
+    let (status, body) = probe(address, "/startupz").await;
+    assert_eq!(status, 503, "{body:#}");
+    assert!(
+        reasons(&body, "cluster-b").contains("has no context \"cluster-z\""),
+        "{body:#}"
+    );
+    running.shutdown().await;
+
+    let run = manager().run().await.unwrap_err().to_string();
+    assert!(
+        run.contains("context cluster-b") && run.contains("cluster-z"),
+        "{run}"
+    );
+}
+
+#[tokio::test]
+async fn a_kind_not_served_in_one_context_is_named_with_the_context() {
+    let env = CLUSTERS.get().await.unwrap();
+    for cluster in ["cluster-a", "cluster-b"] {
+        create_namespace(&env.client(cluster).await.unwrap(), "widgets").await;
+    }
+    let (running, address) =
+        start(Manager::with_kubeconfig(env.kubeconfig().clone()).controller(Widgets)).await;
+    let body = probe_until(address, "/startupz", 503, WAIT).await;
+    let body = wait_reason(address, "cluster-b", "is not served", body).await;
+    assert!(
+        reasons(&body, "cluster-b")
+            .contains("context cluster-b: kind Widget.test.kubeplex.dev/v1 is not served"),
+        "{body:#}"
+    );
+    wait_context_status(address, "cluster-a", "ready").await;
+    assert_eq!(
+        running.health().contexts["cluster-b"].status,
+        kubeplex::ContextStatus::Failing
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn missing_permissions_and_rejected_credentials_are_named_without_revealing_them() {
+    let env = CLUSTERS.get().await.unwrap();
+    for cluster in ["cluster-a", "cluster-b"] {
+        create_namespace(&env.client(cluster).await.unwrap(), "perm-1").await;
+    }
+    let forbidden = env
+        .kubeconfig_with("cluster-b", Credential::NoPermissions)
+        .unwrap();
+    let (running, address) =
+        start(Manager::with_kubeconfig(forbidden).controller(ConfigMaps)).await;
+    let body = wait_reason(address, "cluster-b", "403", serde_json::Value::Null).await;
+    assert!(
+        reasons(&body, "cluster-b")
+            .contains("context cluster-b: user may not list configmaps in namespace perm-1"),
+        "{body:#}"
+    );
+    assert_eq!(probe(address, "/startupz").await.0, 503);
+    running.shutdown().await;
+
+    let rejected = env
+        .kubeconfig_with("cluster-b", Credential::Invalid)
+        .unwrap();
+    let (running, address) = start(Manager::with_kubeconfig(rejected).controller(ConfigMaps)).await;
+    let body = wait_reason(address, "cluster-b", "401", serde_json::Value::Null).await;
+    assert!(
+        reasons(&body, "cluster-b").contains("credentials were rejected (401 Unauthorized)"),
+        "{body:#}"
+    );
+    let text = body.to_string();
+    for secret in [
+        "kubeplex-testenv-invalid-token",
+        "PRIVATE KEY",
+        "BEGIN CERTIFICATE",
+    ] {
+        assert!(
+            !text.contains(secret),
+            "the probe body reveals a credential: {text}"
+        );
+    }
+    assert_eq!(probe(address, "/startupz").await.0, 503);
+    assert_eq!(
+        probe(address, "/livez").await.0,
+        200,
+        "a remote failure is not a reason to restart"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn startup_succeeds_once_every_context_is_ready() {
+    let env = CLUSTERS.get().await.unwrap();
+    for cluster in ["cluster-a", "cluster-b"] {
+        create_namespace(&env.client(cluster).await.unwrap(), "perm-1").await;
+    }
+    let (running, address) =
+        start(Manager::with_kubeconfig(env.kubeconfig().clone()).controller(ConfigMaps)).await;
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    let body = probe_until(address, "/startupz", 200, WAIT).await;
+    for context in [Fleet::ClusterA, Fleet::ClusterB] {
+        assert_eq!(
+            body["contexts"][context.name()]["status"],
+            "ready",
+            "{body:#}"
+        );
+        assert_eq!(
+            body["contexts"][context.name()]["watches"][0]["synced"],
+            true,
+            "{body:#}"
+        );
+    }
+    assert_eq!(probe(address, "/readyz").await.0, 200);
+    assert_eq!(probe(address, "/nope").await.0, 404);
+    running.shutdown().await;
+}
+
+/// Polls `/startupz` until a reason of `context` contains `needle`.
+async fn wait_reason(
+    address: std::net::SocketAddr,
+    context: &str,
+    needle: &str,
+    mut last: serde_json::Value,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !reasons(&last, context).contains(needle) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no reason with {needle:?} for {context}: {last:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        last = probe(address, "/startupz").await.1;
+    }
+    last
+}
+
+async fn wait_context_status(address: std::net::SocketAddr, context: &str, status: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let body = probe(address, "/startupz").await.1;
+        if body["contexts"][context]["status"] == status {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{context} never became {status}: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,162 @@
+//! What the runtime tests share: the fleet, a recording reconciler, object helpers, and a probe client.
+#![allow(dead_code)] // Each test binary uses a different part.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Client;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+kubeplex::contexts! {
+    /// The test clusters.
+    pub enum Fleet {
+        Control = "control",
+        ClusterA = "cluster-a",
+        ClusterB = "cluster-b",
+    }
+}
+
+/// One reconcile as a test observes it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seen {
+    pub context: Fleet,
+    pub namespace: String,
+    pub name: String,
+    /// The ConfigMap's `data.value` at reconcile time.
+    pub value: Option<String>,
+}
+
+/// Records every reconcile; cloned into each reconciler.
+#[derive(Clone, Default)]
+pub struct Recorder(Arc<Mutex<Vec<Seen>>>);
+
+impl Recorder {
+    pub fn record(&self, context: Fleet, object: &ConfigMap) {
+        let seen = Seen {
+            context,
+            namespace: object.metadata.namespace.clone().unwrap_or_default(),
+            name: object.metadata.name.clone().unwrap_or_default(),
+            value: object.data.as_ref().and_then(|d| d.get("value").cloned()),
+        };
+        self.0.lock().unwrap().push(seen);
+    }
+
+    pub fn all(&self) -> Vec<Seen> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits until `done` holds for the reconciles seen so far; panics with what was seen after `timeout`.
+    pub async fn wait_for(&self, what: &str, timeout: Duration, done: impl Fn(&[Seen]) -> bool) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if done(&self.all()) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}; seen: {:#?}",
+                self.all()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The distinct (context, namespace, name) triples seen.
+    pub fn places(&self) -> BTreeSet<(Fleet, String, String)> {
+        self.all()
+            .into_iter()
+            .map(|s| (s.context, s.namespace, s.name))
+            .collect()
+    }
+}
+
+pub async fn create_namespace(client: &Client, name: &str) {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &namespace).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("creating namespace {name}: {error}"),
+    }
+}
+
+/// Creates or updates the ConfigMap `namespace/name` with `data.value = value`.
+pub async fn put_config_map(client: &Client, namespace: &str, name: &str, value: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let object = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": name },
+        "data": { "value": value },
+    });
+    api.patch(
+        name,
+        &PatchParams::apply("kubeplex-tests"),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap();
+}
+
+/// GETs a probe; returns the status code and the parsed JSON body.
+pub async fn probe(address: SocketAddr, path: &str) -> (u16, serde_json::Value) {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: probe\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body)
+        .unwrap_or("");
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// Polls a probe until it answers `status`; returns the body. Panics with the last answer after `timeout`.
+pub async fn probe_until(
+    address: SocketAddr,
+    path: &str,
+    status: u16,
+    timeout: Duration,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let (code, body) = probe(address, path).await;
+        if code == status {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path} still answers {code}, not {status}: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The reasons a probe body gives for `context`, joined.
+pub fn reasons(body: &serde_json::Value, context: &str) -> String {
+    body["contexts"][context]["reasons"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        })
+        .unwrap_or_default()
+}
