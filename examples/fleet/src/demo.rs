@@ -1,0 +1,243 @@
+//! The one-command demo: three local real clusters, the operator, CRD-A and CRD-B, and a table of what
+//! exists where.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Client, CustomResourceExt, ResourceExt};
+use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION};
+use kubeplex_testenv::TestEnv;
+
+use crate::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+
+/// Anything the demo can fail with.
+pub type DemoError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The two instances of the scenario: name, image, replicas.
+pub const INSTANCES: [(&str, &str, i32); 2] =
+    [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
+
+/// Runs the scenario; with `exit_after_table`, returns once the table is printed, else runs until Ctrl-C.
+pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
+    println!("Starting three real Kubernetes API servers: control, cluster-a, cluster-b ...");
+    let env = TestEnv::builder()
+        .clusters(<Fleet as kubeplex::Fleet>::ALL.iter().map(|c| c.name()))
+        .crd(Fleet::Control.name(), AppDeployment::crd())
+        .start()
+        .await?;
+    create_namespaces(&env).await?;
+
+    println!(
+        "Starting the operator (probes on 127.0.0.1, watching {CRD_NAMESPACE} in control) ..."
+    );
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .probes("127.0.0.1:0")
+        .controller(AppDeployer)
+        .start()
+        .await?;
+    tokio::time::timeout(Duration::from_secs(60), running.wait_started()).await??;
+    let probes = running.probe_address().expect("probes were asked for");
+    println!(
+        "Operator started: every context is reachable, authorised and synced (http://{probes}/startupz)."
+    );
+
+    let control = env.client(Fleet::Control.name()).await?;
+    for (name, image, replicas) in INSTANCES {
+        apply_instance(&control, name, image, replicas).await?;
+        println!(
+            "Applied AppDeployment {CRD_NAMESPACE}/{name} (image {image}, {replicas} replicas) to control."
+        );
+    }
+    let clients = Clients::connect(&env).await?;
+    wait_until_ready(&clients, Duration::from_secs(120)).await?;
+    println!("\n{}", table(&clients).await?);
+
+    if !exit_after_table {
+        println!(
+            "Try: KUBECONFIG={} kubectl --context cluster-b -n namespace-a delete deployment crd-a",
+            env.kubeconfig_path().display()
+        );
+        println!("     (the operator recreates it). Ctrl-C stops the operator and the clusters.");
+        tokio::signal::ctrl_c().await?;
+    }
+    running.shutdown().await;
+    Ok(())
+}
+
+/// Clients for the three clusters.
+pub struct Clients {
+    control: Client,
+    children: Vec<(Fleet, Client)>,
+}
+
+impl Clients {
+    /// Clients with admin credentials from the environment.
+    pub async fn connect(env: &TestEnv) -> Result<Self, DemoError> {
+        let mut children = Vec::new();
+        for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+            children.push((cluster, env.client(cluster.name()).await?));
+        }
+        Ok(Self {
+            control: env.client(Fleet::Control.name()).await?,
+            children,
+        })
+    }
+}
+
+async fn create_namespaces(env: &TestEnv) -> Result<(), DemoError> {
+    let wanted = [(Fleet::Control, vec![CRD_NAMESPACE])]
+        .into_iter()
+        .chain([Fleet::ClusterA, Fleet::ClusterB].map(|c| (c, CHILD_NAMESPACES.to_vec())));
+    for (cluster, namespaces) in wanted {
+        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await?);
+        for name in namespaces {
+            let namespace = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            };
+            api.create(&PostParams::default(), &namespace).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates or updates an `AppDeployment` in the control cluster (server-side apply).
+pub async fn apply_instance(
+    control: &Client,
+    name: &str,
+    image: &str,
+    replicas: i32,
+) -> Result<(), DemoError> {
+    let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let object = serde_json::json!({
+        "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment",
+        "metadata": { "name": name },
+        "spec": { "image": image, "replicas": replicas },
+    });
+    api.patch(
+        name,
+        &PatchParams::apply("kubeplex-fleet-demo"),
+        &Patch::Apply(&object),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), DemoError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
+    loop {
+        let apps = api.list(&ListParams::default()).await?.items;
+        let ready =
+            apps.len() == INSTANCES.len() && apps.iter().all(|app| ready_condition(app) == "True");
+        if ready {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!(
+                "the AppDeployments were not Ready after {timeout:?}:\n{}",
+                table(clients).await?
+            )
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn ready_condition(app: &AppDeployment) -> String {
+    let conditions = app
+        .status
+        .as_ref()
+        .map(|s| s.fleet.conditions.as_slice())
+        .unwrap_or_default();
+    conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map_or_else(|| "-".to_owned(), |c| c.status.clone())
+}
+
+/// What exists where: the Deployments of every child cluster and namespace, and each `AppDeployment`'s
+/// per-cluster status.
+pub async fn table(clients: &Clients) -> Result<String, DemoError> {
+    let mut out = String::new();
+    writeln!(out, "Deployments in the child clusters")?;
+    writeln!(
+        out,
+        "{:<10} {:<12} {:<8} {:>8}  {:<11} PARENT",
+        "CLUSTER", "NAMESPACE", "NAME", "REPLICAS", "IMAGE"
+    )?;
+    for (cluster, client) in &clients.children {
+        for namespace in CHILD_NAMESPACES {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+            let mut deployments = api.list(&ListParams::default()).await?.items;
+            deployments.sort_by_key(ResourceExt::name_any);
+            for deployment in deployments {
+                let spec = &deployment.spec;
+                let image = spec
+                    .template
+                    .spec
+                    .as_ref()
+                    .and_then(|p| p.containers.first())
+                    .and_then(|c| c.image.clone());
+                let image = image.unwrap_or_default();
+                let replicas = spec.replicas.unwrap_or_default();
+                let parent = deployment
+                    .annotations()
+                    .get(PARENT_ANNOTATION)
+                    .cloned()
+                    .unwrap_or_else(|| "-".into());
+                writeln!(
+                    out,
+                    "{:<10} {:<12} {:<8} {replicas:>8}  {image:<11} {parent}",
+                    cluster.name(),
+                    namespace,
+                    deployment.name_any()
+                )?;
+            }
+        }
+    }
+    writeln!(
+        out,
+        "\nAppDeployments in control, namespace {CRD_NAMESPACE}"
+    )?;
+    writeln!(
+        out,
+        "{:<8} {:<6} {:<20} CLUSTER-B",
+        "NAME", "READY", "CLUSTER-A"
+    )?;
+    let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
+    for app in api.list(&ListParams::default()).await?.items {
+        let cluster = |name: &str| {
+            let status = app.status.as_ref().and_then(|s| s.fleet.clusters.get(name));
+            status.map_or_else(
+                || "-".to_owned(),
+                |c| format!("{} ({} children)", state(c.state), c.children),
+            )
+        };
+        writeln!(
+            out,
+            "{:<8} {:<6} {:<20} {}",
+            app.name_any(),
+            ready_condition(&app),
+            cluster(Fleet::ClusterA.name()),
+            cluster(Fleet::ClusterB.name())
+        )?;
+    }
+    Ok(out)
+}
+
+fn state(state: ClusterState) -> &'static str {
+    match state {
+        ClusterState::Ready => "Ready",
+        ClusterState::Unreachable => "Unreachable",
+        ClusterState::Failed => "Failed",
+        ClusterState::Deleting => "Deleting",
+        ClusterState::Abandoned => "Abandoned",
+    }
+}

@@ -1,0 +1,82 @@
+//! The reconciler: one Deployment per target namespace in each child cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::ResourceExt;
+use kube::api::ObjectMeta;
+use kubeplex::prelude::*;
+
+use crate::{AppDeployment, Fleet};
+
+/// Declares where things live: the `AppDeployment`s in `crds` of the control cluster, their Deployments in
+/// two namespaces of both child clusters. The runtime watches all of them, keeps a finalizer on each
+/// `AppDeployment` until its Deployments are gone everywhere, and writes the per-cluster status.
+#[controller(
+    crd = AppDeployment,
+    contexts = [Fleet::Control],
+    namespaces = ["crds"],
+    owns(Deployment, contexts = [Fleet::ClusterA, Fleet::ClusterB], namespaces = ["namespace-a", "namespace-b"]),
+    finalizer = "demo.kubeplex.dev/cleanup",
+    error_requeue = "5s",
+)]
+pub struct AppDeployer;
+
+impl Reconcile for AppDeployer {
+    type Error = kubeplex::Error;
+
+    /// Business logic only: which Deployments should exist. Applying them, pruning the rest, and the
+    /// status are the runtime's job; an unreachable cluster never holds back the other.
+    async fn reconcile(
+        &self,
+        app: Arc<AppDeployment>,
+        cx: &Cx<Fleet>,
+    ) -> Result<Action, Self::Error> {
+        for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+            for namespace in &app.spec.namespaces {
+                cx.child(cluster, deployment_for(&app, namespace))?;
+            }
+        }
+        Ok(Action::requeue(Duration::from_secs(3600)))
+    }
+}
+
+/// The Deployment that runs `app` in `namespace` (the same in every child cluster).
+pub fn deployment_for(app: &AppDeployment, namespace: &str) -> Deployment {
+    let labels: std::collections::BTreeMap<String, String> =
+        [("app".to_owned(), app.name_any())].into();
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(app.name_any()),
+            namespace: Some(namespace.to_owned()),
+            labels: Some(labels.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: DeploymentSpec {
+            replicas: Some(app.spec.replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "app".into(),
+                        image: Some(app.spec.image.clone()),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        },
+        ..Deployment::default()
+    }
+}

@@ -1,0 +1,35 @@
+//! The original kubeplex scenario, as an operator.
+//!
+//! An `AppDeployment` in namespace `crds` of the **control** cluster asks for an application; the operator
+//! runs it as one Deployment in `namespace-a` and `namespace-b` of **cluster-a** and **cluster-b** (a full
+//! replica in each), watches those Deployments (a child edited or deleted by hand is repaired), removes
+//! them in every cluster when the `AppDeployment` is deleted, and reports per cluster in its status.
+//!
+//! ```text
+//! Control cluster (ns "crds": CRD-A, CRD-B) --operator--> Cluster A (ns A, ns B: Deployments)
+//!                                                   \---> Cluster B (ns A, ns B: Deployments)
+//! ```
+#![deny(missing_docs)]
+
+mod app;
+mod deployer;
+
+pub mod demo;
+
+pub use app::{AppDeployment, AppDeploymentSpec, AppDeploymentStatus};
+pub use deployer::{AppDeployer, deployment_for};
+
+kubeplex::contexts! {
+    /// The clusters of the scenario; each name is a kubeconfig context (remappable at run time with
+    /// `KUBEPLEX_CONTEXT_<NAME>`).
+    pub enum Fleet {
+        Control = "control",
+        ClusterA = "cluster-a",
+        ClusterB = "cluster-b",
+    }
+}
+
+/// Where `AppDeployment`s live in the control cluster.
+pub const CRD_NAMESPACE: &str = "crds";
+/// The namespaces of the child clusters that receive Deployments.
+pub const CHILD_NAMESPACES: [&str; 2] = ["namespace-a", "namespace-b"];

@@ -1,0 +1,398 @@
+//! The original scenario against three real clusters: children in other clusters, repair, cleanup that
+//! never orphans, degraded operation, and the orphan sweep.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
+use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION, PARENT_UID_LABEL, Running};
+use kubeplex_fleet::demo::apply_instance;
+use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_testenv::TestEnv;
+
+const WAIT: Duration = Duration::from_secs(60);
+const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
+
+async fn environment() -> TestEnv {
+    let env = TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b"])
+        .crd("control", AppDeployment::crd())
+        .start()
+        .await
+        .unwrap();
+    let mut wanted = vec![(Fleet::Control, CRD_NAMESPACE)];
+    wanted.extend(
+        CHILDREN
+            .into_iter()
+            .flat_map(|c| CHILD_NAMESPACES.map(|ns| (c, ns))),
+    );
+    for (cluster, name) in wanted {
+        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        api.create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+    env
+}
+
+async fn operator(env: &TestEnv) -> Running {
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .ping_interval(Duration::from_secs(1))
+        .controller(AppDeployer)
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    running
+}
+
+async fn apps(env: &TestEnv) -> Api<AppDeployment> {
+    Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE)
+}
+
+/// The Deployment `name` in `namespace` of `cluster`, if it exists.
+async fn child(env: &TestEnv, cluster: Fleet, namespace: &str, name: &str) -> Option<Deployment> {
+    let api: Api<Deployment> =
+        Api::namespaced(env.client(cluster.name()).await.unwrap(), namespace);
+    api.get_opt(name).await.unwrap()
+}
+
+/// Every Deployment of `cluster` that carries a parent reference.
+async fn linked_children(env: &TestEnv, cluster: Fleet) -> Vec<Deployment> {
+    let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
+    api.list(&ListParams::default().labels(PARENT_UID_LABEL))
+        .await
+        .unwrap()
+        .items
+}
+
+/// Polls `check` until it returns `Ok`; panics with its last complaint after `WAIT`.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match check().await {
+            Ok(()) => return,
+            Err(complaint) if tokio::time::Instant::now() > deadline => {
+                panic!("{what}: {complaint}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Checks that every child of `name` in `clusters` exists with this image and replicas, linked to its parent.
+async fn children_match(
+    env: &TestEnv,
+    clusters: &[Fleet],
+    name: &str,
+    image: &str,
+    replicas: i32,
+) -> Result<(), String> {
+    let parent = apps(env).await.get(name).await.map_err(|e| e.to_string())?;
+    for &cluster in clusters {
+        for namespace in CHILD_NAMESPACES {
+            let deployment = child(env, cluster, namespace, name)
+                .await
+                .ok_or(format!("{cluster}/{namespace}/{name} missing"))?;
+            let spec = &deployment.spec;
+            let actual_image = spec
+                .template
+                .spec
+                .as_ref()
+                .and_then(|p| p.containers[0].image.clone());
+            if spec.replicas != Some(replicas) || actual_image.as_deref() != Some(image) {
+                return Err(format!(
+                    "{cluster}/{namespace}/{name}: {:?} replicas of {actual_image:?}",
+                    spec.replicas
+                ));
+            }
+            assert_eq!(
+                deployment.annotations()[PARENT_ANNOTATION],
+                format!("control/{CRD_NAMESPACE}/{name}")
+            );
+            assert_eq!(deployment.labels()[PARENT_UID_LABEL], parent.uid().unwrap());
+            assert!(
+                deployment.owner_references().is_empty(),
+                "no ownerReference may span clusters"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn cluster_state(app: &AppDeployment, cluster: Fleet) -> Option<(ClusterState, String)> {
+    let status = app.status.as_ref()?.fleet.clusters.get(cluster.name())?;
+    Some((status.state, status.message.clone().unwrap_or_default()))
+}
+
+fn ready(app: &AppDeployment) -> Option<(String, String)> {
+    let condition = app
+        .status
+        .as_ref()?
+        .fleet
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")?;
+    Some((condition.status.clone(), condition.reason.clone()))
+}
+
+#[tokio::test]
+async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
+    let env = environment().await;
+    let running = operator(&env).await;
+    let control = env.client("control").await.unwrap();
+
+    apply_instance(&control, "crd-a", "nginx:1.27", 2)
+        .await
+        .unwrap();
+    eventually("Deployments in both clusters × both namespaces", || {
+        children_match(&env, &CHILDREN, "crd-a", "nginx:1.27", 2)
+    })
+    .await;
+    eventually("both clusters Ready in the status", || async {
+        let app = apps(&env).await.get("crd-a").await.unwrap();
+        let states = CHILDREN.map(|c| cluster_state(&app, c).map(|s| s.0));
+        match (states, ready(&app)) {
+            ([Some(ClusterState::Ready), Some(ClusterState::Ready)], Some((status, _)))
+                if status == "True" =>
+            {
+                Ok(())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    apply_instance(&control, "crd-a", "nginx:1.28", 3)
+        .await
+        .unwrap();
+    eventually("every child updated", || {
+        children_match(&env, &CHILDREN, "crd-a", "nginx:1.28", 3)
+    })
+    .await;
+
+    let b: Api<Deployment> = Api::namespaced(env.client("cluster-b").await.unwrap(), "namespace-a");
+    let deleted_uid = b.get("crd-a").await.unwrap().uid();
+    b.delete("crd-a", &DeleteParams::default()).await.unwrap();
+    eventually("a child deleted by hand is recreated", || async {
+        let recreated = child(&env, Fleet::ClusterB, "namespace-a", "crd-a").await;
+        match recreated {
+            Some(d) if d.uid() != deleted_uid => Ok(()),
+            other => Err(format!("{:?}", other.map(|d| d.uid()))),
+        }
+    })
+    .await;
+
+    let a: Api<Deployment> = Api::namespaced(env.client("cluster-a").await.unwrap(), "namespace-b");
+    a.patch(
+        "crd-a",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "spec": { "replicas": 7 } })),
+    )
+    .await
+    .unwrap();
+    eventually("a child edited by hand is restored", || {
+        children_match(&env, &CHILDREN, "crd-a", "nginx:1.28", 3)
+    })
+    .await;
+
+    apps(&env)
+        .await
+        .delete("crd-a", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the parent is gone, its finalizer removed", || async {
+        match apps(&env).await.get_opt("crd-a").await.unwrap() {
+            None => Ok(()),
+            Some(app) => Err(format!("still there, finalizers {:?}", app.finalizers())),
+        }
+    })
+    .await;
+    for cluster in CHILDREN {
+        assert!(
+            linked_children(&env, cluster).await.is_empty(),
+            "children left in {cluster}"
+        );
+    }
+
+    // A parent deleted while the operator is not running: its children go at the next start.
+    apply_instance(&control, "crd-b", "redis:7.4", 1)
+        .await
+        .unwrap();
+    eventually("crd-b's children", || {
+        children_match(&env, &CHILDREN, "crd-b", "redis:7.4", 1)
+    })
+    .await;
+    running.shutdown().await;
+    let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
+    apps(&env)
+        .await
+        .patch(
+            "crd-b",
+            &PatchParams::default(),
+            &Patch::Merge(remove_finalizers),
+        )
+        .await
+        .unwrap();
+    apps(&env)
+        .await
+        .delete("crd-b", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        linked_children(&env, Fleet::ClusterA).await.len(),
+        2,
+        "the children outlive a parent deleted behind the operator's back"
+    );
+
+    let running = operator(&env).await;
+    eventually("the orphans are removed at start", || async {
+        let left = linked_children(&env, Fleet::ClusterA).await.len()
+            + linked_children(&env, Fleet::ClusterB).await.len();
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(format!("{left} orphans left"))
+        }
+    })
+    .await;
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return() {
+    let env = environment().await;
+    let running = operator(&env).await;
+    env.stop("cluster-b").unwrap();
+
+    apply_instance(
+        &env.client("control").await.unwrap(),
+        "crd-b",
+        "redis:7.4",
+        1,
+    )
+    .await
+    .unwrap();
+    eventually("cluster-a's children while cluster-b is down", || {
+        children_match(&env, &[Fleet::ClusterA], "crd-b", "redis:7.4", 1)
+    })
+    .await;
+    eventually("the status names cluster-b unreachable", || async {
+        let app = apps(&env).await.get("crd-b").await.unwrap();
+        match (
+            cluster_state(&app, Fleet::ClusterA),
+            cluster_state(&app, Fleet::ClusterB),
+            ready(&app),
+        ) {
+            (
+                Some((ClusterState::Ready, _)),
+                Some((ClusterState::Unreachable, message)),
+                Some((status, _)),
+            ) if message.contains("cluster-b") && status == "False" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    env.start("cluster-b").await.unwrap();
+    eventually("cluster-b's children once it is back", || {
+        children_match(&env, &CHILDREN, "crd-b", "redis:7.4", 1)
+    })
+    .await;
+    eventually("Ready again", || async {
+        let app = apps(&env).await.get("crd-b").await.unwrap();
+        match ready(&app) {
+            Some((status, _)) if status == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
+    let env = environment().await;
+    let running = operator(&env).await;
+    apply_instance(
+        &env.client("control").await.unwrap(),
+        "crd-a",
+        "nginx:1.27",
+        2,
+    )
+    .await
+    .unwrap();
+    eventually("children everywhere", || {
+        children_match(&env, &CHILDREN, "crd-a", "nginx:1.27", 2)
+    })
+    .await;
+
+    env.stop("cluster-b").unwrap();
+    apps(&env)
+        .await
+        .delete("crd-a", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the status names the cluster that blocks the deletion",
+        || async {
+            let app = apps(&env)
+                .await
+                .get("crd-a")
+                .await
+                .map_err(|e| e.to_string())?;
+            assert!(
+                app.finalizers()
+                    .iter()
+                    .any(|f| f == "demo.kubeplex.dev/cleanup"),
+                "the finalizer must stay"
+            );
+            match (cluster_state(&app, Fleet::ClusterB), ready(&app)) {
+                (Some((ClusterState::Deleting, message)), Some((_, reason)))
+                    if message.contains("cluster-b") && reason == "DeletionBlocked" =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    assert!(
+        linked_children(&env, Fleet::ClusterA).await.is_empty(),
+        "the reachable cluster is cleaned up at once"
+    );
+
+    env.start("cluster-b").await.unwrap();
+    eventually("the parent goes once cluster-b is back", || async {
+        match apps(&env).await.get_opt("crd-a").await.unwrap() {
+            None => Ok(()),
+            Some(app) => Err(format!("{:?}", app.status)),
+        }
+    })
+    .await;
+    for cluster in CHILDREN {
+        assert!(
+            linked_children(&env, cluster).await.is_empty(),
+            "orphans left in {cluster}"
+        );
+    }
+    running.shutdown().await;
+}
