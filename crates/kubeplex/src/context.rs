@@ -13,16 +13,16 @@ pub trait Context: Copy + Eq + Ord + Hash + Debug + Display + Send + Sync + 'sta
 }
 
 /// A closed set of contexts: the fleet an operator was compiled for, declared with [`contexts!`](crate::contexts).
-pub trait Fleet: Context {
+pub trait ContextSet: Context {
     /// Every context of the fleet, in declaration order.
     const ALL: &'static [Self];
 
-    /// The kubeconfig context name of each of [`ALL`](Fleet::ALL), in the same order; usable in `const`
+    /// The kubeconfig context name of each of [`ALL`](ContextSet::ALL), in the same order; usable in `const`
     /// code (it is what `#[controller(fleet = .., contexts = ["..."])]` checks string literals against).
     const NAMES: &'static [&'static str];
 }
 
-/// A context named by a string literal rather than a [`Fleet`] variant.
+/// A context named by a string literal rather than a [`ContextSet`] variant.
 ///
 /// The `#[controller]` attribute checks the literal's syntax at compile time; whether the kubeconfig has
 /// such a context is checked at run time by the startup probe.

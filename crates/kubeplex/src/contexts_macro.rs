@@ -1,10 +1,10 @@
 //! `contexts!`: declare a fleet's contexts once, as an enum the compiler checks everywhere.
 
-/// Declares a [`Fleet`](crate::Fleet): an enum whose variants are contexts, each with its kubeconfig name.
+/// Declares a [`ContextSet`](crate::ContextSet): an enum whose variants are contexts, each with its kubeconfig name.
 ///
 /// The names are checked while compiling: each must be non-empty, free of whitespace and control
 /// characters, at most 253 bytes long, and different from the others. The enum implements
-/// [`Context`](crate::Context), [`Fleet`](crate::Fleet), `Display` (the context name) and the usual
+/// [`Context`](crate::Context), [`ContextSet`](crate::ContextSet), `Display` (the context name) and the usual
 /// value traits (`Clone`, `Copy`, `Eq`, `Ord`, `Hash`, `Debug`).
 ///
 /// ```
@@ -38,7 +38,7 @@ macro_rules! contexts {
             }
         }
 
-        impl $crate::Fleet for $fleet {
+        impl $crate::ContextSet for $fleet {
             const ALL: &'static [Self] = &[$( Self::$variant ),+];
             const NAMES: &'static [&'static str] = &[$( $name ),+];
         }
@@ -46,7 +46,7 @@ macro_rules! contexts {
         // Every name non-empty, without whitespace or control characters, at most 253 bytes, unique.
         const _: () = $crate::__private::check_fleet_names(
             ::core::stringify!($fleet),
-            <$fleet as $crate::Fleet>::NAMES,
+            <$fleet as $crate::ContextSet>::NAMES,
         );
 
         impl ::core::fmt::Display for $fleet {

@@ -21,7 +21,7 @@ pub trait Controller: Send + Sync + 'static {
     /// The primary resource: any kind whose type is known at compile time, a custom resource or built-in.
     type Resource: PrimaryResource;
 
-    /// The context identity type: a [`Fleet`](crate::Fleet) enum or [`ContextName`](crate::ContextName).
+    /// The context identity type: a [`ContextSet`](crate::ContextSet) enum declared with `contexts!` or [`ContextName`](crate::ContextName).
     type Context: Context;
 
     /// Where to watch, what to own, and how to reconcile.

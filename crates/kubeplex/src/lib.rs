@@ -91,7 +91,7 @@ mod watches;
 pub mod __private;
 
 pub use action::Action;
-pub use context::{Context, ContextName, Fleet};
+pub use context::{Context, ContextName, ContextSet};
 pub use controller::{Controller, DEFAULT_ERROR_REQUEUE, PrimaryResource, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
@@ -134,5 +134,5 @@ pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Action, Context, Controller, Cx, Fleet, Manager, Reconcile, controller};
+    pub use crate::{Action, Context, ContextSet, Controller, Cx, Manager, Reconcile, controller};
 }

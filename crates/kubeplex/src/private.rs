@@ -4,7 +4,7 @@
 //! The checks are `const fn`s so that a mistake is reported while compiling (as an `evaluation panicked`
 //! error pointing at the offending literal), never at run time.
 
-use crate::context::Fleet;
+use crate::context::ContextSet;
 
 /// The longest context name accepted (a kubeconfig context name is usually a DNS subdomain).
 pub const MAX_CONTEXT_NAME: usize = 253;
@@ -36,7 +36,7 @@ pub const fn check_fleet_names(fleet: &str, names: &[&str]) {
 
 /// Fails compilation unless every name is a context of the fleet `F` (named `fleet` in messages), with a
 /// "did you mean" suggestion for the closest declared name.
-pub const fn check_members<F: Fleet>(fleet: &str, names: &[&str]) {
+pub const fn check_members<F: ContextSet>(fleet: &str, names: &[&str]) {
     let declared = F::NAMES;
     let mut i = 0;
     while i < names.len() {
@@ -75,7 +75,7 @@ pub const fn check_members<F: Fleet>(fleet: &str, names: &[&str]) {
 }
 
 /// The context of fleet `F` called `name`; `check_members` has already proven it exists.
-pub fn member<F: Fleet>(name: &str) -> F {
+pub fn member<F: ContextSet>(name: &str) -> F {
     match F::ALL.iter().find(|c| c.name() == name) {
         Some(&context) => context,
         None => panic!("context `{name}` is not declared in its fleet"),

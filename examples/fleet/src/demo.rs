@@ -24,7 +24,11 @@ pub const INSTANCES: [(&str, &str, i32); 2] =
 pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     println!("Starting three real Kubernetes API servers: control, cluster-a, cluster-b ...");
     let env = TestEnv::builder()
-        .clusters(<Fleet as kubeplex::Fleet>::ALL.iter().map(|c| c.name()))
+        .clusters(
+            <Fleet as kubeplex::ContextSet>::ALL
+                .iter()
+                .map(|c| c.name()),
+        )
         .crd(Fleet::Control.name(), AppDeployment::crd())
         .start()
         .await?;
