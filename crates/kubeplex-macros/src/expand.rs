@@ -45,6 +45,10 @@ pub fn expand(model: &Model) -> TokenStream {
         (quote!(debounce), model.debounce),
         (quote!(requeue_after), model.requeue_after),
         (quote!(error_requeue), model.error_requeue),
+        (
+            quote!(abandon_unreachable_after),
+            model.abandon_unreachable_after,
+        ),
     ] {
         if let Some(ms) = value {
             let ms = Literal::u64_unsuffixed(ms);

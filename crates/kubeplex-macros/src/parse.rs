@@ -40,6 +40,9 @@ pub struct ControllerArgs {
     pub error_requeue: Option<Str>,
     /// `finalizer = "example.com/cleanup"` (optional): a domain-qualified finalizer kept on primary objects.
     pub finalizer: Option<Str>,
+    /// `abandon_unreachable_after = "1h"` (default: never): on deletion, give up on a child context that
+    /// stays unreachable this long, leaving its children (recorded in status and an event).
+    pub abandon_unreachable_after: Option<Str>,
     /// `crate = path` (default: `::kubeplex`): where the kubeplex crate is, for a renamed dependency.
     #[darling(rename = "crate")]
     pub krate: Option<PathArg>,
@@ -66,6 +69,7 @@ pub const KEYS: &[&str] = &[
     "requeue_after",
     "error_requeue",
     "finalizer",
+    "abandon_unreachable_after",
     "crate",
     "owns",
 ];
@@ -89,6 +93,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("requeue", "requeue_after"),
     ("resync", "requeue_after"),
     ("retry", "error_requeue"),
+    ("abandon_after", "abandon_unreachable_after"),
+    ("orphan_after", "abandon_unreachable_after"),
 ];
 
 /// The inside of `owns(Kind, ...)`, after the kind.
@@ -540,10 +546,12 @@ mod tests {
             crd = App, contexts = [Fleet::A], fleet = Fleet, namespaces = ["a"], name = "n",
             label_selector = "a=b", field_selector = "x=y", concurrency = 3, debounce = "1s",
             requeue_after = "1h", error_requeue = "5s", finalizer = "a.b/c", crate = kp,
+            abandon_unreachable_after = "1h",
             owns(Deployment, contexts = [Fleet::B], namespaces = ["b"]), owns(Service, contexts = [Fleet::B])
         });
         assert!(errors.is_empty(), "{errors:?}");
         assert!(args.crd.0.is_some() && args.fleet.is_some() && args.krate.is_some());
+        assert!(args.abandon_unreachable_after.is_some());
         assert_eq!(args.owns.len(), 2);
         assert_eq!(
             args.owns[0]
@@ -557,7 +565,7 @@ mod tests {
         );
         assert_eq!(args.concurrency.unwrap().0.base10_digits(), "3");
         // KEYS lists exactly the fields above.
-        assert_eq!(KEYS.len(), 14);
+        assert_eq!(KEYS.len(), 15);
     }
 
     #[test]

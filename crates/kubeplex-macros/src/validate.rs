@@ -42,6 +42,8 @@ pub struct Model {
     pub requeue_after: Option<u64>,
     /// `error_requeue`, in milliseconds.
     pub error_requeue: Option<u64>,
+    /// `abandon_unreachable_after`, in milliseconds.
+    pub abandon_unreachable_after: Option<u64>,
     /// `finalizer`.
     pub finalizer: Option<LitStr>,
     /// The `owns(..)` entries.
@@ -199,6 +201,14 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         }
     });
 
+    if let (Some(Str(lit)), true) = (&args.abandon_unreachable_after, args.owns.is_empty()) {
+        errors.push(
+            Error::custom(
+                "`abandon_unreachable_after` only applies to children in other clusters: add `owns(..)` or remove it",
+            )
+            .with_span(lit),
+        );
+    }
     let mut duration = |value: Option<Str>, key: &str| {
         value.and_then(|Str(lit)| match duration_millis(&lit.value()) {
             Ok(ms) => Some(ms),
@@ -211,6 +221,8 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
     let debounce = duration(args.debounce, "debounce");
     let requeue_after = duration(args.requeue_after, "requeue_after");
     let error_requeue = duration(args.error_requeue, "error_requeue");
+    let abandon_unreachable_after =
+        duration(args.abandon_unreachable_after, "abandon_unreachable_after");
 
     let finalizer = args.finalizer.map(|Str(lit)| {
         if let Err(why) = finalizer_name(&lit.value()) {
@@ -273,6 +285,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         debounce,
         requeue_after,
         error_requeue,
+        abandon_unreachable_after,
         finalizer,
         children,
     })

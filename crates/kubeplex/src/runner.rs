@@ -89,6 +89,8 @@ struct Job<R: Reconcile> {
     finalizer: Option<String>,
     parent_kind: String,
     error_requeue: Duration,
+    /// One event recorder per context, so that repeated events become one series, not many events.
+    recorders: std::sync::Mutex<HashMap<R::Context, Recorder>>,
 }
 
 /// Opens (or joins) the controller's watches now, so that the health report knows every watch before the
@@ -171,6 +173,7 @@ pub(crate) fn start<R: Reconcile>(
         runtime,
         primaries,
         children,
+        recorders: std::sync::Mutex::default(),
     });
     run(job, stop, inputs)
 }
@@ -437,11 +440,15 @@ impl<R: Reconcile> Job<R> {
             self.write_status(&object, context, &outcomes).await;
             return Some(self.error_requeue);
         }
+        // The abandonment is recorded in the status before the parent goes; removing the finalizer then
+        // needs the resourceVersion that write produced.
+        let mut object = object;
         if outcomes
             .values()
             .any(|o| o.state == ClusterState::Abandoned)
+            && let Some(written) = self.write_status(&object, context, &outcomes).await
         {
-            self.write_status(&object, context, &outcomes).await;
+            object = Arc::new(written);
         }
         match self.set_finalizer(&object, context, false).await {
             Ok(()) => None,
@@ -484,13 +491,13 @@ impl<R: Reconcile> Job<R> {
     }
 
     /// Writes the per-context status when it changed (a write that changes nothing is skipped, so the
-    /// status never feeds back into another reconcile).
+    /// status never feeds back into another reconcile); returns the object as written.
     async fn write_status(
         &self,
         object: &Primary<R>,
         context: R::Context,
         outcomes: &BTreeMap<String, Outcome>,
-    ) {
+    ) -> Option<Primary<R>> {
         let previous: FleetStatus = serde_json::to_value(object)
             .ok()
             .and_then(|v| v.get("status").cloned())
@@ -499,32 +506,38 @@ impl<R: Reconcile> Job<R> {
         let status =
             FleetStatus::from_outcomes(&previous, outcomes, object.meta().generation, &now());
         if status == previous {
-            return;
+            return None;
         }
         let patch = serde_json::json!({ "status": status });
-        let result = match self.parent_api(object, context) {
-            Ok(api) => api
-                .patch_status(
-                    &object.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-                .map(drop),
+        let params = PatchParams::default();
+        let written = match self.parent_api(object, context) {
+            Ok(api) => {
+                api.patch_status(&object.name_any(), &params, &Patch::Merge(&patch))
+                    .await
+            }
             Err(error) => Err(error),
         };
-        if let Err(error) = result {
-            tracing::warn!(error = %chain(&error), "writing the per-cluster status failed");
-        }
+        written
+            .inspect_err(
+                |e| tracing::warn!(error = %chain(e), "writing the per-cluster status failed"),
+            )
+            .ok()
     }
 
     async fn publish_abandoned(&self, object: &Primary<R>, context: R::Context, message: &str) {
         let Ok(client) = self.runtime.pool.client(context.name()) else {
             return;
         };
-        let reporter = Reporter {
-            controller: self.plan.name().to_owned(),
-            instance: None,
+        let recorder = {
+            let mut recorders = self.recorders.lock().unwrap_or_else(|e| e.into_inner());
+            let reporter = Reporter {
+                controller: self.plan.name().to_owned(),
+                instance: None,
+            };
+            recorders
+                .entry(context)
+                .or_insert_with(|| Recorder::new(client, reporter))
+                .clone()
         };
         let event = Event {
             type_: EventType::Warning,
@@ -533,10 +546,7 @@ impl<R: Reconcile> Job<R> {
             action: "Delete".into(),
             secondary: None,
         };
-        if let Err(error) = Recorder::new(client, reporter)
-            .publish(&event, &object.object_ref(&()))
-            .await
-        {
+        if let Err(error) = recorder.publish(&event, &object.object_ref(&())).await {
             tracing::warn!(error = %chain(&error), "publishing the abandon event failed");
         }
     }

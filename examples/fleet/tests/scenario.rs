@@ -396,3 +396,95 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
     }
     running.shutdown().await;
 }
+
+/// The fleet controller with the opt-in abandon policy.
+#[kubeplex::controller(
+    crd = AppDeployment,
+    contexts = [Fleet::Control],
+    namespaces = ["crds"],
+    owns(Deployment, contexts = [Fleet::ClusterA, Fleet::ClusterB], namespaces = ["namespace-a", "namespace-b"]),
+    finalizer = "demo.kubeplex.dev/cleanup",
+    error_requeue = "1s",
+    abandon_unreachable_after = "3s",
+)]
+struct AbandoningDeployer;
+
+impl kubeplex::Reconcile for AbandoningDeployer {
+    type Error = kubeplex::Error;
+    async fn reconcile(
+        &self,
+        app: std::sync::Arc<AppDeployment>,
+        cx: &kubeplex::Cx<Fleet>,
+    ) -> Result<kubeplex::Action, kubeplex::Error> {
+        kubeplex::Reconcile::reconcile(&AppDeployer, app, cx).await
+    }
+}
+
+#[tokio::test]
+async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
+    let env = environment().await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(AbandoningDeployer)
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started")
+        .unwrap();
+    apply_instance(
+        &env.client("control").await.unwrap(),
+        "crd-a",
+        "nginx:1.27",
+        2,
+    )
+    .await
+    .unwrap();
+    eventually("children everywhere", || {
+        children_match(&env, &CHILDREN, "crd-a", "nginx:1.27", 2)
+    })
+    .await;
+
+    env.stop("cluster-b").unwrap();
+    apps(&env)
+        .await
+        .delete("crd-a", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the parent goes after the abandon timeout", || async {
+        match apps(&env).await.get_opt("crd-a").await.unwrap() {
+            None => Ok(()),
+            Some(app) => Err(format!("{:?}", app.status)),
+        }
+    })
+    .await;
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE);
+    let abandoned: Vec<_> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("ChildrenAbandoned"))
+        .collect();
+    assert_eq!(abandoned.len(), 1, "one event records the abandonment");
+    assert!(
+        abandoned[0]
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("cluster-b"),
+        "{:?}",
+        abandoned[0].note
+    );
+
+    env.start("cluster-b").await.unwrap();
+    assert_eq!(
+        linked_children(&env, Fleet::ClusterB).await.len(),
+        2,
+        "the abandoned children are left as recorded"
+    );
+    assert!(linked_children(&env, Fleet::ClusterA).await.is_empty());
+    running.shutdown().await;
+}

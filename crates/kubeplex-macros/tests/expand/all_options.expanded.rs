@@ -14,6 +14,7 @@ impl ::kubeplex::Controller for DeploymentAuditor {
             .debounce(::core::time::Duration::from_millis(500))
             .requeue_after(::core::time::Duration::from_millis(5400000))
             .error_requeue(::core::time::Duration::from_millis(30000))
+            .abandon_unreachable_after(::core::time::Duration::from_millis(7200000))
             .finalizer("audit.example.com/report")
             .owns(::kubeplex::Child::of::<ConfigMap>().contexts([Fleet::Control]))
             .owns(

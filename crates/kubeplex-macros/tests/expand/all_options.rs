@@ -11,6 +11,7 @@
     requeue_after = "1h30m",
     error_requeue = "30s",
     finalizer = "audit.example.com/report",
+    abandon_unreachable_after = "2h",
     owns(ConfigMap, contexts = [Fleet::Control]),
     owns(Secret, contexts = [Fleet::Control], namespaces = ["audit"]),
 )]
