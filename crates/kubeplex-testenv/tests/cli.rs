@@ -147,3 +147,51 @@ fn build_prints_the_directory_holding_both_programs() {
         dir.display()
     );
 }
+
+#[test]
+fn kubebuilder_assets_is_used_as_is_when_it_holds_both_programs() {
+    let built = Command::new(CLI)
+        .arg("build")
+        .env_remove("KUBEBUILDER_ASSETS")
+        .output()
+        .unwrap();
+    let cache = String::from_utf8(built.stdout).unwrap().trim().to_owned();
+
+    // setup-envtest's layout: a directory with both programs; nothing is built.
+    let assets = tempfile::tempdir().unwrap();
+    for program in ["kube-apiserver", "etcd"] {
+        std::os::unix::fs::symlink(
+            std::path::Path::new(&cache).join(program),
+            assets.path().join(program),
+        )
+        .unwrap();
+    }
+    let used = Command::new(CLI)
+        .arg("build")
+        .env("KUBEBUILDER_ASSETS", assets.path())
+        .output()
+        .unwrap();
+    assert!(
+        used.status.success(),
+        "{}",
+        String::from_utf8_lossy(&used.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(used.stdout).unwrap().trim(),
+        assets.path().display().to_string()
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let refused = Command::new(CLI)
+        .arg("build")
+        .env("KUBEBUILDER_ASSETS", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("KUBEBUILDER_ASSETS")
+            && stderr.contains("does not hold both kube-apiserver and etcd"),
+        "{stderr}"
+    );
+}

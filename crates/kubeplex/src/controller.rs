@@ -73,8 +73,9 @@ pub trait Reconcile: Controller {
         cx: &Cx<Self::Context>,
     ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
 
-    /// What to do after `reconcile` failed; by default retry after the plan's `error_requeue`
-    /// (or [`DEFAULT_ERROR_REQUEUE`]).
+    /// What to do after `reconcile` failed; by default retry after [`Cx::error_requeue`]: the plan's
+    /// `error_requeue` (or [`DEFAULT_ERROR_REQUEUE`]), doubling with each consecutive failure up to
+    /// [`MAX_ERROR_REQUEUE`].
     fn error_policy(
         &self,
         object: Arc<Self::Resource>,
@@ -96,6 +97,9 @@ pub trait Reconcile: Controller {
         async { Ok(()) }
     }
 }
+
+/// The longest the default error policy waits between retries of an object that keeps failing.
+pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
 
 /// How long a failed reconcile waits before it is retried when the plan sets no `error_requeue`.
 pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(5);

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::children::DesiredChild;
 use crate::context::Context;
-use crate::controller::{DEFAULT_ERROR_REQUEUE, PrimaryResource};
+use crate::controller::{DEFAULT_ERROR_REQUEUE, MAX_ERROR_REQUEUE, PrimaryResource};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::runtime::Runtime;
@@ -23,15 +23,22 @@ pub struct Cx<C> {
     plan: Arc<Plan<C>>,
     runtime: Arc<Runtime>,
     desired: Mutex<Vec<DesiredChild>>,
+    failures: u32,
 }
 
 impl<C: Context> Cx<C> {
-    pub(crate) fn new(context: C, plan: Arc<Plan<C>>, runtime: Arc<Runtime>) -> Self {
+    pub(crate) fn new(
+        context: C,
+        plan: Arc<Plan<C>>,
+        runtime: Arc<Runtime>,
+        failures: u32,
+    ) -> Self {
         Self {
             context,
             plan,
             runtime,
             desired: Mutex::default(),
+            failures,
         }
     }
 
@@ -147,11 +154,21 @@ impl<C: Context> Cx<C> {
         Ok(())
     }
 
-    /// How long the default error policy waits before a retry.
+    /// How many reconciles of this object failed in a row before this one.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// How long the default error policy waits before a retry: the plan's `error_requeue` (default
+    /// [`DEFAULT_ERROR_REQUEUE`]), doubled for each earlier consecutive failure of this object, at most
+    /// [`MAX_ERROR_REQUEUE`].
     pub fn error_requeue(&self) -> Duration {
-        self.plan
+        let base = self
+            .plan
             .error_requeue_delay()
-            .unwrap_or(DEFAULT_ERROR_REQUEUE)
+            .unwrap_or(DEFAULT_ERROR_REQUEUE);
+        base.saturating_mul(1 << self.failures.min(16))
+            .min(MAX_ERROR_REQUEUE.max(base))
     }
 
     /// The children declared so far, taken.

@@ -92,7 +92,9 @@ pub mod __private;
 
 pub use action::Action;
 pub use context::{Context, ContextName, ContextSet};
-pub use controller::{Controller, DEFAULT_ERROR_REQUEUE, PrimaryResource, Reconcile};
+pub use controller::{
+    Controller, DEFAULT_ERROR_REQUEUE, MAX_ERROR_REQUEUE, PrimaryResource, Reconcile,
+};
 pub use cx::Cx;
 pub use error::{Error, Result};
 pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};

@@ -1,9 +1,11 @@
 //! The client pool: one `kube::Client` per context, from the kubeconfig as kubectl finds it.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
 
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::error::{Error, Result};
 // A kubeconfig error's causes carry the file name and the parser's reason.
@@ -83,14 +85,10 @@ impl PoolConfig {
     fn load(&self) -> Result<Kubeconfig> {
         match &self.source {
             KubeconfigSource::Explicit(kubeconfig) => Ok((**kubeconfig).clone()),
-            KubeconfigSource::Default => Kubeconfig::read().map_err(|error| match error {
-                KubeconfigError::FindPath => Error::NoKubeconfig {
-                    reason: "KUBECONFIG is not set and ~/.kube/config does not exist".into(),
-                },
-                other => Error::InvalidKubeconfig {
-                    reason: describe(&other),
-                },
-            }),
+            KubeconfigSource::Default => load_default(
+                std::env::var_os("KUBECONFIG"),
+                std::env::var_os("HOME").map(PathBuf::from),
+            ),
         }
     }
 
@@ -158,6 +156,46 @@ impl ClientPool {
     }
 }
 
+/// Reads the kubeconfig as kubectl does: every file of `KUBECONFIG` (a path list) merged, the first
+/// definition of a name winning; else `~/.kube/config`. Each error names the file.
+fn load_default(kubeconfig_var: Option<OsString>, home: Option<PathBuf>) -> Result<Kubeconfig> {
+    let paths: Vec<PathBuf> = match kubeconfig_var.filter(|v| !v.is_empty()) {
+        Some(list) => std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect(),
+        None => {
+            let Some(default) = home.map(|home| home.join(".kube").join("config")) else {
+                return Err(Error::NoKubeconfig {
+                    reason: "KUBECONFIG and HOME are not set".into(),
+                });
+            };
+            if !default.exists() {
+                return Err(Error::NoKubeconfig {
+                    reason: format!(
+                        "KUBECONFIG is not set and {} does not exist",
+                        default.display()
+                    ),
+                });
+            }
+            vec![default]
+        }
+    };
+    let mut merged: Option<Kubeconfig> = None;
+    for path in &paths {
+        let invalid = |error: &dyn std::error::Error| Error::InvalidKubeconfig {
+            reason: format!("{}: {}", path.display(), describe(error)),
+        };
+        let next = Kubeconfig::read_from(path).map_err(|e| invalid(&e))?;
+        merged = Some(match merged {
+            Some(config) => config.merge(next).map_err(|e| invalid(&e))?,
+            None => next,
+        });
+    }
+    merged.ok_or_else(|| Error::NoKubeconfig {
+        reason: "KUBECONFIG names no file".into(),
+    })
+}
+
 /// The environment variable that remaps `context`: `cluster-a` -> `KUBEPLEX_CONTEXT_CLUSTER_A`.
 fn context_env_var(context: &str) -> String {
     format!(
@@ -170,15 +208,16 @@ fn context_env_var(context: &str) -> String {
 mod tests {
     use super::*;
 
-    fn kubeconfig(contexts: &[&str]) -> Kubeconfig {
+    fn kubeconfig_json(contexts: &[&str]) -> serde_json::Value {
         let contexts: Vec<serde_json::Value> = contexts
             .iter()
             .map(|name| serde_json::json!({ "name": name, "context": { "cluster": name, "user": name } }))
             .collect();
-        serde_json::from_value(
-            serde_json::json!({ "apiVersion": "v1", "kind": "Config", "contexts": contexts }),
-        )
-        .unwrap()
+        serde_json::json!({ "apiVersion": "v1", "kind": "Config", "contexts": contexts })
+    }
+
+    fn kubeconfig(contexts: &[&str]) -> Kubeconfig {
+        serde_json::from_value(kubeconfig_json(contexts)).unwrap()
     }
 
     #[test]
@@ -195,6 +234,63 @@ mod tests {
             context_env_var("eu.cluster-b"),
             "KUBEPLEX_CONTEXT_EU_CLUSTER_B"
         );
+    }
+
+    #[test]
+    fn kubeconfig_errors_name_the_file_and_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = load_default(None, Some(dir.path().to_owned()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.starts_with("no kubeconfig: KUBECONFIG is not set and")
+                && none.contains(".kube/config"),
+            "{none}"
+        );
+
+        let broken = dir.path().join("broken");
+        std::fs::write(&broken, "clusters: [this is: not: valid").unwrap();
+        let good = dir.path().join("good");
+        std::fs::write(
+            &good,
+            serde_json::to_string(&kubeconfig_json(&["control"])).unwrap(),
+        )
+        .unwrap();
+        let list = std::env::join_paths([&good, &broken]).unwrap();
+        let invalid = load_default(Some(list), None).unwrap_err().to_string();
+        assert!(
+            invalid.starts_with(&format!("invalid kubeconfig: {}: ", broken.display())),
+            "{invalid}"
+        );
+
+        let missing = dir.path().join("missing");
+        let unreadable = load_default(Some(missing.clone().into_os_string()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unreadable.contains(&missing.display().to_string()),
+            "{unreadable}"
+        );
+    }
+
+    #[test]
+    fn kubeconfig_files_are_merged_like_kubectl_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+        std::fs::write(
+            &first,
+            serde_json::to_string(&kubeconfig_json(&["control"])).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(
+            &second,
+            serde_json::to_string(&kubeconfig_json(&["cluster-a", "control"])).unwrap(),
+        )
+        .unwrap();
+        let merged =
+            load_default(Some(std::env::join_paths([&first, &second]).unwrap()), None).unwrap();
+        let names: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["control", "cluster-a"]);
     }
 
     #[tokio::test]

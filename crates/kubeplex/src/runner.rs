@@ -89,6 +89,8 @@ struct Job<R: Reconcile> {
     finalizer: Option<String>,
     parent_kind: String,
     error_requeue: Duration,
+    /// Consecutive failed reconciles per object, for the default error policy's backoff.
+    failures: std::sync::Mutex<HashMap<Request<R>, u32>>,
     /// One event recorder per context, so that repeated events become one series, not many events.
     recorders: std::sync::Mutex<HashMap<R::Context, Recorder>>,
 }
@@ -174,6 +176,7 @@ pub(crate) fn start<R: Reconcile>(
         primaries,
         children,
         recorders: std::sync::Mutex::default(),
+        failures: std::sync::Mutex::default(),
     });
     run(job, stop, inputs)
 }
@@ -246,6 +249,7 @@ impl<R: Reconcile> Job<R> {
             .or_else(|| self.primaries.get(&(request.context, None)));
         // Gone from the cache: deleted (the finalizer keeps objects that still have children).
         let Some(object) = cache.and_then(|cache| cache.store().get(&request.object)) else {
+            self.failures().remove(&request);
             return (request, None);
         };
         let span = tracing::info_span!(
@@ -255,49 +259,61 @@ impl<R: Reconcile> Job<R> {
             namespace = namespace.as_deref().unwrap_or(""),
             name = %request.object.name,
         );
-        let next = self
-            .reconcile_object(object, request.context)
-            .instrument(span)
-            .await;
+        let failures = self.failures().get(&request).copied().unwrap_or(0);
+        let cx = Cx::new(
+            request.context,
+            self.plan.clone(),
+            self.runtime.clone(),
+            failures,
+        );
+        let (next, failed) = self.reconcile_object(object, &cx).instrument(span).await;
+        if failed {
+            *self.failures().entry(request.clone()).or_insert(0) += 1;
+        } else {
+            self.failures().remove(&request);
+        }
         (request, next)
     }
 
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<Request<R>, u32>> {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Returns the delay before the next reconcile, and whether the user's code failed.
     async fn reconcile_object(
         &self,
         object: Arc<Primary<R>>,
-        context: R::Context,
-    ) -> Option<Duration> {
-        let cx = Cx::new(context, self.plan.clone(), self.runtime.clone());
+        cx: &Cx<R::Context>,
+    ) -> (Option<Duration>, bool) {
+        let context = cx.context();
         if let Some(finalizer) = &self.finalizer {
             let has_finalizer = object.finalizers().iter().any(|f| f == finalizer);
             if object.meta().deletion_timestamp.is_some() {
                 return if has_finalizer {
-                    self.finalize(object, &cx).await
+                    self.finalize(object, cx).await
                 } else {
-                    None
+                    (None, false)
                 };
             }
             if !has_finalizer && let Err(error) = self.set_finalizer(&object, context, true).await {
                 tracing::warn!(error = %chain(&error), "adding the finalizer failed");
-                return Some(self.error_requeue);
+                return (Some(self.error_requeue), false);
             }
         } else if object.meta().deletion_timestamp.is_some() {
-            return None;
+            return (None, false);
         }
 
-        let action = match self.reconciler.reconcile(object.clone(), &cx).await {
+        let action = match self.reconciler.reconcile(object.clone(), cx).await {
             Ok(action) => action,
             Err(error) => {
                 tracing::warn!(error = %chain(&error), "reconcile failed");
-                return self
-                    .reconciler
-                    .error_policy(object, &error, &cx)
-                    .requeue_after();
+                let action = self.reconciler.error_policy(object, &error, cx);
+                return (action.requeue_after(), true);
             }
         };
         let next = action.requeue_after().or(self.plan.requeue_delay());
         if self.plan.children().is_empty() {
-            return next;
+            return (next, false);
         }
         let outcomes = self
             .sync_children(&object, context, cx.take_children())
@@ -306,9 +322,12 @@ impl<R: Reconcile> Job<R> {
         // A context that failed is retried soon, whatever the reconcile asked for.
         let failed = outcomes.values().any(|o| o.state != ClusterState::Ready);
         if failed {
-            Some(next.map_or(self.error_requeue, |n| n.min(self.error_requeue)))
+            (
+                Some(next.map_or(self.error_requeue, |n| n.min(self.error_requeue))),
+                false,
+            )
         } else {
-            next
+            (next, false)
         }
     }
 
@@ -359,14 +378,20 @@ impl<R: Reconcile> Job<R> {
     /// The parent is being deleted: runs the user's cleanup, removes the children in every context, then the
     /// finalizer. A context that cannot be reached keeps the finalizer (and says so in the status) until it
     /// returns, or until the abandon policy gives up on it.
-    async fn finalize(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Option<Duration> {
+    async fn finalize(
+        &self,
+        object: Arc<Primary<R>>,
+        cx: &Cx<R::Context>,
+    ) -> (Option<Duration>, bool) {
         let context = cx.context();
         if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
             tracing::warn!(error = %chain(&error), "cleanup failed");
-            return self
-                .reconciler
-                .error_policy(object, &error, cx)
-                .requeue_after();
+            return (
+                self.reconciler
+                    .error_policy(object, &error, cx)
+                    .requeue_after(),
+                true,
+            );
         }
         let uid = object.uid().unwrap_or_default();
         let removals = self.plan.child_contexts().into_iter().map(|child_context| {
@@ -438,7 +463,7 @@ impl<R: Reconcile> Job<R> {
         }
         if blocked {
             self.write_status(&object, context, &outcomes).await;
-            return Some(self.error_requeue);
+            return (Some(self.error_requeue), false);
         }
         // The abandonment is recorded in the status before the parent goes; removing the finalizer then
         // needs the resourceVersion that write produced.
@@ -451,10 +476,10 @@ impl<R: Reconcile> Job<R> {
             object = Arc::new(written);
         }
         match self.set_finalizer(&object, context, false).await {
-            Ok(()) => None,
+            Ok(()) => (None, false),
             Err(error) => {
                 tracing::warn!(error = %chain(&error), "removing the finalizer failed");
-                Some(self.error_requeue)
+                (Some(self.error_requeue), false)
             }
         }
     }

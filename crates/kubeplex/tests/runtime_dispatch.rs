@@ -3,7 +3,8 @@
 mod support;
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -170,5 +171,159 @@ async fn controllers_on_the_same_kind_context_and_namespace_share_one_watch() {
         })
         .await;
     assert_eq!(running.watches_opened(), 2);
+    running.shutdown().await;
+}
+
+/// Honours the plan's options: selector, concurrency, requeue; sees the cache.
+#[derive(Clone, Default)]
+struct Options {
+    seen: Recorder,
+    running: Arc<AtomicUsize>,
+    most_at_once: Arc<AtomicUsize>,
+    cache_sizes: Arc<Mutex<Vec<usize>>>,
+}
+
+impl Controller for Options {
+    type Resource = ConfigMap;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("options")
+            .contexts([Fleet::ClusterA])
+            .namespaces(["options"])
+            .label_selector("kubeplex-test=selected")
+            .concurrency(1)
+            .requeue_after(Duration::from_millis(300))
+    }
+}
+
+impl Reconcile for Options {
+    type Error = Infallible;
+    async fn reconcile(
+        &self,
+        object: Arc<ConfigMap>,
+        cx: &Cx<Fleet>,
+    ) -> Result<Action, Infallible> {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_at_once.fetch_max(now, Ordering::SeqCst);
+        self.cache_sizes
+            .lock()
+            .unwrap()
+            .push(cx.cached::<ConfigMap>(Fleet::ClusterA).len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.seen.record(cx.context(), &object);
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        Ok(Action::await_change()) // the plan's requeue_after applies
+    }
+}
+
+/// Always fails; records what the default error policy would wait.
+#[derive(Clone, Default)]
+struct Failing(Arc<Mutex<Vec<(u32, Duration)>>>);
+
+#[derive(Debug, thiserror::Error)]
+#[error("always fails")]
+struct AlwaysFails;
+
+impl Controller for Failing {
+    type Resource = ConfigMap;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("failing")
+            .contexts([Fleet::ClusterB])
+            .namespaces(["failing"])
+            .error_requeue(Duration::from_millis(50))
+    }
+}
+
+impl Reconcile for Failing {
+    type Error = AlwaysFails;
+    async fn reconcile(&self, _: Arc<ConfigMap>, cx: &Cx<Fleet>) -> Result<Action, AlwaysFails> {
+        self.0
+            .lock()
+            .unwrap()
+            .push((cx.failures(), cx.error_requeue()));
+        Err(AlwaysFails)
+    }
+}
+
+#[tokio::test]
+async fn the_plan_options_are_honoured_and_failures_back_off() {
+    let env = CLUSTERS.get().await.unwrap();
+    let a = env.client("cluster-a").await.unwrap();
+    create_namespace(&a, "options").await;
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(a.clone(), "options");
+    for (name, selected) in [
+        ("one", true),
+        ("two", true),
+        ("three", true),
+        ("other", false),
+    ] {
+        let label = if selected { "selected" } else { "ignored" };
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": name, "labels": { "kubeplex-test": label } },
+        });
+        api.patch(
+            name,
+            &kube::api::PatchParams::apply("kubeplex-tests"),
+            &kube::api::Patch::Apply(&object),
+        )
+        .await
+        .unwrap();
+    }
+    let b = env.client("cluster-b").await.unwrap();
+    create_namespace(&b, "failing").await;
+    put_config_map(&b, "failing", "doomed", "x").await;
+
+    let options = Options::default();
+    let failing = Failing::default();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(options.clone())
+        .controller(failing.clone())
+        .start()
+        .await
+        .unwrap();
+    options
+        .seen
+        .wait_for(
+            "each selected object reconciled 3 times (requeue_after)",
+            WAIT,
+            |all| {
+                ["one", "two", "three"]
+                    .iter()
+                    .all(|name| all.iter().filter(|s| s.name == *name).count() >= 3)
+            },
+        )
+        .await;
+    assert!(
+        options.seen.all().iter().all(|s| s.name != "other"),
+        "the label selector was ignored"
+    );
+    assert_eq!(
+        options.most_at_once.load(Ordering::SeqCst),
+        1,
+        "concurrency = 1 ran reconciles at once"
+    );
+    assert!(
+        options.cache_sizes.lock().unwrap().contains(&3),
+        "cx.cached sees the selected objects"
+    );
+
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while failing.0.lock().unwrap().len() < 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the failing object was not retried"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let attempts = failing.0.lock().unwrap()[..4].to_vec();
+    let expected: Vec<(u32, Duration)> = (0..4)
+        .map(|n| (n, Duration::from_millis(50 << n)))
+        .collect();
+    assert_eq!(
+        attempts, expected,
+        "the default error policy doubles the delay after each failure"
+    );
     running.shutdown().await;
 }
