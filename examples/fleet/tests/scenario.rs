@@ -153,6 +153,41 @@ fn ready(app: &AppDeployment) -> Option<(String, String)> {
     Some((condition.status.clone(), condition.reason.clone()))
 }
 
+/// Applies an `AppDeployment` and waits until its children exist in every child cluster.
+async fn create_app(env: &TestEnv, name: &str, image: &str, replicas: i32) {
+    let control = env.client("control").await.unwrap();
+    apply_instance(&control, name, image, replicas)
+        .await
+        .unwrap();
+    eventually("children everywhere", || {
+        children_match(env, &CHILDREN, name, image, replicas)
+    })
+    .await;
+}
+
+async fn delete_app(env: &TestEnv, name: &str) {
+    apps(env)
+        .await
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+/// Waits until the `AppDeployment` is gone (its finalizer removed).
+async fn wait_gone(env: &TestEnv, what: &str, name: &str) {
+    eventually(what, || async {
+        match apps(env).await.get_opt(name).await.unwrap() {
+            None => Ok(()),
+            Some(app) => Err(format!(
+                "still there: finalizers {:?}, status {:?}",
+                app.finalizers(),
+                app.status
+            )),
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
     let env = environment().await;
@@ -213,18 +248,8 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
     })
     .await;
 
-    apps(&env)
-        .await
-        .delete("crd-a", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the parent is gone, its finalizer removed", || async {
-        match apps(&env).await.get_opt("crd-a").await.unwrap() {
-            None => Ok(()),
-            Some(app) => Err(format!("still there, finalizers {:?}", app.finalizers())),
-        }
-    })
-    .await;
+    delete_app(&env, "crd-a").await;
+    wait_gone(&env, "the parent is gone, its finalizer removed", "crd-a").await;
     for cluster in CHILDREN {
         assert!(
             linked_children(&env, cluster).await.is_empty(),
@@ -251,11 +276,7 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
         )
         .await
         .unwrap();
-    apps(&env)
-        .await
-        .delete("crd-b", &DeleteParams::default())
-        .await
-        .unwrap();
+    delete_app(&env, "crd-b").await;
     assert_eq!(
         linked_children(&env, Fleet::ClusterA).await.len(),
         2,
@@ -331,25 +352,10 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
 async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
     let env = environment().await;
     let running = operator(&env).await;
-    apply_instance(
-        &env.client("control").await.unwrap(),
-        "crd-a",
-        "nginx:1.27",
-        2,
-    )
-    .await
-    .unwrap();
-    eventually("children everywhere", || {
-        children_match(&env, &CHILDREN, "crd-a", "nginx:1.27", 2)
-    })
-    .await;
+    create_app(&env, "crd-a", "nginx:1.27", 2).await;
 
     env.stop("cluster-b").unwrap();
-    apps(&env)
-        .await
-        .delete("crd-a", &DeleteParams::default())
-        .await
-        .unwrap();
+    delete_app(&env, "crd-a").await;
     eventually(
         "the status names the cluster that blocks the deletion",
         || async {
@@ -381,13 +387,7 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
     );
 
     env.start("cluster-b").await.unwrap();
-    eventually("the parent goes once cluster-b is back", || async {
-        match apps(&env).await.get_opt("crd-a").await.unwrap() {
-            None => Ok(()),
-            Some(app) => Err(format!("{:?}", app.status)),
-        }
-    })
-    .await;
+    wait_gone(&env, "the parent goes once cluster-b is back", "crd-a").await;
     for cluster in CHILDREN {
         assert!(
             linked_children(&env, cluster).await.is_empty(),
@@ -432,32 +432,11 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
         .await
         .expect("started")
         .unwrap();
-    apply_instance(
-        &env.client("control").await.unwrap(),
-        "crd-a",
-        "nginx:1.27",
-        2,
-    )
-    .await
-    .unwrap();
-    eventually("children everywhere", || {
-        children_match(&env, &CHILDREN, "crd-a", "nginx:1.27", 2)
-    })
-    .await;
+    create_app(&env, "crd-a", "nginx:1.27", 2).await;
 
     env.stop("cluster-b").unwrap();
-    apps(&env)
-        .await
-        .delete("crd-a", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("the parent goes after the abandon timeout", || async {
-        match apps(&env).await.get_opt("crd-a").await.unwrap() {
-            None => Ok(()),
-            Some(app) => Err(format!("{:?}", app.status)),
-        }
-    })
-    .await;
+    delete_app(&env, "crd-a").await;
+    wait_gone(&env, "the parent goes after the abandon timeout", "crd-a").await;
     let events: Api<k8s_openapi::api::events::v1::Event> =
         Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE);
     let abandoned: Vec<_> = events
