@@ -2,8 +2,8 @@
 //! `kubeplex::controller` (and in `kubeplex::prelude`); its documentation and every key are described
 //! there and in `docs/controller-attribute.md`.
 //!
-//! The macro is three steps, one file each: [`parse`] (the grammar, with darling), [`validate`] (what the
-//! values mean; every error collected and spanned) and [`expand`] (the generated `impl Controller`).
+//! The macro is three steps, one file each: `parse.rs` (the grammar, with darling), `validate.rs` (what the
+//! values mean; every error collected and spanned) and `expand.rs` (the generated `impl Controller`).
 #![deny(missing_docs)]
 
 use proc_macro::TokenStream;
