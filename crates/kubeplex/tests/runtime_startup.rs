@@ -247,3 +247,32 @@ async fn wait_context_status(address: std::net::SocketAddr, context: &str, statu
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn an_optional_context_is_reported_but_does_not_hold_back_startup() {
+    let env = CLUSTERS.get().await.unwrap();
+    for cluster in ["cluster-a", "cluster-b"] {
+        create_namespace(&env.client(cluster).await.unwrap(), "perm-1").await;
+    }
+    let manager = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .context_alias(Fleet::ClusterB, "cluster-z")
+        .optional(Fleet::ClusterB)
+        .controller(ConfigMaps);
+    let (running, address) = start(manager).await;
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started without cluster-b")
+        .unwrap();
+    let body = probe_until(address, "/startupz", 200, WAIT).await;
+    assert_eq!(body["contexts"]["cluster-b"]["required"], false, "{body:#}");
+    assert_eq!(
+        body["contexts"]["cluster-b"]["status"], "failing",
+        "{body:#}"
+    );
+    assert!(
+        reasons(&body, "cluster-b").contains("cluster-z"),
+        "{body:#}"
+    );
+    assert_eq!(body["contexts"]["cluster-a"]["status"], "ready", "{body:#}");
+    running.shutdown().await;
+}
