@@ -170,11 +170,20 @@ async fn run<K: PrimaryResource>(
     health: WatchHealth,
 ) {
     futures::pin_mut!(stream);
+    // The reflector swaps a (re)list into the store only at `InitDone`: a request published earlier would
+    // find its object missing from the cache and be dropped as deleted (with a paginated list, every page but
+    // the last). So listed objects are published from the cache once it has them, sharing its copies.
     while let Some(item) = stream.next().await {
         match item {
             Ok(Event::Init) => {}
-            Ok(Event::InitDone) => health.synced(),
-            Ok(Event::InitApply(object) | Event::Apply(object)) => {
+            Ok(Event::InitDone) => {
+                for object in watch.store.state() {
+                    watch.publish(|| Change::Applied(object.clone()));
+                }
+                health.synced();
+            }
+            Ok(Event::InitApply(_)) => health.working(),
+            Ok(Event::Apply(object)) => {
                 health.working();
                 let object = Arc::new(object);
                 watch.publish(|| Change::Applied(object.clone()));

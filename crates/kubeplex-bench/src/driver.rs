@@ -1,0 +1,701 @@
+//! The parent: starts the clusters, creates the objects, runs each measurement in alternating child
+//! processes, and prints the table and the JSON.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kubeplex_testenv::TestEnv;
+use serde::Serialize;
+
+use crate::child::{LatencySpec, Outcome, Side, Spec};
+use crate::machine::Machine;
+use crate::stats::{Figure, percentile};
+
+pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
+[--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
+[--latency-seconds S]";
+
+const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
+const CHILD_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Options {
+    pub quick: bool,
+    #[serde(skip)]
+    pub json: Option<PathBuf>,
+    pub repeats: usize,
+    pub startup_objects: usize,
+    pub startup_contexts: Vec<usize>,
+    pub latency_objects: usize,
+    pub latency_rate_per_s: u32,
+    pub latency_seconds: u32,
+    pub memory_objects: usize,
+    pub shared_controllers: Vec<usize>,
+    pub idle_contexts: Vec<usize>,
+    pub throughput_objects: usize,
+    pub throughput_concurrency: Vec<u16>,
+}
+
+impl Options {
+    fn full() -> Self {
+        Self {
+            quick: false,
+            json: None,
+            repeats: 5,
+            startup_objects: 1000,
+            startup_contexts: vec![1, 2, 4, 8],
+            latency_objects: 50,
+            latency_rate_per_s: 50,
+            latency_seconds: 10,
+            memory_objects: 10_000,
+            shared_controllers: vec![1, 4],
+            idle_contexts: vec![10, 50, 100],
+            throughput_objects: 10_000,
+            throughput_concurrency: vec![1, 8, 32],
+        }
+    }
+
+    fn quick() -> Self {
+        Self {
+            quick: true,
+            repeats: 2,
+            startup_objects: 100,
+            latency_objects: 20,
+            latency_rate_per_s: 20,
+            latency_seconds: 2,
+            memory_objects: 1000,
+            idle_contexts: vec![10, 20],
+            throughput_objects: 300,
+            ..Self::full()
+        }
+    }
+
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options = if args.iter().any(|a| a == "--quick") {
+            Self::quick()
+        } else {
+            Self::full()
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| {
+                args.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            let number = |name: &str, v: String| {
+                v.parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("{name}: {v:?} is not a positive number"))
+            };
+            match arg.as_str() {
+                "--quick" => {}
+                "--json" => options.json = Some(PathBuf::from(value("--json")?)),
+                "--repeats" => options.repeats = number("--repeats", value("--repeats")?)?,
+                "--startup-objects" => {
+                    options.startup_objects = number(arg, value(arg)?)?;
+                }
+                "--memory-objects" => options.memory_objects = number(arg, value(arg)?)?,
+                "--throughput-objects" => {
+                    options.throughput_objects = number(arg, value(arg)?)?;
+                }
+                "--latency-seconds" => {
+                    options.latency_seconds = u32::try_from(number(arg, value(arg)?)?)
+                        .map_err(|_| "--latency-seconds: too large".to_owned())?;
+                }
+                "--idle-contexts" => {
+                    options.idle_contexts = value(arg)?
+                        .split(',')
+                        .map(|c| number(arg, c.to_owned()))
+                        .collect::<Result<_, _>>()?;
+                }
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// One section of the report.
+#[derive(Clone, Debug, Default, Serialize)]
+struct Section {
+    title: String,
+    method: String,
+    figures: Vec<Figure>,
+    notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Goal {
+    section: &'static str,
+    goal: String,
+    measured: String,
+    met: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    date: String,
+    machine: Machine,
+    options: Options,
+    setup: BTreeMap<&'static str, f64>,
+    sections: BTreeMap<&'static str, Section>,
+    goals: Vec<Goal>,
+    total_seconds: f64,
+}
+
+struct Bench {
+    kubeconfig: PathBuf,
+    exe: PathBuf,
+    repeats: usize,
+}
+
+impl Bench {
+    fn spec(&self, side: Side, contexts: &[(String, String)], namespace: &str) -> Spec {
+        Spec {
+            side,
+            kubeconfig: self.kubeconfig.clone(),
+            contexts: contexts.to_vec(),
+            namespace: namespace.to_owned(),
+            controllers: 1,
+            concurrency: None,
+            get_per_reconcile: false,
+            expect: 0,
+            distinct: false,
+            latency: None,
+            settle_ms: 0,
+        }
+    }
+
+    /// Runs `spec` on both sides `repeats` times, alternating which goes first.
+    async fn pairs(&self, spec: &Spec) -> Result<(Vec<Outcome>, Vec<Outcome>), String> {
+        let (mut baseline, mut kubeplex) = (Vec::new(), Vec::new());
+        for repeat in 0..self.repeats {
+            let order = if repeat % 2 == 0 {
+                [Side::Baseline, Side::Kubeplex]
+            } else {
+                [Side::Kubeplex, Side::Baseline]
+            };
+            for side in order {
+                let spec = Spec {
+                    side,
+                    ..spec.clone()
+                };
+                let outcome = self.child(&spec).await?;
+                match side {
+                    Side::Baseline => baseline.push(outcome),
+                    Side::Kubeplex => kubeplex.push(outcome),
+                }
+            }
+        }
+        Ok((baseline, kubeplex))
+    }
+
+    async fn child(&self, spec: &Spec) -> Result<Outcome, String> {
+        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let mut command = tokio::process::Command::new(&self.exe);
+        command.arg("__child").arg(json).kill_on_drop(true);
+        let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
+            .await
+            .map_err(|_| {
+                format!(
+                    "a {:?} child did not finish in {CHILD_TIMEOUT:?}",
+                    spec.side
+                )
+            })?
+            .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+            return Err(format!(
+                "a {:?} child failed ({}): {}",
+                spec.side,
+                output.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        let line = stdout.lines().last().unwrap_or_default();
+        serde_json::from_str(line).map_err(|e| format!("a child printed {line:?}: {e}"))
+    }
+}
+
+fn figure(
+    name: impl Into<String>,
+    unit: &'static str,
+    (baseline, kubeplex): &(Vec<Outcome>, Vec<Outcome>),
+    f: impl Fn(&Outcome) -> f64,
+) -> Figure {
+    let b: Vec<f64> = baseline.iter().map(&f).collect();
+    let k: Vec<f64> = kubeplex.iter().map(&f).collect();
+    Figure::new(name, unit, &b, &k)
+}
+
+const MB: f64 = 1024.0 * 1024.0;
+
+fn contexts(count: usize, clusters: usize) -> Vec<(String, String)> {
+    (0..count)
+        .map(|i| (format!("ctx-{i}"), CLUSTERS[i % clusters].to_owned()))
+        .collect()
+}
+
+fn config_map(namespace: &str, name: String, index: usize) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(namespace.to_owned()),
+            labels: Some([("app".to_owned(), "kubeplex-bench".to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(
+            [
+                ("index".to_owned(), index.to_string()),
+                // A few hundred bytes, like a small real ConfigMap.
+                ("payload".to_owned(), "x".repeat(256)),
+            ]
+            .into(),
+        ),
+        ..ConfigMap::default()
+    }
+}
+
+/// Creates the namespaces and objects every section uses, concurrently.
+async fn seed(env: &TestEnv, options: &Options) -> Result<usize, String> {
+    let mut clients = Vec::new();
+    for cluster in CLUSTERS {
+        clients.push(env.client(cluster).await.map_err(|e| e.to_string())?);
+    }
+    // (cluster index, namespace, name prefix, count)
+    let mut plan: Vec<(usize, &str, &str, usize)> = Vec::new();
+    for c in 0..3 {
+        plan.push((c, "bench-start", "obj", options.startup_objects));
+        let share =
+            options.throughput_objects / 3 + usize::from(c < options.throughput_objects % 3);
+        plan.push((c, "bench-tp", "obj", share));
+        plan.push((c, "bench-idle", "obj", 0));
+    }
+    plan.push((0, "bench-mem", "obj", options.memory_objects));
+    plan.push((0, "bench-lat", "lat", options.latency_objects));
+    for (c, namespace, _, _) in &plan {
+        let namespaces: Api<Namespace> = Api::all(clients[*c].clone());
+        let object = Namespace {
+            metadata: ObjectMeta {
+                name: Some((*namespace).to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        match namespaces.create(&PostParams::default(), &object).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(e) => return Err(format!("creating namespace {namespace}: {e}")),
+        }
+    }
+    let creates = plan.iter().flat_map(|(c, namespace, prefix, count)| {
+        let client: Client = clients[*c].clone();
+        (0..*count).map(move |i| {
+            let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+            let object = config_map(namespace, format!("{prefix}-{i}"), i);
+            async move {
+                match api.create(&PostParams::default(), &object).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+                    Err(e) => Err(format!("creating {namespace}/{prefix}-{i}: {e}")),
+                }
+            }
+        })
+    });
+    let results: Vec<Result<(), String>> =
+        stream::iter(creates).buffer_unordered(32).collect().await;
+    let created = results.len();
+    results.into_iter().collect::<Result<(), String>>()?;
+    Ok(created)
+}
+
+fn progress(message: &str) {
+    eprintln!("[kubeplex-bench] {message}");
+}
+
+pub async fn run(options: Options) -> Result<(), String> {
+    let total = Instant::now();
+    let machine = Machine::describe();
+    let mut setup = BTreeMap::new();
+    progress("starting 3 clusters");
+    let started = Instant::now();
+    let env = TestEnv::builder()
+        .clusters(CLUSTERS)
+        .start()
+        .await
+        .map_err(|e| e.to_string())?;
+    setup.insert("clusters_start_s", started.elapsed().as_secs_f64());
+    let created_at = Instant::now();
+    let created = seed(&env, &options).await?;
+    setup.insert("objects_created", created as f64);
+    setup.insert("create_s", created_at.elapsed().as_secs_f64());
+    progress(&format!(
+        "created {created} objects in {:.1}s",
+        created_at.elapsed().as_secs_f64()
+    ));
+    let bench = Bench {
+        kubeconfig: env.kubeconfig_path().to_owned(),
+        exe: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
+        repeats: options.repeats,
+    };
+    let mut sections = BTreeMap::new();
+    let mut goals = Vec::new();
+
+    // ---- startup to synced ----
+    let mut section = Section {
+        title: "startup to synced".into(),
+        method: format!(
+            "{} ConfigMaps per context; contexts ctx-i use cluster i mod 3, namespace bench-start (contexts on one \
+             API server list the same namespace, each into its own cache). Baseline: one kube-runtime Controller and \
+             Client per context, synced = every Controller store ready. kubeplex: one controller over C contexts, \
+             synced = Running::wait_started (what /startupz reports). Times from process start.",
+            options.startup_objects
+        ),
+        ..Section::default()
+    };
+    let mut synced_medians = Vec::new();
+    for &count in &options.startup_contexts {
+        progress(&format!("startup: {count} contexts"));
+        let mut spec = bench.spec(Side::Baseline, &contexts(count, 3), "bench-start");
+        spec.expect = options.startup_objects * count;
+        spec.distinct = true;
+        let runs = bench.pairs(&spec).await?;
+        let synced = figure(format!("time to synced, C={count}"), "s", &runs, |o| {
+            o.synced_s
+        });
+        synced_medians.push((count, synced.baseline.median, synced.kubeplex.median));
+        section.figures.push(synced);
+        section.figures.push(figure(
+            format!("time to every object reconciled, C={count}"),
+            "s",
+            &runs,
+            |o| o.done_s.unwrap_or(f64::NAN),
+        ));
+    }
+    if let (Some(first), Some(last)) = (synced_medians.first(), synced_medians.last()) {
+        let (b, k) = (last.1 / first.1, last.2 / first.2);
+        section.notes.push(format!(
+            "T({})/T({}) of the medians: baseline {b:.2}, kubeplex {k:.2}",
+            last.0, first.0
+        ));
+        goals.push(Goal {
+            section: "startup",
+            goal: format!("kubeplex T({})/T({}) <= 1.3", last.0, first.0),
+            measured: format!("{k:.2} (baseline {b:.2})"),
+            met: k <= 1.3,
+        });
+    }
+    sections.insert("startup", section);
+
+    // ---- event -> reconcile latency ----
+    progress("latency");
+    let latency = LatencySpec {
+        objects: options.latency_objects,
+        rate_per_s: options.latency_rate_per_s,
+        seconds: options.latency_seconds,
+    };
+    let mut spec = bench.spec(Side::Baseline, &contexts(1, 1), "bench-lat");
+    spec.expect = options.latency_objects;
+    spec.latency = Some(latency);
+    let runs = bench.pairs(&spec).await?;
+    let p50 = figure("event to reconcile p50", "ms", &runs, |o| {
+        percentile(&o.latencies_ms, 50.0)
+    });
+    let p99 = figure("event to reconcile p99", "ms", &runs, |o| {
+        percentile(&o.latencies_ms, 99.0)
+    });
+    let missed = figure("writes coalesced (not seen)", "count", &runs, |o| {
+        o.missed as f64
+    });
+    goals.push(Goal {
+        section: "latency",
+        goal: "kubeplex p50 and p99 <= 1.1x baseline".into(),
+        measured: format!("p50 {:.2}x, p99 {:.2}x", p50.ratio, p99.ratio),
+        met: p50.ratio <= 1.1 && p99.ratio <= 1.1,
+    });
+    sections.insert(
+        "latency",
+        Section {
+            title: "event -> reconcile latency".into(),
+            method: format!(
+                "one context (cluster-0, namespace bench-lat, {} objects); after sync the child merge-patches \
+                 data.seq on lat-(seq mod {}) at {}/s for {} s; latency = write response -> start of the first \
+                 reconcile that sees that seq (the same process's monotonic clock); percentiles per run, spread over runs.",
+                options.latency_objects, options.latency_objects, options.latency_rate_per_s, options.latency_seconds
+            ),
+            figures: vec![p50, p99, missed],
+            notes: Vec::new(),
+        },
+    );
+
+    // ---- memory and shared watches ----
+    let mut memory = Section {
+        title: "memory".into(),
+        method: format!(
+            "one context (cluster-0, namespace bench-mem, {} ConfigMaps of ~0.6 KB); RSS (/proc/self/status VmRSS) \
+             and live heap bytes (a counting global allocator) read in the child before the controller starts \
+             and again once every object was reconciled plus 1 s; each side in its own process.",
+            options.memory_objects
+        ),
+        ..Section::default()
+    };
+    let mut shared = Section {
+        title: "shared watches".into(),
+        method: "K controllers on the same (context, kind, namespace) as in memory. Baseline: K kube-runtime \
+                 Controllers (each opens its own watch and cache). kubeplex: K controllers in one Manager."
+            .into(),
+        ..Section::default()
+    };
+    let mut heap_by_k = Vec::new();
+    for &k in &options.shared_controllers {
+        progress(&format!("memory: {k} controller(s)"));
+        let mut spec = bench.spec(Side::Baseline, &contexts(1, 1), "bench-mem");
+        spec.controllers = k;
+        spec.expect = options.memory_objects * k;
+        spec.settle_ms = 1000;
+        let runs = bench.pairs(&spec).await?;
+        let n = options.memory_objects as f64;
+        let rss = figure(format!("RSS delta, K={k}"), "MB", &runs, |o| {
+            (o.rss_after as f64 - o.rss_before as f64) / MB
+        });
+        let heap = figure(format!("heap delta, K={k}"), "MB", &runs, |o| {
+            (o.heap_after as f64 - o.heap_before as f64) / MB
+        });
+        let per_object = figure(format!("heap per cached object, K={k}"), "B", &runs, |o| {
+            (o.heap_after as f64 - o.heap_before as f64) / n
+        });
+        let watches = figure(format!("watches opened, K={k}"), "count", &runs, |o| {
+            o.watches_opened as f64
+        });
+        let synced = figure(format!("time to synced, K={k}"), "s", &runs, |o| o.synced_s);
+        heap_by_k.push((
+            k,
+            heap.baseline.median,
+            heap.kubeplex.median,
+            watches.kubeplex.median,
+        ));
+        if k == 1 {
+            goals.push(Goal {
+                section: "memory",
+                goal: "kubeplex RSS and heap per cached object <= 1.0x baseline".into(),
+                measured: format!(
+                    "RSS {:.2}x, heap/object {:.2}x",
+                    rss.ratio, per_object.ratio
+                ),
+                met: rss.ratio <= 1.0 && per_object.ratio <= 1.0,
+            });
+            memory.figures.extend([
+                rss.clone(),
+                heap.clone(),
+                per_object.clone(),
+                synced.clone(),
+            ]);
+        }
+        shared.figures.extend([watches, rss, heap, per_object]);
+    }
+    if let (Some(one), Some(many)) = (heap_by_k.first(), heap_by_k.last())
+        && many.0 > one.0
+    {
+        let (b, k) = (many.1 / one.1, many.2 / one.2);
+        shared.notes.push(format!(
+            "heap K={}/K={}: baseline {b:.2}, kubeplex {k:.2}",
+            many.0, one.0
+        ));
+        goals.push(Goal {
+            section: "shared_watches",
+            goal: format!(
+                "kubeplex K={} opens 1 watch and heap ~= K={} (<= 1.2x)",
+                many.0, one.0
+            ),
+            measured: format!("{} watch(es), heap {k:.2}x", many.3),
+            met: many.3 == 1.0 && k <= 1.2,
+        });
+    }
+    sections.insert("memory", memory);
+    sections.insert("shared_watches", shared);
+
+    // ---- many idle contexts ----
+    let mut section = Section {
+        title: "many contexts".into(),
+        method: "C idle contexts (ctx-i -> cluster i mod 3, empty namespace bench-idle) in one process. Baseline: one \
+                 Client and kube-runtime Controller per context. kubeplex: one controller over C contexts (one \
+                 client, watch and ping per context). Per-context = (RSS after - RSS before) / C."
+            .into(),
+        ..Section::default()
+    };
+    let mut per_context = Vec::new();
+    for &count in &options.idle_contexts {
+        progress(&format!("many contexts: {count}"));
+        let mut spec = bench.spec(Side::Baseline, &contexts(count, 3), "bench-idle");
+        spec.settle_ms = 500;
+        let runs = bench.pairs(&spec).await?;
+        let c = count as f64;
+        let rss = figure(format!("RSS per context, C={count}"), "KB", &runs, |o| {
+            (o.rss_after as f64 - o.rss_before as f64) / c / 1024.0
+        });
+        let heap = figure(format!("heap per context, C={count}"), "KB", &runs, |o| {
+            (o.heap_after as f64 - o.heap_before as f64) / c / 1024.0
+        });
+        per_context.push((count, rss.kubeplex.median));
+        section.figures.push(figure(
+            format!("time to ready, C={count}"),
+            "s",
+            &runs,
+            |o| o.synced_s,
+        ));
+        section.figures.extend([rss, heap]);
+    }
+    if let Some(&(count, kb)) = per_context.last() {
+        let spread: Vec<String> = per_context
+            .iter()
+            .map(|(c, kb)| format!("C={c}: {kb:.0} KB"))
+            .collect();
+        section
+            .notes
+            .push(format!("kubeplex RSS per context: {}", spread.join(", ")));
+        goals.push(Goal {
+            section: "many_contexts",
+            goal: "kubeplex <= 1 MB RSS per idle context, growing linearly".into(),
+            measured: format!(
+                "{kb:.0} KB per context at C={count} ({})",
+                spread.join(", ")
+            ),
+            met: kb <= 1024.0,
+        });
+    }
+    sections.insert("many_contexts", section);
+
+    // ---- reconcile throughput ----
+    let mut section = Section {
+        title: "reconcile throughput".into(),
+        method: format!(
+            "{} ConfigMaps across the 3 clusters (namespace bench-tp); each reconcile GETs its object from the API \
+             server. Rate = objects / (last first-reconcile done - first reconcile start). Concurrency n is the total: \
+             kubeplex Plan::concurrency(n); baseline one Controller per cluster with concurrency n and a shared \
+             semaphore of n permits around the reconcile body.",
+            options.throughput_objects
+        ),
+        ..Section::default()
+    };
+    for &n in &options.throughput_concurrency {
+        progress(&format!("throughput: concurrency {n}"));
+        let mut spec = bench.spec(Side::Baseline, &contexts(3, 3), "bench-tp");
+        spec.concurrency = Some(n);
+        spec.get_per_reconcile = true;
+        spec.expect = options.throughput_objects;
+        spec.distinct = true;
+        let runs = bench.pairs(&spec).await?;
+        let objects = options.throughput_objects as f64;
+        section.figures.push(figure(
+            format!("reconciles per second, concurrency {n}"),
+            "1/s",
+            &runs,
+            |o| objects / (o.done_s.unwrap_or(f64::NAN) - o.first_reconcile_s.unwrap_or(f64::NAN)),
+        ));
+        section.figures.push(figure(
+            format!("time to all reconciled, concurrency {n}"),
+            "s",
+            &runs,
+            |o| o.done_s.unwrap_or(f64::NAN),
+        ));
+    }
+    sections.insert("throughput", section);
+
+    let report = Report {
+        date: k8s_openapi::jiff::Timestamp::now().to_string(),
+        machine,
+        options: options.clone(),
+        setup,
+        sections,
+        goals,
+        total_seconds: total.elapsed().as_secs_f64(),
+    };
+    print_table(&report);
+    if let Some(path) = &options.json {
+        write_json(path, &report)?;
+    }
+    drop(env);
+    Ok(())
+}
+
+fn write_json(path: &Path, report: &Report) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    std::fs::write(path, json).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn print_table(report: &Report) {
+    let m = &report.machine;
+    println!(
+        "kubeplex-bench {}  {} cores, {:.0} GiB, {}, Linux {}, {}",
+        report.date,
+        m.cores,
+        m.memory_bytes as f64 / (1024.0 * MB),
+        m.cpu_model,
+        m.kernel,
+        m.rustc
+    );
+    println!(
+        "repeats {} (min/median/max), ratio = kubeplex median / baseline median{}",
+        report.options.repeats,
+        if report.options.quick {
+            ", --quick sizes"
+        } else {
+            ""
+        }
+    );
+    for (key, section) in &report.sections {
+        println!("\n## {} ({key})", section.title);
+        println!(
+            "{:<42} {:>5}  {:>22}  {:>22}  {:>6}",
+            "figure", "unit", "baseline min/med/max", "kubeplex min/med/max", "ratio"
+        );
+        for f in &section.figures {
+            let spread = |s: &crate::stats::Spread| {
+                format!("{}/{}/{}", num(s.min), num(s.median), num(s.max))
+            };
+            println!(
+                "{:<42} {:>5}  {:>22}  {:>22}  {:>6}",
+                f.name,
+                f.unit,
+                spread(&f.baseline),
+                spread(&f.kubeplex),
+                num(f.ratio)
+            );
+        }
+        for note in &section.notes {
+            println!("  {note}");
+        }
+    }
+    println!("\n## goals");
+    for goal in &report.goals {
+        println!(
+            "[{}] {}: {} — measured {}",
+            if goal.met { "met" } else { "MISSED" },
+            goal.section,
+            goal.goal,
+            goal.measured
+        );
+    }
+    println!("\ntotal {:.0} s", report.total_seconds);
+}

@@ -1,0 +1,52 @@
+//! `--quick` runs end to end and writes a JSON report with every section; no timing is asserted.
+
+use std::process::Command;
+
+#[test]
+fn quick_run_writes_a_report_with_every_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_kubeplex-bench"))
+        .args(["--quick", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "exit {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for key in ["cores", "memory_bytes", "cpu_model", "kernel", "rustc"] {
+        assert!(!report["machine"][key].is_null(), "machine.{key} missing");
+    }
+    for section in [
+        "startup",
+        "latency",
+        "memory",
+        "shared_watches",
+        "many_contexts",
+        "throughput",
+    ] {
+        let figures = report["sections"][section]["figures"]
+            .as_array()
+            .unwrap_or_else(|| panic!("section {section} missing"));
+        assert!(!figures.is_empty(), "section {section} has no figures");
+        for figure in figures {
+            for side in ["baseline", "kubeplex"] {
+                for stat in ["min", "median", "max", "samples"] {
+                    assert!(
+                        figure[side].get(stat).is_some(),
+                        "{section}: {} lacks {side}.{stat}",
+                        figure["name"]
+                    );
+                }
+            }
+            assert!(figure.get("ratio").is_some());
+        }
+    }
+    assert!(report["goals"].as_array().is_some_and(|g| !g.is_empty()));
+}
