@@ -66,10 +66,14 @@ impl PoolConfig {
         } else {
             None
         };
+        // Built concurrently: with many contexts (and exec credential plugins) one by one adds up.
+        let built =
+            futures::future::join_all(contexts.iter().map(|c| self.client(c, kubeconfig.as_ref())))
+                .await;
         let mut clients = BTreeMap::new();
         let mut errors = Vec::new();
-        for context in contexts {
-            match self.client(context, kubeconfig.as_ref()).await {
+        for (context, client) in contexts.iter().zip(built) {
+            match client {
                 Ok(client) => {
                     clients.insert(context.clone(), Ok(client));
                 }

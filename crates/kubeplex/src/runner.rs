@@ -230,7 +230,16 @@ async fn run<R: Reconcile>(
             }
             Step::Start(request) => {
                 running.insert(request.clone());
-                in_flight.push(job.clone().reconcile(request));
+                // Each reconcile is a task of its own: reconciles of one controller use every core, and a
+                // panicking reconcile fails its request (retried later), not the controller.
+                let task = tokio::spawn(job.clone().reconcile(request.clone()));
+                let retry = job.error_requeue;
+                in_flight.push(async move {
+                    task.await.unwrap_or_else(|panic| {
+                        tracing::error!(error = %panic, "reconcile panicked; retrying later");
+                        (request, Some(retry))
+                    })
+                });
             }
         }
     }

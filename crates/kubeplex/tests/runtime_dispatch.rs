@@ -327,3 +327,63 @@ async fn the_plan_options_are_honoured_and_failures_back_off() {
     );
     running.shutdown().await;
 }
+
+/// Panics on its first reconcile, then works.
+#[derive(Clone, Default)]
+struct PanicsOnce(Arc<AtomicUsize>, Recorder);
+
+impl Controller for PanicsOnce {
+    type Resource = ConfigMap;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("panics-once")
+            .contexts([Fleet::ClusterA])
+            .namespaces(["panics"])
+            .error_requeue(Duration::from_millis(100))
+    }
+}
+
+impl Reconcile for PanicsOnce {
+    type Error = Infallible;
+    async fn reconcile(
+        &self,
+        object: Arc<ConfigMap>,
+        cx: &Cx<Fleet>,
+    ) -> Result<Action, Infallible> {
+        assert_ne!(
+            self.0.fetch_add(1, Ordering::SeqCst),
+            0,
+            "the first reconcile panics"
+        );
+        self.1.record(cx.context(), &object);
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_reconcile_is_retried_and_the_controller_lives_on() {
+    let env = CLUSTERS.get().await.unwrap();
+    let a = env.client("cluster-a").await.unwrap();
+    create_namespace(&a, "panics").await;
+    put_config_map(&a, "panics", "fragile", "1").await;
+    let controller = PanicsOnce::default();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(controller.clone())
+        .start()
+        .await
+        .unwrap();
+    controller
+        .1
+        .wait_for("the retry after the panic", WAIT, |all| {
+            all.iter().any(|s| s.name == "fragile")
+        })
+        .await;
+    put_config_map(&a, "panics", "fragile", "2").await;
+    controller
+        .1
+        .wait_for("later changes", WAIT, |all| {
+            all.iter().any(|s| s.value.as_deref() == Some("2"))
+        })
+        .await;
+    running.shutdown().await;
+}
