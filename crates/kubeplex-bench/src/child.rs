@@ -67,6 +67,13 @@ pub struct LatencySpec {
 pub struct Outcome {
     /// Process start to every cache synced (kubeplex: `wait_started`, i.e. `/startupz` 200).
     pub synced_s: f64,
+    /// CPU seconds (user + system) the child had used when the caches synced.
+    pub cpu_synced_s: f64,
+    /// CPU seconds the child had used when it reported.
+    pub cpu_s: f64,
+    /// CPU seconds the API servers and etcds used while the child ran (filled in by the parent).
+    #[serde(default)]
+    pub server_cpu_s: f64,
     /// Process start to `expect` reconciles.
     pub done_s: Option<f64>,
     pub first_reconcile_s: Option<f64>,
@@ -422,6 +429,7 @@ pub async fn main(started: Instant, spec: &str) -> Result<(), String> {
         .await
         .map_err(|_| "caches did not sync in time".to_owned())??;
     let synced_s = started.elapsed().as_secs_f64();
+    let cpu_synced_s = crate::cpu::own_seconds();
     let done_s = if spec.expect > 0 {
         tokio::time::timeout(CHILD_WAIT, probe.reached.notified())
             .await
@@ -457,6 +465,9 @@ pub async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let last = probe.last_end.load(Ordering::Relaxed);
     let outcome = Outcome {
         synced_s,
+        cpu_synced_s,
+        cpu_s: crate::cpu::own_seconds(),
+        server_cpu_s: 0.0,
         done_s,
         first_reconcile_s: (first != u64::MAX).then(|| seconds(first)),
         last_reconcile_s: (last != 0).then(|| seconds(last)),

@@ -18,7 +18,19 @@ use crate::stats::{Figure, percentile};
 
 pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
-[--latency-seconds S]";
+[--latency-seconds S] [--sections startup,latency,memory,many_contexts,throughput]
+
+KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
+/tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
+
+/// Every section, in the order they run; `--sections` picks some.
+const SECTIONS: [&str; 5] = [
+    "startup",
+    "latency",
+    "memory",
+    "many_contexts",
+    "throughput",
+];
 
 const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
 const CHILD_TIMEOUT: Duration = Duration::from_secs(600);
@@ -39,6 +51,8 @@ pub struct Options {
     pub idle_contexts: Vec<usize>,
     pub throughput_objects: usize,
     pub throughput_concurrency: Vec<u16>,
+    /// The sections to run (`memory` includes shared watches).
+    pub sections: Vec<String>,
 }
 
 impl Options {
@@ -57,6 +71,7 @@ impl Options {
             idle_contexts: vec![10, 50, 100],
             throughput_objects: 10_000,
             throughput_concurrency: vec![1, 8, 32],
+            sections: SECTIONS.map(String::from).to_vec(),
         }
     }
 
@@ -115,10 +130,27 @@ impl Options {
                         .map(|c| number(arg, c.to_owned()))
                         .collect::<Result<_, _>>()?;
                 }
+                "--sections" => {
+                    options.sections = value(arg)?.split(',').map(String::from).collect();
+                    if let Some(bad) = options
+                        .sections
+                        .iter()
+                        .find(|s| !SECTIONS.contains(&s.as_str()))
+                    {
+                        return Err(format!(
+                            "--sections: no section {bad:?} (sections: {})",
+                            SECTIONS.join(", ")
+                        ));
+                    }
+                }
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
         Ok(options)
+    }
+
+    fn runs(&self, section: &str) -> bool {
+        self.sections.iter().any(|s| s == section)
     }
 }
 
@@ -154,6 +186,11 @@ struct Bench {
     kubeconfig: PathBuf,
     exe: PathBuf,
     repeats: usize,
+    /// Every kube-apiserver and etcd, whose CPU time each measurement reports.
+    server_pids: Vec<u32>,
+    /// `KUBEPLEX_BENCH_CHILD_WRAPPER`, split on whitespace: a profiler to run each child under.
+    wrapper: Vec<String>,
+    children: std::sync::atomic::AtomicUsize,
 }
 
 impl Bench {
@@ -199,8 +236,27 @@ impl Bench {
 
     async fn child(&self, spec: &Spec) -> Result<Outcome, String> {
         let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let mut command = tokio::process::Command::new(&self.exe);
+        let n = self
+            .children
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let side = match spec.side {
+            Side::Baseline => "baseline",
+            Side::Kubeplex => "kubeplex",
+        };
+        let mut command = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(
+                    args.iter()
+                        .map(|a| a.replace("{n}", &n.to_string()).replace("{side}", side)),
+                );
+                command.arg(&self.exe);
+                command
+            }
+            None => tokio::process::Command::new(&self.exe),
+        };
         command.arg("__child").arg(json).kill_on_drop(true);
+        let server_cpu_before = crate::cpu::processes_seconds(&self.server_pids);
         let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
             .await
             .map_err(|_| {
@@ -221,8 +277,18 @@ impl Bench {
                 tail.into_iter().rev().collect::<Vec<_>>().join("\n")
             ));
         }
-        let line = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str(line).map_err(|e| format!("a child printed {line:?}: {e}"))
+        let server_cpu_s = crate::cpu::processes_seconds(&self.server_pids) - server_cpu_before;
+        // A profiler wrapping the child may print after it: the outcome is the last JSON line.
+        let line = stdout
+            .lines()
+            .rfind(|l| l.starts_with('{'))
+            .unwrap_or_default();
+        let outcome: Outcome =
+            serde_json::from_str(line).map_err(|e| format!("a child printed {line:?}: {e}"))?;
+        Ok(Outcome {
+            server_cpu_s,
+            ..outcome
+        })
     }
 }
 
@@ -274,14 +340,24 @@ async fn seed(env: &TestEnv, options: &Options) -> Result<usize, String> {
     // (cluster index, namespace, name prefix, count)
     let mut plan: Vec<(usize, &str, &str, usize)> = Vec::new();
     for c in 0..3 {
-        plan.push((c, "bench-start", "obj", options.startup_objects));
-        let share =
-            options.throughput_objects / 3 + usize::from(c < options.throughput_objects % 3);
-        plan.push((c, "bench-tp", "obj", share));
-        plan.push((c, "bench-idle", "obj", 0));
+        if options.runs("startup") {
+            plan.push((c, "bench-start", "obj", options.startup_objects));
+        }
+        if options.runs("throughput") {
+            let share =
+                options.throughput_objects / 3 + usize::from(c < options.throughput_objects % 3);
+            plan.push((c, "bench-tp", "obj", share));
+        }
+        if options.runs("many_contexts") {
+            plan.push((c, "bench-idle", "obj", 0));
+        }
     }
-    plan.push((0, "bench-mem", "obj", options.memory_objects));
-    plan.push((0, "bench-lat", "lat", options.latency_objects));
+    if options.runs("memory") {
+        plan.push((0, "bench-mem", "obj", options.memory_objects));
+    }
+    if options.runs("latency") {
+        plan.push((0, "bench-lat", "lat", options.latency_objects));
+    }
     for (c, namespace, _, _) in &plan {
         let namespaces: Api<Namespace> = Api::all(clients[*c].clone());
         let object = Namespace {
@@ -346,11 +422,49 @@ pub async fn run(options: Options) -> Result<(), String> {
         kubeconfig: env.kubeconfig_path().to_owned(),
         exe: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
         repeats: options.repeats,
+        server_pids: env.pids(),
+        wrapper: std::env::var("KUBEPLEX_BENCH_CHILD_WRAPPER")
+            .map(|w| w.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
+        children: std::sync::atomic::AtomicUsize::new(0),
     };
     let mut sections = BTreeMap::new();
     let mut goals = Vec::new();
 
-    // ---- startup to synced ----
+    for section in &options.sections {
+        match section.as_str() {
+            "startup" => startup(&bench, &options, &mut sections, &mut goals).await?,
+            "latency" => latency(&bench, &options, &mut sections, &mut goals).await?,
+            "memory" => memory(&bench, &options, &mut sections, &mut goals).await?,
+            "many_contexts" => many_contexts(&bench, &options, &mut sections, &mut goals).await?,
+            "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
+            other => return Err(format!("no section {other:?}")),
+        }
+    }
+    let report = Report {
+        date: k8s_openapi::jiff::Timestamp::now().to_string(),
+        machine,
+        options: options.clone(),
+        setup,
+        sections,
+        goals,
+        total_seconds: total.elapsed().as_secs_f64(),
+    };
+    print_table(&report);
+    if let Some(path) = &options.json {
+        write_json(path, &report)?;
+    }
+    drop(env);
+    Ok(())
+}
+
+/// Startup to synced, C = 1, 2, 4, 8 contexts.
+async fn startup(
+    bench: &Bench,
+    options: &Options,
+    sections: &mut BTreeMap<&'static str, Section>,
+    goals: &mut Vec<Goal>,
+) -> Result<(), String> {
     let mut section = Section {
         title: "startup to synced".into(),
         method: format!(
@@ -362,6 +476,7 @@ pub async fn run(options: Options) -> Result<(), String> {
         ),
         ..Section::default()
     };
+    let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let mut synced_medians = Vec::new();
     for &count in &options.startup_contexts {
         progress(&format!("startup: {count} contexts"));
@@ -374,12 +489,38 @@ pub async fn run(options: Options) -> Result<(), String> {
         });
         synced_medians.push((count, synced.baseline.median, synced.kubeplex.median));
         section.figures.push(synced);
-        section.figures.push(figure(
+        let done = figure(
             format!("time to every object reconciled, C={count}"),
             "s",
             &runs,
             |o| o.done_s.unwrap_or(f64::NAN),
+        );
+        let operator_cpu = figure(
+            format!("operator CPU to synced, C={count}"),
+            "s",
+            &runs,
+            |o| o.cpu_synced_s,
+        );
+        let server_cpu = figure(
+            format!("API servers + etcds CPU, C={count}"),
+            "s",
+            &runs,
+            |o| o.server_cpu_s,
+        );
+        // What the run would take if every core did nothing but this run's work, operator and servers alike.
+        let floor = |side: &Vec<Outcome>| {
+            let cpu: Vec<f64> = side.iter().map(|o| o.cpu_s + o.server_cpu_s).collect();
+            crate::stats::Spread::of(&cpu).median / cores
+        };
+        section.notes.push(format!(
+            "C={count}: CPU used (operator + servers) / {cores} cores = baseline {:.2} s, kubeplex {:.2} s; \
+             every object reconciled after baseline {:.2} s, kubeplex {:.2} s",
+            floor(&runs.0),
+            floor(&runs.1),
+            done.baseline.median,
+            done.kubeplex.median
         ));
+        section.figures.extend([done, operator_cpu, server_cpu]);
     }
     if let (Some(first), Some(last)) = (synced_medians.first(), synced_medians.last()) {
         let (b, k) = (last.1 / first.1, last.2 / first.2);
@@ -395,8 +536,16 @@ pub async fn run(options: Options) -> Result<(), String> {
         });
     }
     sections.insert("startup", section);
+    Ok(())
+}
 
-    // ---- event -> reconcile latency ----
+/// Event to reconcile latency on one context.
+async fn latency(
+    bench: &Bench,
+    options: &Options,
+    sections: &mut BTreeMap<&'static str, Section>,
+    goals: &mut Vec<Goal>,
+) -> Result<(), String> {
     progress("latency");
     let latency = LatencySpec {
         objects: options.latency_objects,
@@ -436,8 +585,16 @@ pub async fn run(options: Options) -> Result<(), String> {
             notes: Vec::new(),
         },
     );
+    Ok(())
+}
 
-    // ---- memory and shared watches ----
+/// Memory with K = 1 controller, and shared watches with K = 1 and 4.
+async fn memory(
+    bench: &Bench,
+    options: &Options,
+    sections: &mut BTreeMap<&'static str, Section>,
+    goals: &mut Vec<Goal>,
+) -> Result<(), String> {
     let mut memory = Section {
         title: "memory".into(),
         method: format!(
@@ -522,8 +679,16 @@ pub async fn run(options: Options) -> Result<(), String> {
     }
     sections.insert("memory", memory);
     sections.insert("shared_watches", shared);
+    Ok(())
+}
 
-    // ---- many idle contexts ----
+/// Idle contexts: memory and time to ready per context.
+async fn many_contexts(
+    bench: &Bench,
+    options: &Options,
+    sections: &mut BTreeMap<&'static str, Section>,
+    goals: &mut Vec<Goal>,
+) -> Result<(), String> {
     let mut section = Section {
         title: "many contexts".into(),
         method: "C idle contexts (ctx-i -> cluster i mod 3, empty namespace bench-idle) in one process. Baseline: one \
@@ -573,8 +738,16 @@ pub async fn run(options: Options) -> Result<(), String> {
         });
     }
     sections.insert("many_contexts", section);
+    Ok(())
+}
 
-    // ---- reconcile throughput ----
+/// A full resync across the 3 clusters at several concurrencies.
+async fn throughput(
+    bench: &Bench,
+    options: &Options,
+    sections: &mut BTreeMap<&'static str, Section>,
+    _goals: &mut Vec<Goal>,
+) -> Result<(), String> {
     let mut section = Section {
         title: "reconcile throughput".into(),
         method: format!(
@@ -609,21 +782,6 @@ pub async fn run(options: Options) -> Result<(), String> {
         ));
     }
     sections.insert("throughput", section);
-
-    let report = Report {
-        date: k8s_openapi::jiff::Timestamp::now().to_string(),
-        machine,
-        options: options.clone(),
-        setup,
-        sections,
-        goals,
-        total_seconds: total.elapsed().as_secs_f64(),
-    };
-    print_table(&report);
-    if let Some(path) = &options.json {
-        write_json(path, &report)?;
-    }
-    drop(env);
     Ok(())
 }
 
@@ -698,4 +856,29 @@ fn print_table(report: &Report) {
         );
     }
     println!("\ntotal {:.0} s", report.total_seconds);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        Options::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn every_section_runs_unless_some_are_picked() {
+        let all = parse(&[]).unwrap();
+        assert!(SECTIONS.iter().all(|s| all.runs(s)));
+        let some = parse(&["--sections", "startup,throughput"]).unwrap();
+        assert!(some.runs("startup") && some.runs("throughput"));
+        assert!(!some.runs("memory") && !some.runs("latency") && !some.runs("many_contexts"));
+    }
+
+    #[test]
+    fn an_unknown_section_is_refused_with_the_list() {
+        let error = parse(&["--sections", "startup,memroy"]).unwrap_err();
+        assert!(error.contains("\"memroy\""), "{error}");
+        assert!(error.contains("many_contexts"), "{error}");
+    }
 }

@@ -11,6 +11,7 @@
 
 mod alloc;
 mod child;
+mod cpu;
 mod driver;
 mod machine;
 mod stats;

@@ -49,4 +49,18 @@ fn quick_run_writes_a_report_with_every_section() {
         }
     }
     assert!(report["goals"].as_array().is_some_and(|g| !g.is_empty()));
+    // Startup reports the CPU behind its times: the operator's and the API servers'.
+    let startup = report["sections"]["startup"]["figures"].as_array().unwrap();
+    for prefix in ["operator CPU to synced", "API servers + etcds CPU"] {
+        let figure = startup
+            .iter()
+            .find(|f| f["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("startup has no {prefix:?} figure"));
+        assert!(
+            figure["kubeplex"]["max"]
+                .as_f64()
+                .is_some_and(|cpu| cpu > 0.0),
+            "{prefix}: no CPU time was read: {figure}"
+        );
+    }
 }

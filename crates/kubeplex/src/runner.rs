@@ -17,7 +17,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
 use kube::{Api, Resource, ResourceExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -181,6 +181,9 @@ pub(crate) fn start<R: Reconcile>(
     run(job, stop, inputs)
 }
 
+/// How many of a controller's reconciles may wait for a worker thread at once (see `run`).
+const MAX_WAITING_FOR_A_WORKER: usize = 64;
+
 async fn run<R: Reconcile>(
     job: Arc<Job<R>>,
     mut stop: watch::Receiver<bool>,
@@ -203,6 +206,10 @@ async fn run<R: Reconcile>(
     futures::pin_mut!(scheduler);
 
     let limit = job.plan.concurrency_limit().map(usize::from);
+    // Reconciles spawned but not yet picked up by a worker. Without a bound, a burst of ready keys (every
+    // object at startup, with unbounded concurrency) would allocate every task before any runs: each holds
+    // its reconcile future, so the burst's peak memory would grow with the number of objects.
+    let waiting_for_a_worker = Arc::new(Semaphore::new(MAX_WAITING_FOR_A_WORKER));
     let mut running: HashSet<Request<R>> = HashSet::new();
     let mut in_flight = FuturesUnordered::new();
     loop {
@@ -221,6 +228,10 @@ async fn run<R: Reconcile>(
             Step::Stop => break,
             Step::Finished(request, next) => {
                 running.remove(&request);
+                // A burst leaves the set with room for every key it held: give it back once it drains.
+                if running.capacity() > 64 && running.len() < running.capacity() / 4 {
+                    running.shrink_to(running.len() * 2);
+                }
                 if let Some(delay) = next {
                     let _ = requeue.send(ScheduleRequest {
                         message: request,
@@ -232,7 +243,18 @@ async fn run<R: Reconcile>(
                 running.insert(request.clone());
                 // Each reconcile is a task of its own: reconciles of one controller use every core, and a
                 // panicking reconcile fails its request (retried later), not the controller.
-                let task = tokio::spawn(job.clone().reconcile(request.clone()));
+                let pending = waiting_for_a_worker
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
+                let task = tokio::spawn({
+                    let (job, request) = (job.clone(), request.clone());
+                    async move {
+                        drop(pending);
+                        job.reconcile(request).await
+                    }
+                });
                 let retry = job.error_requeue;
                 in_flight.push(async move {
                     task.await.unwrap_or_else(|panic| {
@@ -299,12 +321,14 @@ impl<R: Reconcile> Job<R> {
             let has_finalizer = object.finalizers().iter().any(|f| f == finalizer);
             if object.meta().deletion_timestamp.is_some() {
                 return if has_finalizer {
-                    self.finalize(object, cx).await
+                    Box::pin(self.finalize(object, cx)).await
                 } else {
                     (None, false)
                 };
             }
-            if !has_finalizer && let Err(error) = self.set_finalizer(&object, context, true).await {
+            if !has_finalizer
+                && let Err(error) = Box::pin(self.set_finalizer(&object, context, true)).await
+            {
                 tracing::warn!(error = %chain(&error), "adding the finalizer failed");
                 return (Some(self.error_requeue), false);
             }
@@ -324,10 +348,8 @@ impl<R: Reconcile> Job<R> {
         if self.plan.children().is_empty() {
             return (next, false);
         }
-        let outcomes = self
-            .sync_children(&object, context, cx.take_children())
-            .await;
-        self.write_status(&object, context, &outcomes).await;
+        let outcomes = Box::pin(self.sync_children(&object, context, cx.take_children())).await;
+        Box::pin(self.write_status(&object, context, &outcomes)).await;
         // A context that failed is retried soon, whatever the reconcile asked for.
         let failed = outcomes.values().any(|o| o.state != ClusterState::Ready);
         if failed {
