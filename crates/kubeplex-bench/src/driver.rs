@@ -9,23 +9,27 @@ use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
+use kube::config::Kubeconfig;
 use kubeplex_testenv::TestEnv;
 use serde::Serialize;
 
 use crate::child::{LatencySpec, Outcome, Side, Spec};
+use crate::link::DelayedLink;
 use crate::machine::Machine;
 use crate::stats::{Figure, percentile};
 
 pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
-[--latency-seconds S] [--sections startup,latency,memory,many_contexts,throughput]
+[--latency-seconds S] [--link-rtt-ms MS] \
+[--sections startup,startup_remote,latency,memory,many_contexts,throughput]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
 
 /// Every section, in the order they run; `--sections` picks some.
-const SECTIONS: [&str; 5] = [
+const SECTIONS: [&str; 6] = [
     "startup",
+    "startup_remote",
     "latency",
     "memory",
     "many_contexts",
@@ -51,6 +55,8 @@ pub struct Options {
     pub idle_contexts: Vec<usize>,
     pub throughput_objects: usize,
     pub throughput_concurrency: Vec<u16>,
+    /// Round trip of the delayed link in front of every API server in `startup_remote`.
+    pub link_rtt_ms: u32,
     /// The sections to run (`memory` includes shared watches).
     pub sections: Vec<String>,
 }
@@ -71,6 +77,7 @@ impl Options {
             idle_contexts: vec![10, 50, 100],
             throughput_objects: 10_000,
             throughput_concurrency: vec![1, 8, 32],
+            link_rtt_ms: 50,
             sections: SECTIONS.map(String::from).to_vec(),
         }
     }
@@ -129,6 +136,10 @@ impl Options {
                         .split(',')
                         .map(|c| number(arg, c.to_owned()))
                         .collect::<Result<_, _>>()?;
+                }
+                "--link-rtt-ms" => {
+                    options.link_rtt_ms = u32::try_from(number(arg, value(arg)?)?)
+                        .map_err(|_| "--link-rtt-ms: too large".to_owned())?;
                 }
                 "--sections" => {
                     options.sections = value(arg)?.split(',').map(String::from).collect();
@@ -340,7 +351,7 @@ async fn seed(env: &TestEnv, options: &Options) -> Result<usize, String> {
     // (cluster index, namespace, name prefix, count)
     let mut plan: Vec<(usize, &str, &str, usize)> = Vec::new();
     for c in 0..3 {
-        if options.runs("startup") {
+        if options.runs("startup") || options.runs("startup_remote") {
             plan.push((c, "bench-start", "obj", options.startup_objects));
         }
         if options.runs("throughput") {
@@ -434,6 +445,7 @@ pub async fn run(options: Options) -> Result<(), String> {
     for section in &options.sections {
         match section.as_str() {
             "startup" => startup(&bench, &options, &mut sections, &mut goals).await?,
+            "startup_remote" => startup_remote(&bench, &options, &mut sections, &mut goals).await?,
             "latency" => latency(&bench, &options, &mut sections, &mut goals).await?,
             "memory" => memory(&bench, &options, &mut sections, &mut goals).await?,
             "many_contexts" => many_contexts(&bench, &options, &mut sections, &mut goals).await?,
@@ -465,22 +477,96 @@ async fn startup(
     sections: &mut BTreeMap<&'static str, Section>,
     goals: &mut Vec<Goal>,
 ) -> Result<(), String> {
+    startup_over(bench, options, None, sections, goals).await
+}
+
+/// Startup again, each API server behind a [`DelayedLink`] of `--link-rtt-ms`: contexts whose lists wait on the
+/// network, as with clusters in other regions, rather than on this machine's cores.
+async fn startup_remote(
+    bench: &Bench,
+    options: &Options,
+    sections: &mut BTreeMap<&'static str, Section>,
+    goals: &mut Vec<Goal>,
+) -> Result<(), String> {
+    let rtt = Duration::from_millis(u64::from(options.link_rtt_ms));
+    let mut kubeconfig = Kubeconfig::read_from(&bench.kubeconfig)
+        .map_err(|e| format!("reading the kubeconfig: {e}"))?;
+    let mut links = Vec::new();
+    for named in &mut kubeconfig.clusters {
+        let Some(cluster) = named.cluster.as_mut() else {
+            continue;
+        };
+        let server = cluster.server.clone().unwrap_or_default();
+        let upstream: std::net::SocketAddr = server
+            .strip_prefix("https://")
+            .and_then(|address| address.parse().ok())
+            .ok_or_else(|| format!("cluster {}: cannot relay server {server:?}", named.name))?;
+        let link = DelayedLink::start(upstream, rtt / 2)
+            .await
+            .map_err(|e| format!("starting a delayed link: {e}"))?;
+        cluster.server = Some(format!("https://{}", link.address()));
+        links.push(link);
+    }
+    let path = bench.kubeconfig.with_file_name("kubeconfig-delayed-link");
+    // JSON is YAML: kubeconfig readers take it as it is.
+    let json = serde_json::to_vec(&kubeconfig).map_err(|e| e.to_string())?;
+    std::fs::write(&path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let result = startup_over(
+        bench,
+        options,
+        Some((&path, options.link_rtt_ms)),
+        sections,
+        goals,
+    )
+    .await;
+    drop(links);
+    result
+}
+
+/// The startup section, against the servers directly or through delayed links (their kubeconfig and RTT).
+async fn startup_over(
+    bench: &Bench,
+    options: &Options,
+    link: Option<(&Path, u32)>,
+    sections: &mut BTreeMap<&'static str, Section>,
+    goals: &mut Vec<Goal>,
+) -> Result<(), String> {
+    let (key, title, goal_section, suffix) = match link {
+        None => ("startup", "startup to synced".to_owned(), "startup", ""),
+        Some((_, rtt)) => (
+            "startup_remote",
+            format!("startup to synced, every API server behind a {rtt} ms round trip"),
+            "startup_remote",
+            " over the delayed link",
+        ),
+    };
     let mut section = Section {
-        title: "startup to synced".into(),
+        title,
         method: format!(
             "{} ConfigMaps per context; contexts ctx-i use cluster i mod 3, namespace bench-start (contexts on one \
              API server list the same namespace, each into its own cache). Baseline: one kube-runtime Controller and \
              Client per context, synced = every Controller store ready. kubeplex: one controller over C contexts, \
-             synced = Running::wait_started (what /startupz reports). Times from process start.",
-            options.startup_objects
+             synced = Running::wait_started (what /startupz reports). Times from process start.{}",
+            options.startup_objects,
+            match link {
+                Some((_, rtt)) => format!(
+                    " Every connection goes through a TCP relay in the parent that delays each byte by {} ms each \
+                     way ({rtt} ms round trip), as for clusters in another region.",
+                    f64::from(rtt) / 2.0
+                ),
+                None => String::new(),
+            }
         ),
         ..Section::default()
     };
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let mut synced_medians = Vec::new();
     for &count in &options.startup_contexts {
-        progress(&format!("startup: {count} contexts"));
+        progress(&format!("startup{suffix}: {count} contexts"));
         let mut spec = bench.spec(Side::Baseline, &contexts(count, 3), "bench-start");
+        if let Some((kubeconfig, _)) = link {
+            spec.kubeconfig = kubeconfig.to_owned();
+        }
         spec.expect = options.startup_objects * count;
         spec.distinct = true;
         let runs = bench.pairs(&spec).await?;
@@ -529,13 +615,13 @@ async fn startup(
             last.0, first.0
         ));
         goals.push(Goal {
-            section: "startup",
+            section: goal_section,
             goal: format!("kubeplex T({})/T({}) <= 1.3", last.0, first.0),
             measured: format!("{k:.2} (baseline {b:.2})"),
             met: k <= 1.3,
         });
     }
-    sections.insert("startup", section);
+    sections.insert(key, section);
     Ok(())
 }
 

@@ -13,6 +13,7 @@ mod alloc;
 mod child;
 mod cpu;
 mod driver;
+mod link;
 mod machine;
 mod stats;
 

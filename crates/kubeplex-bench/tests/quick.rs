@@ -25,6 +25,7 @@ fn quick_run_writes_a_report_with_every_section() {
     }
     for section in [
         "startup",
+        "startup_remote",
         "latency",
         "memory",
         "shared_watches",
