@@ -444,7 +444,7 @@ pub async fn run(options: Options) -> Result<(), String> {
 
     for section in &options.sections {
         match section.as_str() {
-            "startup" => startup(&bench, &options, &mut sections, &mut goals).await?,
+            "startup" => startup_over(&bench, &options, None, &mut sections, &mut goals).await?,
             "startup_remote" => startup_remote(&bench, &options, &mut sections, &mut goals).await?,
             "latency" => latency(&bench, &options, &mut sections, &mut goals).await?,
             "memory" => memory(&bench, &options, &mut sections, &mut goals).await?,
@@ -468,16 +468,6 @@ pub async fn run(options: Options) -> Result<(), String> {
     }
     drop(env);
     Ok(())
-}
-
-/// Startup to synced, C = 1, 2, 4, 8 contexts.
-async fn startup(
-    bench: &Bench,
-    options: &Options,
-    sections: &mut BTreeMap<&'static str, Section>,
-    goals: &mut Vec<Goal>,
-) -> Result<(), String> {
-    startup_over(bench, options, None, sections, goals).await
 }
 
 /// Startup again, each API server behind a [`DelayedLink`] of `--link-rtt-ms`: contexts whose lists wait on the
@@ -511,33 +501,25 @@ async fn startup_remote(
     // JSON is YAML: kubeconfig readers take it as it is.
     let json = serde_json::to_vec(&kubeconfig).map_err(|e| e.to_string())?;
     std::fs::write(&path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    let result = startup_over(
-        bench,
-        options,
-        Some((&path, options.link_rtt_ms)),
-        sections,
-        goals,
-    )
-    .await;
+    let result = startup_over(bench, options, Some(&path), sections, goals).await;
     drop(links);
     result
 }
 
-/// The startup section, against the servers directly or through delayed links (their kubeconfig and RTT).
+/// The startup section, against the servers directly or through the delayed links of `link_kubeconfig`.
 async fn startup_over(
     bench: &Bench,
     options: &Options,
-    link: Option<(&Path, u32)>,
+    link_kubeconfig: Option<&Path>,
     sections: &mut BTreeMap<&'static str, Section>,
     goals: &mut Vec<Goal>,
 ) -> Result<(), String> {
-    let (key, title, goal_section, suffix) = match link {
-        None => ("startup", "startup to synced".to_owned(), "startup", ""),
-        Some((_, rtt)) => (
+    let rtt = options.link_rtt_ms;
+    let (key, title) = match link_kubeconfig {
+        None => ("startup", "startup to synced".to_owned()),
+        Some(_) => (
             "startup_remote",
             format!("startup to synced, every API server behind a {rtt} ms round trip"),
-            "startup_remote",
-            " over the delayed link",
         ),
     };
     let mut section = Section {
@@ -548,8 +530,8 @@ async fn startup_over(
              Client per context, synced = every Controller store ready. kubeplex: one controller over C contexts, \
              synced = Running::wait_started (what /startupz reports). Times from process start.{}",
             options.startup_objects,
-            match link {
-                Some((_, rtt)) => format!(
+            match link_kubeconfig {
+                Some(_) => format!(
                     " Every connection goes through a TCP relay in the parent that delays each byte by {} ms each \
                      way ({rtt} ms round trip), as for clusters in another region.",
                     f64::from(rtt) / 2.0
@@ -562,9 +544,9 @@ async fn startup_over(
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let mut synced_medians = Vec::new();
     for &count in &options.startup_contexts {
-        progress(&format!("startup{suffix}: {count} contexts"));
+        progress(&format!("{key}: {count} contexts"));
         let mut spec = bench.spec(Side::Baseline, &contexts(count, 3), "bench-start");
-        if let Some((kubeconfig, _)) = link {
+        if let Some(kubeconfig) = link_kubeconfig {
             spec.kubeconfig = kubeconfig.to_owned();
         }
         spec.expect = options.startup_objects * count;
@@ -615,7 +597,7 @@ async fn startup_over(
             last.0, first.0
         ));
         goals.push(Goal {
-            section: goal_section,
+            section: key,
             goal: format!("kubeplex T({})/T({}) <= 1.3", last.0, first.0),
             measured: format!("{k:.2} (baseline {b:.2})"),
             met: k <= 1.3,

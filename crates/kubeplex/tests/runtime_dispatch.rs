@@ -10,12 +10,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Context, Controller, Cx, Manager, Plan, Reconcile};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
-use support::{Fleet, Recorder, create_namespace, put_config_map};
+use support::{Fleet, Recorder, WAIT, create_namespace, put_config_map, wait_started};
 
 static CLUSTERS: SharedTestEnv =
     SharedTestEnv::new(|| TestEnv::builder().clusters(["cluster-a", "cluster-b"]));
-
-const WAIT: Duration = Duration::from_secs(60);
 
 /// Declares a ConfigMap controller that records what it reconciles.
 macro_rules! recording_controller {
@@ -86,10 +84,7 @@ async fn each_request_carries_its_context_and_only_declared_namespaces_are_recon
         .start()
         .await
         .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
+    wait_started(&running, "started in time").await;
 
     let expected: std::collections::BTreeSet<_> = [Fleet::ClusterA, Fleet::ClusterB]
         .into_iter()
@@ -139,10 +134,7 @@ async fn controllers_on_the_same_kind_context_and_namespace_share_one_watch() {
         .start()
         .await
         .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
+    wait_started(&running, "started in time").await;
     for recorder in [&first, &second] {
         recorder
             .wait_for("the shared object", WAIT, |all| {

@@ -10,9 +10,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
 use kubeplex_testenv::TestEnv;
-use support::{Fleet, Recorder, create_namespace, probe, probe_until, put_config_map, reasons};
-
-const WAIT: Duration = Duration::from_secs(60);
+use support::{
+    Fleet, Recorder, WAIT, create_namespace, probe, probe_until, put_config_map, reasons,
+    wait_started,
+};
 
 struct Watcher(Recorder);
 impl Controller for Watcher {
@@ -88,10 +89,7 @@ async fn startupz_answers_503_until_a_hanging_context_has_synced() {
     );
 
     env.thaw("cluster-b").unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started after the thaw")
-        .unwrap();
+    wait_started(&running, "started after the thaw").await;
     probe_until(address, "/startupz", 200, WAIT).await;
     running.shutdown().await;
 }
@@ -130,10 +128,7 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
     assert_eq!(body["contexts"]["cluster-a"]["status"], "ready", "{body:#}");
 
     env.start("cluster-b").await.unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started once cluster-b is back")
-        .unwrap();
+    wait_started(&running, "started once cluster-b is back").await;
     running.shutdown().await;
 }
 
@@ -143,10 +138,7 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
     let recorder = Recorder::default();
     let running = manager(&env, &recorder).start().await.unwrap();
     let address = running.probe_address().unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started")
-        .unwrap();
+    wait_started(&running, "started").await;
     let b = env.client("cluster-b").await.unwrap();
     put_config_map(&b, "faults", "survivor", "b-1").await;
     recorder

@@ -13,7 +13,7 @@ use kubeplex::{Action, Context, Controller, Cx, Error, Manager, Plan, Reconcile,
 use kubeplex_testenv::{Credential, SharedTestEnv, TestEnv};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use support::{Fleet, create_namespace, probe, probe_until, reasons};
+use support::{Fleet, WAIT, create_namespace, probe, probe_until, reasons, wait_started};
 
 /// A kind installed in `control` and `cluster-a` only.
 #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -33,8 +33,6 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
         .crd("control", Widget::crd())
         .crd("cluster-a", Widget::crd())
 });
-
-const WAIT: Duration = Duration::from_secs(60);
 
 struct Widgets;
 impl Controller for Widgets {
@@ -192,10 +190,7 @@ async fn startup_succeeds_once_every_context_is_ready() {
     }
     let (running, address) =
         start(Manager::with_kubeconfig(env.kubeconfig().clone()).controller(ConfigMaps)).await;
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
+    wait_started(&running, "started in time").await;
     let body = probe_until(address, "/startupz", 200, WAIT).await;
     for context in [Fleet::ClusterA, Fleet::ClusterB] {
         assert_eq!(
@@ -259,10 +254,7 @@ async fn an_optional_context_is_reported_but_does_not_hold_back_startup() {
         .optional(Fleet::ClusterB)
         .controller(ConfigMaps);
     let (running, address) = start(manager).await;
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started without cluster-b")
-        .unwrap();
+    wait_started(&running, "started without cluster-b").await;
     let body = probe_until(address, "/startupz", 200, WAIT).await;
     assert_eq!(body["contexts"]["cluster-b"]["required"], false, "{body:#}");
     assert_eq!(

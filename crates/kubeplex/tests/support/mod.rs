@@ -20,6 +20,17 @@ kubeplex::contexts! {
     }
 }
 
+/// How long a test waits for anything the clusters do.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until `running` has started (every required context ready); fails the test with `what` after [`WAIT`].
+pub async fn wait_started(running: &kubeplex::Running, what: &str) {
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect(what)
+        .unwrap();
+}
+
 /// One reconcile as a test observes it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Seen {
