@@ -1,13 +1,13 @@
 //! One simulated cluster: an etcd and a kube-apiserver process with their own ports, data and certificates.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::binaries::Binaries;
 use crate::error::{Error, Result, io_error};
 use crate::pki::ClusterPki;
+use crate::port::ReservedPort;
 use crate::process::Process;
 
 /// Lines of a process's log quoted in an error.
@@ -20,10 +20,13 @@ pub(crate) struct Cluster {
     dir: PathBuf,
     binaries: Binaries,
     pub(crate) pki: ClusterPki,
-    apiserver_port: u16,
-    etcd_client_port: u16,
-    etcd: Process,
     apiserver: Option<Process>,
+    etcd: Process,
+    // Held for the cluster's whole life, so nobody else can take a port while a program is (re)starting;
+    // declared after the processes so that they are killed before their ports are released.
+    apiserver_port: ReservedPort,
+    etcd_client_port: ReservedPort,
+    _etcd_peer_port: ReservedPort,
     frozen: bool,
 }
 
@@ -52,11 +55,18 @@ impl Cluster {
         )
         .map_err(io_error(format!("writing {}", tokens.display())))?;
 
-        let [apiserver_port, etcd_client_port, etcd_peer_port] = free_ports()?;
+        let reserve = || ReservedPort::new().map_err(io_error("reserving a loopback port"));
+        let (apiserver_port, etcd_client_port, etcd_peer_port) =
+            (reserve()?, reserve()?, reserve()?);
         let etcd = spawn(
             name,
             "etcd",
-            etcd_command(binaries, dir, etcd_client_port, etcd_peer_port),
+            etcd_command(
+                binaries,
+                dir,
+                etcd_client_port.port(),
+                etcd_peer_port.port(),
+            ),
             dir,
         )?;
         let mut cluster = Self {
@@ -64,10 +74,11 @@ impl Cluster {
             dir: dir.to_path_buf(),
             binaries: binaries.clone(),
             pki,
+            apiserver: None,
+            etcd,
             apiserver_port,
             etcd_client_port,
-            etcd,
-            apiserver: None,
+            _etcd_peer_port: etcd_peer_port,
             frozen: false,
         };
         cluster.start_apiserver()?;
@@ -76,7 +87,7 @@ impl Cluster {
 
     /// `https://127.0.0.1:PORT`, stable across stop and start.
     pub(crate) fn server_url(&self) -> String {
-        format!("https://127.0.0.1:{}", self.apiserver_port)
+        format!("https://127.0.0.1:{}", self.apiserver_port.port())
     }
 
     /// Starts the API server again on its port, with the same etcd (and so the same data).
@@ -153,14 +164,16 @@ impl Cluster {
 
     fn apiserver_command(&self) -> Command {
         let dir = &self.dir;
-        let port = self.apiserver_port;
+        let port = self.apiserver_port.port();
         let mut command = Command::new(&self.binaries.kube_apiserver);
         command
             .arg(format!(
                 "--etcd-servers=http://127.0.0.1:{}",
-                self.etcd_client_port
+                self.etcd_client_port.port()
             ))
             .arg("--bind-address=127.0.0.1")
+            // The port is reserved by a socket of ours (see `port`): share it instead of failing to bind.
+            .arg("--permit-port-sharing=true")
             .arg("--advertise-address=127.0.0.1")
             .arg(format!("--secure-port={port}"))
             .arg(format!(
@@ -213,6 +226,8 @@ fn etcd_command(binaries: &Binaries, dir: &Path, client_port: u16, peer_port: u1
         .arg(format!("--listen-peer-urls={peer}"))
         .arg(format!("--initial-advertise-peer-urls={peer}"))
         .arg(format!("--initial-cluster=default={peer}"))
+        // Both ports are reserved by sockets of ours (see `port`): share them instead of failing to bind.
+        .arg("--socket-reuse-port=true")
         // Test data need not survive a power cut; skipping fsync makes writes fast.
         .arg("--unsafe-no-fsync")
         .arg("--log-level=warn");
@@ -223,23 +238,6 @@ fn spawn(cluster: &str, program: &'static str, command: Command, dir: &Path) -> 
     let log = dir.join(format!("{program}.log"));
     Process::spawn(command, &log)
         .map_err(io_error(format!("cluster {cluster}: starting {program}")))
-}
-
-/// Three distinct free loopback ports. All listeners are held until the last is bound, so no port repeats.
-fn free_ports() -> Result<[u16; 3]> {
-    let bind =
-        || TcpListener::bind("127.0.0.1:0").map_err(io_error("finding a free loopback port"));
-    let listeners = [bind()?, bind()?, bind()?];
-    let port = |l: &TcpListener| {
-        l.local_addr()
-            .map(|a| a.port())
-            .map_err(io_error("reading a bound port"))
-    };
-    Ok([
-        port(&listeners[0])?,
-        port(&listeners[1])?,
-        port(&listeners[2])?,
-    ])
 }
 
 /// A random number for names and tokens, from the kernel.

@@ -24,7 +24,9 @@ mod env;
 mod error;
 mod kubeconfig;
 mod pki;
+mod port;
 mod process;
+mod progress;
 mod shared;
 
 pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};

@@ -1,91 +1,72 @@
 //! `kubeplex-testenv`: start real local clusters from the command line, or just build their programs.
 
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
 use kubeplex_testenv::{Binaries, Error, TestEnv, TestEnvBuilder};
 use tokio::signal::unix::{SignalKind, signal};
 
-const USAGE: &str = "\
-usage: kubeplex-testenv up --clusters NAME[,NAME...] [--kubeconfig PATH]
-       kubeplex-testenv build
+/// Real local Kubernetes clusters: one upstream kube-apiserver with its own etcd per cluster.
+#[derive(Debug, Parser)]
+#[command(name = "kubeplex-testenv", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-  up     start one real kube-apiserver (with its own etcd) per cluster, write a kubeconfig with one
-         context per cluster, print a line starting with `ready`, and run until SIGINT or SIGTERM
-  build  build (or locate) kube-apiserver and etcd, and print their directory";
-
-/// A command line that cannot be acted on: reported with the usage, exit code 2.
-struct UsageError(String);
-
+#[derive(Debug, Subcommand)]
 enum Command {
-    Up(TestEnvBuilder),
+    /// Start one real kube-apiserver (with its own etcd) per cluster, write a kubeconfig with one context
+    /// per cluster, print a line starting with `ready`, and run until SIGINT or SIGTERM.
+    Up(UpArgs),
+    /// Build (or locate) kube-apiserver and etcd, and print their directory.
     Build,
-    Help,
 }
 
-fn parse(args: &[String]) -> Result<Command, UsageError> {
-    let Some((command, rest)) = args.split_first() else {
-        return Err(UsageError("no command given".into()));
-    };
-    match command.as_str() {
-        "build" if rest.is_empty() => Ok(Command::Build),
-        "build" => Err(UsageError(format!(
-            "`build` takes no arguments, got {rest:?}"
-        ))),
-        "-h" | "--help" | "help" => Ok(Command::Help),
-        "up" => parse_up(rest).map(Command::Up),
-        other => Err(UsageError(format!("unknown command {other:?}"))),
-    }
+#[derive(Debug, Args)]
+struct UpArgs {
+    /// The clusters' names, comma-separated; each is also its kubeconfig context's name.
+    #[arg(
+        long,
+        value_name = "NAME[,NAME...]",
+        value_delimiter = ',',
+        required = true
+    )]
+    clusters: Vec<String>,
+    /// Where to write the kubeconfig [default: inside the environment's temporary directory].
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
 }
 
-fn parse_up(args: &[String]) -> Result<TestEnvBuilder, UsageError> {
-    let mut clusters: Option<Vec<String>> = None;
-    let mut kubeconfig: Option<PathBuf> = None;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag, Some(value.to_owned())),
-            None => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| UsageError(format!("{flag} needs a value")))
-        };
-        match flag {
-            "--clusters" => clusters = Some(value()?.split(',').map(str::to_owned).collect()),
-            "--kubeconfig" => kubeconfig = Some(PathBuf::from(value()?)),
-            other => return Err(UsageError(format!("unknown option {other:?}"))),
+impl UpArgs {
+    /// The environment to start; names that cannot be clusters are a usage error naming `--clusters`.
+    fn builder(self) -> Result<TestEnvBuilder, clap::Error> {
+        let mut builder = TestEnv::builder().clusters(self.clusters);
+        if let Some(path) = self.kubeconfig {
+            builder = builder.kubeconfig_path(path);
         }
+        builder.validate().map_err(|error| {
+            let mut cli = Cli::command();
+            cli.build();
+            let up = cli.find_subcommand_mut("up").expect("`up` is a subcommand");
+            up.error(ErrorKind::ValueValidation, format!("--clusters: {error}"))
+        })?;
+        Ok(builder)
     }
-    let clusters = clusters.ok_or_else(|| UsageError("--clusters is required".into()))?;
-    let mut builder = TestEnv::builder().clusters(clusters);
-    if let Some(path) = kubeconfig {
-        builder = builder.kubeconfig_path(path);
-    }
-    builder.validate().map_err(|e| UsageError(e.to_string()))?;
-    Ok(builder)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber_init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = match parse(&args) {
-        Ok(command) => command,
-        Err(UsageError(message)) => {
-            eprintln!("kubeplex-testenv: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = match command {
-        Command::Help => {
-            println!("{USAGE}");
-            Ok(())
-        }
+    let result = match Cli::parse().command {
         Command::Build => build().await,
-        Command::Up(builder) => up(builder).await,
+        Command::Up(args) => match args.builder() {
+            Ok(builder) => up(builder).await,
+            Err(usage) => usage.exit(),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -144,12 +125,33 @@ fn signal_error(source: std::io::Error) -> Error {
 }
 
 fn tracing_subscriber_init() {
-    // Progress (e.g. "building from Go modules") goes to stderr; RUST_LOG adjusts it. The client's own
-    // errors are silenced: refused connections are expected while the API servers start.
+    // Logs go to stderr; RUST_LOG adjusts them. The client's own errors are silenced: refused connections
+    // are expected while the API servers start.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "info,kube_client=off".into());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn clusters_are_comma_separated() {
+        let cli = Cli::try_parse_from(["kubeplex-testenv", "up", "--clusters", "a,b"]).unwrap();
+        let Command::Up(args) = cli.command else {
+            panic!("not `up`: {cli:?}");
+        };
+        assert_eq!(args.clusters, ["a", "b"]);
+        assert_eq!(args.kubeconfig, None);
+    }
 }

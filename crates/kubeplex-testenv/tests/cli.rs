@@ -1,10 +1,12 @@
 //! The `kubeplex-testenv` command line.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::config::Kubeconfig;
+use kubeplex_testenv::Binaries;
 
 const CLI: &str = env!("CARGO_BIN_EXE_kubeplex-testenv");
 
@@ -102,13 +104,23 @@ fn a_killed_cli_leaves_no_cluster_behind() {
 }
 
 #[test]
-fn invalid_arguments_exit_2_with_a_clear_error() {
-    let cases: [(&[&str], &str); 7] = [
-        (&[], "no command given"),
-        (&["up"], "--clusters is required"),
-        (&["up", "--clusters", ""], "invalid cluster name \"\""),
-        (&["up", "--clusters", "a,b,a"], "\"a\": named twice"),
+fn invalid_arguments_exit_2_and_name_the_argument() {
+    let cases: [(&[&str], &str); 8] = [
+        (&[], "Usage: kubeplex-testenv <COMMAND>"),
+        (&["up"], "--clusters <NAME[,NAME...]>"),
+        (
+            &["up", "--clusters", ""],
+            "--clusters: invalid cluster name \"\"",
+        ),
+        (
+            &["up", "--clusters", "a,b,a"],
+            "--clusters: invalid cluster name \"a\": named twice",
+        ),
         (&["up", "--clusters", "Cluster_A"], "only lowercase letters"),
+        (
+            &["up", "--clusters", "a", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
         (
             &[
                 "up",
@@ -119,7 +131,7 @@ fn invalid_arguments_exit_2_with_a_clear_error() {
             ],
             "cannot write the kubeconfig",
         ),
-        (&["launch"], "unknown command \"launch\""),
+        (&["launch"], "unrecognized subcommand 'launch'"),
     ];
     for (args, expected) in cases {
         let output = Command::new(CLI).args(args).output().unwrap();
@@ -129,7 +141,155 @@ fn invalid_arguments_exit_2_with_a_clear_error() {
             stderr.contains(expected),
             "{args:?}: expected {expected:?} in {stderr}"
         );
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?}: usage errors go to stderr"
+        );
     }
+}
+
+#[test]
+fn help_prints_the_usage_on_stdout() {
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &["--help"],
+            &["Usage: kubeplex-testenv <COMMAND>", "up", "build"],
+        ),
+        (
+            &["help", "up"],
+            &["--clusters <NAME[,NAME...]>", "--kubeconfig <PATH>"],
+        ),
+        (&["up", "-h"], &["--clusters <NAME[,NAME...]>"]),
+    ];
+    for (args, expected) in cases {
+        let output = Command::new(CLI).args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stdout}");
+        for text in expected {
+            assert!(
+                stdout.contains(text),
+                "{args:?}: expected {text:?} in {stdout}"
+            );
+        }
+    }
+}
+
+/// A directory with a stand-in `go`: `list` names three packages to compile, `build -v` "compiles" them
+/// and writes its `-o` file.
+fn fake_go() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    std::fs::write(
+        &go,
+        r#"#!/bin/sh
+case "$1" in
+list) echo "go: downloading example.com/mod v1.0.0" >&2; printf 'example.com/a\nexample.com/b\nexample.com/c\n' ;;
+build)
+  while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+  for p in a b c; do echo "example.com/$p" >&2; done
+  printf '#!/bin/sh\n' > "$out" ;;
+*) exit 1 ;;
+esac
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&go, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn build_with(go: &std::path::Path, cache: &std::path::Path) -> Command {
+    let path = format!("{}:{}", go.display(), std::env::var("PATH").unwrap());
+    let mut command = Command::new(CLI);
+    command
+        .arg("build")
+        .env("PATH", path)
+        .env("KUBEPLEX_TESTENV_CACHE", cache)
+        .env_remove("KUBEBUILDER_ASSETS");
+    command
+}
+
+#[test]
+fn a_first_build_says_what_it_builds_how_long_it_takes_and_how_far_it_is() {
+    let go = fake_go();
+    let cache = tempfile::tempdir().unwrap();
+    let output = build_with(go.path(), cache.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let (kubernetes, etcd) = (Binaries::kubernetes_version(), Binaries::etcd_version());
+    for expected in [
+        format!("first run: building kube-apiserver {kubernetes} and etcd {etcd} from Go modules"),
+        "usually takes 8-15 minutes".into(),
+        "[1/2] kube-apiserver: resolving its packages".into(),
+        "[1/2] kube-apiserver: compiling 3 packages".into(),
+        "[1/2] kube-apiserver: 3 packages compiled, linking".into(),
+        "[1/2] kube-apiserver: built in".into(),
+        "[2/2] etcd: built in".into(),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "expected {expected:?} in\n{stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains('\x1b'),
+        "terminal codes in a log:\n{stderr}"
+    );
+    let dir = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        dir.trim().starts_with(&cache.path().display().to_string()),
+        "{dir}"
+    );
+
+    // The second run finds both programs: nothing is built, nothing is said.
+    let again = build_with(go.path(), cache.path()).output().unwrap();
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+}
+
+#[test]
+fn a_build_waiting_for_another_says_so() {
+    let go = fake_go();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join(format!(
+        "kubernetes-{}-etcd-{}",
+        Binaries::kubernetes_version(),
+        Binaries::etcd_version()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Another process is building: it holds the lock.
+    let lock = std::fs::File::create(dir.join(".lock")).unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+        0
+    );
+    let mut waiting = build_with(go.path(), cache.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(waiting.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(
+        line.contains("waiting for another process that is building kube-apiserver and etcd")
+            && line.contains("first run only"),
+        "{line}"
+    );
+    // The other process finishes: the waiting one uses its programs.
+    for program in ["kube-apiserver", "etcd"] {
+        std::fs::write(dir.join(program), "").unwrap();
+    }
+    drop(lock);
+    let output = waiting.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(!rest.contains("building"), "{rest}");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap().trim(),
+        dir.display().to_string()
+    );
 }
 
 #[test]
