@@ -62,6 +62,32 @@ async fn a_stopped_cluster_refuses_connections_and_keeps_its_data() {
 }
 
 #[tokio::test]
+async fn a_stopped_api_server_keeps_its_port_until_it_is_back() {
+    let env = TestEnv::builder()
+        .cluster("cluster-a")
+        .start()
+        .await
+        .unwrap();
+    let url = env.server_url("cluster-a").unwrap();
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    env.stop("cluster-a").unwrap();
+    // While it is down, nobody else can take its port (as an unrelated server or test might)...
+    let taken = std::net::TcpListener::bind(("127.0.0.1", port));
+    assert_eq!(
+        taken.map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse,
+        "the port of a stopped API server was free for anyone"
+    );
+    // ...so it comes back on it.
+    env.start("cluster-a").await.unwrap();
+    assert_eq!(env.server_url("cluster-a").unwrap(), url);
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client("cluster-a").await.unwrap());
+    api.create(&PostParams::default(), &config_map("back"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
 async fn a_frozen_cluster_hangs_until_thawed() {
     let env = TestEnv::builder()
         .cluster("cluster-a")
