@@ -1,104 +1,17 @@
-//! Children in other clusters: their watches, applying and pruning them, removing them when the parent goes.
+//! Children in one cluster: applying the desired ones, pruning the rest, removing them all when the parent
+//! goes. Nothing here knows the controller's types; the engine calls it once per child context.
 
-use std::any::TypeId;
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
     Preconditions,
 };
 
-use crate::controller::PrimaryResource;
-use crate::health::chain;
-use crate::ownership::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
-use crate::status::{ClusterState, Outcome};
-use crate::watches::{Change, SharedWatch, WatchKey, WatchRegistry, receiver_stream};
-
-/// Opens the shared watch of one child kind in one (context, namespace), for one controller's children.
-pub(crate) type OpenChildWatch = fn(
-    registry: &WatchRegistry,
-    context: &str,
-    namespace: Option<&str>,
-    controller: &str,
-    client: Client,
-) -> Arc<dyn ChildCache>;
-
-/// A child kind's watch, seen through its metadata only (the runtime needs no more to link and prune).
-pub(crate) trait ChildCache: Send + Sync {
-    /// The metadata of every changed child from now on, preceded by the cached ones.
-    fn changes(&self) -> BoxStream<'static, ObjectMeta>;
-    /// The metadata of every cached child.
-    fn cached(&self) -> Vec<ObjectMeta>;
-    /// Resolves once the initial list is in the cache.
-    fn ready(&self) -> BoxFuture<'static, ()>;
-}
-
-impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
-    fn changes(&self) -> BoxStream<'static, ObjectMeta> {
-        receiver_stream(self.subscribe())
-            .map(|change| match change {
-                Change::Applied(child) | Change::Deleted(child) => child.meta().clone(),
-            })
-            .boxed()
-    }
-
-    fn cached(&self) -> Vec<ObjectMeta> {
-        self.store()
-            .state()
-            .iter()
-            .map(|child| child.meta().clone())
-            .collect()
-    }
-
-    fn ready(&self) -> BoxFuture<'static, ()> {
-        let store = self.store().clone();
-        async move {
-            let _ = store.wait_until_ready().await;
-        }
-        .boxed()
-    }
-}
-
-/// Children are watched only where this controller put them: the label selector keeps other objects of
-/// the kind out of the cache.
-pub(crate) fn open_child_watch<K: PrimaryResource>(
-    registry: &WatchRegistry,
-    context: &str,
-    namespace: Option<&str>,
-    controller: &str,
-    client: Client,
-) -> Arc<dyn ChildCache> {
-    let key = WatchKey {
-        context: context.to_owned(),
-        kind: TypeId::of::<K>(),
-        namespace: namespace.map(str::to_owned),
-        label_selector: Some(format!("{CONTROLLER_LABEL}={controller}")),
-        field_selector: None,
-    };
-    registry.watch::<K>(key, client)
-}
-
-/// One child kind's cache in one (context, namespace).
-#[derive(Clone)]
-pub(crate) struct ChildWatch {
-    pub(crate) context: String,
-    pub(crate) resource: ApiResource,
-    pub(crate) cache: Arc<dyn ChildCache>,
-}
-
-/// A child the reconcile asked for, not yet applied.
-#[derive(Clone, Debug)]
-pub(crate) struct DesiredChild {
-    pub(crate) context: String,
-    pub(crate) resource: ApiResource,
-    pub(crate) namespace: Option<String>,
-    pub(crate) name: String,
-    pub(crate) object: serde_json::Value,
-}
+use crate::cx::DesiredChild;
+use crate::engine::ChildWatch;
+use crate::error::chain;
+use crate::ownership::{PARENT_UID_LABEL, ParentRef};
+use crate::status::{ClusterState, ContextOutcome};
 
 /// What linking needs to know of the parent and its controller.
 pub(crate) struct Parentage<'a> {
@@ -115,31 +28,62 @@ fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<D
 }
 
 /// An outcome for a failed request: unreachable when the server could not be reached, else failed.
-fn failure(context: &str, error: &kube::Error, what: &str) -> Outcome {
+pub(crate) fn failure(context: &str, error: &kube::Error, what: &str) -> ContextOutcome {
     let state = match error {
         kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterState::Unreachable,
         _ => ClusterState::Failed,
     };
-    let message = format!("context {context}: {what}: {}", chain(error));
-    Outcome {
+    ContextOutcome {
         state,
         children: 0,
-        message: Some(message),
+        message: Some(format!("context {context}: {what}: {}", chain(error))),
     }
 }
 
+/// Whose a child is, as far as this parent is concerned.
+enum Claim {
+    /// Absent, or already this parent's: apply it.
+    Ours,
+    /// Someone else's (described): leave it alone.
+    Taken(String),
+}
+
 /// Applies the desired children of one context (server-side apply, the controller as field manager) and
-/// deletes the parent's children there that are no longer desired.
+/// deletes the parent's children there that are no longer desired. `watches` are this context's child
+/// caches. A child whose name is taken by an object that is not this parent's is left alone and reported
+/// as a conflict.
 pub(crate) async fn sync_context(
     context: &str,
     client: Client,
     desired: Vec<DesiredChild>,
-    watches: &[ChildWatch],
+    watches: &[&ChildWatch],
     link: &Parentage<'_>,
-) -> Outcome {
+) -> ContextOutcome {
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
+    // Forcing is safe: ownership was checked first, and the controller's own earlier writes (or a
+    // hand edit of a field it sets) must not block the repair.
     let apply = PatchParams::apply(link.controller).force();
+    let mut conflicts = Vec::new();
     for child in &desired {
+        let api = api(client.clone(), &child.resource, child.namespace.as_deref());
+        let place = format!(
+            "{} {}{}",
+            child.resource.kind,
+            child
+                .namespace
+                .as_deref()
+                .map(|ns| format!("{ns}/"))
+                .unwrap_or_default(),
+            child.name
+        );
+        match claim(&api, watches, child, &link.parent.uid).await {
+            Ok(Claim::Ours) => {}
+            Ok(Claim::Taken(owner)) => {
+                conflicts.push(format!("{place} already exists and belongs to {owner}"));
+                continue;
+            }
+            Err(error) => return failure(context, &error, &format!("reading {place}")),
+        }
         let mut object = child.object.clone();
         let metadata = &mut object["metadata"];
         for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
@@ -147,37 +91,77 @@ pub(crate) async fn sync_context(
                 metadata[field][key] = serde_json::Value::String(value.clone());
             }
         }
-        let api = api(client.clone(), &child.resource, child.namespace.as_deref());
         if let Err(error) = api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
-            let what = format!("applying {} {}", child.resource.kind, child.name);
-            return failure(context, &error, &what);
+            return failure(context, &error, &format!("applying {place}"));
         }
     }
     for watch in watches {
-        for stale in watch.cache.cached().into_iter().filter(|meta| {
-            is_child_of(meta, &link.parent.uid)
-                && !desired.iter().any(|d| {
-                    d.resource == watch.resource
-                        && d.namespace == meta.namespace
-                        && Some(&d.name) == meta.name.as_ref()
-                })
-        }) {
+        for stale in watch
+            .cache
+            .children_of(&link.parent.uid)
+            .into_iter()
+            .filter(|meta| !desired.iter().any(|d| is_desired(d, watch, meta)))
+        {
             let name = stale.name.clone().unwrap_or_default();
             tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
             if let Err(error) = delete(client.clone(), &watch.resource, &stale).await {
-                return failure(
-                    context,
-                    &error,
-                    &format!("deleting {} {name}", watch.resource.kind),
-                );
+                let what = format!("deleting {} {name}", watch.resource.kind);
+                return failure(context, &error, &what);
             }
         }
     }
-    Outcome {
+    if !conflicts.is_empty() {
+        return ContextOutcome {
+            state: ClusterState::Conflict,
+            children: (desired.len() - conflicts.len()) as u32,
+            message: Some(format!("context {context}: {}", conflicts.join("; "))),
+        };
+    }
+    ContextOutcome {
         state: ClusterState::Ready,
         children: desired.len() as u32,
         message: None,
     }
+}
+
+fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> bool {
+    desired.resource == watch.resource
+        && desired.namespace == meta.namespace
+        && Some(&desired.name) == meta.name.as_ref()
+}
+
+/// Whether the child may be applied: the cache knows this controller's children; anything else with the
+/// name is looked up once (only a child not yet cached, so normally only at its creation).
+async fn claim(
+    api: &Api<DynamicObject>,
+    watches: &[&ChildWatch],
+    child: &DesiredChild,
+    parent_uid: &str,
+) -> kube::Result<Claim> {
+    let cached = watches
+        .iter()
+        .filter(|w| w.resource == child.resource)
+        .find_map(|w| w.cache.get(child.namespace.as_deref(), &child.name));
+    let existing = match cached {
+        Some(meta) => Some(meta),
+        None => api.get_metadata_opt(&child.name).await?.map(|m| m.metadata),
+    };
+    Ok(match existing {
+        None => Claim::Ours,
+        Some(meta) if is_child_of(&meta, parent_uid) => Claim::Ours,
+        Some(meta) => Claim::Taken(match ParentRef::of(&meta) {
+            Some(other) => format!(
+                "another parent ({}/{}{})",
+                other.context,
+                other
+                    .namespace
+                    .map(|ns| format!("{ns}/"))
+                    .unwrap_or_default(),
+                other.name
+            ),
+            None => "no kubeplex parent (it was created by someone else)".into(),
+        }),
+    })
 }
 
 /// Deletes every child of the parent in one context, found by listing (not the cache, which may lag):
@@ -187,11 +171,11 @@ pub(crate) async fn remove_children(
     client: Client,
     targets: &[(ApiResource, Option<String>)],
     parent_uid: &str,
-) -> Outcome {
+) -> ContextOutcome {
     let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
     for (resource, namespace) in targets {
         let children = match api(client.clone(), resource, namespace.as_deref())
-            .list(&selector)
+            .list_metadata(&selector)
             .await
         {
             Ok(list) => list.items,
@@ -201,22 +185,20 @@ pub(crate) async fn remove_children(
             let name = child.metadata.name.clone().unwrap_or_default();
             tracing::info!(%context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
             if let Err(error) = delete(client.clone(), resource, &child.metadata).await {
-                return failure(
-                    context,
-                    &error,
-                    &format!("deleting {} {name}", resource.kind),
-                );
+                let what = format!("deleting {} {name}", resource.kind);
+                return failure(context, &error, &what);
             }
         }
     }
-    Outcome {
+    ContextOutcome {
         state: ClusterState::Ready,
         children: 0,
         message: None,
     }
 }
 
-/// Deletes a child, only if it is still the object we saw (same UID); already gone counts as done.
+/// Deletes a child, only if it is still the object we saw (same UID); already gone, or replaced by another
+/// object of the same name, counts as done.
 pub(crate) async fn delete(
     client: Client,
     resource: &ApiResource,
@@ -247,3 +229,7 @@ pub(crate) fn is_child_of(meta: &ObjectMeta, parent_uid: &str) -> bool {
         .and_then(|l| l.get(PARENT_UID_LABEL))
         .is_some_and(|uid| uid == parent_uid)
 }
+
+#[cfg(test)]
+#[path = "children_tests.rs"]
+mod tests;

@@ -9,12 +9,23 @@ use kube::core::NamespaceResourceScope;
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 
-use crate::children::DesiredChild;
 use crate::context::Context;
-use crate::controller::{DEFAULT_ERROR_REQUEUE, MAX_ERROR_REQUEUE, PrimaryResource};
 use crate::error::{Error, Result};
-use crate::plan::Plan;
+#[cfg(doc)]
+use crate::plan::DEFAULT_ERROR_REQUEUE;
+use crate::plan::{MAX_ERROR_REQUEUE, Plan};
+use crate::resource::PrimaryResource;
 use crate::runtime::Runtime;
+
+/// A child the reconcile asked for, not yet applied.
+#[derive(Clone, Debug)]
+pub(crate) struct DesiredChild {
+    pub(crate) context: String,
+    pub(crate) resource: ApiResource,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: String,
+    pub(crate) object: serde_json::Value,
+}
 
 /// The reconcile context: the context the object came from, access to every declared context, and the
 /// children the reconcile wants.
@@ -163,12 +174,7 @@ impl<C: Context> Cx<C> {
     /// [`DEFAULT_ERROR_REQUEUE`]), doubled for each earlier consecutive failure of this object, at most
     /// [`MAX_ERROR_REQUEUE`].
     pub fn error_requeue(&self) -> Duration {
-        let base = self
-            .plan
-            .error_requeue_delay()
-            .unwrap_or(DEFAULT_ERROR_REQUEUE);
-        base.saturating_mul(1 << self.failures.min(16))
-            .min(MAX_ERROR_REQUEUE.max(base))
+        error_backoff(self.plan.error_requeue_or_default(), self.failures)
     }
 
     /// The children declared so far, taken.
@@ -177,11 +183,97 @@ impl<C: Context> Cx<C> {
     }
 }
 
+/// `base` doubled once per earlier consecutive failure, at most [`MAX_ERROR_REQUEUE`] (or `base` if longer).
+fn error_backoff(base: Duration, failures: u32) -> Duration {
+    base.saturating_mul(1 << failures.min(16))
+        .min(MAX_ERROR_REQUEUE.max(base))
+}
+
 impl<C: Context> fmt::Debug for Cx<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cx")
             .field("context", &self.context)
             .field("controller", &self.plan.name())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+    use crate::Controller;
+    use crate::test_engine::{CLUSTER_A, CONTROL, TestController, engine};
+
+    fn cx(context: crate::ContextName, failures: u32) -> Cx<crate::ContextName> {
+        let (client, _) = crate::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        Cx::new(
+            context,
+            Arc::new(TestController::plan()),
+            engine(client).runtime,
+            failures,
+        )
+    }
+
+    fn config_map(namespace: Option<&str>, name: Option<&str>) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: name.map(str::to_owned),
+                namespace: namespace.map(str::to_owned),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_declared_child_is_taken_and_each_undeclared_one_is_refused_with_the_reason() {
+        let cx = cx(CONTROL, 0);
+        cx.child(CLUSTER_A, config_map(Some("ns"), Some("ok")))
+            .unwrap();
+        let refused = |result: Result<()>| result.unwrap_err().to_string();
+        assert_eq!(
+            refused(cx.child(CLUSTER_A, Deployment::default())),
+            "context cluster-a: child Deployment: controller test-controller declares no owns(Deployment) in this context"
+        );
+        assert_eq!(
+            refused(cx.child(CONTROL, config_map(Some("ns"), Some("x")))),
+            "context control: child ConfigMap: controller test-controller declares no owns(ConfigMap) in this context"
+        );
+        assert_eq!(
+            refused(cx.child(CLUSTER_A, config_map(Some("other"), Some("x")))),
+            "context cluster-a: child ConfigMap: namespace Some(\"other\") is not one of the declared ns"
+        );
+        assert!(
+            refused(cx.child(CLUSTER_A, config_map(Some("ns"), None)))
+                .contains("has no metadata.name")
+        );
+        let mut owned = config_map(Some("ns"), Some("x"));
+        owned.metadata.owner_references = Some(vec![OwnerReference::default()]);
+        assert!(
+            refused(cx.child(CLUSTER_A, owned)).contains("ownerReferences cannot span clusters")
+        );
+        let taken = cx.take_children();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(
+            (taken[0].name.as_str(), taken[0].context.as_str()),
+            ("ok", "cluster-a")
+        );
+    }
+
+    #[test]
+    fn the_error_backoff_doubles_per_failure_up_to_the_cap() {
+        let base = Duration::from_secs(5);
+        let delays: Vec<u64> = (0..9).map(|f| error_backoff(base, f).as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(
+            error_backoff(Duration::from_secs(600), 3),
+            Duration::from_secs(600)
+        );
+        assert_eq!(error_backoff(base, u32::MAX), MAX_ERROR_REQUEUE);
     }
 }

@@ -53,12 +53,11 @@ pub enum Error {
         reason: String,
     },
     /// A request to a context's API server failed.
-    #[error("context {context}: {source}")]
+    #[error("context {context}: {}", describe_kube(source))]
     Kube {
         /// The context the request went to.
         context: String,
-        /// What the client reported.
-        #[source]
+        /// What the client reported (its words are already in this error's message).
         source: kube::Error,
     },
     /// The probe server could not listen on its address.
@@ -76,6 +75,14 @@ pub enum Error {
         /// Why, one reason per context, separated by `; `.
         reasons: String,
     },
+    /// A plan written by hand (not by `#[controller]`, which checks the same while compiling) is invalid.
+    #[error("controller {controller}: {reason}")]
+    InvalidPlan {
+        /// The controller's name as the plan gives it.
+        controller: String,
+        /// What is wrong, and the fix.
+        reason: String,
+    },
     /// The manager could not install its signal handlers.
     #[error("installing signal handlers: {0}")]
     Signals(#[source] std::io::Error),
@@ -83,3 +90,102 @@ pub enum Error {
 
 /// A result with kubeplex's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error and its causes on one line, each cause once. A kube API error reads as the server's message with
+/// its HTTP code (`deployments.apps "web" not found (404 NotFound)`), never as a Rust `Debug` dump, even
+/// when an outer error's message embedded one.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(kube) = error.downcast_ref::<kube::Error>() {
+        return describe_kube(kube);
+    }
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if let Some(kube) = cause.downcast_ref::<kube::Error>() {
+            if let kube::Error::Api(status) = kube {
+                // kube's message appends `({status:?})`; an outer error that embedded it has the dump too.
+                text = text.replace(&format!(" ({status:?})"), "");
+            }
+            // The kube error's own words cover its causes.
+            let cause_text = describe_kube(kube);
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            break;
+        }
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A kube client error in words: the API server's message and code for API errors, else the error's chain.
+pub(crate) fn describe_kube(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let reason = if status.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", status.reason)
+            };
+            format!("{} ({}{reason})", status.message, status.code)
+        }
+        other => {
+            let mut text = other.to_string();
+            let mut source = std::error::Error::source(other);
+            while let Some(cause) = source {
+                let cause_text = cause.to_string();
+                if !text.contains(&cause_text) {
+                    text.push_str(": ");
+                    text.push_str(&cause_text);
+                }
+                source = cause.source();
+            }
+            text
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn not_found() -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("deployments.apps \"web\" not found", "NotFound")
+                .with_code(404)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn api_errors_read_as_the_servers_message_and_code() {
+        assert_eq!(
+            describe_kube(&not_found()),
+            "deployments.apps \"web\" not found (404 NotFound)"
+        );
+        let wrapped = Error::Kube {
+            context: "cluster-a".into(),
+            source: not_found(),
+        };
+        assert_eq!(
+            chain(&wrapped),
+            "context cluster-a: deployments.apps \"web\" not found (404 NotFound)"
+        );
+    }
+
+    #[test]
+    fn a_debug_dump_embedded_by_an_outer_error_is_removed() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("sync failed: {0}")]
+        struct Outer(#[source] kube::Error);
+        let text = chain(&Outer(not_found()));
+        assert!(!text.contains("Status {"), "{text}");
+        assert!(text.contains("(404 NotFound)"), "{text}");
+    }
+}

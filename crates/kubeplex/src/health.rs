@@ -8,13 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use kube::Resource;
 use kube::runtime::watcher;
 use serde::Serialize;
 use tokio::sync::Notify;
 
-use crate::error::Error;
-use crate::watches::WatchKey;
+use crate::error::{Error, chain};
 
 /// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::health`](crate::Running::health)
 /// report it.
@@ -72,6 +70,8 @@ pub struct WatchReport {
 #[derive(Default)]
 pub(crate) struct Health {
     contexts: Mutex<BTreeMap<String, ContextEntry>>,
+    /// Controllers whose loop ended while the manager was running, and why: the process is half-dead.
+    dead_controllers: Mutex<BTreeMap<String, String>>,
     started: AtomicBool,
     changed: Notify,
 }
@@ -98,6 +98,7 @@ struct WatchState {
 
 /// The handle a watch task reports through.
 pub(crate) struct WatchHealth {
+    context: String,
     state: Arc<Mutex<WatchState>>,
     health: Arc<Health>,
 }
@@ -124,29 +125,45 @@ impl Health {
         self.update(context, |entry| entry.unreachable = problem);
     }
 
-    /// Registers a new watch of `K` for `key`.
-    pub(crate) fn watch_started<K: Resource<DynamicType = ()>>(
+    /// Registers a new watch of `kind` (`Kind.group/version`, plural `plural`) in `context`, in `namespace`
+    /// or all namespaces.
+    pub(crate) fn watch_started(
         self: &Arc<Self>,
-        key: &WatchKey,
+        context: &str,
+        namespace: Option<&str>,
+        kind: String,
+        plural: String,
     ) -> WatchHealth {
-        let group = K::group(&());
-        let kind = if group.is_empty() {
-            format!("{}/{}", K::kind(&()), K::version(&()))
-        } else {
-            format!("{}.{group}/{}", K::kind(&()), K::version(&()))
-        };
         let state = Arc::new(Mutex::new(WatchState {
             kind,
-            plural: K::plural(&()).into_owned(),
-            namespace: key.namespace.clone(),
+            plural,
+            namespace: namespace.map(str::to_owned),
             synced: false,
             problem: None,
         }));
-        self.update(&key.context, |entry| entry.watches.push(state.clone()));
+        self.update(context, |entry| entry.watches.push(state.clone()));
         WatchHealth {
+            context: context.to_owned(),
             state,
             health: self.clone(),
         }
+    }
+
+    /// A controller's loop ended while the manager was running: `/livez` fails from now on, naming it.
+    pub(crate) fn controller_ended(&self, controller: &str, reason: String) {
+        self.dead_controllers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(controller.to_owned(), reason);
+        self.changed.notify_waiters();
+    }
+
+    /// Why the process is not alive: each controller whose loop ended unexpectedly, with the reason.
+    pub(crate) fn liveness_problems(&self) -> BTreeMap<String, String> {
+        self.dead_controllers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The report the probes serve; latches `started` the first time every required context is ready.
@@ -260,8 +277,17 @@ impl WatchHealth {
             let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             describe(error, &state)
         };
-        tracing::warn!(%problem, "watch failed; retrying");
-        self.set(|s| s.problem.replace(problem.clone()).as_ref() != Some(&problem));
+        let changed = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.problem.replace(problem.clone()).as_ref() != Some(&problem)
+        };
+        // Logged when the problem changes; every retry of the same problem only at debug level.
+        if changed {
+            tracing::warn!(context = %self.context, %problem, "watch failed; retrying with backoff");
+            self.health.changed.notify_waiters();
+        } else {
+            tracing::debug!(context = %self.context, %problem, "watch still failing");
+        }
     }
 
     fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
@@ -321,17 +347,93 @@ fn describe(error: &watcher::Error, watch: &WatchState) -> String {
     }
 }
 
-/// An error and its causes on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> watcher::Error {
+        let status = kube::core::Status::failure("denied", "Reason").with_code(code);
+        watcher::Error::InitialListFailed(kube::Error::Api(status.boxed()))
     }
-    text
+
+    #[test]
+    fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
+        let health = Arc::new(Health::default());
+        health.declare("cluster-a", true);
+        health.declare("cluster-b", false);
+        let report = health.report();
+        assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Starting);
+        assert!(!report.ready && !report.started);
+
+        health.connected("cluster-a", None);
+        let watch = health.watch_started(
+            "cluster-a",
+            Some("ns"),
+            "Deployment.apps/v1".into(),
+            "deployments".into(),
+        );
+        assert_eq!(
+            health.report().contexts["cluster-a"].status,
+            ContextStatus::Starting
+        );
+        watch.synced();
+        let report = health.report();
+        assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Ready);
+        assert!(
+            report.ready && report.started,
+            "the optional cluster-b does not hold it back"
+        );
+
+        // Started stays latched; ready follows.
+        health.pinged("cluster-a", Some("unreachable: connection refused".into()));
+        let report = health.report();
+        assert!(report.started && !report.ready);
+        assert_eq!(
+            report.contexts["cluster-a"].reasons,
+            ["context cluster-a: unreachable: connection refused"]
+        );
+    }
+
+    #[test]
+    fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
+        let health = Arc::new(Health::default());
+        let watch = health.watch_started(
+            "cluster-a",
+            Some("ns"),
+            "Deployment.apps/v1".into(),
+            "deployments".into(),
+        );
+        for (code, expected) in [
+            (401, "credentials were rejected (401 Unauthorized)"),
+            (
+                403,
+                "user may not list deployments in namespace ns (403 Forbidden)",
+            ),
+            (404, "kind Deployment.apps/v1 is not served"),
+            (500, "list deployments in namespace ns failed: denied (500)"),
+        ] {
+            watch.failed(&api_error(code));
+            let report = health.report();
+            assert_eq!(
+                report.contexts["cluster-a"].reasons,
+                [format!("context cluster-a: {expected}")]
+            );
+            assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Failing);
+        }
+        watch.working();
+        assert!(health.report().contexts["cluster-a"].reasons.is_empty());
+    }
+
+    #[test]
+    fn a_required_context_without_a_client_is_fatal_and_an_optional_one_is_not() {
+        let health = Health::default();
+        health.declare("control", true);
+        health.declare("extra", false);
+        let error = Error::UndeclaredContext {
+            context: "x".into(),
+        };
+        health.connected("control", Some(&error));
+        health.connected("extra", Some(&error));
+        assert_eq!(health.fatal_errors().len(), 1);
+    }
 }

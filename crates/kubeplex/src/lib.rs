@@ -66,25 +66,46 @@
 //! `docs/controller-attribute.md`; what it expands to is shown in `docs/expansion.md`.
 #![deny(missing_docs)]
 
+// Layers, lowest first; a module imports only from its own layer or below (docs/architecture.md).
+// Foundations: names, errors, description types.
 mod action;
 mod backoff;
-mod children;
 mod context;
 mod contexts_macro;
-mod controller;
-mod cx;
 mod error;
-mod health;
-mod manager;
+mod key_queue;
 mod ownership;
+mod resource;
+mod status;
+// Shared infrastructure: health, clients, watches, plans.
+mod child_watch;
+mod health;
 mod plan;
 mod pool;
-mod probes;
-mod runner;
-mod runtime;
-mod scope;
-mod status;
 mod watches;
+// What a controller runs on: the executor (no Kubernetes), the runtime bundle, the user-facing traits.
+mod controller;
+mod cx;
+mod executor;
+mod runtime;
+// One controller: its engine and the paths of a reconcile.
+mod children;
+mod controller_loop;
+mod engine;
+mod events;
+mod finalize;
+mod orphans;
+mod reconcile;
+mod status_write;
+// The process: pings, probes, the manager.
+mod manager;
+mod ping;
+mod probes;
+
+#[cfg(test)]
+mod fake_api;
+#[cfg(test)]
+mod test_engine;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -92,9 +113,7 @@ pub mod __private;
 
 pub use action::Action;
 pub use context::{Context, ContextName, ContextSet};
-pub use controller::{
-    Controller, DEFAULT_ERROR_REQUEUE, MAX_ERROR_REQUEUE, PrimaryResource, Reconcile,
-};
+pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
 pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
@@ -125,13 +144,14 @@ pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
 /// children's included, are of one kind and one fleet. Every mistake is a compile error at the
 /// offending token; see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
-pub use manager::{DEFAULT_PING_INTERVAL, Manager, Running};
+pub use manager::{Manager, Running};
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
-pub use plan::{Child, Plan};
+pub use ping::DEFAULT_PING_INTERVAL;
+pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
 pub use pool::{CONTEXT_ENV_PREFIX, IN_CLUSTER};
-pub use scope::ApiScope;
+pub use resource::{ApiScope, PrimaryResource};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`.

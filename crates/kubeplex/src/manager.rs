@@ -11,7 +11,6 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::backoff::WatchBackoff;
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::error::{Error, Result};
@@ -20,11 +19,7 @@ use crate::pool::{IN_CLUSTER, KubeconfigSource, PoolConfig};
 use crate::runtime::Runtime;
 use crate::watches::WatchRegistry;
 
-/// How often each context's API server is asked for `/version` by default, so that a cluster that stops
-/// answering (a frozen or partitioned server keeps watch connections open) shows in `/readyz`.
-pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
-/// How long a ping may take before the context counts as unreachable.
-const PING_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::ping::DEFAULT_PING_INTERVAL;
 
 /// Runs controllers across contexts: one client per context, shared watches, probes, graceful shutdown.
 ///
@@ -45,7 +40,6 @@ pub struct Manager {
     optional: BTreeSet<String>,
     probes: Option<String>,
     ping_interval: Duration,
-    backoff: WatchBackoff,
 }
 
 impl Default for Manager {
@@ -64,7 +58,6 @@ impl Manager {
             optional: BTreeSet::new(),
             probes: None,
             ping_interval: DEFAULT_PING_INTERVAL,
-            backoff: WatchBackoff::new(Duration::from_millis(500), Duration::from_secs(8)),
         }
     }
 
@@ -123,9 +116,13 @@ impl Manager {
     /// Connects every context, starts the watches, the controllers and the probe server, and returns at once;
     /// use [`Running::wait_started`] to wait for the contexts.
     ///
-    /// Fails only when the probe address cannot be bound or no kubeconfig can be read at all; a context
-    /// that cannot be configured is reported by [`Running::wait_started`] and the probes.
+    /// Fails only when a controller's plan is invalid, the probe address cannot be bound or no kubeconfig
+    /// can be read at all; a context that cannot be configured is reported by [`Running::wait_started`]
+    /// and the probes.
     pub async fn start(self) -> Result<Running> {
+        for registration in &self.controllers {
+            registration.check()?;
+        }
         let health = Arc::new(Health::default());
         let mut contexts: Vec<String> = Vec::new();
         for registration in &self.controllers {
@@ -175,7 +172,7 @@ impl Manager {
         }
         for context in pool.contexts() {
             if let Ok(client) = pool.client(context) {
-                background.spawn(ping(
+                background.spawn(crate::ping::ping(
                     context.to_owned(),
                     client,
                     health.clone(),
@@ -185,13 +182,15 @@ impl Manager {
         }
         let runtime = Arc::new(Runtime {
             pool,
-            watches: WatchRegistry::new(health.clone(), self.backoff),
+            watches: WatchRegistry::new(health.clone()),
             health: health.clone(),
         });
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();
         for registration in self.controllers {
-            registration.spawn(runtime.clone(), stopped.clone(), &mut controllers);
+            let name = registration.name();
+            let run = registration.start(runtime.clone(), stopped.clone());
+            controllers.spawn(supervise(name, run, stopped.clone(), health.clone()));
         }
         Ok(Running {
             runtime,
@@ -308,39 +307,60 @@ fn error_context(error: &Error) -> Option<&str> {
     }
 }
 
-/// Asks the context's API server for `/version` every `interval`, recording whether it answers.
-async fn ping(context: String, client: kube::Client, health: Arc<Health>, interval: Duration) {
-    loop {
-        let problem = match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
-            Ok(Ok(_)) => None,
-            Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
-                Some("credentials were rejected (401 Unauthorized)".to_owned())
-            }
-            Ok(Err(error)) => Some(format!("unreachable: {}", crate::health::chain(&error))),
-            Err(_) => Some(format!("unreachable: no answer within {PING_TIMEOUT:?}")),
-        };
-        if let Some(problem) = &problem {
-            tracing::warn!(%context, %problem, "ping failed");
-        }
-        health.pinged(&context, problem);
-        tokio::time::sleep(interval).await;
+/// Runs a controller's loop as a task of its own; if it ends while the manager is running (a panic, or a
+/// bug that ends the loop), that is logged and `/livez` fails naming the controller, instead of the
+/// process running on half-dead.
+async fn supervise(
+    controller: String,
+    run: impl Future<Output = ()> + Send + 'static,
+    stop: watch::Receiver<bool>,
+    health: Arc<Health>,
+) {
+    let ended = tokio::spawn(run).await;
+    if *stop.borrow() {
+        return;
     }
+    let reason = match ended {
+        Ok(()) => "its loop ended unexpectedly".to_owned(),
+        Err(error) if error.is_panic() => "its loop panicked".to_owned(),
+        Err(error) => format!("its loop stopped: {error}"),
+    };
+    tracing::error!(%controller, %reason, "controller stopped; /livez now fails");
+    health.controller_ended(&controller, reason);
 }
 
 /// A controller the manager runs, with its type erased.
 trait Registration: Send {
+    /// The controller's name.
+    fn name(&self) -> String;
+    /// Whether its plan can work.
+    fn check(&self) -> Result<()>;
     /// The names of every context it needs.
     fn contexts(&self) -> Vec<String>;
-    /// Starts its loop.
-    fn spawn(
+    /// Opens its watches and returns its loop.
+    fn start(
         self: Box<Self>,
         runtime: Arc<Runtime>,
         stop: watch::Receiver<bool>,
-        tasks: &mut JoinSet<()>,
-    );
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
 impl<R: Reconcile> Registration for R {
+    fn name(&self) -> String {
+        R::plan().name().to_owned()
+    }
+
+    fn check(&self) -> Result<()> {
+        let plan = R::plan();
+        match plan.problem() {
+            Some(reason) => Err(Error::InvalidPlan {
+                controller: plan.name().to_owned(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
     fn contexts(&self) -> Vec<String> {
         R::plan()
             .all_contexts()
@@ -349,12 +369,43 @@ impl<R: Reconcile> Registration for R {
             .collect()
     }
 
-    fn spawn(
+    fn start(
         self: Box<Self>,
         runtime: Arc<Runtime>,
         stop: watch::Receiver<bool>,
-        tasks: &mut JoinSet<()>,
-    ) {
-        tasks.spawn(crate::runner::start(*self, R::plan(), runtime, stop));
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(crate::controller_loop::start(
+            *self,
+            R::plan(),
+            runtime,
+            stop,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_controller_loop_that_ends_or_panics_while_running_fails_liveness() {
+        let health = Arc::new(Health::default());
+        let (stop, stopped) = watch::channel(false);
+        supervise("ended".into(), async {}, stopped.clone(), health.clone()).await;
+        supervise(
+            "panicked".into(),
+            async { panic!("boom") },
+            stopped.clone(),
+            health.clone(),
+        )
+        .await;
+        let dead = health.liveness_problems();
+        assert_eq!(dead["ended"], "its loop ended unexpectedly");
+        assert_eq!(dead["panicked"], "its loop panicked");
+
+        // Ending because the manager stops is not a failure.
+        stop.send(true).unwrap();
+        supervise("stopping".into(), async {}, stopped, health.clone()).await;
+        assert!(!health.liveness_problems().contains_key("stopping"));
     }
 }

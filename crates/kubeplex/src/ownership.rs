@@ -5,19 +5,22 @@
 
 use std::collections::BTreeMap;
 
+use kube::Resource;
 use kube::api::ObjectMeta;
+use kube::runtime::reflector::ObjectRef;
 
 /// Label on every child: the name of the controller that manages it (children are watched by it).
 pub const CONTROLLER_LABEL: &str = "kubeplex.dev/controller";
 /// Label on every child: the UID of its parent, to list one parent's children in any cluster.
 pub const PARENT_UID_LABEL: &str = "kubeplex.dev/parent-uid";
 /// Annotation on every child: `context/namespace/name` of its parent (namespace empty when cluster-scoped).
+/// Read from the right: namespaces and names never contain `/`, a context name may (`arn:…:cluster/prod`).
 pub const PARENT_ANNOTATION: &str = "kubeplex.dev/parent";
 /// Annotation on every child: the parent's kind, `Kind.group/version`.
 pub const PARENT_KIND_ANNOTATION: &str = "kubeplex.dev/parent-kind";
 
 /// Where a child's parent lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct ParentRef {
     pub(crate) context: String,
     pub(crate) namespace: Option<String>,
@@ -33,14 +36,26 @@ impl ParentRef {
             .annotations
             .as_ref()?
             .get(PARENT_ANNOTATION)?
-            .splitn(3, '/');
-        let (context, namespace, name) = (parts.next()?, parts.next()?, parts.next()?);
+            .rsplitn(3, '/');
+        let (name, namespace, context) = (parts.next()?, parts.next()?, parts.next()?);
+        if context.is_empty() || name.is_empty() {
+            return None;
+        }
         Some(Self {
             context: context.to_owned(),
             namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
             name: name.to_owned(),
             uid,
         })
+    }
+
+    /// The parent as a cache key of its kind.
+    pub(crate) fn object_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
+        let object = ObjectRef::new(&self.name);
+        match &self.namespace {
+            Some(namespace) => object.within(namespace),
+            None => object,
+        }
     }
 
     /// The labels and annotations that link a child to this parent.
@@ -73,15 +88,6 @@ impl ParentRef {
     }
 }
 
-/// `Kind.group/version` of a kind, as probes and annotations show it.
-pub(crate) fn kind_label(kind: &str, group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("{kind}/{version}")
-    } else {
-        format!("{kind}.{group}/{version}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +110,35 @@ mod tests {
         };
         assert_eq!(ParentRef::of(&meta), Some(parent));
         assert_eq!(ParentRef::of(&ObjectMeta::default()), None);
+    }
+
+    #[test]
+    fn any_valid_context_name_round_trips_even_with_slashes() {
+        for (context, namespace) in [
+            (
+                "arn:aws:eks:eu-west-1:123456789012:cluster/prod",
+                Some("crds"),
+            ),
+            ("gke_project_europe-west1_cluster/with/slashes", None),
+        ] {
+            let parent = ParentRef {
+                context: context.into(),
+                namespace: namespace.map(str::to_owned),
+                name: "crd-a".into(),
+                uid: "6f1c".into(),
+            };
+            let (labels, annotations) = parent.stamp("app-deployer", "AppDeployment.demo/v1");
+            let meta = ObjectMeta {
+                labels: Some(labels),
+                annotations: Some(annotations),
+                ..ObjectMeta::default()
+            };
+            assert_eq!(ParentRef::of(&meta), Some(parent.clone()));
+            let object = parent.object_ref::<k8s_openapi::api::core::v1::ConfigMap>();
+            assert_eq!(
+                (object.name.as_str(), object.namespace.as_deref()),
+                ("crd-a", namespace)
+            );
+        }
     }
 }

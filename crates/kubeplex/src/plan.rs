@@ -5,9 +5,18 @@ use std::time::Duration;
 
 use kube::core::ApiResource;
 
-use crate::children::{OpenChildWatch, open_child_watch};
+use crate::child_watch::{OpenChildWatch, open_child_watch};
 use crate::context::Context;
-use crate::controller::PrimaryResource;
+use crate::resource::PrimaryResource;
+
+/// The longest the default error policy waits between retries of an object that keeps failing.
+pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
+
+/// How long a failed reconcile waits before it is retried when the plan sets no `error_requeue`.
+pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(5);
+
+/// The longest a controller name may be: it is a label value on every child (63 characters at most).
+pub const MAX_CONTROLLER_NAME: usize = 63;
 
 /// Where a controller's primary resource is watched, where its children live, and how it reconciles.
 ///
@@ -128,6 +137,39 @@ impl<C: Context> Plan<C> {
     pub fn owns(mut self, child: Child<C>) -> Self {
         self.children.push(child);
         self
+    }
+
+    /// What is wrong with the plan, if anything; `#[controller]` checks the same while compiling, so this
+    /// catches plans written by hand.
+    pub(crate) fn problem(&self) -> Option<String> {
+        let name = self.name.as_ref();
+        let label_value = name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && name
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphanumeric())
+            && name
+                .bytes()
+                .last()
+                .is_some_and(|b| b.is_ascii_alphanumeric());
+        if name.len() > MAX_CONTROLLER_NAME || !label_value {
+            return Some(format!(
+                "the controller name {name:?} is written into a label value on every child and into the \
+                 default finalizer: it must be 1 to {MAX_CONTROLLER_NAME} characters of letters, digits, \
+                 '-', '_' or '.', starting and ending with a letter or digit; give a shorter `name`"
+            ));
+        }
+        if self.contexts.is_empty() {
+            return Some("the plan watches no context; give it at least one".into());
+        }
+        None
+    }
+
+    /// The retry delay after a failed reconcile: the plan's, else [`DEFAULT_ERROR_REQUEUE`].
+    pub(crate) fn error_requeue_or_default(&self) -> Duration {
+        self.error_requeue.unwrap_or(DEFAULT_ERROR_REQUEUE)
     }
 
     /// The controller's name: used in logs, metrics, probe reports and as the field manager.
@@ -303,4 +345,55 @@ fn expand_namespaces<'a>(
 ) -> impl Iterator<Item = Option<&'a str>> {
     let all = namespaces.is_empty().then_some(None);
     namespaces.iter().map(|ns| Some(ns.as_ref())).chain(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ContextName;
+
+    fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
+        Plan::new(name).contexts([ContextName::new("control")])
+    }
+
+    #[test]
+    fn names_that_cannot_be_label_values_are_refused() {
+        assert_eq!(plan("app-deployer").problem(), None);
+        assert_eq!(plan("a".repeat(63)).problem(), None);
+        for bad in [
+            "a".repeat(64),
+            "-leading".into(),
+            "has space".into(),
+            String::new(),
+        ] {
+            let problem = plan(bad.clone()).problem().unwrap_or_default();
+            assert!(
+                problem.contains("give a shorter `name`"),
+                "{bad:?}: {problem}"
+            );
+        }
+        assert!(
+            Plan::<ContextName>::new("x")
+                .problem()
+                .unwrap()
+                .contains("no context")
+        );
+    }
+
+    #[test]
+    fn the_default_finalizer_is_named_after_the_controller_when_it_has_children() {
+        let owning = plan("web").owns(
+            Child::of::<k8s_openapi::api::core::v1::ConfigMap>().contexts([ContextName::new("a")]),
+        );
+        assert_eq!(
+            owning.managed_finalizer().as_deref(),
+            Some("kubeplex.dev/web")
+        );
+        assert_eq!(plan("web").managed_finalizer(), None);
+        let named = plan("web").finalizer("example.com/cleanup");
+        assert_eq!(
+            named.managed_finalizer().as_deref(),
+            Some("example.com/cleanup")
+        );
+    }
 }

@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::error::{Error, Result};
 // A kubeconfig error's causes carry the file name and the parser's reason.
-use crate::health::chain as describe;
+use crate::error::{Error, Result, chain as describe};
 
 /// Environment variable prefix that remaps a context: `KUBEPLEX_CONTEXT_CLUSTER_A=kind-a` makes the context
 /// `cluster-a` use the kubeconfig context `kind-a`.
@@ -62,7 +61,14 @@ impl PoolConfig {
             .iter()
             .any(|c| self.kubeconfig_context(c) != IN_CLUSTER);
         let kubeconfig = if needs_kubeconfig {
-            Some(self.load()?)
+            // Reading files blocks: off the async workers, which serve every other context meanwhile.
+            let config = self.clone();
+            let loaded = tokio::task::spawn_blocking(move || config.load())
+                .await
+                .map_err(|e| Error::InvalidKubeconfig {
+                    reason: format!("reading the kubeconfig stopped: {e}"),
+                })??;
+            Some(loaded)
         } else {
             None
         };
@@ -127,11 +133,12 @@ impl PoolConfig {
                     },
                 });
             }
+            let only = only_context(kubeconfig, &kubeconfig_context);
             let options = KubeConfigOptions {
                 context: Some(kubeconfig_context),
                 ..KubeConfigOptions::default()
             };
-            kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+            kube::Config::from_custom_kubeconfig(only, &options)
                 .await
                 .map_err(|e| config_error(describe(&e)))?
         };
@@ -151,6 +158,17 @@ impl ClientPool {
             None => Err(Error::UndeclaredContext {
                 context: context.to_owned(),
             }),
+        }
+    }
+
+    /// A pool of ready-made clients (tests use clients answered by a stand-in server).
+    #[cfg(test)]
+    pub(crate) fn from_clients(clients: impl IntoIterator<Item = (&'static str, Client)>) -> Self {
+        Self {
+            clients: clients
+                .into_iter()
+                .map(|(context, client)| (context.to_owned(), Ok(client)))
+                .collect(),
         }
     }
 
@@ -186,7 +204,7 @@ fn load_default(kubeconfig_var: Option<OsString>, home: Option<PathBuf>) -> Resu
     };
     let mut merged: Option<Kubeconfig> = None;
     for path in &paths {
-        let invalid = |error: &dyn std::error::Error| Error::InvalidKubeconfig {
+        let invalid = |error: &(dyn std::error::Error + 'static)| Error::InvalidKubeconfig {
             reason: format!("{}: {}", path.display(), describe(error)),
         };
         let next = Kubeconfig::read_from(path).map_err(|e| invalid(&e))?;
@@ -198,6 +216,33 @@ fn load_default(kubeconfig_var: Option<OsString>, home: Option<PathBuf>) -> Resu
     merged.ok_or_else(|| Error::NoKubeconfig {
         reason: "KUBECONFIG names no file".into(),
     })
+}
+
+/// The part of `kubeconfig` one context needs: the context, its cluster and its user. A fleet's kubeconfig
+/// holds every cluster's CA and credentials; each client needs only its own.
+fn only_context(kubeconfig: &Kubeconfig, context: &str) -> Kubeconfig {
+    let named = kubeconfig.contexts.iter().find(|c| c.name == context);
+    let target = named.and_then(|c| c.context.as_ref());
+    Kubeconfig {
+        contexts: named.cloned().into_iter().collect(),
+        clusters: kubeconfig
+            .clusters
+            .iter()
+            .filter(|c| target.is_some_and(|t| t.cluster == c.name))
+            .cloned()
+            .collect(),
+        auth_infos: kubeconfig
+            .auth_infos
+            .iter()
+            .filter(|a| target.is_some_and(|t| t.user.as_deref() == Some(a.name.as_str())))
+            .cloned()
+            .collect(),
+        current_context: Some(context.to_owned()),
+        preferences: kubeconfig.preferences.clone(),
+        kind: kubeconfig.kind.clone(),
+        api_version: kubeconfig.api_version.clone(),
+        ..Kubeconfig::default()
+    }
 }
 
 /// The environment variable that remaps `context`: `cluster-a` -> `KUBEPLEX_CONTEXT_CLUSTER_A`.
@@ -295,6 +340,34 @@ mod tests {
             load_default(Some(std::env::join_paths([&first, &second]).unwrap()), None).unwrap();
         let names: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["control", "cluster-a"]);
+    }
+
+    #[test]
+    fn each_client_gets_only_its_own_cluster_and_user() {
+        let mut full: serde_json::Value = kubeconfig_json(&["control", "cluster-a", "cluster-b"]);
+        full["clusters"] = serde_json::json!(["control", "cluster-a", "cluster-b"].map(
+            |n| serde_json::json!({ "name": n, "cluster": { "server": format!("https://{n}") } })
+        ));
+        full["users"] =
+            serde_json::json!(["control", "cluster-a", "cluster-b"].map(
+                |n| serde_json::json!({ "name": n, "user": { "token": format!("secret-{n}") } })
+            ));
+        let full: Kubeconfig = serde_json::from_value(full).unwrap();
+        let one = only_context(&full, "cluster-a");
+        let names = |v: Vec<&str>| v.join(",");
+        assert_eq!(
+            names(one.contexts.iter().map(|c| c.name.as_str()).collect()),
+            "cluster-a"
+        );
+        assert_eq!(
+            names(one.clusters.iter().map(|c| c.name.as_str()).collect()),
+            "cluster-a"
+        );
+        assert_eq!(
+            names(one.auth_infos.iter().map(|c| c.name.as_str()).collect()),
+            "cluster-a"
+        );
+        assert_eq!(one.current_context.as_deref(), Some("cluster-a"));
     }
 
     #[tokio::test]

@@ -58,8 +58,16 @@ fn respond(health: &Health, path: &str) -> Response<Full<Bytes>> {
             (passing, body)
         }
         // Liveness asks whether this process works, not whether remote clusters do: restarting the operator
-        // cannot fix a cluster that is down. An answer at all means the runtime is not wedged.
-        "/livez" => (true, serde_json::json!({ "status": "ok" })),
+        // cannot fix a cluster that is down. It fails only when a controller's loop has ended.
+        "/livez" => {
+            let dead = health.liveness_problems();
+            let body = if dead.is_empty() {
+                serde_json::json!({ "status": "ok" })
+            } else {
+                serde_json::json!({ "status": "failing", "controllers": dead })
+            };
+            (dead.is_empty(), body)
+        }
         _ => {
             let body = serde_json::json!({ "error": "not found; the probes are /startupz, /readyz and /livez" });
             return json(StatusCode::NOT_FOUND, &body);

@@ -20,8 +20,11 @@ pub struct FleetStatus {
     /// Each child context by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clusters: BTreeMap<String, ClusterStatus>,
-    /// `Ready`: true when the children are in place in every context.
+    /// `Ready`: true when the children are in place in every context. A list keyed by `type`, so that other
+    /// writers' conditions (the reconciler's own, another controller's) live beside kubeplex's: each writer
+    /// applies only its own (server-side apply merges them by type).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
 }
 
@@ -42,6 +45,7 @@ pub struct ClusterStatus {
 
 /// Where a parent's children in one context stand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum ClusterState {
     /// Every child is applied as desired.
     Ready,
@@ -54,6 +58,9 @@ pub enum ClusterState {
     /// The parent was deleted while this context was unreachable for longer than the abandon policy allows:
     /// its children were left behind.
     Abandoned,
+    /// A child's name is taken by an object that is not this parent's (another parent's child, or one
+    /// created by someone else): it was left alone.
+    Conflict,
 }
 
 /// A status condition, as Kubernetes conventions shape them.
@@ -77,19 +84,64 @@ pub struct Condition {
     pub observed_generation: Option<i64>,
 }
 
+impl ClusterState {
+    /// The state as the status writes it, e.g. `Ready`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "Ready",
+            Self::Unreachable => "Unreachable",
+            Self::Failed => "Failed",
+            Self::Deleting => "Deleting",
+            Self::Abandoned => "Abandoned",
+            Self::Conflict => "Conflict",
+        }
+    }
+}
+
+/// The condition type kubeplex writes.
+pub(crate) const READY: &str = "Ready";
+
 /// The outcome of syncing (or cleaning up) one context.
 #[derive(Clone, Debug)]
-pub(crate) struct Outcome {
+pub(crate) struct ContextOutcome {
     pub(crate) state: ClusterState,
     pub(crate) children: u32,
     pub(crate) message: Option<String>,
 }
 
 impl FleetStatus {
+    /// The part of a parent's status that kubeplex writes (its clusters and its `Ready` condition), read
+    /// from the whole status; what other writers put there is not kubeplex's to compare or rewrite.
+    pub(crate) fn owned_part(status: Option<&serde_json::Value>) -> FleetStatus {
+        let mut status: FleetStatus = status
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default();
+        status.conditions.retain(|c| c.type_ == READY);
+        status
+    }
+
+    /// After a failed reconcile: the clusters as they were, and `Ready=False` saying why.
+    pub(crate) fn reconcile_failed(
+        previous: &FleetStatus,
+        message: &str,
+        generation: Option<i64>,
+        now: &str,
+    ) -> FleetStatus {
+        FleetStatus {
+            clusters: previous.clusters.clone(),
+            conditions: vec![ready_condition(
+                previous,
+                ("False", "ReconcileFailed", message.to_owned()),
+                generation,
+                now,
+            )],
+        }
+    }
+
     /// The status for these outcomes, keeping the transition times of states that did not change.
     pub(crate) fn from_outcomes(
         previous: &FleetStatus,
-        outcomes: &BTreeMap<String, Outcome>,
+        outcomes: &BTreeMap<String, ContextOutcome>,
         generation: Option<i64>,
         now: &str,
     ) -> FleetStatus {
@@ -115,8 +167,8 @@ impl FleetStatus {
             .filter(|(_, c)| c.state != ClusterState::Ready)
             .map(|(name, c)| {
                 format!(
-                    "{name}: {:?}{}",
-                    c.state,
+                    "{name}: {}{}",
+                    c.state.as_str(),
                     c.message
                         .as_ref()
                         .map(|m| format!(" ({m})"))
@@ -132,25 +184,40 @@ impl FleetStatus {
             )
         } else if clusters.values().any(|c| c.state == ClusterState::Deleting) {
             ("False", "DeletionBlocked", not_ready.join("; "))
+        } else if clusters.values().any(|c| c.state == ClusterState::Conflict) {
+            ("False", "ChildConflict", not_ready.join("; "))
         } else {
             ("False", "ClustersNotReady", not_ready.join("; "))
         };
-        let old_ready = previous.conditions.iter().find(|c| c.type_ == "Ready");
-        let since = old_ready
-            .filter(|c| c.status == status)
-            .map_or_else(|| now.to_owned(), |c| c.last_transition_time.clone());
-        let ready = Condition {
-            type_: "Ready".into(),
-            status: status.into(),
-            reason: reason.into(),
-            message,
-            last_transition_time: since,
-            observed_generation: generation,
-        };
+        let ready = ready_condition(previous, (status, reason, message), generation, now);
         FleetStatus {
             clusters,
             conditions: vec![ready],
         }
+    }
+}
+
+/// The `Ready` condition with this (status, reason, message), its transition time kept while the status
+/// stays the same.
+fn ready_condition(
+    previous: &FleetStatus,
+    (status, reason, message): (&str, &str, String),
+    generation: Option<i64>,
+    now: &str,
+) -> Condition {
+    let since = previous
+        .conditions
+        .iter()
+        .find(|c| c.type_ == READY)
+        .filter(|c| c.status == status)
+        .map_or_else(|| now.to_owned(), |c| c.last_transition_time.clone());
+    Condition {
+        type_: READY.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: since,
+        observed_generation: generation,
     }
 }
 
@@ -168,8 +235,8 @@ pub(crate) fn now() -> String {
 mod tests {
     use super::*;
 
-    fn outcome(state: ClusterState, message: Option<&str>) -> Outcome {
-        Outcome {
+    fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
+        ContextOutcome {
             state,
             children: 2,
             message: message.map(str::to_owned),
@@ -178,7 +245,7 @@ mod tests {
 
     #[test]
     fn transition_times_move_only_when_the_state_changes() {
-        let outcomes: BTreeMap<String, Outcome> = [
+        let outcomes: BTreeMap<String, ContextOutcome> = [
             ("cluster-a".to_owned(), outcome(ClusterState::Ready, None)),
             (
                 "cluster-b".to_owned(),
@@ -208,5 +275,57 @@ mod tests {
             ("True", "t2")
         );
         assert!(now().ends_with('Z'), "{}", now());
+    }
+
+    #[test]
+    fn a_failed_reconcile_turns_ready_false_and_keeps_the_clusters() {
+        let outcomes: BTreeMap<String, ContextOutcome> =
+            [("cluster-a".to_owned(), outcome(ClusterState::Ready, None))].into();
+        let ready = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(1), "t1");
+        let failed = FleetStatus::reconcile_failed(&ready, "image is empty", Some(2), "t2");
+        assert_eq!(failed.clusters, ready.clusters);
+        let condition = &failed.conditions[0];
+        assert_eq!(
+            (
+                condition.status.as_str(),
+                condition.reason.as_str(),
+                condition.message.as_str()
+            ),
+            ("False", "ReconcileFailed", "image is empty")
+        );
+        assert_eq!(
+            (
+                condition.last_transition_time.as_str(),
+                condition.observed_generation
+            ),
+            ("t2", Some(2))
+        );
+    }
+
+    #[test]
+    fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
+        let status = serde_json::json!({
+            "clusters": {},
+            "conditions": [
+                { "type": "Configured", "status": "True", "reason": "Mine", "lastTransitionTime": "t0" },
+                { "type": "Ready", "status": "True", "reason": "AllClustersReady", "lastTransitionTime": "t1" },
+            ],
+            "somethingElse": 1,
+        });
+        let owned = FleetStatus::owned_part(Some(&status));
+        assert_eq!(owned.conditions.len(), 1);
+        assert_eq!(owned.conditions[0].type_, READY);
+        assert_eq!(FleetStatus::owned_part(None), FleetStatus::default());
+    }
+
+    #[test]
+    fn the_schema_keys_conditions_by_type_for_server_side_apply() {
+        let schema = serde_json::to_value(schemars::schema_for!(FleetStatus)).unwrap();
+        let conditions = &schema["properties"]["conditions"];
+        assert_eq!(conditions["x-kubernetes-list-type"], "map", "{conditions}");
+        assert_eq!(
+            conditions["x-kubernetes-list-map-keys"],
+            serde_json::json!(["type"])
+        );
     }
 }

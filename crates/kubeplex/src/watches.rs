@@ -1,24 +1,23 @@
 //! Shared watches: one watcher and cache per (context, kind, namespace, selectors), however many controllers
-//! need it, each fanning its changes out to every subscriber.
+//! need it, each handing the keys of changed objects to every subscriber.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
-use kube::runtime::reflector::{self, Store};
+use futures::{Stream, StreamExt};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, watcher as start_watcher};
-use kube::{Api, Client};
-
-use crate::scope::ApiScope;
-use tokio::sync::mpsc;
+use kube::{Api, Client, Resource, ResourceExt};
 use tokio::task::JoinSet;
 
-use crate::backoff::WatchBackoff;
-use crate::controller::PrimaryResource;
+use crate::backoff::RetryBackoff;
 use crate::health::{Health, WatchHealth};
+use crate::key_queue::{KeySender, KeyStream, key_queue};
+use crate::resource::{ApiScope, PrimaryResource, kind_label};
 
 /// What identifies a watch: two requests with the same key share one watch and one cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -28,44 +27,193 @@ pub(crate) struct WatchKey {
     pub(crate) namespace: Option<String>,
     pub(crate) label_selector: Option<String>,
     pub(crate) field_selector: Option<String>,
+    /// A label whose values the cache is indexed by (children by their parent's UID).
+    pub(crate) index_label: Option<&'static str>,
 }
 
-/// A change seen by a watch, handed to each subscriber.
+/// A change seen by a watch, handed to each subscriber's key function.
 #[derive(Debug)]
-pub(crate) enum Change<K> {
+pub(crate) enum Change<'a, K> {
     /// Created, updated, or listed.
-    Applied(Arc<K>),
-    /// Deleted.
-    Deleted(Arc<K>),
+    Applied(&'a K),
+    /// Deleted, or gone from a relist.
+    Deleted(&'a K),
 }
+
+impl<K> Change<'_, K> {
+    /// The object, whatever happened to it.
+    pub(crate) fn object(&self) -> &K {
+        match self {
+            Change::Applied(object) | Change::Deleted(object) => object,
+        }
+    }
+}
+
+/// Turns a change into a subscriber's key; `false` once the subscriber is gone.
+type Subscriber<K> = Box<dyn Fn(&Change<'_, K>) -> bool + Send + Sync>;
+
+/// A namespace/name pair: the part of an object's reference an index keeps.
+type Name = (Option<String>, String);
 
 /// One running watch of kind `K` and its cache.
 pub(crate) struct SharedWatch<K: PrimaryResource> {
     store: Store<K>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Change<K>>>>,
+    subscribers: Mutex<Vec<Subscriber<K>>>,
+    index: Option<LabelIndex>,
+}
+
+/// The cache's objects by the value of one label, so that a parent's children are found without a scan.
+struct LabelIndex {
+    label: &'static str,
+    entries: Mutex<IndexEntries>,
+}
+
+#[derive(Default)]
+struct IndexEntries {
+    by_value: HashMap<String, HashSet<Name>>,
+    value_of: HashMap<Name, String>,
 }
 
 impl<K: PrimaryResource> SharedWatch<K> {
+    pub(crate) fn new(store: Store<K>, index_label: Option<&'static str>) -> Self {
+        Self {
+            store,
+            subscribers: Mutex::default(),
+            index: index_label.map(|label| LabelIndex {
+                label,
+                entries: Mutex::default(),
+            }),
+        }
+    }
+
     /// The watch's cache.
     pub(crate) fn store(&self) -> &Store<K> {
         &self.store
     }
 
-    /// Every change from now on, preceded by the objects already cached (so a late subscriber misses nothing;
-    /// an object may arrive twice, which the queue absorbs).
-    pub(crate) fn subscribe(&self) -> mpsc::UnboundedReceiver<Change<K>> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    /// The key of every change from now on, preceded by those of the objects already cached (so a late
+    /// subscriber misses nothing). Each key waits in the stream at most once, however often its object
+    /// changes before it is taken; `key` may skip a change by returning `None`.
+    pub(crate) fn subscribe<T>(
+        &self,
+        key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
+    ) -> KeyStream<T>
+    where
+        T: Clone + Eq + Hash + Send + 'static,
+    {
+        let (sender, stream) = key_queue();
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
         for object in self.store.state() {
-            let _ = sender.send(Change::Applied(object));
+            if let Some(k) = key(&Change::Applied(&object)) {
+                sender.send(k);
+            }
         }
-        subscribers.push(sender);
-        receiver
+        subscribers.push(subscriber(sender, key));
+        stream
     }
 
-    fn publish(&self, change: impl Fn() -> Change<K>) {
+    /// The cached objects whose index label has `value` (empty without an index).
+    pub(crate) fn indexed(&self, value: &str) -> Vec<Arc<K>> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        let entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(names) = entries.by_value.get(value) else {
+            return Vec::new();
+        };
+        names
+            .iter()
+            .filter_map(|name| self.store.get(&object_ref(name)))
+            .collect()
+    }
+
+    /// Every value of the index label in the cache.
+    pub(crate) fn index_values(&self) -> Vec<String> {
+        self.index.as_ref().map_or_else(Vec::new, |index| {
+            let entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.by_value.keys().cloned().collect()
+        })
+    }
+
+    fn publish(&self, change: &Change<'_, K>) {
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        subscribers.retain(|subscriber| subscriber.send(change()).is_ok());
+        subscribers.retain(|subscriber| subscriber(change));
+    }
+
+    fn index_applied(&self, object: &K) {
+        if let Some(index) = &self.index {
+            let mut entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.remove(&name_of(object));
+            if let Some(value) = object.labels().get(index.label) {
+                entries.insert(name_of(object), value.clone());
+            }
+        }
+    }
+
+    fn index_deleted(&self, object: &K) {
+        if let Some(index) = &self.index {
+            let mut entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.remove(&name_of(object));
+        }
+    }
+
+    /// After a (re)list: the index from the new cache.
+    fn reindex(&self) {
+        if let Some(index) = &self.index {
+            let mut entries = IndexEntries::default();
+            for object in self.store.state() {
+                if let Some(value) = object.labels().get(index.label) {
+                    entries.insert(name_of(&*object), value.clone());
+                }
+            }
+            *index.entries.lock().unwrap_or_else(|e| e.into_inner()) = entries;
+        }
+    }
+}
+
+fn subscriber<K, T>(
+    sender: KeySender<T>,
+    key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
+) -> Subscriber<K>
+where
+    T: Clone + Eq + Hash + Send + 'static,
+{
+    Box::new(move |change| match key(change) {
+        Some(k) => sender.send(k),
+        None => sender.is_open(),
+    })
+}
+
+impl IndexEntries {
+    fn insert(&mut self, name: Name, value: String) {
+        self.by_value
+            .entry(value.clone())
+            .or_default()
+            .insert(name.clone());
+        self.value_of.insert(name, value);
+    }
+
+    fn remove(&mut self, name: &Name) {
+        if let Some(value) = self.value_of.remove(name)
+            && let Some(names) = self.by_value.get_mut(&value)
+        {
+            names.remove(name);
+            if names.is_empty() {
+                self.by_value.remove(&value);
+            }
+        }
+    }
+}
+
+fn name_of<K: Resource>(object: &K) -> Name {
+    (object.meta().namespace.clone(), object.name_any())
+}
+
+fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> ObjectRef<K> {
+    let object = ObjectRef::new(name);
+    match namespace {
+        Some(namespace) => object.within(namespace),
+        None => object,
     }
 }
 
@@ -75,17 +223,15 @@ pub(crate) struct WatchRegistry {
     tasks: Mutex<JoinSet<()>>,
     opened: AtomicUsize,
     health: Arc<Health>,
-    backoff: WatchBackoff,
 }
 
 impl WatchRegistry {
-    pub(crate) fn new(health: Arc<Health>, backoff: WatchBackoff) -> Self {
+    pub(crate) fn new(health: Arc<Health>) -> Self {
         Self {
             watches: Mutex::default(),
             tasks: Mutex::new(JoinSet::new()),
             opened: AtomicUsize::new(0),
             health,
-            backoff,
         }
     }
 
@@ -103,10 +249,7 @@ impl WatchRegistry {
                 .expect("a watch key names its kind");
         }
         let (store, writer) = reflector::store();
-        let watch = Arc::new(SharedWatch {
-            store,
-            subscribers: Mutex::default(),
-        });
+        let watch = Arc::new(SharedWatch::new(store, key.index_label));
         watches.insert(key.clone(), watch.clone());
         drop(watches);
 
@@ -118,15 +261,15 @@ impl WatchRegistry {
         if let Some(selector) = &key.field_selector {
             config = config.fields(selector);
         }
-        let health = self.health.watch_started::<K>(&key);
-        let stream = start_watcher(api, config)
-            .backoff(self.backoff.clone())
-            .reflect(writer);
-        let publisher = watch.clone();
+        let health = self.health.watch_started(
+            &key.context,
+            key.namespace.as_deref(),
+            kind_label::<K>(),
+            K::plural(&()).into_owned(),
+        );
+        let events = watcher::watcher(api, config).reflect(writer);
         self.opened.fetch_add(1, Ordering::Relaxed);
-        let span = tracing::info_span!("watch", context = %key.context, kind = %K::kind(&()),
-            namespace = key.namespace.as_deref().unwrap_or("*"));
-        let task = tracing::Instrument::instrument(run(stream, publisher, health), span);
+        let task = run(events, watch.clone(), health, RetryBackoff::default());
         self.tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -164,43 +307,63 @@ impl Drop for WatchRegistry {
     }
 }
 
+/// Drives one watch: keeps the cache (the reflector does), publishes changes, reports health, and retries
+/// failures with backoff.
 async fn run<K: PrimaryResource>(
-    stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
+    events: impl Stream<Item = Result<Event<K>, watcher::Error>>,
     watch: Arc<SharedWatch<K>>,
     health: WatchHealth,
+    mut backoff: RetryBackoff,
 ) {
-    futures::pin_mut!(stream);
-    // The reflector swaps a (re)list into the store only at `InitDone`: a request published earlier would
-    // find its object missing from the cache and be dropped as deleted (with a paginated list, every page but
-    // the last). So listed objects are published from the cache once it has them, sharing its copies.
-    while let Some(item) = stream.next().await {
+    futures::pin_mut!(events);
+    // The cache as it was when a (re)list began: what is missing from the new list was deleted meanwhile.
+    let mut before_list: Option<Vec<Arc<K>>> = None;
+    while let Some(item) = events.next().await {
         match item {
-            Ok(Event::Init) => {}
+            Ok(Event::Init) => before_list = Some(watch.store.state()),
+            // The reflector swaps a (re)list into the cache only at `InitDone`: a key published earlier would
+            // find its object missing and be taken as deleted. So listed objects are published from the cache
+            // once it has them.
+            Ok(Event::InitApply(_)) => health.working(),
             Ok(Event::InitDone) => {
-                for object in watch.store.state() {
-                    watch.publish(|| Change::Applied(object.clone()));
+                backoff.reset();
+                watch.reindex();
+                let listed = watch.store.state();
+                if let Some(before) = before_list.take() {
+                    let now: HashSet<ObjectRef<K>> =
+                        listed.iter().map(|o| ObjectRef::from_obj(&**o)).collect();
+                    for gone in before
+                        .iter()
+                        .filter(|o| !now.contains(&ObjectRef::from_obj(&***o)))
+                    {
+                        watch.publish(&Change::Deleted(gone));
+                    }
+                }
+                for object in &listed {
+                    watch.publish(&Change::Applied(object));
                 }
                 health.synced();
             }
-            Ok(Event::InitApply(_)) => health.working(),
             Ok(Event::Apply(object)) => {
+                backoff.reset();
                 health.working();
-                let object = Arc::new(object);
-                watch.publish(|| Change::Applied(object.clone()));
+                watch.index_applied(&object);
+                watch.publish(&Change::Applied(&object));
             }
             Ok(Event::Delete(object)) => {
+                backoff.reset();
                 health.working();
-                let object = Arc::new(object);
-                watch.publish(|| Change::Deleted(object.clone()));
+                watch.index_deleted(&object);
+                watch.publish(&Change::Deleted(&object));
             }
-            Err(error) => health.failed(&error),
+            Err(error) => {
+                health.failed(&error);
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
         }
     }
 }
 
-/// A channel's receiving end as a stream.
-pub(crate) fn receiver_stream<T>(
-    mut receiver: mpsc::UnboundedReceiver<T>,
-) -> impl futures::Stream<Item = T> {
-    futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
-}
+#[cfg(test)]
+#[path = "watches_tests.rs"]
+mod tests;

@@ -237,11 +237,5 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
 }
 
 fn state(state: ClusterState) -> &'static str {
-    match state {
-        ClusterState::Ready => "Ready",
-        ClusterState::Unreachable => "Unreachable",
-        ClusterState::Failed => "Failed",
-        ClusterState::Deleting => "Deleting",
-        ClusterState::Abandoned => "Abandoned",
-    }
+    state.as_str()
 }

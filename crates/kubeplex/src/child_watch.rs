@@ -1,0 +1,97 @@
+//! A child kind's shared watch, seen without its type: what syncing, pruning and the orphan sweep need.
+//!
+//! A plan names its child kinds by type, but the runtime handles them together; this is the type-erased view
+//! of one child kind's cache in one (context, namespace), indexed by the parent's UID so that a reconcile
+//! reads only its own parent's children.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use kube::Client;
+use kube::api::ObjectMeta;
+
+use crate::ownership::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
+use crate::resource::PrimaryResource;
+use crate::watches::{SharedWatch, WatchKey, WatchRegistry};
+
+/// Opens the shared watch of one child kind in one (context, namespace), for one controller's children.
+pub(crate) type OpenChildWatch = fn(
+    registry: &WatchRegistry,
+    context: &str,
+    namespace: Option<&str>,
+    controller: &str,
+    client: Client,
+) -> Arc<dyn ChildCache>;
+
+/// A child kind's cache, through the metadata the runtime needs to link, repair and prune.
+pub(crate) trait ChildCache: Send + Sync {
+    /// The parent of every changed child from now on, preceded by those of the cached ones; a parent
+    /// waits once however many of its children changed.
+    fn parents(&self) -> BoxStream<'static, ParentRef>;
+    /// The cached children of the parent with this UID.
+    fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta>;
+    /// The cached child called `name` in `namespace`, whoever its parent.
+    fn get(&self, namespace: Option<&str>, name: &str) -> Option<ObjectMeta>;
+    /// The UID of every parent with children in the cache.
+    fn parent_uids(&self) -> Vec<String>;
+    /// Resolves once the initial list is in the cache.
+    fn ready(&self) -> BoxFuture<'static, ()>;
+}
+
+impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
+    fn parents(&self) -> BoxStream<'static, ParentRef> {
+        self.subscribe(|change| ParentRef::of(change.object().meta()))
+            .boxed()
+    }
+
+    fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {
+        self.indexed(parent_uid)
+            .iter()
+            .map(|child| child.meta().clone())
+            .collect()
+    }
+
+    fn get(&self, namespace: Option<&str>, name: &str) -> Option<ObjectMeta> {
+        let object = kube::runtime::reflector::ObjectRef::<K>::new(name);
+        let object = match namespace {
+            Some(namespace) => object.within(namespace),
+            None => object,
+        };
+        self.store().get(&object).map(|child| child.meta().clone())
+    }
+
+    fn parent_uids(&self) -> Vec<String> {
+        self.index_values()
+    }
+
+    fn ready(&self) -> BoxFuture<'static, ()> {
+        let store = self.store().clone();
+        async move {
+            let _ = store.wait_until_ready().await;
+        }
+        .boxed()
+    }
+}
+
+/// Children are watched only where this controller put them: the label selector keeps other objects of the
+/// kind out of the cache.
+pub(crate) fn open_child_watch<K: PrimaryResource>(
+    registry: &WatchRegistry,
+    context: &str,
+    namespace: Option<&str>,
+    controller: &str,
+    client: Client,
+) -> Arc<dyn ChildCache> {
+    let key = WatchKey {
+        context: context.to_owned(),
+        kind: TypeId::of::<K>(),
+        namespace: namespace.map(str::to_owned),
+        label_selector: Some(format!("{CONTROLLER_LABEL}={controller}")),
+        field_selector: None,
+        index_label: Some(PARENT_UID_LABEL),
+    };
+    registry.watch::<K>(key, client)
+}

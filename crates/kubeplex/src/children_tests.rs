@@ -1,0 +1,239 @@
+//! Applying, pruning and conflicts in one cluster, against a stand-in API server.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+
+use super::*;
+use crate::fake_api::{self, status};
+use crate::test_engine::FixedCache;
+
+fn parent(uid: &str, name: &str) -> ParentRef {
+    ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: name.into(),
+        uid: uid.into(),
+    }
+}
+
+/// A child's metadata as the cache or the server has it, linked to `parent` when given.
+fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
+    let (labels, annotations) = match parent {
+        Some(p) => {
+            let (l, a) = p.stamp("app-deployer", "AppDeployment.demo/v1");
+            (Some(l), Some(a))
+        }
+        None => (None, None),
+    };
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("ns".into()),
+        uid: Some(format!("uid-{name}")),
+        labels,
+        annotations,
+        ..ObjectMeta::default()
+    }
+}
+
+fn desired(name: &str) -> DesiredChild {
+    DesiredChild {
+        context: "cluster-a".into(),
+        resource: ApiResource::erase::<Deployment>(&()),
+        namespace: Some("ns".into()),
+        name: name.into(),
+        object: serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": { "name": name, "namespace": "ns" },
+        }),
+    }
+}
+
+fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
+    ChildWatch {
+        context: "cluster-a".into(),
+        resource: ApiResource::erase::<Deployment>(&()),
+        cache: Arc::new(FixedCache(cached)),
+    }
+}
+
+/// Answers GETs from `existing` (404 otherwise) and accepts every write.
+fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
+    fake_api::client(move |method, uri, _| {
+        let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
+        match method {
+            "GET" => match existing.iter().find(|m| m.name.as_deref() == Some(name)) {
+                Some(meta) => (
+                    200,
+                    serde_json::json!({
+                        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": meta,
+                    }),
+                ),
+                None => status(
+                    404,
+                    "NotFound",
+                    &format!("deployments.apps \"{name}\" not found"),
+                ),
+            },
+            _ => (
+                200,
+                serde_json::json!({
+                    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": name, "namespace": "ns" },
+                }),
+            ),
+        }
+    })
+}
+
+async fn sync(
+    client: Client,
+    want: Vec<DesiredChild>,
+    cached: Vec<ObjectMeta>,
+    parent: &ParentRef,
+) -> ContextOutcome {
+    let watch = watch(cached);
+    let link = Parentage {
+        parent,
+        controller: "app-deployer",
+        parent_kind: "AppDeployment.demo/v1",
+    };
+    sync_context("cluster-a", client, want, &[&watch], &link).await
+}
+
+#[tokio::test]
+async fn a_new_child_is_looked_up_once_then_applied_with_its_parent_link() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = server(Vec::new());
+    let outcome = sync(client, vec![desired("web")], Vec::new(), &me).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    let lines = requests.lines();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("GET /apis/apps/v1/namespaces/ns/deployments/web"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("PATCH /apis/apps/v1/namespaces/ns/deployments/web?"),
+        "{lines:?}"
+    );
+    assert!(lines[1].contains("fieldManager=app-deployer") && lines[1].contains("force=true"));
+    let body: serde_json::Value = serde_json::from_str(&requests.all()[1].body).unwrap();
+    assert_eq!(body["metadata"]["labels"][PARENT_UID_LABEL], "uid-1");
+    assert_eq!(
+        body["metadata"]["annotations"][crate::ownership::PARENT_ANNOTATION],
+        "control/crds/crd-a"
+    );
+}
+
+#[tokio::test]
+async fn a_cached_child_of_this_parent_is_applied_without_a_lookup() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = server(Vec::new());
+    let outcome = sync(
+        client,
+        vec![desired("web")],
+        vec![child_meta("web", Some(&me))],
+        &me,
+    )
+    .await;
+    assert_eq!(outcome.state, ClusterState::Ready);
+    let lines = requests.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("PATCH "));
+}
+
+#[tokio::test]
+async fn a_name_taken_by_another_parent_or_by_someone_else_is_a_conflict_and_left_alone() {
+    let me = parent("uid-1", "crd-a");
+    let other = parent("uid-2", "crd-b");
+    // Another parent's child, in the controller's cache; a stranger's object, only on the server.
+    let (client, requests) = server(vec![child_meta("stranger", None)]);
+    let outcome = sync(
+        client,
+        vec![desired("taken"), desired("stranger"), desired("free")],
+        vec![child_meta("taken", Some(&other))],
+        &me,
+    )
+    .await;
+    assert_eq!(outcome.state, ClusterState::Conflict, "{outcome:?}");
+    assert_eq!(outcome.children, 1);
+    let message = outcome.message.unwrap();
+    assert!(
+        message.contains(
+            "Deployment ns/taken already exists and belongs to another parent (control/crds/crd-b)"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("Deployment ns/stranger already exists and belongs to no kubeplex parent"),
+        "{message}"
+    );
+    let writes: Vec<String> = requests
+        .lines()
+        .into_iter()
+        .filter(|l| !l.starts_with("GET"))
+        .collect();
+    assert_eq!(writes.len(), 1, "only the free name is written: {writes:?}");
+    assert!(writes[0].contains("/deployments/free?"));
+}
+
+#[tokio::test]
+async fn children_no_longer_desired_are_pruned_by_uid_and_no_others() {
+    let me = parent("uid-1", "crd-a");
+    let other = parent("uid-2", "crd-b");
+    let cached = vec![
+        child_meta("keep", Some(&me)),
+        child_meta("stale", Some(&me)),
+        child_meta("not-mine", Some(&other)),
+    ];
+    let (client, requests) = server(Vec::new());
+    let outcome = sync(client, vec![desired("keep")], cached, &me).await;
+    assert_eq!(outcome.state, ClusterState::Ready);
+    let deletes: Vec<fake_api::Seen> = requests
+        .all()
+        .into_iter()
+        .filter(|s| s.method == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert!(deletes[0].uri.contains("/deployments/stale"), "{deletes:?}");
+    let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
+    assert_eq!(body["preconditions"]["uid"], "uid-stale");
+}
+
+#[tokio::test]
+async fn a_failed_apply_names_the_context_and_the_servers_message() {
+    let me = parent("uid-1", "crd-a");
+    let (client, _) = fake_api::client(|method, _, _| match method {
+        "GET" => status(404, "NotFound", "not found"),
+        _ => status(404, "NotFound", "namespaces \"ns\" not found"),
+    });
+    let outcome = sync(client, vec![desired("web")], Vec::new(), &me).await;
+    assert_eq!(outcome.state, ClusterState::Failed);
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some(
+            "context cluster-a: applying Deployment ns/web: namespaces \"ns\" not found (404 NotFound)"
+        )
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_child_that_is_gone_or_replaced_is_done() {
+    for code in [404, 409] {
+        let (client, _) = fake_api::client(move |_, _, _| status(code, "Gone", "gone"));
+        let resource = ApiResource::erase::<Deployment>(&());
+        assert!(
+            delete(client, &resource, &child_meta("web", None))
+                .await
+                .is_ok(),
+            "{code}"
+        );
+    }
+    let (client, _) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
+    let resource = ApiResource::erase::<Deployment>(&());
+    assert!(
+        delete(client, &resource, &child_meta("web", None))
+            .await
+            .is_err()
+    );
+}

@@ -1,0 +1,207 @@
+//! One controller's engine: what its reconciles share (the reconciler, the plan, its caches and clients),
+//! the request they are keyed by, and the per-context fan-out the child paths use.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::join_all;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Client, Resource, ResourceExt};
+
+use crate::child_watch::ChildCache;
+use crate::context::Context;
+use crate::controller::{Controller, Reconcile};
+use crate::error::Error;
+use crate::events::{EventPublisher, Note};
+use crate::executor::Next;
+use crate::ownership::ParentRef;
+use crate::plan::Plan;
+use crate::resource::ApiScope;
+use crate::runtime::Runtime;
+use crate::status::{ClusterState, ContextOutcome};
+use crate::watches::SharedWatch;
+
+pub(crate) type Primary<R> = <R as Controller>::Resource;
+
+/// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
+/// cluster delays only its own status.
+pub(crate) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A reconcile request: the same namespace/name in two contexts are two requests.
+pub(crate) struct Request<R: Controller> {
+    pub(crate) context: R::Context,
+    pub(crate) object: ObjectRef<Primary<R>>,
+}
+
+// Derives would demand `R: Clone + Eq + Hash`; only the fields need to be.
+impl<R: Controller> Clone for Request<R> {
+    fn clone(&self) -> Self {
+        Self {
+            context: self.context,
+            object: self.object.clone(),
+        }
+    }
+}
+impl<R: Controller> PartialEq for Request<R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.context == other.context && self.object == other.object
+    }
+}
+impl<R: Controller> Eq for Request<R> {}
+impl<R: Controller> std::hash::Hash for Request<R> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.context.hash(state);
+        self.object.hash(state);
+    }
+}
+
+/// How a reconcile (or a deletion) ended, and what next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The runtime's and the user's work succeeded, or failed in a way the runtime retries itself.
+    Done(Next),
+    /// The user's `reconcile` or `cleanup` failed: counts towards the object's error backoff.
+    Failed(Next),
+}
+
+/// Primary caches by (context, namespace); `None` is the all-namespaces watch.
+pub(crate) type PrimaryCaches<R> =
+    HashMap<(<R as Controller>::Context, Option<String>), Arc<SharedWatch<Primary<R>>>>;
+
+/// One child kind's cache in one (context, namespace).
+#[derive(Clone)]
+pub(crate) struct ChildWatch {
+    pub(crate) context: String,
+    pub(crate) resource: kube::api::ApiResource,
+    pub(crate) cache: Arc<dyn ChildCache>,
+}
+
+/// Everything the reconciles of one controller share.
+pub(crate) struct Engine<R: Reconcile> {
+    pub(crate) reconciler: R,
+    pub(crate) plan: Arc<Plan<R::Context>>,
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) primaries: PrimaryCaches<R>,
+    pub(crate) children: Vec<ChildWatch>,
+    pub(crate) finalizer: Option<String>,
+    /// `Kind.group/version` of the primary kind.
+    pub(crate) parent_kind: String,
+    /// Consecutive failed reconciles per object, for the default error policy's backoff.
+    pub(crate) failures: Mutex<HashMap<Request<R>, u32>>,
+    pub(crate) events: EventPublisher,
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
+    pub(crate) fn primary_cache(
+        &self,
+        context: R::Context,
+        namespace: Option<&str>,
+    ) -> Option<&Arc<SharedWatch<Primary<R>>>> {
+        self.primaries
+            .get(&(context, namespace.map(str::to_owned)))
+            .or_else(|| self.primaries.get(&(context, None)))
+    }
+
+    /// The request a child's parent reference points at, if the parent is one of this controller's.
+    pub(crate) fn request_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<Request<R>> {
+        let context = *plan
+            .context_list()
+            .iter()
+            .find(|c| c.name() == parent.context)?;
+        Some(Request {
+            context,
+            object: parent.object_ref(),
+        })
+    }
+
+    /// The client of `context`, as a kube error when it has none (so request paths handle one error type).
+    pub(crate) fn client(&self, context: &str) -> kube::Result<Client> {
+        self.runtime
+            .pool
+            .client(context)
+            .map_err(|e| kube::Error::Service(e.into()))
+    }
+
+    /// An `Api` for the primary kind where `object` lives.
+    pub(crate) fn parent_api(
+        &self,
+        object: &Primary<R>,
+        context: R::Context,
+    ) -> kube::Result<Api<Primary<R>>> {
+        Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
+            self.client(context.name())?,
+            object.namespace().as_deref(),
+        ))
+    }
+
+    /// The reference its children carry to `object`.
+    pub(crate) fn parent_ref(&self, object: &Primary<R>, context: R::Context) -> ParentRef {
+        ParentRef {
+            context: context.name().to_owned(),
+            namespace: object.namespace(),
+            name: object.name_any(),
+            uid: object.uid().unwrap_or_default(),
+        }
+    }
+
+    /// Publishes an event about `object` in its own context.
+    pub(crate) async fn publish(&self, object: &Primary<R>, context: R::Context, note: Note<'_>) {
+        if let Ok(client) = self.client(context.name()) {
+            let reference = object.object_ref(&());
+            self.events
+                .publish(context.name(), client, &reference, note)
+                .await;
+        }
+    }
+
+    /// Runs `work` for every child context at once, each bounded by [`CONTEXT_TIMEOUT`] and given its client,
+    /// so that an unreachable or hung cluster holds back only its own outcome.
+    pub(crate) async fn per_child_context<'a, F>(
+        &'a self,
+        work: impl Fn(&'static str, Client) -> F,
+    ) -> BTreeMap<String, ContextOutcome>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        let runs = self.plan.child_contexts().into_iter().map(|context| {
+            let name = context.name();
+            let run = self
+                .runtime
+                .pool
+                .client(name)
+                .map(|client| work(name, client));
+            async move {
+                let outcome = match run {
+                    Ok(run) => timed(name, run).await,
+                    Err(error) => unusable(&error),
+                };
+                (name.to_owned(), outcome)
+            }
+        });
+        join_all(runs).await.into_iter().collect()
+    }
+}
+
+/// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
+async fn timed(context: &str, work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
+    tokio::time::timeout(CONTEXT_TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| ContextOutcome {
+            state: ClusterState::Unreachable,
+            children: 0,
+            message: Some(format!(
+                "context {context}: unreachable: no answer within {CONTEXT_TIMEOUT:?}"
+            )),
+        })
+}
+
+/// The outcome for a context the pool has no client for.
+fn unusable(error: &Error) -> ContextOutcome {
+    ContextOutcome {
+        state: ClusterState::Failed,
+        children: 0,
+        message: Some(error.to_string()),
+    }
+}

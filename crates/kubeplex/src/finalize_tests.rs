@@ -1,0 +1,94 @@
+//! The finalizer patches, against a stand-in API server.
+
+use super::*;
+use crate::fake_api::{self, status};
+use crate::test_engine::{CONTROL, engine, parent};
+
+const OURS: &str = "kubeplex.dev/test-controller";
+
+fn operations(patch: Option<json_patch::Patch>) -> serde_json::Value {
+    serde_json::to_value(patch).unwrap()
+}
+
+#[test]
+fn the_patches_test_the_list_they_change() {
+    assert_eq!(
+        operations(finalizer_patch(&[], OURS, true)),
+        serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": null },
+            { "op": "add", "path": "/metadata/finalizers", "value": [OURS] },
+        ])
+    );
+    let theirs = ["example.com/theirs".to_owned()];
+    assert_eq!(
+        operations(finalizer_patch(&theirs, OURS, true)),
+        serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": ["example.com/theirs"] },
+            { "op": "add", "path": "/metadata/finalizers/-", "value": OURS },
+        ])
+    );
+    let both = ["example.com/theirs".to_owned(), OURS.to_owned()];
+    assert_eq!(
+        operations(finalizer_patch(&both, OURS, false)),
+        serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers/1", "value": OURS },
+            { "op": "remove", "path": "/metadata/finalizers/1" },
+        ])
+    );
+    assert!(finalizer_patch(&both, OURS, true).is_none());
+    assert!(finalizer_patch(&theirs, OURS, false).is_none());
+}
+
+#[tokio::test]
+async fn removing_the_finalizer_of_a_parent_that_is_gone_is_success() {
+    let (client, requests) =
+        fake_api::client(|_, _, _| status(404, "NotFound", "configmaps \"parent\" not found"));
+    let engine = engine(client);
+    engine
+        .set_finalizer(&parent(&[OURS]), CONTROL, false)
+        .await
+        .unwrap();
+    assert_eq!(requests.lines().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stale_cached_parent_is_retried_at_once_against_a_fresh_copy() {
+    // The cache says no finalizers; the server has one of someone else's, so the first test fails.
+    let (client, requests) = fake_api::client(|method, _, body| match method {
+        "PATCH" if body.contains("\"value\":null") => {
+            status(422, "Invalid", "the test operation failed")
+        }
+        "PATCH" => (
+            200,
+            serde_json::to_value(parent(&["example.com/theirs", OURS])).unwrap(),
+        ),
+        _ => (
+            200,
+            serde_json::to_value(parent(&["example.com/theirs"])).unwrap(),
+        ),
+    });
+    let engine = engine(client);
+    engine
+        .set_finalizer(&parent(&[]), CONTROL, true)
+        .await
+        .unwrap();
+    let seen = requests.all();
+    let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+    assert_eq!(methods, ["PATCH", "GET", "PATCH"]);
+    assert!(
+        seen[2].body.contains("example.com/theirs")
+            && seen[2].body.contains("/metadata/finalizers/-")
+    );
+}
+
+#[tokio::test]
+async fn other_failures_are_reported_after_one_try() {
+    let (client, requests) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
+    let engine = engine(client);
+    let error = engine
+        .set_finalizer(&parent(&[]), CONTROL, true)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, kube::Error::Api(s) if s.code == 403));
+    assert_eq!(requests.lines().len(), 1);
+}

@@ -1,0 +1,427 @@
+//! The children path on real clusters: status written beside other writers, failed reconciles in the
+//! status, children whose name is taken, and parent links from contexts whose names contain `/`.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
+use kubeplex::{
+    Action, Child, Context, ContextName, Controller, Cx, FleetStatus, Manager, Plan, Reconcile,
+};
+use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use support::{WAIT, create_namespace, wait_started};
+
+/// A parent whose spec lists the ConfigMaps it wants in `cluster-a`, namespace `kids`.
+#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "test.kubeplex.dev",
+    version = "v1",
+    kind = "Parent",
+    namespaced,
+    status = "ParentStatus"
+)]
+pub struct ParentSpec {
+    /// The names of the wanted children.
+    #[serde(default)]
+    children: Vec<String>,
+    /// Fail the reconcile with a real API error.
+    #[serde(default)]
+    fail: bool,
+    /// A condition type the reconciler itself writes into the status.
+    #[serde(default)]
+    own_condition: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ParentStatus {
+    #[serde(flatten)]
+    fleet: FleetStatus,
+}
+
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+    TestEnv::builder()
+        .clusters(["control", "cluster-a"])
+        .crd("control", Parent::crd())
+});
+
+const CONTROL: ContextName = ContextName::new("control");
+const CLUSTER_A: ContextName = ContextName::new("cluster-a");
+/// A context name as EKS writes them, remapped to the test cluster `control`.
+const ARN: ContextName = ContextName::new("arn:aws:eks:eu-west-1:123456789012:cluster/prod");
+
+/// What the user's reconcile can fail with: its message embeds kube's, as many users' errors do.
+#[derive(Debug, thiserror::Error)]
+enum ParentError {
+    #[error("reading the settings failed: {0}")]
+    Settings(#[from] kube::Error),
+    #[error(transparent)]
+    Kubeplex(#[from] kubeplex::Error),
+}
+
+async fn reconcile_parent(
+    parent: Arc<Parent>,
+    cx: &Cx<ContextName>,
+) -> Result<Action, ParentError> {
+    let namespace = parent.namespace().unwrap_or_default();
+    if parent.spec.fail {
+        let api: Api<ConfigMap> = cx.api(cx.context(), &namespace)?;
+        api.get("settings-that-do-not-exist").await?;
+    }
+    if let Some(condition) = &parent.spec.own_condition {
+        // The user's own condition, applied with its own field manager.
+        let api: Api<Parent> = Api::namespaced(cx.client(cx.context())?, &namespace);
+        let status = serde_json::json!({
+            "apiVersion": "test.kubeplex.dev/v1", "kind": "Parent",
+            "status": { "conditions": [{
+                "type": condition, "status": "True", "reason": "Mine", "message": "set by the reconciler",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }]},
+        });
+        api.patch_status(
+            &parent.name_any(),
+            &PatchParams::apply("user-reconciler").force(),
+            &Patch::Apply(&status),
+        )
+        .await?;
+    }
+    for name in &parent.spec.children {
+        let child = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some("kids".into()),
+                ..ObjectMeta::default()
+            },
+            data: Some([("from".to_owned(), parent.name_any())].into()),
+            ..ConfigMap::default()
+        };
+        cx.child(CLUSTER_A, child)?;
+    }
+    Ok(Action::await_change())
+}
+
+/// A controller of Parents in `$context`, namespace `$namespace`, with ConfigMap children in cluster-a.
+macro_rules! parent_controller {
+    ($name:ident, $controller:literal, $context:expr, $namespace:literal) => {
+        struct $name;
+
+        impl Controller for $name {
+            type Resource = Parent;
+            type Context = ContextName;
+            fn plan() -> Plan<ContextName> {
+                Plan::new($controller)
+                    .contexts([$context])
+                    .namespaces([$namespace])
+                    .owns(
+                        Child::of::<ConfigMap>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(["kids"]),
+                    )
+            }
+        }
+
+        impl Reconcile for $name {
+            type Error = ParentError;
+            async fn reconcile(
+                &self,
+                parent: Arc<Parent>,
+                cx: &Cx<ContextName>,
+            ) -> Result<Action, ParentError> {
+                reconcile_parent(parent, cx).await
+            }
+        }
+    };
+}
+
+parent_controller!(StatusWriters, "status-writers", CONTROL, "status-writers");
+parent_controller!(Failing, "failing", CONTROL, "failing");
+parent_controller!(Conflicts, "conflicts", CONTROL, "conflicts");
+parent_controller!(Slashes, "slashes", ARN, "slashes");
+
+async fn create_parent(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    spec: ParentSpec,
+) -> Parent {
+    create_namespace(client, namespace).await;
+    let api: Api<Parent> = Api::namespaced(client.clone(), namespace);
+    api.create(&PostParams::default(), &Parent::new(name, spec))
+        .await
+        .unwrap()
+}
+
+/// Polls the parent until `done` holds; panics with its last status after [`WAIT`].
+async fn wait_parent(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    done: impl Fn(&Parent) -> bool,
+) -> Parent {
+    let api: Api<Parent> = Api::namespaced(client.clone(), namespace);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let parent = api.get(name).await.unwrap();
+        if done(&parent) {
+            return parent;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {:#?}",
+            parent.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Condition> {
+    parent
+        .status
+        .as_ref()?
+        .fleet
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+#[tokio::test]
+async fn the_users_own_condition_and_the_runtimes_ready_live_side_by_side() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    create_namespace(&env.client("cluster-a").await.unwrap(), "kids").await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(StatusWriters)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "status-writers started").await;
+    let spec = ParentSpec {
+        children: vec!["status-writers-child".into()],
+        own_condition: Some("Configured".into()),
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "status-writers", "both", spec).await;
+    let both = |p: &Parent| {
+        condition(p, "Configured").is_some()
+            && condition(p, "Ready").is_some_and(|c| c.status == "True")
+    };
+    let parent = wait_parent(&control, "status-writers", "both", "both conditions", both).await;
+    // Settled: neither writer removes the other's condition, so the status stops changing.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let later = wait_parent(&control, "status-writers", "both", "both conditions", both).await;
+    assert_eq!(
+        parent.resource_version(),
+        later.resource_version(),
+        "the two writers ping-pong: {:#?}",
+        later.status
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_reconcile_turns_ready_false_with_the_servers_message() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    create_namespace(&env.client("cluster-a").await.unwrap(), "kids").await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Failing)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "failing started").await;
+    let spec = ParentSpec {
+        children: vec!["failing-child".into()],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "failing", "flaky", spec).await;
+    wait_parent(&control, "failing", "flaky", "Ready=True", |p| {
+        condition(p, "Ready").is_some_and(|c| c.status == "True")
+    })
+    .await;
+
+    let api: Api<Parent> = Api::namespaced(control.clone(), "failing");
+    let patch = serde_json::json!({ "spec": { "fail": true } });
+    api.patch("flaky", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let parent = wait_parent(&control, "failing", "flaky", "Ready=False", |p| {
+        condition(p, "Ready").is_some_and(|c| c.status == "False")
+    })
+    .await;
+    let ready = condition(&parent, "Ready").unwrap();
+    assert_eq!(ready.reason, "ReconcileFailed");
+    assert!(
+        ready.message.contains("reading the settings failed")
+            && ready
+                .message
+                .contains("\"settings-that-do-not-exist\" not found (404 NotFound)"),
+        "{}",
+        ready.message
+    );
+    assert!(
+        !ready.message.contains("Status {"),
+        "a Debug dump in the status: {}",
+        ready.message
+    );
+    // The clusters keep their last known state.
+    let clusters = &parent.status.as_ref().unwrap().fleet.clusters;
+    assert_eq!(clusters["cluster-a"].state, kubeplex::ClusterState::Ready);
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_child_whose_name_is_taken_is_a_conflict_and_is_left_alone() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    create_namespace(&cluster_a, "kids").await;
+    // Someone else's ConfigMap, and another parent's child, both with names our parent wants.
+    let theirs = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("conflicts-theirs".into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("owner".to_owned(), "someone else".to_owned())].into()),
+        ..ConfigMap::default()
+    };
+    let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), "kids");
+    kids.create(&PostParams::default(), &theirs).await.unwrap();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Conflicts)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "conflicts started").await;
+    let first = ParentSpec {
+        children: vec!["conflicts-shared".into()],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "conflicts", "first", first).await;
+    wait_parent(&control, "conflicts", "first", "first Ready", |p| {
+        condition(p, "Ready").is_some_and(|c| c.status == "True")
+    })
+    .await;
+    let second = ParentSpec {
+        children: vec![
+            "conflicts-shared".into(),
+            "conflicts-theirs".into(),
+            "conflicts-free".into(),
+        ],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "conflicts", "second", second).await;
+    let parent = wait_parent(&control, "conflicts", "second", "a conflict", |p| {
+        p.status.as_ref().is_some_and(|s| {
+            s.fleet
+                .clusters
+                .get("cluster-a")
+                .is_some_and(|c| c.state == kubeplex::ClusterState::Conflict)
+        })
+    })
+    .await;
+    let message = parent.status.unwrap().fleet.clusters["cluster-a"]
+        .message
+        .clone()
+        .unwrap();
+    assert!(message.contains("ConfigMap kids/conflicts-shared already exists and belongs to another parent (control/conflicts/first)"), "{message}");
+    assert!(
+        message.contains(
+            "ConfigMap kids/conflicts-theirs already exists and belongs to no kubeplex parent"
+        ),
+        "{message}"
+    );
+
+    // Neither taken object changed hands; the free name was created for the second parent.
+    let shared = kids.get("conflicts-shared").await.unwrap();
+    assert_eq!(shared.data.unwrap()["from"], "first");
+    let untouched = kids.get("conflicts-theirs").await.unwrap();
+    assert!(untouched.labels().is_empty(), "{:?}", untouched.labels());
+    assert_eq!(
+        kids.get("conflicts-free").await.unwrap().data.unwrap()["from"],
+        "second"
+    );
+
+    // And the parent has an Event saying so.
+    let events: Api<Event> = Api::namespaced(control.clone(), "conflicts");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        let conflict = list.items.iter().find(|e| {
+            e.reason.as_deref() == Some("ChildConflict")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("second")
+        });
+        if let Some(event) = conflict {
+            assert!(
+                event
+                    .note
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("conflicts-theirs")
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no ChildConflict event: {:#?}",
+            list.items
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn children_of_a_parent_in_a_context_named_with_slashes_reach_their_parent() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    create_namespace(&cluster_a, "kids").await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .context_alias(ARN, "control")
+        .controller(Slashes)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "slashes started").await;
+    let spec = ParentSpec {
+        children: vec!["slashes-child".into()],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "slashes", "eks", spec).await;
+    let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), "kids");
+    let child = wait_child(&kids, "slashes-child").await;
+    assert_eq!(
+        child.annotations()[kubeplex::PARENT_ANNOTATION],
+        format!("{}/slashes/eks", ARN.name())
+    );
+    // A child deleted by hand is an event of its parent: the parent is reconciled and the child returns.
+    kids.delete("slashes-child", &Default::default())
+        .await
+        .unwrap();
+    let back = wait_child(&kids, "slashes-child").await;
+    assert_ne!(back.uid(), child.uid());
+    running.shutdown().await;
+}
+
+async fn wait_child(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(child) = api.get_opt(name).await.unwrap()
+            && child.meta().deletion_timestamp.is_none()
+        {
+            return child;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "child {name} never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
