@@ -2,12 +2,13 @@
 //! exists where.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Client, CustomResourceExt, ResourceExt};
+use kube::{Client, ResourceExt};
 use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION};
 use kubeplex_testenv::TestEnv;
 
@@ -21,22 +22,29 @@ pub const INSTANCES: [(&str, &str, i32); 2] =
     [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 
 /// Runs the scenario; with `exit_after_table`, returns once the table is printed, else runs until Ctrl-C.
+///
+/// A closed stdout (`fleet demo | head`) ends it with the [`std::io::ErrorKind::BrokenPipe`] error.
 pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
-    println!("Starting three real Kubernetes API servers: control, cluster-a, cluster-b ...");
+    let mut out = std::io::stdout();
+    writeln!(
+        out,
+        "Starting three real Kubernetes API servers: control, cluster-a, cluster-b ..."
+    )?;
     let env = TestEnv::builder()
         .clusters(
             <Fleet as kubeplex::ContextSet>::ALL
                 .iter()
                 .map(|c| c.name()),
         )
-        .crd(Fleet::Control.name(), AppDeployment::crd())
+        .crd(Fleet::Control.name(), AppDeployment::installable_crd())
         .start()
         .await?;
     create_namespaces(&env).await?;
 
-    println!(
+    writeln!(
+        out,
         "Starting the operator (probes on 127.0.0.1, watching {CRD_NAMESPACE} in control) ..."
-    );
+    )?;
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .probes("127.0.0.1:0")
         .controller(AppDeployer)
@@ -44,27 +52,33 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
         .await?;
     tokio::time::timeout(Duration::from_secs(60), running.wait_started()).await??;
     let probes = running.probe_address().expect("probes were asked for");
-    println!(
+    writeln!(
+        out,
         "Operator started: every context is reachable, authorised and synced (http://{probes}/startupz)."
-    );
+    )?;
 
     let control = env.client(Fleet::Control.name()).await?;
     for (name, image, replicas) in INSTANCES {
         apply_instance(&control, name, image, replicas).await?;
-        println!(
+        writeln!(
+            out,
             "Applied AppDeployment {CRD_NAMESPACE}/{name} (image {image}, {replicas} replicas) to control."
-        );
+        )?;
     }
     let clients = Clients::connect(&env).await?;
     wait_until_ready(&clients, Duration::from_secs(120)).await?;
-    println!("\n{}", table(&clients).await?);
+    writeln!(out, "\n{}", table(&clients).await?)?;
 
     if !exit_after_table {
-        println!(
+        writeln!(
+            out,
             "Try: KUBECONFIG={} kubectl --context cluster-b -n namespace-a delete deployment crd-a",
             env.kubeconfig_path().display()
-        );
-        println!("     (the operator recreates it). Ctrl-C stops the operator and the clusters.");
+        )?;
+        writeln!(
+            out,
+            "     (the operator recreates it). Ctrl-C stops the operator and the clusters."
+        )?;
         tokio::signal::ctrl_c().await?;
     }
     running.shutdown().await;

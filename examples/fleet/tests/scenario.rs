@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION, PARENT_UID_LABEL, Running};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
@@ -19,7 +19,7 @@ const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
 async fn environment() -> TestEnv {
     let env = TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::crd())
+        .crd("control", AppDeployment::installable_crd())
         .start()
         .await
         .unwrap();
