@@ -2,8 +2,11 @@
 //!
 //! ```text
 //! cargo run --release -p kubeplex-bench -- [--quick] [--json PATH] [--repeats R] [--startup-objects N]
-//!     [--memory-objects N] [--throughput-objects N] [--idle-contexts C] [--latency-seconds S]
+//!     [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] [--latency-seconds S]
+//!     [--link-rtt-ms MS] [--sections SECTION[,SECTION..]]
 //! ```
+//!
+//! `--help` lists them.
 //!
 //! The parent process starts three `kubeplex-testenv` clusters, creates the objects, then runs every
 //! measurement in a fresh child process (this binary re-executed with the hidden `__child` subcommand), so
@@ -11,6 +14,7 @@
 
 mod alloc;
 mod child;
+mod cli;
 mod cpu;
 mod driver;
 mod link;
@@ -22,6 +26,8 @@ static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 use std::process::ExitCode;
 use std::time::Instant;
+
+use clap::Parser as _;
 
 fn main() -> ExitCode {
     let started = Instant::now();
@@ -49,13 +55,8 @@ fn main() -> ExitCode {
             }
         };
     }
-    let options = match driver::Options::parse(&args) {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("kubeplex-bench: {message}\n\n{}", driver::USAGE);
-            return ExitCode::from(2);
-        }
-    };
+    // Parsed after the child's fast path above, which stays as it was: nothing added to what it measures.
+    let options = cli::Cli::parse().into_options();
     match runtime.block_on(driver::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
