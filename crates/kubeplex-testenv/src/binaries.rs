@@ -115,6 +115,7 @@ fn cache_dir() -> Result<PathBuf> {
 /// One program to build from the Go module.
 struct Program<'a> {
     name: &'static str,
+    version: &'static str,
     path: &'a Path,
     package: &'static str,
     ldflags: String,
@@ -132,12 +133,14 @@ fn build_into(target: &Binaries) -> Result<()> {
     let programs = [
         Program {
             name: "kube-apiserver",
+            version,
             path: &target.kube_apiserver,
             package: "k8s.io/kubernetes/cmd/kube-apiserver",
             ldflags: stamp,
         },
         Program {
             name: "etcd",
+            version: Binaries::etcd_version(),
             path: &target.etcd,
             package: "go.etcd.io/etcd/server/v3",
             ldflags: "-s -w".into(),
@@ -146,13 +149,7 @@ fn build_into(target: &Binaries) -> Result<()> {
     let missing: Vec<&Program<'_>> = programs.iter().filter(|p| !p.path.is_file()).collect();
     let names: Vec<String> = missing
         .iter()
-        .map(|p| {
-            let version = match p.name {
-                "etcd" => Binaries::etcd_version(),
-                _ => version,
-            };
-            format!("{} {version}", p.name)
-        })
+        .map(|p| format!("{} {}", p.name, p.version))
         .collect();
     progress::say(&format!(
         "first run: building {} from Go modules into {}",

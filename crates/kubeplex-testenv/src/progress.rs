@@ -80,7 +80,7 @@ impl<W: Write> Progress<W> {
     pub(crate) fn compiling(&mut self, total: Option<usize>) {
         self.phase = Phase::Compiling { total };
         match total {
-            Some(total) => self.line(&format_args!("compiling {total} packages ...")),
+            Some(total) => self.line(&format_args!("compiling {} ...", packages(total))),
             None => self.line(&"compiling ..."),
         }
     }
@@ -142,13 +142,13 @@ impl<W: Write> Progress<W> {
             Phase::Resolving => text.push_str("resolving packages"),
             Phase::Compiling { total } => match total {
                 Some(total) if self.compiled >= total => {
-                    let _ = write!(text, "{} packages compiled, linking", self.compiled);
+                    let _ = write!(text, "{} compiled, linking", packages(self.compiled));
                 }
                 Some(total) => {
                     let _ = write!(text, "{}/{total} packages compiled", self.compiled);
                 }
                 None => {
-                    let _ = write!(text, "{} packages compiled", self.compiled);
+                    let _ = write!(text, "{} compiled", packages(self.compiled));
                 }
             },
         }
@@ -170,6 +170,13 @@ impl<W: Write> Progress<W> {
         }
         let _ = writeln!(self.out, "{PREFIX}{}: {message}", self.label);
         self.last_report = Instant::now();
+    }
+}
+
+fn packages(count: usize) -> String {
+    match count {
+        1 => "1 package".into(),
+        _ => format!("{count} packages"),
     }
 }
 
@@ -232,9 +239,8 @@ mod tests {
         progress.last_report -= REDRAW_INTERVAL;
         progress.tick();
         assert!(
-            text(&progress).ends_with(
-                "\r\x1b[2Kkubeplex-testenv: [2/2] etcd: 1 packages compiled, 0s elapsed"
-            ),
+            text(&progress)
+                .ends_with("\r\x1b[2Kkubeplex-testenv: [2/2] etcd: 1 package compiled, 0s elapsed"),
             "{:?}",
             text(&progress)
         );
