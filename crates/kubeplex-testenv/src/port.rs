@@ -1,9 +1,9 @@
 //! Loopback ports that stay ours from the moment they are chosen until the cluster is gone.
 //!
-//! Choosing a free port by binding port 0 and closing the socket leaves a window in which anyone can take
-//! it: another test environment, or any outgoing connection (kube-apiserver opens many to etcd), whose
-//! local port comes from the same ephemeral range. Then etcd or kube-apiserver fails with `bind: address
-//! already in use`. Instead we keep a socket bound to the port with `SO_REUSEPORT` but never listening on
+//! Choosing a free port by binding port 0 and closing the socket leaves a window, until the program binds
+//! it, in which anyone can take it: another test environment or any server started on port 0 (and outgoing
+//! connections, once the even ports Linux prefers for them run out). Then etcd or kube-apiserver fails
+//! with `bind: address already in use`. Instead we keep a socket bound to the port with `SO_REUSEPORT` but never listening on
 //! it. While it is bound, the kernel hands the port to no ephemeral bind and no outgoing connection, and a
 //! bind without `SO_REUSEPORT` fails; etcd (`--socket-reuse-port`) and kube-apiserver
 //! (`--permit-port-sharing`) bind it with `SO_REUSEPORT` as the same user, which Linux allows. Connections
