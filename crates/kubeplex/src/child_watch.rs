@@ -12,6 +12,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use kube::Client;
 use kube::api::ObjectMeta;
+use kube::core::PartialObjectMeta;
 
 use crate::ownership::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
 use crate::resource::PrimaryResource;
@@ -76,8 +77,10 @@ impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
     }
 }
 
-/// Children are watched only where this controller put them: the label selector keeps other objects of the
-/// kind out of the cache.
+/// Children are watched only where this controller put them (the label selector keeps other objects of the
+/// kind out of the cache), and by their metadata only: linking, repairing (a spec edit bumps the
+/// generation, a deletion is an event) and pruning need no more, and a child's spec and status would cost
+/// most of the cache's memory.
 pub(crate) fn open_child_watch<K: PrimaryResource>(
     registry: &WatchRegistry,
     context: &str,
@@ -85,13 +88,29 @@ pub(crate) fn open_child_watch<K: PrimaryResource>(
     controller: &str,
     client: Client,
 ) -> Arc<dyn ChildCache> {
-    let key = WatchKey {
+    let key = child_key::<PartialObjectMeta<K>>(context, namespace, controller);
+    registry.watch::<PartialObjectMeta<K>>(key, client)
+}
+
+/// Like [`open_child_watch`], caching whole objects, for a child kind the reconcile reads through
+/// `Cx::cached`.
+pub(crate) fn open_full_child_watch<K: PrimaryResource>(
+    registry: &WatchRegistry,
+    context: &str,
+    namespace: Option<&str>,
+    controller: &str,
+    client: Client,
+) -> Arc<dyn ChildCache> {
+    registry.watch::<K>(child_key::<K>(context, namespace, controller), client)
+}
+
+fn child_key<T: 'static>(context: &str, namespace: Option<&str>, controller: &str) -> WatchKey {
+    WatchKey {
         context: context.to_owned(),
-        kind: TypeId::of::<K>(),
+        kind: TypeId::of::<T>(),
         namespace: namespace.map(str::to_owned),
         label_selector: Some(format!("{CONTROLLER_LABEL}={controller}")),
         field_selector: None,
         index_label: Some(PARENT_UID_LABEL),
-    };
-    registry.watch::<K>(key, client)
+    }
 }

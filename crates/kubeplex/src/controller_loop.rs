@@ -17,6 +17,7 @@ use crate::executor::{self, ExecutorConfig};
 use crate::plan::Plan;
 use crate::resource::kind_label;
 use crate::runtime::Runtime;
+use crate::trigger::ChangeFilter;
 use crate::watches::WatchKey;
 
 /// How many of a controller's reconciles may wait for a worker thread at once.
@@ -47,8 +48,9 @@ pub(crate) fn start<R: Reconcile>(
             index_label: None,
         };
         let watch = runtime.watches.watch::<Primary<R>>(key, client);
+        let changed = ChangeFilter::default();
         let requests = watch.subscribe(move |change| {
-            Some(Request::<R> {
+            changed.passes(change).then(|| Request::<R> {
                 context,
                 object: ObjectRef::from_obj(change.object()),
             })

@@ -97,6 +97,7 @@ mod finalize;
 mod orphans;
 mod reconcile;
 mod status_write;
+mod trigger;
 // The process: pings, probes, the manager.
 mod manager;
 mod ping;

@@ -170,16 +170,11 @@ impl Manager {
             }
             health.connected(context, error);
         }
-        for context in pool.contexts() {
-            if let Ok(client) = pool.client(context) {
-                background.spawn(crate::ping::ping(
-                    context.to_owned(),
-                    client,
-                    health.clone(),
-                    self.ping_interval,
-                ));
-            }
-        }
+        let targets = pool
+            .configs()
+            .map(|(context, config)| (context.to_owned(), config.clone()))
+            .collect();
+        let pings = crate::ping::start(targets, health.clone(), self.ping_interval);
         let runtime = Arc::new(Runtime {
             pool,
             watches: WatchRegistry::new(health.clone()),
@@ -193,6 +188,7 @@ impl Manager {
             controllers.spawn(supervise(name, run, stopped.clone(), health.clone()));
         }
         Ok(Running {
+            _pings: pings,
             runtime,
             stop,
             controllers,
@@ -243,6 +239,8 @@ impl Manager {
 
 /// A started manager.
 pub struct Running {
+    /// Ends the pings when dropped.
+    _pings: crate::ping::Pings,
     runtime: Arc<Runtime>,
     stop: watch::Sender<bool>,
     controllers: JoinSet<()>,

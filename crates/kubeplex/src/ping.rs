@@ -12,13 +12,55 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a ping may take before the context counts as unreachable.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
-pub(crate) async fn ping(
-    context: String,
-    client: kube::Client,
+/// The pings' own thread; dropping this ends them.
+pub(crate) struct Pings {
+    _stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// Pings every `(context, config)` from a thread and runtime of their own, each with its own client: a
+/// ping measures whether the cluster answers, so it must not wait behind the operator's own work (a
+/// reconcile burst that saturates the workers would otherwise mark healthy clusters unreachable).
+pub(crate) fn start(
+    targets: Vec<(String, kube::Config)>,
     health: Arc<Health>,
     interval: Duration,
-) {
+) -> Pings {
+    if targets.is_empty() {
+        return Pings { _stop: None };
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("kubeplex-pings".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    tracing::error!(%error, "cannot start the ping thread's runtime; contexts are not pinged");
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let mut pings = tokio::task::JoinSet::new();
+                for (context, config) in targets {
+                    match kube::Client::try_from(config) {
+                        Ok(client) => {
+                            pings.spawn(ping(context, client, health.clone(), interval));
+                        }
+                        Err(error) => health.pinged(&context, Some(format!("cannot ping: {}", chain(&error)))),
+                    }
+                }
+                // Ends when the manager stops or is dropped.
+                let _ = stopped.await;
+            });
+        });
+    if let Err(error) = thread {
+        tracing::error!(%error, "cannot start the ping thread; contexts are not pinged");
+    }
+    Pings { _stop: Some(stop) }
+}
+
+/// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
+async fn ping(context: String, client: kube::Client, health: Arc<Health>, interval: Duration) {
     let mut last: Option<String> = None;
     loop {
         let problem = match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
@@ -39,5 +81,71 @@ pub(crate) async fn ping(
         }
         health.pinged(&context, problem);
         tokio::time::sleep(interval).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A `/version` endpoint on its own thread; counts the requests it answered.
+    fn version_server() -> (String, Arc<AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let answered = Arc::new(AtomicUsize::new(0));
+        let count = answered.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let (mut stream, count) = (stream.unwrap(), count.clone());
+                std::thread::spawn(move || {
+                    let mut buffer = [0u8; 4096];
+                    while let Ok(read) = stream.read(&mut buffer) {
+                        if read == 0 {
+                            return;
+                        }
+                        let body = r#"{"major":"1","minor":"37","gitVersion":"v1.37.2"}"#;
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        count.fetch_add(1, Ordering::SeqCst);
+                        if stream.write_all(response.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, answered)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn pings_go_on_while_the_operators_own_runtime_is_blocked() {
+        let (url, answered) = version_server();
+        let config = kube::Config::new(url.parse().unwrap());
+        let health = Arc::new(Health::default());
+        health.declare("cluster-a", true);
+        let _pings = start(
+            vec![("cluster-a".into(), config)],
+            health.clone(),
+            Duration::from_millis(200),
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = answered.load(Ordering::SeqCst);
+        // A reconcile burst that holds every worker of the operator's runtime (here: its only thread).
+        std::thread::sleep(Duration::from_secs(2));
+        let during = answered.load(Ordering::SeqCst) - before;
+        assert!(
+            during >= 5,
+            "only {during} pings while the runtime was blocked"
+        );
+        let report = health.report();
+        assert!(
+            report.contexts["cluster-a"].reasons.is_empty(),
+            "{report:?}"
+        );
     }
 }

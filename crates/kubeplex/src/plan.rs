@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kube::core::ApiResource;
 
-use crate::child_watch::{OpenChildWatch, open_child_watch};
+use crate::child_watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 use crate::context::Context;
 use crate::resource::PrimaryResource;
 
@@ -285,6 +285,8 @@ pub struct Child<C> {
     namespaces: Vec<Cow<'static, str>>,
     /// Opens the typed watch of this kind, chosen where the type is known.
     pub(crate) open: OpenChildWatch,
+    /// Opens a watch that caches whole objects (see [`Child::cache_objects`]).
+    open_full: OpenChildWatch,
 }
 
 impl<C: Context> Child<C> {
@@ -295,7 +297,17 @@ impl<C: Context> Child<C> {
             contexts: Vec::new(),
             namespaces: Vec::new(),
             open: open_child_watch::<K>,
+            open_full: open_full_child_watch::<K>,
         }
+    }
+
+    /// Caches these children whole (spec and status), so that the reconcile can read them with
+    /// [`Cx::cached`](crate::Cx::cached); by default only their metadata is cached, which is all the
+    /// runtime needs and a fraction of the memory.
+    #[must_use]
+    pub fn cache_objects(mut self) -> Self {
+        self.open = self.open_full;
+        self
     }
 
     /// Children live in these contexts.

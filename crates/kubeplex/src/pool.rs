@@ -38,6 +38,8 @@ pub(crate) struct PoolConfig {
 /// One client per context, or why there is none.
 pub(crate) struct ClientPool {
     clients: BTreeMap<String, std::result::Result<Client, String>>,
+    /// Each client's configuration, so that the health pings can build clients of their own.
+    configs: BTreeMap<String, kube::Config>,
 }
 
 impl PoolConfig {
@@ -77,11 +79,13 @@ impl PoolConfig {
             futures::future::join_all(contexts.iter().map(|c| self.client(c, kubeconfig.as_ref())))
                 .await;
         let mut clients = BTreeMap::new();
+        let mut configs = BTreeMap::new();
         let mut errors = Vec::new();
         for (context, client) in contexts.iter().zip(built) {
             match client {
-                Ok(client) => {
+                Ok((client, config)) => {
                     clients.insert(context.clone(), Ok(client));
+                    configs.insert(context.clone(), config);
                 }
                 Err(error) => {
                     clients.insert(context.clone(), Err(error.to_string()));
@@ -89,7 +93,7 @@ impl PoolConfig {
                 }
             }
         }
-        Ok((ClientPool { clients }, errors))
+        Ok((ClientPool { clients, configs }, errors))
     }
 
     fn load(&self) -> Result<Kubeconfig> {
@@ -102,7 +106,11 @@ impl PoolConfig {
         }
     }
 
-    async fn client(&self, context: &str, kubeconfig: Option<&Kubeconfig>) -> Result<Client> {
+    async fn client(
+        &self,
+        context: &str,
+        kubeconfig: Option<&Kubeconfig>,
+    ) -> Result<(Client, kube::Config)> {
         let kubeconfig_context = self.kubeconfig_context(context);
         let config_error = |reason: String| Error::ClientConfig {
             context: context.to_owned(),
@@ -142,7 +150,8 @@ impl PoolConfig {
                 .await
                 .map_err(|e| config_error(describe(&e)))?
         };
-        Client::try_from(config).map_err(|e| config_error(e.to_string()))
+        let client = Client::try_from(config.clone()).map_err(|e| config_error(e.to_string()))?;
+        Ok((client, config))
     }
 }
 
@@ -169,12 +178,15 @@ impl ClientPool {
                 .into_iter()
                 .map(|(context, client)| (context.to_owned(), Ok(client)))
                 .collect(),
+            configs: BTreeMap::new(),
         }
     }
 
-    /// Every context the pool was built for.
-    pub(crate) fn contexts(&self) -> impl Iterator<Item = &str> {
-        self.clients.keys().map(String::as_str)
+    /// The configuration of every context that has a client.
+    pub(crate) fn configs(&self) -> impl Iterator<Item = (&str, &kube::Config)> {
+        self.configs
+            .iter()
+            .map(|(context, config)| (context.as_str(), config))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Shared watches: one watcher and cache per (context, kind, namespace, selectors), however many controllers
-//! need it, each handing the keys of changed objects to every subscriber.
+//! need it, each handing the keys of changed objects to every subscriber. A watch of `PartialObjectMeta<K>`
+//! caches metadata only (kube sends metadata requests for it).
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
