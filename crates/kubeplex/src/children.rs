@@ -118,7 +118,11 @@ pub(crate) async fn sync_context(
         };
     }
     ContextOutcome {
-        state: ClusterState::Ready,
+        state: if desired.is_empty() {
+            ClusterState::NotTargeted
+        } else {
+            ClusterState::Ready
+        },
         children: desired.len() as u32,
         message: None,
     }

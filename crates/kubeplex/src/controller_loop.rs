@@ -95,6 +95,7 @@ pub(crate) fn start<R: Reconcile>(
         primaries,
         children,
         failures: std::sync::Mutex::default(),
+        no_status: Default::default(),
     });
     async move {
         let sweep = tokio::spawn(engine.clone().sweep_orphans());

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 #[cfg(doc)]
 use crate::plan::DEFAULT_ERROR_REQUEUE;
 use crate::plan::{MAX_ERROR_REQUEUE, Plan};
-use crate::resource::PrimaryResource;
+use crate::resource::{ApiScope, PrimaryResource};
 use crate::runtime::Runtime;
 
 /// A child the reconcile asked for, not yet applied.
@@ -99,7 +99,7 @@ impl<C: Context> Cx<C> {
     /// the declared namespaces, or the child has no name.
     pub fn child<K>(&self, context: C, child: K) -> Result<()>
     where
-        K: Resource<DynamicType = ()> + Serialize,
+        K: Resource<DynamicType = (), Scope: ApiScope> + Serialize,
     {
         let resource = ApiResource::erase::<K>(&());
         let invalid = |reason: String| Error::InvalidChild {
@@ -107,8 +107,7 @@ impl<C: Context> Cx<C> {
             kind: resource.kind.clone(),
             reason,
         };
-        let declared = self
-            .plan
+        self.plan
             .children()
             .iter()
             .find(|c| c.resource() == &resource && c.context_list().contains(&context))
@@ -124,17 +123,22 @@ impl<C: Context> Cx<C> {
             .name
             .clone()
             .ok_or_else(|| invalid("the child has no metadata.name".into()))?;
-        let namespace = meta.namespace.clone();
-        let namespaces = declared.namespace_list();
+        let namespaces = self.namespaces_of::<K>(context);
+        // A namespaced child without a namespace goes to the one namespace declared for it, if only one is.
+        let namespaced = <K::Scope as ApiScope>::NAMESPACED;
+        let namespace = match (&meta.namespace, namespaces.as_slice()) {
+            (None, [only]) if namespaced => Some((*only).to_owned()),
+            (namespace, _) => namespace.clone(),
+        };
         if !namespaces.is_empty()
             && !namespaces
                 .iter()
-                .any(|ns| Some(ns.as_ref()) == namespace.as_deref())
+                .any(|ns| Some(*ns) == namespace.as_deref())
         {
-            let list: Vec<&str> = namespaces.iter().map(AsRef::as_ref).collect();
             return Err(invalid(format!(
-                "namespace {namespace:?} is not one of the declared {}",
-                list.join(", ")
+                "namespace {} is not one of the declared {}",
+                namespace.as_deref().unwrap_or("(none)"),
+                namespaces.join(", ")
             )));
         }
         if meta
@@ -149,8 +153,11 @@ impl<C: Context> Cx<C> {
                     .into(),
             ));
         }
-        let object =
+        let mut object =
             serde_json::to_value(&child).map_err(|e| invalid(format!("cannot serialize: {e}")))?;
+        if let Some(namespace) = &namespace {
+            object["metadata"]["namespace"] = serde_json::Value::String(namespace.clone());
+        }
         let desired = DesiredChild {
             context: context.name().to_owned(),
             resource,
@@ -163,6 +170,46 @@ impl<C: Context> Cx<C> {
             .unwrap_or_else(|e| e.into_inner())
             .push(desired);
         Ok(())
+    }
+
+    /// The contexts where children of kind `K` were declared (`owns(K, contexts = [..])`), each once, in
+    /// declaration order: loop over these instead of naming the child contexts a second time.
+    pub fn contexts_of<K: Resource<DynamicType = ()>>(&self) -> Vec<C> {
+        let resource = ApiResource::erase::<K>(&());
+        let mut contexts = Vec::new();
+        for child in self
+            .plan
+            .children()
+            .iter()
+            .filter(|c| c.resource() == &resource)
+        {
+            for &context in child.context_list() {
+                if !contexts.contains(&context) {
+                    contexts.push(context);
+                }
+            }
+        }
+        contexts
+    }
+
+    /// The namespaces where children of kind `K` may live in `context`, as declared; empty when the
+    /// declaration names none (any namespace).
+    pub fn namespaces_of<K: Resource<DynamicType = ()>>(&self, context: C) -> Vec<&str> {
+        let resource = ApiResource::erase::<K>(&());
+        let mut namespaces: Vec<&str> = Vec::new();
+        for child in self
+            .plan
+            .children()
+            .iter()
+            .filter(|c| c.resource() == &resource && c.context_list().contains(&context))
+        {
+            for namespace in child.namespace_list() {
+                if !namespaces.contains(&namespace.as_ref()) {
+                    namespaces.push(namespace.as_ref());
+                }
+            }
+        }
+        namespaces
     }
 
     /// How many reconciles of this object failed in a row before this one.
@@ -246,7 +293,7 @@ mod tests {
         );
         assert_eq!(
             refused(cx.child(CLUSTER_A, config_map(Some("other"), Some("x")))),
-            "context cluster-a: child ConfigMap: namespace Some(\"other\") is not one of the declared ns"
+            "context cluster-a: child ConfigMap: namespace other is not one of the declared ns"
         );
         assert!(
             refused(cx.child(CLUSTER_A, config_map(Some("ns"), None)))
@@ -263,6 +310,20 @@ mod tests {
             (taken[0].name.as_str(), taken[0].context.as_str()),
             ("ok", "cluster-a")
         );
+    }
+
+    #[tokio::test]
+    async fn the_declared_places_of_a_child_kind_and_its_default_namespace() {
+        let cx = cx(CONTROL, 0);
+        assert_eq!(cx.contexts_of::<ConfigMap>(), [CLUSTER_A]);
+        assert!(cx.contexts_of::<Deployment>().is_empty());
+        assert_eq!(cx.namespaces_of::<ConfigMap>(CLUSTER_A), ["ns"]);
+        // Exactly one namespace is declared: a child without one goes there.
+        cx.child(CLUSTER_A, config_map(None, Some("defaulted")))
+            .unwrap();
+        let taken = cx.take_children();
+        assert_eq!(taken[0].namespace.as_deref(), Some("ns"));
+        assert_eq!(taken[0].object["metadata"]["namespace"], "ns");
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub(crate) struct Engine<R: Reconcile> {
     /// Consecutive failed reconciles per object, for the default error policy's backoff.
     pub(crate) failures: Mutex<HashMap<Request<R>, u32>>,
     pub(crate) events: EventPublisher,
+    /// The primary kind turned out to have no status subresource: status writes are skipped.
+    pub(crate) no_status: std::sync::atomic::AtomicBool,
 }
 
 impl<R: Reconcile> Engine<R> {

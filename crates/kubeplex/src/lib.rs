@@ -75,6 +75,7 @@ mod contexts_macro;
 mod error;
 mod key_queue;
 mod ownership;
+mod redact;
 mod resource;
 mod status;
 // Shared infrastructure: health, clients, watches, plans.
@@ -102,6 +103,7 @@ mod trigger;
 mod manager;
 mod ping;
 mod probes;
+mod signals;
 
 #[cfg(test)]
 mod fake_api;
@@ -134,6 +136,7 @@ pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
 ///     requeue_after = "1h",                // optional duration
 ///     error_requeue = "30s",               // default: 5s
 ///     finalizer = "example.com/cleanup",   // optional, domain-qualified
+///     abandon_unreachable_after = "1h",    // optional: give up on an unreachable context's children on deletion
 ///     owns(Kind, contexts = [..], namespaces = [..]),  // repeatable: child kinds and where they live
 ///     crate = path,                        // default: ::kubeplex
 /// )]
@@ -155,7 +158,11 @@ pub use pool::{CONTEXT_ENV_PREFIX, IN_CLUSTER};
 pub use resource::{ApiScope, PrimaryResource};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
-/// The names most controllers need: `use kubeplex::prelude::*;`.
+/// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose
+/// names you rarely write come in as `_`, so that your own `Context` (or `anyhow::Context`) does not
+/// collide.
 pub mod prelude {
-    pub use crate::{Action, Context, ContextSet, Controller, Cx, Manager, Reconcile, controller};
+    pub use crate::{
+        Action, Context as _, ContextSet as _, Controller as _, Cx, Manager, Reconcile, controller,
+    };
 }

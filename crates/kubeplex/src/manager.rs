@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use kube::config::Kubeconfig;
 use tokio::net::TcpListener;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -204,8 +203,7 @@ impl Manager {
     /// is not in the kubeconfig). A context that is merely unreachable is not an error: the controllers
     /// run in the others, and the probes report it.
     pub async fn run(self) -> Result<()> {
-        let mut interrupt = signal(SignalKind::interrupt()).map_err(Error::Signals)?;
-        let mut terminate = signal(SignalKind::terminate()).map_err(Error::Signals)?;
+        let mut signals = crate::signals::Signals::new().map_err(Error::Signals)?;
         let running = self.start().await?;
         let signalled = tokio::select! {
             started = running.wait_started() => {
@@ -216,22 +214,17 @@ impl Manager {
                 tracing::info!("started: every required context is ready");
                 false
             }
-            _ = interrupt.recv() => true,
-            _ = terminate.recv() => true,
+            () = signals.next() => true,
         };
         if !signalled {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
+            signals.next().await;
         }
         tracing::info!(
             "shutting down: finishing reconciles in flight (signal again to stop at once)"
         );
         tokio::select! {
             () = running.shutdown() => {}
-            _ = interrupt.recv() => tracing::warn!("second signal: stopping without waiting"),
-            _ = terminate.recv() => tracing::warn!("second signal: stopping without waiting"),
+            () = signals.next() => tracing::warn!("second signal: stopping without waiting"),
         }
         Ok(())
     }

@@ -8,7 +8,8 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
-use crate::error::{Error, Result, chain as describe};
+use crate::error::{Error, Result};
+use crate::redact::kubeconfig_error;
 
 /// Environment variable prefix that remaps a context: `KUBEPLEX_CONTEXT_CLUSTER_A=kind-a` makes the context
 /// `cluster-a` use the kubeconfig context `kind-a`.
@@ -148,7 +149,7 @@ impl PoolConfig {
             };
             kube::Config::from_custom_kubeconfig(only, &options)
                 .await
-                .map_err(|e| config_error(describe(&e)))?
+                .map_err(|e| config_error(kubeconfig_error(&e)))?
         };
         let client = Client::try_from(config.clone()).map_err(|e| config_error(e.to_string()))?;
         Ok((client, config))
@@ -216,8 +217,8 @@ fn load_default(kubeconfig_var: Option<OsString>, home: Option<PathBuf>) -> Resu
     };
     let mut merged: Option<Kubeconfig> = None;
     for path in &paths {
-        let invalid = |error: &(dyn std::error::Error + 'static)| Error::InvalidKubeconfig {
-            reason: format!("{}: {}", path.display(), describe(error)),
+        let invalid = |error: &kube::config::KubeconfigError| Error::InvalidKubeconfig {
+            reason: format!("{}: {}", path.display(), kubeconfig_error(error)),
         };
         let next = Kubeconfig::read_from(path).map_err(|e| invalid(&e))?;
         merged = Some(match merged {

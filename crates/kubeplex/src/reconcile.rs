@@ -98,7 +98,10 @@ impl<R: Reconcile> Engine<R> {
                 return Verdict::Failed(next_of(action.requeue_after()));
             }
         };
-        let next = next_of(action.requeue_after().or(self.plan.requeue_delay()));
+        let next = next_of(requeue_delay(
+            action.requeue_after(),
+            self.plan.requeue_delay(),
+        ));
         if self.plan.children().is_empty() {
             return Verdict::Done(next);
         }
@@ -140,7 +143,7 @@ impl<R: Reconcile> Engine<R> {
         }
         Box::pin(self.write_status(&object, context, &outcomes)).await;
         // A context that failed is retried soon, whatever the reconcile asked for.
-        if outcomes.values().any(|o| o.state != ClusterState::Ready) {
+        if outcomes.values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();
             return Verdict::Done(Next::RequeueAfter(match next {
                 Next::RequeueAfter(n) => n.min(retry),
@@ -148,5 +151,39 @@ impl<R: Reconcile> Engine<R> {
             }));
         }
         Verdict::Done(next)
+    }
+}
+
+/// When to reconcile again after a success: the plan's `requeue_after` is a resync period that holds
+/// whatever the reconcile returned (`Action::await_change()` included), and a shorter `Action::requeue`
+/// comes first.
+pub(crate) fn requeue_delay(
+    action: Option<std::time::Duration>,
+    plan: Option<std::time::Duration>,
+) -> Option<std::time::Duration> {
+    match (action, plan) {
+        (Some(a), Some(p)) => Some(a.min(p)),
+        (a, p) => a.or(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::requeue_delay;
+
+    #[test]
+    fn the_shorter_of_the_actions_requeue_and_the_plans_resync_wins() {
+        let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+        assert_eq!(
+            requeue_delay(None, Some(hour)),
+            Some(hour),
+            "await_change: the resync holds"
+        );
+        assert_eq!(requeue_delay(Some(minute), Some(hour)), Some(minute));
+        assert_eq!(requeue_delay(Some(hour), Some(minute)), Some(minute));
+        assert_eq!(requeue_delay(Some(hour), None), Some(hour));
+        assert_eq!(requeue_delay(None, None), None);
     }
 }

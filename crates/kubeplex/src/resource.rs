@@ -61,6 +61,9 @@ pub(crate) fn format_kind(kind: &str, group: &str, version: &str) -> String {
 /// Implemented for namespaced and cluster-scoped kinds; the runtime uses it to watch a kind in one
 /// namespace, or everywhere, without knowing its scope.
 pub trait ApiScope: Sized {
+    /// Whether objects of this scope live in a namespace.
+    const NAMESPACED: bool;
+
     /// An `Api` for `K` in `namespace`, or across all namespaces (cluster-scoped kinds ignore the namespace).
     fn api<K: Resource<Scope = Self, DynamicType = ()>>(
         client: Client,
@@ -69,6 +72,8 @@ pub trait ApiScope: Sized {
 }
 
 impl ApiScope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+
     fn api<K: Resource<Scope = Self, DynamicType = ()>>(
         client: Client,
         namespace: Option<&str>,
@@ -81,6 +86,8 @@ impl ApiScope for NamespaceResourceScope {
 }
 
 impl ApiScope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+
     fn api<K: Resource<Scope = Self, DynamicType = ()>>(
         client: Client,
         _namespace: Option<&str>,

@@ -35,6 +35,7 @@ pub struct ClusterStatus {
     /// Where the children stand.
     pub state: ClusterState,
     /// How many children the parent has there.
+    #[schemars(with = "i32")]
     pub children: u32,
     /// Why, when not `Ready`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +62,9 @@ pub enum ClusterState {
     /// A child's name is taken by an object that is not this parent's (another parent's child, or one
     /// created by someone else): it was left alone.
     Conflict,
+    /// The parent wants no children in this context (its spec narrows the clusters); any it had there
+    /// were removed.
+    NotTargeted,
 }
 
 /// A status condition, as Kubernetes conventions shape them.
@@ -94,7 +98,15 @@ impl ClusterState {
             Self::Deleting => "Deleting",
             Self::Abandoned => "Abandoned",
             Self::Conflict => "Conflict",
+            Self::NotTargeted => "NotTargeted",
         }
+    }
+}
+
+impl ClusterState {
+    /// Whether the context is as the parent wants it (children in place, or none wanted there).
+    pub fn is_settled(self) -> bool {
+        matches!(self, Self::Ready | Self::NotTargeted)
     }
 }
 
@@ -164,7 +176,7 @@ impl FleetStatus {
             .collect();
         let not_ready: Vec<String> = clusters
             .iter()
-            .filter(|(_, c)| c.state != ClusterState::Ready)
+            .filter(|(_, c)| !c.state.is_settled())
             .map(|(name, c)| {
                 format!(
                     "{name}: {}{}",

@@ -4,6 +4,7 @@
 //! feeds back into another reconcile.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -48,7 +49,7 @@ impl<R: Reconcile> Engine<R> {
         previous: &FleetStatus,
         status: FleetStatus,
     ) {
-        if &status == previous {
+        if &status == previous || self.no_status.load(Ordering::Relaxed) {
             return;
         }
         let patch = serde_json::json!({
@@ -65,8 +66,26 @@ impl<R: Reconcile> Engine<R> {
                 .map(drop),
             Err(error) => Err(error),
         };
-        if let Err(error) = written {
-            tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+        match written {
+            Err(kube::Error::Api(status))
+                if status.code == 404
+                    && status
+                        .message
+                        .contains("could not find the requested resource") =>
+            {
+                // A kind without a status subresource (a ConfigMap, a CRD without `status`): said once.
+                if !self.no_status.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        controller = %self.plan.name(),
+                        kind = %self.parent_kind,
+                        "the parent kind has no status subresource: kubeplex writes no per-cluster status"
+                    );
+                }
+            }
+            Err(error) => {
+                tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+            }
+            Ok(()) => {}
         }
     }
 }
@@ -75,4 +94,69 @@ impl<R: Reconcile> Engine<R> {
 fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
     let value = serde_json::to_value(object).ok();
     FleetStatus::owned_part(value.as_ref().and_then(|v| v.get("status")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::fake_api::{self, status};
+    use crate::status::{ClusterState, ContextOutcome};
+    use crate::test_engine::{CONTROL, engine, parent};
+
+    #[tokio::test]
+    async fn a_parent_kind_without_a_status_subresource_is_detected_once_and_skipped() {
+        let (client, requests) = fake_api::client(|_, _, _| {
+            status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        });
+        let engine = engine(client);
+        let outcomes: BTreeMap<String, ContextOutcome> = [(
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                state: ClusterState::Ready,
+                children: 1,
+                message: None,
+            },
+        )]
+        .into();
+        for _ in 0..3 {
+            engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+        }
+        assert_eq!(requests.lines().len(), 1, "tried once, then skipped");
+    }
+
+    #[tokio::test]
+    async fn the_status_is_applied_server_side_with_only_kubeplexs_part() {
+        let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let engine = engine(client);
+        let outcomes: BTreeMap<String, ContextOutcome> = [(
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                state: ClusterState::NotTargeted,
+                children: 0,
+                message: None,
+            },
+        )]
+        .into();
+        engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+        let sent = &requests.all()[0];
+        assert!(
+            sent.uri.contains("/status?") && sent.uri.contains("fieldManager=test-controller"),
+            "{sent:?}"
+        );
+        let body: serde_json::Value = serde_json::from_str(&sent.body).unwrap();
+        assert_eq!(
+            body["status"]["clusters"]["cluster-a"]["state"],
+            "NotTargeted"
+        );
+        assert_eq!(body["status"]["conditions"][0]["type"], "Ready");
+        assert_eq!(
+            body["status"]["conditions"][0]["status"], "True",
+            "NotTargeted is settled"
+        );
+    }
 }

@@ -71,6 +71,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
         primaries: Default::default(),
         children: Vec::new(),
         failures: Mutex::default(),
+        no_status: Default::default(),
     }
 }
 

@@ -143,6 +143,7 @@ parent_controller!(StatusWriters, "status-writers", CONTROL, "status-writers");
 parent_controller!(Failing, "failing", CONTROL, "failing");
 parent_controller!(Conflicts, "conflicts", CONTROL, "conflicts");
 parent_controller!(Slashes, "slashes", ARN, "slashes");
+parent_controller!(Narrowing, "narrowing", CONTROL, "narrowing");
 
 async fn create_parent(
     client: &kube::Client,
@@ -424,4 +425,69 @@ async fn wait_child(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test]
+async fn a_context_the_parent_stops_targeting_is_pruned_and_says_not_targeted() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    create_namespace(&cluster_a, "kids").await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Narrowing)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "narrowing started").await;
+    let spec = ParentSpec {
+        children: vec!["narrowing-gone".into(), "narrowing-kept".into()],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "narrowing", "narrow", spec).await;
+    let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), "kids");
+    wait_child(&kids, "narrowing-gone").await;
+    let kept = wait_child(&kids, "narrowing-kept").await;
+
+    // Narrowed to one child: only the other is pruned.
+    let api: Api<Parent> = Api::namespaced(control.clone(), "narrowing");
+    let narrowed = serde_json::json!({ "spec": { "children": ["narrowing-kept"] } });
+    api.patch("narrow", &PatchParams::default(), &Patch::Merge(&narrowed))
+        .await
+        .unwrap();
+    wait_parent(&control, "narrowing", "narrow", "one child", |p| {
+        p.status.as_ref().is_some_and(|s| {
+            s.fleet
+                .clusters
+                .get("cluster-a")
+                .is_some_and(|c| c.children == 1)
+        })
+    })
+    .await;
+    assert!(
+        kids.get_opt("narrowing-gone").await.unwrap().is_none(),
+        "the undeclared child is pruned"
+    );
+    assert_eq!(
+        kids.get("narrowing-kept").await.unwrap().uid(),
+        kept.uid(),
+        "the other is untouched"
+    );
+
+    // No children wanted in the cluster any more: pruned, and the status says so instead of "Ready, 0".
+    let none = serde_json::json!({ "spec": { "children": [] } });
+    api.patch("narrow", &PatchParams::default(), &Patch::Merge(&none))
+        .await
+        .unwrap();
+    let parent = wait_parent(&control, "narrowing", "narrow", "NotTargeted", |p| {
+        p.status.as_ref().is_some_and(|s| {
+            s.fleet
+                .clusters
+                .get("cluster-a")
+                .is_some_and(|c| c.state == kubeplex::ClusterState::NotTargeted)
+        })
+    })
+    .await;
+    assert!(kids.get_opt("narrowing-kept").await.unwrap().is_none());
+    assert_eq!(condition(&parent, "Ready").unwrap().status, "True");
+    running.shutdown().await;
 }

@@ -35,7 +35,7 @@ impl Reconcile for AppDeployer {
         app: Arc<AppDeployment>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        for cluster in cx.contexts_of::<Deployment>() {
             for namespace in &app.spec.namespaces {
                 cx.child(cluster, deployment_for(&app, namespace))?;
             }
