@@ -17,9 +17,11 @@ pub(crate) struct Pings {
     _stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-/// Pings every `(context, config)` from a thread and runtime of their own, each with its own client: a
-/// ping measures whether the cluster answers, so it must not wait behind the operator's own work (a
-/// reconcile burst that saturates the workers would otherwise mark healthy clusters unreachable).
+/// Pings every `(context, config)` from a thread and runtime of their own: a ping measures whether the
+/// cluster answers, so it must not wait behind the operator's own work (a reconcile burst that saturates
+/// the workers would otherwise mark healthy clusters unreachable). Each ping builds a client and drops it
+/// after the answer, so an idle context holds no connection for its pings: a handshake every interval
+/// costs less than a standing TLS connection per context.
 pub(crate) fn start(
     targets: Vec<(String, kube::Config)>,
     health: Arc<Health>,
@@ -42,12 +44,7 @@ pub(crate) fn start(
             runtime.block_on(async move {
                 let mut pings = tokio::task::JoinSet::new();
                 for (context, config) in targets {
-                    match kube::Client::try_from(config) {
-                        Ok(client) => {
-                            pings.spawn(ping(context, client, health.clone(), interval));
-                        }
-                        Err(error) => health.pinged(&context, Some(format!("cannot ping: {}", chain(&error)))),
-                    }
+                    pings.spawn(ping(context, config, health.clone(), interval));
                 }
                 // Ends when the manager stops or is dropped.
                 let _ = stopped.await;
@@ -60,16 +57,12 @@ pub(crate) fn start(
 }
 
 /// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
-async fn ping(context: String, client: kube::Client, health: Arc<Health>, interval: Duration) {
+async fn ping(context: String, config: kube::Config, health: Arc<Health>, interval: Duration) {
     let mut last: Option<String> = None;
     loop {
-        let problem = match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
-            Ok(Ok(_)) => None,
-            Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
-                Some("credentials were rejected (401 Unauthorized)".to_owned())
-            }
-            Ok(Err(error)) => Some(format!("unreachable: {}", chain(&error))),
-            Err(_) => Some(format!("unreachable: no answer within {PING_TIMEOUT:?}")),
+        let problem = match kube::Client::try_from(config.clone()) {
+            Ok(client) => answer(&client).await,
+            Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
         };
         if problem != last {
             match &problem {
@@ -81,6 +74,18 @@ async fn ping(context: String, client: kube::Client, health: Arc<Health>, interv
         }
         health.pinged(&context, problem);
         tokio::time::sleep(interval).await;
+    }
+}
+
+/// What is wrong with the API server behind `client`, if anything.
+async fn answer(client: &kube::Client) -> Option<String> {
+    match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
+            Some("credentials were rejected (401 Unauthorized)".to_owned())
+        }
+        Ok(Err(error)) => Some(format!("unreachable: {}", chain(&error))),
+        Err(_) => Some(format!("unreachable: no answer within {PING_TIMEOUT:?}")),
     }
 }
 
