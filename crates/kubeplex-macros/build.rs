@@ -1,0 +1,22 @@
+//! Sets `cfg(kubeplex_pinned_rustc)` when this rustc is the one the ui tests' `.stderr` files were made
+//! with (`tests/ui/RUSTC_VERSION`), so that `tests/ui.rs` is reported as ignored, with the reason, on any
+//! other rustc instead of failing on rustc's changed wording.
+
+use std::process::Command;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(kubeplex_pinned_rustc)");
+    println!("cargo::rerun-if-changed=tests/ui/RUSTC_VERSION");
+    println!("cargo::rerun-if-env-changed=RUSTC");
+    let pinned = std::fs::read_to_string("tests/ui/RUSTC_VERSION").unwrap_or_default();
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    // `rustc 1.95.0 (59807616e 2026-04-14)`
+    if version.split_whitespace().nth(1) == Some(pinned.trim()) {
+        println!("cargo::rustc-cfg=kubeplex_pinned_rustc");
+    }
+}
