@@ -1,29 +1,26 @@
 //! What `#[controller]` generates from a validated [`Model`]: one `impl Controller` that *describes* the
-//! controller (a `Plan` built with its builder), plus, when string contexts are checked against a fleet,
-//! one `const` item that checks them while compiling. Every path is absolute through the crate root.
+//! controller (a `Plan` built with its builder), `const` items before it that check the types the
+//! attribute names, and, when string contexts are checked against a fleet, one `const` item that checks
+//! them while compiling. With errors, [`fallback`] instead. Every path is absolute through the crate root.
 
-use proc_macro2::{Literal, TokenStream};
-use proc_macro2::{Span, TokenTree};
+use proc_macro2::{Literal, Span, TokenStream, TokenTree};
 use quote::quote;
-use syn::LitStr;
+use syn::spanned::Spanned;
+use syn::{LitStr, Type};
 
 use crate::parse::ContextItem;
-use crate::validate::{ContextsKind, Model, path_string};
+use crate::validate::{ContextsKind, Model, fleet_of, is_dynamic, path_string, path_type};
 
-/// The generated items (the user's struct is emitted separately, always).
+/// The generated items for a controller without errors (the user's struct is emitted separately, always).
 pub fn expand(model: &Model) -> TokenStream {
-    let Model {
-        krate,
-        ident,
-        resource,
-        name,
-        ..
-    } = model;
-
-    let context_type = match &model.contexts_kind {
-        ContextsKind::Typed(fleet) | ContextsKind::NamedInFleet(fleet) => quote!(#fleet),
-        ContextsKind::Named => quote!(#krate::ContextName),
+    let krate = &model.krate;
+    let ident = &model.ident;
+    let name = &model.name;
+    let (Some(resource), Some(kind)) = (&model.resource, &model.contexts_kind) else {
+        // Unreachable: a model without errors has both; the fallback copes with either missing.
+        return fallback(model);
     };
+    let context_type = context_type(model, kind);
 
     let contexts = context_exprs(model, &model.contexts);
     let mut calls = vec![quote!(.contexts([#(#contexts),*]))];
@@ -70,9 +67,11 @@ pub fn expand(model: &Model) -> TokenStream {
         });
     }
 
+    let checks = checks(model);
     let membership = membership_check(model);
 
     quote! {
+        #checks
         impl #krate::Controller for #ident {
             type Resource = #resource;
             type Context = #context_type;
@@ -84,6 +83,149 @@ pub fn expand(model: &Model) -> TokenStream {
     }
 }
 
+/// What is emitted when the attribute has errors (which are emitted next to it): the type checks, so that
+/// every type the attribute names is still used and checked, and, when the resource and context types
+/// are known, an `impl Controller` whose `plan` is never run, so that the user's `impl Reconcile` is not
+/// also reported for a missing `Controller`.
+pub fn fallback(model: &Model) -> TokenStream {
+    let krate = &model.krate;
+    let ident = &model.ident;
+    let checks = checks(model);
+    let (Some(resource), Some(kind)) = (&model.resource, &model.contexts_kind) else {
+        return checks;
+    };
+    if is_dynamic(resource) {
+        return checks;
+    }
+    let context_type = context_type(model, kind);
+    // Typed contexts are still resolved, so that a misspelled variant is reported with the other errors.
+    let typed = model
+        .contexts
+        .iter()
+        .chain(model.children.iter().flat_map(|c| c.contexts.iter()))
+        .filter_map(|item| match (item, kind) {
+            (ContextItem::Typed(path), ContextsKind::Typed(fleet))
+                if fleet_of(path).is_some_and(|f| path_string(&f) == path_string(fleet)) =>
+            {
+                Some(path)
+            }
+            _ => None,
+        });
+    quote! {
+        #checks
+        impl #krate::Controller for #ident {
+            type Resource = #resource;
+            type Context = #context_type;
+            fn plan() -> #krate::Plan<Self::Context> {
+                #(let _ = #typed;)*
+                ::core::unreachable!("#[controller] was rejected at compile time")
+            }
+        }
+    }
+}
+
+/// `type Context`.
+fn context_type(model: &Model, kind: &ContextsKind) -> TokenStream {
+    let krate = &model.krate;
+    match kind {
+        ContextsKind::Typed(fleet) | ContextsKind::NamedInFleet(fleet) => quote!(#fleet),
+        ContextsKind::Named => quote!(#krate::ContextName),
+    }
+}
+
+/// Checks, placed before the `impl` so that rustc reports them first, that every kind is a resource type
+/// (and a namespaced one where `namespaces` is given) and that a fleet was declared with `contexts!`.
+/// Each is the well-formedness of a function signature, reported with kubeplex's
+/// `#[diagnostic::on_unimplemented]` message at the user's tokens.
+fn checks(model: &Model) -> TokenStream {
+    let mut checks = Vec::new();
+    if let Some(resource) = &model.resource {
+        checks.push(kind_check(model, resource, model.namespaces_key));
+    }
+    for child in &model.children {
+        let kind = path_type(&child.kind);
+        checks.push(kind_check(model, &kind, child.namespaces_key));
+    }
+    if let Some(ContextsKind::Typed(fleet) | ContextsKind::NamedInFleet(fleet)) =
+        &model.contexts_kind
+    {
+        let krate = &model.krate;
+        let check = respan(
+            quote!(<#fleet as #krate::__private::Fleet>::Itself),
+            fleet.span(),
+        );
+        checks.push(quote! {
+            const _: () = {
+                fn fleet(_: #check) {}
+            };
+        });
+    }
+    quote!(#(#checks)*)
+}
+
+/// The check of one kind: `<K as Resource>::Itself` is well-formed only for a resource type; wrapped in
+/// `Namespaced<..>` (located at the `namespaces` key) when namespaces are given. A name ending in `Spec`
+/// gets its own trait, whose message suggests the name without it.
+fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> TokenStream {
+    let krate = &model.krate;
+    let span = kind.span();
+    if is_dynamic(kind) {
+        // Already reported by `check_kind_is_static`; only keep the type used.
+        return quote! {
+            const _: () = {
+                fn kind(_: ::core::marker::PhantomData<#kind>) {}
+            };
+        };
+    }
+    let spec_hint = spec_suggestion(kind);
+    let trait_path = match spec_hint {
+        Some(_) => quote!(Resource),
+        None => quote!(#krate::__private::Resource),
+    };
+    let itself = respan(quote!(<#kind as #trait_path>::Itself), span);
+    let checked = match namespaces_key {
+        Some(key) => {
+            let open = respan(quote!(#krate::__private::Namespaced<), key);
+            let close = respan(quote!(>), key);
+            quote!(#open #itself #close)
+        }
+        None => itself,
+    };
+    let local_trait = spec_hint.map(|(written, suggested)| {
+        let message = format!(
+            "`{written}` is not a Kubernetes resource type; did you mean `{suggested}`?"
+        );
+        let note = format!(
+            "`#[derive(CustomResource)]` on the spec struct `{written}` generates the resource type named after its `kind` (usually `{suggested}`); `crd` and `owns` take that type"
+        );
+        quote! {
+            #[diagnostic::on_unimplemented(message = #message, label = "a spec struct, not a resource", note = #note)]
+            trait Resource {
+                type Itself;
+            }
+            #[diagnostic::do_not_recommend]
+            impl<K: #krate::__private::KubeResource<DynamicType = ()>> Resource for K {
+                type Itself = K;
+            }
+        }
+    });
+    quote! {
+        const _: () = {
+            #local_trait
+            fn kind(_: #checked) {}
+        };
+    }
+}
+
+/// For a type path whose last segment ends in `Spec` (`AppDeploymentSpec`): the name as written and
+/// without the suffix.
+fn spec_suggestion(kind: &Type) -> Option<(String, String)> {
+    let Type::Path(path) = kind else { return None };
+    let last = path.path.segments.last()?.ident.to_string();
+    let stem = last.strip_suffix("Spec").filter(|stem| !stem.is_empty())?;
+    Some((last.clone(), stem.to_owned()))
+}
+
 /// The expressions of a context list, each keeping the span of what the user wrote so that rustc's
 /// errors (and its "there is a variant with a similar name" suggestion) point at it.
 fn context_exprs(model: &Model, items: &[ContextItem]) -> Vec<TokenStream> {
@@ -92,7 +234,7 @@ fn context_exprs(model: &Model, items: &[ContextItem]) -> Vec<TokenStream> {
         .iter()
         .map(|item| match (item, &model.contexts_kind) {
             (ContextItem::Typed(path), _) => quote!(#path),
-            (ContextItem::Named(name), ContextsKind::NamedInFleet(fleet)) => {
+            (ContextItem::Named(name), Some(ContextsKind::NamedInFleet(fleet))) => {
                 quote!(#krate::__private::member::<#fleet>(#name))
             }
             (ContextItem::Named(name), _) => quote!(#krate::ContextName::new(#name)),
@@ -103,7 +245,7 @@ fn context_exprs(model: &Model, items: &[ContextItem]) -> Vec<TokenStream> {
 /// For `fleet = F` with string contexts: a `const` that fails to compile, at the offending literal and
 /// with a "did you mean", when a name is not one of `F`'s.
 fn membership_check(model: &Model) -> TokenStream {
-    let ContextsKind::NamedInFleet(fleet) = &model.contexts_kind else {
+    let Some(ContextsKind::NamedInFleet(fleet)) = &model.contexts_kind else {
         return TokenStream::new();
     };
     let krate = &model.krate;

@@ -2,14 +2,18 @@
 //! `kubeplex::controller` (and in `kubeplex::prelude`); its documentation and every key are described
 //! there and in `docs/controller-attribute.md`.
 //!
-//! The macro is three steps, one file each: `parse.rs` (the grammar, with darling), `validate.rs` (what the
-//! values mean; every error collected and spanned) and `expand.rs` (the generated `impl Controller`).
+//! The attribute is three steps: `parse.rs` (the grammar, with darling), `validate/` (what the values
+//! mean: one `check_*` per rule, every error collected and spanned; the string rules in `rules/`) and
+//! `expand.rs` (the generated `impl Controller`, or a fallback when there are errors). `contexts.rs` is
+//! `kubeplex::contexts!`, which forwards to the `contexts` macro here.
 #![deny(missing_docs)]
 
 use proc_macro::TokenStream;
 
+mod contexts;
 mod expand;
 mod parse;
+mod rules;
 mod validate;
 
 #[cfg(test)]
@@ -35,16 +39,22 @@ fn controller_impl(
 ) -> proc_macro2::TokenStream {
     let mut errors = darling::Error::accumulator();
     let args = parse::parse_args(args, &mut errors);
-    let expansion = match syn::parse2::<syn::Item>(item.clone()) {
+    let model = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(parsed) => validate::target(&parsed, &mut errors)
-            .and_then(|target| validate::validate(args, &target.ident, &mut errors)),
+            .map(|target| validate::validate(args, &target.ident, &mut errors)),
         // Not an item at all: rustc reports the syntax error itself when the tokens are re-emitted.
         Err(_) => None,
     };
-    let generated = match (expansion, errors.into_inner()) {
-        (Some(model), errors) if errors.is_empty() => expand::expand(&model),
-        (_, errors) if errors.is_empty() => proc_macro2::TokenStream::new(),
-        (_, errors) => darling::Error::multiple(errors).write_errors(),
+    let errors = errors.into_inner();
+    let generated = match model {
+        Some(model) if errors.is_empty() => expand::expand(&model),
+        Some(model) => {
+            let errors = darling::Error::multiple(errors).write_errors();
+            let fallback = expand::fallback(&model);
+            quote::quote!(#errors #fallback)
+        }
+        None if errors.is_empty() => proc_macro2::TokenStream::new(),
+        None => darling::Error::multiple(errors).write_errors(),
     };
     // The user's item is always emitted unchanged, so that an error here does not cascade into
     // "cannot find type" errors elsewhere and IDEs keep seeing the struct.
@@ -52,4 +62,12 @@ fn controller_impl(
         #item
         #generated
     }
+}
+
+/// The implementation of `kubeplex::contexts!`, which forwards here with its own path first:
+/// `contexts!($crate; pub enum Fleet { Control = "control", .. })`. Use `kubeplex::contexts!`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn contexts(input: TokenStream) -> TokenStream {
+    contexts::contexts(input.into()).into()
 }

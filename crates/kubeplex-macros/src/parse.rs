@@ -1,8 +1,8 @@
 //! The grammar of `#[controller(...)]`, in one place: one field per key, one doc line per field.
 //!
 //! Parsing only checks the *shape* of each value (a type, a list, a string…); what the values mean is
-//! checked in `validate.rs`. Unknown and repeated keys are caught before darling sees the list, so that
-//! they get kubeplex's own "did you mean" message.
+//! checked in `validate/`. Unknown keys are darling's own error, with its "did you mean"; each key is
+//! parsed on its own first, so that one bad key never hides the others.
 
 use darling::ast::NestedMeta;
 use darling::util::path_to_string;
@@ -55,47 +55,8 @@ pub struct ControllerArgs {
     pub given_but_invalid: Vec<String>,
 }
 
-/// The keys of [`ControllerArgs`], as written in the attribute.
-pub const KEYS: &[&str] = &[
-    "crd",
-    "contexts",
-    "fleet",
-    "namespaces",
-    "name",
-    "label_selector",
-    "field_selector",
-    "concurrency",
-    "debounce",
-    "requeue_after",
-    "error_requeue",
-    "finalizer",
-    "abandon_unreachable_after",
-    "crate",
-    "owns",
-];
-
 /// The keys that may be given more than once.
 const REPEATABLE: &[&str] = &["owns"];
-
-/// What people write when they mean one of [`KEYS`], beyond what an edit distance finds.
-const ALIASES: &[(&str, &str)] = &[
-    ("resource", "crd"),
-    ("kind", "crd"),
-    ("for", "crd"),
-    ("clusters", "contexts"),
-    ("cluster", "contexts"),
-    ("children", "owns"),
-    ("child", "owns"),
-    ("finalizers", "finalizer"),
-    ("labels", "label_selector"),
-    ("fields", "field_selector"),
-    ("max_concurrent_reconciles", "concurrency"),
-    ("requeue", "requeue_after"),
-    ("resync", "requeue_after"),
-    ("retry", "error_requeue"),
-    ("abandon_after", "abandon_unreachable_after"),
-    ("orphan_after", "abandon_unreachable_after"),
-];
 
 /// The inside of `owns(Kind, ...)`, after the kind.
 #[derive(Debug, Default, FromMeta)]
@@ -105,9 +66,6 @@ pub struct OwnsOptions {
     /// `namespaces = [..]` (default: every namespace): the namespaces children of this kind live in.
     pub namespaces: Option<StrList>,
 }
-
-/// The keys of [`OwnsOptions`].
-pub const OWNS_KEYS: &[&str] = &["contexts", "namespaces"];
 
 /// `owns(Kind, contexts = [..], namespaces = [..])`.
 #[derive(Debug)]
@@ -147,21 +105,10 @@ impl FromMeta for Owns {
                 .with_span(meta));
             }
         };
-        let mut errors = Error::accumulator();
-        let rest = check_keys(
-            rest,
-            OWNS_KEYS,
-            &[],
-            "owns(..)",
-            &[],
-            &mut errors,
-            &mut Vec::new(),
-        );
-        let options = errors.handle(OwnsOptions::from_list(&rest));
-        errors.finish_with(Owns {
+        Ok(Owns {
             span: meta.span(),
             kind,
-            options: options.unwrap_or_default(),
+            options: OwnsOptions::from_list(rest)?,
         })
     }
 }
@@ -175,35 +122,44 @@ pub fn parse_args(tokens: TokenStream, errors: &mut darling::error::Accumulator)
             return ControllerArgs::default();
         }
     };
-    let mut suggested = Vec::new();
-    let items = check_keys(
-        &items,
-        KEYS,
-        REPEATABLE,
-        "#[controller]",
-        ALIASES,
-        errors,
-        &mut suggested,
-    );
-    // Parse each item on its own first, so that one malformed value drops only its own key (and is
-    // remembered as given) instead of the whole attribute.
-    let mut good = Vec::new();
+    // Each item is parsed on its own first, so that one malformed value drops only its own key (and is
+    // remembered as given) instead of the whole attribute; darling reports unknown keys.
+    let mut good: Vec<NestedMeta> = Vec::new();
     let mut given_but_invalid = Vec::new();
     for item in items {
+        let key = key_of(&item);
         match ControllerArgs::from_list(std::slice::from_ref(&item)) {
+            Ok(_)
+                if !REPEATABLE.contains(&key.as_str()) && good.iter().any(|g| key_of(g) == key) =>
+            {
+                errors.push(
+                    Error::custom(format!("`{key}` is given more than once; keep one"))
+                        .with_span(&path_of(&item)),
+                );
+            }
             Ok(_) => good.push(item),
             Err(e) => {
+                // A misspelled key may be a required one: remember what darling suggests, so that
+                // validation does not also report that key as missing.
+                given_but_invalid.extend(suggestion(&e));
+                given_but_invalid.push(key.clone());
                 errors.push(e);
-                given_but_invalid.push(key_of(&item));
             }
         }
     }
     let mut args = errors
         .handle(ControllerArgs::from_list(&good))
         .unwrap_or_default();
-    args.given_but_invalid.extend(given_but_invalid);
-    args.given_but_invalid.extend(suggested);
+    args.given_but_invalid = given_but_invalid;
     args
+}
+
+/// The key darling suggests in an unknown-key error ("Did you mean `namespaces`?"), if any.
+pub fn suggestion(error: &Error) -> Option<String> {
+    let text = error.to_string();
+    let (_, rest) = text.split_once("Did you mean `")?;
+    let (key, _) = rest.split_once('`')?;
+    Some(key.to_owned())
 }
 
 /// The key of an item, as written.
@@ -215,89 +171,13 @@ fn key_of(item: &NestedMeta) -> String {
     }
 }
 
-/// Keeps the items whose key is known and not repeated; reports the others.
-fn check_keys(
-    items: &[NestedMeta],
-    keys: &[&str],
-    repeatable: &[&str],
-    place: &str,
-    aliases: &[(&str, &str)],
-    errors: &mut darling::error::Accumulator,
-    suggested: &mut Vec<String>,
-) -> Vec<NestedMeta> {
-    let mut seen: Vec<String> = Vec::new();
-    let mut kept = Vec::new();
-    for item in items {
-        let path = match item {
-            NestedMeta::Meta(meta) => meta.path(),
-            NestedMeta::NameValueInvalidExpr(nv) => &nv.path,
-            NestedMeta::Lit(lit) => {
-                errors.push(
-                    Error::custom(format!(
-                        "expected `key = value` in {place}, found a bare literal; keys are: {}",
-                        keys.join(", ")
-                    ))
-                    .with_span(lit),
-                );
-                continue;
-            }
-        };
-        let key = path_to_string(path);
-        if !keys.contains(&key.as_str()) {
-            let message = match suggest(&key, keys, aliases) {
-                Some(s) => {
-                    suggested.push(s.to_owned());
-                    format!("unknown key `{key}` in {place}; did you mean `{s}`?")
-                }
-                None => format!(
-                    "unknown key `{key}` in {place}; expected one of: {}",
-                    keys.join(", ")
-                ),
-            };
-            errors.push(Error::custom(message).with_span(path));
-            continue;
-        }
-        if seen.contains(&key) && !repeatable.contains(&key.as_str()) {
-            errors.push(
-                Error::custom(format!(
-                    "`{key}` is given more than once in {place}; keep one"
-                ))
-                .with_span(path),
-            );
-            continue;
-        }
-        seen.push(key);
-        kept.push(item.clone());
+/// The key's tokens, for errors about the key itself.
+fn path_of(item: &NestedMeta) -> Span {
+    match item {
+        NestedMeta::Meta(meta) => meta.path().span(),
+        NestedMeta::NameValueInvalidExpr(nv) => nv.path.span(),
+        NestedMeta::Lit(lit) => lit.span(),
     }
-    kept
-}
-
-/// The known key closest to `key`, if any is close enough to be what was meant.
-pub fn suggest<'a>(key: &str, keys: &[&'a str], aliases: &[(&str, &'a str)]) -> Option<&'a str> {
-    let lower = key.to_ascii_lowercase().replace('-', "_");
-    if let Some(&(_, target)) = aliases.iter().find(|(alias, _)| *alias == lower) {
-        return Some(target);
-    }
-    keys.iter()
-        .map(|&k| (edit_distance(&lower, k), k))
-        .filter(|&(d, k)| d <= (k.len().max(lower.len()) / 3).max(1))
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, k)| k)
-}
-
-/// Levenshtein distance between two strings, by characters.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The right-hand side of `key = value`, or an error naming the key and the expected form.
@@ -437,6 +317,8 @@ impl FromMeta for ContextList {
 /// `namespaces = ["a", ..]`.
 #[derive(Debug, Clone)]
 pub struct StrList {
+    /// The key (`namespaces`), for errors about what the list applies to.
+    pub key: Span,
     /// The `[..]`.
     pub span: Span,
     /// The strings.
@@ -471,6 +353,7 @@ impl FromMeta for StrList {
             }
         }
         errors.finish_with(StrList {
+            key: meta.path().span(),
             span: array.span(),
             items,
         })
@@ -564,8 +447,6 @@ mod tests {
             1
         );
         assert_eq!(args.concurrency.unwrap().0.base10_digits(), "3");
-        // KEYS lists exactly the fields above.
-        assert_eq!(KEYS.len(), 15);
     }
 
     #[test]
@@ -577,17 +458,20 @@ mod tests {
 
     #[test]
     fn unknown_keys_suggest() {
-        let (_, errors) = parse(quote!(
-            crd = A,
+        let (args, errors) = parse(quote!(
             contexts = ["a"],
             namespace = ["x"],
-            kind = B,
+            crds = B,
             zzz = 1
         ));
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(errors[0].contains("did you mean `namespaces`?"));
-        assert!(errors[1].contains("did you mean `crd`?"));
-        assert!(errors[2].contains("expected one of"));
+        assert!(
+            errors[0].contains("Did you mean `namespaces`?"),
+            "{errors:?}"
+        );
+        assert!(errors[1].contains("Did you mean `crd`?"), "{errors:?}");
+        // A misspelled required key counts as given: it is not also reported missing.
+        assert!(args.given_but_invalid.iter().any(|k| k == "crd"));
     }
 
     #[test]
@@ -618,15 +502,6 @@ mod tests {
             owns(D, context = ["a"])
         ));
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(errors[2].contains("did you mean `contexts`?"));
-    }
-
-    #[test]
-    fn distances() {
-        assert_eq!(edit_distance("namespace", "namespaces"), 1);
-        assert_eq!(edit_distance("", "ab"), 2);
-        assert_eq!(suggest("contxts", KEYS, &[]), Some("contexts"));
-        assert_eq!(suggest("Finalizer", KEYS, &[]), Some("finalizer"));
-        assert_eq!(suggest("xyzzy", KEYS, &[]), None);
+        assert!(errors[2].contains("Did you mean `contexts`?"), "{errors:?}");
     }
 }

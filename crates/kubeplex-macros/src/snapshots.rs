@@ -91,7 +91,7 @@ fn errors_are_accumulated_and_the_struct_is_kept() {
     let text = tokens.to_string();
     assert!(text.starts_with("struct Keep ;"), "{text}");
     assert_eq!(text.matches("compile_error").count(), 4, "{text}");
-    assert!(text.contains("did you mean `namespaces`?"));
+    assert!(text.contains("Did you mean `namespaces`?"), "{text}");
 }
 
 #[test]

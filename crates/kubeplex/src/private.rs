@@ -4,35 +4,70 @@
 //! The checks are `const fn`s so that a mistake is reported while compiling (as an `evaluation panicked`
 //! error pointing at the offending literal), never at run time.
 
+use std::marker::PhantomData;
+
+use kube::core::NamespaceResourceScope;
+
 use crate::context::ContextSet;
+
+pub use crate::context::UnknownContext;
+/// For the traits `#[controller]` declares locally (their message is made for the type at hand).
+pub use kube::Resource as KubeResource;
+/// `kubeplex::contexts!` forwards to it.
+pub use kubeplex_macros::contexts;
+
+/// A kind `crd = ..` and `owns(..)` accept: `#[controller]` checks `<K as Resource>::Itself` before its
+/// `impl Controller`, so that this message, at the user's type, is the first error.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Kubernetes resource type known at compile time",
+    label = "not a `kube::Resource<DynamicType = ()>`",
+    note = "`crd` and `owns` take a kind: a k8s-openapi type such as `k8s_openapi::api::apps::v1::Deployment`, or the type `#[derive(CustomResource)]` generates (named after its `kind`, not the `..Spec` struct)"
+)]
+pub trait Resource {
+    /// The kind itself.
+    type Itself: kube::Resource<DynamicType = ()>;
+}
+
+// `do_not_recommend`: report `K: Resource` (the message above) rather than the k8s-openapi bound deep
+// inside kube's blanket impl.
+#[diagnostic::do_not_recommend]
+impl<K: kube::Resource<DynamicType = ()>> Resource for K {
+    type Itself = K;
+}
+
+/// Well-formed only for a namespaced kind: what `#[controller]` checks where `namespaces` is given.
+pub struct Namespaced<K: kube::Resource>(PhantomData<K>)
+where
+    K::Scope: NamespacedScope<K>;
+
+/// The scope of a namespaced kind `K`.
+#[diagnostic::on_unimplemented(
+    message = "`{K}` is cluster-scoped, so it cannot be watched or owned in `namespaces`",
+    label = "`{K}` is cluster-scoped: its objects have no namespace",
+    note = "remove `namespaces` here: a cluster-scoped kind is watched and owned across the whole cluster"
+)]
+pub trait NamespacedScope<K: ?Sized> {}
+
+impl<K: ?Sized> NamespacedScope<K> for NamespaceResourceScope {}
+
+/// A fleet typed contexts come from: `#[controller]` checks `<F as Fleet>::Itself`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not declared with `kubeplex::contexts!`",
+    label = "typed contexts are variants of a `kubeplex::contexts!` enum",
+    note = "declare the enum with `kubeplex::contexts! {{ pub enum {Self} {{ Control = \"control\" }} }}` instead of writing it by hand"
+)]
+pub trait Fleet {
+    /// The fleet itself.
+    type Itself: ContextSet;
+}
+
+#[diagnostic::do_not_recommend]
+impl<F: ContextSet> Fleet for F {
+    type Itself = F;
+}
 
 /// The longest context name accepted (a kubeconfig context name is usually a DNS subdomain).
 pub const MAX_CONTEXT_NAME: usize = 253;
-
-/// Fails compilation unless every name of a `contexts!` fleet is non-empty, free of whitespace and
-/// control characters, at most 253 bytes, and unique.
-pub const fn check_fleet_names(fleet: &str, names: &[&str]) {
-    let mut i = 0;
-    while i < names.len() {
-        if let Some(problem) = name_problem(fleet, names[i]) {
-            panic!("{}", problem.as_str());
-        }
-        let mut j = 0;
-        while j < i {
-            if str_eq(names[i], names[j]) {
-                let mut m = Msg::new();
-                m.push("context name `")
-                    .push(names[i])
-                    .push("` is declared twice in fleet `")
-                    .push(fleet)
-                    .push("`; give each variant its own kubeconfig context name");
-                panic!("{}", m.as_str());
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-}
 
 /// Fails compilation unless every name is a context of the fleet `F` (named `fleet` in messages), with a
 /// "did you mean" suggestion for the closest declared name.
@@ -80,38 +115,6 @@ pub fn member<F: ContextSet>(name: &str) -> F {
         Some(&context) => context,
         None => panic!("context `{name}` is not declared in its fleet"),
     }
-}
-
-/// What is wrong with a context name, if anything.
-const fn name_problem(fleet: &str, name: &str) -> Option<Msg> {
-    let bytes = name.as_bytes();
-    let mut m = Msg::new();
-    if bytes.is_empty() {
-        m.push("a context name in fleet `")
-            .push(fleet)
-            .push("` is empty; write the kubeconfig context name");
-        return Some(m);
-    }
-    if bytes.len() > MAX_CONTEXT_NAME {
-        m.push("a context name in fleet `")
-            .push(fleet)
-            .push("` is longer than 253 bytes; shorten it");
-        return Some(m);
-    }
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b <= b' ' || b == 0x7f {
-            m.push("context name `")
-                .push(name)
-                .push("` in fleet `")
-                .push(fleet)
-                .push("` contains whitespace or a control character; remove it");
-            return Some(m);
-        }
-        i += 1;
-    }
-    None
 }
 
 const fn str_eq(a: &str, b: &str) -> bool {
@@ -216,23 +219,5 @@ mod tests {
         assert_eq!(edit_distance(b"", b"abc"), 3);
         assert_eq!(edit_distance(b"control", b"control"), 0);
         assert_eq!(edit_distance(b"kitten", b"sitting"), 3);
-    }
-
-    #[test]
-    fn names() {
-        check_fleet_names("F", &["a", "b-c"]);
-        assert!(str_eq("abc", "abc") && !str_eq("abc", "abd"));
-    }
-
-    #[test]
-    #[should_panic(expected = "declared twice")]
-    fn duplicate_names() {
-        check_fleet_names("F", &["a", "a"]);
-    }
-
-    #[test]
-    #[should_panic(expected = "whitespace")]
-    fn whitespace_name() {
-        check_fleet_names("F", &["a b"]);
     }
 }

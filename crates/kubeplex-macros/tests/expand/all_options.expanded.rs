@@ -1,6 +1,26 @@
 pub struct DeploymentAuditor {
     client_timeout: std::time::Duration,
 }
+const _: () = {
+    fn kind(
+        _: ::kubeplex::__private::Namespaced<
+            <k8s_openapi::api::apps::v1::Deployment as ::kubeplex::__private::Resource>::Itself,
+        >,
+    ) {}
+};
+const _: () = {
+    fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    fn kind(
+        _: ::kubeplex::__private::Namespaced<
+            <Secret as ::kubeplex::__private::Resource>::Itself,
+        >,
+    ) {}
+};
+const _: () = {
+    fn fleet(_: <Fleet as ::kubeplex::__private::Fleet>::Itself) {}
+};
 impl ::kubeplex::Controller for DeploymentAuditor {
     type Resource = k8s_openapi::api::apps::v1::Deployment;
     type Context = Fleet;

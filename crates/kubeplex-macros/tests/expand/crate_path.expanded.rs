@@ -1,4 +1,7 @@
 pub struct WidgetController;
+const _: () = {
+    fn kind(_: <Widget as my_kubeplex::__private::Resource>::Itself) {}
+};
 impl my_kubeplex::Controller for WidgetController {
     type Resource = Widget;
     type Context = my_kubeplex::ContextName;

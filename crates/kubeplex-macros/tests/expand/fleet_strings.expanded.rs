@@ -1,4 +1,13 @@
 pub(crate) struct Mirror;
+const _: () = {
+    fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    fn kind(_: <Secret as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    fn fleet(_: <crate::fleet::Fleet as ::kubeplex::__private::Fleet>::Itself) {}
+};
 impl ::kubeplex::Controller for Mirror {
     type Resource = ConfigMap;
     type Context = crate::fleet::Fleet;

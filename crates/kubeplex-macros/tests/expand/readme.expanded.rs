@@ -1,4 +1,21 @@
 pub struct AppDeployer;
+const _: () = {
+    fn kind(
+        _: ::kubeplex::__private::Namespaced<
+            <AppDeployment as ::kubeplex::__private::Resource>::Itself,
+        >,
+    ) {}
+};
+const _: () = {
+    fn kind(
+        _: ::kubeplex::__private::Namespaced<
+            <Deployment as ::kubeplex::__private::Resource>::Itself,
+        >,
+    ) {}
+};
+const _: () = {
+    fn fleet(_: <Fleet as ::kubeplex::__private::Fleet>::Itself) {}
+};
 impl ::kubeplex::Controller for AppDeployer {
     type Resource = AppDeployment;
     type Context = Fleet;

@@ -1,0 +1,274 @@
+//! What the values of `#[controller(...)]` mean, checked: every error is collected (never just the first),
+//! spanned at the offending token, and says how to fix it. The result is a [`Model`] for `expand.rs`; it is
+//! built even when there are errors, so that the fallback expansion can still name the types.
+//!
+//! Each rule is one `check_*` function in `check.rs`; the string rules behind them live in `rules/`.
+
+mod check;
+
+use darling::Error;
+use darling::error::Accumulator;
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote};
+use syn::spanned::Spanned;
+use syn::{Ident, Item, ItemStruct, LitStr, Path, Type};
+
+use crate::parse::{ContextItem, ControllerArgs, Str};
+use crate::rules::names::kebab_case;
+
+/// A `#[controller]` as far as it could be understood. Without errors it is complete and expands to the
+/// `impl Controller`; with errors, to the fallback (`expand::fallback`).
+#[derive(Debug)]
+pub struct Model {
+    /// The path of the kubeplex crate.
+    pub krate: TokenStream,
+    /// The struct the attribute is on.
+    pub ident: Ident,
+    /// The primary resource type.
+    pub resource: Option<Type>,
+    /// The key `namespaces` of the primary resource, if given (for the namespaced-kind check).
+    pub namespaces_key: Option<Span>,
+    /// How contexts are named (`None`: could not be decided).
+    pub contexts_kind: Option<ContextsKind>,
+    /// The primary resource's contexts.
+    pub contexts: Vec<ContextItem>,
+    /// The controller's name.
+    pub name: String,
+    /// The primary resource's namespaces (empty: all).
+    pub namespaces: Vec<LitStr>,
+    /// `label_selector`.
+    pub label_selector: Option<LitStr>,
+    /// `field_selector`.
+    pub field_selector: Option<LitStr>,
+    /// `concurrency`.
+    pub concurrency: Option<u16>,
+    /// `debounce`, in milliseconds.
+    pub debounce: Option<u64>,
+    /// `requeue_after`, in milliseconds.
+    pub requeue_after: Option<u64>,
+    /// `error_requeue`, in milliseconds.
+    pub error_requeue: Option<u64>,
+    /// `abandon_unreachable_after`, in milliseconds.
+    pub abandon_unreachable_after: Option<u64>,
+    /// `finalizer`.
+    pub finalizer: Option<LitStr>,
+    /// The `owns(..)` entries.
+    pub children: Vec<ChildModel>,
+}
+
+/// How a controller names its contexts; decides `type Context`.
+#[derive(Debug, Clone)]
+pub enum ContextsKind {
+    /// `contexts = [Fleet::A]`: `type Context = Fleet`.
+    Typed(Path),
+    /// `fleet = Fleet, contexts = ["a"]`: `type Context = Fleet`, names checked at compile time.
+    NamedInFleet(Path),
+    /// `contexts = ["a"]`: `type Context = ContextName`.
+    Named,
+}
+
+/// A validated `owns(..)`.
+#[derive(Debug)]
+pub struct ChildModel {
+    /// The child kind.
+    pub kind: Path,
+    /// Where children live.
+    pub contexts: Vec<ContextItem>,
+    /// Their namespaces (empty: all).
+    pub namespaces: Vec<LitStr>,
+    /// The key `namespaces` of this `owns`, if given.
+    pub namespaces_key: Option<Span>,
+}
+
+/// Checks that the attribute is on a struct it supports; returns that struct.
+pub fn target<'a>(item: &'a Item, errors: &mut Accumulator) -> Option<&'a ItemStruct> {
+    let (what, span) = match item {
+        Item::Struct(s) => {
+            if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
+                errors.push(
+                    Error::custom(
+                        "#[controller] does not support generic structs: a controller is one concrete type; \
+                         remove the parameters (keep configuration in fields instead)",
+                    )
+                    .with_span(&s.generics),
+                );
+                return None;
+            }
+            return Some(s);
+        }
+        Item::Enum(e) => ("an enum", e.enum_token.span),
+        Item::Union(u) => ("a union", u.union_token.span),
+        Item::Fn(f) => ("a function", f.sig.fn_token.span),
+        Item::Trait(t) => ("a trait", t.trait_token.span),
+        Item::Impl(i) => ("an impl block", i.impl_token.span),
+        Item::Mod(m) => ("a module", m.mod_token.span),
+        Item::Type(t) => ("a type alias", t.type_token.span),
+        other => ("this item", other.span()),
+    };
+    errors.push(
+        Error::custom(format!(
+            "#[controller] applies to a struct, not to {what}: put it on the struct that holds your reconciler's state, e.g. `struct MyController;`"
+        ))
+        .with_span(&span),
+    );
+    None
+}
+
+/// Checks every key and the rules between keys.
+pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -> Model {
+    let krate = match &args.krate {
+        Some(p) => p.0.to_token_stream(),
+        None => quote!(::kubeplex),
+    };
+    let given = |key: &str| args.given_but_invalid.iter().any(|k| k == key);
+
+    let resource = args.crd.0;
+    if resource.is_none() && !given("crd") {
+        check::push_missing_crd(errors);
+    }
+    if let Some(resource) = &resource {
+        check::check_kind_is_static(resource, errors);
+    }
+
+    let fleet = args.fleet.map(|f| f.0);
+    let (contexts_kind, contexts) = match args.contexts {
+        Some(list) => {
+            check::check_contexts_not_empty(&list, "contexts", errors);
+            let kind = check::decide_contexts_kind(&list, fleet.as_ref(), errors);
+            if let Some(kind) = &kind {
+                check::check_contexts(&list, kind, "contexts", errors);
+            }
+            (kind, list.items)
+        }
+        None => {
+            if !given("contexts") {
+                check::push_missing_contexts(errors);
+            }
+            (None, Vec::new())
+        }
+    };
+
+    let namespaces_key = args.namespaces.as_ref().map(|list| list.key);
+    let namespaces = args
+        .namespaces
+        .map(|list| check::check_namespaces(list, errors))
+        .unwrap_or_default();
+
+    let name = match &args.name {
+        Some(Str(lit)) => {
+            check::check_name(lit, errors);
+            lit.value()
+        }
+        None => {
+            let name = kebab_case(&ident.to_string());
+            check::check_derived_name(&name, ident, errors);
+            name
+        }
+    };
+
+    let label_selector = args.label_selector.map(|Str(lit)| {
+        check::check_label_selector(&lit, errors);
+        lit
+    });
+    let field_selector = args.field_selector.map(|Str(lit)| {
+        check::check_field_selector(&lit, errors);
+        lit
+    });
+    let concurrency = args
+        .concurrency
+        .and_then(|int| check::check_concurrency(&int.0, errors));
+
+    if let Some(Str(lit)) = &args.abandon_unreachable_after {
+        check::check_abandon_needs_owns(lit, args.owns.is_empty(), errors);
+    }
+    let mut duration = |value: Option<Str>, key: &str| {
+        value.and_then(|Str(lit)| check::check_duration(&lit, key, errors))
+    };
+    let debounce = duration(args.debounce, "debounce");
+    let requeue_after = duration(args.requeue_after, "requeue_after");
+    let error_requeue = duration(args.error_requeue, "error_requeue");
+    let abandon_unreachable_after =
+        duration(args.abandon_unreachable_after, "abandon_unreachable_after");
+
+    let finalizer = args.finalizer.map(|Str(lit)| {
+        check::check_finalizer(&lit, errors);
+        lit
+    });
+
+    let mut children = Vec::new();
+    for owns in args.owns {
+        check::check_kind_is_static(&path_type(&owns.kind), errors);
+        let contexts = match owns.options.contexts {
+            Some(list) => {
+                check::check_contexts_not_empty(&list, "owns(.., contexts)", errors);
+                if let Some(kind) = &contexts_kind {
+                    check::check_contexts(&list, kind, "owns(.., contexts)", errors);
+                }
+                list.items
+            }
+            None => {
+                check::push_owns_without_contexts(&owns.kind, owns.span, errors);
+                Vec::new()
+            }
+        };
+        let namespaces_key = owns.options.namespaces.as_ref().map(|list| list.key);
+        let namespaces = owns
+            .options
+            .namespaces
+            .map(|list| check::check_namespaces(list, errors))
+            .unwrap_or_default();
+        children.push(ChildModel {
+            kind: owns.kind,
+            contexts,
+            namespaces,
+            namespaces_key,
+        });
+    }
+    check::check_owns_overlap(&children, errors);
+
+    Model {
+        krate,
+        ident: ident.clone(),
+        resource,
+        namespaces_key,
+        contexts_kind,
+        contexts,
+        name,
+        namespaces,
+        label_selector,
+        field_selector,
+        concurrency,
+        debounce,
+        requeue_after,
+        error_requeue,
+        abandon_unreachable_after,
+        finalizer,
+        children,
+    }
+}
+
+/// A path as written, without spaces: `a::b::C`.
+pub fn path_string(path: &Path) -> String {
+    path.to_token_stream().to_string().replace(' ', "")
+}
+
+/// The fleet of a typed context: `a::Fleet::Variant` → `a::Fleet`.
+pub fn fleet_of(path: &Path) -> Option<Path> {
+    if path.segments.len() < 2 {
+        return None;
+    }
+    let mut prefix = path.clone();
+    prefix.segments.pop();
+    prefix.segments.pop_punct();
+    Some(prefix)
+}
+
+/// kube's `DynamicObject`, whose kind is only known at run time.
+pub fn is_dynamic(kind: &Type) -> bool {
+    matches!(kind, Type::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "DynamicObject"))
+}
+
+/// A type path as a type.
+pub fn path_type(path: &Path) -> Type {
+    syn::parse_quote!(#path)
+}

@@ -1,0 +1,9 @@
+kubeplex::contexts! {
+    pub enum Fleet {
+        Control = "control",
+        ClusterA = "cluster-a",
+        Control = "control-2",
+    }
+}
+
+fn main() {}
