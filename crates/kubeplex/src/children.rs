@@ -12,6 +12,7 @@ use crate::engine::ChildWatch;
 use crate::error::chain;
 use crate::ownership::{PARENT_UID_LABEL, ParentRef};
 use crate::status::{ClusterState, ContextOutcome};
+use crate::trouble::{is_transport, transport};
 
 /// What linking needs to know of the parent and its controller.
 pub(crate) struct Parentage<'a> {
@@ -29,14 +30,15 @@ fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<D
 
 /// An outcome for a failed request: unreachable when the server could not be reached, else failed.
 pub(crate) fn failure(context: &str, error: &kube::Error, what: &str) -> ContextOutcome {
-    let state = match error {
-        kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterState::Unreachable,
-        _ => ClusterState::Failed,
+    let (state, why) = if is_transport(error) {
+        (ClusterState::Unreachable, transport(error))
+    } else {
+        (ClusterState::Failed, chain(error))
     };
     ContextOutcome {
         state,
         children: 0,
-        message: Some(format!("context {context}: {what}: {}", chain(error))),
+        message: Some(format!("context {context}: {what}: {why}")),
     }
 }
 

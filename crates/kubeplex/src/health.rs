@@ -336,9 +336,7 @@ fn describe(error: &watcher::Error, watch: &WatchState) -> String {
                 watch.plural, status.message
             ),
         },
-        kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            format!("unreachable: {}", chain(source))
-        }
+        error if crate::trouble::is_transport(error) => crate::trouble::transport(error),
         other => format!(
             "{verb} {} in {place} failed: {}",
             watch.plural,

@@ -78,6 +78,7 @@ mod ownership;
 mod redact;
 mod resource;
 mod status;
+mod trouble;
 // Shared infrastructure: health, clients, watches, plans.
 mod child_watch;
 mod health;

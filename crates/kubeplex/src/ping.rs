@@ -84,7 +84,10 @@ async fn answer(client: &kube::Client) -> Option<String> {
         Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
             Some("credentials were rejected (401 Unauthorized)".to_owned())
         }
-        Ok(Err(error)) => Some(format!("unreachable: {}", chain(&error))),
+        Ok(Err(error)) if crate::trouble::is_transport(&error) => {
+            Some(crate::trouble::transport(&error))
+        }
+        Ok(Err(error)) => Some(format!("does not answer pings: {}", chain(&error))),
         Err(_) => Some(format!("unreachable: no answer within {PING_TIMEOUT:?}")),
     }
 }

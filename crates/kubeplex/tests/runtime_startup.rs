@@ -268,3 +268,47 @@ async fn an_optional_context_is_reported_but_does_not_hold_back_startup() {
     assert_eq!(body["contexts"]["cluster-a"]["status"], "ready", "{body:#}");
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_certificate_the_kubeconfig_does_not_trust_is_named_as_such() {
+    let env = CLUSTERS.get().await.unwrap();
+    create_namespace(&env.client("cluster-a").await.unwrap(), "perm-1").await;
+    create_namespace(&env.client("cluster-b").await.unwrap(), "perm-1").await;
+    // cluster-b's server is checked against another cluster's CA.
+    let mut untrusting = env.kubeconfig().clone();
+    let ca_of = |kubeconfig: &kube::config::Kubeconfig, name: &str| {
+        kubeconfig
+            .clusters
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.cluster.clone())
+            .unwrap()
+    };
+    let wrong_ca = ca_of(&untrusting, "cluster-a").certificate_authority_data;
+    for cluster in untrusting
+        .clusters
+        .iter_mut()
+        .filter(|c| c.name == "cluster-b")
+    {
+        cluster.cluster.as_mut().unwrap().certificate_authority_data = wrong_ca.clone();
+    }
+    let (running, address) =
+        start(Manager::with_kubeconfig(untrusting).controller(ConfigMaps)).await;
+    let body = wait_reason(
+        address,
+        "cluster-b",
+        "untrusted server",
+        serde_json::Value::Null,
+    )
+    .await;
+    let reasons = reasons(&body, "cluster-b");
+    assert!(
+        reasons.contains("context cluster-b: untrusted server: its certificate is not trusted with the kubeconfig's CA"),
+        "{body:#}"
+    );
+    assert!(
+        !reasons.contains("unreachable"),
+        "a TLS failure is not an unreachable cluster: {reasons}"
+    );
+    running.shutdown().await;
+}

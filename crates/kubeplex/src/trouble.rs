@@ -1,0 +1,100 @@
+//! Why a request to a cluster failed, in the same words everywhere: `/readyz`, logs, and the parent's
+//! per-cluster status. A transport failure is told apart from the rest: nothing answered (`unreachable`), the
+//! server's certificate is not trusted (`untrusted server`), or the server refused our client certificate
+//! (`client certificate rejected`).
+
+use crate::error::chain;
+
+/// The words for a transport failure (`kube::Error::HyperError` / `Service`): what kind, then the detail.
+pub(crate) fn transport(error: &kube::Error) -> String {
+    let detail = chain(error);
+    let lower = detail.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
+    if has(&[
+        "invalid peer certificate",
+        "unknownissuer",
+        "notvalidforname",
+        "certificate verify failed",
+    ]) {
+        format!(
+            "untrusted server: its certificate is not trusted with the kubeconfig's CA ({})",
+            tls_detail(&detail)
+        )
+    } else if has(&[
+        "badcertificate",
+        "certificaterequired",
+        "unknownca",
+        "certificateunknown",
+        "decrypterror",
+    ]) {
+        format!(
+            "client certificate rejected by the server ({})",
+            tls_detail(&detail)
+        )
+    } else if has(&["connection refused"]) {
+        "unreachable: connection refused".into()
+    } else if has(&[
+        "dns error",
+        "failed to lookup address",
+        "name or service not known",
+    ]) {
+        "unreachable: its address does not resolve (DNS)".into()
+    } else if has(&["timed out", "deadline has elapsed"]) {
+        "unreachable: the connection timed out".into()
+    } else {
+        format!("unreachable: {detail}")
+    }
+}
+
+/// Whether a failure means the server could not be reached at all (as opposed to answering with an error).
+pub(crate) fn is_transport(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
+}
+
+/// The TLS part of a chain: from rustls' words on, without the client plumbing before them.
+fn tls_detail(detail: &str) -> &str {
+    ["invalid peer certificate", "received fatal alert"]
+        .iter()
+        .find_map(|marker| detail.find(marker).map(|at| &detail[at..]))
+        .unwrap_or(detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service_error(message: &str) -> kube::Error {
+        kube::Error::Service(message.to_owned().into())
+    }
+
+    #[test]
+    fn transport_failures_are_told_apart() {
+        let cases = [
+            (
+                "client error (Connect): invalid peer certificate: UnknownIssuer",
+                "untrusted server: its certificate is not trusted with the kubeconfig's CA (invalid peer certificate: UnknownIssuer)",
+            ),
+            (
+                "client error (SendRequest): received fatal alert: CertificateRequired",
+                "client certificate rejected by the server (received fatal alert: CertificateRequired)",
+            ),
+            (
+                "client error (Connect): tcp connect error: Connection refused (os error 111)",
+                "unreachable: connection refused",
+            ),
+            (
+                "client error (Connect): dns error: failed to lookup address information",
+                "unreachable: its address does not resolve (DNS)",
+            ),
+            (
+                "client error (Connect): tcp connect error: connection timed out",
+                "unreachable: the connection timed out",
+            ),
+            ("something else", "unreachable: something else"),
+        ];
+        for (error, words) in cases {
+            assert_eq!(transport(&service_error(error)), words);
+        }
+        assert!(is_transport(&service_error("x")));
+    }
+}
