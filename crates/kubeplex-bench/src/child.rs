@@ -261,7 +261,7 @@ fn baseline_error(_: Arc<ConfigMap>, _: &Infallible, _: Arc<BaselineCx>) -> cont
     controller::Action::await_change()
 }
 
-async fn client_for(kubeconfig: &Kubeconfig, context: &str) -> Result<Client, String> {
+pub(crate) async fn client_for(kubeconfig: &Kubeconfig, context: &str) -> Result<Client, String> {
     let options = KubeConfigOptions {
         context: Some(context.to_owned()),
         ..KubeConfigOptions::default()

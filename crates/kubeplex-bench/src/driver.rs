@@ -14,6 +14,7 @@ use kubeplex_testenv::TestEnv;
 use serde::Serialize;
 
 use crate::child::{LatencySpec, Outcome, Side, Spec};
+use crate::fleet::FleetOptions;
 use crate::link::DelayedLink;
 use crate::machine::Machine;
 use crate::stats::{Figure, percentile};
@@ -21,19 +22,20 @@ use crate::stats::{Figure, percentile};
 pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
 [--latency-seconds S] [--link-rtt-ms MS] \
-[--sections startup,startup_remote,latency,memory,many_contexts,throughput]
+[--sections startup,startup_remote,latency,memory,many_contexts,throughput,fleet]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
 
 /// Every section, in the order they run; `--sections` picks some.
-const SECTIONS: [&str; 6] = [
+const SECTIONS: [&str; 7] = [
     "startup",
     "startup_remote",
     "latency",
     "memory",
     "many_contexts",
     "throughput",
+    "fleet",
 ];
 
 const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
@@ -59,6 +61,7 @@ pub struct Options {
     pub link_rtt_ms: u32,
     /// The sections to run (`memory` includes shared watches).
     pub sections: Vec<String>,
+    pub fleet: FleetOptions,
 }
 
 impl Options {
@@ -79,6 +82,7 @@ impl Options {
             throughput_concurrency: vec![1, 8, 32],
             link_rtt_ms: 50,
             sections: SECTIONS.map(String::from).to_vec(),
+            fleet: FleetOptions::full(),
         }
     }
 
@@ -93,6 +97,7 @@ impl Options {
             memory_objects: 1000,
             idle_contexts: vec![10, 20],
             throughput_objects: 300,
+            fleet: FleetOptions::quick(),
             ..Self::full()
         }
     }
@@ -167,19 +172,19 @@ impl Options {
 
 /// One section of the report.
 #[derive(Clone, Debug, Default, Serialize)]
-struct Section {
-    title: String,
-    method: String,
-    figures: Vec<Figure>,
-    notes: Vec<String>,
+pub(crate) struct Section {
+    pub(crate) title: String,
+    pub(crate) method: String,
+    pub(crate) figures: Vec<Figure>,
+    pub(crate) notes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-struct Goal {
-    section: &'static str,
-    goal: String,
-    measured: String,
-    met: bool,
+pub(crate) struct Goal {
+    pub(crate) section: &'static str,
+    pub(crate) goal: String,
+    pub(crate) measured: String,
+    pub(crate) met: bool,
 }
 
 #[derive(Serialize)]
@@ -405,7 +410,7 @@ async fn seed(env: &TestEnv, options: &Options) -> Result<usize, String> {
     Ok(created)
 }
 
-fn progress(message: &str) {
+pub(crate) fn progress(message: &str) {
     eprintln!("[kubeplex-bench] {message}");
 }
 
@@ -450,6 +455,19 @@ pub async fn run(options: Options) -> Result<(), String> {
             "memory" => memory(&bench, &options, &mut sections, &mut goals).await?,
             "many_contexts" => many_contexts(&bench, &options, &mut sections, &mut goals).await?,
             "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
+            "fleet" => {
+                let host = crate::fleet::Host {
+                    env: &env,
+                    kubeconfig: bench.kubeconfig.clone(),
+                    exe: bench.exe.clone(),
+                    wrapper: bench.wrapper.clone(),
+                    server_pids: bench.server_pids.clone(),
+                    repeats: bench.repeats,
+                };
+                let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
+                sections.insert("fleet", section);
+                goals.extend(fleet_goals);
+            }
             other => return Err(format!("no section {other:?}")),
         }
     }

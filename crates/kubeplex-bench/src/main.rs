@@ -10,13 +10,20 @@
 //!
 //! The parent process starts three `kubeplex-testenv` clusters, creates the objects, then runs every
 //! measurement in a fresh child process (this binary re-executed with the hidden `__child` subcommand), so
-//! that RSS and heap are attributable to one side. Baseline and kubeplex runs alternate.
+//! that RSS and heap are attributable to one side (`__fleet` for the fleet section's operators, which the
+//! parent drives over stdin). Baseline and kubeplex runs alternate.
 
 mod alloc;
 mod child;
 mod cli;
 mod cpu;
 mod driver;
+mod fleet;
+mod fleet_app;
+mod fleet_baseline;
+mod fleet_child;
+mod fleet_observe;
+mod fleet_report;
 mod link;
 mod machine;
 mod stats;
@@ -51,6 +58,19 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("kubeplex-bench __child: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if args.first().map(String::as_str) == Some("__fleet") {
+        let Some(spec) = args.get(1) else {
+            eprintln!("kubeplex-bench __fleet: missing the spec");
+            return ExitCode::from(2);
+        };
+        return match runtime.block_on(fleet_child::main(started, spec)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("kubeplex-bench __fleet: {error}");
                 ExitCode::FAILURE
             }
         };

@@ -1,0 +1,485 @@
+//! Section `fleet`: the scenario itself. P parents (`FleetApp`, like the example's `AppDeployment`) in the
+//! control cluster, each wanting a Deployment in N namespaces of C child clusters; the kubeplex operator
+//! against the kube-rs operator a user writes for the same job ([`crate::fleet_baseline`]). Each run is one
+//! fresh operator process; the parent creates the parents, then times every phase with its own watches.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, stream};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Client, CustomResourceExt};
+use kubeplex_testenv::TestEnv;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+use crate::child::Side;
+use crate::driver::{Goal, Section};
+use crate::fleet_app::{FleetApp, FleetAppSpec, PARENT_NAMESPACE};
+use crate::fleet_child::{FleetSpec, Reading, Synced};
+use crate::fleet_observe::{Observer, ProbeLog, ReadyzPoller, Requests, requests};
+
+/// The control cluster, then the clusters child context i lives in (`i mod 3`, from the second).
+const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
+/// How long one phase (converging, repairing, deleting) may take.
+const PHASE: Duration = Duration::from_secs(600);
+const IN_FLIGHT: usize = 32;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FleetOptions {
+    /// P, the size of the main row.
+    pub parents: usize,
+    /// Further sizes of the scaling row (the main P is added).
+    pub scale: Vec<usize>,
+    /// C child contexts (at most 3: one per test API server).
+    pub clusters: usize,
+    /// N namespaces per child context.
+    pub namespaces: usize,
+}
+
+impl FleetOptions {
+    pub fn full() -> Self {
+        Self {
+            parents: 1000,
+            scale: vec![100, 300],
+            clusters: 2,
+            namespaces: 2,
+        }
+    }
+
+    pub fn quick() -> Self {
+        Self {
+            parents: 100,
+            scale: vec![30],
+            ..Self::full()
+        }
+    }
+}
+
+/// Where the section runs: the clusters and how to start a child process.
+pub struct Host<'a> {
+    pub env: &'a TestEnv,
+    pub kubeconfig: PathBuf,
+    pub exe: PathBuf,
+    pub wrapper: Vec<String>,
+    pub server_pids: Vec<u32>,
+    pub repeats: usize,
+}
+
+/// One run of one side at one size.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Sample {
+    pub synced_s: f64,
+    /// From the operator's start: every child present with the right image; every parent ready.
+    pub children_s: f64,
+    pub ready_s: f64,
+    /// After a tenth of the children were deleted by hand: each back (new UID, right image).
+    pub repair_s: f64,
+    /// After every parent was deleted: parents and children gone.
+    pub delete_s: f64,
+    pub converged: Reading,
+    pub repaired: Reading,
+    pub deleted: Reading,
+    pub rss_before: u64,
+    pub heap_before: u64,
+    pub server_cpu_converged_s: f64,
+    pub server_cpu_s: f64,
+    pub requests: f64,
+    pub conflicts: f64,
+    pub readyz: Option<ProbeLog>,
+}
+
+struct Clients {
+    control: Client,
+    children: Vec<Client>,
+    /// Every API server once, for the request counters.
+    servers: Vec<Client>,
+}
+
+pub async fn run(host: &Host<'_>, options: &FleetOptions) -> Result<(Section, Vec<Goal>), String> {
+    if !(1..=3).contains(&options.clusters) || options.namespaces == 0 || options.parents == 0 {
+        return Err("fleet: 1 to 3 child clusters, at least 1 namespace and 1 parent".into());
+    }
+    let clients = setup(host, options).await?;
+    let mut sizes: Vec<usize> = options.scale.clone();
+    sizes.push(options.parents);
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut runs: BTreeMap<usize, (Vec<Sample>, Vec<Sample>)> = BTreeMap::new();
+    let mut n = 0;
+    for &parents in &sizes {
+        for repeat in 0..host.repeats {
+            let order = if repeat % 2 == 0 {
+                [Side::Baseline, Side::Kubeplex]
+            } else {
+                [Side::Kubeplex, Side::Baseline]
+            };
+            for side in order {
+                crate::driver::progress(&format!("fleet: P={parents}, {side:?}, repeat {repeat}"));
+                let sample = run_once(host, options, &clients, side, parents, n).await?;
+                n += 1;
+                let entry = runs.entry(parents).or_default();
+                match side {
+                    Side::Baseline => entry.0.push(sample),
+                    Side::Kubeplex => entry.1.push(sample),
+                }
+            }
+        }
+    }
+    Ok(crate::fleet_report::report(options, &runs))
+}
+
+async fn setup(host: &Host<'_>, options: &FleetOptions) -> Result<Clients, String> {
+    host.env
+        .install_crd(CLUSTERS[0], FleetApp::crd())
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = |cluster: &'static str| async move {
+        host.env.client(cluster).await.map_err(|e| e.to_string())
+    };
+    let control = client(CLUSTERS[0]).await?;
+    let mut children = Vec::new();
+    for i in 0..options.clusters {
+        children.push(client(CLUSTERS[(i + 1) % 3]).await?);
+    }
+    let mut servers = Vec::new();
+    for cluster in CLUSTERS {
+        servers.push(client(cluster).await?);
+    }
+    create_namespace(&control, PARENT_NAMESPACE).await?;
+    for cluster in &children {
+        for namespace in child_namespaces(options) {
+            create_namespace(cluster, &namespace).await?;
+        }
+    }
+    Ok(Clients {
+        control,
+        children,
+        servers,
+    })
+}
+
+async fn create_namespace(client: &Client, name: &str) -> Result<(), String> {
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        other => other
+            .map(drop)
+            .map_err(|e| format!("creating namespace {name}: {e}")),
+    }
+}
+
+pub fn child_namespaces(options: &FleetOptions) -> Vec<String> {
+    (0..options.namespaces)
+        .map(|i| format!("fleet-{i}"))
+        .collect()
+}
+
+pub fn child_contexts(options: &FleetOptions) -> Vec<String> {
+    (0..options.clusters)
+        .map(|i| format!("child-{i}"))
+        .collect()
+}
+
+/// One side at one size: create the parents, start the operator, converge, repair, delete.
+async fn run_once(
+    host: &Host<'_>,
+    options: &FleetOptions,
+    clients: &Clients,
+    side: Side,
+    parents: usize,
+    n: usize,
+) -> Result<Sample, String> {
+    let image = format!("registry.example/app:run-{n}");
+    let contexts = child_contexts(options);
+    let per_cluster = options.namespaces as u32;
+    let observer = Observer::start(
+        clients.control.clone(),
+        &clients.children,
+        &image,
+        contexts.clone(),
+        per_cluster,
+    )
+    .await?;
+    if observer.with(|w| w.parents() + w.children()) > 0 {
+        clean(clients, options).await?;
+        observer
+            .until("nothing left from an earlier run", PHASE, |w| {
+                w.parents() == 0 && w.children() == 0
+            })
+            .await?;
+    }
+    create_parents(clients, options, &image, parents).await?;
+    let total_children = parents * options.clusters * options.namespaces;
+
+    let requests_before = requests(&clients.servers).await?;
+    let server_cpu_before = crate::cpu::processes_seconds(&host.server_pids);
+    let spec = FleetSpec {
+        side,
+        kubeconfig: host.kubeconfig.clone(),
+        control: CLUSTERS[0].to_owned(),
+        children: contexts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.clone(), CLUSTERS[(i + 1) % 3].to_owned()))
+            .collect(),
+        namespaces: child_namespaces(options),
+        concurrency: None,
+    };
+    let started = Instant::now();
+    let mut operator = Operator::spawn(host, &spec, n)?;
+    let synced: Synced = operator.next("its caches synced").await?;
+    let poller = synced.probe.clone().map(ReadyzPoller::start);
+
+    let children_at = observer
+        .until("every child", PHASE, |w| w.good == total_children)
+        .await?;
+    let ready_at = observer
+        .until("every parent ready", PHASE, |w| w.ready == parents)
+        .await?;
+    let converged: Reading = operator.ask().await?;
+    let server_cpu_converged = crate::cpu::processes_seconds(&host.server_pids);
+
+    let victims = observer.with(|w| w.pick_tenth());
+    let repair_from = Instant::now();
+    delete_children(clients, &victims).await?;
+    let repaired_at = observer
+        .until("every deleted child back", PHASE, |w| {
+            w.back == victims.len()
+        })
+        .await?;
+    let repaired: Reading = operator.ask().await?;
+
+    let delete_from = Instant::now();
+    Api::<FleetApp>::namespaced(clients.control.clone(), PARENT_NAMESPACE)
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .map_err(|e| format!("deleting the parents: {e}"))?;
+    let deleted_at = observer
+        .until("every parent and child gone", PHASE, |w| {
+            w.parents() == 0 && w.children() == 0
+        })
+        .await?;
+    let deleted: Reading = operator.ask().await?;
+    let readyz = poller.map(ReadyzPoller::stop);
+    operator.exit().await?;
+    let server_cpu = crate::cpu::processes_seconds(&host.server_pids);
+    let counted: Requests = requests(&clients.servers).await? - requests_before;
+    // The parent's own deletes of a tenth of the children and of the parents are not the operator's.
+    let own = (victims.len() + 1) as f64;
+    Ok(Sample {
+        synced_s: synced.synced_s,
+        children_s: (children_at - started).as_secs_f64(),
+        ready_s: (ready_at - started).as_secs_f64(),
+        repair_s: (repaired_at - repair_from).as_secs_f64(),
+        delete_s: (deleted_at - delete_from).as_secs_f64(),
+        converged,
+        repaired,
+        deleted,
+        rss_before: synced.rss_before,
+        heap_before: synced.heap_before,
+        server_cpu_converged_s: server_cpu_converged - server_cpu_before,
+        server_cpu_s: server_cpu - server_cpu_before,
+        requests: counted.total - own,
+        conflicts: counted.conflicts,
+        readyz,
+    })
+}
+
+async fn create_parents(
+    clients: &Clients,
+    options: &FleetOptions,
+    image: &str,
+    parents: usize,
+) -> Result<(), String> {
+    let api: Api<FleetApp> = Api::namespaced(clients.control.clone(), PARENT_NAMESPACE);
+    let namespaces = child_namespaces(options);
+    let creates = (0..parents).map(|i| {
+        let app = FleetApp::new(
+            &format!("app-{i:04}"),
+            FleetAppSpec {
+                image: image.to_owned(),
+                replicas: 1,
+                namespaces: namespaces.clone(),
+            },
+        );
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &app)
+                .await
+                .map(drop)
+                .map_err(|e| format!("creating parent {i}: {e}"))
+        }
+    });
+    stream::iter(creates)
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+async fn delete_children(
+    clients: &Clients,
+    victims: &[crate::fleet_observe::ChildKey],
+) -> Result<(), String> {
+    let deletes = victims.iter().map(|(cluster, namespace, name)| {
+        let api: Api<Deployment> = Api::namespaced(clients.children[*cluster].clone(), namespace);
+        async move {
+            match api.delete(name, &DeleteParams::background()).await {
+                Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+                other => other
+                    .map(drop)
+                    .map_err(|e| format!("deleting child {namespace}/{name}: {e}")),
+            }
+        }
+    });
+    stream::iter(deletes)
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Removes whatever a failed run left: parents (their finalizers first) and children.
+async fn clean(clients: &Clients, options: &FleetOptions) -> Result<(), String> {
+    let api: Api<FleetApp> = Api::namespaced(clients.control.clone(), PARENT_NAMESPACE);
+    let unfinalize = serde_json::json!({ "metadata": { "finalizers": null } });
+    for app in api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        let name = kube::ResourceExt::name_any(&app);
+        let _ = api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&unfinalize))
+            .await;
+    }
+    let _ = api
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await;
+    for cluster in &clients.children {
+        for namespace in child_namespaces(options) {
+            let _ = Api::<Deployment>::namespaced(cluster.clone(), &namespace)
+                .delete_collection(&DeleteParams::background(), &ListParams::default())
+                .await;
+        }
+    }
+    Ok(())
+}
+
+/// A running operator process: JSON lines out, requests in.
+struct Operator {
+    process: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: tokio::task::JoinHandle<String>,
+}
+
+impl Operator {
+    fn spawn(host: &Host<'_>, spec: &FleetSpec, n: usize) -> Result<Self, String> {
+        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let side = match spec.side {
+            Side::Baseline => "baseline",
+            Side::Kubeplex => "kubeplex",
+        };
+        let mut command = match host.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args.iter().map(|a| {
+                    a.replace("{n}", &format!("fleet-{n}"))
+                        .replace("{side}", side)
+                }));
+                command.arg(&host.exe);
+                command
+            }
+            None => tokio::process::Command::new(&host.exe),
+        };
+        let mut process = command
+            .arg("__fleet")
+            .arg(json)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", host.exe.display()))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (
+            process.stdin.take(),
+            process.stdout.take(),
+            process.stderr.take(),
+        ) else {
+            return Err("the operator's pipes are missing".into());
+        };
+        // Keeps the last lines of the operator's log for an error message.
+        let stderr = tokio::spawn(async move {
+            let mut tail = std::collections::VecDeque::new();
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tail.len() == 20 {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+            Vec::from(tail).join("\n")
+        });
+        Ok(Self {
+            process,
+            stdin,
+            stdout: BufReader::new(stdout).lines(),
+            stderr,
+        })
+    }
+
+    /// The next JSON line (a profiler wrapping the operator may print other lines).
+    async fn next<T: DeserializeOwned>(&mut self, what: &str) -> Result<T, String> {
+        loop {
+            let line = tokio::time::timeout(PHASE, self.stdout.next_line())
+                .await
+                .map_err(|_| format!("the operator did not report {what} in time"))?
+                .map_err(|e| format!("reading from the operator: {e}"))?;
+            let Some(line) = line else {
+                let _ = self.process.wait().await;
+                let stderr = (&mut self.stderr).await.unwrap_or_default();
+                return Err(format!("the operator ended before {what}:\n{stderr}"));
+            };
+            if line.starts_with('{') {
+                return serde_json::from_str(&line)
+                    .map_err(|e| format!("the operator printed {line:?}: {e}"));
+            }
+        }
+    }
+
+    async fn ask(&mut self) -> Result<Reading, String> {
+        self.stdin
+            .write_all(b"report\n")
+            .await
+            .map_err(|e| format!("asking the operator: {e}"))?;
+        self.next("a reading").await
+    }
+
+    async fn exit(mut self) -> Result<(), String> {
+        let _ = self.stdin.write_all(b"exit\n").await;
+        tokio::time::timeout(Duration::from_secs(60), self.process.wait())
+            .await
+            .map_err(|_| "the operator did not exit".to_owned())?
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
