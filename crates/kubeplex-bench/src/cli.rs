@@ -41,6 +41,18 @@ pub struct Cli {
     /// Round trip of the delayed link in front of every API server (startup_remote).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(1..))]
     link_rtt_ms: Option<u32>,
+    /// Parents in the fleet section's main row (fleet).
+    #[arg(long, value_name = "P", value_parser = positive())]
+    fleet_parents: Option<usize>,
+    /// Further numbers of parents for the fleet section's scaling row (fleet).
+    #[arg(long, value_name = "P[,P..]", value_delimiter = ',', value_parser = positive())]
+    fleet_scale: Option<Vec<usize>>,
+    /// Child contexts, one per test API server (fleet).
+    #[arg(long, value_name = "C", value_parser = RangedU64ValueParser::<usize>::new().range(1..=3))]
+    fleet_clusters: Option<usize>,
+    /// Namespaces per child context (fleet).
+    #[arg(long, value_name = "N", value_parser = positive())]
+    fleet_namespaces: Option<usize>,
     /// The sections to run, comma-separated [default: all]; memory includes shared watches.
     #[arg(
         long,
@@ -66,6 +78,11 @@ impl Cli {
         options.latency_seconds = self.latency_seconds.unwrap_or(options.latency_seconds);
         options.link_rtt_ms = self.link_rtt_ms.unwrap_or(options.link_rtt_ms);
         options.sections = self.sections.unwrap_or(options.sections);
+        let fleet = &mut options.fleet;
+        fleet.parents = self.fleet_parents.unwrap_or(fleet.parents);
+        fleet.scale = self.fleet_scale.unwrap_or(std::mem::take(&mut fleet.scale));
+        fleet.clusters = self.fleet_clusters.unwrap_or(fleet.clusters);
+        fleet.namespaces = self.fleet_namespaces.unwrap_or(fleet.namespaces);
         options
     }
 }
@@ -174,6 +191,34 @@ mod tests {
         assert_eq!(options.idle_contexts, [5, 15]);
         assert_eq!((options.latency_seconds, options.link_rtt_ms), (4, 100));
         assert_eq!(options.sections, ["startup_remote", "throughput"]);
+    }
+
+    #[test]
+    fn fleet_options_replace_the_fleet_preset() {
+        let options = parse(&[
+            "--fleet-parents",
+            "50",
+            "--fleet-scale",
+            "10,20",
+            "--fleet-clusters",
+            "3",
+            "--fleet-namespaces",
+            "1",
+        ])
+        .unwrap();
+        let fleet = &options.fleet;
+        assert_eq!(
+            (
+                fleet.parents,
+                &fleet.scale[..],
+                fleet.clusters,
+                fleet.namespaces
+            ),
+            (50, &[10, 20][..], 3, 1)
+        );
+        assert_eq!(parse(&["--quick"]).unwrap().fleet.parents, 100);
+        let error = parse(&["--fleet-clusters", "4"]).unwrap_err().to_string();
+        assert!(error.contains("--fleet-clusters <C>"), "{error}");
     }
 
     #[test]
