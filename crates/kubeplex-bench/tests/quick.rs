@@ -1,4 +1,5 @@
-//! `--quick` runs end to end and writes a JSON report with every section; no timing is asserted.
+//! `--quick` runs end to end and writes a JSON report with every section, in the shape each section
+//! promises; no timing is asserted.
 
 use std::process::Command;
 
@@ -31,6 +32,7 @@ fn quick_run_writes_a_report_with_every_section() {
         "shared_watches",
         "many_contexts",
         "throughput",
+        "fleet",
     ] {
         let figures = report["sections"][section]["figures"]
             .as_array()
@@ -64,4 +66,56 @@ fn quick_run_writes_a_report_with_every_section() {
             "{prefix}: no CPU time was read: {figure}"
         );
     }
+    // The fleet scenario: every phase, the operator's and the servers' CPU, 409s and /readyz, a scaling row.
+    let fleet = report["sections"]["fleet"]["figures"].as_array().unwrap();
+    let named = |prefix: &str| {
+        fleet
+            .iter()
+            .filter(|f| f["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .collect::<Vec<_>>()
+    };
+    for prefix in [
+        "every child with the right image",
+        "every parent finalizer + Ready",
+        "reconverge after deleting",
+        "delete all parents",
+        "operator CPU, to converged",
+        "operator RSS after converging",
+        "operator heap after converging",
+        "API servers + etcds CPU",
+        "API requests by the operator",
+        "409 Conflict responses",
+        "/readyz failures",
+    ] {
+        let figure = named(prefix);
+        let figure = figure
+            .first()
+            .unwrap_or_else(|| panic!("fleet has no {prefix:?} figure"));
+        assert!(
+            figure["kubeplex"]["samples"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty()),
+            "{prefix}: no kubeplex samples: {figure}"
+        );
+    }
+    assert!(
+        named("scaling: every parent ready").len() >= 2,
+        "the scaling row has fewer than 2 sizes"
+    );
+    for prefix in ["operator CPU, to converged", "API servers + etcds CPU"] {
+        let figure = named(prefix)[0];
+        for side in ["baseline", "kubeplex"] {
+            assert!(
+                figure[side]["max"].as_f64().is_some_and(|cpu| cpu > 0.0),
+                "fleet {prefix}: no {side} CPU time was read: {figure}"
+            );
+        }
+    }
+    let fleet_goals = report["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["section"] == "fleet")
+        .count();
+    assert!(fleet_goals >= 4, "fleet records {fleet_goals} goals");
 }
