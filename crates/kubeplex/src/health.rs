@@ -94,6 +94,17 @@ struct WatchState {
     namespace: Option<String>,
     synced: bool,
     problem: Option<String>,
+    /// Retries of the same problem since it was last logged, and when that was.
+    retries: u32,
+    logged: Option<std::time::Instant>,
+}
+
+/// How often a problem that persists is logged again.
+const REPEAT_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether the watch failed only because its resourceVersion expired (410 Gone): a normal relist.
+pub(crate) fn is_expired(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::WatchError(status) if status.code == 410)
 }
 
 /// The handle a watch task reports through.
@@ -140,6 +151,8 @@ impl Health {
             namespace: namespace.map(str::to_owned),
             synced: false,
             problem: None,
+            retries: 0,
+            logged: None,
         }));
         self.update(context, |entry| entry.watches.push(state.clone()));
         WatchHealth {
@@ -271,20 +284,35 @@ impl WatchHealth {
         self.set(|s| s.problem.take().is_some());
     }
 
-    /// The watch failed; it retries with backoff.
+    /// The watch failed; it retries with backoff. Logged when the problem changes, then at most once a
+    /// minute with the number of retries since, so a cluster down for an hour costs a line a minute.
     pub(crate) fn failed(&self, error: &watcher::Error) {
-        let problem = {
-            let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            describe(error, &state)
-        };
-        let changed = {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.problem.replace(problem.clone()).as_ref() != Some(&problem)
-        };
-        // Logged when the problem changes; every retry of the same problem only at debug level.
+        if is_expired(error) {
+            // 410 Gone: the resourceVersion is too old and the watcher relists, as it should.
+            tracing::debug!(context = %self.context, "watch expired; relisting");
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let problem = describe(error, &state);
+        let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
+        let now = std::time::Instant::now();
         if changed {
+            state.retries = 0;
+            state.logged = Some(now);
+            drop(state);
             tracing::warn!(context = %self.context, %problem, "watch failed; retrying with backoff");
             self.health.changed.notify_waiters();
+            return;
+        }
+        state.retries += 1;
+        let due = state
+            .logged
+            .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_INTERVAL);
+        if due {
+            state.logged = Some(now);
+            let retries = std::mem::take(&mut state.retries);
+            drop(state);
+            tracing::warn!(context = %self.context, %problem, retries, "watch still failing");
         } else {
             tracing::debug!(context = %self.context, %problem, "watch still failing");
         }
@@ -433,5 +461,62 @@ mod tests {
         health.connected("control", Some(&error));
         health.connected("extra", Some(&error));
         assert_eq!(health.fatal_errors().len(), 1);
+    }
+
+    /// Captures what is logged at WARN and above while `f` runs.
+    fn warnings(f: impl FnOnce()) -> Vec<String> {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_all() {
+        let health = Arc::new(Health::default());
+        let watch = health.watch_started(
+            "cluster-b",
+            Some("ns"),
+            "Deployment.apps/v1".into(),
+            "deployments".into(),
+        );
+        let lines = warnings(|| {
+            for _ in 0..100 {
+                watch.failed(&api_error(403));
+            }
+            watch.failed(&api_error(401));
+            let gone =
+                kube::core::Status::failure("too old resource version", "Expired").with_code(410);
+            watch.failed(&watcher::Error::WatchError(gone.boxed()));
+        });
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(
+            lines.iter().all(|l| l.contains("context=cluster-b")),
+            "{lines:#?}"
+        );
+        assert!(lines[0].contains("403 Forbidden") && lines[1].contains("401 Unauthorized"));
+        assert!(
+            !health.report().contexts["cluster-b"]
+                .reasons
+                .iter()
+                .any(|r| r.contains("410"))
+        );
     }
 }

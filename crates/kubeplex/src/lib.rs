@@ -116,7 +116,7 @@ mod test_engine;
 pub mod __private;
 
 pub use action::Action;
-pub use context::{Context, ContextName, ContextSet};
+pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
@@ -129,7 +129,7 @@ pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
 ///     contexts = [Fleet::A, ..],           // required: where it is watched; or ["name", ..]
 ///     fleet = Fleet,                       // optional: check string contexts against a contexts! enum
 ///     namespaces = ["ns", ..],             // default: every namespace (DNS-1123 labels)
-///     name = "my-controller",              // default: the struct's name in kebab-case
+///     name = "my-controller",              // default: the struct's name in kebab-case; at most 63 characters
 ///     label_selector = "app=web",          // optional, syntax checked
 ///     field_selector = "metadata.name=x",  // optional, syntax checked
 ///     concurrency = 8,                     // default: unbounded; 1..=65535

@@ -58,6 +58,9 @@ pub(crate) fn start(
 
 /// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
 async fn ping(context: String, config: kube::Config, health: Arc<Health>, interval: Duration) {
+    // Spread over the first interval: a thousand contexts do not build clients and shake hands at once
+    // (at startup, when the watches are listing, least of all). The watches report a dead server sooner.
+    tokio::time::sleep(first_delay(&context, interval)).await;
     let mut last: Option<String> = None;
     loop {
         let problem = match kube::Client::try_from(config.clone()) {
@@ -75,6 +78,14 @@ async fn ping(context: String, config: kube::Config, health: Arc<Health>, interv
         health.pinged(&context, problem);
         tokio::time::sleep(interval).await;
     }
+}
+
+/// A random point within the first interval, different for every context and every process.
+fn first_delay(context: &str, interval: Duration) -> Duration {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new().hash_one(context);
+    let millis = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis(random % millis)
 }
 
 /// What is wrong with the API server behind `client`, if anything.
@@ -133,6 +144,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn pings_go_on_while_the_operators_own_runtime_is_blocked() {
         let (url, answered) = version_server();
+        assert!(first_delay("cluster-a", Duration::from_millis(200)) < Duration::from_millis(200));
         let config = kube::Config::new(url.parse().unwrap());
         let health = Arc::new(Health::default());
         health.declare("cluster-a", true);

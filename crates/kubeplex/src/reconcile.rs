@@ -94,6 +94,14 @@ impl<R: Reconcile> Engine<R> {
                 if !self.plan.children().is_empty() {
                     Box::pin(self.write_failure(&object, context, &message)).await;
                 }
+                // Repeats of the same failure become one event series (the recorder's), not one per retry.
+                let note = Note {
+                    warning: true,
+                    reason: "ReconcileFailed",
+                    action: "Reconcile",
+                    message: &message,
+                };
+                Box::pin(self.publish(&object, context, note)).await;
                 let action = self.reconciler.error_policy(object, &error, cx);
                 return Verdict::Failed(next_of(action.requeue_after()));
             }

@@ -359,7 +359,9 @@ async fn run<K: PrimaryResource>(
             }
             Err(error) => {
                 health.failed(&error);
-                tokio::time::sleep(backoff.next_delay()).await;
+                if !crate::health::is_expired(&error) {
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
             }
         }
     }
