@@ -18,13 +18,17 @@ pub enum Error {
     },
     /// A declared context is not in the kubeconfig.
     #[error(
-        "context {context}: the kubeconfig has no context {kubeconfig_context:?} (it has: {available})"
+        "context {context}: {kubeconfig} has no context {kubeconfig_context:?}{remapped} (it has: {available})"
     )]
     ContextNotFound {
         /// The context as the controller declared it.
         context: String,
         /// The kubeconfig context it maps to (the same name unless remapped).
         kubeconfig_context: String,
+        /// Where the remapping came from, e.g. ` (set by KUBEPLEX_CONTEXT_CLUSTER_B)`; empty when not remapped.
+        remapped: String,
+        /// Which kubeconfig was read, e.g. `the kubeconfig /home/me/.kube/config`.
+        kubeconfig: String,
         /// The kubeconfig's contexts, comma-separated.
         available: String,
     },

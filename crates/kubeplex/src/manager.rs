@@ -164,8 +164,12 @@ impl Manager {
             let error = errors
                 .iter()
                 .find(|e| error_context(e) == Some(context.as_str()));
-            if let Some(error) = error {
-                tracing::error!(%context, %error, "context cannot be used");
+            // A required context's error is returned by `wait_started` (and `run`), for the caller to report
+            // once; an optional one's is only in the probes, so it is logged here.
+            if let Some(error) = error
+                && self.optional.contains(context)
+            {
+                tracing::warn!(%context, %error, "optional context cannot be used");
             }
             health.connected(context, error);
         }

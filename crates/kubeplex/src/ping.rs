@@ -84,7 +84,9 @@ async fn ping(context: String, config: kube::Config, health: Arc<Health>, interv
 fn first_delay(context: &str, interval: Duration) -> Duration {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new().hash_one(context);
-    let millis = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX).max(1);
+    let millis = u64::try_from(interval.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
     Duration::from_millis(random % millis)
 }
 

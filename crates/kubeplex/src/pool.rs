@@ -56,6 +56,35 @@ impl PoolConfig {
         env(&context_env_var(context)).unwrap_or_else(|| context.to_owned())
     }
 
+    /// Where the remapping of `context` came from, as an error names it; empty when it is not remapped.
+    fn remapped(&self, context: &str) -> String {
+        if self.aliases.contains_key(context) {
+            " (remapped by Manager::context_alias)".into()
+        } else if std::env::var_os(context_env_var(context)).is_some() {
+            format!(" (set by {})", context_env_var(context))
+        } else {
+            String::new()
+        }
+    }
+
+    /// Which kubeconfig is read, as an error names it.
+    fn kubeconfig_description(&self) -> String {
+        match &self.source {
+            KubeconfigSource::Explicit(_) => "the kubeconfig given to the manager".into(),
+            KubeconfigSource::Default => {
+                match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+                    Some(list) => {
+                        let files: Vec<String> = std::env::split_paths(&list)
+                            .map(|p| p.display().to_string())
+                            .collect();
+                        format!("the kubeconfig {} (KUBECONFIG)", files.join(", "))
+                    }
+                    None => "the kubeconfig ~/.kube/config".into(),
+                }
+            }
+        }
+    }
+
     /// Builds a client for every context; a context that cannot have one is an error naming it.
     ///
     /// A kubeconfig that cannot be read at all fails the whole pool, since no context could work.
@@ -134,6 +163,8 @@ impl PoolConfig {
                     .collect();
                 return Err(Error::ContextNotFound {
                     context: context.to_owned(),
+                    remapped: self.remapped(context),
+                    kubeconfig: self.kubeconfig_description(),
                     kubeconfig_context,
                     available: if available.is_empty() {
                         "none".into()
@@ -393,7 +424,8 @@ mod tests {
         let message = errors[0].to_string();
         assert_eq!(
             message,
-            "context cluster-b: the kubeconfig has no context \"kind-b\" (it has: control, cluster-a)"
+            "context cluster-b: the kubeconfig given to the manager has no context \"kind-b\" \
+             (remapped by Manager::context_alias) (it has: control, cluster-a)"
         );
         assert!(pool.client("cluster-b").is_err());
         assert!(matches!(

@@ -1,0 +1,146 @@
+//! Health: readiness per context, how failures are phrased and logged.
+
+use super::*;
+
+fn api_error(code: u16) -> watcher::Error {
+    let status = kube::core::Status::failure("denied", "Reason").with_code(code);
+    watcher::Error::InitialListFailed(kube::Error::Api(status.boxed()))
+}
+
+#[test]
+fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
+    let health = Arc::new(Health::default());
+    health.declare("cluster-a", true);
+    health.declare("cluster-b", false);
+    let report = health.report();
+    assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Starting);
+    assert!(!report.ready && !report.started);
+
+    health.connected("cluster-a", None);
+    let watch = health.watch_started(
+        "cluster-a",
+        Some("ns"),
+        "Deployment.apps/v1".into(),
+        "deployments".into(),
+    );
+    assert_eq!(
+        health.report().contexts["cluster-a"].status,
+        ContextStatus::Starting
+    );
+    watch.synced();
+    let report = health.report();
+    assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Ready);
+    assert!(
+        report.ready && report.started,
+        "the optional cluster-b does not hold it back"
+    );
+
+    // Started stays latched; ready follows.
+    health.pinged("cluster-a", Some("unreachable: connection refused".into()));
+    let report = health.report();
+    assert!(report.started && !report.ready);
+    assert_eq!(
+        report.contexts["cluster-a"].reasons,
+        ["context cluster-a: unreachable: connection refused"]
+    );
+}
+
+#[test]
+fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
+    let health = Arc::new(Health::default());
+    let watch = health.watch_started(
+        "cluster-a",
+        Some("ns"),
+        "Deployment.apps/v1".into(),
+        "deployments".into(),
+    );
+    for (code, expected) in [
+        (401, "credentials were rejected (401 Unauthorized)"),
+        (
+            403,
+            "user may not list deployments in namespace ns (403 Forbidden)",
+        ),
+        (404, "kind Deployment.apps/v1 is not served"),
+        (500, "list deployments in namespace ns failed: denied (500)"),
+    ] {
+        watch.failed(&api_error(code));
+        let report = health.report();
+        assert_eq!(
+            report.contexts["cluster-a"].reasons,
+            [format!("context cluster-a: {expected}")]
+        );
+        assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Failing);
+    }
+    watch.working();
+    assert!(health.report().contexts["cluster-a"].reasons.is_empty());
+}
+
+#[test]
+fn a_required_context_without_a_client_is_fatal_and_an_optional_one_is_not() {
+    let health = Health::default();
+    health.declare("control", true);
+    health.declare("extra", false);
+    let error = Error::UndeclaredContext {
+        context: "x".into(),
+    };
+    health.connected("control", Some(&error));
+    health.connected("extra", Some(&error));
+    assert_eq!(health.fatal_errors().len(), 1);
+}
+
+/// Captures what is logged at WARN and above while `f` runs.
+fn warnings(f: impl FnOnce()) -> Vec<String> {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_all() {
+    let health = Arc::new(Health::default());
+    let watch = health.watch_started(
+        "cluster-b",
+        Some("ns"),
+        "Deployment.apps/v1".into(),
+        "deployments".into(),
+    );
+    let lines = warnings(|| {
+        for _ in 0..100 {
+            watch.failed(&api_error(403));
+        }
+        watch.failed(&api_error(401));
+        let gone =
+            kube::core::Status::failure("too old resource version", "Expired").with_code(410);
+        watch.failed(&watcher::Error::WatchError(gone.boxed()));
+    });
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines.iter().all(|l| l.contains("context=cluster-b")),
+        "{lines:#?}"
+    );
+    assert!(lines[0].contains("403 Forbidden") && lines[1].contains("401 Unauthorized"));
+    assert!(
+        !health.report().contexts["cluster-b"]
+            .reasons
+            .iter()
+            .any(|r| r.contains("410"))
+    );
+}
