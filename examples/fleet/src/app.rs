@@ -19,13 +19,59 @@ use serde_json::Value;
     printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#
 )]
 pub struct AppDeploymentSpec {
-    /// The container image.
+    /// The container image: a reference without spaces.
+    #[schemars(length(min = 1), regex(pattern = r"^[^\s]+$"))]
     pub image: String,
     /// Replicas per Deployment (each cluster and namespace runs a full set).
+    #[schemars(range(min = 0))]
     pub replicas: i32,
     /// Target namespaces in each child cluster: some of `namespace-a`, `namespace-b` (default both).
     #[serde(default = "default_namespaces")]
+    // Bounded, so that the API server can bound the rule's cost.
+    #[schemars(length(min = 1, max = 2), inner(length(max = 63)))]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "rule": "self.all(n, n in ['namespace-a', 'namespace-b'])",
+        "message": "each namespace must be one the operator owns: namespace-a or namespace-b",
+    }]))]
     pub namespaces: Vec<String>,
+}
+
+impl AppDeploymentSpec {
+    /// Why this spec cannot be fulfilled, if it cannot: the same rules as the CRD's schema, for objects
+    /// stored before the schema had them (or written while it was not installed).
+    pub fn problem(&self) -> Option<String> {
+        if self.image.is_empty() || self.image.contains(char::is_whitespace) {
+            return Some(format!(
+                "image {:?} is not an image reference (empty, or with spaces)",
+                self.image
+            ));
+        }
+        if self.replicas < 0 {
+            return Some(format!(
+                "replicas is {}; it must be 0 or more",
+                self.replicas
+            ));
+        }
+        if self.namespaces.is_empty() {
+            return Some(
+                "namespaces is empty; name at least one of namespace-a, namespace-b".into(),
+            );
+        }
+        let unknown: Vec<&str> = self
+            .namespaces
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !crate::CHILD_NAMESPACES.contains(n))
+            .collect();
+        if !unknown.is_empty() {
+            return Some(format!(
+                "namespaces {} are not owned by this operator (it owns {})",
+                unknown.join(", "),
+                crate::CHILD_NAMESPACES.join(", ")
+            ));
+        }
+        None
+    }
 }
 
 fn default_namespaces() -> Vec<String> {

@@ -25,8 +25,19 @@ use crate::{AppDeployment, Fleet};
 )]
 pub struct AppDeployer;
 
+/// Why a reconcile of an `AppDeployment` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    /// The spec cannot be fulfilled; nothing changes until it does.
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+    /// A child was refused by the runtime.
+    #[error(transparent)]
+    Kubeplex(#[from] kubeplex::Error),
+}
+
 impl Reconcile for AppDeployer {
-    type Error = kubeplex::Error;
+    type Error = DeployError;
 
     /// Business logic only: which Deployments should exist. Applying them, pruning the rest, and the
     /// status are the runtime's job; an unreachable cluster never holds back the other.
@@ -35,12 +46,27 @@ impl Reconcile for AppDeployer {
         app: Arc<AppDeployment>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
+        if let Some(problem) = app.spec.problem() {
+            return Err(DeployError::InvalidSpec(problem));
+        }
         for cluster in cx.contexts_of::<Deployment>() {
             for namespace in &app.spec.namespaces {
                 cx.child(cluster, deployment_for(&app, namespace))?;
             }
         }
         Ok(Action::requeue(Duration::from_secs(3600)))
+    }
+
+    /// An invalid spec waits for the spec to change (the status and an Event say why); retrying it
+    /// would fail the same way. Other errors retry with the default backoff.
+    fn error_policy(&self, app: Arc<AppDeployment>, error: &DeployError, cx: &Cx<Fleet>) -> Action {
+        match error {
+            DeployError::InvalidSpec(_) => Action::await_change(),
+            DeployError::Kubeplex(_) => {
+                let _ = app;
+                Action::requeue(cx.error_requeue())
+            }
+        }
     }
 }
 

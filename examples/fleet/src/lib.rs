@@ -17,7 +17,7 @@ mod deployer;
 pub mod demo;
 
 pub use app::{AppDeployment, AppDeploymentSpec, AppDeploymentStatus};
-pub use deployer::{AppDeployer, deployment_for};
+pub use deployer::{AppDeployer, DeployError, deployment_for};
 
 kubeplex::contexts! {
     /// The clusters of the scenario; each name is a kubeconfig context (remappable at run time with

@@ -410,12 +410,12 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
 struct AbandoningDeployer;
 
 impl kubeplex::Reconcile for AbandoningDeployer {
-    type Error = kubeplex::Error;
+    type Error = kubeplex_fleet::DeployError;
     async fn reconcile(
         &self,
         app: std::sync::Arc<AppDeployment>,
         cx: &kubeplex::Cx<Fleet>,
-    ) -> Result<kubeplex::Action, kubeplex::Error> {
+    ) -> Result<kubeplex::Action, Self::Error> {
         kubeplex::Reconcile::reconcile(&AppDeployer, app, cx).await
     }
 }

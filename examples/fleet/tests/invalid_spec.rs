@@ -1,0 +1,219 @@
+//! AppDeployments whose spec cannot be fulfilled: the API server refuses them with the schema's reason; one
+//! stored before the schema had its rules gets a status and an Event that say why, and no hot loop.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use kubeplex::{Context, Manager};
+use kubeplex_fleet::{AppDeployer, AppDeployment, AppDeploymentSpec, CRD_NAMESPACE, Fleet};
+use kubeplex_testenv::TestEnv;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn spec(image: &str, replicas: i32, namespaces: &[&str]) -> AppDeploymentSpec {
+    AppDeploymentSpec {
+        image: image.into(),
+        replicas,
+        namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
+    }
+}
+
+async fn namespaces(env: &TestEnv) {
+    for (cluster, name) in [
+        (Fleet::Control, CRD_NAMESPACE),
+        (Fleet::ClusterA, "namespace-a"),
+        (Fleet::ClusterA, "namespace-b"),
+        (Fleet::ClusterB, "namespace-a"),
+        (Fleet::ClusterB, "namespace-b"),
+    ] {
+        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        api.create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_api_server_refuses_specs_that_cannot_be_fulfilled_with_the_reason() {
+    let env = TestEnv::builder()
+        .cluster("control")
+        .crd("control", AppDeployment::installable_crd())
+        .start()
+        .await
+        .unwrap();
+    let api: Api<AppDeployment> = Api::namespaced(env.client("control").await.unwrap(), "default");
+    for (name, spec, reason) in [
+        (
+            "spaces",
+            spec("nginx 1.27", 1, &["namespace-a"]),
+            "spec.image",
+        ),
+        ("empty-image", spec("", 1, &["namespace-a"]), "spec.image"),
+        (
+            "negative",
+            spec("nginx", -1, &["namespace-a"]),
+            "spec.replicas",
+        ),
+        ("no-namespaces", spec("nginx", 1, &[]), "spec.namespaces"),
+        (
+            "foreign-namespace",
+            spec("nginx", 1, &["kube-system"]),
+            "each namespace must be one the operator owns",
+        ),
+    ] {
+        let refused = api
+            .create(&PostParams::default(), &AppDeployment::new(name, spec))
+            .await
+            .expect_err(name);
+        let kube::Error::Api(status) = refused else {
+            panic!("{name}: {refused}")
+        };
+        assert_eq!(status.code, 422, "{name}: {status:?}");
+        assert!(
+            status.message.contains(reason),
+            "{name}: {}",
+            status.message
+        );
+    }
+    api.create(
+        &PostParams::default(),
+        &AppDeployment::new("valid", spec("nginx:1.27", 1, &["namespace-b"])),
+    )
+    .await
+    .unwrap();
+}
+
+/// The CRD as an earlier version of the operator installed it: no validation rules.
+fn crd_without_rules() -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(AppDeployment::installable_crd()).unwrap();
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let properties = spec["properties"].as_object_mut().unwrap();
+    for rule in [
+        "pattern",
+        "minLength",
+        "minimum",
+        "minItems",
+        "x-kubernetes-validations",
+    ] {
+        for property in properties.values_mut() {
+            property.as_object_mut().unwrap().remove(rule);
+        }
+    }
+    serde_json::from_value(crd).unwrap()
+}
+
+#[tokio::test]
+async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() {
+    let env = TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b"])
+        .crd("control", crd_without_rules())
+        .start()
+        .await
+        .unwrap();
+    namespaces(&env).await;
+    let control = env.client("control").await.unwrap();
+    let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let invalid = AppDeployment::new("invalid", spec("nginx:1.27", 1, &["kube-system"]));
+    api.create(&PostParams::default(), &invalid).await.unwrap();
+
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(AppDeployer)
+        .start()
+        .await
+        .unwrap();
+    let ready = |app: &AppDeployment| {
+        app.status.as_ref().and_then(|s| {
+            s.fleet
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .cloned()
+        })
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let failed = loop {
+        let app = api.get("invalid").await.unwrap();
+        if let Some(condition) = ready(&app).filter(|c| c.status == "False") {
+            break (app, condition);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no Ready=False: {:?}",
+            app.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (app, condition) = failed;
+    assert_eq!(condition.reason, "ReconcileFailed");
+    assert_eq!(
+        condition.message,
+        "invalid spec: namespaces kube-system are not owned by this operator (it owns namespace-a, namespace-b)"
+    );
+
+    // No hot loop: nothing changes while the spec stays as it is.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let later = api.get("invalid").await.unwrap();
+    assert_eq!(
+        later.resource_version(),
+        app.resource_version(),
+        "{:?}",
+        later.status
+    );
+    let events: Api<Event> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let failures: Vec<Event> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("ReconcileFailed"))
+        .collect();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert!(
+        failures[0]
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("kube-system")
+    );
+    assert!(
+        failures[0].series.is_none(),
+        "one reconcile, one event: {:?}",
+        failures[0].series
+    );
+    assert_eq!(
+        failures[0].regarding.as_ref().and_then(|r| r.uid.clone()),
+        app.meta().uid
+    );
+
+    // Fixed: reconciled at once, Ready.
+    let fixed = serde_json::json!({ "spec": { "namespaces": ["namespace-a"] } });
+    api.patch("invalid", &PatchParams::default(), &Patch::Merge(&fixed))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let app = api.get("invalid").await.unwrap();
+        if ready(&app).is_some_and(|c| c.status == "True") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never Ready: {:?}",
+            app.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    running.shutdown().await;
+}
