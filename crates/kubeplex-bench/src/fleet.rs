@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
@@ -15,20 +14,18 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use kube::{Client, CustomResourceExt};
 use kubeplex_testenv::TestEnv;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::child::Side;
 use crate::driver::{Goal, Section};
 use crate::fleet_app::{FleetApp, FleetAppSpec, PARENT_NAMESPACE};
 use crate::fleet_child::{FleetSpec, Reading, Synced};
 use crate::fleet_observe::{Observer, ProbeLog, ReadyzPoller, Requests, requests};
+use crate::fleet_process::Operator;
 
 /// The control cluster, then the clusters child context i lives in (`i mod 3`, from the second).
 const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
 /// How long one phase (converging, repairing, deleting) may take.
-const PHASE: Duration = Duration::from_secs(600);
+pub const PHASE: Duration = Duration::from_secs(600);
 const IN_FLIGHT: usize = 32;
 
 #[derive(Clone, Debug, Serialize)]
@@ -382,104 +379,4 @@ async fn clean(clients: &Clients, options: &FleetOptions) -> Result<(), String> 
         }
     }
     Ok(())
-}
-
-/// A running operator process: JSON lines out, requests in.
-struct Operator {
-    process: Child,
-    stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
-    stderr: tokio::task::JoinHandle<String>,
-}
-
-impl Operator {
-    fn spawn(host: &Host<'_>, spec: &FleetSpec, n: usize) -> Result<Self, String> {
-        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let side = match spec.side {
-            Side::Baseline => "baseline",
-            Side::Kubeplex => "kubeplex",
-        };
-        let mut command = match host.wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args.iter().map(|a| {
-                    a.replace("{n}", &format!("fleet-{n}"))
-                        .replace("{side}", side)
-                }));
-                command.arg(&host.exe);
-                command
-            }
-            None => tokio::process::Command::new(&host.exe),
-        };
-        let mut process = command
-            .arg("__fleet")
-            .arg(json)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", host.exe.display()))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (
-            process.stdin.take(),
-            process.stdout.take(),
-            process.stderr.take(),
-        ) else {
-            return Err("the operator's pipes are missing".into());
-        };
-        // Keeps the last lines of the operator's log for an error message.
-        let stderr = tokio::spawn(async move {
-            let mut tail = std::collections::VecDeque::new();
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if tail.len() == 20 {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
-            }
-            Vec::from(tail).join("\n")
-        });
-        Ok(Self {
-            process,
-            stdin,
-            stdout: BufReader::new(stdout).lines(),
-            stderr,
-        })
-    }
-
-    /// The next JSON line (a profiler wrapping the operator may print other lines).
-    async fn next<T: DeserializeOwned>(&mut self, what: &str) -> Result<T, String> {
-        loop {
-            let line = tokio::time::timeout(PHASE, self.stdout.next_line())
-                .await
-                .map_err(|_| format!("the operator did not report {what} in time"))?
-                .map_err(|e| format!("reading from the operator: {e}"))?;
-            let Some(line) = line else {
-                let _ = self.process.wait().await;
-                let stderr = (&mut self.stderr).await.unwrap_or_default();
-                return Err(format!("the operator ended before {what}:\n{stderr}"));
-            };
-            if line.starts_with('{') {
-                return serde_json::from_str(&line)
-                    .map_err(|e| format!("the operator printed {line:?}: {e}"));
-            }
-        }
-    }
-
-    async fn ask(&mut self) -> Result<Reading, String> {
-        self.stdin
-            .write_all(b"report\n")
-            .await
-            .map_err(|e| format!("asking the operator: {e}"))?;
-        self.next("a reading").await
-    }
-
-    async fn exit(mut self) -> Result<(), String> {
-        let _ = self.stdin.write_all(b"exit\n").await;
-        tokio::time::timeout(Duration::from_secs(60), self.process.wait())
-            .await
-            .map_err(|_| "the operator did not exit".to_owned())?
-            .map_err(|e| e.to_string())?;
-        Ok(())
-    }
 }

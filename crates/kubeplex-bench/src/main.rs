@@ -23,6 +23,7 @@ mod fleet_app;
 mod fleet_baseline;
 mod fleet_child;
 mod fleet_observe;
+mod fleet_process;
 mod fleet_report;
 mod link;
 mod machine;
