@@ -131,6 +131,13 @@ pub fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>) {
             runs,
             |s| s.converged.cpu_s,
         ));
+        // The servers' share tells a server-bound convergence from an operator-bound one.
+        section.figures.push(figure(
+            format!("scaling: servers' CPU to converged, P={size}"),
+            "s",
+            runs,
+            |s| s.server_cpu_converged_s,
+        ));
     }
     if let Some(log) = main
         .1
