@@ -8,6 +8,11 @@ use crate::error::chain;
 /// The words for a transport failure (`kube::Error::HyperError` / `Service`): what kind, then the detail.
 pub(crate) fn transport(error: &kube::Error) -> String {
     let detail = chain(error);
+    // kube's own prefixes name its error variants, which say nothing to an operator.
+    let detail = ["ServiceError: ", "HyperError: "]
+        .iter()
+        .fold(detail.as_str(), |d, prefix| d.strip_prefix(prefix).unwrap_or(d))
+        .to_owned();
     let lower = detail.to_ascii_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
     if has(&[
