@@ -11,7 +11,9 @@ pub(crate) fn transport(error: &kube::Error) -> String {
     // kube's own prefixes name its error variants, which say nothing to an operator.
     let detail = ["ServiceError: ", "HyperError: "]
         .iter()
-        .fold(detail.as_str(), |d, prefix| d.strip_prefix(prefix).unwrap_or(d))
+        .fold(detail.as_str(), |d, prefix| {
+            d.strip_prefix(prefix).unwrap_or(d)
+        })
         .to_owned();
     let lower = detail.to_ascii_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
