@@ -86,7 +86,6 @@ pub(crate) async fn run<K, W, F>(
                 .as_mut()
                 .hold_unless(|key| has_room && !running.contains(key));
             tokio::select! {
-                biased;
                 _ = stop.wait_for(|stopped| *stopped) => break,
                 Some((key, next)) = in_flight.next(), if !in_flight.is_empty() => Step::Finished(key, next),
                 Some(key) = ready.next() => Step::Start(key),
@@ -107,6 +106,8 @@ pub(crate) async fn run<K, W, F>(
                     });
                 }
             }
+            // A stop that arrived with this key wins: nothing new starts once stopping.
+            Step::Start(_) if *stop.borrow() => break,
             Step::Start(key) => {
                 running.insert(key.clone());
                 let pending = waiting_for_a_worker
