@@ -89,6 +89,16 @@ pub enum Error {
         /// How long we waited.
         waited: Duration,
     },
+    /// A service-account token could not be had.
+    #[error("cluster {cluster}: a token for the ServiceAccount {service_account}: {problem}")]
+    Token {
+        /// The cluster.
+        cluster: String,
+        /// `namespace/name`.
+        service_account: String,
+        /// What went wrong.
+        problem: String,
+    },
     /// The shared environment failed to start in an earlier test of this binary.
     #[error("the shared test environment failed to start: {0}")]
     SharedStartFailed(String),

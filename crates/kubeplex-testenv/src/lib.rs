@@ -28,6 +28,7 @@ mod port;
 mod process;
 mod progress;
 mod shared;
+mod tokens;
 
 pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv, TestEnvBuilder};
