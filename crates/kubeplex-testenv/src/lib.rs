@@ -29,6 +29,7 @@ mod process;
 mod progress;
 mod shared;
 mod tokens;
+mod watched;
 
 pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv, TestEnvBuilder};
@@ -36,3 +37,4 @@ pub use error::{Error, Result};
 pub use kubeconfig::Credential;
 pub use pki::NO_PERMISSIONS_USER;
 pub use shared::SharedTestEnv;
+pub use watched::{Watched, output_within};

@@ -1,14 +1,17 @@
 //! The `kubeplex-testenv` command line.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kube::config::Kubeconfig;
-use kubeplex_testenv::Binaries;
+use kubeplex_testenv::{Binaries, Watched, output_within};
 
 const CLI: &str = env!("CARGO_BIN_EXE_kubeplex-testenv");
+/// Bounds every wait on the CLI: a hung CLI fails its test with what it printed.
+const WAIT: Duration = Duration::from_secs(120);
+/// For `build` with the real Go toolchain, which builds for minutes when nothing is cached.
+const BUILD: Duration = Duration::from_secs(40 * 60);
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
@@ -44,21 +47,16 @@ fn wait_gone(pids: &[u32]) -> bool {
     false
 }
 
-/// Starts `up` and returns the child and the `ready` line once it is printed.
-fn up(clusters: &str, kubeconfig: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = Command::new(CLI)
-        .args(["up", "--clusters", clusters, "--kubeconfig"])
-        .arg(kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let ready = stdout
-        .lines()
-        .map(Result::unwrap)
-        .find(|line| line.starts_with("ready"))
-        .expect("no `ready` line");
+/// Starts `up` and returns it once it printed its `ready` line (and that line).
+fn up(clusters: &str, kubeconfig: &std::path::Path) -> (Watched, String) {
+    let mut child = Watched::spawn(
+        "kubeplex-testenv up",
+        Command::new(CLI)
+            .args(["up", "--clusters", clusters, "--kubeconfig"])
+            .arg(kubeconfig),
+    )
+    .unwrap();
+    let ready = child.wait_for_line(|line| line.starts_with("ready"), WAIT);
     (child, ready)
 }
 
@@ -66,7 +64,7 @@ fn up(clusters: &str, kubeconfig: &std::path::Path) -> (std::process::Child, Str
 fn up_writes_the_kubeconfig_prints_ready_and_cleans_up_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let (mut child, ready) = up("control,cluster-a", &kubeconfig);
+    let (child, ready) = up("control,cluster-a", &kubeconfig);
     assert!(ready.contains("control, cluster-a"), "{ready}");
 
     let written = Kubeconfig::read_from(&kubeconfig).unwrap();
@@ -81,8 +79,8 @@ fn up_writes_the_kubeconfig_prints_ready_and_cleans_up_on_sigterm() {
 
     // SAFETY: signals our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{status}");
+    let (status, output) = child.wait(WAIT);
+    assert_eq!(status.code(), Some(0), "{status}: {output:#?}");
     assert!(
         wait_gone(&programs),
         "processes outlived the CLI: {programs:?}"
@@ -92,11 +90,13 @@ fn up_writes_the_kubeconfig_prints_ready_and_cleans_up_on_sigterm() {
 #[test]
 fn a_killed_cli_leaves_no_cluster_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, _) = up("orphan-check", &dir.path().join("kubeconfig"));
+    let (child, _) = up("orphan-check", &dir.path().join("kubeconfig"));
     let programs = children(child.id());
     assert_eq!(programs.len(), 2, "{programs:?}");
-    child.kill().unwrap(); // SIGKILL: no destructor, no atexit; the kernel's parent-death signal must do it.
-    child.wait().unwrap();
+    // SIGKILL to the CLI alone: no destructor, no atexit; the kernel's parent-death signal must do it.
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    child.wait(WAIT);
     assert!(
         wait_gone(&programs),
         "processes outlived a killed CLI: {programs:?}"
@@ -134,7 +134,7 @@ fn invalid_arguments_exit_2_and_name_the_argument() {
         (&["launch"], "unrecognized subcommand 'launch'"),
     ];
     for (args, expected) in cases {
-        let output = Command::new(CLI).args(args).output().unwrap();
+        let output = output_within(Command::new(CLI).args(args), WAIT);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
@@ -162,7 +162,7 @@ fn help_prints_the_usage_on_stdout() {
         (&["up", "-h"], &["--clusters <NAME[,NAME...]>"]),
     ];
     for (args, expected) in cases {
-        let output = Command::new(CLI).args(args).output().unwrap();
+        let output = output_within(Command::new(CLI).args(args), WAIT);
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert_eq!(output.status.code(), Some(0), "{args:?}: {stdout}");
         for text in expected {
@@ -212,7 +212,7 @@ fn build_with(go: &std::path::Path, cache: &std::path::Path) -> Command {
 fn a_first_build_says_what_it_builds_how_long_it_takes_and_how_far_it_is() {
     let go = fake_go();
     let cache = tempfile::tempdir().unwrap();
-    let output = build_with(go.path(), cache.path()).output().unwrap();
+    let output = output_within(&mut build_with(go.path(), cache.path()), WAIT);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     let (kubernetes, etcd) = (Binaries::kubernetes_version(), Binaries::etcd_version());
@@ -241,7 +241,7 @@ fn a_first_build_says_what_it_builds_how_long_it_takes_and_how_far_it_is() {
     );
 
     // The second run finds both programs: nothing is built, nothing is said.
-    let again = build_with(go.path(), cache.path()).output().unwrap();
+    let again = output_within(&mut build_with(go.path(), cache.path()), WAIT);
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stderr), "");
 }
@@ -263,14 +263,12 @@ fn a_build_waiting_for_another_says_so() {
         unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
         0
     );
-    let mut waiting = build_with(go.path(), cache.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(waiting.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let mut waiting = Watched::spawn(
+        "kubeplex-testenv build",
+        &mut build_with(go.path(), cache.path()),
+    )
+    .unwrap();
+    let line = waiting.wait_for_line(|line| !line.trim().is_empty(), WAIT);
     assert!(
         line.contains("waiting for another process that is building kube-apiserver and etcd")
             && line.contains("first run only"),
@@ -281,20 +279,20 @@ fn a_build_waiting_for_another_says_so() {
         std::fs::write(dir.join(program), "").unwrap();
     }
     drop(lock);
-    let output = waiting.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert!(!rest.contains("building"), "{rest}");
+    let (status, lines) = waiting.wait(WAIT);
+    assert!(status.success(), "{lines:#?}");
+    let rest = &lines[1..];
+    assert!(rest.iter().all(|l| !l.contains("building")), "{rest:#?}");
     assert_eq!(
-        String::from_utf8(output.stdout).unwrap().trim(),
-        dir.display().to_string()
+        rest.iter().map(|l| l.trim()).collect::<Vec<_>>(),
+        [dir.display().to_string()],
+        "stdout is the directory, and nothing else is said"
     );
 }
 
 #[test]
 fn build_prints_the_directory_holding_both_programs() {
-    let output = Command::new(CLI).arg("build").output().unwrap();
+    let output = output_within(Command::new(CLI).arg("build"), BUILD);
     assert!(
         output.status.success(),
         "{}",
@@ -310,11 +308,12 @@ fn build_prints_the_directory_holding_both_programs() {
 
 #[test]
 fn kubebuilder_assets_is_used_as_is_when_it_holds_both_programs() {
-    let built = Command::new(CLI)
-        .arg("build")
-        .env_remove("KUBEBUILDER_ASSETS")
-        .output()
-        .unwrap();
+    let built = output_within(
+        Command::new(CLI)
+            .arg("build")
+            .env_remove("KUBEBUILDER_ASSETS"),
+        BUILD,
+    );
     let cache = String::from_utf8(built.stdout).unwrap().trim().to_owned();
 
     // setup-envtest's layout: a directory with both programs; nothing is built.
@@ -326,11 +325,12 @@ fn kubebuilder_assets_is_used_as_is_when_it_holds_both_programs() {
         )
         .unwrap();
     }
-    let used = Command::new(CLI)
-        .arg("build")
-        .env("KUBEBUILDER_ASSETS", assets.path())
-        .output()
-        .unwrap();
+    let used = output_within(
+        Command::new(CLI)
+            .arg("build")
+            .env("KUBEBUILDER_ASSETS", assets.path()),
+        WAIT,
+    );
     assert!(
         used.status.success(),
         "{}",
@@ -342,11 +342,12 @@ fn kubebuilder_assets_is_used_as_is_when_it_holds_both_programs() {
     );
 
     let empty = tempfile::tempdir().unwrap();
-    let refused = Command::new(CLI)
-        .arg("build")
-        .env("KUBEBUILDER_ASSETS", empty.path())
-        .output()
-        .unwrap();
+    let refused = output_within(
+        Command::new(CLI)
+            .arg("build")
+            .env("KUBEBUILDER_ASSETS", empty.path()),
+        WAIT,
+    );
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(

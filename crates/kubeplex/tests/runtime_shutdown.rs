@@ -4,15 +4,14 @@
 mod support;
 
 use std::convert::Infallible;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
-use kubeplex_testenv::TestEnv;
-use support::{Fleet, create_namespace, put_config_map};
+use kubeplex_testenv::{TestEnv, Watched};
+use support::{Fleet, WAIT, create_namespace, put_config_map};
 
 struct Slow;
 impl Controller for Slow {
@@ -66,23 +65,22 @@ async fn sigterm_lets_the_reconcile_in_flight_finish_and_exits_0() {
     .unwrap();
     let kubeconfig = std::env::join_paths([first.as_path(), env.kubeconfig_path()]).unwrap();
 
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["operator_process", "--exact", "--ignored", "--nocapture"])
-        .env("KUBECONFIG", kubeconfig)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(Result::unwrap);
-    lines
-        .find(|line| line.starts_with("reconcile started"))
-        .expect("the operator never reconciled");
+    let mut operator = Watched::spawn(
+        "the operator process",
+        Command::new(std::env::current_exe().unwrap())
+            .args(["operator_process", "--exact", "--ignored", "--nocapture"])
+            .env("KUBECONFIG", kubeconfig),
+    )
+    .unwrap();
+    operator.wait_for_line(|line| line.starts_with("reconcile started"), WAIT);
     // SAFETY: signals our own child.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let rest: Vec<String> = lines.collect();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{status}: {rest:#?}");
+    unsafe { libc::kill(operator.id() as libc::pid_t, libc::SIGTERM) };
+    let (status, lines) = operator.wait(WAIT);
+    assert_eq!(status.code(), Some(0), "{status}: {lines:#?}");
+    let rest = &lines[lines
+        .iter()
+        .position(|l| l.starts_with("reconcile started"))
+        .unwrap()..];
     let finished = rest
         .iter()
         .position(|l| l == "reconcile finished")
