@@ -125,12 +125,16 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         }
         source = cause.source();
     }
-    text
+    without_plugin_output(error, text)
 }
 
 /// A kube client error in words: the API server's message and code for API errors, else the error's chain.
 pub(crate) fn describe_kube(error: &kube::Error) -> String {
     match error {
+        // The server says only "Unauthorized"; these are the words `/readyz` and the logs use for it.
+        kube::Error::Api(status) if status.code == 401 => {
+            "credentials were rejected (401 Unauthorized)".into()
+        }
         kube::Error::Api(status) => {
             let reason = if status.reason.is_empty() {
                 String::new()
@@ -150,8 +154,54 @@ pub(crate) fn describe_kube(error: &kube::Error) -> String {
                 }
                 source = cause.source();
             }
-            text
+            without_plugin_output(other, text)
         }
+    }
+}
+
+/// `text` (describing `error`) with an exec plugin's failure, wherever an error embedded it, in words that
+/// leave out the plugin's output.
+fn without_plugin_output(error: &(dyn std::error::Error + 'static), text: String) -> String {
+    match auth_cause(error) {
+        Some(auth) => text.replace(&auth.to_string(), &describe_auth(auth)),
+        None => text,
+    }
+}
+
+/// The kube authentication error in `error`'s chain, if any.
+fn auth_cause<'e>(
+    error: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e kube::client::AuthError> {
+    let mut current = Some(error);
+    while let Some(cause) = current {
+        if let Some(auth) = cause.downcast_ref::<kube::client::AuthError>() {
+            return Some(auth);
+        }
+        current = cause.source();
+    }
+    None
+}
+
+/// An authentication failure without what an exec plugin printed (kube's message embeds the plugin's whole
+/// stdout and stderr, and a parse error quotes it: either may hold a token).
+fn describe_auth(error: &kube::client::AuthError) -> String {
+    use kube::client::AuthError;
+    match error {
+        // Not `cmd` either: kube renders it with the plugin's environment and arguments.
+        AuthError::AuthExecRun { out, .. } => format!(
+            "the credential plugin (the user's `exec`) failed ({}); its output is not shown, as it may hold credentials",
+            out.status
+        ),
+        AuthError::AuthExecParse(parse) => {
+            let at = parse
+                .location()
+                .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
+                .unwrap_or_default();
+            format!(
+                "the credential plugin's output is not an ExecCredential{at}; its output is not shown, as it may hold credentials"
+            )
+        }
+        other => other.to_string(),
     }
 }
 
@@ -184,6 +234,19 @@ mod tests {
     }
 
     #[test]
+    fn a_401_reads_as_everywhere_else() {
+        let unauthorized = kube::Error::Api(
+            kube::core::Status::failure("Unauthorized", "Unauthorized")
+                .with_code(401)
+                .boxed(),
+        );
+        assert_eq!(
+            describe_kube(&unauthorized),
+            "credentials were rejected (401 Unauthorized)"
+        );
+    }
+
+    #[test]
     fn a_debug_dump_embedded_by_an_outer_error_is_removed() {
         #[derive(Debug, thiserror::Error)]
         #[error("sync failed: {0}")]
@@ -191,5 +254,54 @@ mod tests {
         let text = chain(&Outer(not_found()));
         assert!(!text.contains("Status {"), "{text}");
         assert!(text.contains("(404 NotFound)"), "{text}");
+    }
+
+    #[cfg(unix)]
+    fn plugin_failed() -> kube::client::AuthError {
+        use std::os::unix::process::ExitStatusExt as _;
+        kube::client::AuthError::AuthExecRun {
+            cmd: "get-token".into(),
+            out: Box::new(std::process::Output {
+                status: std::process::ExitStatus::from_raw(1 << 8),
+                stdout: b"{\"status\":{\"token\":\"s3cr3t-token\"}}".to_vec(),
+                stderr: b"refreshing s3cr3t-token failed".to_vec(),
+            }),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_exec_plugins_output_never_reaches_the_words() {
+        let direct = kube::Error::Auth(plugin_failed());
+        let through_the_client_stack = kube::Error::Service(Box::new(plugin_failed()));
+        let in_context = Error::Kube {
+            context: "cluster-a".into(),
+            source: kube::Error::Service(Box::new(plugin_failed())),
+        };
+        for text in [
+            describe_kube(&direct),
+            describe_kube(&through_the_client_stack),
+            chain(&in_context),
+            in_context.to_string(),
+        ] {
+            assert!(!text.contains("s3cr3t"), "{text}");
+            assert!(
+                text.contains("credential plugin (the user's `exec`) failed (exit status: 1)"),
+                "{text}"
+            );
+        }
+        assert!(chain(&in_context).starts_with("context cluster-a: "));
+    }
+
+    #[test]
+    fn an_exec_plugins_unparsable_output_is_not_quoted() {
+        let parse = serde_saphyr::from_str::<std::collections::BTreeMap<String, String>>(
+            "token: s3cr3t-token\n  : [",
+        )
+        .unwrap_err();
+        let error = kube::Error::Auth(kube::client::AuthError::AuthExecParse(Box::new(parse)));
+        let text = describe_kube(&error);
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(text.contains("not an ExecCredential"), "{text}");
     }
 }

@@ -74,6 +74,7 @@ mod context;
 mod contexts_macro;
 mod error;
 mod key_queue;
+mod logging;
 mod ownership;
 mod redact;
 mod resource;
@@ -149,6 +150,7 @@ pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
 /// children's included, are of one kind and one fleet. Every mistake is a compile error at the
 /// offending token; see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
+pub use logging::DEFAULT_LOG_FILTER;
 pub use manager::{Manager, Running};
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,

@@ -8,7 +8,7 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, chain};
 use crate::redact::kubeconfig_error;
 
 /// Environment variable prefix that remaps a context: `KUBEPLEX_CONTEXT_CLUSTER_A=kind-a` makes the context
@@ -192,7 +192,7 @@ impl PoolConfig {
                 .await
                 .map_err(|e| config_error(kubeconfig_error(&e)))?
         };
-        let client = Client::try_from(config.clone()).map_err(|e| config_error(e.to_string()))?;
+        let client = Client::try_from(config.clone()).map_err(|e| config_error(chain(&e)))?;
         Ok((client, config))
     }
 }

@@ -312,3 +312,82 @@ async fn a_server_certificate_the_kubeconfig_does_not_trust_is_named_as_such() {
     );
     running.shutdown().await;
 }
+
+/// A credential plugin (`users[].user.exec`) whose output carries a token and that fails: by exiting non-zero
+/// (kube's error embeds its stdout and stderr) or by printing what is not an ExecCredential (the parser quotes
+/// it). Neither the probe body nor the start error may repeat a byte of that output.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_failing_credential_plugin_is_named_without_its_output() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    const SECRET: &str = "exec-plugin-s3cr3t-7f3a";
+    let env = CLUSTERS.get().await.unwrap();
+    for cluster in ["cluster-a", "cluster-b"] {
+        create_namespace(&env.client(cluster).await.unwrap(), "perm-1").await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = |name: &str, script: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let exits_non_zero = plugin(
+        "fails",
+        format!(
+            "echo '{{\"status\":{{\"token\":\"{SECRET}\"}}}}'\necho 'refresh of {SECRET} failed' >&2\nexit 3"
+        ),
+    );
+    let prints_garbage = plugin("garbage", format!("echo 'token: {SECRET}\n  : ['"));
+    let mut kubeconfig = env.kubeconfig().clone();
+    for (context, command) in [("cluster-a", prints_garbage), ("cluster-b", exits_non_zero)] {
+        let user = kubeconfig
+            .contexts
+            .iter()
+            .find(|c| c.name == context)
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| c.user.clone())
+            .unwrap();
+        let entry = kubeconfig
+            .auth_infos
+            .iter_mut()
+            .find(|a| a.name == user)
+            .unwrap();
+        entry.auth_info = Some(
+            serde_json::from_value(serde_json::json!({
+                "exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1",
+                    "command": command,
+                    "interactiveMode": "Never",
+                }
+            }))
+            .unwrap(),
+        );
+    }
+    let (running, address) =
+        start(Manager::with_kubeconfig(kubeconfig).controller(ConfigMaps)).await;
+    let body = wait_reason(
+        address,
+        "cluster-b",
+        "credential plugin",
+        serde_json::Value::Null,
+    )
+    .await;
+    let body = wait_reason(address, "cluster-a", "credential plugin", body).await;
+    assert!(
+        reasons(&body, "cluster-b").contains("failed (exit status: 3)"),
+        "{body:#}"
+    );
+    assert!(
+        reasons(&body, "cluster-a").contains("not an ExecCredential"),
+        "{body:#}"
+    );
+    let text = body.to_string();
+    assert!(
+        !text.contains(SECRET),
+        "the probe body repeats the plugin's output: {text}"
+    );
+    assert_eq!(probe(address, "/startupz").await.0, 503);
+    running.shutdown().await;
+}

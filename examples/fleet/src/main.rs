@@ -123,10 +123,10 @@ fn subscriber<W>(
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    // kubeplex reports each failure once, naming its context; the client's own per-request errors (many
-    // while local clusters start) would only repeat them.
+    // kubeplex reports each failure once, naming its context; the client libraries' own per-request lines
+    // would only repeat them.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| "warn,kube_client::client::builder=off".into());
+        .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);
