@@ -128,13 +128,18 @@ pub fn fallback(model: &Model) -> TokenStream {
 fn context_type(model: &Model, kind: &ContextsKind) -> TokenStream {
     let krate = &model.krate;
     match kind {
-        ContextsKind::Typed(fleet) | ContextsKind::NamedInFleet(fleet) => quote!(#fleet),
+        // Through `__private::Fleet`, so that an enum written by hand is reported once (by that trait's
+        // message) instead of also failing `Controller::Context`'s and `Plan::contexts`' bounds.
+        ContextsKind::Typed(fleet) | ContextsKind::NamedInFleet(fleet) => {
+            quote!(<#fleet as #krate::__private::Fleet>::Itself)
+        }
         ContextsKind::Named => quote!(#krate::ContextName),
     }
 }
 
 /// Checks, placed before the `impl` so that rustc reports them first, that every kind is a resource type
-/// (and a namespaced one where `namespaces` is given) and that a fleet was declared with `contexts!`.
+/// (and a namespaced one where `namespaces` is given). That a fleet was declared with `contexts!` is checked
+/// by `type Context` itself (see [`context_type`]).
 /// Each is the well-formedness of a function signature, reported with kubeplex's
 /// `#[diagnostic::on_unimplemented]` message at the user's tokens.
 fn checks(model: &Model) -> TokenStream {
@@ -145,20 +150,6 @@ fn checks(model: &Model) -> TokenStream {
     for child in &model.children {
         let kind = path_type(&child.kind);
         checks.push(kind_check(model, &kind, child.namespaces_key));
-    }
-    if let Some(ContextsKind::Typed(fleet) | ContextsKind::NamedInFleet(fleet)) =
-        &model.contexts_kind
-    {
-        let krate = &model.krate;
-        let check = respan(
-            quote!(<#fleet as #krate::__private::Fleet>::Itself),
-            fleet.span(),
-        );
-        checks.push(quote! {
-            const _: () = {
-                fn fleet(_: #check) {}
-            };
-        });
     }
     quote!(#(#checks)*)
 }

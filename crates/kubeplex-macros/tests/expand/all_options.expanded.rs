@@ -18,12 +18,9 @@ const _: () = {
         >,
     ) {}
 };
-const _: () = {
-    fn fleet(_: <Fleet as ::kubeplex::__private::Fleet>::Itself) {}
-};
 impl ::kubeplex::Controller for DeploymentAuditor {
     type Resource = k8s_openapi::api::apps::v1::Deployment;
-    type Context = Fleet;
+    type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("deployment-auditor")
             .contexts([Fleet::ClusterA, Fleet::ClusterB])

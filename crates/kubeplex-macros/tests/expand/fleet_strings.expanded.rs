@@ -5,12 +5,9 @@ const _: () = {
 const _: () = {
     fn kind(_: <Secret as ::kubeplex::__private::Resource>::Itself) {}
 };
-const _: () = {
-    fn fleet(_: <crate::fleet::Fleet as ::kubeplex::__private::Fleet>::Itself) {}
-};
 impl ::kubeplex::Controller for Mirror {
     type Resource = ConfigMap;
-    type Context = crate::fleet::Fleet;
+    type Context = <crate::fleet::Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("mirror")
             .contexts([::kubeplex::__private::member::<crate::fleet::Fleet>("control")])

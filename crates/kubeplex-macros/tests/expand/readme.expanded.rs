@@ -13,12 +13,9 @@ const _: () = {
         >,
     ) {}
 };
-const _: () = {
-    fn fleet(_: <Fleet as ::kubeplex::__private::Fleet>::Itself) {}
-};
 impl ::kubeplex::Controller for AppDeployer {
     type Resource = AppDeployment;
-    type Context = Fleet;
+    type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("app-deployer")
             .contexts([Fleet::Control])
