@@ -94,6 +94,8 @@ struct WatchState {
     namespace: Option<String>,
     synced: bool,
     problem: Option<String>,
+    /// The problem is that the server could not be reached (not an answer it gave).
+    unreachable: bool,
     /// Retries of the same problem since it was last logged, and when that was.
     retries: u32,
     logged: Option<std::time::Instant>,
@@ -131,9 +133,23 @@ impl Health {
         });
     }
 
-    /// Records a ping's outcome.
+    /// Records a ping's outcome. A server that answers is no longer unreachable for its watches either: a
+    /// watch that resumes after an outage says nothing until an object changes (kube's watcher emits nothing
+    /// when its retry connects), so without this a quiet namespace would keep a healed context failing.
     pub(crate) fn pinged(&self, context: &str, problem: Option<String>) {
-        self.update(context, |entry| entry.unreachable = problem);
+        let answers = problem.is_none();
+        self.update(context, |entry| {
+            entry.unreachable = problem;
+            if answers {
+                for watch in &entry.watches {
+                    let mut watch = watch.lock().unwrap_or_else(|e| e.into_inner());
+                    if watch.unreachable {
+                        watch.unreachable = false;
+                        watch.problem = None;
+                    }
+                }
+            }
+        });
     }
 
     /// Registers a new watch of `kind` (`Kind.group/version`, plural `plural`) in `context`, in `namespace`
@@ -151,6 +167,7 @@ impl Health {
             namespace: namespace.map(str::to_owned),
             synced: false,
             problem: None,
+            unreachable: false,
             retries: 0,
             logged: None,
         }));
@@ -275,13 +292,17 @@ impl WatchHealth {
             let changed = !s.synced || s.problem.is_some();
             s.synced = true;
             s.problem = None;
+            s.unreachable = false;
             changed
         });
     }
 
     /// An object arrived: whatever failed before works again.
     pub(crate) fn working(&self) {
-        self.set(|s| s.problem.take().is_some());
+        self.set(|s| {
+            s.unreachable = false;
+            s.problem.take().is_some()
+        });
     }
 
     /// The watch failed; it retries with backoff. Logged when the problem changes, then at most once a
@@ -294,6 +315,12 @@ impl WatchHealth {
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let problem = describe(error, &state);
+        state.unreachable = matches!(
+            error,
+            watcher::Error::InitialListFailed(e)
+                | watcher::Error::WatchStartFailed(e)
+                | watcher::Error::WatchFailed(e) if crate::trouble::is_transport(e)
+        );
         let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
         let now = std::time::Instant::now();
         if changed {

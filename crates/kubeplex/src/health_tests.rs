@@ -144,3 +144,49 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
             .any(|r| r.contains("410"))
     );
 }
+
+#[test]
+fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_refusals() {
+    let health = Arc::new(Health::default());
+    health.declare("cluster-b", true);
+    health.connected("cluster-b", None);
+    let watch = |namespace| {
+        let watch = health.watch_started(
+            "cluster-b",
+            Some(namespace),
+            "Deployment.apps/v1".into(),
+            "deployments".into(),
+        );
+        watch.synced();
+        watch
+    };
+    let (quiet, refused) = (watch("quiet"), watch("refused"));
+    let connection_refused = || {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)))
+    };
+    // The cluster goes away: both watches fail to reconnect; then one of them is also refused (403).
+    health.pinged("cluster-b", Some("unreachable: connection refused".into()));
+    quiet.failed(&connection_refused());
+    refused.failed(&api_error(403));
+    assert_eq!(
+        health.report().contexts["cluster-b"].status,
+        ContextStatus::Failing
+    );
+
+    // It answers again. The quiet watch resumed without an event to say so: the answer clears it; the
+    // refusal is a server's answer and stays until the watch itself works.
+    health.pinged("cluster-b", None);
+    let report = health.report();
+    let problems: Vec<_> = report.contexts["cluster-b"]
+        .watches
+        .iter()
+        .map(|w| (w.namespace.as_str(), w.problem.is_some()))
+        .collect();
+    assert_eq!(problems, [("quiet", false), ("refused", true)]);
+    refused.working();
+    assert_eq!(
+        health.report().contexts["cluster-b"].status,
+        ContextStatus::Ready
+    );
+}

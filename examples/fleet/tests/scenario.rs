@@ -435,8 +435,15 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
     create_app(&env, "crd-a", "nginx:1.27", 2).await;
 
     env.stop("cluster-b").unwrap();
+    let deleted = std::time::Instant::now();
     delete_app(&env, "crd-a").await;
     wait_gone(&env, "the parent goes after the abandon timeout", "crd-a").await;
+    // Not before the timeout: the deletion waits for the cluster that long (timers never fire early).
+    assert!(
+        deleted.elapsed() >= Duration::from_secs(3),
+        "abandoned after {:?}, before abandon_unreachable_after (3s)",
+        deleted.elapsed()
+    );
     let events: Api<k8s_openapi::api::events::v1::Event> =
         Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE);
     let abandoned: Vec<_> = events
@@ -459,6 +466,18 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
     );
 
     env.start("cluster-b").await.unwrap();
+    // Stays abandoned: once the operator sees cluster-b again (its watches listed), it does not come back
+    // for those children.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !running.health().ready {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "cluster-b never ready again: {:?}",
+            running.health()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
         linked_children(&env, Fleet::ClusterB).await.len(),
         2,
