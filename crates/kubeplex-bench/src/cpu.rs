@@ -37,30 +37,39 @@ pub fn processes_seconds(pids: &[u32]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Spins until this process has used `cpu` more CPU seconds (getrusage), or `limit` of wall time
+    /// passed; returns the CPU seconds used. Bounded by CPU, not wall time, so a loaded machine (where 50 ms
+    /// of wall time may be 5 ms of CPU) only makes it take longer.
+    fn spin_for_cpu(cpu: f64, limit: Duration) -> f64 {
+        let before = own_seconds();
+        let start = Instant::now();
+        let mut x = 0u64;
+        while own_seconds() - before < cpu && start.elapsed() < limit {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        }
+        own_seconds() - before
+    }
 
     #[test]
     fn own_cpu_time_grows_with_work() {
-        let before = own_seconds();
-        let mut x = 0u64;
-        let start = std::time::Instant::now();
-        while start.elapsed() < std::time::Duration::from_millis(50) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        assert!(
-            own_seconds() - before >= 0.03,
-            "50 ms of spinning used under 30 ms of CPU"
-        );
+        let used = spin_for_cpu(0.05, Duration::from_secs(60));
+        assert!(used >= 0.05, "a minute of spinning showed {used} s of CPU");
     }
 
     #[test]
     fn reads_the_cpu_time_of_this_process_from_proc() {
-        let mut x = 0u64;
-        let start = std::time::Instant::now();
-        while start.elapsed() < std::time::Duration::from_millis(50) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        let seconds = processes_seconds(&[std::process::id()]);
-        assert!(seconds >= 0.03, "read {seconds} s");
+        let before = processes_seconds(&[std::process::id()]);
+        let used = spin_for_cpu(0.1, Duration::from_secs(60));
+        let read = processes_seconds(&[std::process::id()]) - before;
+        // /proc counts in clock ticks (10 ms); other test threads only add to it.
+        assert!(
+            read >= used - 0.03,
+            "getrusage says {used} s were used, /proc shows {read} s"
+        );
         assert_eq!(
             processes_seconds(&[u32::MAX]),
             0.0,

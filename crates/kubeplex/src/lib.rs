@@ -157,7 +157,7 @@ pub use ownership::{
 };
 pub use ping::DEFAULT_PING_INTERVAL;
 pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
-pub use pool::{CONTEXT_ENV_PREFIX, IN_CLUSTER};
+pub use pool::{CONTEXT_ENV_PREFIX, IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use resource::{ApiScope, PrimaryResource};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 

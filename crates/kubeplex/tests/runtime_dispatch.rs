@@ -5,7 +5,7 @@ mod support;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Context, Controller, Cx, Manager, Plan, Reconcile};
@@ -173,6 +173,8 @@ struct Options {
     running: Arc<AtomicUsize>,
     most_at_once: Arc<AtomicUsize>,
     cache_sizes: Arc<Mutex<Vec<usize>>>,
+    /// When each reconcile of each object started.
+    started: Arc<Mutex<Vec<(String, Instant)>>>,
 }
 
 impl Controller for Options {
@@ -195,6 +197,10 @@ impl Reconcile for Options {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Infallible> {
+        self.started.lock().unwrap().push((
+            object.metadata.name.clone().unwrap_or_default(),
+            Instant::now(),
+        ));
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
         self.cache_sizes
@@ -208,9 +214,9 @@ impl Reconcile for Options {
     }
 }
 
-/// Always fails; records what the default error policy would wait.
+/// Always fails; records when, and what the default error policy says it will wait.
 #[derive(Clone, Default)]
-struct Failing(Arc<Mutex<Vec<(u32, Duration)>>>);
+struct Failing(Arc<Mutex<Vec<(u32, Duration, Instant)>>>);
 
 #[derive(Debug, thiserror::Error)]
 #[error("always fails")]
@@ -233,7 +239,7 @@ impl Reconcile for Failing {
         self.0
             .lock()
             .unwrap()
-            .push((cx.failures(), cx.error_requeue()));
+            .push((cx.failures(), cx.error_requeue(), Instant::now()));
         Err(AlwaysFails)
     }
 }
@@ -300,6 +306,23 @@ async fn the_plan_options_are_honoured_and_failures_back_off() {
         options.cache_sizes.lock().unwrap().contains(&3),
         "cx.cached sees the selected objects"
     );
+    // Bounded from below too: consecutive reconciles of one object (nothing changed it) are at least
+    // requeue_after apart, so a hot loop fails here.
+    let started = options.started.lock().unwrap().clone();
+    for name in ["one", "two", "three"] {
+        let times: Vec<Instant> = started
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .collect();
+        for pair in times.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(
+                gap >= Duration::from_millis(290),
+                "{name} reconciled again after {gap:?}, before requeue_after (300 ms)"
+            );
+        }
+    }
 
     let deadline = tokio::time::Instant::now() + WAIT;
     while failing.0.lock().unwrap().len() < 4 {
@@ -310,13 +333,24 @@ async fn the_plan_options_are_honoured_and_failures_back_off() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let attempts = failing.0.lock().unwrap()[..4].to_vec();
+    let said: Vec<(u32, Duration)> = attempts.iter().map(|(n, d, _)| (*n, *d)).collect();
     let expected: Vec<(u32, Duration)> = (0..4)
         .map(|n| (n, Duration::from_millis(50 << n)))
         .collect();
     assert_eq!(
-        attempts, expected,
+        said, expected,
         "the default error policy doubles the delay after each failure"
     );
+    // And the retries really wait that long: measured between attempts, not read back from `cx`. Timers
+    // never fire early, so the lower bound is exact; the upper one only catches a delay that did not apply.
+    for (pair, (_, delay)) in attempts.windows(2).zip(&expected) {
+        let gap = pair[1].2 - pair[0].2;
+        assert!(
+            gap >= *delay - Duration::from_millis(5) && gap < *delay + Duration::from_secs(2),
+            "retry {} came {gap:?} after the failure, not {delay:?}",
+            pair[1].0
+        );
+    }
     running.shutdown().await;
 }
 

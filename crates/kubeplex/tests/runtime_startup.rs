@@ -13,7 +13,9 @@ use kubeplex::{Action, Context, Controller, Cx, Error, Manager, Plan, Reconcile,
 use kubeplex_testenv::{Credential, SharedTestEnv, TestEnv};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use support::{Fleet, WAIT, create_namespace, probe, probe_until, reasons, wait_started};
+use support::{
+    Fleet, WAIT, create_namespace, probe, probe_until, reasons, wait_context_status, wait_started,
+};
 
 /// A kind installed in `control` and `cluster-a` only.
 #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -125,7 +127,7 @@ async fn a_kind_not_served_in_one_context_is_named_with_the_context() {
             .contains("context cluster-b: kind Widget.test.kubeplex.dev/v1 is not served"),
         "{body:#}"
     );
-    wait_context_status(address, "cluster-a", "ready").await;
+    wait_context_status(address, "/startupz", "cluster-a", "ready").await;
     assert_eq!(
         running.health().contexts["cluster-b"].status,
         kubeplex::ContextStatus::Failing
@@ -226,21 +228,6 @@ async fn wait_reason(
         last = probe(address, "/startupz").await.1;
     }
     last
-}
-
-async fn wait_context_status(address: std::net::SocketAddr, context: &str, status: &str) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let body = probe(address, "/startupz").await.1;
-        if body["contexts"][context]["status"] == status {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{context} never became {status}: {body:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]

@@ -171,3 +171,25 @@ pub fn reasons(body: &serde_json::Value, context: &str) -> String {
         })
         .unwrap_or_default()
 }
+
+/// Polls `path` until `context`'s status in its body is `status`; returns the body. Panics with the last
+/// answer after [`WAIT`]: one read of a probe is a snapshot, and a context becomes ready in steps.
+pub async fn wait_context_status(
+    address: SocketAddr,
+    path: &str,
+    context: &str,
+    status: &str,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let body = probe(address, path).await.1;
+        if body["contexts"][context]["status"] == status {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{context} never became {status} in {path}: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
