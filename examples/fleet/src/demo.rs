@@ -30,16 +30,7 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
         out,
         "Starting three real Kubernetes API servers: control, cluster-a, cluster-b ..."
     )?;
-    let env = TestEnv::builder()
-        .clusters(
-            <Fleet as kubeplex::ContextSet>::ALL
-                .iter()
-                .map(|c| c.name()),
-        )
-        .crd(Fleet::Control.name(), AppDeployment::installable_crd())
-        .start()
-        .await?;
-    create_namespaces(&env).await?;
+    let env = clusters().await?;
 
     writeln!(
         out,
@@ -85,6 +76,22 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     Ok(())
 }
 
+/// The scenario's three real clusters: `control` with the `AppDeployment` CRD and namespace `crds`,
+/// `cluster-a` and `cluster-b` with `namespace-a` and `namespace-b`. The example's tests start theirs so too.
+pub async fn clusters() -> Result<TestEnv, DemoError> {
+    let env = TestEnv::builder()
+        .clusters(
+            <Fleet as kubeplex::ContextSet>::ALL
+                .iter()
+                .map(|c| c.name()),
+        )
+        .crd(Fleet::Control.name(), AppDeployment::installable_crd())
+        .start()
+        .await?;
+    create_namespaces(&env).await?;
+    Ok(env)
+}
+
 /// Clients for the three clusters.
 pub struct Clients {
     control: Client,
@@ -105,7 +112,8 @@ impl Clients {
     }
 }
 
-async fn create_namespaces(env: &TestEnv) -> Result<(), DemoError> {
+/// Creates the scenario's namespaces: `crds` in control, `namespace-a` and `namespace-b` in each child cluster.
+pub async fn create_namespaces(env: &TestEnv) -> Result<(), DemoError> {
     let wanted = [(Fleet::Control, vec![CRD_NAMESPACE])]
         .into_iter()
         .chain([Fleet::ClusterA, Fleet::ClusterB].map(|c| (c, CHILD_NAMESPACES.to_vec())));

@@ -3,13 +3,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use kubeplex::{Context, Manager};
-use kubeplex_fleet::{AppDeployer, AppDeployment, AppDeploymentSpec, CRD_NAMESPACE, Fleet};
+use kubeplex::Manager;
+use kubeplex_fleet::{AppDeployer, AppDeployment, AppDeploymentSpec, CRD_NAMESPACE};
 use kubeplex_testenv::TestEnv;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -19,28 +18,6 @@ fn spec(image: &str, replicas: i32, namespaces: &[&str]) -> AppDeploymentSpec {
         image: image.into(),
         replicas,
         namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
-    }
-}
-
-async fn namespaces(env: &TestEnv) {
-    for (cluster, name) in [
-        (Fleet::Control, CRD_NAMESPACE),
-        (Fleet::ClusterA, "namespace-a"),
-        (Fleet::ClusterA, "namespace-b"),
-        (Fleet::ClusterB, "namespace-a"),
-        (Fleet::ClusterB, "namespace-b"),
-    ] {
-        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        api.create(&PostParams::default(), &namespace)
-            .await
-            .unwrap();
     }
 }
 
@@ -121,7 +98,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         .start()
         .await
         .unwrap();
-    namespaces(&env).await;
+    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
     let control = env.client("control").await.unwrap();
     let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
     let invalid = AppDeployment::new("invalid", spec("nginx:1.27", 1, &["kube-system"]));

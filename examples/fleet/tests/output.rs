@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::Api;
 use kubeplex::Context as _;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
@@ -25,31 +24,7 @@ const OUTAGE: Duration = Duration::from_secs(60);
 const MAX_LINES: usize = 10;
 
 async fn environment() -> TestEnv {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
-        .start()
-        .await
-        .unwrap();
-    let wanted = [(Fleet::Control, vec![CRD_NAMESPACE])]
-        .into_iter()
-        .chain([Fleet::ClusterA, Fleet::ClusterB].map(|c| (c, CHILD_NAMESPACES.to_vec())));
-    for (cluster, names) in wanted {
-        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
-        for name in names {
-            let namespace = Namespace {
-                metadata: ObjectMeta {
-                    name: Some(name.into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            api.create(&PostParams::default(), &namespace)
-                .await
-                .unwrap();
-        }
-    }
-    env
+    kubeplex_fleet::demo::clusters().await.unwrap()
 }
 
 /// `fleet run` as a user starts it, its stderr collected line by line.

@@ -5,9 +5,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION, PARENT_UID_LABEL, Running};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
@@ -17,32 +16,7 @@ const WAIT: Duration = Duration::from_secs(60);
 const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
 
 async fn environment() -> TestEnv {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
-        .start()
-        .await
-        .unwrap();
-    let mut wanted = vec![(Fleet::Control, CRD_NAMESPACE)];
-    wanted.extend(
-        CHILDREN
-            .into_iter()
-            .flat_map(|c| CHILD_NAMESPACES.map(|ns| (c, ns))),
-    );
-    for (cluster, name) in wanted {
-        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        api.create(&PostParams::default(), &namespace)
-            .await
-            .unwrap();
-    }
-    env
+    kubeplex_fleet::demo::clusters().await.unwrap()
 }
 
 async fn operator(env: &TestEnv) -> Running {
