@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::join_all;
+use futures::stream::FuturesUnordered;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 
@@ -27,6 +29,11 @@ pub(crate) type Primary<R> = <R as Controller>::Resource;
 /// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
 /// cluster delays only its own status.
 pub(crate) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long the child contexts that answered wait for the others before their outcomes are written: a
+/// context still working then is reported as not answering yet (until its own outcome, at most
+/// [`CONTEXT_TIMEOUT`] later), so that a hung cluster delays only its own status.
+pub(crate) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// A reconcile request: the same namespace/name in two contexts are two requests.
 pub(crate) struct Request<R: Controller> {
@@ -167,22 +174,84 @@ impl<R: Reconcile> Engine<R> {
     where
         F: Future<Output = ContextOutcome> + 'a,
     {
-        let runs = self.plan.child_contexts().into_iter().map(|context| {
-            let name = context.name();
-            let run = self
-                .runtime
-                .pool
-                .client(name)
-                .map(|client| work(name, client));
-            async move {
-                let outcome = match run {
-                    Ok(run) => timed(name, run).await,
-                    Err(error) => unusable(&error),
-                };
-                (name.to_owned(), outcome)
+        join_all(self.child_context_runs(work))
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// As [`Engine::per_child_context`]; besides, when some contexts are done and others still working
+    /// after [`INTERIM_AFTER`], `interim` is given the outcomes so far, the others as not answering yet,
+    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded.
+    pub(crate) async fn per_child_context_with_interim<'a, F, I>(
+        &'a self,
+        work: impl Fn(&'static str, Client) -> F,
+        interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
+    ) -> BTreeMap<String, ContextOutcome>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+        I: Future<Output = ()>,
+    {
+        let mut runs: FuturesUnordered<_> = self.child_context_runs(work).into_iter().collect();
+        let all = runs.len();
+        let mut outcomes = BTreeMap::new();
+        let mut interim = Some(interim);
+        let grace = tokio::time::sleep(INTERIM_AFTER);
+        tokio::pin!(grace);
+        loop {
+            tokio::select! {
+                next = runs.next() => match next {
+                    Some((name, outcome)) => { outcomes.insert(name, outcome); }
+                    None => break,
+                },
+                () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
+                    let mut so_far = outcomes.clone();
+                    for context in self.plan.child_contexts() {
+                        so_far.entry(context.name().to_owned()).or_insert_with(|| ContextOutcome {
+                            state: ClusterState::Unreachable,
+                            children: 0,
+                            message: Some(format!(
+                                "context {}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})",
+                                context.name()
+                            )),
+                        });
+                    }
+                    if let Some(interim) = interim.take() {
+                        interim(so_far).await;
+                    }
+                }
             }
-        });
-        join_all(runs).await.into_iter().collect()
+        }
+        outcomes
+    }
+
+    /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
+    fn child_context_runs<'a, F>(
+        &'a self,
+        work: impl Fn(&'static str, Client) -> F,
+    ) -> Vec<impl Future<Output = (String, ContextOutcome)> + 'a>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        self.plan
+            .child_contexts()
+            .into_iter()
+            .map(|context| {
+                let name = context.name();
+                let run = self
+                    .runtime
+                    .pool
+                    .client(name)
+                    .map(|client| work(name, client));
+                async move {
+                    let outcome = match run {
+                        Ok(run) => timed(name, run).await,
+                        Err(error) => unusable(&error),
+                    };
+                    (name.to_owned(), outcome)
+                }
+            })
+            .collect()
     }
 }
 

@@ -120,17 +120,33 @@ impl<R: Reconcile> Engine<R> {
             controller: self.plan.name(),
             parent_kind: &self.parent_kind,
         };
-        let outcomes = Box::pin(self.per_child_context(|name, client| {
-            let desired = desired
-                .iter()
-                .filter(|d| d.context == name)
-                .cloned()
-                .collect();
-            let watches: Vec<_> = self.children.iter().filter(|w| w.context == name).collect();
-            let link = &link;
-            async move { children::sync_context(name, client, desired, &watches, link).await }
-        }))
+        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
+        // and the final status is written over that interim one.
+        let written = std::sync::Mutex::new(None);
+        let outcomes = Box::pin(self.per_child_context_with_interim(
+            |name, client| {
+                let desired = desired
+                    .iter()
+                    .filter(|d| d.context == name)
+                    .cloned()
+                    .collect();
+                let watches: Vec<_> = self.children.iter().filter(|w| w.context == name).collect();
+                let link = &link;
+                async move { children::sync_context(name, client, desired, &watches, link).await }
+            },
+            |so_far| {
+                let (object, written) = (&object, &written);
+                async move {
+                    let previous = crate::status_write::owned_status(&**object);
+                    let status = self
+                        .write_status_over(object, context, &previous, &so_far)
+                        .await;
+                    *written.lock().unwrap_or_else(|e| e.into_inner()) = status;
+                }
+            },
+        ))
         .await;
+        let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
         for outcome in outcomes
             .values()
             .filter(|o| o.state == ClusterState::Conflict)
@@ -149,7 +165,12 @@ impl<R: Reconcile> Engine<R> {
             )
             .await;
         }
-        Box::pin(self.write_status(&object, context, &outcomes)).await;
+        match interim {
+            Some(previous) => {
+                Box::pin(self.write_status_over(&object, context, &previous, &outcomes)).await;
+            }
+            None => Box::pin(self.write_status(&object, context, &outcomes)).await,
+        }
         // A context that failed is retried soon, whatever the reconcile asked for.
         if outcomes.values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();

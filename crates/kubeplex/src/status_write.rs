@@ -23,10 +23,25 @@ impl<R: Reconcile> Engine<R> {
         context: R::Context,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) {
-        let previous = owned_status(object);
+        self.write_status_over(object, context, &owned_status(object), outcomes)
+            .await;
+    }
+
+    /// As [`Engine::write_status`], over `previous` (what this reconcile last wrote, when it wrote an
+    /// interim status, since the cached object does not show it yet); returns the status when it is in
+    /// place (written, or unchanged).
+    pub(crate) async fn write_status_over(
+        &self,
+        object: &Primary<R>,
+        context: R::Context,
+        previous: &FleetStatus,
+        outcomes: &BTreeMap<String, ContextOutcome>,
+    ) -> Option<FleetStatus> {
         let status =
-            FleetStatus::from_outcomes(&previous, outcomes, object.meta().generation, &now());
-        self.apply_status(object, context, &previous, status).await;
+            FleetStatus::from_outcomes(previous, outcomes, object.meta().generation, &now());
+        self.apply_status(object, context, previous, status.clone())
+            .await
+            .then_some(status)
     }
 
     /// Records a failed reconcile: `Ready=False` with the error, the clusters as they were.
@@ -48,9 +63,9 @@ impl<R: Reconcile> Engine<R> {
         context: R::Context,
         previous: &FleetStatus,
         status: FleetStatus,
-    ) {
+    ) -> bool {
         if &status == previous || self.no_status.load(Ordering::Relaxed) {
-            return;
+            return true;
         }
         let patch = serde_json::json!({
             "apiVersion": Primary::<R>::api_version(&()),
@@ -85,13 +100,14 @@ impl<R: Reconcile> Engine<R> {
             Err(error) => {
                 tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
             }
-            Ok(()) => {}
+            Ok(()) => return true,
         }
+        false
     }
 }
 
 /// kubeplex's part of the object's current status.
-fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
+pub(crate) fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
     let value = serde_json::to_value(object).ok();
     FleetStatus::owned_part(value.as_ref().and_then(|v| v.get("status")))
 }
