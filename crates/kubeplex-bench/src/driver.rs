@@ -14,6 +14,7 @@ use kubeplex_testenv::TestEnv;
 use serde::Serialize;
 
 use crate::child::{LatencySpec, Outcome, Side, Spec};
+use crate::child_cache::ChildCacheOptions;
 use crate::fleet::FleetOptions;
 use crate::link::DelayedLink;
 use crate::machine::Machine;
@@ -22,18 +23,19 @@ use crate::stats::{Figure, percentile};
 pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
 [--latency-seconds S] [--link-rtt-ms MS] \
-[--sections startup,startup_remote,latency,memory,many_contexts,throughput,fleet]
+[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
 
 /// Every section, in the order they run; `--sections` picks some.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "startup",
     "startup_remote",
     "latency",
     "memory",
     "many_contexts",
+    "child_cache",
     "throughput",
     "fleet",
 ];
@@ -62,6 +64,7 @@ pub struct Options {
     /// The sections to run (`memory` includes shared watches).
     pub sections: Vec<String>,
     pub fleet: FleetOptions,
+    pub child_cache: ChildCacheOptions,
 }
 
 impl Options {
@@ -83,6 +86,7 @@ impl Options {
             link_rtt_ms: 50,
             sections: SECTIONS.map(String::from).to_vec(),
             fleet: FleetOptions::full(),
+            child_cache: ChildCacheOptions::full(),
         }
     }
 
@@ -98,6 +102,7 @@ impl Options {
             idle_contexts: vec![10, 20],
             throughput_objects: 300,
             fleet: FleetOptions::quick(),
+            child_cache: ChildCacheOptions::quick(),
             ..Self::full()
         }
     }
@@ -198,19 +203,19 @@ struct Report {
     total_seconds: f64,
 }
 
-struct Bench {
-    kubeconfig: PathBuf,
-    exe: PathBuf,
-    repeats: usize,
+pub(crate) struct Bench {
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) exe: PathBuf,
+    pub(crate) repeats: usize,
     /// Every kube-apiserver and etcd, whose CPU time each measurement reports.
-    server_pids: Vec<u32>,
+    pub(crate) server_pids: Vec<u32>,
     /// `KUBEPLEX_BENCH_CHILD_WRAPPER`, split on whitespace: a profiler to run each child under.
-    wrapper: Vec<String>,
-    children: std::sync::atomic::AtomicUsize,
+    pub(crate) wrapper: Vec<String>,
+    pub(crate) children: std::sync::atomic::AtomicUsize,
 }
 
 impl Bench {
-    fn spec(&self, side: Side, contexts: &[(String, String)], namespace: &str) -> Spec {
+    pub(crate) fn spec(&self, side: Side, contexts: &[(String, String)], namespace: &str) -> Spec {
         Spec {
             side,
             kubeconfig: self.kubeconfig.clone(),
@@ -227,7 +232,7 @@ impl Bench {
     }
 
     /// Runs `spec` on both sides `repeats` times, alternating which goes first.
-    async fn pairs(&self, spec: &Spec) -> Result<(Vec<Outcome>, Vec<Outcome>), String> {
+    pub(crate) async fn pairs(&self, spec: &Spec) -> Result<(Vec<Outcome>, Vec<Outcome>), String> {
         let (mut baseline, mut kubeplex) = (Vec::new(), Vec::new());
         for repeat in 0..self.repeats {
             let order = if repeat % 2 == 0 {
@@ -308,7 +313,7 @@ impl Bench {
     }
 }
 
-fn figure(
+pub(crate) fn figure(
     name: impl Into<String>,
     unit: &'static str,
     (baseline, kubeplex): &(Vec<Outcome>, Vec<Outcome>),
@@ -321,7 +326,7 @@ fn figure(
 
 const MB: f64 = 1024.0 * 1024.0;
 
-fn contexts(count: usize, clusters: usize) -> Vec<(String, String)> {
+pub(crate) fn contexts(count: usize, clusters: usize) -> Vec<(String, String)> {
     (0..count)
         .map(|i| (format!("ctx-{i}"), CLUSTERS[i % clusters].to_owned()))
         .collect()
@@ -453,7 +458,13 @@ pub async fn run(options: Options) -> Result<(), String> {
             "startup_remote" => startup_remote(&bench, &options, &mut sections, &mut goals).await?,
             "latency" => latency(&bench, &options, &mut sections, &mut goals).await?,
             "memory" => memory(&bench, &options, &mut sections, &mut goals).await?,
-            "many_contexts" => many_contexts(&bench, &options, &mut sections, &mut goals).await?,
+            "many_contexts" => {
+                crate::many_contexts::run(&bench, &options, &mut sections, &mut goals).await?;
+            }
+            "child_cache" => {
+                crate::child_cache::run(&bench, &options.child_cache, &mut sections, &mut goals)
+                    .await?;
+            }
             "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
             "fleet" => {
                 let host = crate::fleet::Host {
@@ -765,87 +776,6 @@ async fn memory(
     }
     sections.insert("memory", memory);
     sections.insert("shared_watches", shared);
-    Ok(())
-}
-
-/// Idle contexts: memory and time to ready per context.
-async fn many_contexts(
-    bench: &Bench,
-    options: &Options,
-    sections: &mut BTreeMap<&'static str, Section>,
-    goals: &mut Vec<Goal>,
-) -> Result<(), String> {
-    let mut section = Section {
-        title: "many contexts".into(),
-        method: "C idle contexts (ctx-i -> cluster i mod 3, empty namespace bench-idle) in one process. Baseline: one \
-                 Client and kube-runtime Controller per context. kubeplex: one controller over C contexts (one \
-                 client, watch and ping per context). Per-context = (RSS after - RSS before) / C."
-            .into(),
-        ..Section::default()
-    };
-    let mut per_context = Vec::new();
-    // (C, baseline total KB, kubeplex total KB): the slope is the cost of one more context, the intercept
-    // what the process pays once (threads, probe server), which the per-context division spreads over C.
-    let mut totals: Vec<(f64, f64, f64)> = Vec::new();
-    for &count in &options.idle_contexts {
-        progress(&format!("many contexts: {count}"));
-        let mut spec = bench.spec(Side::Baseline, &contexts(count, 3), "bench-idle");
-        spec.settle_ms = 500;
-        let runs = bench.pairs(&spec).await?;
-        let c = count as f64;
-        let rss = figure(format!("RSS per context, C={count}"), "KB", &runs, |o| {
-            (o.rss_after as f64 - o.rss_before as f64) / c / 1024.0
-        });
-        let heap = figure(format!("heap per context, C={count}"), "KB", &runs, |o| {
-            (o.heap_after as f64 - o.heap_before as f64) / c / 1024.0
-        });
-        per_context.push((count, rss.kubeplex.median));
-        totals.push((c, rss.baseline.median * c, rss.kubeplex.median * c));
-        section.figures.push(figure(
-            format!("time to ready, C={count}"),
-            "s",
-            &runs,
-            |o| o.synced_s,
-        ));
-        section.figures.extend([rss, heap]);
-    }
-    let marginal = (totals.len() >= 2).then(|| {
-        let baseline = crate::stats::linear_fit(&totals.iter().map(|t| (t.0, t.1)).collect::<Vec<_>>());
-        let kubeplex = crate::stats::linear_fit(&totals.iter().map(|t| (t.0, t.2)).collect::<Vec<_>>());
-        section.notes.push(format!(
-            "least-squares fit of RSS delta over C: baseline {:.0} KB per context + {:.0} KB once, kubeplex \
-             {:.0} KB per context + {:.0} KB once (r^2 {:.3})",
-            baseline.slope, baseline.intercept, kubeplex.slope, kubeplex.intercept, kubeplex.r_squared
-        ));
-        kubeplex
-    });
-    if let Some(&(count, kb)) = per_context.last() {
-        let spread: Vec<String> = per_context
-            .iter()
-            .map(|(c, kb)| format!("C={c}: {kb:.0} KB"))
-            .collect();
-        section
-            .notes
-            .push(format!("kubeplex RSS per context: {}", spread.join(", ")));
-        goals.push(Goal {
-            section: "many_contexts",
-            goal: "kubeplex <= 1 MB RSS per idle context, growing linearly".into(),
-            measured: match &marginal {
-                Some(fit) => format!(
-                    "{:.0} KB per additional context (r^2 {:.3}); {kb:.0} KB per context at C={count} ({})",
-                    fit.slope,
-                    fit.r_squared,
-                    spread.join(", ")
-                ),
-                None => format!("{kb:.0} KB per context at C={count}"),
-            },
-            met: kb <= 1024.0
-                && marginal
-                    .as_ref()
-                    .is_none_or(|fit| fit.slope <= 1024.0 && fit.r_squared >= 0.95),
-        });
-    }
-    sections.insert("many_contexts", section);
     Ok(())
 }
 

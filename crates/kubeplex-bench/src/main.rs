@@ -11,10 +11,12 @@
 //! The parent process starts three `kubeplex-testenv` clusters, creates the objects, then runs every
 //! measurement in a fresh child process (this binary re-executed with the hidden `__child` subcommand), so
 //! that RSS and heap are attributable to one side (`__fleet` for the fleet section's operators, which the
-//! parent drives over stdin). Baseline and kubeplex runs alternate.
+//! parent drives over stdin; `__child_cache` for the child-cache section's). Baseline and kubeplex runs alternate.
 
 mod alloc;
 mod child;
+mod child_cache;
+mod child_cache_process;
 mod cli;
 mod cpu;
 mod driver;
@@ -27,6 +29,7 @@ mod fleet_process;
 mod fleet_report;
 mod link;
 mod machine;
+mod many_contexts;
 mod stats;
 
 #[global_allocator]
@@ -72,6 +75,19 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("kubeplex-bench __fleet: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if args.first().map(String::as_str) == Some("__child_cache") {
+        let Some(spec) = args.get(1) else {
+            eprintln!("kubeplex-bench __child_cache: missing the spec");
+            return ExitCode::from(2);
+        };
+        return match runtime.block_on(child_cache_process::main(started, spec)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("kubeplex-bench __child_cache: {error}");
                 ExitCode::FAILURE
             }
         };

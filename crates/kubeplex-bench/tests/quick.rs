@@ -31,6 +31,7 @@ fn quick_run_writes_a_report_with_every_section() {
         "memory",
         "shared_watches",
         "many_contexts",
+        "child_cache",
         "throughput",
         "fleet",
     ] {
@@ -66,6 +67,30 @@ fn quick_run_writes_a_report_with_every_section() {
             "{prefix}: no CPU time was read: {figure}"
         );
     }
+    // The child cache: heap per cached child, whole objects (baseline column) and metadata only, and its goal.
+    let cache = report["sections"]["child_cache"]["figures"]
+        .as_array()
+        .unwrap();
+    let heap = cache
+        .iter()
+        .find(|f| f["name"] == "heap per cached child")
+        .unwrap_or_else(|| panic!("child_cache has no heap figure: {cache:?}"));
+    for side in ["baseline", "kubeplex"] {
+        assert!(
+            heap[side]["samples"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty() && s.iter().all(|v| v.as_f64().is_some())),
+            "child_cache: no {side} samples: {heap}"
+        );
+    }
+    assert!(
+        report["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["section"] == "child_cache"),
+        "child_cache records no goal"
+    );
     // The fleet scenario: every phase, the operator's and the servers' CPU, 409s and /readyz, a scaling row.
     let fleet = report["sections"]["fleet"]["figures"].as_array().unwrap();
     let named = |prefix: &str| {
