@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use kube::Client;
+use kube::{Client, ResourceExt};
 use kube::api::ObjectMeta;
 use kube::core::PartialObjectMeta;
 
@@ -89,7 +89,13 @@ pub(crate) fn open_child_watch<K: PrimaryResource>(
     client: Client,
 ) -> Arc<dyn ChildCache> {
     let key = child_key::<PartialObjectMeta<K>>(context, namespace, controller);
-    registry.watch::<PartialObjectMeta<K>>(key, client)
+    registry.watch_with::<PartialObjectMeta<K>>(key, client, without_managed_fields)
+}
+
+/// Drops `managedFields`: the runtime never reads them, and they are most of a child's metadata (about
+/// 8 of 10 KB of heap per cached Deployment, measured by the bench's `child_cache` section).
+fn without_managed_fields<K: ResourceExt>(object: &mut K) {
+    object.managed_fields_mut().clear();
 }
 
 /// Like [`open_child_watch`], caching whole objects, for a child kind the reconcile reads through

@@ -242,6 +242,17 @@ impl WatchRegistry {
         key: WatchKey,
         client: Client,
     ) -> Arc<SharedWatch<K>> {
+        self.watch_with(key, client, |_| {})
+    }
+
+    /// Like [`watch`](Self::watch), with `transform` applied to every object before it is cached (by the
+    /// watch that starts now; a key names one transform, as it names one kind).
+    pub(crate) fn watch_with<K: PrimaryResource>(
+        &self,
+        key: WatchKey,
+        client: Client,
+        transform: fn(&mut K),
+    ) -> Arc<SharedWatch<K>> {
         debug_assert_eq!(key.kind, TypeId::of::<K>());
         let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = watches.get(&key) {
@@ -268,7 +279,9 @@ impl WatchRegistry {
             kind_label::<K>(),
             K::plural(&()).into_owned(),
         );
-        let events = watcher::watcher(api, config).reflect(writer);
+        let events = watcher::watcher(api, config)
+            .modify(transform)
+            .reflect(writer);
         self.opened.fetch_add(1, Ordering::Relaxed);
         let task = run(events, watch.clone(), health, RetryBackoff::default());
         self.tasks
