@@ -28,11 +28,18 @@ pub(crate) struct Cluster {
     etcd_client_port: ReservedPort,
     _etcd_peer_port: ReservedPort,
     frozen: bool,
+    /// Where the API server writes its audit log, when the environment asked for one.
+    audit_log: Option<PathBuf>,
 }
 
 impl Cluster {
     /// Writes the cluster's files under `dir` and starts etcd and the API server (without waiting for them).
-    pub(crate) fn launch(name: &str, dir: &Path, binaries: &Binaries) -> Result<Self> {
+    pub(crate) fn launch(
+        name: &str,
+        dir: &Path,
+        binaries: &Binaries,
+        audit_log: bool,
+    ) -> Result<Self> {
         fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
         let pki = ClusterPki::generate(name)?;
         // A token authenticator with one unused token: any other bearer token then gets a 401, not a 403.
@@ -48,6 +55,11 @@ impl Cluster {
             let path = dir.join(file);
             fs::write(&path, content).map_err(io_error(format!("writing {}", path.display())))?;
         }
+        let audit_log = if audit_log {
+            Some(crate::audit::write_policy(dir)?)
+        } else {
+            None
+        };
         let tokens = dir.join("tokens.csv");
         fs::write(
             &tokens,
@@ -80,6 +92,7 @@ impl Cluster {
             etcd_client_port,
             _etcd_peer_port: etcd_peer_port,
             frozen: false,
+            audit_log,
         };
         cluster.start_apiserver()?;
         Ok(cluster)
@@ -157,6 +170,11 @@ impl Cluster {
             .collect()
     }
 
+    /// The API server's audit log, if it writes one.
+    pub(crate) fn audit_log(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
+    }
+
     /// Whether the API server is currently stopped with SIGSTOP.
     pub(crate) fn is_frozen(&self) -> bool {
         self.frozen
@@ -210,6 +228,9 @@ impl Cluster {
             // No controller manager runs: it would mint the service-account tokens this plugin waits for.
             .arg("--disable-admission-plugins=ServiceAccount")
             .arg("--endpoint-reconciler-type=none");
+        if let Some(log) = &self.audit_log {
+            command.args(crate::audit::apiserver_flags(dir, log));
+        }
         command
     }
 }

@@ -42,6 +42,7 @@ pub struct TestEnvBuilder {
     crds: Vec<(String, CustomResourceDefinition)>,
     start_timeout: Option<Duration>,
     kubeconfig_path: Option<PathBuf>,
+    audit_log: bool,
 }
 
 impl TestEnvBuilder {
@@ -77,6 +78,14 @@ impl TestEnvBuilder {
     #[must_use]
     pub fn kubeconfig_path(mut self, path: impl Into<PathBuf>) -> Self {
         self.kubeconfig_path = Some(path.into());
+        self
+    }
+
+    /// Makes every API server write an audit log (one event per request at `Metadata` level), read with
+    /// [`TestEnv::audit_events`]. Off by default.
+    #[must_use]
+    pub fn audit_log(mut self, on: bool) -> Self {
+        self.audit_log = on;
         self
     }
 
@@ -137,7 +146,7 @@ impl TestEnvBuilder {
             namespaces_made: AtomicU64::new(0),
         };
         for name in &self.clusters {
-            let cluster = Cluster::launch(name, &env.dir.join(name), &binaries)?;
+            let cluster = Cluster::launch(name, &env.dir.join(name), &binaries, self.audit_log)?;
             env.clusters.push((name.clone(), Mutex::new(cluster)));
         }
         env.kubeconfig = env.write_kubeconfig()?;
@@ -353,7 +362,7 @@ impl TestEnv {
         kubeconfig::build(&entries)
     }
 
-    fn lock(&self, cluster: &str) -> Result<MutexGuard<'_, Cluster>> {
+    pub(crate) fn lock(&self, cluster: &str) -> Result<MutexGuard<'_, Cluster>> {
         self.clusters
             .iter()
             .find(|(name, _)| name == cluster)

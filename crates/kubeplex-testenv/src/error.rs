@@ -99,6 +99,13 @@ pub enum Error {
         /// What went wrong.
         problem: String,
     },
+    /// The audit log was asked for, but the environment was started without
+    /// [`TestEnvBuilder::audit_log`](crate::TestEnvBuilder::audit_log).
+    #[error("cluster {cluster}: no audit log: start the environment with `.audit_log(true)`")]
+    NoAuditLog {
+        /// The cluster.
+        cluster: String,
+    },
     /// The shared environment failed to start in an earlier test of this binary.
     #[error("the shared test environment failed to start: {0}")]
     SharedStartFailed(String),

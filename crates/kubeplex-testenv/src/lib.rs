@@ -18,6 +18,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod audit;
 mod binaries;
 mod cluster;
 mod env;

@@ -2,7 +2,10 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
+    PostParams,
+};
 use kube::config::Kubeconfig;
 use kubeplex_testenv::{Binaries, Credential, SharedTestEnv, TestEnv};
 
@@ -10,6 +13,7 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
         .crd("cluster-a", widget_crd())
+        .audit_log(true)
 });
 
 fn widget_crd() -> CustomResourceDefinition {
@@ -183,5 +187,79 @@ async fn the_kubeconfig_file_has_one_context_per_cluster() {
     assert!(
         unknown.contains("cluster-c") && unknown.contains("control, cluster-a, cluster-b"),
         "{unknown}"
+    );
+}
+
+/// `verb name code` of the ConfigMap requests in `namespace` that the audit log of `cluster` holds.
+fn config_map_requests(env: &TestEnv, cluster: &str, namespace: &str) -> Vec<String> {
+    env.audit_events(cluster)
+        .unwrap()
+        .iter()
+        .filter(|e| e["objectRef"]["resource"] == "configmaps")
+        .filter(|e| e["objectRef"]["namespace"] == namespace)
+        .map(|e| {
+            assert_eq!(e["stage"], "ResponseComplete", "{e:#}");
+            assert_eq!(e["user"]["username"], "admin", "{e:#}");
+            format!(
+                "{} {} {}",
+                e["verb"].as_str().unwrap(),
+                e["objectRef"]["name"].as_str().unwrap_or("-"),
+                e["responseStatus"]["code"]
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_audit_log_has_every_request_once_as_soon_as_it_is_answered() {
+    let env = CLUSTERS.get().await.unwrap();
+    let namespace = env
+        .create_namespace(&["cluster-a", "cluster-b"], "audited")
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-a").await.unwrap(), &namespace);
+    api.create(&PostParams::default(), &config_map("audited", "one"))
+        .await
+        .unwrap();
+    let patch = Patch::Merge(serde_json::json!({ "data": { "cluster": "two" } }));
+    let first = api
+        .patch("audited", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    // The same patch again changes nothing, so no resourceVersion shows it: only the audit log does.
+    let again = api
+        .patch("audited", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    assert_eq!(
+        first.metadata.resource_version,
+        again.metadata.resource_version
+    );
+    api.get("audited").await.unwrap();
+    assert_eq!(status_code(api.get("missing").await.unwrap_err()), 404);
+    api.delete("audited", &DeleteParams::default())
+        .await
+        .unwrap();
+    // Read at once, without waiting: each event is written before its response is sent.
+    assert_eq!(
+        config_map_requests(env, "cluster-a", &namespace),
+        [
+            "create audited 201",
+            "patch audited 200",
+            "patch audited 200",
+            "get audited 200",
+            "get missing 404",
+            "delete audited 200",
+        ]
+    );
+    assert_eq!(
+        config_map_requests(env, "cluster-b", &namespace),
+        Vec::<String>::new(),
+        "each cluster has its own log"
+    );
+    assert!(
+        env.audit_log_path("cluster-a")
+            .unwrap()
+            .ends_with("cluster-a/audit.log")
     );
 }

@@ -40,6 +40,12 @@ async fn a_stopped_cluster_refuses_connections_and_keeps_its_data() {
         .await
         .unwrap();
 
+    let no_log = env.audit_events("cluster-b").unwrap_err().to_string();
+    assert!(
+        no_log.contains("cluster-b") && no_log.contains(".audit_log(true)"),
+        "an environment started without audit logs says how to get them: {no_log}"
+    );
+
     env.stop("cluster-b").unwrap();
     let error = b.get("survivor").await.unwrap_err();
     assert!(

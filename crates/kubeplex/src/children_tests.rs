@@ -237,3 +237,70 @@ async fn deleting_a_child_that_is_gone_or_replaced_is_done() {
             .is_err()
     );
 }
+
+/// Someone deletes the child and creates another of the same name between the runtime's list and its
+/// delete: the delete names the UID the list showed, so the server (as a real one does; see
+/// `tests/runtime_cleanup.rs`) refuses it with 409, and the new object stays.
+#[tokio::test]
+async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
+    let current = Arc::new(std::sync::Mutex::new(Some("uid-web".to_owned())));
+    let server = current.clone();
+    let (client, requests) = fake_api::client(move |method, _, body| {
+        let mut current = server.lock().unwrap();
+        match method {
+            "GET" => {
+                let listed = child_meta("web", Some(&parent("uid-1", "crd-a")));
+                // Replaced as soon as it was listed.
+                *current = Some("uid-web-recreated".into());
+                (
+                    200,
+                    serde_json::json!({
+                        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                        "metadata": {},
+                        "items": [{
+                            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                            "metadata": listed,
+                        }],
+                    }),
+                )
+            }
+            "DELETE" => {
+                let sent: serde_json::Value = serde_json::from_str(body).unwrap();
+                let precondition = sent["preconditions"]["uid"].as_str().map(str::to_owned);
+                match (precondition, current.clone()) {
+                    (Some(wanted), Some(actual)) if wanted != actual => status(
+                        409,
+                        "Conflict",
+                        &format!(
+                            "Operation cannot be fulfilled on deployments.apps \"web\": the UID in the precondition ({wanted}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
+                        ),
+                    ),
+                    _ => {
+                        *current = None;
+                        (
+                            200,
+                            serde_json::json!({ "kind": "Status", "apiVersion": "v1", "status": "Success" }),
+                        )
+                    }
+                }
+            }
+            _ => status(405, "MethodNotAllowed", "unexpected"),
+        }
+    });
+    let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
+    let outcome = remove_children("cluster-a", client, &targets, "uid-1").await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(
+        current.lock().unwrap().as_deref(),
+        Some("uid-web-recreated"),
+        "the recreated child was deleted"
+    );
+    let deletes: Vec<fake_api::Seen> = requests
+        .all()
+        .into_iter()
+        .filter(|s| s.method == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
+    assert_eq!(body["preconditions"]["uid"], "uid-web");
+}

@@ -96,6 +96,8 @@ pub(crate) fn start<R: Reconcile>(
         children,
         failures: std::sync::Mutex::default(),
         no_status: Default::default(),
+        written_status: Default::default(),
+        finalized: Default::default(),
     });
     async move {
         let sweep = tokio::spawn(engine.clone().sweep_orphans());

@@ -1,9 +1,9 @@
 //! The finalizer and the deletion path: keep the finalizer on every parent, and when a parent is deleted
 //! run the user's cleanup, remove its children in every context, then let it go.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
 use kube::api::{Patch, PatchParams};
@@ -66,12 +66,17 @@ impl<R: Reconcile> Engine<R> {
     /// returns, or until the abandon policy gives up on it.
     pub(crate) async fn finalize(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
         let context = cx.context();
+        let uid = object.uid().unwrap_or_default();
+        if self.finalized.contains(&uid) {
+            // Its finalizer is gone already; the cache does not show it yet (a child's deletion queued
+            // this reconcile while the finalizer was being removed). Cleanup ran; it is not run again.
+            return Verdict::Done(Next::AwaitChange);
+        }
         if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
             tracing::warn!(context = %context, error = %chain(&error), "cleanup failed");
             let action = self.reconciler.error_policy(object, &error, cx);
             return Verdict::Failed(next_of(action.requeue_after()));
         }
-        let uid = object.uid().unwrap_or_default();
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
             .per_child_context(|name, client| {
                 let targets = self.child_targets(name);
@@ -131,7 +136,10 @@ impl<R: Reconcile> Engine<R> {
             self.write_status(&object, context, &outcomes).await;
         }
         match self.set_finalizer(&object, context, false).await {
-            Ok(()) => Verdict::Done(Next::AwaitChange),
+            Ok(()) => {
+                self.finalized.insert(&uid);
+                Verdict::Done(Next::AwaitChange)
+            }
             Err(error) => {
                 tracing::warn!(context = %context, error = %chain(&error), "removing the finalizer failed");
                 Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()))
@@ -151,6 +159,29 @@ impl<R: Reconcile> Engine<R> {
                     .map(|(_, namespace)| (child.resource().clone(), namespace.map(str::to_owned)))
             })
             .collect()
+    }
+}
+
+/// How long a finalized parent is remembered: its cache shows the finalizer's removal within moments.
+const REMEMBER_FINALIZED: Duration = Duration::from_secs(300);
+
+/// The parents (by UID) whose finalizer this controller removed lately. A finalizer cannot be added back to
+/// an object being deleted, so such a parent is never finalized again, whatever a lagging cache still shows.
+#[derive(Default)]
+pub(crate) struct Finalized(Mutex<HashMap<String, Instant>>);
+
+impl Finalized {
+    fn insert(&self, uid: &str) {
+        let mut finalized = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        finalized.retain(|_, at| at.elapsed() < REMEMBER_FINALIZED);
+        finalized.insert(uid.to_owned(), Instant::now());
+    }
+
+    fn contains(&self, uid: &str) -> bool {
+        let finalized = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        finalized
+            .get(uid)
+            .is_some_and(|at| at.elapsed() < REMEMBER_FINALIZED)
     }
 }
 

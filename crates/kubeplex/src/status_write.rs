@@ -3,8 +3,10 @@
 //! are written and other writers' conditions stay; and only when that part changed, so that the write never
 //! feeds back into another reconcile.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -23,7 +25,7 @@ impl<R: Reconcile> Engine<R> {
         context: R::Context,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) {
-        self.write_status_over(object, context, &owned_status(object), outcomes)
+        self.write_status_over(object, context, &self.previous_status(object), outcomes)
             .await;
     }
 
@@ -51,7 +53,7 @@ impl<R: Reconcile> Engine<R> {
         context: R::Context,
         message: &str,
     ) {
-        let previous = owned_status(object);
+        let previous = self.previous_status(object);
         let status =
             FleetStatus::reconcile_failed(&previous, message, object.meta().generation, &now());
         self.apply_status(object, context, &previous, status).await;
@@ -78,7 +80,7 @@ impl<R: Reconcile> Engine<R> {
             Ok(api) => api
                 .patch_status(&object.name_any(), &params, &Patch::Apply(&patch))
                 .await
-                .map(drop),
+                .map(|written| written.resource_version()),
             Err(error) => Err(error),
         };
         match written {
@@ -100,10 +102,66 @@ impl<R: Reconcile> Engine<R> {
             Err(error) => {
                 tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
             }
-            Ok(()) => return true,
+            Ok(version) => {
+                self.written_status.record(object, version, status);
+                return true;
+            }
         }
         false
     }
+
+    /// kubeplex's part of the object's status: as the cached `object` has it, or as this controller last
+    /// wrote it when the cache does not show that write yet.
+    fn previous_status(&self, object: &Primary<R>) -> FleetStatus {
+        self.written_status
+            .newer_than(object)
+            .unwrap_or_else(|| owned_status(object))
+    }
+}
+
+/// How long a written status is remembered: the cache shows a write within moments.
+const REMEMBER_WRITTEN: Duration = Duration::from_secs(60);
+
+/// The statuses a controller wrote lately, by object UID, with the resourceVersion each write made.
+///
+/// The cache shows a status write a moment after the write; a reconcile of the same object that starts
+/// before it does (queued by a child's change while the write was in flight) would compare against the
+/// status before the write and write the same one again. ResourceVersions of one resource are increasing
+/// integers (as `k8s.io/apimachinery`'s `CompareResourceVersion` compares them); one that does not parse
+/// counts as caught up.
+#[derive(Default)]
+pub(crate) struct WrittenStatus(Mutex<HashMap<String, (u64, FleetStatus, Instant)>>);
+
+impl WrittenStatus {
+    fn record(&self, object: &impl Resource, version: Option<String>, status: FleetStatus) {
+        let (Some(uid), Some(version)) = (object.meta().uid.clone(), parse(version.as_deref()))
+        else {
+            return;
+        };
+        let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        written.retain(|_, (_, _, at)| at.elapsed() < REMEMBER_WRITTEN);
+        written.insert(uid, (version, status, Instant::now()));
+    }
+
+    /// The status last written to `object`, if the cached `object` is older than that write.
+    fn newer_than(&self, object: &impl Resource) -> Option<FleetStatus> {
+        let uid = object.meta().uid.as_ref()?;
+        let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = parse(object.meta().resource_version.as_deref());
+        match (written.get(uid), cached) {
+            (Some((version, status, _)), Some(cached)) if cached < *version => Some(status.clone()),
+            (Some(_), _) => {
+                // The cache has caught up (or went on): it is the truth again.
+                written.remove(uid);
+                None
+            }
+            (None, _) => None,
+        }
+    }
+}
+
+fn parse(version: Option<&str>) -> Option<u64> {
+    version?.parse().ok()
 }
 
 /// kubeplex's part of the object's current status.
@@ -143,6 +201,39 @@ mod tests {
             engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
         }
         assert_eq!(requests.lines().len(), 1, "tried once, then skipped");
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_that_starts_before_the_cache_shows_the_last_write_does_not_repeat_it() {
+        // The write answers with resourceVersion 2; the cached parent stays at 1 for a while.
+        let (client, requests) = fake_api::client(|_, _, _| {
+            (
+                200,
+                serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+            )
+        });
+        let engine = engine(client);
+        let outcomes: BTreeMap<String, ContextOutcome> = [(
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                state: ClusterState::Ready,
+                children: 1,
+                message: None,
+            },
+        )]
+        .into();
+        engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+        engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+        assert_eq!(
+            requests.lines().len(),
+            1,
+            "the stale cache is not compared against"
+        );
+        // A later version without kubeplex's status (someone removed it): the cache is the truth again.
+        let mut later = parent(&[]);
+        later.metadata.resource_version = Some("3".into());
+        engine.write_status(&later, CONTROL, &outcomes).await;
+        assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
     }
 
     #[tokio::test]

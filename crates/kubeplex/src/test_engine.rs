@@ -72,6 +72,8 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
         children: Vec::new(),
         failures: Mutex::default(),
         no_status: Default::default(),
+        written_status: Default::default(),
+        finalized: Default::default(),
     }
 }
 

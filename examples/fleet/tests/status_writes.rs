@@ -1,0 +1,220 @@
+//! The status is patched only when it changed: the example operator runs on a parent until it is Ready,
+//! then reconciles it again and again without changing anything, then once with a real change, and the
+//! control cluster's audit log counts its patches of `appdeployments/status`. A patch that changes nothing
+//! leaves no trace in the object (no new resourceVersion), so only the API server's own record of the
+//! requests shows a runtime that writes the status on every reconcile.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kubeplex::{ClusterState, Context, Manager, Running};
+use kubeplex_fleet::demo::apply_instance;
+use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_testenv::TestEnv;
+
+const WAIT: Duration = Duration::from_secs(60);
+const NAME: &str = "steady";
+/// Reconciles that change nothing.
+const IDLE_RECONCILES: usize = 5;
+
+async fn environment() -> TestEnv {
+    let env = TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b"])
+        .crd("control", AppDeployment::installable_crd())
+        .audit_log(true)
+        .start()
+        .await
+        .unwrap();
+    let mut wanted = vec![(Fleet::Control, CRD_NAMESPACE)];
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        wanted.extend(CHILD_NAMESPACES.map(|ns| (cluster, ns)));
+    }
+    for (cluster, name) in wanted {
+        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        api.create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+    env
+}
+
+async fn operator(env: &TestEnv) -> Running {
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(AppDeployer)
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    running
+}
+
+/// Completed `patch` requests of `resource` (and `subresource`, when given) named [`NAME`] in `cluster`'s
+/// audit log.
+fn patches(env: &TestEnv, cluster: Fleet, resource: &str, subresource: Option<&str>) -> usize {
+    env.audit_events(cluster.name())
+        .unwrap()
+        .iter()
+        .filter(|e| e["stage"] == "ResponseComplete" && e["verb"] == "patch")
+        .filter(|e| e["objectRef"]["resource"] == resource && e["objectRef"]["name"] == NAME)
+        .filter(|e| e["objectRef"]["subresource"].as_str() == subresource)
+        .count()
+}
+
+/// The writes to the parent and its children in cluster-a, in order, for a failure message.
+fn trail(env: &TestEnv) -> String {
+    let mut lines = Vec::new();
+    for cluster in [Fleet::Control, Fleet::ClusterA] {
+        for e in env.audit_events(cluster.name()).unwrap() {
+            let write =
+                ["create", "patch", "update", "delete"].contains(&e["verb"].as_str().unwrap_or(""));
+            if e["stage"] == "ResponseComplete" && write && e["objectRef"]["name"] == NAME {
+                lines.push(format!(
+                    "{} {cluster} {} {}{} by {}",
+                    e["stageTimestamp"].as_str().unwrap_or(""),
+                    e["verb"].as_str().unwrap_or(""),
+                    e["objectRef"]["resource"].as_str().unwrap_or(""),
+                    e["objectRef"]["subresource"]
+                        .as_str()
+                        .map(|s| format!("/{s}"))
+                        .unwrap_or_default(),
+                    e["userAgent"].as_str().unwrap_or(""),
+                ));
+            }
+        }
+    }
+    lines.sort();
+    lines.join("\n")
+}
+
+fn status_patches(env: &TestEnv) -> usize {
+    patches(env, Fleet::Control, "appdeployments", Some("status"))
+}
+
+/// Applies of the parent's Deployments in cluster-a: every reconcile applies each of them once.
+fn child_applies(env: &TestEnv) -> usize {
+    patches(env, Fleet::ClusterA, "deployments", None)
+}
+
+/// Waits until cluster-a's audit log has `count` applies of the parent's Deployments.
+async fn wait_child_applies(env: &TestEnv, count: usize, what: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while child_applies(env) < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: {} of {count} child applies after {WAIT:?}",
+            child_applies(env)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Touches an annotation of the parent, which triggers one reconcile (annotations do, status writes do
+/// not), and waits until that reconcile has applied the children. A key never runs twice at once, so when
+/// this returns every earlier reconcile, its status write included, is done.
+async fn reconcile_once(env: &TestEnv, apps: &Api<AppDeployment>, mark: &str) {
+    let before = child_applies(env);
+    let patch =
+        serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/touch": mark } } });
+    apps.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let per_reconcile = CHILD_NAMESPACES.len();
+    wait_child_applies(env, before + per_reconcile, &format!("reconcile {mark}")).await;
+}
+
+/// Waits until the parent is Ready in both clusters with `children` children each, at its generation.
+async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let app = apps.get(NAME).await.unwrap();
+        let fleet = app.status.as_ref().map(|s| &s.fleet);
+        let ready = fleet.is_some_and(|f| {
+            f.conditions.iter().any(|c| {
+                c.type_ == "Ready"
+                    && c.status == "True"
+                    && c.observed_generation == app.metadata.generation
+            }) && ["cluster-a", "cluster-b"].iter().all(|c| {
+                f.clusters
+                    .get(*c)
+                    .is_some_and(|s| s.state == ClusterState::Ready && s.children == children)
+            })
+        });
+        if ready {
+            return app;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not Ready with {children} children per cluster: {:#?}",
+            app.status
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconcile() {
+    let env = environment().await;
+    let running = operator(&env).await;
+    let control = env.client("control").await.unwrap();
+    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+
+    // Created, then Ready: one change of the status (from none to Ready everywhere).
+    apply_instance(&control, NAME, "nginx:1.27", 2)
+        .await
+        .unwrap();
+    let ready = wait_ready(&apps, CHILD_NAMESPACES.len() as u32).await;
+    reconcile_once(&env, &apps, "settled").await;
+    assert_eq!(
+        status_patches(&env),
+        1,
+        "one status change from creation to Ready: {:#?}\n{}",
+        ready.status,
+        trail(&env)
+    );
+
+    // Reconciles that change nothing write nothing.
+    let applies = child_applies(&env);
+    for i in 0..IDLE_RECONCILES {
+        reconcile_once(&env, &apps, &format!("idle-{i}")).await;
+    }
+    reconcile_once(&env, &apps, "idle-done").await;
+    assert!(
+        child_applies(&env) >= applies + (IDLE_RECONCILES + 1) * CHILD_NAMESPACES.len(),
+        "the idle reconciles ran"
+    );
+    assert_eq!(
+        status_patches(&env),
+        1,
+        "{IDLE_RECONCILES} reconciles that changed nothing patched the status:\n{}",
+        trail(&env)
+    );
+    let idle = apps.get(NAME).await.unwrap();
+    assert_eq!(idle.status, ready.status, "the status itself is unchanged");
+
+    // A real change (a new generation, so a new observedGeneration) is written once.
+    apply_instance(&control, NAME, "nginx:1.27", 3)
+        .await
+        .unwrap();
+    let changed = wait_ready(&apps, CHILD_NAMESPACES.len() as u32).await;
+    assert_ne!(changed.status, ready.status);
+    reconcile_once(&env, &apps, "changed").await;
+    assert_eq!(
+        status_patches(&env),
+        2,
+        "one more status change, one more patch: {:#?}\n{}",
+        changed.status,
+        trail(&env)
+    );
+    running.shutdown().await;
+}
