@@ -83,6 +83,7 @@ mod trouble;
 // Shared infrastructure: health, clients, watches, plans.
 mod child_watch;
 mod health;
+mod in_cluster;
 mod plan;
 mod pool;
 mod watches;
@@ -122,6 +123,7 @@ pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
 pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
+pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
 /// ```text
@@ -157,7 +159,7 @@ pub use ownership::{
 };
 pub use ping::DEFAULT_PING_INTERVAL;
 pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
-pub use pool::{CONTEXT_ENV_PREFIX, IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
+pub use pool::CONTEXT_ENV_PREFIX;
 pub use resource::{ApiScope, PrimaryResource};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 

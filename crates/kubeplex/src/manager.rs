@@ -14,7 +14,8 @@ use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::error::{Error, Result};
 use crate::health::{Health, HealthReport};
-use crate::pool::{IN_CLUSTER, KubeconfigSource, PoolConfig};
+use crate::in_cluster::IN_CLUSTER;
+use crate::pool::{KubeconfigSource, PoolConfig};
 use crate::runtime::Runtime;
 use crate::watches::WatchRegistry;
 
