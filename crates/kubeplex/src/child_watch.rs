@@ -10,9 +10,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use kube::{Client, ResourceExt};
 use kube::api::ObjectMeta;
 use kube::core::PartialObjectMeta;
+use kube::{Client, ResourceExt};
 
 use crate::ownership::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
 use crate::resource::PrimaryResource;

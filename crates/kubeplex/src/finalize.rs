@@ -1,9 +1,9 @@
 //! The finalizer and the deletion path: keep the finalizer on every parent, and when a parent is deleted
 //! run the user's cleanup, remove its children in every context, then let it go.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
 use kube::api::{Patch, PatchParams};
@@ -159,29 +159,6 @@ impl<R: Reconcile> Engine<R> {
                     .map(|(_, namespace)| (child.resource().clone(), namespace.map(str::to_owned)))
             })
             .collect()
-    }
-}
-
-/// How long a finalized parent is remembered: its cache shows the finalizer's removal within moments.
-const REMEMBER_FINALIZED: Duration = Duration::from_secs(300);
-
-/// The parents (by UID) whose finalizer this controller removed lately. A finalizer cannot be added back to
-/// an object being deleted, so such a parent is never finalized again, whatever a lagging cache still shows.
-#[derive(Default)]
-pub(crate) struct Finalized(Mutex<HashMap<String, Instant>>);
-
-impl Finalized {
-    fn insert(&self, uid: &str) {
-        let mut finalized = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        finalized.retain(|_, at| at.elapsed() < REMEMBER_FINALIZED);
-        finalized.insert(uid.to_owned(), Instant::now());
-    }
-
-    fn contains(&self, uid: &str) -> bool {
-        let finalized = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        finalized
-            .get(uid)
-            .is_some_and(|at| at.elapsed() < REMEMBER_FINALIZED)
     }
 }
 

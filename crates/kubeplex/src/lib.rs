@@ -84,6 +84,7 @@ mod trouble;
 mod child_watch;
 mod health;
 mod in_cluster;
+mod own_writes;
 mod plan;
 mod pool;
 mod watches;

@@ -3,10 +3,8 @@
 //! are written and other writers' conditions stay; and only when that part changed, so that the write never
 //! feeds back into another reconcile.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -117,51 +115,6 @@ impl<R: Reconcile> Engine<R> {
             .newer_than(object)
             .unwrap_or_else(|| owned_status(object))
     }
-}
-
-/// How long a written status is remembered: the cache shows a write within moments.
-const REMEMBER_WRITTEN: Duration = Duration::from_secs(60);
-
-/// The statuses a controller wrote lately, by object UID, with the resourceVersion each write made.
-///
-/// The cache shows a status write a moment after the write; a reconcile of the same object that starts
-/// before it does (queued by a child's change while the write was in flight) would compare against the
-/// status before the write and write the same one again. ResourceVersions of one resource are increasing
-/// integers (as `k8s.io/apimachinery`'s `CompareResourceVersion` compares them); one that does not parse
-/// counts as caught up.
-#[derive(Default)]
-pub(crate) struct WrittenStatus(Mutex<HashMap<String, (u64, FleetStatus, Instant)>>);
-
-impl WrittenStatus {
-    fn record(&self, object: &impl Resource, version: Option<String>, status: FleetStatus) {
-        let (Some(uid), Some(version)) = (object.meta().uid.clone(), parse(version.as_deref()))
-        else {
-            return;
-        };
-        let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        written.retain(|_, (_, _, at)| at.elapsed() < REMEMBER_WRITTEN);
-        written.insert(uid, (version, status, Instant::now()));
-    }
-
-    /// The status last written to `object`, if the cached `object` is older than that write.
-    fn newer_than(&self, object: &impl Resource) -> Option<FleetStatus> {
-        let uid = object.meta().uid.as_ref()?;
-        let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let cached = parse(object.meta().resource_version.as_deref());
-        match (written.get(uid), cached) {
-            (Some((version, status, _)), Some(cached)) if cached < *version => Some(status.clone()),
-            (Some(_), _) => {
-                // The cache has caught up (or went on): it is the truth again.
-                written.remove(uid);
-                None
-            }
-            (None, _) => None,
-        }
-    }
-}
-
-fn parse(version: Option<&str>) -> Option<u64> {
-    version?.parse().ok()
 }
 
 /// kubeplex's part of the object's current status.

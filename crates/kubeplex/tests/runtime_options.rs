@@ -101,7 +101,7 @@ recording!(
         .namespaces(["shared-watch"])
 );
 
-async fn manager_with(controller: impl Reconcile + Controller) -> kubeplex::Running {
+async fn manager_with(controller: impl Reconcile) -> kubeplex::Running {
     let env = CLUSTERS.get().await.unwrap();
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(controller)
