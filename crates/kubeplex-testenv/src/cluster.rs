@@ -56,7 +56,7 @@ impl Cluster {
             fs::write(&path, content).map_err(io_error(format!("writing {}", path.display())))?;
         }
         let audit_log = if audit_log {
-            Some(crate::audit::write_policy(dir)?)
+            Some(crate::audit_policy::write_policy(dir)?)
         } else {
             None
         };
@@ -229,7 +229,7 @@ impl Cluster {
             .arg("--disable-admission-plugins=ServiceAccount")
             .arg("--endpoint-reconciler-type=none");
         if let Some(log) = &self.audit_log {
-            command.args(crate::audit::apiserver_flags(dir, log));
+            command.args(crate::audit_policy::apiserver_flags(dir, log));
         }
         command
     }

@@ -12,7 +12,6 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::binaries::Binaries;
 use crate::cluster::{Cluster, rand_u64};
 use crate::error::{Error, Result, io_error};
 use crate::kubeconfig::{self, ClusterEntry, Credential};
@@ -26,147 +25,16 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
 /// Dropping it kills every process and removes its files; so does the end of the program when it lives in
 /// a static (see [`SharedTestEnv`](crate::SharedTestEnv)).
 pub struct TestEnv {
-    clusters: Vec<(String, Mutex<Cluster>)>,
-    kubeconfig: Kubeconfig,
-    kubeconfig_path: PathBuf,
-    dir: PathBuf,
-    dir_registration: u64,
-    start_timeout: Duration,
-    namespaces_made: AtomicU64,
-}
-
-/// Configures and starts a [`TestEnv`].
-#[derive(Clone, Debug, Default)]
-pub struct TestEnvBuilder {
-    clusters: Vec<String>,
-    crds: Vec<(String, CustomResourceDefinition)>,
-    start_timeout: Option<Duration>,
-    kubeconfig_path: Option<PathBuf>,
-    audit_log: bool,
-}
-
-impl TestEnvBuilder {
-    /// Adds a cluster; its kubeconfig context gets the same name.
-    #[must_use]
-    pub fn cluster(mut self, name: impl Into<String>) -> Self {
-        self.clusters.push(name.into());
-        self
-    }
-
-    /// Adds several clusters.
-    #[must_use]
-    pub fn clusters<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.clusters.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// Installs `crd` in `cluster` once it is up; `start` returns when the CRD is established.
-    #[must_use]
-    pub fn crd(mut self, cluster: impl Into<String>, crd: CustomResourceDefinition) -> Self {
-        self.crds.push((cluster.into(), crd));
-        self
-    }
-
-    /// How long `start` waits for all clusters to be ready (default [`DEFAULT_START_TIMEOUT`]).
-    #[must_use]
-    pub fn start_timeout(mut self, timeout: Duration) -> Self {
-        self.start_timeout = Some(timeout);
-        self
-    }
-
-    /// Writes the kubeconfig here instead of inside the environment's temporary directory.
-    #[must_use]
-    pub fn kubeconfig_path(mut self, path: impl Into<PathBuf>) -> Self {
-        self.kubeconfig_path = Some(path.into());
-        self
-    }
-
-    /// Makes every API server write an audit log (one event per request at `Metadata` level), read with
-    /// [`TestEnv::audit_events`]. Off by default.
-    #[must_use]
-    pub fn audit_log(mut self, on: bool) -> Self {
-        self.audit_log = on;
-        self
-    }
-
-    /// Checks the configuration without starting anything.
-    pub fn validate(&self) -> Result<()> {
-        if self.clusters.is_empty() {
-            return Err(Error::NoClusters);
-        }
-        for (i, name) in self.clusters.iter().enumerate() {
-            if let Some(reason) = invalid_name_reason(name) {
-                return Err(Error::InvalidClusterName {
-                    name: name.clone(),
-                    reason,
-                });
-            }
-            if self.clusters[..i].contains(name) {
-                return Err(Error::InvalidClusterName {
-                    name: name.clone(),
-                    reason: "named twice",
-                });
-            }
-        }
-        if let Some((cluster, _)) = self.crds.iter().find(|(c, _)| !self.clusters.contains(c)) {
-            return Err(Error::UnknownCluster {
-                name: cluster.clone(),
-                known: self.clusters.join(", "),
-            });
-        }
-        Ok(())
-    }
-
-    /// Builds (or finds) the binaries, starts every cluster, waits until each answers an authenticated
-    /// `/readyz`, installs the CRDs, and writes the kubeconfig.
-    pub async fn start(self) -> Result<TestEnv> {
-        self.validate()?;
-        if let Some(path) = &self.kubeconfig_path {
-            // Fail before minutes of work, not after.
-            std::fs::write(path, "").map_err(|source| Error::KubeconfigPath {
-                path: path.clone(),
-                source,
-            })?;
-        }
-        let binaries = tokio::task::spawn_blocking(Binaries::locate_or_build)
-            .await
-            .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
-        let dir = make_env_dir()?;
-        let dir_registration = process::remove_directory_at_exit(&dir);
-        let mut env = TestEnv {
-            clusters: Vec::new(),
-            kubeconfig: Kubeconfig::default(),
-            kubeconfig_path: self
-                .kubeconfig_path
-                .clone()
-                .unwrap_or_else(|| dir.join("kubeconfig")),
-            dir,
-            dir_registration,
-            start_timeout: self.start_timeout.unwrap_or(DEFAULT_START_TIMEOUT),
-            namespaces_made: AtomicU64::new(0),
-        };
-        for name in &self.clusters {
-            let cluster = Cluster::launch(name, &env.dir.join(name), &binaries, self.audit_log)?;
-            env.clusters.push((name.clone(), Mutex::new(cluster)));
-        }
-        env.kubeconfig = env.write_kubeconfig()?;
-        let started = Instant::now();
-        futures::future::try_join_all(self.clusters.iter().map(|name| env.wait_ready(name)))
-            .await?;
-        tracing::info!(clusters = self.clusters.len(), elapsed = ?started.elapsed(), "test environment ready");
-        for (cluster, crd) in self.crds {
-            env.install_crd(&cluster, crd).await?;
-        }
-        Ok(env)
-    }
+    pub(crate) clusters: Vec<(String, Mutex<Cluster>)>,
+    pub(crate) kubeconfig: Kubeconfig,
+    pub(crate) kubeconfig_path: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) dir_registration: u64,
+    pub(crate) start_timeout: Duration,
+    pub(crate) namespaces_made: AtomicU64,
 }
 
 impl TestEnv {
-    /// A builder with no clusters yet.
-    pub fn builder() -> TestEnvBuilder {
-        TestEnvBuilder::default()
-    }
-
     /// The clusters' names, in the order they were added.
     pub fn cluster_names(&self) -> impl Iterator<Item = &str> {
         self.clusters.iter().map(|(name, _)| name.as_str())
@@ -309,7 +177,7 @@ impl TestEnv {
     }
 
     /// Polls an authenticated `/readyz` until it answers `ok`, failing early when a process exits.
-    async fn wait_ready(&self, cluster: &str) -> Result<()> {
+    pub(crate) async fn wait_ready(&self, cluster: &str) -> Result<()> {
         let client = self.client(cluster).await?;
         let started = Instant::now();
         let mut last_problem = String::from("no answer yet");
@@ -330,7 +198,7 @@ impl TestEnv {
         Err(self.lock(cluster)?.not_ready("kube-apiserver", problem))
     }
 
-    fn write_kubeconfig(&self) -> Result<Kubeconfig> {
+    pub(crate) fn write_kubeconfig(&self) -> Result<Kubeconfig> {
         let (kubeconfig, document) = self.build_kubeconfig(|_| Credential::Admin);
         let text = serde_json::to_string_pretty(&document).expect("JSON values serialize");
         let path = &self.kubeconfig_path;
@@ -417,7 +285,7 @@ fn lock(cluster: &Mutex<Cluster>) -> MutexGuard<'_, Cluster> {
 
 /// Why `name` cannot be a cluster name, if it cannot: it names a directory and a kubeconfig context,
 /// so it must be a DNS-1123 label.
-fn invalid_name_reason(name: &str) -> Option<&'static str> {
+pub(crate) fn invalid_name_reason(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("empty")
     } else if name.len() > 63 {
@@ -436,7 +304,7 @@ fn invalid_name_reason(name: &str) -> Option<&'static str> {
 
 /// A fresh directory `kubeplex-testenv.PID.RANDOM` in the temp dir; first removes those of dead processes
 /// (killed too hard to clean up after themselves).
-fn make_env_dir() -> Result<PathBuf> {
+pub(crate) fn make_env_dir() -> Result<PathBuf> {
     let tmp = std::env::temp_dir();
     if let Ok(entries) = std::fs::read_dir(&tmp) {
         for entry in entries.flatten() {

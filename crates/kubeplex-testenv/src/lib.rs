@@ -19,7 +19,9 @@
 #![deny(missing_docs)]
 
 mod audit;
+mod audit_policy;
 mod binaries;
+mod builder;
 mod cluster;
 mod env;
 mod error;
@@ -33,7 +35,8 @@ mod tokens;
 mod watched;
 
 pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
-pub use env::{DEFAULT_START_TIMEOUT, TestEnv, TestEnvBuilder};
+pub use builder::TestEnvBuilder;
+pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::Credential;
 pub use pki::NO_PERMISSIONS_USER;

@@ -2,7 +2,8 @@
 
 use tokio::sync::OnceCell;
 
-use crate::env::{TestEnv, TestEnvBuilder};
+use crate::builder::TestEnvBuilder;
+use crate::env::TestEnv;
 use crate::error::{Error, Result};
 
 /// A [`TestEnv`] started by the first test that asks for it and shared by every test of the binary.

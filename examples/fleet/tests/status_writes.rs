@@ -6,8 +6,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kubeplex::{ClusterState, Context, Manager, Running};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
@@ -26,23 +25,7 @@ async fn environment() -> TestEnv {
         .start()
         .await
         .unwrap();
-    let mut wanted = vec![(Fleet::Control, CRD_NAMESPACE)];
-    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
-        wanted.extend(CHILD_NAMESPACES.map(|ns| (cluster, ns)));
-    }
-    for (cluster, name) in wanted {
-        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await.unwrap());
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        api.create(&PostParams::default(), &namespace)
-            .await
-            .unwrap();
-    }
+    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
     env
 }
 
