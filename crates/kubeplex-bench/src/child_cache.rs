@@ -18,7 +18,7 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{Bench, Goal, Section, progress};
+use crate::bench::{Bench, Goal, Section, progress};
 use crate::stats::Figure;
 
 /// The controller's name: its children carry it in [`CONTROLLER_LABEL`].

@@ -7,7 +7,7 @@ use clap::Parser;
 use clap::builder::RangedU64ValueParser;
 use clap::builder::styling::Reset;
 
-use crate::driver::{self, Options};
+use crate::options::{self, Options};
 
 /// Benchmarks kubeplex against a plain kube-runtime Controller on three real local API servers, and
 /// prints a table (and with --json, a report). Options left out keep the full sizes, or --quick's.
@@ -89,12 +89,11 @@ impl Cli {
 
 /// The driver's full sizes, or its `--quick` ones.
 fn preset(quick: bool) -> Options {
-    let args = if quick {
-        vec!["--quick".to_owned()]
+    if quick {
+        Options::quick()
     } else {
-        vec![]
-    };
-    Options::parse(&args).expect("the driver's presets parse")
+        Options::full()
+    }
 }
 
 fn positive() -> RangedU64ValueParser<usize> {
@@ -116,7 +115,7 @@ fn section(name: &str) -> Result<String, String> {
 
 /// The driver's note on `KUBEPLEX_BENCH_CHILD_WRAPPER`, the paragraph after its usage line.
 fn child_wrapper_note() -> String {
-    let note = driver::USAGE
+    let note = options::USAGE
         .split_once("\n\n")
         .map_or("", |(_, note)| note);
     // clap turns `{n}` in help text into a line break and has no escape; an empty style between the

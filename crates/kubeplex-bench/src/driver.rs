@@ -2,7 +2,7 @@
 //! processes, and prints the table and the JSON.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, stream};
@@ -13,184 +13,12 @@ use kube::config::Kubeconfig;
 use kubeplex_testenv::TestEnv;
 use serde::Serialize;
 
-use crate::child::{LatencySpec, Outcome, Side, Spec};
-use crate::child_cache::ChildCacheOptions;
-use crate::fleet::FleetOptions;
+use crate::bench::{Bench, CLUSTERS, Goal, Section, contexts, figure, progress};
+use crate::child::{LatencySpec, Outcome, Side};
 use crate::link::DelayedLink;
 use crate::machine::Machine;
-use crate::stats::{Figure, percentile};
-
-pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
-[--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
-[--latency-seconds S] [--link-rtt-ms MS] \
-[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet]
-
-KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
-/tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
-
-/// Every section, in the order they run; `--sections` picks some.
-const SECTIONS: [&str; 8] = [
-    "startup",
-    "startup_remote",
-    "latency",
-    "memory",
-    "many_contexts",
-    "child_cache",
-    "throughput",
-    "fleet",
-];
-
-const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
-const CHILD_TIMEOUT: Duration = Duration::from_secs(600);
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Options {
-    pub quick: bool,
-    #[serde(skip)]
-    pub json: Option<PathBuf>,
-    pub repeats: usize,
-    pub startup_objects: usize,
-    pub startup_contexts: Vec<usize>,
-    pub latency_objects: usize,
-    pub latency_rate_per_s: u32,
-    pub latency_seconds: u32,
-    pub memory_objects: usize,
-    pub shared_controllers: Vec<usize>,
-    pub idle_contexts: Vec<usize>,
-    pub throughput_objects: usize,
-    pub throughput_concurrency: Vec<u16>,
-    /// Round trip of the delayed link in front of every API server in `startup_remote`.
-    pub link_rtt_ms: u32,
-    /// The sections to run (`memory` includes shared watches).
-    pub sections: Vec<String>,
-    pub fleet: FleetOptions,
-    pub child_cache: ChildCacheOptions,
-}
-
-impl Options {
-    fn full() -> Self {
-        Self {
-            quick: false,
-            json: None,
-            repeats: 5,
-            startup_objects: 1000,
-            startup_contexts: vec![1, 2, 4, 8],
-            latency_objects: 50,
-            latency_rate_per_s: 50,
-            latency_seconds: 10,
-            memory_objects: 10_000,
-            shared_controllers: vec![1, 4],
-            idle_contexts: vec![10, 50, 100],
-            throughput_objects: 10_000,
-            throughput_concurrency: vec![1, 8, 32],
-            link_rtt_ms: 50,
-            sections: SECTIONS.map(String::from).to_vec(),
-            fleet: FleetOptions::full(),
-            child_cache: ChildCacheOptions::full(),
-        }
-    }
-
-    fn quick() -> Self {
-        Self {
-            quick: true,
-            repeats: 2,
-            startup_objects: 100,
-            latency_objects: 20,
-            latency_rate_per_s: 20,
-            latency_seconds: 2,
-            memory_objects: 1000,
-            idle_contexts: vec![10, 20],
-            throughput_objects: 300,
-            fleet: FleetOptions::quick(),
-            child_cache: ChildCacheOptions::quick(),
-            ..Self::full()
-        }
-    }
-
-    pub fn parse(args: &[String]) -> Result<Self, String> {
-        let mut options = if args.iter().any(|a| a == "--quick") {
-            Self::quick()
-        } else {
-            Self::full()
-        };
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let mut value = |name: &str| {
-                args.next()
-                    .cloned()
-                    .ok_or_else(|| format!("{name} needs a value"))
-            };
-            let number = |name: &str, v: String| {
-                v.parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("{name}: {v:?} is not a positive number"))
-            };
-            match arg.as_str() {
-                "--quick" => {}
-                "--json" => options.json = Some(PathBuf::from(value("--json")?)),
-                "--repeats" => options.repeats = number("--repeats", value("--repeats")?)?,
-                "--startup-objects" => {
-                    options.startup_objects = number(arg, value(arg)?)?;
-                }
-                "--memory-objects" => options.memory_objects = number(arg, value(arg)?)?,
-                "--throughput-objects" => {
-                    options.throughput_objects = number(arg, value(arg)?)?;
-                }
-                "--latency-seconds" => {
-                    options.latency_seconds = u32::try_from(number(arg, value(arg)?)?)
-                        .map_err(|_| "--latency-seconds: too large".to_owned())?;
-                }
-                "--idle-contexts" => {
-                    options.idle_contexts = value(arg)?
-                        .split(',')
-                        .map(|c| number(arg, c.to_owned()))
-                        .collect::<Result<_, _>>()?;
-                }
-                "--link-rtt-ms" => {
-                    options.link_rtt_ms = u32::try_from(number(arg, value(arg)?)?)
-                        .map_err(|_| "--link-rtt-ms: too large".to_owned())?;
-                }
-                "--sections" => {
-                    options.sections = value(arg)?.split(',').map(String::from).collect();
-                    if let Some(bad) = options
-                        .sections
-                        .iter()
-                        .find(|s| !SECTIONS.contains(&s.as_str()))
-                    {
-                        return Err(format!(
-                            "--sections: no section {bad:?} (sections: {})",
-                            SECTIONS.join(", ")
-                        ));
-                    }
-                }
-                other => return Err(format!("unknown argument {other:?}")),
-            }
-        }
-        Ok(options)
-    }
-
-    fn runs(&self, section: &str) -> bool {
-        self.sections.iter().any(|s| s == section)
-    }
-}
-
-/// One section of the report.
-#[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct Section {
-    pub(crate) title: String,
-    pub(crate) method: String,
-    pub(crate) figures: Vec<Figure>,
-    pub(crate) notes: Vec<String>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Goal {
-    pub(crate) section: &'static str,
-    pub(crate) goal: String,
-    pub(crate) measured: String,
-    pub(crate) met: bool,
-}
+use crate::options::{Options, SECTIONS};
+use crate::stats::percentile;
 
 #[derive(Serialize)]
 struct Report {
@@ -203,134 +31,7 @@ struct Report {
     total_seconds: f64,
 }
 
-pub(crate) struct Bench {
-    pub(crate) kubeconfig: PathBuf,
-    pub(crate) exe: PathBuf,
-    pub(crate) repeats: usize,
-    /// Every kube-apiserver and etcd, whose CPU time each measurement reports.
-    pub(crate) server_pids: Vec<u32>,
-    /// `KUBEPLEX_BENCH_CHILD_WRAPPER`, split on whitespace: a profiler to run each child under.
-    pub(crate) wrapper: Vec<String>,
-    pub(crate) children: std::sync::atomic::AtomicUsize,
-}
-
-impl Bench {
-    pub(crate) fn spec(&self, side: Side, contexts: &[(String, String)], namespace: &str) -> Spec {
-        Spec {
-            side,
-            kubeconfig: self.kubeconfig.clone(),
-            contexts: contexts.to_vec(),
-            namespace: namespace.to_owned(),
-            controllers: 1,
-            concurrency: None,
-            get_per_reconcile: false,
-            expect: 0,
-            distinct: false,
-            latency: None,
-            settle_ms: 0,
-        }
-    }
-
-    /// Runs `spec` on both sides `repeats` times, alternating which goes first.
-    pub(crate) async fn pairs(&self, spec: &Spec) -> Result<(Vec<Outcome>, Vec<Outcome>), String> {
-        let (mut baseline, mut kubeplex) = (Vec::new(), Vec::new());
-        for repeat in 0..self.repeats {
-            let order = if repeat % 2 == 0 {
-                [Side::Baseline, Side::Kubeplex]
-            } else {
-                [Side::Kubeplex, Side::Baseline]
-            };
-            for side in order {
-                let spec = Spec {
-                    side,
-                    ..spec.clone()
-                };
-                let outcome = self.child(&spec).await?;
-                match side {
-                    Side::Baseline => baseline.push(outcome),
-                    Side::Kubeplex => kubeplex.push(outcome),
-                }
-            }
-        }
-        Ok((baseline, kubeplex))
-    }
-
-    async fn child(&self, spec: &Spec) -> Result<Outcome, String> {
-        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let n = self
-            .children
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let side = match spec.side {
-            Side::Baseline => "baseline",
-            Side::Kubeplex => "kubeplex",
-        };
-        let mut command = match self.wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(
-                    args.iter()
-                        .map(|a| a.replace("{n}", &n.to_string()).replace("{side}", side)),
-                );
-                command.arg(&self.exe);
-                command
-            }
-            None => tokio::process::Command::new(&self.exe),
-        };
-        command.arg("__child").arg(json).kill_on_drop(true);
-        let server_cpu_before = crate::cpu::processes_seconds(&self.server_pids);
-        let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
-            .await
-            .map_err(|_| {
-                format!(
-                    "a {:?} child did not finish in {CHILD_TIMEOUT:?}",
-                    spec.side
-                )
-            })?
-            .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-            return Err(format!(
-                "a {:?} child failed ({}): {}",
-                spec.side,
-                output.status,
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            ));
-        }
-        let server_cpu_s = crate::cpu::processes_seconds(&self.server_pids) - server_cpu_before;
-        // A profiler wrapping the child may print after it: the outcome is the last JSON line.
-        let line = stdout
-            .lines()
-            .rfind(|l| l.starts_with('{'))
-            .unwrap_or_default();
-        let outcome: Outcome =
-            serde_json::from_str(line).map_err(|e| format!("a child printed {line:?}: {e}"))?;
-        Ok(Outcome {
-            server_cpu_s,
-            ..outcome
-        })
-    }
-}
-
-pub(crate) fn figure(
-    name: impl Into<String>,
-    unit: &'static str,
-    (baseline, kubeplex): &(Vec<Outcome>, Vec<Outcome>),
-    f: impl Fn(&Outcome) -> f64,
-) -> Figure {
-    let b: Vec<f64> = baseline.iter().map(&f).collect();
-    let k: Vec<f64> = kubeplex.iter().map(&f).collect();
-    Figure::new(name, unit, &b, &k)
-}
-
 const MB: f64 = 1024.0 * 1024.0;
-
-pub(crate) fn contexts(count: usize, clusters: usize) -> Vec<(String, String)> {
-    (0..count)
-        .map(|i| (format!("ctx-{i}"), CLUSTERS[i % clusters].to_owned()))
-        .collect()
-}
 
 fn config_map(namespace: &str, name: String, index: usize) -> ConfigMap {
     ConfigMap {
@@ -415,10 +116,6 @@ async fn seed(env: &TestEnv, options: &Options) -> Result<usize, String> {
     Ok(created)
 }
 
-pub(crate) fn progress(message: &str) {
-    eprintln!("[kubeplex-bench] {message}");
-}
-
 pub async fn run(options: Options) -> Result<(), String> {
     let total = Instant::now();
     let machine = Machine::describe();
@@ -467,7 +164,7 @@ pub async fn run(options: Options) -> Result<(), String> {
             }
             "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
             "fleet" => {
-                let host = crate::fleet::Host {
+                let host = crate::fleet_setup::Host {
                     env: &env,
                     kubeconfig: bench.kubeconfig.clone(),
                     exe: bench.exe.clone(),
@@ -902,29 +599,4 @@ fn print_table(report: &Report) {
         );
     }
     println!("\ntotal {:.0} s", report.total_seconds);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> Result<Options, String> {
-        Options::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn every_section_runs_unless_some_are_picked() {
-        let all = parse(&[]).unwrap();
-        assert!(SECTIONS.iter().all(|s| all.runs(s)));
-        let some = parse(&["--sections", "startup,throughput"]).unwrap();
-        assert!(some.runs("startup") && some.runs("throughput"));
-        assert!(!some.runs("memory") && !some.runs("latency") && !some.runs("many_contexts"));
-    }
-
-    #[test]
-    fn an_unknown_section_is_refused_with_the_list() {
-        let error = parse(&["--sections", "startup,memroy"]).unwrap_err();
-        assert!(error.contains("\"memroy\""), "{error}");
-        assert!(error.contains("many_contexts"), "{error}");
-    }
 }

@@ -4,93 +4,25 @@
 //! fresh operator process; the parent creates the parents, then times every phase with its own watches.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt};
-use kubeplex_testenv::TestEnv;
-use serde::Serialize;
 
+use crate::bench::{Goal, Section};
 use crate::child::Side;
-use crate::driver::{Goal, Section};
 use crate::fleet_app::{FleetApp, FleetAppSpec, PARENT_NAMESPACE};
 use crate::fleet_child::{FleetSpec, Reading, Synced};
-use crate::fleet_observe::{Observer, ProbeLog, ReadyzPoller, Requests, requests};
+use crate::fleet_observe::{Observer, ReadyzPoller, Requests, requests};
 use crate::fleet_process::Operator;
+use crate::fleet_setup::{FleetOptions, Host, PHASE, Sample};
 
 /// The control cluster, then the clusters child context i lives in (`i mod 3`, from the second).
 const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
-/// How long one phase (converging, repairing, deleting) may take.
-pub const PHASE: Duration = Duration::from_secs(600);
 const IN_FLIGHT: usize = 32;
-
-#[derive(Clone, Debug, Serialize)]
-pub struct FleetOptions {
-    /// P, the size of the main row.
-    pub parents: usize,
-    /// Further sizes of the scaling row (the main P is added).
-    pub scale: Vec<usize>,
-    /// C child contexts (at most 3: one per test API server).
-    pub clusters: usize,
-    /// N namespaces per child context.
-    pub namespaces: usize,
-}
-
-impl FleetOptions {
-    pub fn full() -> Self {
-        Self {
-            parents: 1000,
-            scale: vec![100, 300],
-            clusters: 2,
-            namespaces: 2,
-        }
-    }
-
-    pub fn quick() -> Self {
-        Self {
-            parents: 100,
-            scale: vec![30],
-            ..Self::full()
-        }
-    }
-}
-
-/// Where the section runs: the clusters and how to start a child process.
-pub struct Host<'a> {
-    pub env: &'a TestEnv,
-    pub kubeconfig: PathBuf,
-    pub exe: PathBuf,
-    pub wrapper: Vec<String>,
-    pub server_pids: Vec<u32>,
-    pub repeats: usize,
-}
-
-/// One run of one side at one size.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Sample {
-    pub synced_s: f64,
-    /// From the operator's start: every child present with the right image; every parent ready.
-    pub children_s: f64,
-    pub ready_s: f64,
-    /// After a tenth of the children were deleted by hand: each back (new UID, right image).
-    pub repair_s: f64,
-    /// After every parent was deleted: parents and children gone.
-    pub delete_s: f64,
-    pub converged: Reading,
-    pub repaired: Reading,
-    pub deleted: Reading,
-    pub rss_before: u64,
-    pub heap_before: u64,
-    pub server_cpu_converged_s: f64,
-    pub server_cpu_s: f64,
-    pub requests: f64,
-    pub conflicts: f64,
-    pub readyz: Option<ProbeLog>,
-}
 
 struct Clients {
     control: Client,
@@ -118,7 +50,7 @@ pub async fn run(host: &Host<'_>, options: &FleetOptions) -> Result<(Section, Ve
                 [Side::Kubeplex, Side::Baseline]
             };
             for side in order {
-                crate::driver::progress(&format!("fleet: P={parents}, {side:?}, repeat {repeat}"));
+                crate::bench::progress(&format!("fleet: P={parents}, {side:?}, repeat {repeat}"));
                 let sample = run_once(host, options, &clients, side, parents, n).await?;
                 n += 1;
                 let entry = runs.entry(parents).or_default();

@@ -9,8 +9,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::child::Side;
-use crate::fleet::{Host, PHASE};
 use crate::fleet_child::{FleetSpec, Reading};
+use crate::fleet_setup::{Host, PHASE};
 
 /// A running operator process: JSON lines out, requests in.
 pub struct Operator {

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::driver::{Goal, Section};
-use crate::fleet::{FleetOptions, Sample};
+use crate::bench::{Goal, Section};
+use crate::fleet_setup::{FleetOptions, Sample};
 use crate::stats::Figure;
 
 const MB: f64 = 1024.0 * 1024.0;

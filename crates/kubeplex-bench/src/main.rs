@@ -14,6 +14,7 @@
 //! parent drives over stdin; `__child_cache` for the child-cache section's). Baseline and kubeplex runs alternate.
 
 mod alloc;
+mod bench;
 mod child;
 mod child_cache;
 mod child_cache_process;
@@ -27,9 +28,11 @@ mod fleet_child;
 mod fleet_observe;
 mod fleet_process;
 mod fleet_report;
+mod fleet_setup;
 mod link;
 mod machine;
 mod many_contexts;
+mod options;
 mod stats;
 
 #[global_allocator]

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::bench::{Bench, Goal, Section, contexts, figure, progress};
 use crate::child::Side;
-use crate::driver::{Bench, Goal, Options, Section, contexts, figure, progress};
+use crate::options::Options;
 use crate::stats::Figure;
 
 /// From this many contexts on, the largest C is held to issue 11's goals for a thousand contexts.
