@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::{Bench, Goal, Section, progress};
 use crate::stats::Figure;
 
-/// The controller's name: its children carry it in [`CONTROLLER_LABEL`].
+/// The controller's name: its children carry it in [`CONTROLLER_LABEL`](kubeplex::CONTROLLER_LABEL).
 pub(crate) const CONTROLLER: &str = "child-cache-bench";
 pub(crate) const PARENT_CLUSTER: &str = "cluster-0";
 pub(crate) const CHILD_CLUSTER: &str = "cluster-1";
