@@ -18,6 +18,27 @@ pub enum Credential {
     Invalid,
 }
 
+/// Makes `context` in `kubeconfig` authenticate with `user` instead: a kubeconfig `user` object as JSON
+/// (`{"token": ..}`, `{"exec": {..}}`), for tests of credentials the environment does not issue itself.
+///
+/// # Panics
+/// When `kubeconfig` has no such context (or user), or `user` is not a kubeconfig user.
+pub fn set_user(kubeconfig: &mut Kubeconfig, context: &str, user: Value) {
+    let name = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone())
+        .unwrap_or_else(|| panic!("the kubeconfig has no context {context:?} with a user"));
+    let entry = kubeconfig
+        .auth_infos
+        .iter_mut()
+        .find(|a| a.name == name)
+        .unwrap_or_else(|| panic!("the kubeconfig has no user {name:?}"));
+    entry.auth_info = Some(serde_json::from_value(user).expect("a kubeconfig user"));
+}
+
 /// What the kubeconfig needs to know of one cluster.
 pub(crate) struct ClusterEntry<'a> {
     pub(crate) name: &'a str,

@@ -38,7 +38,7 @@ pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
 pub use builder::TestEnvBuilder;
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
-pub use kubeconfig::Credential;
+pub use kubeconfig::{Credential, set_user};
 pub use pki::NO_PERMISSIONS_USER;
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};

@@ -329,28 +329,14 @@ async fn a_failing_credential_plugin_is_named_without_its_output() {
     let prints_garbage = plugin("garbage", format!("echo 'token: {SECRET}\n  : ['"));
     let mut kubeconfig = env.kubeconfig().clone();
     for (context, command) in [("cluster-a", prints_garbage), ("cluster-b", exits_non_zero)] {
-        let user = kubeconfig
-            .contexts
-            .iter()
-            .find(|c| c.name == context)
-            .and_then(|c| c.context.as_ref())
-            .and_then(|c| c.user.clone())
-            .unwrap();
-        let entry = kubeconfig
-            .auth_infos
-            .iter_mut()
-            .find(|a| a.name == user)
-            .unwrap();
-        entry.auth_info = Some(
-            serde_json::from_value(serde_json::json!({
-                "exec": {
-                    "apiVersion": "client.authentication.k8s.io/v1",
-                    "command": command,
-                    "interactiveMode": "Never",
-                }
-            }))
-            .unwrap(),
-        );
+        let exec = serde_json::json!({
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": command,
+                "interactiveMode": "Never",
+            }
+        });
+        kubeplex_testenv::set_user(&mut kubeconfig, context, exec);
     }
     let (running, address) =
         start(Manager::with_kubeconfig(kubeconfig).controller(ConfigMaps)).await;

@@ -188,27 +188,6 @@ fn get(port: u16, path: &str) -> (u16, String) {
     (code, body)
 }
 
-/// Replaces the user of `context` in `kubeconfig` with `auth_info` (JSON).
-fn set_user(
-    kubeconfig: &mut kube::config::Kubeconfig,
-    context: &str,
-    auth_info: serde_json::Value,
-) {
-    let user = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == context)
-        .and_then(|c| c.context.as_ref())
-        .and_then(|c| c.user.clone())
-        .unwrap();
-    let entry = kubeconfig
-        .auth_infos
-        .iter_mut()
-        .find(|a| a.name == user)
-        .unwrap();
-    entry.auth_info = Some(serde_json::from_value(auth_info).unwrap());
-}
-
 /// Every credential of `kubeconfig`, in the forms it could leak in: as written (base64) and decoded.
 fn credentials(kubeconfig: &kube::config::Kubeconfig) -> Vec<String> {
     use base64::Engine as _;
@@ -259,7 +238,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     // First a credential plugin that fails for cluster-b: no client can be configured, so a required
     // context is missing and the operator stops at once, saying why.
     let mut with_plugin = env.kubeconfig().clone();
-    set_user(
+    kubeplex_testenv::set_user(
         &mut with_plugin,
         "cluster-b",
         serde_json::json!({ "exec": {
