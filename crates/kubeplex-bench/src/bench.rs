@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
 use serde::Serialize;
 
 use crate::child::{Outcome, Side, Spec};
@@ -158,4 +161,23 @@ pub(crate) fn contexts(count: usize, clusters: usize) -> Vec<(String, String)> {
 
 pub(crate) fn progress(message: &str) {
     eprintln!("[kubeplex-bench] {message}");
+}
+
+/// Creates namespace `name`; one that exists already is fine (a section may run after another).
+pub(crate) async fn create_namespace(client: &Client, name: &str) -> Result<(), String> {
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(format!("creating namespace {name}: {e}")),
+    }
 }

@@ -13,13 +13,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::Client;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{Bench, Goal, Section, progress};
+use crate::bench::{Bench, Goal, Section, create_namespace, progress};
 use crate::stats::Figure;
 
 /// The controller's name: its children carry it in [`CONTROLLER_LABEL`](kubeplex::CONTROLLER_LABEL).
@@ -245,24 +244,6 @@ fn report(
 
 fn kubeconfig(bench: &Bench) -> Result<Kubeconfig, String> {
     Kubeconfig::read_from(&bench.kubeconfig).map_err(|e| format!("reading the kubeconfig: {e}"))
-}
-
-async fn create_namespace(client: &Client, name: &str) -> Result<(), String> {
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    match Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(e) => Err(format!("creating namespace {name}: {e}")),
-    }
 }
 
 /// Runs one `__child_cache` process (under `KUBEPLEX_BENCH_CHILD_WRAPPER` if set) and reads its outcome.

@@ -8,11 +8,10 @@ use std::time::Instant;
 
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt};
 
-use crate::bench::{Goal, Section};
+use crate::bench::{Goal, Section, create_namespace};
 use crate::child::Side;
 use crate::fleet_app::{FleetApp, FleetAppSpec, PARENT_NAMESPACE};
 use crate::fleet_child::{FleetSpec, Reading, Synced};
@@ -92,25 +91,6 @@ async fn setup(host: &Host<'_>, options: &FleetOptions) -> Result<Clients, Strin
         children,
         servers,
     })
-}
-
-async fn create_namespace(client: &Client, name: &str) -> Result<(), String> {
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    match Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await
-    {
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        other => other
-            .map(drop)
-            .map_err(|e| format!("creating namespace {name}: {e}")),
-    }
 }
 
 pub fn child_namespaces(options: &FleetOptions) -> Vec<String> {

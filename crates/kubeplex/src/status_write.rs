@@ -131,6 +131,19 @@ mod tests {
     use crate::status::{ClusterState, ContextOutcome};
     use crate::test_engine::{CONTROL, engine, parent};
 
+    /// cluster-a synced, with one child.
+    fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {
+        [(
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                state: ClusterState::Ready,
+                children: 1,
+                message: None,
+            },
+        )]
+        .into()
+    }
+
     #[tokio::test]
     async fn a_parent_kind_without_a_status_subresource_is_detected_once_and_skipped() {
         let (client, requests) = fake_api::client(|_, _, _| {
@@ -141,15 +154,7 @@ mod tests {
             )
         });
         let engine = engine(client);
-        let outcomes: BTreeMap<String, ContextOutcome> = [(
-            "cluster-a".to_owned(),
-            ContextOutcome {
-                state: ClusterState::Ready,
-                children: 1,
-                message: None,
-            },
-        )]
-        .into();
+        let outcomes = ready_in_cluster_a();
         for _ in 0..3 {
             engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
         }
@@ -166,15 +171,7 @@ mod tests {
             )
         });
         let engine = engine(client);
-        let outcomes: BTreeMap<String, ContextOutcome> = [(
-            "cluster-a".to_owned(),
-            ContextOutcome {
-                state: ClusterState::Ready,
-                children: 1,
-                message: None,
-            },
-        )]
-        .into();
+        let outcomes = ready_in_cluster_a();
         engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
         engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
         assert_eq!(
