@@ -84,6 +84,9 @@ pub(crate) fn start<R: Reconcile>(
         debounce: shared_plan.debounce_delay().unwrap_or_default(),
         max_waiting: MAX_WAITING_FOR_A_WORKER,
         panic_retry: shared_plan.error_requeue_or_default(),
+        metrics: runtime
+            .metrics
+            .queue(&name, shared_plan.concurrency_limit().map(usize::from)),
     };
     let engine = Arc::new(Engine {
         reconciler,
@@ -101,7 +104,23 @@ pub(crate) fn start<R: Reconcile>(
     });
     async move {
         let sweep = tokio::spawn(engine.clone().sweep_orphans());
-        let work = move |request| engine.clone().reconcile(request);
+        let work = move |request: Request<R>| {
+            let engine = engine.clone();
+            async move {
+                let context = request.context;
+                let run = std::panic::AssertUnwindSafe(engine.clone().reconcile(request));
+                match futures::FutureExt::catch_unwind(run).await {
+                    Ok(next) => next,
+                    Err(panic) => {
+                        // Counted here, where the context is known; the executor retries the key.
+                        let (metrics, controller) = (&engine.runtime.metrics, engine.plan.name());
+                        metrics.panicked(controller, context.name());
+                        metrics.retried(controller);
+                        std::panic::resume_unwind(panic)
+                    }
+                }
+            }
+        };
         let span = tracing::info_span!("controller", controller = %name);
         tracing::Instrument::instrument(
             executor::run(stream::select_all(inputs), config, stop, work),

@@ -5,9 +5,9 @@
 //! run twice at once (it is held in the scheduler while it runs), requeues after each run, a bounded number
 //! of spawned runs waiting for a worker thread, and a stop that lets runs in flight finish.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::stream::{self, FuturesUnordered, StreamExt};
@@ -15,6 +15,8 @@ use futures::{Future, Stream};
 use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
+
+use crate::metrics::QueueMetrics;
 
 /// What a run asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +32,7 @@ pub(crate) enum Next {
 pub(crate) const MAX_REQUEUE: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// How the executor runs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct ExecutorConfig {
     /// The most runs at once; `None` is unbounded.
     pub(crate) concurrency: Option<usize>,
@@ -40,6 +42,8 @@ pub(crate) struct ExecutorConfig {
     pub(crate) max_waiting: usize,
     /// When a run panicked, retry the key after this long.
     pub(crate) panic_retry: Duration,
+    /// Where the queue's figures go (controller-runtime's `workqueue_*`).
+    pub(crate) metrics: QueueMetrics,
 }
 
 /// Runs `work` for every key from `inputs` until `stop` turns true, then waits for the runs in flight.
@@ -57,10 +61,22 @@ pub(crate) async fn run<K, W, F>(
     F: Future<Output = Next> + Send + 'static,
 {
     let (requeue, requeued) = mpsc::unbounded_channel::<ScheduleRequest<K>>();
+    let metrics = config.metrics.clone();
+    let waiting = Arc::new(Mutex::new(Waiting::default()));
     let requests = stream::select(
-        inputs.map(|message| ScheduleRequest {
-            message,
-            run_at: Instant::now(),
+        inputs.map({
+            let (waiting, metrics) = (waiting.clone(), metrics.clone());
+            move |message: K| {
+                let now = Instant::now();
+                metrics.adds.inc();
+                let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                waiting.arrived.entry(message.clone()).or_insert(now);
+                metrics.depth.set(gauge_value(waiting.arrived.len()));
+                ScheduleRequest {
+                    message,
+                    run_at: now,
+                }
+            }
         }),
         stream::poll_fn({
             let mut requeued = requeued;
@@ -99,10 +115,16 @@ pub(crate) async fn run<K, W, F>(
                 if running.capacity() > 64 && running.len() < running.capacity() / 4 {
                     running.shrink_to(running.len() * 2);
                 }
+                metrics.active.set(gauge_value(in_flight.len()));
                 if let Next::RequeueAfter(delay) = next {
+                    let run_at = deadline(Instant::now(), delay);
+                    metrics.adds.inc();
+                    let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                    waiting.requeued.insert(key.clone(), run_at);
+                    drop(waiting);
                     let _ = requeue.send(ScheduleRequest {
                         message: key,
-                        run_at: deadline(Instant::now(), delay),
+                        run_at,
                     });
                 }
             }
@@ -110,6 +132,10 @@ pub(crate) async fn run<K, W, F>(
             Step::Start(_) if *stop.borrow() => break,
             Step::Start(key) => {
                 running.insert(key.clone());
+                waiting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .started(&key, &metrics);
                 let pending = waiting_for_a_worker
                     .clone()
                     .acquire_owned()
@@ -121,13 +147,19 @@ pub(crate) async fn run<K, W, F>(
                     run.await
                 });
                 let retry = config.panic_retry;
+                let (clock, work_duration) =
+                    (metrics.running.clone(), metrics.work_duration.clone());
+                let (ticket, began) = (clock.start(), Instant::now());
                 in_flight.push(async move {
                     let next = task.await.unwrap_or_else(|panic| {
                         tracing::error!(error = %panic, "reconcile panicked; retrying later");
                         Next::RequeueAfter(retry)
                     });
+                    clock.finish(ticket);
+                    work_duration.observe(began.elapsed().as_secs_f64());
                     (key, next)
                 });
+                metrics.active.set(gauge_value(in_flight.len()));
             }
         }
     }
@@ -138,6 +170,44 @@ pub(crate) async fn run<K, W, F>(
         );
     }
     while in_flight.next().await.is_some() {}
+}
+
+/// Keys waiting to run, for the queue's figures: since when each waits (its arrival from the inputs, or the
+/// time its requeue was due). Depth counts arrivals only, as controller-runtime's queue does not count
+/// requeues before they are due.
+struct Waiting<K> {
+    arrived: HashMap<K, Instant>,
+    requeued: HashMap<K, Instant>,
+}
+
+impl<K> Default for Waiting<K> {
+    fn default() -> Self {
+        Self {
+            arrived: HashMap::new(),
+            requeued: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Eq + Hash> Waiting<K> {
+    /// `key` starts now: it waits no more, however it came.
+    fn started(&mut self, key: &K, metrics: &QueueMetrics) {
+        let now = Instant::now();
+        let arrived = self.arrived.remove(key);
+        let due = self.requeued.remove(key);
+        if let Some(since) = arrived.or(due) {
+            let waited = now.saturating_duration_since(since);
+            metrics.queue_duration.observe(waited.as_secs_f64());
+        }
+        metrics.depth.set(gauge_value(self.arrived.len()));
+        if self.arrived.capacity() > 64 && self.arrived.len() < self.arrived.capacity() / 4 {
+            self.arrived.shrink_to(self.arrived.len() * 2);
+        }
+    }
+}
+
+fn gauge_value(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 enum Step<K> {

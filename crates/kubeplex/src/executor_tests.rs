@@ -45,6 +45,7 @@ fn config(concurrency: Option<usize>) -> ExecutorConfig {
         debounce: Duration::ZERO,
         max_waiting: 64,
         panic_retry: Duration::from_secs(5),
+        metrics: QueueMetrics::default(),
     }
 }
 
@@ -293,4 +294,62 @@ async fn a_panicking_run_is_retried_and_the_executor_lives_on() {
         "retried after panic_retry (5 s)"
     );
     assert!(!executor.is_finished());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_queue_reports_depth_waits_adds_and_workers() {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = crate::metrics::Metrics::register(&mut registry);
+    let mut config = config(Some(1));
+    config.metrics = metrics.queue("apps", Some(1));
+    // One worker; each run takes 2 s; key 1 asks to run again after 10 s.
+    let h = start(
+        config,
+        |_| 2 * SECOND,
+        |key| {
+            if key == 1 {
+                Next::RequeueAfter(10 * SECOND)
+            } else {
+                Next::AwaitChange
+            }
+        },
+    );
+    for key in 1..=3 {
+        h.keys.send(key);
+    }
+    sleep(SECOND).await;
+    let scrape = || {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text
+    };
+    let labels = r#"{name="apps",controller="apps"}"#;
+    let text = scrape();
+    // Key 1 runs; 2 and 3 wait behind the single worker.
+    for line in [
+        format!("workqueue_depth{labels} 2"),
+        format!("workqueue_adds_total{labels} 3"),
+        r#"controller_runtime_active_workers{controller="apps"} 1"#.to_owned(),
+        format!("workqueue_longest_running_processor_seconds{labels} 1.0"),
+    ] {
+        assert!(text.contains(&line), "missing {line} in\n{text}");
+    }
+    sleep(6 * SECOND).await;
+    let text = scrape();
+    // Every key ran once; key 1 waits for its requeue, which is an add but not depth.
+    for line in [
+        format!("workqueue_depth{labels} 0"),
+        format!("workqueue_adds_total{labels} 4"),
+        format!("workqueue_work_duration_seconds_count{labels} 3"),
+        // Waits of 0, 2 and 4 s: the ones of 2 and 4 s are above the 1 s bucket.
+        format!(
+            r#"workqueue_queue_duration_seconds_bucket{{le="1.0",name="apps",controller="apps"}} 1"#
+        ),
+        format!("workqueue_queue_duration_seconds_sum{labels} 6.0"),
+        r#"controller_runtime_active_workers{controller="apps"} 0"#.to_owned(),
+    ] {
+        assert!(text.contains(&line), "missing {line} in\n{text}");
+    }
+    h.stop.send(true).unwrap();
+    h.executor.await.unwrap();
 }

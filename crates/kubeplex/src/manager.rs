@@ -15,7 +15,9 @@ use crate::controller::Reconcile;
 use crate::error::{Error, Result};
 use crate::health::{Health, HealthReport};
 use crate::in_cluster::IN_CLUSTER;
+use crate::metrics::Metrics;
 use crate::pool::{KubeconfigSource, PoolConfig};
+use crate::registration::Registration;
 use crate::runtime::Runtime;
 use crate::watches::WatchRegistry;
 
@@ -39,6 +41,7 @@ pub struct Manager {
     controllers: Vec<Box<dyn Registration>>,
     optional: BTreeSet<String>,
     probes: Option<String>,
+    registry: prometheus_client::registry::Registry,
     ping_interval: Duration,
 }
 
@@ -58,6 +61,7 @@ impl Manager {
             optional: BTreeSet::new(),
             probes: None,
             ping_interval: DEFAULT_PING_INTERVAL,
+            registry: prometheus_client::registry::Registry::default(),
         }
     }
 
@@ -95,7 +99,8 @@ impl Manager {
         self
     }
 
-    /// Serves `/startupz`, `/readyz` and `/livez` on `address`, e.g. `0.0.0.0:8080` (port 0 picks one).
+    /// Serves `/startupz`, `/readyz`, `/livez` and `/metrics` on `address`, e.g. `0.0.0.0:8080` (port 0 picks
+    /// one).
     pub fn probes(mut self, address: impl Into<String>) -> Self {
         self.probes = Some(address.into());
         self
@@ -104,6 +109,26 @@ impl Manager {
     /// How often each context's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
     pub fn ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
+        self
+    }
+
+    /// Registers metrics of your own, served with kubeplex's on `/metrics` ([docs/observability.md]).
+    ///
+    /// ```
+    /// use kubeplex::prometheus_client::metrics::counter::Counter;
+    ///
+    /// let deployed = Counter::<u64>::default();
+    /// let manager = kubeplex::Manager::new()
+    ///     .register_metrics(|registry| registry.register("myapp_deployed", "Apps deployed", deployed.clone()));
+    /// # let _ = manager;
+    /// ```
+    ///
+    /// [docs/observability.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/observability.md
+    pub fn register_metrics(
+        mut self,
+        register: impl FnOnce(&mut prometheus_client::registry::Registry),
+    ) -> Self {
+        register(&mut self.registry);
         self
     }
 
@@ -119,11 +144,23 @@ impl Manager {
     /// Fails only when a controller's plan is invalid, the probe address cannot be bound or no kubeconfig
     /// can be read at all; a context that cannot be configured is reported by [`Running::wait_started`]
     /// and the probes.
-    pub async fn start(self) -> Result<Running> {
+    pub async fn start(mut self) -> Result<Running> {
         for registration in &self.controllers {
             registration.check()?;
         }
         let health = Arc::new(Health::default());
+        let metrics = Metrics::register(&mut self.registry);
+        let up = health.clone();
+        metrics.contexts_up(move || {
+            let report = up.report();
+            let up = |c: &crate::ContextReport| c.status == crate::ContextStatus::Ready;
+            report
+                .contexts
+                .iter()
+                .map(|(name, c)| (name.clone(), up(c)))
+                .collect()
+        });
+        let registry = Arc::new(std::mem::take(&mut self.registry));
         let mut contexts: Vec<String> = Vec::new();
         for registration in &self.controllers {
             for context in registration.contexts() {
@@ -144,8 +181,8 @@ impl Manager {
                 };
                 let listener = TcpListener::bind(address).await.map_err(probe_error)?;
                 let bound = listener.local_addr().map_err(probe_error)?;
-                background.spawn(crate::probes::serve(listener, health.clone()));
-                tracing::info!(address = %bound, "serving /startupz /readyz /livez");
+                background.spawn(crate::probes::serve(listener, health.clone(), registry));
+                tracing::info!(address = %bound, "serving /startupz /readyz /livez /metrics");
                 Some(bound)
             }
             None => None,
@@ -178,11 +215,13 @@ impl Manager {
             .configs()
             .map(|(context, config)| (context.to_owned(), config.clone()))
             .collect();
-        let pings = crate::ping::start(targets, health.clone(), self.ping_interval);
+        let pings =
+            crate::ping::start(targets, health.clone(), self.ping_interval, metrics.clone());
         let runtime = Arc::new(Runtime {
             pool,
-            watches: WatchRegistry::new(health.clone()),
+            watches: WatchRegistry::new(health.clone(), metrics.clone()),
             health: health.clone(),
+            metrics,
         });
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();
@@ -347,60 +386,6 @@ async fn supervise(
     };
     tracing::error!(%controller, %reason, "controller stopped; /livez now fails");
     health.controller_ended(&controller, reason);
-}
-
-/// A controller the manager runs, with its type erased.
-trait Registration: Send {
-    /// The controller's name.
-    fn name(&self) -> String;
-    /// Whether its plan can work.
-    fn check(&self) -> Result<()>;
-    /// The names of every context it needs.
-    fn contexts(&self) -> Vec<String>;
-    /// Opens its watches and returns its loop.
-    fn start(
-        self: Box<Self>,
-        runtime: Arc<Runtime>,
-        stop: watch::Receiver<bool>,
-    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
-}
-
-impl<R: Reconcile> Registration for R {
-    fn name(&self) -> String {
-        R::plan().name().to_owned()
-    }
-
-    fn check(&self) -> Result<()> {
-        let plan = R::plan();
-        match plan.problem() {
-            Some(reason) => Err(Error::InvalidPlan {
-                controller: plan.name().to_owned(),
-                reason,
-            }),
-            None => Ok(()),
-        }
-    }
-
-    fn contexts(&self) -> Vec<String> {
-        R::plan()
-            .all_contexts()
-            .iter()
-            .map(|c| c.name().to_owned())
-            .collect()
-    }
-
-    fn start(
-        self: Box<Self>,
-        runtime: Arc<Runtime>,
-        stop: watch::Receiver<bool>,
-    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(crate::controller_loop::start(
-            *self,
-            R::plan(),
-            runtime,
-            stop,
-        ))
-    }
 }
 
 #[cfg(test)]

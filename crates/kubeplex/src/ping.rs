@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::chain;
 use crate::health::Health;
+use crate::metrics::Metrics;
 
 /// How often each context's API server is asked for `/version` by default.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
@@ -26,6 +27,7 @@ pub(crate) fn start(
     targets: Vec<(String, kube::Config)>,
     health: Arc<Health>,
     interval: Duration,
+    metrics: Metrics,
 ) -> Pings {
     if targets.is_empty() {
         return Pings { _stop: None };
@@ -44,7 +46,7 @@ pub(crate) fn start(
             runtime.block_on(async move {
                 let mut pings = tokio::task::JoinSet::new();
                 for (context, config) in targets {
-                    pings.spawn(ping(context, config, health.clone(), interval));
+                    pings.spawn(ping(context, config, health.clone(), interval, metrics.clone()));
                 }
                 // Ends when the manager stops or is dropped.
                 let _ = stopped.await;
@@ -57,16 +59,24 @@ pub(crate) fn start(
 }
 
 /// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
-async fn ping(context: String, config: kube::Config, health: Arc<Health>, interval: Duration) {
+async fn ping(
+    context: String,
+    config: kube::Config,
+    health: Arc<Health>,
+    interval: Duration,
+    metrics: Metrics,
+) {
     // Spread over the first interval: a thousand contexts do not build clients and shake hands at once
     // (at startup, when the watches are listing, least of all). The watches report a dead server sooner.
     tokio::time::sleep(first_delay(&context, interval)).await;
     let mut last: Option<String> = None;
     loop {
+        let began = tokio::time::Instant::now();
         let problem = match kube::Client::try_from(config.clone()) {
             Ok(client) => answer(&client).await,
             Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
         };
+        metrics.pinged(&context, problem.is_none(), began.elapsed());
         if problem != last {
             match &problem {
                 Some(problem) => tracing::warn!(%context, %problem, "ping failed"),
@@ -154,6 +164,7 @@ mod tests {
             vec![("cluster-a".into(), config)],
             health.clone(),
             Duration::from_millis(200),
+            Metrics::default(),
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let before = answered.load(Ordering::SeqCst);

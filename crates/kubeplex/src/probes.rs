@@ -1,4 +1,5 @@
-//! The probe server: `/startupz`, `/readyz` and `/livez`, each answering JSON.
+//! The probe server: `/startupz`, `/readyz` and `/livez`, each answering JSON, and `/metrics` (OpenMetrics
+//! text of the manager's registry).
 //!
 //! The port is unauthenticated and reachable by anything in the cluster network, so the server defends
 //! itself: at most [`MAX_CONNECTIONS`] at once (a new one closes the oldest that never sent a request),
@@ -23,7 +24,15 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::task::AbortHandle;
 
+use prometheus_client::registry::Registry;
+
 use crate::health::Health;
+
+/// What the routes read.
+struct Served {
+    health: Arc<Health>,
+    registry: Arc<Registry>,
+}
 
 /// The most connections served at once; kubelet needs one per probe.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
@@ -35,8 +44,8 @@ pub(crate) const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 /// Serves the probes until the task is aborted.
-pub(crate) async fn serve(listener: TcpListener, health: Arc<Health>) {
-    let router = routes(health);
+pub(crate) async fn serve(listener: TcpListener, health: Arc<Health>, registry: Arc<Registry>) {
+    let router = routes(health, registry);
     let mut open = Connections::default();
     let mut backoff = Duration::ZERO;
     loop {
@@ -129,22 +138,38 @@ impl Connections {
 }
 
 /// The probe routes; GET routes answer HEAD too, other methods 405.
-fn routes(health: Arc<Health>) -> Router {
+fn routes(health: Arc<Health>, registry: Arc<Registry>) -> Router {
     Router::new()
         .route("/startupz", get(startupz))
         .route("/readyz", get(readyz))
         .route("/livez", get(livez))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
-        .with_state(health)
+        .with_state(Arc::new(Served { health, registry }))
 }
 
-async fn startupz(State(health): State<Arc<Health>>) -> Response {
-    let report = health.report();
+/// The content type of OpenMetrics text, which Prometheus asks for and parses.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+async fn metrics(State(served): State<Arc<Served>>) -> Response {
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &served.registry) {
+        Ok(()) => (StatusCode::OK, [("content-type", OPENMETRICS)], text).into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "encoding the metrics failed",
+        )
+            .into_response(),
+    }
+}
+
+async fn startupz(State(served): State<Arc<Served>>) -> Response {
+    let report = served.health.report();
     contexts_answer(report.started, &report)
 }
 
-async fn readyz(State(health): State<Arc<Health>>) -> Response {
-    let report = health.report();
+async fn readyz(State(served): State<Arc<Served>>) -> Response {
+    let report = served.health.report();
     contexts_answer(report.ready, &report)
 }
 
@@ -161,8 +186,8 @@ fn contexts_answer(passing: bool, report: &crate::HealthReport) -> Response {
 
 /// Liveness asks whether this process works, not whether remote clusters do: restarting the operator
 /// cannot fix a cluster that is down. It fails only when a controller's loop has ended.
-async fn livez(State(health): State<Arc<Health>>) -> Response {
-    let dead = health.liveness_problems();
+async fn livez(State(served): State<Arc<Served>>) -> Response {
+    let dead = served.health.liveness_problems();
     let body = if dead.is_empty() {
         serde_json::json!({ "status": "ok" })
     } else {
@@ -172,8 +197,7 @@ async fn livez(State(health): State<Arc<Health>>) -> Response {
 }
 
 async fn not_found() -> Response {
-    let body =
-        serde_json::json!({ "error": "not found; the probes are /startupz, /readyz and /livez" });
+    let body = serde_json::json!({ "error": "not found; the paths are /startupz, /readyz, /livez and /metrics" });
     (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
 }
 
@@ -200,7 +224,10 @@ mod tests {
             .uri(path)
             .body(axum::body::Body::empty())
             .unwrap();
-        let response = routes(health).oneshot(request).await.unwrap();
+        let response = routes(health, Arc::default())
+            .oneshot(request)
+            .await
+            .unwrap();
         let status = response.status();
         let body = axum::body::to_bytes(response.into_body(), 1 << 20)
             .await
@@ -224,10 +251,12 @@ mod tests {
             call("DELETE", "/livez").await.0,
             StatusCode::METHOD_NOT_ALLOWED
         );
+        let (status, body) = call("GET", "/metrics").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "# EOF\n"));
         let (status, body) = call("GET", "/metrics.php").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         assert!(
-            body.contains("the probes are /startupz, /readyz and /livez"),
+            body.contains("the paths are /startupz, /readyz, /livez and /metrics"),
             "{body}"
         );
     }
@@ -239,7 +268,10 @@ mod tests {
         let request = axum::http::Request::get("/livez")
             .body(axum::body::Body::empty())
             .unwrap();
-        let response = routes(health).oneshot(request).await.unwrap();
+        let response = routes(health, Arc::default())
+            .oneshot(request)
+            .await
+            .unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         let body = axum::body::to_bytes(response.into_body(), 1 << 20)
             .await

@@ -1,8 +1,9 @@
-//! What every controller of a manager shares: the client pool, the watches, and the health state.
+//! What every controller of a manager shares: the client pool, the watches, the health state and the metrics.
 
 use std::sync::Arc;
 
 use crate::health::Health;
+use crate::metrics::Metrics;
 use crate::pool::ClientPool;
 use crate::watches::WatchRegistry;
 
@@ -11,4 +12,5 @@ pub(crate) struct Runtime {
     pub(crate) pool: ClientPool,
     pub(crate) watches: WatchRegistry,
     pub(crate) health: Arc<Health>,
+    pub(crate) metrics: Metrics,
 }

@@ -57,8 +57,9 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
     let health = Arc::new(Health::default());
     let runtime = Arc::new(Runtime {
         pool: ClientPool::from_clients([("control", client.clone()), ("cluster-a", client)]),
-        watches: WatchRegistry::new(health.clone()),
+        watches: WatchRegistry::new(health.clone(), Default::default()),
         health,
+        metrics: Default::default(),
     });
     let plan = TestController::plan();
     Engine {

@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use crate::backoff::RetryBackoff;
 use crate::health::{Health, WatchHealth};
 use crate::key_queue::{KeySender, KeyStream, key_queue};
+use crate::metrics::{Metrics, WatchMetrics};
 use crate::resource::{ApiScope, PrimaryResource, kind_label};
 
 /// What identifies a watch: two requests with the same key share one watch and one cache.
@@ -224,15 +225,17 @@ pub(crate) struct WatchRegistry {
     tasks: Mutex<JoinSet<()>>,
     opened: AtomicUsize,
     health: Arc<Health>,
+    metrics: Metrics,
 }
 
 impl WatchRegistry {
-    pub(crate) fn new(health: Arc<Health>) -> Self {
+    pub(crate) fn new(health: Arc<Health>, metrics: Metrics) -> Self {
         Self {
             watches: Mutex::default(),
             tasks: Mutex::new(JoinSet::new()),
             opened: AtomicUsize::new(0),
             health,
+            metrics,
         }
     }
 
@@ -279,11 +282,20 @@ impl WatchRegistry {
             kind_label::<K>(),
             K::plural(&()).into_owned(),
         );
+        let metrics =
+            self.metrics
+                .watch(&key.context, &kind_label::<K>(), key.namespace.as_deref());
         let events = watcher::watcher(api, config)
             .modify(transform)
             .reflect(writer);
         self.opened.fetch_add(1, Ordering::Relaxed);
-        let task = run(events, watch.clone(), health, RetryBackoff::default());
+        let task = run(
+            events,
+            watch.clone(),
+            health,
+            metrics,
+            RetryBackoff::default(),
+        );
         self.tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -327,6 +339,7 @@ async fn run<K: PrimaryResource>(
     events: impl Stream<Item = Result<Event<K>, watcher::Error>>,
     watch: Arc<SharedWatch<K>>,
     health: WatchHealth,
+    metrics: WatchMetrics,
     mut backoff: RetryBackoff,
 ) {
     futures::pin_mut!(events);
@@ -356,6 +369,8 @@ async fn run<K: PrimaryResource>(
                 for object in &listed {
                     watch.publish(&Change::Applied(object));
                 }
+                metrics.event();
+                metrics.objects.set(gauge_value(listed.len()));
                 health.synced();
             }
             Ok(Event::Apply(object)) => {
@@ -363,14 +378,21 @@ async fn run<K: PrimaryResource>(
                 health.working();
                 watch.index_applied(&object);
                 watch.publish(&Change::Applied(&object));
+                metrics.event();
+                metrics.applied.inc();
+                metrics.objects.set(gauge_value(watch.store.len()));
             }
             Ok(Event::Delete(object)) => {
                 backoff.reset();
                 health.working();
                 watch.index_deleted(&object);
                 watch.publish(&Change::Deleted(&object));
+                metrics.event();
+                metrics.deleted.inc();
+                metrics.objects.set(gauge_value(watch.store.len()));
             }
             Err(error) => {
+                metrics.restarted(crate::trouble::watch_failure_label(&error));
                 health.failed(&error);
                 if !crate::health::is_expired(&error) {
                     tokio::time::sleep(backoff.next_delay()).await;
@@ -378,6 +400,10 @@ async fn run<K: PrimaryResource>(
             }
         }
     }
+}
+
+fn gauge_value(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

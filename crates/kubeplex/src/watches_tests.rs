@@ -28,6 +28,16 @@ async fn drive(
     index_label: Option<&'static str>,
     before: impl FnOnce(&SharedWatch<ConfigMap>),
 ) -> Arc<SharedWatch<ConfigMap>> {
+    drive_measured(events, index_label, before, &Metrics::default()).await
+}
+
+/// [`drive`], recording into `metrics`.
+async fn drive_measured(
+    events: Vec<Result<Event<ConfigMap>, watcher::Error>>,
+    index_label: Option<&'static str>,
+    before: impl FnOnce(&SharedWatch<ConfigMap>),
+    metrics: &Metrics,
+) -> Arc<SharedWatch<ConfigMap>> {
     let (store, writer) = reflector::store();
     let watch = Arc::new(SharedWatch::new(store, index_label));
     before(&watch);
@@ -41,6 +51,7 @@ async fn drive(
         stream::iter(events).reflect(writer),
         watch.clone(),
         health,
+        metrics.watch("test", "ConfigMap/v1", Some("ns")),
         RetryBackoff::default(),
     )
     .await;
@@ -163,7 +174,13 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
     );
     let _ = tokio::time::timeout(
         Duration::from_secs(60),
-        run(events, watch, health, RetryBackoff::default()),
+        run(
+            events,
+            watch,
+            health,
+            Metrics::default().watch("test", "ConfigMap/v1", None),
+            RetryBackoff::default(),
+        ),
     )
     .await;
     let attempts = attempts.lock().unwrap().clone();
@@ -178,4 +195,31 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
         gaps.iter().all(|g| *g < Duration::from_secs(16)),
         "and is capped: {gaps:?}"
     );
+}
+
+#[tokio::test]
+async fn events_objects_and_restarts_are_counted_per_watch() {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let mut events = listed(vec![config_map("a", "1", None), config_map("b", "1", None)]);
+    events.push(Ok(Event::Apply(config_map("c", "1", None))));
+    events.push(Ok(Event::Apply(config_map("a", "2", None))));
+    events.push(Ok(Event::Delete(config_map("b", "1", None))));
+    let gone = kube::core::Status {
+        code: 410,
+        ..Default::default()
+    };
+    events.push(Err(watcher::Error::WatchError(Box::new(gone))));
+    drive_measured(events, None, |_| {}, &metrics).await;
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let labels = r#"context="test",kind="ConfigMap/v1",namespace="ns""#;
+    for line in [
+        format!(r#"kubeplex_watch_events_total{{{labels},type="applied"}} 2"#),
+        format!(r#"kubeplex_watch_events_total{{{labels},type="deleted"}} 1"#),
+        format!(r#"kubeplex_cache_objects{{{labels}}} 2"#),
+        format!(r#"kubeplex_watch_restarts_total{{{labels},reason="expired"}} 1"#),
+    ] {
+        assert!(text.contains(&line), "missing {line} in\n{text}");
+    }
 }

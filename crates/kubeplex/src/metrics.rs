@@ -1,0 +1,603 @@
+//! Prometheus metrics: controller-runtime's names (so its dashboards and alerts carry over) with a `context`
+//! label, and kubeplex's own per context. Families are created once per manager and registered in its
+//! registry; the layers above take cheap handles (a family is an `Arc`), resolved once per watch or queue
+//! where they are hot. Figures that only make sense at scrape time (how long the oldest run has been
+//! running, how old a cache's last event is, whether a context is up) are read then, by [`Live`].
+//!
+//! Label sets are bounded by the plan: controller × context × kind × namespace, never per object.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::time::Instant;
+
+/// A label set: names with their values.
+pub(crate) type Labels<const N: usize> = [(&'static str, String); N];
+
+type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
+
+/// controller-runtime's reconcile time buckets: 5 ms to 60 s.
+const RECONCILE_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS)
+}
+
+/// controller-runtime's workqueue buckets: 10 ns to 1 000 s, ×10.
+fn queue_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1e-8, 10.0, 12))
+}
+
+/// Pings take milliseconds to the 5 s timeout.
+fn ping_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 14))
+}
+
+/// Every metric family of a manager.
+#[derive(Clone)]
+pub(crate) struct Metrics {
+    reconciles: Family<Labels<3>, Counter>,
+    reconcile_errors: Family<Labels<2>, Counter>,
+    reconcile_panics: Family<Labels<2>, Counter>,
+    reconcile_time: Histograms<2>,
+    active_workers: Family<Labels<1>, Gauge>,
+    max_concurrent: Family<Labels<1>, Gauge>,
+    queue_depth: Family<Labels<2>, Gauge>,
+    queue_adds: Family<Labels<2>, Counter>,
+    queue_duration: Histograms<2>,
+    work_duration: Histograms<2>,
+    queue_retries: Family<Labels<2>, Counter>,
+    healthchecks: Family<Labels<2>, Counter>,
+    ping_seconds: Histograms<1>,
+    watch_events: Family<Labels<4>, Counter>,
+    watch_restarts: Family<Labels<4>, Counter>,
+    cache_objects: Family<Labels<3>, Gauge>,
+    children_applied: Family<Labels<4>, Counter>,
+    children_pruned: Family<Labels<3>, Counter>,
+    deletion_blocked: Family<Labels<2>, Gauge>,
+    live: Arc<Live>,
+}
+
+/// The outcome of a reconcile, as `controller_runtime_reconcile_total` labels it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Done; runs again on the next change.
+    Success,
+    /// Failed (an error from the reconciler, or a panic).
+    Error,
+    /// Done, and asked to run again after a delay.
+    Requeue,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Error => "error",
+            Outcome::Requeue => "requeue",
+        }
+    }
+}
+
+impl Default for Metrics {
+    /// Families registered nowhere: for parts built without a manager (unit tests).
+    fn default() -> Self {
+        Self::register(&mut Registry::default())
+    }
+}
+
+impl Metrics {
+    /// Creates every family and registers it (and the scrape-time collector) in `registry`.
+    pub(crate) fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            reconciles: Family::default(),
+            reconcile_errors: Family::default(),
+            reconcile_panics: Family::default(),
+            reconcile_time: Family::new_with_constructor(reconcile_histogram),
+            active_workers: Family::default(),
+            max_concurrent: Family::default(),
+            queue_depth: Family::default(),
+            queue_adds: Family::default(),
+            queue_duration: Family::new_with_constructor(queue_histogram),
+            work_duration: Family::new_with_constructor(queue_histogram),
+            queue_retries: Family::default(),
+            healthchecks: Family::default(),
+            ping_seconds: Family::new_with_constructor(ping_histogram),
+            watch_events: Family::default(),
+            watch_restarts: Family::default(),
+            cache_objects: Family::default(),
+            children_applied: Family::default(),
+            children_pruned: Family::default(),
+            deletion_blocked: Family::default(),
+            live: Arc::default(),
+        };
+        let m = metrics.clone();
+        let r = registry;
+        r.register(
+            "controller_runtime_reconcile",
+            "Reconciles per controller, context and result (success, error, requeue)",
+            m.reconciles,
+        );
+        r.register(
+            "controller_runtime_reconcile_errors",
+            "Reconciles that failed, per controller and context",
+            m.reconcile_errors,
+        );
+        r.register(
+            "controller_runtime_reconcile_panics",
+            "Reconciles that panicked, per controller and context",
+            m.reconcile_panics,
+        );
+        r.register(
+            "controller_runtime_reconcile_time_seconds",
+            "How long reconciles took (children and status included), per controller and context",
+            m.reconcile_time,
+        );
+        r.register(
+            "controller_runtime_active_workers",
+            "Reconciles running now, per controller",
+            m.active_workers,
+        );
+        r.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "The controller's concurrency limit (0: none)",
+            m.max_concurrent,
+        );
+        r.register(
+            "workqueue_depth",
+            "Keys that arrived from a watch and wait to run",
+            m.queue_depth,
+        );
+        r.register(
+            "workqueue_adds",
+            "Keys added to the queue: arrivals from watches and requeues",
+            m.queue_adds,
+        );
+        r.register(
+            "workqueue_queue_duration_seconds",
+            "How long a key waited from its arrival (or its requeue time) to its run",
+            m.queue_duration,
+        );
+        r.register(
+            "workqueue_work_duration_seconds",
+            "How long a run took",
+            m.work_duration,
+        );
+        r.register(
+            "workqueue_retries",
+            "Runs retried after a failure or a panic",
+            m.queue_retries,
+        );
+        r.register(
+            "kubeplex_context_healthchecks",
+            "Pings of each context's API server, per result (success, failure)",
+            m.healthchecks,
+        );
+        r.register(
+            "kubeplex_context_ping_seconds",
+            "How long each context's API server took to answer a ping",
+            m.ping_seconds,
+        );
+        r.register(
+            "kubeplex_watch_events",
+            "Objects each watch received, per type (applied, deleted)",
+            m.watch_events,
+        );
+        r.register(
+            "kubeplex_watch_restarts",
+            "Watch failures that made it reconnect or relist, per reason",
+            m.watch_restarts,
+        );
+        r.register(
+            "kubeplex_cache_objects",
+            "Objects in each watch's cache",
+            m.cache_objects,
+        );
+        r.register(
+            "kubeplex_children_applied",
+            "Children applied per controller, context, kind and result (success, error, conflict)",
+            m.children_applied,
+        );
+        r.register(
+            "kubeplex_children_pruned",
+            "Children deleted because their parent no longer declares them, or is gone",
+            m.children_pruned,
+        );
+        r.register(
+            "kubeplex_parent_deletion_blocked",
+            "Parents whose deletion waits for this unreachable context",
+            m.deletion_blocked,
+        );
+        r.register_collector(Box::new(m.live));
+        metrics
+    }
+
+    /// Records one finished reconcile of `controller` in `context`.
+    pub(crate) fn reconciled(
+        &self,
+        controller: &str,
+        context: &str,
+        outcome: Outcome,
+        took: Duration,
+    ) {
+        let labels = [
+            ("controller", controller.to_owned()),
+            ("context", context.to_owned()),
+        ];
+        self.reconcile_time
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        if outcome == Outcome::Error {
+            self.reconcile_errors.get_or_create(&labels).inc();
+        }
+        let [controller, context] = labels;
+        self.reconciles
+            .get_or_create(&[controller, context, ("result", outcome.label().to_owned())])
+            .inc();
+    }
+
+    /// Records a reconcile of `controller` in `context` that panicked (also counted as an error).
+    pub(crate) fn panicked(&self, controller: &str, context: &str) {
+        let labels = [
+            ("controller", controller.to_owned()),
+            ("context", context.to_owned()),
+        ];
+        self.reconcile_panics.get_or_create(&labels).inc();
+        self.reconcile_errors.get_or_create(&labels).inc();
+        let [controller, context] = labels;
+        self.reconciles
+            .get_or_create(&[controller, context, ("result", "error".to_owned())])
+            .inc();
+    }
+
+    /// A run of `controller` failed (or panicked) and is retried.
+    pub(crate) fn retried(&self, controller: &str) {
+        let labels = [
+            ("name", controller.to_owned()),
+            ("controller", controller.to_owned()),
+        ];
+        self.queue_retries.get_or_create(&labels).inc();
+    }
+
+    /// The handles of one controller's queue; `concurrency` `None` is unbounded.
+    pub(crate) fn queue(&self, controller: &str, concurrency: Option<usize>) -> QueueMetrics {
+        let labels = [
+            ("name", controller.to_owned()),
+            ("controller", controller.to_owned()),
+        ];
+        let worker = [("controller", controller.to_owned())];
+        let limit = concurrency.map_or(0, |c| i64::try_from(c).unwrap_or(i64::MAX));
+        self.max_concurrent.get_or_create(&worker).set(limit);
+        let running = Arc::new(RunClock::default());
+        self.live
+            .lock_runs()
+            .push((labels.clone(), Arc::downgrade(&running)));
+        QueueMetrics {
+            depth: self.queue_depth.get_or_create_owned(&labels),
+            adds: self.queue_adds.get_or_create_owned(&labels),
+            queue_duration: self.queue_duration.get_or_create_owned(&labels),
+            work_duration: self.work_duration.get_or_create_owned(&labels),
+            active: self.active_workers.get_or_create_owned(&worker),
+            running,
+        }
+    }
+
+    /// The handles of one watch (`namespace` `None`: all namespaces, labelled "").
+    pub(crate) fn watch(&self, context: &str, kind: &str, namespace: Option<&str>) -> WatchMetrics {
+        let labels: Labels<3> = [
+            ("context", context.to_owned()),
+            ("kind", kind.to_owned()),
+            ("namespace", namespace.unwrap_or("").to_owned()),
+        ];
+        let event = |kind: &str| {
+            let [c, k, n] = labels.clone();
+            self.watch_events
+                .get_or_create_owned(&[c, k, n, ("type", kind.to_owned())])
+        };
+        let clock = Arc::new(EventClock::default());
+        self.live
+            .lock_watches()
+            .push((labels.clone(), Arc::downgrade(&clock)));
+        WatchMetrics {
+            applied: event("applied"),
+            deleted: event("deleted"),
+            objects: self.cache_objects.get_or_create_owned(&labels),
+            restarts: self.watch_restarts.clone(),
+            labels,
+            clock,
+        }
+    }
+
+    /// Records a ping of `context`: whether it answered, and how long it took.
+    pub(crate) fn pinged(&self, context: &str, answered: bool, took: Duration) {
+        let result = if answered { "success" } else { "failure" };
+        self.healthchecks
+            .get_or_create(&[
+                ("context", context.to_owned()),
+                ("result", result.to_owned()),
+            ])
+            .inc();
+        if answered {
+            self.ping_seconds
+                .get_or_create(&[("context", context.to_owned())])
+                .observe(took.as_secs_f64());
+        }
+    }
+
+    /// Records children applied by `controller` in `context`: `result` is success, error or conflict.
+    pub(crate) fn children_applied(
+        &self,
+        controller: &str,
+        context: &str,
+        kind: &str,
+        result: &str,
+        count: u64,
+    ) {
+        if count > 0 {
+            let labels = [
+                ("controller", controller.to_owned()),
+                ("context", context.to_owned()),
+                ("kind", kind.to_owned()),
+                ("result", result.to_owned()),
+            ];
+            self.children_applied.get_or_create(&labels).inc_by(count);
+        }
+    }
+
+    /// Records children deleted by `controller` in `context`.
+    pub(crate) fn children_pruned(&self, controller: &str, context: &str, kind: &str, count: u64) {
+        if count > 0 {
+            let labels = [
+                ("controller", controller.to_owned()),
+                ("context", context.to_owned()),
+                ("kind", kind.to_owned()),
+            ];
+            self.children_pruned.get_or_create(&labels).inc_by(count);
+        }
+    }
+
+    /// The gauge of parents of `controller` whose deletion waits for `context`.
+    pub(crate) fn deletion_blocked(&self, controller: &str, context: &str) -> Gauge {
+        let labels = [
+            ("controller", controller.to_owned()),
+            ("context", context.to_owned()),
+        ];
+        self.deletion_blocked.get_or_create_owned(&labels)
+    }
+
+    /// Reads `kubeplex_context_up` at each scrape from `contexts` (each context and whether it is up).
+    pub(crate) fn contexts_up(
+        &self,
+        contexts: impl Fn() -> Vec<(String, bool)> + Send + Sync + 'static,
+    ) {
+        *self
+            .live
+            .contexts_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(contexts));
+    }
+}
+
+/// One queue's handles, for the executor (which knows nothing of Kubernetes).
+#[derive(Clone)]
+pub(crate) struct QueueMetrics {
+    pub(crate) depth: Gauge,
+    pub(crate) adds: Counter,
+    pub(crate) queue_duration: Histogram,
+    pub(crate) work_duration: Histogram,
+    pub(crate) active: Gauge,
+    pub(crate) running: Arc<RunClock>,
+}
+
+impl Default for QueueMetrics {
+    /// Handles registered nowhere (for executors run without a manager).
+    fn default() -> Self {
+        Self {
+            depth: Gauge::default(),
+            adds: Counter::default(),
+            queue_duration: queue_histogram(),
+            work_duration: queue_histogram(),
+            active: Gauge::default(),
+            running: Arc::default(),
+        }
+    }
+}
+
+/// When each run in flight started, read at scrape time (a stuck run shows as a growing age even when
+/// nothing else happens).
+#[derive(Default)]
+pub(crate) struct RunClock {
+    next: AtomicU64,
+    started: Mutex<std::collections::HashMap<u64, Instant>>,
+}
+
+impl RunClock {
+    /// A run starts now; returns its ticket for [`finish`](Self::finish).
+    pub(crate) fn start(&self) -> u64 {
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(ticket, Instant::now());
+        ticket
+    }
+
+    /// The run with `ticket` ended.
+    pub(crate) fn finish(&self, ticket: u64) {
+        self.lock().remove(&ticket);
+    }
+
+    /// The oldest run's age and the sum of every run's age, in seconds.
+    fn ages(&self, now: Instant) -> (f64, f64) {
+        self.lock()
+            .values()
+            .fold((0.0, 0.0), |(longest, sum), started| {
+                let age = now.saturating_duration_since(*started).as_secs_f64();
+                (f64::max(longest, age), sum + age)
+            })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Instant>> {
+        self.started.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One watch's handles.
+pub(crate) struct WatchMetrics {
+    pub(crate) applied: Counter,
+    pub(crate) deleted: Counter,
+    pub(crate) objects: Gauge,
+    restarts: Family<Labels<4>, Counter>,
+    labels: Labels<3>,
+    clock: Arc<EventClock>,
+}
+
+impl WatchMetrics {
+    /// An event arrived now.
+    pub(crate) fn event(&self) {
+        self.clock.tick();
+    }
+
+    /// The watch failed and retries; `reason` is a short word (`unreachable`, `forbidden`, …).
+    pub(crate) fn restarted(&self, reason: &'static str) {
+        let [c, k, n] = self.labels.clone();
+        self.restarts
+            .get_or_create(&[c, k, n, ("reason", reason.to_owned())])
+            .inc();
+    }
+}
+
+/// When a watch last received an event, as milliseconds since the clock's creation.
+struct EventClock {
+    origin: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Default for EventClock {
+    fn default() -> Self {
+        Self {
+            origin: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl EventClock {
+    fn tick(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Seconds since the last event (since the watch started, before any).
+    fn age(&self, now: Instant) -> f64 {
+        let last = self.origin + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        now.saturating_duration_since(last).as_secs_f64()
+    }
+}
+
+type ContextsUp = Box<dyn Fn() -> Vec<(String, bool)> + Send + Sync>;
+
+/// The figures read at scrape time. Sources are held weakly: a queue or watch that ends drops out.
+#[derive(Default)]
+pub(crate) struct Live {
+    runs: Mutex<Vec<(Labels<2>, Weak<RunClock>)>>,
+    watches: Mutex<Vec<(Labels<3>, Weak<EventClock>)>>,
+    contexts_up: Mutex<Option<ContextsUp>>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Live")
+    }
+}
+
+impl Live {
+    fn lock_runs(&self) -> std::sync::MutexGuard<'_, Vec<(Labels<2>, Weak<RunClock>)>> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_watches(&self) -> std::sync::MutexGuard<'_, Vec<(Labels<3>, Weak<EventClock>)>> {
+        self.watches.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Collector for Live {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let now = Instant::now();
+        let mut runs = self.lock_runs();
+        runs.retain(|(_, clock)| clock.strong_count() > 0);
+        let ages: Vec<(&Labels<2>, (f64, f64))> = runs
+            .iter()
+            .filter_map(|(labels, clock)| Some((labels, clock.upgrade()?.ages(now))))
+            .collect();
+        gauge_family(
+            &mut encoder,
+            "workqueue_longest_running_processor_seconds",
+            "How long the longest run in flight has been running",
+            ages.iter()
+                .map(|(labels, (longest, _))| ((*labels).clone(), *longest)),
+        )?;
+        gauge_family(
+            &mut encoder,
+            "workqueue_unfinished_work_seconds",
+            "How long the runs in flight have been running, summed",
+            ages.iter()
+                .map(|(labels, (_, sum))| ((*labels).clone(), *sum)),
+        )?;
+        drop(ages);
+        drop(runs);
+
+        let mut watches = self.lock_watches();
+        watches.retain(|(_, clock)| clock.strong_count() > 0);
+        let ages: Vec<(&Labels<3>, f64)> = watches
+            .iter()
+            .filter_map(|(labels, clock)| Some((labels, clock.upgrade()?.age(now))))
+            .collect();
+        gauge_family(
+            &mut encoder,
+            "kubeplex_cache_last_event_age_seconds",
+            "Seconds since each watch's last event (grows when a watch is stuck, or its objects are quiet)",
+            ages.into_iter().map(|(labels, age)| (labels.clone(), age)),
+        )?;
+        drop(watches);
+
+        let up = self.contexts_up.lock().unwrap_or_else(|e| e.into_inner());
+        let contexts = up.as_ref().map(|read| read()).unwrap_or_default();
+        gauge_family(
+            &mut encoder,
+            "kubeplex_context_up",
+            "1 when the context is ready (client configured, API server answering, every watch listed), else 0",
+            contexts
+                .into_iter()
+                .map(|(context, up)| ([("context", context)], if up { 1.0 } else { 0.0 })),
+        )
+    }
+}
+
+/// Encodes one gauge family from `(labels, value)` pairs.
+fn gauge_family<L: prometheus_client::encoding::EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    values: impl Iterator<Item = (L, f64)>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in values {
+        ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

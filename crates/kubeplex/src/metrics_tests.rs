@@ -1,0 +1,111 @@
+use super::*;
+
+fn scrape(registry: &Registry) -> String {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    text
+}
+
+#[test]
+fn reconciles_are_counted_per_context_and_result() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    metrics.reconciled(
+        "apps",
+        "cluster-a",
+        Outcome::Success,
+        Duration::from_millis(20),
+    );
+    metrics.reconciled(
+        "apps",
+        "cluster-a",
+        Outcome::Requeue,
+        Duration::from_millis(20),
+    );
+    metrics.reconciled("apps", "cluster-b", Outcome::Error, Duration::from_secs(2));
+    metrics.panicked("apps", "cluster-b");
+    let text = scrape(&registry);
+    for line in [
+        r#"controller_runtime_reconcile_total{controller="apps",context="cluster-a",result="success"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="apps",context="cluster-a",result="requeue"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="apps",context="cluster-b",result="error"} 2"#,
+        r#"controller_runtime_reconcile_errors_total{controller="apps",context="cluster-b"} 2"#,
+        r#"controller_runtime_reconcile_panics_total{controller="apps",context="cluster-b"} 1"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.025",controller="apps",context="cluster-a"} 2"#,
+        r#"controller_runtime_reconcile_time_seconds_count{controller="apps",context="cluster-b"} 1"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+    assert!(text.ends_with("# EOF\n"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn running_times_and_watch_ages_are_read_at_scrape_time() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let queue = metrics.queue("apps", Some(4));
+    let watch = metrics.watch("cluster-a", "Deployment.apps/v1", Some("team-a"));
+    let first = queue.running.start();
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let _second = queue.running.start();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let text = scrape(&registry);
+    let labels = r#"{name="apps",controller="apps"}"#;
+    assert!(
+        text.contains(&format!(
+            "workqueue_longest_running_processor_seconds{labels} 4.0"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("workqueue_unfinished_work_seconds{labels} 5.0")),
+        "{text}"
+    );
+    let age = r#"kubeplex_cache_last_event_age_seconds{context="cluster-a",kind="Deployment.apps/v1",namespace="team-a"}"#;
+    assert!(text.contains(&format!("{age} 4.0")), "{text}");
+    assert!(
+        text.contains(r#"controller_runtime_max_concurrent_reconciles{controller="apps"} 4"#),
+        "{text}"
+    );
+
+    watch.event();
+    queue.running.finish(first);
+    tokio::time::advance(Duration::from_secs(2)).await;
+    let text = scrape(&registry);
+    assert!(text.contains(&format!("{age} 2.0")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "workqueue_longest_running_processor_seconds{labels} 3.0"
+        )),
+        "{text}"
+    );
+
+    // A watch that ends drops out of the scrape.
+    drop(watch);
+    assert!(!scrape(&registry).contains(age));
+}
+
+#[test]
+fn context_up_comes_from_the_health_report_at_scrape_time() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let read = up.clone();
+    metrics.contexts_up(move || {
+        vec![
+            ("cluster-a".into(), true),
+            ("cluster-b".into(), read.load(Ordering::Relaxed)),
+        ]
+    });
+    assert!(scrape(&registry).contains(r#"kubeplex_context_up{context="cluster-b"} 1"#));
+    up.store(false, Ordering::Relaxed);
+    let text = scrape(&registry);
+    assert!(
+        text.contains(r#"kubeplex_context_up{context="cluster-b"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"kubeplex_context_up{context="cluster-a"} 1"#),
+        "{text}"
+    );
+}
