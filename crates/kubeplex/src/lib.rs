@@ -75,6 +75,8 @@ mod contexts_macro;
 mod error;
 mod key_queue;
 mod logging;
+mod metrics;
+mod metrics_live;
 mod ownership;
 mod redact;
 mod resource;
@@ -107,12 +109,17 @@ mod trigger;
 mod manager;
 mod ping;
 mod probes;
+mod registration;
 mod signals;
 
 #[cfg(test)]
 mod fake_api;
 #[cfg(test)]
 mod test_engine;
+
+// Span export over OTLP, off by default (docs/observability.md).
+#[cfg(feature = "otlp")]
+pub mod otlp;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -155,6 +162,9 @@ pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use kubeplex_macros::controller;
 pub use logging::DEFAULT_LOG_FILTER;
 pub use manager::{Manager, Running};
+/// The Prometheus client kubeplex registers its metrics with, for registering your own
+/// ([`Manager::register_metrics`]).
+pub use prometheus_client;
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
