@@ -283,6 +283,7 @@ fn manifests_are_complete_and_least_privileged() {
             "RoleBinding",
             "Secret",
             "Deployment",
+            "Service",
         ],
     );
     assert_kinds_present(
@@ -300,6 +301,7 @@ fn manifests_are_complete_and_least_privileged() {
                 "RoleBinding",
                 "Secret",
                 "Deployment",
+                "Service",
             ][..],
         ),
         (
@@ -454,6 +456,30 @@ fn manifests_are_complete_and_least_privileged() {
             );
         }
     }
+
+    // The Service a ServiceMonitor scrapes /metrics through: the probe port of the Deployment's Pods
+    // (tests/dashboard.rs checks the ServiceMonitor and the scrape annotations against it).
+    let service = one(
+        &control,
+        "Service",
+        Some(OPERATOR_NAMESPACE),
+        "kubeplex-fleet",
+    );
+    let selector = service.value["spec"]["selector"]
+        .as_object()
+        .expect("the Service has a selector");
+    for (key, value) in selector {
+        assert_eq!(
+            &deployment.value["spec"]["template"]["metadata"]["labels"][key], value,
+            "the Service selects {key}={value}, which the operator's Pods lack"
+        );
+    }
+    assert_eq!(
+        service.value["spec"]["ports"],
+        json!([{ "name": "metrics", "port": 8080, "targetPort": "probes", "protocol": "TCP" }])
+    );
+    assert_eq!(probe_port(container, "readinessProbe"), 8080);
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], "probes");
 
     let volume = pod["volumes"]
         .as_array()
