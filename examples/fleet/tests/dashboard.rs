@@ -1,0 +1,753 @@
+//! The monitoring files in `examples/fleet/deploy/monitoring/` use only the metrics the runtime exports.
+//!
+//! The Grafana dashboard, the alert rules and docs/observability.md are checked against one list of metric
+//! names, types and labels (`METRICS`, as `/metrics` exposes them: docs/observability.md). A renamed metric
+//! or label fails here until the list and every file that uses it are changed together. The ServiceMonitor
+//! cannot be dry-run (the test clusters have no Prometheus Operator CRDs), so it is checked against the
+//! Service and Deployment of `deploy/control/`, which `tests/deploy_manifests.rs` dry-runs.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Type {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Every metric `/metrics` exposes: name (counters with their `_total`), type, labels.
+const METRICS: &[(&str, Type, &[&str])] = &[
+    // controller-runtime compatible, plus `context`.
+    (
+        "controller_runtime_reconcile_total",
+        Type::Counter,
+        &["controller", "context", "result"],
+    ),
+    (
+        "controller_runtime_reconcile_errors_total",
+        Type::Counter,
+        &["controller", "context"],
+    ),
+    (
+        "controller_runtime_reconcile_panics_total",
+        Type::Counter,
+        &["controller", "context"],
+    ),
+    (
+        "controller_runtime_reconcile_time_seconds",
+        Type::Histogram,
+        &["controller", "context"],
+    ),
+    (
+        "controller_runtime_active_workers",
+        Type::Gauge,
+        &["controller"],
+    ),
+    (
+        "controller_runtime_max_concurrent_reconciles",
+        Type::Gauge,
+        &["controller"],
+    ),
+    // The work queue, per controller (`name` is the controller's name).
+    ("workqueue_depth", Type::Gauge, &["name", "controller"]),
+    (
+        "workqueue_adds_total",
+        Type::Counter,
+        &["name", "controller"],
+    ),
+    (
+        "workqueue_queue_duration_seconds",
+        Type::Histogram,
+        &["name", "controller"],
+    ),
+    (
+        "workqueue_work_duration_seconds",
+        Type::Histogram,
+        &["name", "controller"],
+    ),
+    (
+        "workqueue_retries_total",
+        Type::Counter,
+        &["name", "controller"],
+    ),
+    (
+        "workqueue_longest_running_processor_seconds",
+        Type::Gauge,
+        &["name", "controller"],
+    ),
+    (
+        "workqueue_unfinished_work_seconds",
+        Type::Gauge,
+        &["name", "controller"],
+    ),
+    // kubeplex's own, per context.
+    ("kubeplex_context_up", Type::Gauge, &["context"]),
+    (
+        "kubeplex_context_healthchecks_total",
+        Type::Counter,
+        &["context", "result"],
+    ),
+    (
+        "kubeplex_context_ping_seconds",
+        Type::Histogram,
+        &["context"],
+    ),
+    (
+        "kubeplex_watch_events_total",
+        Type::Counter,
+        &["context", "kind", "namespace", "type"],
+    ),
+    (
+        "kubeplex_watch_restarts_total",
+        Type::Counter,
+        &["context", "kind", "namespace", "reason"],
+    ),
+    (
+        "kubeplex_cache_objects",
+        Type::Gauge,
+        &["context", "kind", "namespace"],
+    ),
+    (
+        "kubeplex_cache_last_event_age_seconds",
+        Type::Gauge,
+        &["context", "kind", "namespace"],
+    ),
+    (
+        "kubeplex_children_applied_total",
+        Type::Counter,
+        &["controller", "context", "kind", "result"],
+    ),
+    (
+        "kubeplex_children_pruned_total",
+        Type::Counter,
+        &["controller", "context", "kind"],
+    ),
+    (
+        "kubeplex_parent_deletion_blocked",
+        Type::Gauge,
+        &["controller", "context"],
+    ),
+];
+
+/// The labels of a series name as PromQL sees it (a histogram's `_bucket` has `le` too), or `None` when no
+/// exported metric has series of that name (a histogram's bare name has none).
+fn series_labels(series: &str) -> Option<BTreeSet<&'static str>> {
+    for &(name, kind, labels) in METRICS {
+        let mut labels: BTreeSet<&'static str> = labels.iter().copied().collect();
+        if kind != Type::Histogram {
+            if series == name {
+                return Some(labels);
+            }
+            continue;
+        }
+        match series.strip_prefix(name) {
+            Some("_bucket") => {
+                labels.insert("le");
+                return Some(labels);
+            }
+            Some("_sum" | "_count") => return Some(labels),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// PromQL functions and aggregations the files may use.
+const FUNCTIONS: &[&str] = &[
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "count",
+    "topk",
+    "bottomk",
+    "rate",
+    "irate",
+    "increase",
+    "delta",
+    "deriv",
+    "histogram_quantile",
+    "max_over_time",
+    "min_over_time",
+    "avg_over_time",
+    "changes",
+    "resets",
+    "absent",
+    "clamp_min",
+    "clamp_max",
+    "abs",
+    "time",
+    "timestamp",
+    "vector",
+];
+/// Keywords followed by a parenthesised list of labels.
+const GROUPINGS: &[&str] = &[
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+];
+/// Keywords that stand alone.
+const KEYWORDS: &[&str] = &["and", "or", "unless", "bool", "offset"];
+
+/// What a PromQL expression refers to.
+#[derive(Debug, Default)]
+struct Refs {
+    /// Series names, each with the label names of its selector (`{...}`) and their values.
+    series: Vec<(String, Vec<(String, String)>)>,
+    /// Labels named in `by (...)`, `without (...)`, `on (...)`, ...
+    grouping: Vec<String>,
+    functions: Vec<String>,
+}
+
+fn ident_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_' || c == ':'
+}
+
+fn ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == ':'
+}
+
+/// A small PromQL lexer: enough to find every metric name, label name and function of an expression, so that
+/// each one can be checked. Panics, naming the expression, on what it does not understand.
+fn refs(expr: &str) -> Refs {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut refs = Refs::default();
+    let mut i = 0;
+    let skip_space = |i: &mut usize| {
+        while *i < chars.len() && chars[*i].is_whitespace() {
+            *i += 1;
+        }
+    };
+    let ident = |i: &mut usize| -> String {
+        let start = *i;
+        while *i < chars.len() && ident_char(chars[*i]) {
+            *i += 1;
+        }
+        chars[start..*i].iter().collect()
+    };
+    let string = |i: &mut usize| -> String {
+        let quote = chars[*i];
+        let start = *i + 1;
+        *i += 1;
+        while *i < chars.len() && chars[*i] != quote {
+            if chars[*i] == '\\' {
+                *i += 1;
+            }
+            *i += 1;
+        }
+        assert!(*i < chars.len(), "{expr}: unterminated string");
+        *i += 1;
+        chars[start..*i - 1].iter().collect()
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() || "(),+-*/%^=!<>".contains(c) {
+            i += 1;
+        } else if c == '"' || c == '\'' || c == '`' {
+            string(&mut i);
+        } else if c == '[' {
+            // A range or subquery: a duration or a variable such as $__rate_interval.
+            let end = chars[i..]
+                .iter()
+                .position(|&c| c == ']')
+                .unwrap_or_else(|| panic!("{expr}: unclosed ["));
+            i += end + 1;
+        } else if c == '$' {
+            // A Grafana variable outside a string, e.g. `$__rate_interval` in `[...]` (already skipped) or
+            // `${var}`.
+            i += 1;
+            if i < chars.len() && chars[i] == '{' {
+                while i < chars.len() && chars[i] != '}' {
+                    i += 1;
+                }
+                i += 1;
+            } else {
+                ident(&mut i);
+            }
+        } else if c.is_ascii_digit() || c == '.' {
+            // A number, or a duration after `offset`.
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+        } else if c == '{' {
+            panic!("{expr}: a selector without a metric name (`{{...}}` alone) cannot be checked");
+        } else if ident_start(c) {
+            let word = ident(&mut i);
+            let mut after = i;
+            skip_space(&mut after);
+            let next = chars.get(after).copied();
+            if GROUPINGS.contains(&word.as_str()) {
+                if next == Some('(') {
+                    let close = chars[after..]
+                        .iter()
+                        .position(|&c| c == ')')
+                        .unwrap_or_else(|| panic!("{expr}: unclosed {word} ("));
+                    let list: String = chars[after + 1..after + close].iter().collect();
+                    refs.grouping.extend(
+                        list.split(',')
+                            .map(str::trim)
+                            .filter(|l| !l.is_empty())
+                            .map(str::to_owned),
+                    );
+                    i = after + close + 1;
+                }
+            } else if KEYWORDS.contains(&word.as_str()) {
+            } else if next == Some('(') || FUNCTIONS.contains(&word.as_str()) {
+                // A function call, or an aggregation followed by `by (...)` or `without (...)`.
+                refs.functions.push(word);
+            } else {
+                let mut matchers = Vec::new();
+                if next == Some('{') {
+                    i = after + 1;
+                    loop {
+                        skip_space(&mut i);
+                        match chars.get(i) {
+                            Some('}') => {
+                                i += 1;
+                                break;
+                            }
+                            Some(',') => i += 1,
+                            Some(&c) if ident_start(c) => {
+                                let label = ident(&mut i);
+                                skip_space(&mut i);
+                                while i < chars.len() && "=!~".contains(chars[i]) {
+                                    i += 1;
+                                }
+                                skip_space(&mut i);
+                                assert!(
+                                    i < chars.len() && "\"'`".contains(chars[i]),
+                                    "{expr}: label {label} without a quoted value"
+                                );
+                                matchers.push((label, string(&mut i)));
+                            }
+                            other => {
+                                panic!("{expr}: unexpected {other:?} in the selector of {word}")
+                            }
+                        }
+                    }
+                }
+                refs.series.push((word, matchers));
+            }
+        } else {
+            panic!("{expr}: unexpected {c:?}");
+        }
+    }
+    refs
+}
+
+/// Every name in `expr` is an exported series with its labels, or a known function; grouping labels are
+/// labels of its series. Returns the series names.
+fn check_expr(origin: &str, expr: &str) -> BTreeSet<String> {
+    let refs = refs(expr);
+    assert!(!refs.series.is_empty(), "{origin}: `{expr}` uses no metric");
+    for function in &refs.functions {
+        assert!(
+            FUNCTIONS.contains(&function.as_str()),
+            "{origin}: `{expr}`: unknown function {function}"
+        );
+    }
+    let mut all_labels = BTreeSet::new();
+    for (series, matchers) in &refs.series {
+        let labels = series_labels(series).unwrap_or_else(|| {
+            panic!("{origin}: `{expr}`: {series} is not a series the operator exports")
+        });
+        for (label, _) in matchers {
+            assert!(
+                labels.contains(label.as_str()),
+                "{origin}: `{expr}`: {series} has no label {label} (it has {labels:?})"
+            );
+        }
+        all_labels.extend(labels);
+    }
+    for label in &refs.grouping {
+        assert!(
+            all_labels.contains(label.as_str()),
+            "{origin}: `{expr}`: groups by {label}, a label none of its metrics has"
+        );
+    }
+    refs.series.into_iter().map(|(name, _)| name).collect()
+}
+
+fn monitoring(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/monitoring")
+        .join(file)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn dashboard() -> Value {
+    let path = monitoring("grafana-dashboard.json");
+    serde_json::from_str(&read(&path))
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Every panel, rows' nested panels included, rows themselves excluded.
+fn panels(dashboard: &Value) -> Vec<&Value> {
+    fn walk<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+        for panel in panels.as_array().into_iter().flatten() {
+            if panel["type"] == "row" {
+                walk(&panel["panels"], out);
+            } else {
+                out.push(panel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&dashboard["panels"], &mut out);
+    out
+}
+
+fn title(panel: &Value) -> &str {
+    panel["title"].as_str().expect("every panel has a title")
+}
+
+fn exprs(panel: &Value) -> Vec<&str> {
+    panel["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["expr"].as_str())
+        .collect()
+}
+
+#[test]
+fn the_lexer_finds_metrics_labels_and_functions() {
+    let found = refs(
+        r#"histogram_quantile(0.99, sum by (context, le) (rate(kubeplex_context_ping_seconds_bucket{context=~"$context", x!="a}b"}[$__rate_interval]))) > bool 0.5 offset 5m"#,
+    );
+    assert_eq!(
+        found.series,
+        [(
+            "kubeplex_context_ping_seconds_bucket".to_owned(),
+            vec![
+                ("context".to_owned(), "$context".to_owned()),
+                ("x".to_owned(), "a}b".to_owned())
+            ]
+        )]
+    );
+    assert_eq!(found.grouping, ["context", "le"]);
+    assert_eq!(found.functions, ["histogram_quantile", "sum", "rate"]);
+    let found = refs("max_over_time(kubeplex_context_up[5m]) == 0");
+    assert_eq!(found.series, [("kubeplex_context_up".to_owned(), vec![])]);
+    assert_eq!(found.functions, ["max_over_time"]);
+}
+
+#[test]
+#[should_panic(expected = "is not a series the operator exports")]
+fn a_renamed_metric_fails() {
+    check_expr("test", "sum(rate(controller_runtime_reconciles_total[5m]))");
+}
+
+#[test]
+#[should_panic(expected = "is not a series the operator exports")]
+fn a_histogram_without_suffix_fails() {
+    check_expr("test", "controller_runtime_reconcile_time_seconds");
+}
+
+#[test]
+#[should_panic(expected = "has no label cluster")]
+fn a_renamed_label_fails() {
+    check_expr("test", r#"kubeplex_context_up{cluster="cluster-b"}"#);
+}
+
+#[test]
+#[should_panic(expected = "a label none of its metrics has")]
+fn grouping_by_an_unknown_label_fails() {
+    check_expr("test", "sum by (cluster) (kubeplex_context_up)");
+}
+
+#[test]
+fn every_panel_queries_known_metrics_only() {
+    let dashboard = dashboard();
+    let panels = panels(&dashboard);
+    assert!(panels.len() >= 9, "only {} panels", panels.len());
+    let mut ids = BTreeSet::new();
+    let mut titles = BTreeSet::new();
+    for panel in &panels {
+        let title = title(panel);
+        assert!(titles.insert(title), "two panels titled {title:?}");
+        assert!(
+            ids.insert(panel["id"].as_i64().expect("a numeric panel id")),
+            "{title}: duplicate id"
+        );
+        let exprs = exprs(panel);
+        assert!(!exprs.is_empty(), "{title}: no target with an expr");
+        // The data source is the variable, so the dashboard works with whatever Prometheus it is given.
+        assert_eq!(panel["datasource"]["uid"], "${DS_PROMETHEUS}", "{title}");
+        for target in panel["targets"].as_array().unwrap() {
+            assert_eq!(target["datasource"]["uid"], "${DS_PROMETHEUS}", "{title}");
+            assert_eq!(target["datasource"]["type"], "prometheus", "{title}");
+        }
+        for expr in exprs {
+            let origin = format!("panel {title:?}");
+            check_expr(&origin, expr);
+            // The $context selector filters every series that has a context.
+            for (series, matchers) in refs(expr).series {
+                if series_labels(&series).unwrap().contains("context") {
+                    assert!(
+                        matchers
+                            .iter()
+                            .any(|(label, value)| label == "context" && value == "$context"),
+                        "{origin}: `{expr}`: {series} is not filtered by context=~\"$context\""
+                    );
+                }
+            }
+        }
+        for key in ["x", "y", "w", "h"] {
+            assert!(
+                panel["gridPos"][key].is_u64(),
+                "{title}: gridPos.{key} missing"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_required_panels_exist() {
+    let dashboard = dashboard();
+    let panels = panels(&dashboard);
+    let required = [
+        ("Context up", "kubeplex_context_up"),
+        (
+            "Reconcile rate by context",
+            "controller_runtime_reconcile_total",
+        ),
+        (
+            "Reconcile errors by context",
+            "controller_runtime_reconcile_errors_total",
+        ),
+        (
+            "Reconcile latency p50 / p99",
+            "controller_runtime_reconcile_time_seconds_bucket",
+        ),
+        ("Queue depth", "workqueue_depth"),
+        (
+            "Cache objects per context and kind",
+            "kubeplex_cache_objects",
+        ),
+        ("Blocked deletions", "kubeplex_parent_deletion_blocked"),
+        ("Watch restarts", "kubeplex_watch_restarts_total"),
+        ("Ping latency p99", "kubeplex_context_ping_seconds_bucket"),
+    ];
+    for (wanted, metric) in required {
+        let panel = panels
+            .iter()
+            .find(|p| title(p) == wanted)
+            .unwrap_or_else(|| panic!("no panel titled {wanted:?}"));
+        let used: BTreeSet<String> = exprs(panel)
+            .into_iter()
+            .flat_map(|e| check_expr(wanted, e))
+            .collect();
+        assert!(used.contains(metric), "{wanted}: does not query {metric}");
+    }
+    let latency = panels
+        .iter()
+        .find(|p| title(p) == "Reconcile latency p50 / p99")
+        .unwrap();
+    let compact: Vec<String> = exprs(latency)
+        .iter()
+        .map(|e| e.split_whitespace().collect())
+        .collect();
+    for quantile in ["0.5", "0.99"] {
+        let wanted = format!("histogram_quantile({quantile},sumby(context,le)");
+        assert!(
+            compact.iter().any(|e| e.starts_with(&wanted)),
+            "the latency panel has no p{quantile} by context: {compact:?}"
+        );
+    }
+}
+
+#[test]
+fn the_variables_are_the_data_source_and_the_context() {
+    let dashboard = dashboard();
+    let variables = dashboard["templating"]["list"]
+        .as_array()
+        .expect("templating.list");
+    let variable = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no variable {name}"))
+    };
+    let source = variable("DS_PROMETHEUS");
+    assert_eq!(source["type"], "datasource");
+    assert_eq!(source["query"], "prometheus");
+
+    let context = variable("context");
+    assert_eq!(context["type"], "query");
+    assert_eq!(context["datasource"]["uid"], "${DS_PROMETHEUS}");
+    assert_eq!(context["multi"], true);
+    assert_eq!(context["includeAll"], true);
+    // Grafana's `label_values(metric, label)`: the metric must have the label.
+    let query = context["query"]["query"].as_str().expect("query.query");
+    assert_eq!(context["definition"], query);
+    let (metric, label) = query
+        .strip_prefix("label_values(")
+        .and_then(|q| q.strip_suffix(')'))
+        .and_then(|q| q.split_once(','))
+        .unwrap_or_else(|| panic!("not label_values(metric, label): {query}"));
+    let labels = series_labels(metric.trim())
+        .unwrap_or_else(|| panic!("the context variable reads {metric}, which is not exported"));
+    assert_eq!(label.trim(), "context");
+    assert!(labels.contains("context"));
+
+    // Import through the UI asks for the data source once.
+    assert_eq!(dashboard["__inputs"][0]["name"], "DS_PROMETHEUS");
+    assert_eq!(dashboard["__inputs"][0]["pluginId"], "prometheus");
+    assert!(dashboard["uid"].is_string() && dashboard["title"].is_string());
+}
+
+fn yaml(path: &Path) -> Vec<Value> {
+    serde_saphyr::from_multiple(&read(path))
+        .unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", path.display()))
+}
+
+#[test]
+fn the_alert_rules_parse_and_use_known_metrics() {
+    let documents = yaml(&monitoring("alerts.yaml"));
+    assert_eq!(documents.len(), 1);
+    let rule = &documents[0];
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(rule["kind"], "PrometheusRule");
+    assert_eq!(rule["metadata"]["namespace"], "kubeplex-system");
+    let mut alerts = Vec::new();
+    for group in rule["spec"]["groups"].as_array().expect("spec.groups") {
+        assert!(group["name"].is_string());
+        for rule in group["rules"].as_array().expect("rules") {
+            let name = rule["alert"].as_str().expect("alert");
+            let expr = rule["expr"].as_str().expect("expr");
+            let used = check_expr(&format!("alert {name}"), expr);
+            for key in ["summary", "description"] {
+                assert!(
+                    rule["annotations"][key].is_string(),
+                    "{name}: annotations.{key}"
+                );
+            }
+            assert!(rule["labels"]["severity"].is_string(), "{name}: severity");
+            alerts.push((name, used, rule["for"].as_str()));
+        }
+    }
+    // What docs/observability.md promises.
+    let find = |wanted: &str| {
+        alerts
+            .iter()
+            .find(|(name, _, _)| *name == wanted)
+            .unwrap_or_else(|| panic!("no alert {wanted}"))
+    };
+    let (_, used, duration) = find("KubeplexContextDown");
+    assert!(used.contains("kubeplex_context_up"));
+    assert_eq!(*duration, Some("5m"));
+    let (_, used, duration) = find("KubeplexDeletionBlocked");
+    assert!(used.contains("kubeplex_parent_deletion_blocked"));
+    assert_eq!(*duration, Some("30m"));
+}
+
+#[test]
+fn the_service_monitor_scrapes_the_operators_service() {
+    let documents = yaml(&monitoring("servicemonitor.yaml"));
+    assert_eq!(documents.len(), 1);
+    let monitor = &documents[0];
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(monitor["kind"], "ServiceMonitor");
+
+    let control = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/control");
+    let service = yaml(&control.join("50-service.yaml")).remove(0);
+    assert_eq!(service["kind"], "Service");
+    let deployment = yaml(&control.join("40-deployment.yaml")).remove(0);
+    assert_eq!(deployment["kind"], "Deployment");
+
+    // The ServiceMonitor selects the Service, in its namespace, by a port name it has.
+    let namespace = &service["metadata"]["namespace"];
+    assert_eq!(&monitor["metadata"]["namespace"], namespace);
+    let names = monitor["spec"]["namespaceSelector"]["matchNames"]
+        .as_array()
+        .expect("namespaceSelector.matchNames");
+    assert!(names.contains(namespace));
+    let selector = monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("selector.matchLabels");
+    assert!(!selector.is_empty());
+    for (key, value) in selector {
+        assert_eq!(
+            &service["metadata"]["labels"][key], value,
+            "the Service lacks the label {key}={value}"
+        );
+    }
+    let endpoints = monitor["spec"]["endpoints"].as_array().expect("endpoints");
+    assert_eq!(endpoints.len(), 1);
+    let endpoint = &endpoints[0];
+    assert_eq!(endpoint["path"], "/metrics");
+    let ports = service["spec"]["ports"].as_array().expect("ports");
+    let port = ports
+        .iter()
+        .find(|p| p["name"] == endpoint["port"])
+        .unwrap_or_else(|| panic!("the Service has no port named {}", endpoint["port"]));
+
+    // The Service reaches the probe port, where /metrics is served; so does the Pod's scrape annotation.
+    let pod = &deployment["spec"]["template"];
+    for (key, value) in service["spec"]["selector"].as_object().expect("selector") {
+        assert_eq!(&pod["metadata"]["labels"][key], value);
+    }
+    let container = &pod["spec"]["containers"][0];
+    let probes = container["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == port["targetPort"])
+        .unwrap_or_else(|| panic!("no container port named {}", port["targetPort"]));
+    let number = probes["containerPort"].as_i64().unwrap();
+    assert_eq!(
+        container["readinessProbe"]["httpGet"]["port"],
+        port["targetPort"]
+    );
+    let annotations = &pod["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], number.to_string());
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
+    assert!(
+        service["metadata"]["annotations"]["prometheus.io/scrape"].is_null(),
+        "annotations on both the Pod and the Service scrape the operator twice"
+    );
+}
+
+#[test]
+fn the_docs_describe_every_metric_and_no_other() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/observability.md");
+    let doc = read(&path);
+    for &(name, _, _) in METRICS {
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "docs/observability.md does not describe {name}"
+        );
+    }
+    // Names with the metrics' prefixes that are not metrics would be stale documentation.
+    let words = doc.split(|c: char| !ident_char(c));
+    for word in words {
+        if [
+            "controller_runtime_",
+            "workqueue_",
+            "kubeplex_context_",
+            "kubeplex_watch_",
+            "kubeplex_cache_",
+            "kubeplex_children_",
+            "kubeplex_parent_",
+        ]
+        .iter()
+        .any(|prefix| word.starts_with(prefix))
+        {
+            assert!(
+                series_labels(word).is_some() || METRICS.iter().any(|(name, _, _)| *name == word),
+                "docs/observability.md names {word}, which is not exported"
+            );
+        }
+    }
+}
