@@ -1,6 +1,8 @@
 //! Children in one cluster: applying the desired ones, pruning the rest, removing them all when the parent
 //! goes. Nothing here knows the controller's types; the engine calls it once per child context.
 
+use std::sync::Mutex;
+
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
@@ -10,6 +12,7 @@ use kube::api::{
 use crate::cx::DesiredChild;
 use crate::engine::ChildWatch;
 use crate::error::chain;
+use crate::events::Note;
 use crate::ownership::{PARENT_UID_LABEL, ParentRef};
 use crate::status::{ClusterState, ContextOutcome};
 use crate::trouble::{is_transport, transport};
@@ -42,10 +45,68 @@ pub(crate) fn failure(context: &str, error: &kube::Error, what: &str) -> Context
     }
 }
 
+/// What became of a child in another cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Change {
+    Created,
+    Updated,
+    Pruned,
+}
+
+/// The children a sync changed, in every context, as they happen (so that a context cut off by its cap
+/// still reports what it did before).
+#[derive(Default)]
+pub(crate) struct Changes(Mutex<Vec<(String, Change, String)>>);
+
+impl Changes {
+    fn push(&self, context: &str, change: Change, place: String) {
+        let mut changes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        changes.push((context.to_owned(), change, place));
+    }
+
+    /// One event per context and kind of change, naming the cluster and the children (`ChildCreated`,
+    /// `ChildUpdated`, `ChildPruned`); an event repeated with the same children is a series.
+    pub(crate) fn notes(self) -> Vec<Note> {
+        let mut grouped: std::collections::BTreeMap<(String, Change), Vec<String>> =
+            Default::default();
+        for (context, change, place) in self.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            grouped.entry((context, change)).or_default().push(place);
+        }
+        grouped
+            .into_iter()
+            .map(|((context, change), places)| {
+                let (reason, action, done) = match change {
+                    Change::Created => ("ChildCreated", "Apply", "created"),
+                    Change::Updated => ("ChildUpdated", "Apply", "updated"),
+                    Change::Pruned => ("ChildPruned", "Delete", "deleted (no longer desired)"),
+                };
+                let message = format!("{done} in {context}: {}", places.join(", "));
+                Note::normal(reason, action, message.clone()).about(message)
+            })
+            .collect()
+    }
+}
+
+/// What applying did to a child that was `before` (as the cache or the server had it): created, changed
+/// (a new generation, or for kinds without one a new resourceVersion), or nothing.
+fn change_of(before: Option<&ObjectMeta>, after: &ObjectMeta) -> Option<Change> {
+    let Some(before) = before else {
+        return Some(Change::Created);
+    };
+    if before.uid.is_some() && after.uid.is_some() && before.uid != after.uid {
+        return Some(Change::Created);
+    }
+    let changed = match (before.generation, after.generation) {
+        (Some(old), Some(new)) => old != new,
+        _ => before.resource_version != after.resource_version,
+    };
+    changed.then_some(Change::Updated)
+}
+
 /// Whose a child is, as far as this parent is concerned.
 enum Claim {
-    /// Absent, or already this parent's: apply it.
-    Ours,
+    /// Absent, or already this parent's (as it is now): apply it.
+    Ours(Option<Box<ObjectMeta>>),
     /// Someone else's (described): leave it alone.
     Taken(String),
 }
@@ -53,13 +114,30 @@ enum Claim {
 /// Applies the desired children of one context (server-side apply, the controller as field manager) and
 /// deletes the parent's children there that are no longer desired. `watches` are this context's child
 /// caches. A child whose name is taken by an object that is not this parent's is left alone and reported
-/// as a conflict.
+/// as a conflict. The children created, changed or deleted are added to `changes`.
+///
+/// Runs in an `apply` span (the context, how many children it wants there); the pruning in a `prune` span
+/// within it (how many it deletes).
 pub(crate) async fn sync_context(
     context: &str,
     client: Client,
     desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
+    changes: &Changes,
+) -> ContextOutcome {
+    let span = tracing::info_span!("apply", context, children = desired.len());
+    tracing::Instrument::instrument(sync(context, client, desired, watches, link, changes), span)
+        .await
+}
+
+async fn sync(
+    context: &str,
+    client: Client,
+    desired: Vec<DesiredChild>,
+    watches: &[&ChildWatch],
+    link: &Parentage<'_>,
+    changes: &Changes,
 ) -> ContextOutcome {
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
     // Forcing is safe: ownership was checked first, and the controller's own earlier writes (or a
@@ -68,24 +146,19 @@ pub(crate) async fn sync_context(
     let mut conflicts = Vec::new();
     for child in &desired {
         let api = api(client.clone(), &child.resource, child.namespace.as_deref());
-        let place = format!(
-            "{} {}{}",
-            child.resource.kind,
-            child
-                .namespace
-                .as_deref()
-                .map(|ns| format!("{ns}/"))
-                .unwrap_or_default(),
-            child.name
+        let place = place(
+            &child.resource.kind,
+            child.namespace.as_deref(),
+            &child.name,
         );
-        match claim(&api, watches, child, &link.parent.uid).await {
-            Ok(Claim::Ours) => {}
+        let before = match claim(&api, watches, child, &link.parent.uid).await {
+            Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
                 conflicts.push(format!("{place} already exists and belongs to {owner}"));
                 continue;
             }
             Err(error) => return failure(context, &error, &format!("reading {place}")),
-        }
+        };
         let mut object = child.object.clone();
         let metadata = &mut object["metadata"];
         for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
@@ -93,23 +166,31 @@ pub(crate) async fn sync_context(
                 metadata[field][key] = serde_json::Value::String(value.clone());
             }
         }
-        if let Err(error) = api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
-            return failure(context, &error, &format!("applying {place}"));
+        match api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
+            Ok(applied) => {
+                if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
+                    changes.push(context, change, place);
+                }
+            }
+            Err(error) => return failure(context, &error, &format!("applying {place}")),
         }
     }
-    for watch in watches {
-        for stale in watch
-            .cache
-            .children_of(&link.parent.uid)
-            .into_iter()
-            .filter(|meta| !desired.iter().any(|d| is_desired(d, watch, meta)))
-        {
-            let name = stale.name.clone().unwrap_or_default();
-            tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
-            if let Err(error) = delete(client.clone(), &watch.resource, &stale).await {
-                let what = format!("deleting {} {name}", watch.resource.kind);
-                return failure(context, &error, &what);
-            }
+    let stale: Vec<(&ChildWatch, ObjectMeta)> = watches
+        .iter()
+        .flat_map(|watch| {
+            watch
+                .cache
+                .children_of(&link.parent.uid)
+                .into_iter()
+                .filter(|meta| !desired.iter().any(|d| is_desired(d, watch, meta)))
+                .map(move |meta| (*watch, meta))
+        })
+        .collect();
+    if !stale.is_empty() {
+        let span = tracing::info_span!("prune", context, children = stale.len());
+        let pruned = tracing::Instrument::instrument(prune(context, &client, stale, changes), span);
+        if let Err(outcome) = pruned.await {
+            return outcome;
         }
     }
     if !conflicts.is_empty() {
@@ -128,6 +209,37 @@ pub(crate) async fn sync_context(
         children: desired.len() as u32,
         message: None,
     }
+}
+
+/// How a child is named in messages: `Deployment namespace-a/web`.
+fn place(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    let namespace = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
+    format!("{kind} {namespace}{name}")
+}
+
+/// Deletes the children no longer desired; the failure's outcome if one fails.
+async fn prune(
+    context: &str,
+    client: &Client,
+    stale: Vec<(&ChildWatch, ObjectMeta)>,
+    changes: &Changes,
+) -> Result<(), ContextOutcome> {
+    for (watch, stale) in stale {
+        let name = stale.name.clone().unwrap_or_default();
+        tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
+        match try_delete(client.clone(), &watch.resource, &stale).await {
+            Ok(true) => {
+                let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
+                changes.push(context, Change::Pruned, place);
+            }
+            Ok(false) => {}
+            Err(error) => {
+                let what = format!("deleting {} {name}", watch.resource.kind);
+                return Err(failure(context, &error, &what));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> bool {
@@ -153,8 +265,8 @@ async fn claim(
         None => api.get_metadata_opt(&child.name).await?.map(|m| m.metadata),
     };
     Ok(match existing {
-        None => Claim::Ours,
-        Some(meta) if is_child_of(&meta, parent_uid) => Claim::Ours,
+        None => Claim::Ours(None),
+        Some(meta) if is_child_of(&meta, parent_uid) => Claim::Ours(Some(Box::new(meta))),
         Some(meta) => Claim::Taken(match ParentRef::of(&meta) {
             Some(other) => format!(
                 "another parent ({}/{}{})",
@@ -171,14 +283,28 @@ async fn claim(
 }
 
 /// Deletes every child of the parent in one context, found by listing (not the cache, which may lag):
-/// `Ready` with no children left, or why not.
+/// `Ready` with no children left, or why not. Runs in a `prune` span (the context, how many children it
+/// deleted).
 pub(crate) async fn remove_children(
     context: &str,
     client: Client,
     targets: &[(ApiResource, Option<String>)],
     parent_uid: &str,
 ) -> ContextOutcome {
+    let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
+    let removal = remove_all(context, client, targets, parent_uid, span.clone());
+    tracing::Instrument::instrument(removal, span).await
+}
+
+async fn remove_all(
+    context: &str,
+    client: Client,
+    targets: &[(ApiResource, Option<String>)],
+    parent_uid: &str,
+    span: tracing::Span,
+) -> ContextOutcome {
     let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
+    let mut deleted = 0_usize;
     for (resource, namespace) in targets {
         let children = match api(client.clone(), resource, namespace.as_deref())
             .list_metadata(&selector)
@@ -190,12 +316,17 @@ pub(crate) async fn remove_children(
         for child in children {
             let name = child.metadata.name.clone().unwrap_or_default();
             tracing::info!(%context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
-            if let Err(error) = delete(client.clone(), resource, &child.metadata).await {
-                let what = format!("deleting {} {name}", resource.kind);
-                return failure(context, &error, &what);
+            match try_delete(client.clone(), resource, &child.metadata).await {
+                Ok(gone) => deleted += usize::from(gone),
+                Err(error) => {
+                    span.record("children", deleted);
+                    let what = format!("deleting {} {name}", resource.kind);
+                    return failure(context, &error, &what);
+                }
             }
         }
     }
+    span.record("children", deleted);
     ContextOutcome {
         state: ClusterState::Ready,
         children: 0,
@@ -210,6 +341,15 @@ pub(crate) async fn delete(
     resource: &ApiResource,
     child: &ObjectMeta,
 ) -> Result<(), kube::Error> {
+    try_delete(client, resource, child).await.map(|_| ())
+}
+
+/// As [`delete`]; whether this call deleted it (not: it was gone or replaced already).
+async fn try_delete(
+    client: Client,
+    resource: &ApiResource,
+    child: &ObjectMeta,
+) -> Result<bool, kube::Error> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: child.uid.clone(),
@@ -222,8 +362,8 @@ pub(crate) async fn delete(
         .delete(child.name.as_deref().unwrap_or_default(), &params)
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
         Err(error) => Err(error),
     }
 }

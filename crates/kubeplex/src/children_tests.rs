@@ -91,13 +91,29 @@ async fn sync(
     cached: Vec<ObjectMeta>,
     parent: &ParentRef,
 ) -> ContextOutcome {
+    sync_telling(client, want, cached, parent).await.0
+}
+
+/// As `sync`; also the events its changes call for, as (reason, message).
+async fn sync_telling(
+    client: Client,
+    want: Vec<DesiredChild>,
+    cached: Vec<ObjectMeta>,
+    parent: &ParentRef,
+) -> (ContextOutcome, Vec<(&'static str, String)>) {
     let watch = watch(cached);
     let link = Parentage {
         parent,
         controller: "app-deployer",
         parent_kind: "AppDeployment.demo/v1",
     };
-    sync_context("cluster-a", client, want, &[&watch], &link).await
+    let changes = Changes::default();
+    let outcome = sync_context("cluster-a", client, want, &[&watch], &link, &changes).await;
+    let notes = changes.notes();
+    (
+        outcome,
+        notes.into_iter().map(|n| (n.reason, n.message)).collect(),
+    )
 }
 
 #[tokio::test]
@@ -303,4 +319,86 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
     assert_eq!(body["preconditions"]["uid"], "uid-web");
+}
+
+/// Answers a child's apply with `generation` (and a resourceVersion), deletes as `delete` says.
+fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
+    fake_api::client(move |method, uri, _| {
+        let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
+        match method {
+            "PATCH" => (
+                200,
+                serde_json::json!({
+                    "apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {
+                        "name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                        "generation": generation, "resourceVersion": "99",
+                    },
+                }),
+            ),
+            "DELETE" if delete == 200 => (
+                200,
+                serde_json::json!({ "kind": "Status", "status": "Success" }),
+            ),
+            "DELETE" => status(delete, "NotFound", "gone"),
+            _ => status(404, "NotFound", "not found"),
+        }
+    })
+}
+
+fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
+    ObjectMeta {
+        generation: Some(generation),
+        resource_version: Some("42".into()),
+        ..child_meta(name, Some(parent))
+    }
+}
+
+#[tokio::test]
+async fn only_children_created_changed_or_deleted_are_told() {
+    let me = parent("uid-1", "crd-a");
+    // New: created.
+    let (client, _) = applying(1, 200);
+    let (_, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
+    assert_eq!(
+        told,
+        [(
+            "ChildCreated",
+            "created in cluster-a: Deployment ns/web".to_owned()
+        )]
+    );
+
+    // Applied again as it was (the same generation; a status update changed its resourceVersion): nothing.
+    let (client, _) = applying(3, 200);
+    let cached = vec![cached_at("web", &me, 3)];
+    let (outcome, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
+    assert_eq!(outcome.state, ClusterState::Ready);
+    assert!(told.is_empty(), "an unchanged child is not told: {told:?}");
+
+    // Someone changed it (or the parent did): the apply made a new generation.
+    let (client, _) = applying(4, 200);
+    let cached = vec![cached_at("web", &me, 3), cached_at("api", &me, 1)];
+    let (_, told) = sync_telling(client, vec![desired("web"), desired("api")], cached, &me).await;
+    assert_eq!(
+        told,
+        [(
+            "ChildUpdated",
+            "updated in cluster-a: Deployment ns/web, Deployment ns/api".to_owned()
+        )]
+    );
+
+    // No longer desired: deleted, told; already gone: not told.
+    let (client, _) = applying(3, 200);
+    let cached = vec![cached_at("web", &me, 3), cached_at("old", &me, 1)];
+    let (_, told) = sync_telling(client, vec![desired("web")], cached.clone(), &me).await;
+    assert_eq!(
+        told,
+        [(
+            "ChildPruned",
+            "deleted (no longer desired) in cluster-a: Deployment ns/old".to_owned()
+        )]
+    );
+    let (client, _) = applying(3, 404);
+    let (_, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
+    assert!(told.is_empty(), "{told:?}");
 }

@@ -160,12 +160,27 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Publishes an event about `object` in its own context.
-    pub(crate) async fn publish(&self, object: &Primary<R>, context: R::Context, note: Note<'_>) {
+    pub(crate) async fn publish(&self, object: &Primary<R>, context: R::Context, note: Note) {
+        self.publish_all(object, context, vec![note]).await;
+    }
+
+    /// Publishes events about `object` in its own context, at once.
+    pub(crate) async fn publish_all(
+        &self,
+        object: &Primary<R>,
+        context: R::Context,
+        notes: Vec<Note>,
+    ) {
+        if notes.is_empty() {
+            return;
+        }
         if let Ok(client) = self.client(context.name()) {
             let reference = object.object_ref(&());
-            self.events
-                .publish(context.name(), client, &reference, note)
-                .await;
+            join_all(notes.into_iter().map(|note| {
+                self.events
+                    .publish(context.name(), client.clone(), &reference, note)
+            }))
+            .await;
         }
     }
 

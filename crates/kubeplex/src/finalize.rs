@@ -15,7 +15,7 @@ use crate::controller::Reconcile;
 use crate::cx::Cx;
 use crate::engine::{Engine, Primary, Verdict};
 use crate::error::chain;
-use crate::events::Note;
+use crate::events::{Note, deletion_note};
 use crate::executor::Next;
 use crate::status::{ClusterState, ContextOutcome};
 
@@ -77,6 +77,8 @@ impl<R: Reconcile> Engine<R> {
             let action = self.reconciler.error_policy(object, &error, cx);
             return Verdict::Failed(next_of(action.requeue_after()));
         }
+        // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
+        let before = self.previous_status(&object);
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
             .per_child_context(|name, client| {
                 let targets = self.child_targets(name);
@@ -99,17 +101,9 @@ impl<R: Reconcile> Engine<R> {
                     "context {name} was unreachable for longer than the abandon policy allows; its children were left behind ({why})"
                 );
                 tracing::warn!(context = %name, %message, "abandoning children");
-                self.publish(
-                    &object,
-                    context,
-                    Note {
-                        warning: true,
-                        reason: "ChildrenAbandoned",
-                        action: "Delete",
-                        message: &message,
-                    },
-                )
-                .await;
+                let note =
+                    Note::warning("ChildrenAbandoned", "Delete", message.clone()).about(name);
+                self.publish(&object, context, note).await;
                 *outcome = ContextOutcome {
                     state: ClusterState::Abandoned,
                     children: 0,
@@ -123,6 +117,9 @@ impl<R: Reconcile> Engine<R> {
                     message: Some(format!("blocks deletion: {why}")),
                 };
             }
+        }
+        if let Some(note) = deletion_note(&before, &outcomes) {
+            self.publish(&object, context, note).await;
         }
         if blocked {
             self.write_status(&object, context, &outcomes).await;

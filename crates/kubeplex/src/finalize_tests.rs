@@ -1,4 +1,4 @@
-//! The finalizer patches, against a stand-in API server.
+//! The finalizer patches and the deletion path's events, against a stand-in API server.
 
 use super::*;
 use crate::fake_api::{self, status};
@@ -91,4 +91,77 @@ async fn other_failures_are_reported_after_one_try() {
         .unwrap_err();
     assert!(matches!(error, kube::Error::Api(s) if s.code == 403));
     assert_eq!(requests.lines().len(), 1);
+}
+
+/// The events the fake server was sent, as (method, reason).
+fn events_sent(requests: &fake_api::Requests) -> Vec<(String, String)> {
+    requests
+        .all()
+        .into_iter()
+        .filter(|s| {
+            s.uri
+                .starts_with("/apis/events.k8s.io/v1/namespaces/crds/events")
+        })
+        .map(|s| {
+            let body: serde_json::Value = serde_json::from_str(&s.body).unwrap_or_default();
+            let reason = body["reason"].as_str().unwrap_or_default().to_owned();
+            (s.method, reason)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // cluster-a's children cannot be listed while `down`; everything else is accepted.
+    let down = Arc::new(AtomicBool::new(true));
+    let server = down.clone();
+    let (client, requests) = fake_api::client(move |method, uri, body| match method {
+        "GET" if server.load(Ordering::SeqCst) => status(503, "ServiceUnavailable", "down"),
+        "GET" => (
+            200,
+            serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                "metadata": {}, "items": [],
+            }),
+        ),
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        _ if uri.contains("/status?") => (
+            200,
+            serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+        ),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    });
+    let engine = engine(client);
+    let mut deleted = parent(&[OURS]);
+    deleted.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let deleted = Arc::new(deleted);
+    let cx = Cx::new(CONTROL, engine.plan.clone(), engine.runtime.clone(), 0);
+
+    // The cache keeps showing the parent as it was before the first status write (resourceVersion 1).
+    for _ in 0..3 {
+        let verdict = engine.finalize(deleted.clone(), &cx).await;
+        assert!(
+            matches!(verdict, Verdict::Done(Next::RequeueAfter(_))),
+            "{verdict:?}"
+        );
+    }
+    assert_eq!(
+        events_sent(&requests),
+        [("POST".to_owned(), "DeletionBlocked".to_owned())],
+        "one event for three attempts"
+    );
+
+    down.store(false, Ordering::SeqCst);
+    let verdict = engine.finalize(deleted.clone(), &cx).await;
+    assert_eq!(verdict, Verdict::Done(Next::AwaitChange));
+    assert_eq!(
+        events_sent(&requests),
+        [
+            ("POST".to_owned(), "DeletionBlocked".to_owned()),
+            ("POST".to_owned(), "DeletionUnblocked".to_owned()),
+        ]
+    );
 }

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use kube::Resource;
 use tracing::Instrument;
 
-use crate::children::{self, Parentage};
+use crate::children::{self, Changes, Parentage};
 use crate::controller::Reconcile;
 use crate::cx::Cx;
 use crate::engine::{Engine, Primary, Request, Verdict};
 use crate::error::chain;
-use crate::events::Note;
+use crate::events::{Note, context_notes};
 use crate::executor::Next;
 use crate::finalize::next_of;
 use crate::status::ClusterState;
@@ -34,6 +34,7 @@ impl<R: Reconcile> Engine<R> {
             context = %request.context,
             namespace = namespace.unwrap_or(""),
             name = %request.object.name,
+            reconcile_id = %reconcile_id(),
         );
         let failures = self.failures().get(&request).copied().unwrap_or(0);
         let cx = Cx::new(
@@ -94,13 +95,8 @@ impl<R: Reconcile> Engine<R> {
                 if !self.plan.children().is_empty() {
                     Box::pin(self.write_failure(&object, context, &message)).await;
                 }
-                // Repeats of the same failure become one event series (the recorder's), not one per retry.
-                let note = Note {
-                    warning: true,
-                    reason: "ReconcileFailed",
-                    action: "Reconcile",
-                    message: &message,
-                };
+                // Repeats of a failure become one event series (the recorder's), not one per retry.
+                let note = Note::warning("ReconcileFailed", "Reconcile", message);
                 Box::pin(self.publish(&object, context, note)).await;
                 let action = self.reconciler.error_policy(object, &error, cx);
                 return Verdict::Failed(next_of(action.requeue_after()));
@@ -114,6 +110,9 @@ impl<R: Reconcile> Engine<R> {
             return Verdict::Done(next);
         }
         let desired = cx.take_children();
+        // What the status said before this reconcile: events tell changes of it, not every retry.
+        let before = self.previous_status(&object);
+        let changes = Changes::default();
         let parent = self.parent_ref(&object, context);
         let link = Parentage {
             parent: &parent,
@@ -131,8 +130,10 @@ impl<R: Reconcile> Engine<R> {
                     .cloned()
                     .collect();
                 let watches: Vec<_> = self.children.iter().filter(|w| w.context == name).collect();
-                let link = &link;
-                async move { children::sync_context(name, client, desired, &watches, link).await }
+                let (link, changes) = (&link, &changes);
+                async move {
+                    children::sync_context(name, client, desired, &watches, link, changes).await
+                }
             },
             |so_far| {
                 let (object, written) = (&object, &written);
@@ -153,18 +154,10 @@ impl<R: Reconcile> Engine<R> {
         {
             let message = outcome.message.as_deref().unwrap_or_default();
             tracing::warn!(context = %context, %message, "a child's name is taken");
-            self.publish(
-                &object,
-                context,
-                Note {
-                    warning: true,
-                    reason: "ChildConflict",
-                    action: "Apply",
-                    message,
-                },
-            )
-            .await;
         }
+        let mut notes = changes.notes();
+        notes.extend(context_notes(&before, &outcomes));
+        Box::pin(self.publish_all(&object, context, notes)).await;
         match interim {
             Some(previous) => {
                 Box::pin(self.write_status_over(&object, context, &previous, &outcomes)).await;
@@ -183,6 +176,18 @@ impl<R: Reconcile> Engine<R> {
     }
 }
 
+/// A short id for one reconcile, so that its log lines can be told from another's of the same object: 12 hex
+/// digits, a process-wide count mixed by a randomly keyed hash.
+fn reconcile_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+    let mut hasher = KEYS.get_or_init(std::hash::RandomState::new).build_hasher();
+    hasher.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
+
 /// When to reconcile again after a success: the plan's `requeue_after` is a resync period that holds
 /// whatever the reconcile returned (`Action::await_change()` included), and a shorter `Action::requeue`
 /// comes first.
@@ -197,22 +202,5 @@ pub(crate) fn requeue_delay(
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::requeue_delay;
-
-    #[test]
-    fn the_shorter_of_the_actions_requeue_and_the_plans_resync_wins() {
-        let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
-        assert_eq!(
-            requeue_delay(None, Some(hour)),
-            Some(hour),
-            "await_change: the resync holds"
-        );
-        assert_eq!(requeue_delay(Some(minute), Some(hour)), Some(minute));
-        assert_eq!(requeue_delay(Some(hour), Some(minute)), Some(minute));
-        assert_eq!(requeue_delay(Some(hour), None), Some(hour));
-        assert_eq!(requeue_delay(None, None), None);
-    }
-}
+#[path = "reconcile_tests.rs"]
+mod tests;

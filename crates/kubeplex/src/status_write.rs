@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
+use tracing::Instrument;
 
 use crate::context::Context;
 use crate::controller::Reconcile;
@@ -74,14 +75,16 @@ impl<R: Reconcile> Engine<R> {
         });
         // Forced: kubeplex owns these fields; an earlier version of it wrote them with a merge patch.
         let params = PatchParams::apply(self.plan.name()).force();
+        let span = tracing::info_span!("status_write", clusters = status.clusters.len());
         let written = match self.parent_api(object, context) {
             Ok(api) => api
                 .patch_status(&object.name_any(), &params, &Patch::Apply(&patch))
+                .instrument(span.clone())
                 .await
                 .map(|written| written.resource_version()),
             Err(error) => Err(error),
         };
-        match written {
+        span.in_scope(|| match written {
             Err(kube::Error::Api(status))
                 if status.code == 404
                     && status
@@ -96,21 +99,22 @@ impl<R: Reconcile> Engine<R> {
                         "the parent kind has no status subresource: kubeplex writes no per-cluster status"
                     );
                 }
+                false
             }
             Err(error) => {
                 tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+                false
             }
             Ok(version) => {
                 self.written_status.record(object, version, status);
-                return true;
+                true
             }
-        }
-        false
+        })
     }
 
     /// kubeplex's part of the object's status: as the cached `object` has it, or as this controller last
     /// wrote it when the cache does not show that write yet.
-    fn previous_status(&self, object: &Primary<R>) -> FleetStatus {
+    pub(crate) fn previous_status(&self, object: &Primary<R>) -> FleetStatus {
         self.written_status
             .newer_than(object)
             .unwrap_or_else(|| owned_status(object))
