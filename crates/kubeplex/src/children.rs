@@ -13,6 +13,7 @@ use crate::cx::DesiredChild;
 use crate::engine::ChildWatch;
 use crate::error::chain;
 use crate::events::Note;
+use crate::metrics::Metrics;
 use crate::ownership::{PARENT_UID_LABEL, ParentRef};
 use crate::status::{ClusterState, ContextOutcome};
 use crate::trouble::{is_transport, transport};
@@ -22,6 +23,8 @@ pub(crate) struct Parentage<'a> {
     pub(crate) parent: &'a ParentRef,
     pub(crate) controller: &'a str,
     pub(crate) parent_kind: &'a str,
+    /// Where applies and prunes are counted.
+    pub(crate) metrics: &'a Metrics,
 }
 
 fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -154,10 +157,14 @@ async fn sync(
         let before = match claim(&api, watches, child, &link.parent.uid).await {
             Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
+                count(link, context, &child.resource, "conflict");
                 conflicts.push(format!("{place} already exists and belongs to {owner}"));
                 continue;
             }
-            Err(error) => return failure(context, &error, &format!("reading {place}")),
+            Err(error) => {
+                count(link, context, &child.resource, "error");
+                return failure(context, &error, &format!("reading {place}"));
+            }
         };
         let mut object = child.object.clone();
         let metadata = &mut object["metadata"];
@@ -168,11 +175,15 @@ async fn sync(
         }
         match api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
             Ok(applied) => {
+                count(link, context, &child.resource, "success");
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
                     changes.push(context, change, place);
                 }
             }
-            Err(error) => return failure(context, &error, &format!("applying {place}")),
+            Err(error) => {
+                count(link, context, &child.resource, "error");
+                return failure(context, &error, &format!("applying {place}"));
+            }
         }
     }
     let stale: Vec<(&ChildWatch, ObjectMeta)> = watches
@@ -188,7 +199,8 @@ async fn sync(
         .collect();
     if !stale.is_empty() {
         let span = tracing::info_span!("prune", context, children = stale.len());
-        let pruned = tracing::Instrument::instrument(prune(context, &client, stale, changes), span);
+        let pruned = prune(context, &client, stale, changes, link);
+        let pruned = tracing::Instrument::instrument(pruned, span);
         if let Err(outcome) = pruned.await {
             return outcome;
         }
@@ -211,6 +223,18 @@ async fn sync(
     }
 }
 
+/// Counts one apply of a child of kind `resource` in `context`: `result` is success, error or conflict.
+fn count(link: &Parentage<'_>, context: &str, resource: &ApiResource, result: &str) {
+    let kind = kind_of(resource);
+    link.metrics
+        .children_applied(link.controller, context, &kind, result, 1);
+}
+
+/// `Kind.group/version`, as the metrics label kinds.
+fn kind_of(resource: &ApiResource) -> String {
+    crate::resource::format_kind(&resource.kind, &resource.group, &resource.version)
+}
+
 /// How a child is named in messages: `Deployment namespace-a/web`.
 fn place(kind: &str, namespace: Option<&str>, name: &str) -> String {
     let namespace = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
@@ -223,12 +247,16 @@ async fn prune(
     client: &Client,
     stale: Vec<(&ChildWatch, ObjectMeta)>,
     changes: &Changes,
+    link: &Parentage<'_>,
 ) -> Result<(), ContextOutcome> {
     for (watch, stale) in stale {
         let name = stale.name.clone().unwrap_or_default();
         tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
         match try_delete(client.clone(), &watch.resource, &stale).await {
             Ok(true) => {
+                let kind = kind_of(&watch.resource);
+                link.metrics
+                    .children_pruned(link.controller, context, &kind, 1);
                 let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
                 changes.push(context, Change::Pruned, place);
             }
@@ -290,9 +318,10 @@ pub(crate) async fn remove_children(
     client: Client,
     targets: &[(ApiResource, Option<String>)],
     parent_uid: &str,
+    counted: (&Metrics, &str),
 ) -> ContextOutcome {
     let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
-    let removal = remove_all(context, client, targets, parent_uid, span.clone());
+    let removal = remove_all(context, client, targets, parent_uid, span.clone(), counted);
     tracing::Instrument::instrument(removal, span).await
 }
 
@@ -302,6 +331,7 @@ async fn remove_all(
     targets: &[(ApiResource, Option<String>)],
     parent_uid: &str,
     span: tracing::Span,
+    (metrics, controller): (&Metrics, &str),
 ) -> ContextOutcome {
     let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
     let mut deleted = 0_usize;
@@ -317,7 +347,11 @@ async fn remove_all(
             let name = child.metadata.name.clone().unwrap_or_default();
             tracing::info!(%context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
             match try_delete(client.clone(), resource, &child.metadata).await {
-                Ok(gone) => deleted += usize::from(gone),
+                Ok(gone) => {
+                    deleted += usize::from(gone);
+                    let kind = kind_of(resource);
+                    metrics.children_pruned(controller, context, &kind, u64::from(gone));
+                }
                 Err(error) => {
                     span.record("children", deleted);
                     let what = format!("deleting {} {name}", resource.kind);

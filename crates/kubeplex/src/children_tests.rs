@@ -106,6 +106,7 @@ async fn sync_telling(
         parent,
         controller: "app-deployer",
         parent_kind: "AppDeployment.demo/v1",
+        metrics: &crate::metrics::Metrics::default(),
     };
     let changes = Changes::default();
     let outcome = sync_context("cluster-a", client, want, &[&watch], &link, &changes).await;
@@ -304,7 +305,9 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
         }
     });
     let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
-    let outcome = remove_children("cluster-a", client, &targets, "uid-1").await;
+    let metrics = crate::metrics::Metrics::default();
+    let counted = (&metrics, "app-deployer");
+    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(
         current.lock().unwrap().as_deref(),

@@ -83,7 +83,10 @@ impl<R: Reconcile> Engine<R> {
             .per_child_context(|name, client| {
                 let targets = self.child_targets(name);
                 let uid = uid.clone();
-                async move { children::remove_children(name, client, &targets, &uid).await }
+                let counted = (&self.runtime.metrics, self.plan.name());
+                async move {
+                    children::remove_children(name, client, &targets, &uid, counted).await
+                }
             })
             .await;
         let abandon = self
@@ -117,6 +120,12 @@ impl<R: Reconcile> Engine<R> {
                     message: Some(format!("blocks deletion: {why}")),
                 };
             }
+        }
+        let parent = parent_key(&*object);
+        for (name, outcome) in &outcomes {
+            let waits = outcome.state == ClusterState::Deleting;
+            let metrics = &self.runtime.metrics;
+            metrics.deletion_blocked(self.plan.name(), name, &parent, waits);
         }
         if let Some(note) = deletion_note(&before, &outcomes) {
             self.publish(&object, context, note).await;
@@ -157,6 +166,14 @@ impl<R: Reconcile> Engine<R> {
             })
             .collect()
     }
+}
+
+/// How the blocked-deletion gauge names a parent: `namespace/name` (the reconcile of a parent that is gone
+/// knows no more).
+pub(crate) fn parent_key<K: kube::Resource>(object: &K) -> String {
+    let meta = object.meta();
+    let name = meta.name.as_deref().unwrap_or("");
+    format!("{}/{name}", meta.namespace.as_deref().unwrap_or(""))
 }
 
 /// The next step for a requested delay.

@@ -6,7 +6,8 @@
 //!
 //! Label sets are bounded by the plan: controller × context × kind × namespace, never per object.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -16,10 +17,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 pub(crate) use crate::metrics_live::RunClock;
-use crate::metrics_live::{EventClock, Live};
-
-/// A label set: names with their values.
-pub(crate) type Labels<const N: usize> = [(&'static str, String); N];
+use crate::metrics_live::{EventClock, Labels, Live};
 
 type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
 
@@ -66,6 +64,8 @@ pub(crate) struct Metrics {
     children_applied: Family<Labels<4>, Counter>,
     children_pruned: Family<Labels<3>, Counter>,
     deletion_blocked: Family<Labels<2>, Gauge>,
+    /// The parents (`namespace/name`) each (controller, context) holds back, behind `deletion_blocked`.
+    blocked: Arc<Mutex<HashMap<(String, String), HashSet<String>>>>,
     live: Arc<Live>,
 }
 
@@ -120,6 +120,7 @@ impl Metrics {
             children_applied: Family::default(),
             children_pruned: Family::default(),
             deletion_blocked: Family::default(),
+            blocked: Arc::default(),
             live: Arc::default(),
         };
         let m = metrics.clone();
@@ -368,12 +369,44 @@ impl Metrics {
     }
 
     /// The gauge of parents of `controller` whose deletion waits for `context`.
-    pub(crate) fn deletion_blocked(&self, controller: &str, context: &str) -> Gauge {
-        let labels = [
-            ("controller", controller.to_owned()),
-            ("context", context.to_owned()),
-        ];
-        self.deletion_blocked.get_or_create_owned(&labels)
+    /// Records whether the deletion of `parent` (`namespace/name`) by `controller` waits for `context`.
+    pub(crate) fn deletion_blocked(
+        &self,
+        controller: &str,
+        context: &str,
+        parent: &str,
+        blocked: bool,
+    ) {
+        let key = (controller.to_owned(), context.to_owned());
+        let mut all = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+        let parents = all.entry(key).or_default();
+        let changed = if blocked {
+            parents.insert(parent.to_owned())
+        } else {
+            parents.remove(parent)
+        };
+        if changed {
+            let count = i64::try_from(parents.len()).unwrap_or(i64::MAX);
+            let labels = [
+                ("controller", controller.to_owned()),
+                ("context", context.to_owned()),
+            ];
+            self.deletion_blocked.get_or_create(&labels).set(count);
+        }
+    }
+
+    /// `parent` of `controller` is gone: it holds back no context any more.
+    pub(crate) fn parent_gone(&self, controller: &str, parent: &str) {
+        let contexts: Vec<String> = {
+            let all = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+            all.iter()
+                .filter(|((c, _), parents)| c == controller && parents.contains(parent))
+                .map(|((_, context), _)| context.clone())
+                .collect()
+        };
+        for context in contexts {
+            self.deletion_blocked(controller, &context, parent, false);
+        }
     }
 
     /// Reads `kubeplex_context_up` at each scrape from `contexts` (each context and whether it is up).

@@ -12,7 +12,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::gauge::ConstGauge;
 use tokio::time::Instant;
 
-use crate::metrics::Labels;
+/// A label set: names with their values.
+pub(crate) type Labels<const N: usize> = [(&'static str, String); N];
 
 /// When each run in flight started, read at scrape time (a stuck run shows as a growing age even when
 /// nothing else happens).

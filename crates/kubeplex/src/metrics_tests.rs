@@ -1,3 +1,5 @@
+use std::sync::atomic::Ordering;
+
 use super::*;
 
 fn scrape(registry: &Registry) -> String {
@@ -108,4 +110,30 @@ fn context_up_comes_from_the_health_report_at_scrape_time() {
         text.contains(r#"kubeplex_context_up{context="cluster-a"} 1"#),
         "{text}"
     );
+}
+
+#[test]
+fn blocked_deletions_count_parents_per_context_until_unblocked_or_gone() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let gauge = |context: &str| {
+        let text = scrape(&registry);
+        let series = format!(
+            r#"kubeplex_parent_deletion_blocked{{controller="apps",context="{context}"}} "#
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(series.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    metrics.deletion_blocked("apps", "cluster-b", "crds/a", true);
+    // A retry of the same blocked parent is not a second one.
+    metrics.deletion_blocked("apps", "cluster-b", "crds/a", true);
+    metrics.deletion_blocked("apps", "cluster-b", "crds/b", true);
+    metrics.deletion_blocked("apps", "cluster-a", "crds/a", false);
+    assert_eq!(gauge("cluster-b"), "2");
+    metrics.deletion_blocked("apps", "cluster-b", "crds/a", false);
+    assert_eq!(gauge("cluster-b"), "1");
+    // A parent that goes another way (its finalizer removed by hand) is not held for ever.
+    metrics.parent_gone("apps", "crds/b");
+    assert_eq!(gauge("cluster-b"), "0");
 }

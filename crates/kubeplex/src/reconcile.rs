@@ -7,6 +7,7 @@ use kube::Resource;
 use tracing::Instrument;
 
 use crate::children::{self, Changes, Parentage};
+use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::cx::Cx;
 use crate::engine::{Engine, Primary, Request, Verdict};
@@ -14,6 +15,7 @@ use crate::error::chain;
 use crate::events::{Note, context_notes};
 use crate::executor::Next;
 use crate::finalize::next_of;
+use crate::metrics::Outcome;
 use crate::status::ClusterState;
 
 impl<R: Reconcile> Engine<R> {
@@ -26,6 +28,8 @@ impl<R: Reconcile> Engine<R> {
             .and_then(|cache| cache.store().get(&request.object))
         else {
             self.failures().remove(&request);
+            let parent = format!("{}/{}", namespace.unwrap_or(""), request.object.name);
+            self.runtime.metrics.parent_gone(self.plan.name(), &parent);
             return Next::AwaitChange;
         };
         let span = tracing::info_span!(
@@ -43,9 +47,18 @@ impl<R: Reconcile> Engine<R> {
             self.runtime.clone(),
             failures,
         );
+        let began = tokio::time::Instant::now();
         let verdict = self.reconcile_object(object, &cx).instrument(span).await;
+        let (metrics, controller) = (&self.runtime.metrics, self.plan.name());
+        let outcome = match verdict {
+            Verdict::Failed(_) => Outcome::Error,
+            Verdict::Done(Next::RequeueAfter(_)) => Outcome::Requeue,
+            Verdict::Done(Next::AwaitChange) => Outcome::Success,
+        };
+        metrics.reconciled(controller, request.context.name(), outcome, began.elapsed());
         match verdict {
             Verdict::Failed(next) => {
+                metrics.retried(controller);
                 *self.failures().entry(request).or_insert(0) += 1;
                 next
             }
@@ -118,6 +131,7 @@ impl<R: Reconcile> Engine<R> {
             parent: &parent,
             controller: self.plan.name(),
             parent_kind: &self.parent_kind,
+            metrics: &self.runtime.metrics,
         };
         // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
         // and the final status is written over that interim one.

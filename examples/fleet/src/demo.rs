@@ -59,6 +59,10 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     let clients = Clients::connect(&env).await?;
     wait_until_ready(&clients, Duration::from_secs(120)).await?;
     writeln!(out, "\n{}", table(&clients).await?)?;
+    writeln!(out, "Metrics: http://{probes}/metrics")?;
+    for line in crate::figures::summary(&crate::figures::scrape(probes).await?) {
+        writeln!(out, "{line}")?;
+    }
 
     if !exit_after_table {
         writeln!(

@@ -15,6 +15,7 @@ mod app;
 mod deployer;
 
 pub mod demo;
+pub mod figures;
 
 pub use app::{AppDeployment, AppDeploymentSpec, AppDeploymentStatus};
 pub use deployer::{AppDeployer, DeployError, deployment_for};

@@ -44,4 +44,23 @@ fn the_demo_prints_the_scenario_come_true() {
             .unwrap_or_else(|| panic!("{name} not Ready:\n{stdout}"));
         assert_eq!(row.matches("Ready (2 children)").count(), 2, "{row}");
     }
+    // It ends with where the metrics are, and the telling figures from them.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("Metrics: http://127.0.0.1:") && l.ends_with("/metrics")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("contexts up (1) or down (0): cluster-a 1, cluster-b 1, control 1"),
+        "{stdout}"
+    );
+    let reconciles = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("reconciles:"))
+        .unwrap_or_else(|| panic!("no reconciles line:\n{stdout}"));
+    assert!(
+        reconciles.contains("children applied: cluster-a "),
+        "{reconciles}"
+    );
 }
