@@ -16,8 +16,9 @@ use crate::error::{Error, Result};
 use crate::health::{Health, HealthReport};
 use crate::in_cluster::IN_CLUSTER;
 use crate::metrics::Metrics;
+use crate::plan::Plan;
 use crate::pool::{KubeconfigSource, PoolConfig};
-use crate::registration::Registration;
+use crate::registration::{Registered, Registration};
 use crate::runtime::Runtime;
 use crate::watches::WatchRegistry;
 
@@ -132,9 +133,22 @@ impl Manager {
         self
     }
 
-    /// Adds a controller; its contexts join the ones the startup probe waits for.
-    pub fn controller<R: Reconcile>(mut self, reconciler: R) -> Self {
-        self.controllers.push(Box::new(reconciler));
+    /// Adds a controller with the plan its attribute generated; its contexts join the startup probe's.
+    pub fn controller<R: Reconcile>(self, reconciler: R) -> Self {
+        self.controller_with(reconciler, |plan| plan)
+    }
+
+    /// Adds a controller whose plan depends on run-time configuration: `configure` gets `R::plan()` once, here,
+    /// and returns the plan to run, e.g. `|plan| plan.namespaces([ns]).child_namespaces::<Deployment>(list)`
+    /// with values from flags ([`Plan`]'s builders replace the attribute's). They are checked when the manager
+    /// starts, in the attribute's words ([`Error::InvalidPlan`]).
+    pub fn controller_with<R: Reconcile>(
+        mut self,
+        reconciler: R,
+        configure: impl FnOnce(Plan<R::Context>) -> Plan<R::Context>,
+    ) -> Self {
+        let registered = Registered::new(reconciler, configure);
+        self.controllers.push(Box::new(registered));
         self
     }
 

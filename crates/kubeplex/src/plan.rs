@@ -7,7 +7,12 @@ use kube::core::ApiResource;
 
 use crate::child_watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 use crate::context::Context;
-use crate::resource::PrimaryResource;
+use crate::resource::{ApiScope, PrimaryResource, format_kind};
+
+// What `Manager::start` checks: `Plan::problem`.
+#[path = "plan_check.rs"]
+mod check;
+pub(crate) use check::cluster_scoped;
 
 /// The longest the default error policy waits between retries of an object that keeps failing.
 pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
@@ -20,12 +25,30 @@ pub const MAX_CONTROLLER_NAME: usize = 63;
 
 /// Where a controller's primary resource is watched, where its children live, and how it reconciles.
 ///
-/// `#[controller]` builds one from its attribute; it can also be written by hand with the builder methods.
+/// `#[controller]` builds one from its attribute; it can also be written by hand with the builder methods,
+/// and the builders adjust a generated one to run-time configuration
+/// ([`Manager::controller_with`](crate::Manager::controller_with)).
+///
+/// ```
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use kubeplex::{Child, ContextName, Plan};
+///
+/// let generated = Plan::new("web").contexts([ContextName::new("control")]).namespaces(["crds"]).owns(
+///     Child::of::<Deployment>().contexts([ContextName::new("cluster-a")]).namespaces(["apps"]),
+/// );
+/// // Values from flags replace the attribute's; they are checked when the manager starts.
+/// let (namespace, children) = ("team-a".to_owned(), vec!["x".to_owned(), "y".to_owned()]);
+/// let plan = generated.namespaces([namespace]).child_namespaces::<Deployment>(children);
+/// assert_eq!(plan.namespace_list(), ["team-a"]);
+/// assert_eq!(plan.problem(), None);
+/// assert!(plan.namespaces(["Team-A"]).problem().unwrap().starts_with(r#"invalid namespace "Team-A""#));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Plan<C> {
     name: Cow<'static, str>,
     contexts: Vec<C>,
-    namespaces: Vec<Cow<'static, str>>,
+    /// `None`: every namespace.
+    namespaces: Option<Vec<Cow<'static, str>>>,
     label_selector: Option<Cow<'static, str>>,
     field_selector: Option<Cow<'static, str>>,
     concurrency: Option<u16>,
@@ -35,6 +58,8 @@ pub struct Plan<C> {
     finalizer: Option<Cow<'static, str>>,
     abandon_after: Option<Duration>,
     children: Vec<Child<C>>,
+    /// Kinds `child_namespaces` was given that the plan does not own (a problem, reported at start).
+    unowned: Vec<String>,
 }
 
 impl<C: Context> Plan<C> {
@@ -43,7 +68,7 @@ impl<C: Context> Plan<C> {
         Self {
             name: name.into(),
             contexts: Vec::new(),
-            namespaces: Vec::new(),
+            namespaces: None,
             label_selector: None,
             field_selector: None,
             concurrency: None,
@@ -53,6 +78,7 @@ impl<C: Context> Plan<C> {
             finalizer: None,
             abandon_after: None,
             children: Vec::new(),
+            unowned: Vec::new(),
         }
     }
 
@@ -63,14 +89,23 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// Watches the primary resource in these namespaces only (all namespaces when none are given).
+    /// Watches the primary resource in these namespaces only, replacing those named before (the
+    /// attribute's `namespaces`, in a plan adjusted with
+    /// [`Manager::controller_with`](crate::Manager::controller_with)). Each must be a DNS-1123 label, listed
+    /// once, and the list must not be empty; [`problem`](Self::problem) says what is wrong.
     #[must_use]
     pub fn namespaces<S: Into<Cow<'static, str>>>(
         mut self,
         namespaces: impl IntoIterator<Item = S>,
     ) -> Self {
-        self.namespaces
-            .extend(namespaces.into_iter().map(Into::into));
+        self.namespaces = Some(namespaces.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Watches the primary resource in every namespace (the default), forgetting those named before.
+    #[must_use]
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespaces = None;
         self
     }
 
@@ -139,32 +174,38 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// What is wrong with the plan, if anything; `#[controller]` checks the same while compiling, so this
-    /// catches plans written by hand.
-    pub(crate) fn problem(&self) -> Option<String> {
-        let name = self.name.as_ref();
-        let label_value = name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            && name
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_alphanumeric())
-            && name
-                .bytes()
-                .last()
-                .is_some_and(|b| b.is_ascii_alphanumeric());
-        if name.len() > MAX_CONTROLLER_NAME || !label_value {
-            return Some(format!(
-                "the controller name {name:?} is written into a label value on every child and into the \
-                 default finalizer: it must be 1 to {MAX_CONTROLLER_NAME} characters of letters, digits, \
-                 '-', '_' or '.', starting and ending with a letter or digit; give a shorter `name`"
-            ));
+    /// Children of kind `K` live in these namespaces, replacing those their `owns` named, in every context
+    /// `K` is owned in: for namespaces known only at run time. Applies to the `owns` added before it; a
+    /// kind the plan does not own is a [`problem`](Self::problem). The rules are those of
+    /// [`namespaces`](Self::namespaces).
+    #[must_use]
+    pub fn child_namespaces<K: PrimaryResource>(
+        self,
+        namespaces: impl IntoIterator<Item = impl Into<Cow<'static, str>>>,
+    ) -> Self {
+        let namespaces: Vec<Cow<'static, str>> = namespaces.into_iter().map(Into::into).collect();
+        self.edit_children::<K>(|child| child.namespaces = Some(namespaces.clone()))
+    }
+
+    /// Children of kind `K` may live in every namespace, in every context `K` is owned in (see
+    /// [`child_namespaces`](Self::child_namespaces)).
+    #[must_use]
+    pub fn child_all_namespaces<K: PrimaryResource>(self) -> Self {
+        self.edit_children::<K>(|child| child.namespaces = None)
+    }
+
+    /// Applies `edit` to every `owns` of kind `K`; remembers `K` as a problem when there is none.
+    fn edit_children<K: PrimaryResource>(mut self, edit: impl Fn(&mut Child<C>)) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        let mut found = false;
+        for child in self.children.iter_mut().filter(|c| c.resource == resource) {
+            edit(child);
+            found = true;
         }
-        if self.contexts.is_empty() {
-            return Some("the plan watches no context; give it at least one".into());
+        if !found {
+            self.unowned.push(child_kind(&resource));
         }
-        None
+        self
     }
 
     /// The retry delay after a failed reconcile: the plan's, else [`DEFAULT_ERROR_REQUEUE`].
@@ -184,13 +225,13 @@ impl<C: Context> Plan<C> {
 
     /// The namespaces the primary resource is watched in; empty means all namespaces.
     pub fn namespace_list(&self) -> &[Cow<'static, str>] {
-        &self.namespaces
+        self.namespaces.as_deref().unwrap_or_default()
     }
 
     /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
     pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(&self.namespaces).map(move |ns| (context, ns))
+            expand_namespaces(self.namespace_list()).map(move |ns| (context, ns))
         })
     }
 
@@ -281,8 +322,11 @@ impl<C: Context> Plan<C> {
 #[derive(Clone, Debug)]
 pub struct Child<C> {
     resource: ApiResource,
+    /// Whether objects of the kind live in a namespace.
+    namespaced: bool,
     contexts: Vec<C>,
-    namespaces: Vec<Cow<'static, str>>,
+    /// `None`: every namespace.
+    namespaces: Option<Vec<Cow<'static, str>>>,
     /// Opens the typed watch of this kind, chosen where the type is known.
     pub(crate) open: OpenChildWatch,
     /// Opens a watch that caches whole objects (see [`Child::cache_objects`]).
@@ -294,8 +338,9 @@ impl<C: Context> Child<C> {
     pub fn of<K: PrimaryResource>() -> Self {
         Self {
             resource: ApiResource::erase::<K>(&()),
+            namespaced: <K::Scope as ApiScope>::NAMESPACED,
             contexts: Vec::new(),
-            namespaces: Vec::new(),
+            namespaces: None,
             open: open_child_watch::<K>,
             open_full: open_full_child_watch::<K>,
         }
@@ -317,14 +362,21 @@ impl<C: Context> Child<C> {
         self
     }
 
-    /// Children live in these namespaces (all namespaces when none are given).
+    /// Children live in these namespaces, replacing those named before; the rules are those of
+    /// [`Plan::namespaces`].
     #[must_use]
     pub fn namespaces<S: Into<Cow<'static, str>>>(
         mut self,
         namespaces: impl IntoIterator<Item = S>,
     ) -> Self {
-        self.namespaces
-            .extend(namespaces.into_iter().map(Into::into));
+        self.namespaces = Some(namespaces.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Children may live in every namespace (the default), forgetting those named before.
+    #[must_use]
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespaces = None;
         self
     }
 
@@ -340,15 +392,20 @@ impl<C: Context> Child<C> {
 
     /// The namespaces children live in; empty means all namespaces.
     pub fn namespace_list(&self) -> &[Cow<'static, str>] {
-        &self.namespaces
+        self.namespaces.as_deref().unwrap_or_default()
     }
 
     /// Every (context, namespace) pair children are watched in; `None` is all namespaces.
     pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(&self.namespaces).map(move |ns| (context, ns))
+            expand_namespaces(self.namespace_list()).map(move |ns| (context, ns))
         })
     }
+}
+
+/// `Kind.group/version` of a child kind, as problems name it.
+fn child_kind(resource: &ApiResource) -> String {
+    format_kind(&resource.kind, &resource.group, &resource.version)
 }
 
 /// The namespaces to watch: each named one, or a single "all namespaces" when none is named.
@@ -360,52 +417,5 @@ fn expand_namespaces<'a>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ContextName;
-
-    fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
-        Plan::new(name).contexts([ContextName::new("control")])
-    }
-
-    #[test]
-    fn names_that_cannot_be_label_values_are_refused() {
-        assert_eq!(plan("app-deployer").problem(), None);
-        assert_eq!(plan("a".repeat(63)).problem(), None);
-        for bad in [
-            "a".repeat(64),
-            "-leading".into(),
-            "has space".into(),
-            String::new(),
-        ] {
-            let problem = plan(bad.clone()).problem().unwrap_or_default();
-            assert!(
-                problem.contains("give a shorter `name`"),
-                "{bad:?}: {problem}"
-            );
-        }
-        assert!(
-            Plan::<ContextName>::new("x")
-                .problem()
-                .unwrap()
-                .contains("no context")
-        );
-    }
-
-    #[test]
-    fn the_default_finalizer_is_named_after_the_controller_when_it_has_children() {
-        let owning = plan("web").owns(
-            Child::of::<k8s_openapi::api::core::v1::ConfigMap>().contexts([ContextName::new("a")]),
-        );
-        assert_eq!(
-            owning.managed_finalizer().as_deref(),
-            Some("kubeplex.dev/web")
-        );
-        assert_eq!(plan("web").managed_finalizer(), None);
-        let named = plan("web").finalizer("example.com/cleanup");
-        assert_eq!(
-            named.managed_finalizer().as_deref(),
-            Some("example.com/cleanup")
-        );
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

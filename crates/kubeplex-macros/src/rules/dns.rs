@@ -24,6 +24,23 @@ pub fn dns_label(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Why `namespace` cannot be one, as the attribute reports it (and the runtime, for namespaces given at run
+/// time: `kubeplex::Plan::problem`, checked against this in the tests below).
+pub fn invalid_namespace(namespace: &str) -> Option<String> {
+    dns_label(namespace)
+        .err()
+        .map(|why| format!("invalid namespace {namespace:?}: {why}"))
+}
+
+/// A namespace given twice in one list, as the attribute and the runtime report it.
+pub fn duplicate_namespace(namespace: &str) -> String {
+    format!("namespace {namespace:?} is listed twice; remove one")
+}
+
+/// An empty list of namespaces, as the attribute and the runtime begin to report it (the fix differs:
+/// omit the key, or call `all_namespaces()`).
+pub const EMPTY_NAMESPACES: &str = "`namespaces = []` watches nothing";
+
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn dns_subdomain(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > 253 {
@@ -94,5 +111,37 @@ mod tests {
         assert!(dns_subdomain("a..b").is_err());
         assert!(label_key("example.com/team").is_ok() && label_key("App_/x").is_err());
         assert!(label_value("").is_ok() && label_value("-x").is_err());
+    }
+
+    /// The runtime checks namespaces given at run time (`Manager::controller_with`) with a copy of these
+    /// rules: its words must stay the attribute's.
+    #[test]
+    fn the_runtime_reports_namespaces_in_the_attributes_words() {
+        use kubeplex::{ContextName, Plan};
+        let plan = || Plan::new("x").contexts([ContextName::new("c")]);
+        let long = "a".repeat(64);
+        for bad in [
+            "",
+            "Crds",
+            "Bad_NS",
+            "-a",
+            "a-",
+            "a_b",
+            "a.b",
+            long.as_str(),
+        ] {
+            let attribute = invalid_namespace(bad).unwrap();
+            assert_eq!(
+                plan().namespaces([bad.to_owned()]).problem(),
+                Some(attribute)
+            );
+        }
+        assert_eq!(invalid_namespace("team-a"), None);
+        assert_eq!(
+            plan().namespaces(["a", "a"]).problem(),
+            Some(duplicate_namespace("a"))
+        );
+        let empty = plan().namespaces(Vec::<String>::new()).problem().unwrap();
+        assert!(empty.starts_with(EMPTY_NAMESPACES), "{empty}");
     }
 }

@@ -8,7 +8,7 @@ use syn::{Ident, LitInt, LitStr, Path, Type};
 
 use super::{ChildModel, ContextsKind, fleet_of, is_dynamic, path_string};
 use crate::parse::{ContextItem, ContextList, StrList};
-use crate::rules::dns::dns_label;
+use crate::rules::dns::{EMPTY_NAMESPACES, duplicate_namespace, invalid_namespace};
 use crate::rules::duration::duration_millis;
 use crate::rules::names::{MAX_CONTROLLER_NAME, context_name, controller_name, finalizer_name};
 use crate::rules::selector::{field_selector, label_selector};
@@ -186,22 +186,18 @@ pub fn check_namespaces(list: StrList, errors: &mut Accumulator) -> Vec<LitStr> 
     let mut seen = Vec::new();
     for lit in &list.items {
         let value = lit.value();
-        if let Err(why) = dns_label(&value) {
-            errors
-                .push(Error::custom(format!("invalid namespace {value:?}: {why}")).with_span(lit));
+        if let Some(why) = invalid_namespace(&value) {
+            errors.push(Error::custom(why).with_span(lit));
         } else if seen.contains(&value) {
-            errors.push(
-                Error::custom(format!("namespace {value:?} is listed twice; remove one"))
-                    .with_span(lit),
-            );
+            errors.push(Error::custom(duplicate_namespace(&value)).with_span(lit));
         }
         seen.push(value);
     }
     if list.items.is_empty() {
         errors.push(
-            Error::custom(
-                "`namespaces = []` watches nothing; omit `namespaces` to watch every namespace",
-            )
+            Error::custom(format!(
+                "{EMPTY_NAMESPACES}; omit `namespaces` to watch every namespace"
+            ))
             .with_span(&list.span),
         );
     }

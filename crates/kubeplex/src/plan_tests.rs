@@ -1,0 +1,77 @@
+//! The plan builders: what a generated or hand-written plan watches after each adjustment.
+
+use super::*;
+use crate::ContextName;
+
+fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
+    Plan::new(name).contexts([ContextName::new("control")])
+}
+
+#[test]
+fn the_default_finalizer_is_named_after_the_controller_when_it_has_children() {
+    let owning = plan("web").owns(
+        Child::of::<k8s_openapi::api::core::v1::ConfigMap>().contexts([ContextName::new("a")]),
+    );
+    assert_eq!(
+        owning.managed_finalizer().as_deref(),
+        Some("kubeplex.dev/web")
+    );
+    assert_eq!(plan("web").managed_finalizer(), None);
+    let named = plan("web").finalizer("example.com/cleanup");
+    assert_eq!(
+        named.managed_finalizer().as_deref(),
+        Some("example.com/cleanup")
+    );
+}
+
+#[test]
+fn namespaces_replace_those_named_before_and_all_namespaces_forgets_them() {
+    let generated = plan("web").namespaces(["from-the-attribute"]);
+    let configured = generated.clone().namespaces(["team-a", "team-b"]);
+    let control = ContextName::new("control");
+    assert_eq!(
+        configured.watches().collect::<Vec<_>>(),
+        [(control, Some("team-a")), (control, Some("team-b"))]
+    );
+    let everywhere = configured.all_namespaces();
+    assert!(everywhere.namespace_list().is_empty());
+    assert_eq!(everywhere.watches().collect::<Vec<_>>(), [(control, None)]);
+    // Owned strings work as well as literals: flags and Helm values arrive as `String`s.
+    let from_flag: Vec<String> = "x,y".split(',').map(str::to_owned).collect();
+    assert_eq!(generated.namespaces(from_flag).namespace_list(), ["x", "y"]);
+}
+
+#[test]
+fn child_namespaces_replace_them_for_every_owns_of_the_kind() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let (a, b) = (ContextName::new("a"), ContextName::new("b"));
+    let generated = plan("web")
+        .owns(Child::of::<Deployment>().contexts([a]).namespaces(["old"]))
+        .owns(Child::of::<Deployment>().contexts([b]))
+        .owns(Child::of::<ConfigMap>().contexts([a]).namespaces(["kept"]));
+    let configured = generated.child_namespaces::<Deployment>(["x", "y"]);
+    let namespaces: Vec<Vec<&str>> = configured
+        .children()
+        .iter()
+        .map(|c| c.namespace_list().iter().map(AsRef::as_ref).collect())
+        .collect();
+    assert_eq!(namespaces, [vec!["x", "y"], vec!["x", "y"], vec!["kept"]]);
+    assert_eq!(
+        configured.children()[1].watches().collect::<Vec<_>>(),
+        [(b, Some("x")), (b, Some("y"))]
+    );
+    let everywhere = configured.child_all_namespaces::<Deployment>();
+    assert_eq!(
+        everywhere.children()[0].watches().collect::<Vec<_>>(),
+        [(a, None)]
+    );
+    assert_eq!(everywhere.children()[2].namespace_list(), ["kept"]);
+    // The child builders replace too.
+    let child = Child::<ContextName>::of::<ConfigMap>()
+        .namespaces(["one"])
+        .namespaces(["two"]);
+    assert_eq!(child.namespace_list(), ["two"]);
+    assert!(child.all_namespaces().namespace_list().is_empty());
+}
