@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -160,19 +160,19 @@ impl Probe {
 
 // ---- kubeplex side: controllers whose plans are chosen at run time ----
 
-static PLANS: OnceLock<Vec<Plan<ContextName>>> = OnceLock::new();
+/// One reconciler type, registered `controllers` times, each with a plan of its own.
+struct Bench(Arc<Probe>);
 
-struct Bench<const I: usize>(Arc<Probe>);
-
-impl<const I: usize> Controller for Bench<I> {
+impl Controller for Bench {
     type Resource = ConfigMap;
     type Context = ContextName;
+    /// Replaced at registration: every plan comes from the spec.
     fn plan() -> Plan<ContextName> {
-        PLANS.get().expect("plans set before the manager starts")[I].clone()
+        Plan::new("bench")
     }
 }
 
-impl<const I: usize> Reconcile for Bench<I> {
+impl Reconcile for Bench {
     type Error = Infallible;
     async fn reconcile(
         &self,
@@ -190,11 +190,10 @@ impl<const I: usize> Reconcile for Bench<I> {
     }
 }
 
-/// The most controllers one kubeplex child registers.
-const MAX_CONTROLLERS: usize = 8;
-
-fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_owned().into_boxed_str())
+/// A context named at run time. `ContextName` holds a `&'static str` (`Context::name` returns one), so the
+/// names are leaked: a few short strings, once per child process.
+fn context_name(name: &str) -> ContextName {
+    ContextName::new(Box::leak(name.to_owned().into_boxed_str()))
 }
 
 async fn start_kubeplex(
@@ -202,40 +201,26 @@ async fn start_kubeplex(
     kubeconfig: Kubeconfig,
     probe: &Arc<Probe>,
 ) -> Result<Running, String> {
-    if spec.controllers > MAX_CONTROLLERS {
-        return Err(format!("at most {MAX_CONTROLLERS} controllers"));
-    }
     let contexts: Vec<ContextName> = spec
         .contexts
         .iter()
-        .map(|(name, _)| ContextName::new(leak(name)))
+        .map(|(name, _)| context_name(name))
         .collect();
-    let plans = (0..spec.controllers)
-        .map(|i| {
-            let mut plan = Plan::new(format!("bench-{i}"))
-                .contexts(contexts.iter().copied())
-                .namespaces([spec.namespace.clone()]);
-            if let Some(limit) = spec.concurrency {
-                plan = plan.concurrency(limit);
-            }
-            plan
-        })
-        .collect();
-    PLANS
-        .set(plans)
-        .map_err(|_| "plans were already set".to_owned())?;
     let mut manager = Manager::with_kubeconfig(kubeconfig).probes("127.0.0.1:0");
     for ((_, kubeconfig_context), context) in spec.contexts.iter().zip(&contexts) {
         manager = manager.context_alias(*context, kubeconfig_context.clone());
     }
-    macro_rules! register {
-        ($($i:literal)*) => {$(
-            if $i < spec.controllers {
-                manager = manager.controller(Bench::<$i>(probe.clone()));
+    for i in 0..spec.controllers {
+        manager = manager.controller_with(Bench(probe.clone()), |_| {
+            let plan = Plan::new(format!("bench-{i}"))
+                .contexts(contexts.iter().copied())
+                .namespaces([spec.namespace.clone()]);
+            match spec.concurrency {
+                Some(limit) => plan.concurrency(limit),
+                None => plan,
             }
-        )*};
+        });
     }
-    register!(0 1 2 3 4 5 6 7);
     let running = manager.start().await.map_err(|e| e.to_string())?;
     Ok(Running::Kubeplex(running))
 }
