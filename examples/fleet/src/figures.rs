@@ -49,7 +49,8 @@ pub fn summary(text: &str) -> [String; 2] {
     };
     [
         format!(
-            "  reconciles: {} · children applied: {}",
+            "  reconciles: {} ({}) · children applied: {}",
+            reconciles.values().sum::<f64>(),
             list(&reconciles, ""),
             list(&applied, "")
         ),
@@ -95,7 +96,7 @@ kubeplex_context_up{context="cluster-b"} 0
         let [first, second] = super::summary(text);
         assert_eq!(
             first,
-            "  reconciles: error 1, success 4 · children applied: cluster-a 4"
+            "  reconciles: 5 (error 1, success 4) · children applied: cluster-a 4"
         );
         assert_eq!(
             second,
