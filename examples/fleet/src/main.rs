@@ -1,8 +1,9 @@
 //! `fleet`: the example operator.
 //!
-//! - `fleet run [--probe-address ADDRESS] [--log-format text|json]`: the operator, against the kubeconfig as
-//!   kubectl finds it (in a Pod: the service account for `control` with `KUBEPLEX_CONTEXT_CONTROL=in-cluster`,
-//!   a mounted kubeconfig for the children); probes on `0.0.0.0:8080` unless told otherwise; until SIGTERM.
+//! - `fleet run [--probe-address ADDRESS] [--log-format text|json] [--otlp-endpoint URL]`: the operator, against
+//!   the kubeconfig as kubectl finds it (in a Pod: the service account for `control` with
+//!   `KUBEPLEX_CONTEXT_CONTROL=in-cluster`, a mounted kubeconfig for the children); probes on `0.0.0.0:8080`
+//!   unless told otherwise; spans to an OTLP collector when built with `--features otlp`; until SIGTERM.
 //! - `fleet demo [--exit-after-table]`: the whole scenario on three local real clusters.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 
@@ -11,11 +12,14 @@ use std::io::{self, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use kubeplex::Manager;
 use kubeplex_fleet::demo::{self, DemoError};
 use kubeplex_fleet::{AppDeployer, AppDeployment};
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::{Layer, Registry};
 
 /// The kubeplex example operator: each AppDeployment in namespace `crds` of the control cluster becomes a
 /// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b.
@@ -47,6 +51,10 @@ enum Command {
             env = "FLEET_PROBE_ADDRESS"
         )]
         probe_address: SocketAddr,
+        /// Export spans to this OTLP/HTTP collector, e.g. `http://otel-collector:4318` (`/v1/traces` is
+        /// appended); needs a build with `--features otlp`.
+        #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+        otlp_endpoint: Option<String>,
     },
     /// Run the whole scenario on three local real clusters and print what exists where; until Ctrl-C.
     Demo {
@@ -68,10 +76,23 @@ enum LogFormat {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_logging(cli.log_format, io::stderr().is_terminal(), io::stderr);
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let otlp = otlp_endpoint(&cli, &matches);
+    let exporter = match init_logging(
+        cli.log_format,
+        io::stderr().is_terminal(),
+        io::stderr,
+        otlp.as_ref(),
+    ) {
+        Ok(exporter) => exporter,
+        Err(error) => {
+            eprintln!("fleet: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
-        Command::Run { probe_address } => Manager::new()
+        Command::Run { probe_address, .. } => Manager::new()
             .probes(probe_address.to_string())
             .controller(AppDeployer)
             .run()
@@ -80,6 +101,8 @@ async fn main() -> ExitCode {
         Command::Demo { exit_after_table } => demo::run(exit_after_table).await,
         Command::Crd => print_crd(),
     };
+    // The last batch of spans, with the reconciles of the shutdown.
+    let result = result.and(exporter.stop());
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader stopped reading (`fleet crd | head`): it has what it wanted.
@@ -106,19 +129,104 @@ fn is_broken_pipe(error: &(dyn Error + 'static)) -> bool {
         .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
 }
 
-/// Logs to `writer` in `format`; text has colour codes only when `ansi` (stderr is a terminal).
-fn init_logging<W>(format: LogFormat, ansi: bool, writer: W)
+/// Where `fleet run` sends its spans: `--otlp-endpoint`, or `OTEL_EXPORTER_OTLP_ENDPOINT`.
+#[derive(Debug, PartialEq, Eq)]
+struct OtlpEndpoint {
+    url: String,
+    /// Set by the environment rather than on the command line.
+    from_env: bool,
+}
+
+fn otlp_endpoint(cli: &Cli, matches: &clap::ArgMatches) -> Option<OtlpEndpoint> {
+    let Command::Run {
+        otlp_endpoint: Some(url),
+        ..
+    } = &cli.command
+    else {
+        return None;
+    };
+    let source = matches
+        .subcommand_matches("run")
+        .and_then(|run| run.value_source("otlp_endpoint"));
+    Some(OtlpEndpoint {
+        url: url.clone(),
+        from_env: source == Some(ValueSource::EnvVariable),
+    })
+}
+
+/// A layer of the subscriber next to the log lines (the OTLP exporter's).
+type BoxedLayer = Box<dyn Layer<Registry> + Send + Sync>;
+
+/// What keeps the span exporter running, if any; [`Exporter::stop`] sends its last batch.
+struct Exporter {
+    #[cfg(feature = "otlp")]
+    guard: Option<kubeplex::otlp::Guard>,
+}
+
+impl Exporter {
+    fn stop(self) -> Result<(), Box<dyn Error + Send + Sync>> {
+        #[cfg(feature = "otlp")]
+        if let Some(guard) = self.guard {
+            guard.shutdown()?;
+        }
+        Ok(())
+    }
+}
+
+/// Logs to `writer` in `format`; text has colour codes only when `ansi` (stderr is a terminal). Spans also go
+/// to `otlp` when it is given.
+fn init_logging<W>(
+    format: LogFormat,
+    ansi: bool,
+    writer: W,
+    otlp: Option<&OtlpEndpoint>,
+) -> Result<Exporter, Box<dyn Error + Send + Sync>>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing::subscriber::set_global_default(subscriber(format, ansi, writer))
+    let (layers, exporter) = otlp_layers(otlp)?;
+    tracing::subscriber::set_global_default(subscriber(format, ansi, writer, layers))
         .expect("logging is set up once");
+    if !cfg!(feature = "otlp") && otlp.is_some() {
+        tracing::warn!(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set, but fleet was built without the otlp feature: spans are not \
+             exported (rebuild with --features otlp)"
+        );
+    }
+    Ok(exporter)
 }
 
+#[cfg(feature = "otlp")]
+fn otlp_layers(
+    otlp: Option<&OtlpEndpoint>,
+) -> Result<(Vec<BoxedLayer>, Exporter), Box<dyn Error + Send + Sync>> {
+    let Some(otlp) = otlp else {
+        return Ok((Vec::new(), Exporter { guard: None }));
+    };
+    let (layer, guard) = kubeplex::otlp::layer::<Registry>(&otlp.url, None)?;
+    Ok((vec![layer.boxed()], Exporter { guard: Some(guard) }))
+}
+
+/// Without the feature, `--otlp-endpoint` is refused; `OTEL_EXPORTER_OTLP_ENDPOINT` (which an
+/// OpenTelemetry operator may set in every Pod) only earns a warning.
+#[cfg(not(feature = "otlp"))]
+fn otlp_layers(
+    otlp: Option<&OtlpEndpoint>,
+) -> Result<(Vec<BoxedLayer>, Exporter), Box<dyn Error + Send + Sync>> {
+    match otlp {
+        Some(otlp) if !otlp.from_env => Err(
+            "--otlp-endpoint: built without the otlp feature; rebuild with --features otlp".into(),
+        ),
+        _ => Ok((Vec::new(), Exporter {})),
+    }
+}
+
+/// The log lines (filtered by `RUST_LOG`, or kubeplex's default) and `layers`, each with its own filter.
 fn subscriber<W>(
     format: LogFormat,
     ansi: bool,
     writer: W,
+    layers: Vec<BoxedLayer>,
 ) -> Box<dyn tracing::Subscriber + Send + Sync>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
@@ -127,13 +235,14 @@ where
     // would only repeat them.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer);
-    match format {
-        LogFormat::Text => Box::new(builder.with_ansi(ansi).finish()),
-        LogFormat::Json => Box::new(builder.json().flatten_event(true).finish()),
-    }
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer);
+    let lines = match format {
+        LogFormat::Text => lines.with_ansi(ansi).with_filter(filter).boxed(),
+        LogFormat::Json => lines.json().flatten_event(true).with_filter(filter).boxed(),
+    };
+    let mut all = vec![lines];
+    all.extend(layers);
+    Box::new(tracing_subscriber::registry().with(all))
 }
 
 #[cfg(test)]
@@ -161,7 +270,8 @@ mod tests {
     fn log_one_warning(format: LogFormat, ansi: bool) -> String {
         let captured = Captured::default();
         let writer = captured.clone();
-        tracing::subscriber::with_default(subscriber(format, ansi, move || writer.clone()), || {
+        let subscriber = subscriber(format, ansi, move || writer.clone(), Vec::new());
+        tracing::subscriber::with_default(subscriber, || {
             tracing::warn!(context = "cluster-a", "cannot reach the cluster");
         });
         String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
@@ -176,7 +286,11 @@ mod tests {
     fn run_defaults_to_probes_on_port_8080_and_text_logs() {
         let cli = Cli::try_parse_from(["fleet", "run"]).unwrap();
         assert_eq!(cli.log_format, LogFormat::Text);
-        let Command::Run { probe_address } = cli.command else {
+        let Command::Run {
+            probe_address,
+            otlp_endpoint: None,
+        } = cli.command
+        else {
             panic!("not `run`: {cli:?}");
         };
         assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
@@ -191,8 +305,60 @@ mod tests {
         .unwrap();
         assert_eq!(cli.log_format, LogFormat::Json);
         assert!(
-            matches!(cli.command, Command::Run { probe_address } if probe_address.port() == 9090)
+            matches!(cli.command, Command::Run { probe_address, .. } if probe_address.port() == 9090)
         );
+    }
+
+    #[test]
+    fn run_takes_an_otlp_endpoint() {
+        let matches = Cli::command()
+            .try_get_matches_from(["fleet", "run", "--otlp-endpoint", "http://collector:4318"])
+            .unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        assert_eq!(
+            otlp_endpoint(&cli, &matches),
+            Some(OtlpEndpoint {
+                url: "http://collector:4318".to_owned(),
+                from_env: false,
+            })
+        );
+    }
+
+    #[cfg(not(feature = "otlp"))]
+    #[test]
+    fn without_the_otlp_feature_the_flag_is_refused_and_the_variable_ignored() {
+        let flag = OtlpEndpoint {
+            url: "http://collector:4318".to_owned(),
+            from_env: false,
+        };
+        let error = otlp_layers(Some(&flag)).err().unwrap().to_string();
+        assert_eq!(
+            error,
+            "--otlp-endpoint: built without the otlp feature; rebuild with --features otlp"
+        );
+        let variable = OtlpEndpoint {
+            from_env: true,
+            ..flag
+        };
+        assert!(otlp_layers(Some(&variable)).unwrap().0.is_empty());
+        assert!(otlp_layers(None).unwrap().0.is_empty());
+    }
+
+    #[cfg(feature = "otlp")]
+    #[test]
+    fn with_the_otlp_feature_the_flag_adds_the_exporter() {
+        let flag = OtlpEndpoint {
+            url: "http://127.0.0.1:4318".to_owned(),
+            from_env: false,
+        };
+        let (layers, exporter) = otlp_layers(Some(&flag)).unwrap();
+        assert_eq!(layers.len(), 1);
+        exporter.stop().unwrap();
+        let bad = OtlpEndpoint {
+            url: "collector:4318".to_owned(),
+            from_env: false,
+        };
+        assert!(otlp_layers(Some(&bad)).is_err());
     }
 
     #[test]
