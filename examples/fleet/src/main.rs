@@ -1,9 +1,11 @@
 //! `fleet`: the example operator.
 //!
-//! - `fleet run [--probe-address ADDRESS] [--log-format text|json] [--otlp-endpoint URL]`: the operator, against
-//!   the kubeconfig as kubectl finds it (in a Pod: the service account for `control` with
-//!   `KUBEPLEX_CONTEXT_CONTROL=in-cluster`, a mounted kubeconfig for the children); probes on `0.0.0.0:8080`
-//!   unless told otherwise; spans to an OTLP collector when built with `--features otlp`; until SIGTERM.
+//! - `fleet run [--probe-address ADDRESS] [--log-format text|json] [--otlp-endpoint URL] [--namespace NAMESPACE]
+//!   [--child-namespaces NAMESPACES]`: the operator, against the kubeconfig as kubectl finds it (in a Pod: the
+//!   service account for `control` with `KUBEPLEX_CONTEXT_CONTROL=in-cluster`, a mounted kubeconfig for the
+//!   children); probes on `0.0.0.0:8080` unless told otherwise; spans to an OTLP collector when built with
+//!   `--features otlp`; AppDeployments in `crds`, Deployments in `namespace-a` and `namespace-b` unless told
+//!   otherwise (checked at start); until SIGTERM.
 //! - `fleet demo [--exit-after-table]`: the whole scenario on three local real clusters.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 
@@ -14,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
+use k8s_openapi::api::apps::v1::Deployment;
 use kubeplex::Manager;
 use kubeplex_fleet::demo::{self, DemoError};
 use kubeplex_fleet::{AppDeployer, AppDeployment};
@@ -22,7 +25,8 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{Layer, Registry};
 
 /// The kubeplex example operator: each AppDeployment in namespace `crds` of the control cluster becomes a
-/// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b.
+/// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b (`fleet run` takes other
+/// namespaces).
 #[derive(Debug, Parser)]
 #[command(name = "fleet", version)]
 struct Cli {
@@ -55,6 +59,23 @@ enum Command {
         /// appended); needs a build with `--features otlp`.
         #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
         otlp_endpoint: Option<String>,
+        /// The namespace of the control cluster whose AppDeployments are reconciled.
+        #[arg(
+            long,
+            value_name = "NAMESPACE",
+            default_value = "crds",
+            env = "FLEET_NAMESPACE"
+        )]
+        namespace: String,
+        /// The namespaces of the child clusters that receive the Deployments, comma-separated.
+        #[arg(
+            long,
+            value_name = "NAMESPACES",
+            value_delimiter = ',',
+            default_value = "namespace-a,namespace-b",
+            env = "FLEET_CHILD_NAMESPACES"
+        )]
+        child_namespaces: Vec<String>,
     },
     /// Run the whole scenario on three local real clusters and print what exists where; until Ctrl-C.
     Demo {
@@ -92,9 +113,18 @@ async fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Run { probe_address, .. } => Manager::new()
+        Command::Run {
+            probe_address,
+            namespace,
+            child_namespaces,
+            ..
+        } => Manager::new()
             .probes(probe_address.to_string())
-            .controller(AppDeployer)
+            // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
+            .controller_with(AppDeployer, |plan| {
+                plan.namespaces([namespace])
+                    .child_namespaces::<Deployment>(child_namespaces)
+            })
             .run()
             .await
             .map_err(Into::into),
@@ -289,11 +319,15 @@ mod tests {
         let Command::Run {
             probe_address,
             otlp_endpoint: None,
+            namespace,
+            child_namespaces,
         } = cli.command
         else {
             panic!("not `run`: {cli:?}");
         };
         assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(namespace, "crds");
+        assert_eq!(child_namespaces, kubeplex_fleet::CHILD_NAMESPACES);
         let cli = Cli::try_parse_from([
             "fleet",
             "run",
@@ -307,6 +341,29 @@ mod tests {
         assert!(
             matches!(cli.command, Command::Run { probe_address, .. } if probe_address.port() == 9090)
         );
+    }
+
+    #[test]
+    fn run_takes_its_namespaces_from_flags() {
+        let cli = Cli::try_parse_from([
+            "fleet",
+            "run",
+            "--namespace",
+            "apps",
+            "--child-namespaces",
+            "team-a,team-b",
+        ])
+        .unwrap();
+        let Command::Run {
+            namespace,
+            child_namespaces,
+            ..
+        } = cli.command
+        else {
+            panic!("not `run`: {cli:?}");
+        };
+        assert_eq!(namespace, "apps");
+        assert_eq!(child_namespaces, ["team-a", "team-b"]);
     }
 
     #[test]
