@@ -517,6 +517,8 @@ fn the_required_panels_exist() {
     let panels = panels(&dashboard);
     let required = [
         ("Context up", "kubeplex_context_up"),
+        ("Errors by context", "kubeplex_context_healthchecks_total"),
+        ("Errors by context", "kubeplex_children_applied_total"),
         (
             "Reconcile rate by context",
             "controller_runtime_reconcile_total",
