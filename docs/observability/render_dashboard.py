@@ -2,16 +2,22 @@
 """Draws the main panels of the kubeplex Grafana dashboard from samples of a real operator's /metrics.
 
 The picture in docs/observability/dashboard.png shows what a failing cluster looks like: the example operator
-(`fleet demo`: three local real clusters, two AppDeployments) while cluster-b's API server is frozen.
-It is committed; this script is run by hand, not in CI. Needs Python 3.9+ and matplotlib
+(`fleet demo`: three local real clusters, two AppDeployments) while cluster-b's API server is frozen, and
+then while cluster-b answers but refuses the operator's writes. It is committed; this script is run by hand, not in CI. Needs Python 3.9+ and matplotlib
 (`pip install matplotlib`); `record` and `scenario` need only the standard library.
 
-Re-draw the picture (from the repository's root; about 4 minutes once the demo is built):
+Re-draw the picture from the committed samples of the run it shows (docs/observability/samples.jsonl.gz):
+
+    python3 docs/observability/render_dashboard.py render docs/observability/samples.jsonl.gz \
+        --out docs/observability/dashboard.png
+
+Record a new run (from the repository's root; about 5 minutes once the demo is built):
 
     cargo build -p kubeplex-fleet                 # so that the demo starts at once below
     python3 docs/observability/render_dashboard.py scenario --out /tmp/kubeplex-samples.jsonl
     python3 docs/observability/render_dashboard.py render /tmp/kubeplex-samples.jsonl \
         --out docs/observability/dashboard.png
+    gzip -9 -c /tmp/kubeplex-samples.jsonl > docs/observability/samples.jsonl.gz
 
 `scenario` does, in order:
   1. starts `cargo run -q -p kubeplex-fleet -- demo` (its own process group) and waits for its table; it
@@ -23,13 +29,18 @@ Re-draw the picture (from the repository's root; about 4 minutes once the demo i
        t=45 s   kubectl patch AppDeployment crd-a: replicas 4     (cluster-b cannot be written)
        t=60 s   kubectl delete AppDeployment crd-b --wait=false   (its children in cluster-b hold it)
        t=120 s  SIGCONT to cluster-b's kube-apiserver             (thawed)
-       t=180 s  stop: SIGINT to the demo, which stops the operator and the clusters.
+       t=165 s  kubectl apply, in cluster-b, a ValidatingAdmissionPolicy (+ binding) that denies every
+                Deployment write                                  (cluster-b answers, and refuses)
+       t=170 s  kubectl patch AppDeployment crd-a: replicas 5     (its apply fails in cluster-b only)
+       t=215 s  kubectl delete that policy and binding            (cluster-b accepts writes again)
+       t=220 s  kubectl patch AppDeployment crd-a: replicas 6
+       t=260 s  stop: SIGINT to the demo, which stops the operator and the clusters.
      cluster-b's kube-apiserver is found as the process, descended from the demo, whose command line has
      `--secure-port=P`, P being the port of cluster-b's server in the demo's kubeconfig.
 
 By hand instead (any operator, any failure):
 
-    cargo run -p kubeplex-fleet -- demo           # terminal 1; prints the probe address and KUBECONFIG
+    cargo run -p kubeplex-fleet -- demo           # terminal 1; prints `Metrics: http://...` and KUBECONFIG
     python3 docs/observability/render_dashboard.py record --url http://127.0.0.1:PORT/metrics \
         --seconds 180 --out /tmp/kubeplex-samples.jsonl            # terminal 2
     kill -STOP <pid of cluster-b's kube-apiserver>; ...; kill -CONT <pid>   # terminal 3, meanwhile
@@ -46,6 +57,8 @@ runtime creates a labelled series on its first increment).
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import math
 import os
@@ -53,6 +66,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
 from collections import defaultdict
@@ -181,6 +195,28 @@ def _apiserver_pid(demo: subprocess.Popen, kubeconfig: str, cluster: str) -> int
     raise RuntimeError(f"no kube-apiserver with --secure-port={port} under the demo (pid {demo.pid})")
 
 
+# Denies every Deployment write in the cluster it is applied to: a cluster that answers, and refuses.
+REJECT_DEPLOYMENTS = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: scenario-rejects-deployments}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+    - {expression: "false", message: "the scenario refuses Deployment writes in this cluster"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: scenario-rejects-deployments}
+spec:
+  policyName: scenario-rejects-deployments
+  validationActions: [Deny]
+"""
+
+
 def scenario(args) -> None:
     demo = subprocess.Popen(
         ["cargo", "run", "-q", "-p", "kubeplex-fleet", "--", "demo"],
@@ -203,23 +239,26 @@ def scenario(args) -> None:
         if not (url and kubeconfig):
             raise RuntimeError("the demo ended before printing its table")
 
-        def kubectl(*words: str) -> None:
-            subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--context", "control", "-n", "crds", *words],
-                           check=True, stdout=subprocess.DEVNULL)
+        def kubectl(*words: str, context: str = "control", stdin: str | None = None) -> None:
+            namespace = ["-n", "crds"] if context == "control" else []
+            subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--context", context, *namespace, *words],
+                           check=True, stdout=subprocess.DEVNULL, input=stdin, text=True)
+
+        def replicas(count: int) -> None:
+            kubectl("patch", "appdeployment", "crd-a", "--type=merge", "-p", f'{{"spec":{{"replicas":{count}}}}}')
+            recorder.mark(f"crd-a: replicas {count}")
 
         frozen = _apiserver_pid(demo, kubeconfig, "cluster-b")
         recorder = Recorder(url, args.out)
         recorder.mark(f"recording {url}")
         recorder.until(15)
-        kubectl("patch", "appdeployment", "crd-a", "--type=merge", "-p", '{"spec":{"replicas":3}}')
-        recorder.mark("crd-a: replicas 3")
+        replicas(3)
         recorder.until(30)
         os.kill(frozen, signal.SIGSTOP)
         recorder.mark("cluster-b frozen")
         try:
             recorder.until(45)
-            kubectl("patch", "appdeployment", "crd-a", "--type=merge", "-p", '{"spec":{"replicas":4}}')
-            recorder.mark("crd-a: replicas 4")
+            replicas(4)
             recorder.until(60)
             kubectl("delete", "appdeployment", "crd-b", "--wait=false")
             recorder.mark("crd-b deleted")
@@ -227,7 +266,19 @@ def scenario(args) -> None:
         finally:
             os.kill(frozen, signal.SIGCONT)
         recorder.mark("cluster-b thawed")
-        recorder.until(180)
+        recorder.until(165)
+        kubectl("apply", "-f", "-", context="cluster-b", stdin=REJECT_DEPLOYMENTS)
+        recorder.mark("cluster-b refuses Deployment writes")
+        try:
+            recorder.until(170)
+            replicas(5)
+            recorder.until(215)
+        finally:
+            kubectl("delete", "-f", "-", context="cluster-b", stdin=REJECT_DEPLOYMENTS)
+        recorder.mark("cluster-b accepts them again")
+        recorder.until(220)
+        replicas(6)
+        recorder.until(260)
         recorder.close()
     finally:
         if demo.poll() is None:
@@ -244,7 +295,8 @@ def scenario(args) -> None:
 class Samples:
     def __init__(self, path: str):
         self.times, self.scrapes, self.marks = [], [], []
-        with open(path, encoding="utf-8") as file:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as file:
             for line in file:
                 entry = json.loads(line)
                 if "mark" in entry:
@@ -386,14 +438,14 @@ def render(args) -> None:
     def line(ax, series: dict, label, style=None) -> None:
         for group, values in sorted(series.items()):
             name = label(group)
-            dashes = (style or {}).get(name.split(" ", 1)[-1], "-")
+            dashes = next((d for end, d in (style or {}).items() if name.endswith(end)), "-")
             ax.plot(x, [math.nan if v is None else v for v in values], dashes,
                     color=_color(name, extra), label=name, linewidth=1.6)
 
     plt.rcParams["axes.titlepad"] = 12  # room for the step numbers above each panel
-    fig, axes = plt.subplots(3, 3, figsize=(18, 11.5), dpi=100)
+    fig, axes = plt.subplots(3, 3, figsize=(18, 12), dpi=100)
     fig.suptitle(
-        "kubeplex dashboard, fleet demo: cluster-b's API server frozen, crd-b deleted meanwhile "
+        "kubeplex dashboard, fleet demo: cluster-b frozen (crd-b deleted meanwhile), then refusing writes "
         f"(scraped every second; rates and quantiles over {w:g} s)", fontsize=14)
 
     # Context up, as a state timeline.
@@ -416,21 +468,32 @@ def render(args) -> None:
     ax.set_yticks(range(len(contexts)), [g[0] for g in reversed(contexts)])
     ax.set_title("Context up  (kubeplex_context_up)")
 
-    line(axes[0][1], s.gauge("kubeplex_parent_deletion_blocked", ("controller", "context")),
+    # Errors by context, per minute (the dashboard's increase(...[1m])).
+    ax = axes[0][1]
+    per_minute = lambda series: {g: [None if v is None else v * 60 for v in vs] for g, vs in series.items()}
+    line(ax, per_minute(s.rate("kubeplex_context_healthchecks_total", ("context",), 60,
+                               where=lambda l: l["result"] == "failure")),
+         lambda g: f"{g[0]} failed pings", style={"pings": "-"})
+    line(ax, per_minute(s.rate("kubeplex_children_applied_total", ("context", "result"), 60,
+                               where=lambda l: l["result"] in ("error", "conflict"))),
+         lambda g: f"{g[0]} child apply {g[1]}", style={"apply error": "--", "apply conflict": "-."})
+    line(ax, per_minute(s.rate("kubeplex_watch_restarts_total", ("context",), 60,
+                               where=lambda l: l["reason"] != "expired")),
+         lambda g: f"{g[0]} watch failures", style={"failures": ":"})
+    ax.set_title("Errors by context  (per minute)")
+
+    line(axes[0][2], s.gauge("kubeplex_parent_deletion_blocked", ("controller", "context")),
          lambda g: f"{g[0]} waits on {g[1]}")
-    axes[0][1].set_title("Blocked deletions  (kubeplex_parent_deletion_blocked)")
+    axes[0][2].set_title("Blocked deletions  (kubeplex_parent_deletion_blocked)")
 
-    line(axes[0][2], s.rate("kubeplex_children_applied_total", ("context", "result"), w),
+    line(axes[1][0], s.rate("kubeplex_children_applied_total", ("context", "result"), w),
          lambda g: f"{g[0]} {g[1]}", style={"success": "-", "error": "--", "conflict": ":"})
-    axes[0][2].set_title("Child applies by context  (kubeplex_children_applied_total, /s)")
+    axes[1][0].set_title("Child applies by context  (/s)")
 
-    line(axes[1][0], s.rate("controller_runtime_reconcile_total", ("context", "result"), w),
+    errors = s.rate("controller_runtime_reconcile_errors_total", ("context",), w)
+    line(axes[1][1], s.rate("controller_runtime_reconcile_total", ("context", "result"), w),
          lambda g: f"{g[0]} {g[1]}", style={"success": "-", "error": "--", "requeue": ":"})
-    axes[1][0].set_title("Reconcile rate by context  (/s)")
-
-    line(axes[1][1], s.rate("controller_runtime_reconcile_errors_total", ("context",), w),
-         lambda g: f"{g[0]} errors")
-    axes[1][1].set_title("Reconcile errors by context  (/s)")
+    axes[1][1].set_title("Reconcile rate by context  (/s)" + ("" if errors else ": no reconcile failed"))
 
     ax = axes[1][2]
     for q, style in ((0.5, "-"), (0.99, "--")):
@@ -439,17 +502,9 @@ def render(args) -> None:
              style={"p50": "-", "p99": "--"})
     ax.set_title("Reconcile latency p50 / p99  (s)")
 
-    ax = axes[2][0]
-    line(ax, s.quantile(0.99, "kubeplex_context_ping_seconds", ("context",), w), lambda g: f"{g[0]} p99")
-    failed = s.rate("kubeplex_context_healthchecks_total", ("context",), 60, where=lambda l: l["result"] == "failure")
-    if failed:
-        twin = ax.twinx()
-        for (context,), values in sorted(failed.items()):
-            twin.plot(x, [math.nan if v is None else v * 60 for v in values], "--",
-                      color=_color(context, extra), linewidth=1.2, label=f"{context} failed pings / min")
-        twin.set_ylim(bottom=0)
-        twin.legend(fontsize=8, loc="upper right")
-    ax.set_title("Ping latency p99 (s); failed pings per minute (dashed, right)")
+    line(axes[2][0], s.quantile(0.99, "kubeplex_context_ping_seconds", ("context",), w),
+         lambda g: f"{g[0]} p99")
+    axes[2][0].set_title("Ping latency p99  (s, answered pings)")
 
     line(axes[2][1], s.gauge("kubeplex_cache_objects", ("context", "kind")), lambda g: f"{g[0]} {g[1]}")
     axes[2][1].set_title("Cache objects per context and kind")
@@ -459,17 +514,22 @@ def render(args) -> None:
     axes[2][2].set_title("Queue depth")
 
     marks = [(t - s.t0, text) for t, text in s.marks if not text.startswith("recording")]
-    fig.text(0.5, 0.945, "   ".join(f"[{n}] {t:.0f} s: {text}" for n, (t, text) in enumerate(marks, 1)),
-             ha="center", fontsize=10, color="#333333")
+    steps = "   ".join(f"[{n}] {t:.0f} s: {text}" for n, (t, text) in enumerate(marks, 1))
+    fig.text(0.5, 0.952, textwrap.fill(steps, 190, break_long_words=False), ha="center", va="top", fontsize=10,
+             color="#333333")
     freeze = next((t for t, text in marks if "frozen" in text), None)
     thaw = next((t for t, text in marks if "thawed" in text), None)
+    refuse = next((t for t, text in marks if "refuses" in text), None)
+    accept = next((t for t, text in marks if "accepts" in text), None)
     for row in axes:
         for ax in row:
             ax.set_xlim(x[0], x[-1])
             ax.grid(True, alpha=0.3)
             ax.set_xlabel("seconds since the recording started", fontsize=8)
             if freeze is not None:
-                ax.axvspan(freeze, thaw if thaw is not None else x[-1], color="#c4162a", alpha=0.06)
+                ax.axvspan(freeze, thaw if thaw is not None else x[-1], color="#fbe3e5", zorder=0)
+            if refuse is not None:
+                ax.axvspan(refuse, accept if accept is not None else x[-1], color="#fdeed6", zorder=0)
             for n, (t, _) in enumerate(marks, 1):
                 ax.axvline(t, color="#555555", linestyle=":", linewidth=0.9)
                 ax.annotate(str(n), xy=(t, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 2),
@@ -481,8 +541,15 @@ def render(args) -> None:
                 else:
                     ax.text(0.5, 0.5, "no series: nothing counted", transform=ax.transAxes, ha="center",
                             color="#888888")
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
-    fig.savefig(args.out)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    # A palette of 256 colours (the panels use a dozen) makes the file a quarter of the size.
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB")
+    image.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(args.out, optimize=True)
     print(f"wrote {args.out} from {len(s.times)} scrapes over {x[-1]:.0f} s")
     missing = sorted(n for n in USED if n not in s.names)
     if missing:
@@ -491,7 +558,7 @@ def render(args) -> None:
 
 USED = [
     "kubeplex_context_up", "kubeplex_parent_deletion_blocked", "kubeplex_children_applied_total",
-    "controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
+    "kubeplex_context_healthchecks_total", "controller_runtime_reconcile_total",
     "controller_runtime_reconcile_time_seconds_bucket", "kubeplex_context_ping_seconds_bucket",
     "kubeplex_cache_objects", "workqueue_depth", "controller_runtime_active_workers",
 ]
