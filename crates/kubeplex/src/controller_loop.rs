@@ -5,20 +5,22 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
 
+use crate::child_watch::ChildCache;
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::engine::{ChildWatch, Engine, Primary, Request};
 use crate::events::EventPublisher;
-use crate::executor::{self, ExecutorConfig};
+use crate::executor::{self, ExecutorConfig, Next};
 use crate::plan::Plan;
 use crate::resource::kind_label;
 use crate::runtime::Runtime;
 use crate::trigger::ChangeFilter;
-use crate::watches::WatchKey;
+use crate::watches::{SharedWatch, WatchKey};
 
 /// How many of a controller's reconciles may wait for a worker thread at once.
 const MAX_WAITING_FOR_A_WORKER: usize = 64;
@@ -33,7 +35,10 @@ pub(crate) fn start<R: Reconcile>(
     stop: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let name = plan.name().to_owned();
-    let mut inputs: Vec<BoxStream<'static, Request<R>>> = Vec::new();
+    let mut sources = Sources::<R> {
+        primaries: Vec::new(),
+        children: Vec::new(),
+    };
     let mut primaries = HashMap::new();
     for (context, namespace) in plan.watches() {
         let Ok(client) = runtime.pool.client(context.name()) else {
@@ -48,14 +53,7 @@ pub(crate) fn start<R: Reconcile>(
             index_label: None,
         };
         let watch = runtime.watches.watch::<Primary<R>>(key, client);
-        let changed = ChangeFilter::default();
-        let requests = watch.subscribe(move |change| {
-            changed.passes(change).then(|| Request::<R> {
-                context,
-                object: ObjectRef::from_obj(change.object()),
-            })
-        });
-        inputs.push(requests.boxed());
+        sources.primaries.push((context, watch.clone()));
         primaries.insert((context, namespace.map(str::to_owned)), watch);
     }
     let shared_plan = Arc::new(plan);
@@ -66,12 +64,7 @@ pub(crate) fn start<R: Reconcile>(
                 continue;
             };
             let cache = (child.open)(&runtime.watches, context.name(), namespace, &name, client);
-            // A child's change is a change of its parent: map it back through the stamped reference.
-            let plan = shared_plan.clone();
-            let parents = cache.parents().filter_map(move |parent| {
-                std::future::ready(Engine::<R>::request_for(&plan, &parent))
-            });
-            inputs.push(parents.boxed());
+            sources.children.push(cache.clone());
             children.push(ChildWatch {
                 context: context.name().to_owned(),
                 resource: child.resource().clone(),
@@ -102,31 +95,104 @@ pub(crate) fn start<R: Reconcile>(
         written_status: Default::default(),
         finalized: Default::default(),
     });
-    async move {
+    let span = tracing::info_span!("controller", controller = %name);
+    tracing::Instrument::instrument(lead(engine, sources, config, stop), span)
+}
+
+/// A primary's shared watch.
+type PrimaryWatch<R> = Arc<SharedWatch<Primary<R>>>;
+
+/// Where a controller's requests come from: its primaries' watches, and its children's caches (a child's
+/// change is a change of its parent). Subscribed anew for each term as leader, so a new term starts with
+/// every cached object.
+struct Sources<R: Reconcile> {
+    primaries: Vec<(R::Context, PrimaryWatch<R>)>,
+    children: Vec<Arc<dyn ChildCache>>,
+}
+
+impl<R: Reconcile> Sources<R> {
+    fn subscribe(&self, plan: &Arc<Plan<R::Context>>) -> Vec<BoxStream<'static, Request<R>>> {
+        let mut inputs: Vec<BoxStream<'static, Request<R>>> = Vec::new();
+        for (context, watch) in &self.primaries {
+            let (context, changed) = (*context, ChangeFilter::default());
+            let requests = watch.subscribe(move |change| {
+                changed.passes(change).then(|| Request::<R> {
+                    context,
+                    object: ObjectRef::from_obj(change.object()),
+                })
+            });
+            inputs.push(requests.boxed());
+        }
+        for cache in &self.children {
+            let plan = plan.clone();
+            let parents = cache.parents().filter_map(move |parent| {
+                std::future::ready(Engine::<R>::request_for(&plan, &parent))
+            });
+            inputs.push(parents.boxed());
+        }
+        inputs
+    }
+}
+
+/// Runs the controller in terms: while this replica leads (always, without leader election) its executor
+/// runs; a standby keeps the watches and caches, and reconciles everything cached the moment it leads.
+async fn lead<R: Reconcile>(
+    engine: Arc<Engine<R>>,
+    sources: Sources<R>,
+    config: ExecutorConfig,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut role = engine.runtime.role.clone();
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => return,
+            leads = role.wait_for(|r| r.leader) => if leads.is_err() { return },
+        }
+        let (end_term, term) = watch::channel(false);
+        let ender = {
+            let (mut stop, mut role) = (stop.clone(), role.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = stop.wait_for(|stopped| *stopped) => {}
+                    // A role that can no longer change (no election) never ends the term.
+                    () = async {
+                        if role.wait_for(|r| !r.leader).await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    } => {}
+                }
+                let _ = end_term.send(true);
+            })
+        };
         let sweep = tokio::spawn(engine.clone().sweep_orphans());
-        let work = move |request: Request<R>| {
-            let engine = engine.clone();
-            async move {
-                let context = request.context;
-                let run = std::panic::AssertUnwindSafe(engine.clone().reconcile(request));
-                match futures::FutureExt::catch_unwind(run).await {
-                    Ok(next) => next,
-                    Err(panic) => {
-                        // Counted here, where the context is known; the executor retries the key.
-                        let (metrics, controller) = (&engine.runtime.metrics, engine.plan.name());
-                        metrics.panicked(controller, context.name());
-                        metrics.retried(controller);
-                        std::panic::resume_unwind(panic)
-                    }
+        let inputs = stream::select_all(sources.subscribe(&engine.plan));
+        executor::run(inputs, config.clone(), term, work(&engine)).await;
+        sweep.abort();
+        ender.abort();
+        if *stop.borrow() {
+            return;
+        }
+        tracing::info!("no longer the leader: standing by, watches kept");
+    }
+}
+
+/// A reconcile of `engine`, with its panics counted where the context is known (the executor retries it).
+fn work<R: Reconcile>(engine: &Arc<Engine<R>>) -> impl Fn(Request<R>) -> BoxFuture<'static, Next> {
+    let engine = engine.clone();
+    move |request: Request<R>| {
+        let engine = engine.clone();
+        Box::pin(async move {
+            let context = request.context;
+            let run = std::panic::AssertUnwindSafe(engine.clone().reconcile(request));
+            match futures::FutureExt::catch_unwind(run).await {
+                Ok(next) => next,
+                Err(panic) => {
+                    let (metrics, controller) = (&engine.runtime.metrics, engine.plan.name());
+                    metrics.panicked(controller, context.name());
+                    metrics.retried(controller);
+                    std::panic::resume_unwind(panic)
                 }
             }
-        };
-        let span = tracing::info_span!("controller", controller = %name);
-        tracing::Instrument::instrument(
-            executor::run(stream::select_all(inputs), config, stop, work),
-            span,
-        )
-        .await;
-        sweep.abort();
+        })
     }
 }

@@ -87,6 +87,14 @@ pub enum Error {
         /// What is wrong, and the fix.
         reason: String,
     },
+    /// The leader election's settings cannot fence writes, or its Lease's context is unusable.
+    #[error("leader election (Lease {lease}): {reason}")]
+    LeaderElection {
+        /// `namespace/name` of the Lease, in its context.
+        lease: String,
+        /// What is wrong, and the fix.
+        reason: String,
+    },
     /// The manager could not install its signal handlers.
     #[error("installing signal handlers: {0}")]
     Signals(#[source] std::io::Error),

@@ -342,9 +342,8 @@ async fn the_queue_reports_depth_waits_adds_and_workers() {
         format!("workqueue_adds_total{labels} 4"),
         format!("workqueue_work_duration_seconds_count{labels} 3"),
         // Waits of 0, 2 and 4 s: the ones of 2 and 4 s are above the 1 s bucket.
-        format!(
-            r#"workqueue_queue_duration_seconds_bucket{{le="1.0",name="apps",controller="apps"}} 1"#
-        ),
+        r#"workqueue_queue_duration_seconds_bucket{le="1.0",name="apps",controller="apps"} 1"#
+            .to_owned(),
         format!("workqueue_queue_duration_seconds_sum{labels} 6.0"),
         r#"controller_runtime_active_workers{controller="apps"} 0"#.to_owned(),
     ] {

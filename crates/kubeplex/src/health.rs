@@ -24,6 +24,21 @@ pub struct HealthReport {
     pub ready: bool,
     /// Each context any registered controller declared, by name.
     pub contexts: BTreeMap<String, ContextReport>,
+    /// With leader election: whether this replica leads, and who does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leadership: Option<LeadershipReport>,
+}
+
+/// This replica's place in the leader election.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeadershipReport {
+    /// This replica's identity in the Lease.
+    pub identity: String,
+    /// `leader` (its controllers run) or `standby` (watches warm, ready to take over).
+    pub role: &'static str,
+    /// Who holds the Lease, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 /// The health of one context.
@@ -74,6 +89,7 @@ pub(crate) struct Health {
     dead_controllers: Mutex<BTreeMap<String, String>>,
     started: AtomicBool,
     changed: Notify,
+    leadership: Mutex<Option<LeadershipReport>>,
 }
 
 #[derive(Default)]
@@ -208,11 +224,23 @@ impl Health {
             .filter(|c| c.required)
             .all(|c| c.status == ContextStatus::Ready);
         let started = self.started.fetch_or(ready, Ordering::AcqRel) || ready;
+        let leadership = self
+            .leadership
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         HealthReport {
             started,
             ready,
             contexts,
+            leadership,
         }
+    }
+
+    /// Records this replica's place in the leader election.
+    pub(crate) fn set_leadership(&self, report: LeadershipReport) {
+        *self.leadership.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        self.changed.notify_waiters();
     }
 
     /// Configuration errors of required contexts: the manager cannot start while there are any.

@@ -73,6 +73,7 @@ mod backoff;
 mod context;
 mod contexts_macro;
 mod error;
+mod fence;
 mod key_queue;
 mod logging;
 mod metrics;
@@ -106,10 +107,12 @@ mod reconcile;
 mod status_write;
 mod trigger;
 // The process: pings, probes, the manager.
+mod leader;
 mod manager;
 mod ping;
 mod probes;
 mod registration;
+mod running;
 mod signals;
 
 #[cfg(test)]
@@ -130,7 +133,7 @@ pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
-pub use health::{ContextReport, ContextStatus, HealthReport, WatchReport};
+pub use health::{ContextReport, ContextStatus, HealthReport, LeadershipReport, WatchReport};
 pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
@@ -160,18 +163,22 @@ pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// children's included, are of one kind and one fleet. Every mistake is a compile error at the
 /// offending token; see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
+pub use leader::{
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
+};
 pub use logging::DEFAULT_LOG_FILTER;
-pub use manager::{Manager, Running};
-/// The Prometheus client kubeplex registers its metrics with, for registering your own
-/// ([`Manager::register_metrics`]).
-pub use prometheus_client;
+pub use manager::Manager;
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
 pub use ping::DEFAULT_PING_INTERVAL;
 pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
 pub use pool::CONTEXT_ENV_PREFIX;
+/// The Prometheus client kubeplex registers its metrics with, for registering your own
+/// ([`Manager::register_metrics`]).
+pub use prometheus_client;
 pub use resource::{ApiScope, PrimaryResource};
+pub use running::Running;
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose

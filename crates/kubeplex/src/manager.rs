@@ -1,9 +1,9 @@
 //! The manager: registers controllers, connects their contexts, runs them, and serves the probes.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::config::Kubeconfig;
 use tokio::net::TcpListener;
@@ -13,12 +13,14 @@ use tokio::task::JoinSet;
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::error::{Error, Result};
-use crate::health::{Health, HealthReport};
+use crate::health::Health;
 use crate::in_cluster::IN_CLUSTER;
+use crate::leader::{Election, LeaderElection};
 use crate::metrics::Metrics;
 use crate::plan::Plan;
 use crate::pool::{KubeconfigSource, PoolConfig};
 use crate::registration::{Registered, Registration};
+use crate::running::Running;
 use crate::runtime::Runtime;
 use crate::watches::WatchRegistry;
 
@@ -44,6 +46,7 @@ pub struct Manager {
     probes: Option<String>,
     registry: prometheus_client::registry::Registry,
     ping_interval: Duration,
+    election: Option<LeaderElection>,
 }
 
 impl Default for Manager {
@@ -63,6 +66,7 @@ impl Manager {
             probes: None,
             ping_interval: DEFAULT_PING_INTERVAL,
             registry: prometheus_client::registry::Registry::default(),
+            election: None,
         }
     }
 
@@ -110,6 +114,17 @@ impl Manager {
     /// How often each context's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
     pub fn ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
+        self
+    }
+
+    /// Runs this replica under leader election ([docs/ha.md]): only the holder of the Lease reconciles; a
+    /// standby keeps its watches and caches warm and takes over when the holder stops renewing. Every
+    /// write of every client passes a fence that closes when a renewal is overdue, before the Lease can
+    /// pass to another replica. Requests carry the replica's identity as their `User-Agent`.
+    ///
+    /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
+    pub fn leader_election(mut self, election: LeaderElection) -> Self {
+        self.election = Some(election);
         self
     }
 
@@ -183,6 +198,22 @@ impl Manager {
                 }
             }
         }
+        if let Some(election) = &self.election {
+            if let Some(reason) = election.problem() {
+                let lease = format!("{}/{}", election.namespace, election.name);
+                return Err(Error::LeaderElection { lease, reason });
+            }
+            if !contexts.contains(&election.context) {
+                contexts.push(election.context.clone());
+            }
+            self.pool.fence = crate::fence::Fence::closed();
+            let agent = format!(
+                "kubeplex/{} ({})",
+                env!("CARGO_PKG_VERSION"),
+                election.identity
+            );
+            self.pool.user_agent.get_or_insert(agent);
+        }
         for context in &contexts {
             health.declare(context, !self.optional.contains(context));
         }
@@ -231,11 +262,24 @@ impl Manager {
             .collect();
         let pings =
             crate::ping::start(targets, health.clone(), self.ping_interval, metrics.clone());
+        let election = match self.election {
+            None => Election::none(),
+            Some(election) => {
+                let lease = format!("{}/{}", election.namespace, election.name);
+                let Some(config) = pool.configs().find(|(c, _)| *c == election.context) else {
+                    let reason = format!("context {} has no client", election.context);
+                    return Err(Error::LeaderElection { lease, reason });
+                };
+                let (config, fence) = (config.1.clone(), self.pool.fence.clone());
+                Election::start(election, config, fence, health.clone())?
+            }
+        };
         let runtime = Arc::new(Runtime {
             pool,
             watches: WatchRegistry::new(health.clone(), metrics.clone()),
             health: health.clone(),
             metrics,
+            role: election.role(),
         });
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();
@@ -246,6 +290,7 @@ impl Manager {
         }
         Ok(Running {
             _pings: pings,
+            election,
             runtime,
             stop,
             controllers,
@@ -288,88 +333,6 @@ impl Manager {
     }
 }
 
-/// A started manager.
-pub struct Running {
-    /// Ends the pings when dropped.
-    _pings: crate::ping::Pings,
-    runtime: Arc<Runtime>,
-    stop: watch::Sender<bool>,
-    controllers: JoinSet<()>,
-    background: JoinSet<()>,
-    probe_address: Option<SocketAddr>,
-}
-
-impl Running {
-    /// Resolves once every required context is ready (reachable, authorised, its kinds served and listed);
-    /// fails at once, naming the context, when a required context cannot be configured at all.
-    pub async fn wait_started(&self) -> Result<()> {
-        let health = &self.runtime.health;
-        loop {
-            let changed = health.changed();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let judging = Instant::now();
-            let fatal = health.fatal_errors();
-            if !fatal.is_empty() {
-                return Err(Error::Startup {
-                    reasons: fatal.join("; "),
-                });
-            }
-            if health.report().started {
-                return Ok(());
-            }
-            let judged = judging.elapsed();
-            changed.await;
-            // Changes made meanwhile are still seen: the next `changed` is enabled before the next look.
-            if let Some(pause) = pause_after(judged) {
-                tokio::time::sleep(pause).await;
-            }
-        }
-    }
-
-    /// The health of every context now, as the probes report it.
-    pub fn health(&self) -> HealthReport {
-        self.runtime.health.report()
-    }
-
-    /// Where the probe server listens, if it was asked for.
-    pub fn probe_address(&self) -> Option<SocketAddr> {
-        self.probe_address
-    }
-
-    /// How many watches the manager opened: one per distinct (context, kind, namespace, selectors),
-    /// however many controllers share it.
-    pub fn watches_opened(&self) -> usize {
-        self.runtime.watches.opened()
-    }
-
-    /// Stops taking new reconciles, waits for those in flight, then ends the watches and the probe server.
-    pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
-        while self.controllers.join_next().await.is_some() {}
-        self.runtime.watches.shutdown();
-        self.background.shutdown().await;
-    }
-}
-
-/// A look at every context that took less than this is repeated on every change.
-const PACED_FROM: Duration = Duration::from_micros(50);
-/// Above [`PACED_FROM`], the pause after a look is this many times what the look took...
-const PACE: u32 = 9;
-/// ...up to this: a look that took long because the thread was preempted must not delay `started` long.
-const MAX_PAUSE: Duration = Duration::from_millis(10);
-
-/// How long `wait_started` waits after a change before it looks again, given how long its last look at
-/// every context took. A look builds the whole health report, O(contexts), and a context changes several
-/// times while it starts (connected, each watch started and synced, pinged): a thousand contexts starting
-/// together change thousands of times, and a look per change cost O(contexts²) and held the health lock
-/// the watches report through. Pausing nine times as long as a look took keeps the looks under a tenth of
-/// a core and delays `started` by at most that pause (10 ms at most); a look at a few contexts takes
-/// microseconds, so it is not paused at all.
-fn pause_after(look: Duration) -> Option<Duration> {
-    (look >= PACED_FROM).then(|| (look * PACE).min(MAX_PAUSE))
-}
-
 /// The context an error of the pool concerns.
 fn error_context(error: &Error) -> Option<&str> {
     match error {
@@ -405,22 +368,6 @@ async fn supervise(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn looks_at_many_contexts_are_paced_and_looks_at_few_are_not() {
-        assert_eq!(pause_after(Duration::from_micros(3)), None);
-        assert_eq!(pause_after(PACED_FROM - Duration::from_nanos(1)), None);
-        assert_eq!(
-            pause_after(Duration::from_micros(400)),
-            Some(Duration::from_micros(3600))
-        );
-        // The looks take at most a tenth of the time they are repeated in.
-        let look = Duration::from_micros(800);
-        let pause = pause_after(look).unwrap();
-        assert_eq!(look + pause, look * 10);
-        // A look slowed down by preemption does not hold `started` back long.
-        assert_eq!(pause_after(Duration::from_millis(50)), Some(MAX_PAUSE));
-    }
 
     #[tokio::test]
     async fn a_controller_loop_that_ends_or_panics_while_running_fails_liveness() {

@@ -19,6 +19,9 @@ use prometheus_client::registry::Registry;
 pub(crate) use crate::metrics_live::RunClock;
 use crate::metrics_live::{EventClock, Labels, Live};
 
+/// The parents (`namespace/name`) each (controller, context) holds back.
+type Blocked = HashMap<(String, String), HashSet<String>>;
+
 type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
 
 /// controller-runtime's reconcile time buckets: 5 ms to 60 s.
@@ -65,7 +68,7 @@ pub(crate) struct Metrics {
     children_pruned: Family<Labels<3>, Counter>,
     deletion_blocked: Family<Labels<2>, Gauge>,
     /// The parents (`namespace/name`) each (controller, context) holds back, behind `deletion_blocked`.
-    blocked: Arc<Mutex<HashMap<(String, String), HashSet<String>>>>,
+    blocked: Arc<Mutex<Blocked>>,
     live: Arc<Live>,
 }
 

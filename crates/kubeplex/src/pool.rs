@@ -9,6 +9,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
 use crate::error::{Error, Result, chain};
+use crate::fence::Fence;
 use crate::in_cluster::IN_CLUSTER;
 use crate::redact::kubeconfig_error;
 
@@ -32,6 +33,10 @@ pub(crate) struct PoolConfig {
     pub(crate) source: KubeconfigSource,
     /// Logical context name -> kubeconfig context name, or [`IN_CLUSTER`].
     pub(crate) aliases: BTreeMap<String, String>,
+    /// In front of every client: with leader election, writes only while the lease is valid.
+    pub(crate) fence: Fence,
+    /// The `User-Agent` of every request (the API server's audit log names the replica by it).
+    pub(crate) user_agent: Option<String>,
 }
 
 /// One client per context, or why there is none.
@@ -181,7 +186,17 @@ impl PoolConfig {
                 .await
                 .map_err(|e| config_error(kubeconfig_error(&e)))?
         };
-        let client = Client::try_from(config.clone()).map_err(|e| config_error(chain(&e)))?;
+        let mut config = config;
+        if let Some(agent) = &self.user_agent
+            && let Ok(value) = hyper::http::HeaderValue::from_str(agent)
+        {
+            config
+                .headers
+                .push((hyper::http::header::USER_AGENT, value));
+        }
+        let builder = kube::client::ClientBuilder::try_from(config.clone())
+            .map_err(|e| config_error(chain(&e)))?;
+        let client = builder.with_layer(&self.fence).build();
         Ok((client, config))
     }
 }
@@ -418,6 +433,7 @@ mod tests {
         let config = PoolConfig {
             source: KubeconfigSource::Explicit(Box::new(kubeconfig(&["control", "cluster-a"]))),
             aliases: [("cluster-b".to_owned(), "kind-b".to_owned())].into(),
+            ..PoolConfig::default()
         };
         let (pool, errors) = config.connect(&["cluster-b".to_owned()]).await.unwrap();
         let message = errors[0].to_string();

@@ -175,12 +175,15 @@ async fn readyz(State(served): State<Arc<Served>>) -> Response {
 
 /// The report names contexts, kinds and the kind of each problem, never credentials.
 fn contexts_answer(passing: bool, report: &crate::HealthReport) -> Response {
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "status": if passing { "ok" } else { "failing" },
         "started": report.started,
         "ready": report.ready,
         "contexts": report.contexts,
     });
+    if let Some(leadership) = &report.leadership {
+        body["leadership"] = serde_json::json!(leadership);
+    }
     json(passing, &body)
 }
 

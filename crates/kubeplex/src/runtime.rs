@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
+use crate::fence::Role;
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::pool::ClientPool;
@@ -13,4 +16,6 @@ pub(crate) struct Runtime {
     pub(crate) watches: WatchRegistry,
     pub(crate) health: Arc<Health>,
     pub(crate) metrics: Metrics,
+    /// Whether this replica leads: its controllers run only while it does.
+    pub(crate) role: watch::Receiver<Role>,
 }

@@ -60,6 +60,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
         watches: WatchRegistry::new(health.clone(), Default::default()),
         health,
         metrics: Default::default(),
+        role: tokio::sync::watch::channel(crate::fence::Role::sole()).1,
     });
     let plan = TestController::plan();
     Engine {

@@ -66,6 +66,32 @@ fn tls_detail(detail: &str) -> &str {
         .unwrap_or(detail)
 }
 
+/// A watch failure as one word, for the `reason` label of `kubeplex_watch_restarts_total`: `expired` (410,
+/// a normal relist), `unreachable`, `unauthorized` (401), `forbidden` (403), `not_served` (404), or `error`.
+pub(crate) fn watch_failure_label(error: &kube::runtime::watcher::Error) -> &'static str {
+    use kube::runtime::watcher::Error as E;
+    let code = match error {
+        E::WatchError(status) => Some(status.code),
+        E::InitialListFailed(e) | E::WatchStartFailed(e) | E::WatchFailed(e) => {
+            if is_transport(e) {
+                return "unreachable";
+            }
+            match e {
+                kube::Error::Api(status) => Some(status.code),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    match code {
+        Some(410) => "expired",
+        Some(401) => "unauthorized",
+        Some(403) => "forbidden",
+        Some(404) => "not_served",
+        _ => "error",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,31 +129,5 @@ mod tests {
             assert_eq!(transport(&service_error(error)), words);
         }
         assert!(is_transport(&service_error("x")));
-    }
-}
-
-/// A watch failure as one word, for the `reason` label of `kubeplex_watch_restarts_total`: `expired` (410,
-/// a normal relist), `unreachable`, `unauthorized` (401), `forbidden` (403), `not_served` (404), or `error`.
-pub(crate) fn watch_failure_label(error: &kube::runtime::watcher::Error) -> &'static str {
-    use kube::runtime::watcher::Error as E;
-    let code = match error {
-        E::WatchError(status) => Some(status.code),
-        E::InitialListFailed(e) | E::WatchStartFailed(e) | E::WatchFailed(e) => {
-            if is_transport(e) {
-                return "unreachable";
-            }
-            match e {
-                kube::Error::Api(status) => Some(status.code),
-                _ => None,
-            }
-        }
-        _ => None,
-    };
-    match code {
-        Some(410) => "expired",
-        Some(401) => "unauthorized",
-        Some(403) => "forbidden",
-        Some(404) => "not_served",
-        _ => "error",
     }
 }

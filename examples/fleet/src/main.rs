@@ -17,9 +17,9 @@ use std::process::ExitCode;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use k8s_openapi::api::apps::v1::Deployment;
-use kubeplex::Manager;
+use kubeplex::{LeaderElection, Manager};
 use kubeplex_fleet::demo::{self, DemoError};
-use kubeplex_fleet::{AppDeployer, AppDeployment};
+use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{Layer, Registry};
@@ -76,6 +76,21 @@ enum Command {
             env = "FLEET_CHILD_NAMESPACES"
         )]
         child_namespaces: Vec<String>,
+        /// Run as one of several replicas: only the holder of the Lease `<control>/<NAMESPACE>/<NAME>`
+        /// reconciles, the others stand by with warm caches (docs/ha.md).
+        #[arg(long, env = "FLEET_LEADER_ELECTION")]
+        leader_election: bool,
+        /// The namespace of the leader election's Lease in the control cluster.
+        #[arg(
+            long,
+            value_name = "NAMESPACE",
+            default_value = "crds",
+            env = "FLEET_LEASE_NAMESPACE"
+        )]
+        lease_namespace: String,
+        /// This replica's identity in the Lease [default: POD_NAME or the host name, plus a random suffix].
+        #[arg(long, value_name = "NAME", env = "FLEET_IDENTITY")]
+        identity: Option<String>,
     },
     /// Run the whole scenario on three local real clusters and print what exists where; until Ctrl-C.
     Demo {
@@ -117,17 +132,34 @@ async fn main() -> ExitCode {
             probe_address,
             namespace,
             child_namespaces,
+            leader_election,
+            lease_namespace,
+            identity,
             ..
-        } => Manager::new()
-            .probes(probe_address.to_string())
-            // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
-            .controller_with(AppDeployer, |plan| {
-                plan.namespaces([namespace])
-                    .child_namespaces::<Deployment>(child_namespaces)
-            })
-            .run()
-            .await
-            .map_err(Into::into),
+        } => {
+            let election = leader_election.then(|| {
+                let election =
+                    LeaderElection::new(Fleet::Control, lease_namespace, "fleet-operator");
+                match identity {
+                    Some(identity) => election.identity(identity),
+                    None => election,
+                }
+            });
+            let manager = Manager::new().probes(probe_address.to_string());
+            let manager = match election {
+                Some(election) => manager.leader_election(election),
+                None => manager,
+            };
+            manager
+                // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
+                .controller_with(AppDeployer, |plan| {
+                    plan.namespaces([namespace])
+                        .child_namespaces::<Deployment>(child_namespaces)
+                })
+                .run()
+                .await
+                .map_err(Into::into)
+        }
         Command::Demo { exit_after_table } => demo::run(exit_after_table).await,
         Command::Crd => print_crd(),
     };
@@ -276,167 +308,5 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use clap::CommandFactory as _;
-
-    use super::*;
-
-    /// Collects what the subscriber writes.
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl io::Write for Captured {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    fn log_one_warning(format: LogFormat, ansi: bool) -> String {
-        let captured = Captured::default();
-        let writer = captured.clone();
-        let subscriber = subscriber(format, ansi, move || writer.clone(), Vec::new());
-        tracing::subscriber::with_default(subscriber, || {
-            tracing::warn!(context = "cluster-a", "cannot reach the cluster");
-        });
-        String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
-    }
-
-    #[test]
-    fn the_command_line_is_well_formed() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn run_defaults_to_probes_on_port_8080_and_text_logs() {
-        let cli = Cli::try_parse_from(["fleet", "run"]).unwrap();
-        assert_eq!(cli.log_format, LogFormat::Text);
-        let Command::Run {
-            probe_address,
-            otlp_endpoint: None,
-            namespace,
-            child_namespaces,
-        } = cli.command
-        else {
-            panic!("not `run`: {cli:?}");
-        };
-        assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
-        assert_eq!(namespace, "crds");
-        assert_eq!(child_namespaces, kubeplex_fleet::CHILD_NAMESPACES);
-        let cli = Cli::try_parse_from([
-            "fleet",
-            "run",
-            "--probe-address",
-            "127.0.0.1:9090",
-            "--log-format",
-            "json",
-        ])
-        .unwrap();
-        assert_eq!(cli.log_format, LogFormat::Json);
-        assert!(
-            matches!(cli.command, Command::Run { probe_address, .. } if probe_address.port() == 9090)
-        );
-    }
-
-    #[test]
-    fn run_takes_its_namespaces_from_flags() {
-        let cli = Cli::try_parse_from([
-            "fleet",
-            "run",
-            "--namespace",
-            "apps",
-            "--child-namespaces",
-            "team-a,team-b",
-        ])
-        .unwrap();
-        let Command::Run {
-            namespace,
-            child_namespaces,
-            ..
-        } = cli.command
-        else {
-            panic!("not `run`: {cli:?}");
-        };
-        assert_eq!(namespace, "apps");
-        assert_eq!(child_namespaces, ["team-a", "team-b"]);
-    }
-
-    #[test]
-    fn run_takes_an_otlp_endpoint() {
-        let matches = Cli::command()
-            .try_get_matches_from(["fleet", "run", "--otlp-endpoint", "http://collector:4318"])
-            .unwrap();
-        let cli = Cli::from_arg_matches(&matches).unwrap();
-        assert_eq!(
-            otlp_endpoint(&cli, &matches),
-            Some(OtlpEndpoint {
-                url: "http://collector:4318".to_owned(),
-                from_env: false,
-            })
-        );
-    }
-
-    #[cfg(not(feature = "otlp"))]
-    #[test]
-    fn without_the_otlp_feature_the_flag_is_refused_and_the_variable_ignored() {
-        let flag = OtlpEndpoint {
-            url: "http://collector:4318".to_owned(),
-            from_env: false,
-        };
-        let error = otlp_layers(Some(&flag)).err().unwrap().to_string();
-        assert_eq!(
-            error,
-            "--otlp-endpoint: built without the otlp feature; rebuild with --features otlp"
-        );
-        let variable = OtlpEndpoint {
-            from_env: true,
-            ..flag
-        };
-        assert!(otlp_layers(Some(&variable)).unwrap().0.is_empty());
-        assert!(otlp_layers(None).unwrap().0.is_empty());
-    }
-
-    #[cfg(feature = "otlp")]
-    #[test]
-    fn with_the_otlp_feature_the_flag_adds_the_exporter() {
-        let flag = OtlpEndpoint {
-            url: "http://127.0.0.1:4318".to_owned(),
-            from_env: false,
-        };
-        let (layers, exporter) = otlp_layers(Some(&flag)).unwrap();
-        assert_eq!(layers.len(), 1);
-        exporter.stop().unwrap();
-        let bad = OtlpEndpoint {
-            url: "collector:4318".to_owned(),
-            from_env: false,
-        };
-        assert!(otlp_layers(Some(&bad)).is_err());
-    }
-
-    #[test]
-    fn text_logs_have_colour_codes_only_on_a_terminal() {
-        let plain = log_one_warning(LogFormat::Text, false);
-        assert!(plain.contains("WARN"), "{plain}");
-        assert!(
-            plain.contains("cannot reach the cluster context=\"cluster-a\""),
-            "{plain}"
-        );
-        assert!(!plain.contains('\x1b'), "{plain:?}");
-        assert!(log_one_warning(LogFormat::Text, true).contains('\x1b'));
-    }
-
-    #[test]
-    fn json_logs_are_one_object_per_line_with_the_fields_on_top() {
-        let out = log_one_warning(LogFormat::Json, true);
-        let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-        assert_eq!(line["level"], "WARN", "{line}");
-        assert_eq!(line["message"], "cannot reach the cluster", "{line}");
-        assert_eq!(line["context"], "cluster-a", "{line}");
-        assert!(!out.contains('\x1b'), "{out:?}");
-    }
-}
+#[path = "main_tests.rs"]
+mod tests;

@@ -1,0 +1,156 @@
+//! Leader election on real API servers, two replicas in one process: one leads and reconciles, the other
+//! stands by (ready, saying who leads) and reconciles nothing; when the leader shuts down it gives the Lease
+//! up and the standby reconciles at once.
+//! (Replicas as processes, frozen and killed, are tested in the example: examples/fleet/tests/ha.rs.)
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kubeplex::prelude::*;
+use kubeplex::{LeaderElection, Manager};
+use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use support::{Fleet, Recorder, WAIT, create_namespace, probe, put_config_map, wait_started};
+
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| TestEnv::builder().clusters(["control"]));
+
+const NAMESPACE: &str = "elected";
+
+#[controller(crd = ConfigMap, contexts = [Fleet::Control], namespaces = ["elected"])]
+#[derive(Clone, Default)]
+struct Elected {
+    seen: Recorder,
+}
+
+impl Reconcile for Elected {
+    type Error = kubeplex::Error;
+
+    async fn reconcile(
+        &self,
+        object: Arc<ConfigMap>,
+        cx: &Cx<Fleet>,
+    ) -> Result<Action, Self::Error> {
+        self.seen.record(cx.context(), &object);
+        Ok(Action::await_change())
+    }
+}
+
+fn election(identity: &str) -> LeaderElection {
+    // Short timings keep the test quick; they keep the fencing order (retry < renew deadline < lease).
+    LeaderElection::new(Fleet::Control, NAMESPACE, "elected")
+        .identity(identity)
+        .lease_duration(Duration::from_secs(4))
+        .renew_deadline(Duration::from_secs(3))
+        .retry_period(Duration::from_millis(500))
+}
+
+async fn replica(env: &TestEnv, identity: &str, reconciler: Elected) -> kubeplex::Running {
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .probes("127.0.0.1:0")
+        .leader_election(election(identity))
+        .controller(reconciler)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, identity).await;
+    running
+}
+
+async fn holder(env: &TestEnv) -> Option<String> {
+    let control = env.client("control").await.unwrap();
+    let leases: Api<Lease> = Api::namespaced(control, NAMESPACE);
+    let lease = leases.get_opt("elected").await.unwrap()?;
+    lease.spec?.holder_identity
+}
+
+/// Polls `done` every 100 ms; panics with `what` after [`WAIT`].
+async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    create_namespace(&control, NAMESPACE).await;
+
+    let (first, second) = (Elected::default(), Elected::default());
+    let a = replica(env, "replica-a", first.clone()).await;
+    until("replica-a holds the Lease", async || {
+        holder(env).await.as_deref() == Some("replica-a")
+    })
+    .await;
+    let b = replica(env, "replica-b", second.clone()).await;
+
+    put_config_map(&control, NAMESPACE, "one", "1").await;
+    first
+        .seen
+        .wait_for("the leader reconciles", WAIT, |seen| {
+            seen.iter().any(|s| s.name == "one")
+        })
+        .await;
+
+    // The standby is ready (it can take over) and says who leads.
+    let (status, body) = probe(b.probe_address().unwrap(), "/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["leadership"]["role"], "standby", "{body}");
+    assert_eq!(body["leadership"]["holder"], "replica-a", "{body}");
+    assert_eq!(body["leadership"]["identity"], "replica-b", "{body}");
+    let (_, body) = probe(a.probe_address().unwrap(), "/readyz").await;
+    assert_eq!(body["leadership"]["role"], "leader", "{body}");
+    assert!(
+        second.seen.all().is_empty(),
+        "the standby reconciled: {:?}",
+        second.seen.all()
+    );
+
+    // Hand the Lease over: the leader gives it up on shutdown, the standby reconciles what is cached at once
+    // (without waiting for the Lease to expire) and what changes next.
+    a.shutdown().await;
+    until("replica-b holds the Lease", async || {
+        holder(env).await.as_deref() == Some("replica-b")
+    })
+    .await;
+    second
+        .seen
+        .wait_for("the new leader reconciles the cache", WAIT, |seen| {
+            seen.iter().any(|s| s.name == "one")
+        })
+        .await;
+    put_config_map(&control, NAMESPACE, "two", "2").await;
+    second
+        .seen
+        .wait_for("the new leader reconciles a change", WAIT, |seen| {
+            seen.iter().any(|s| s.name == "two")
+        })
+        .await;
+    let (_, body) = probe(b.probe_address().unwrap(), "/readyz").await;
+    assert_eq!(body["leadership"]["role"], "leader", "{body}");
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn timings_that_cannot_fence_are_refused_at_start() {
+    let env = CLUSTERS.get().await.unwrap();
+    let unsafe_timings = election("replica-x").renew_deadline(Duration::from_secs(4));
+    let error = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .leader_election(unsafe_timings)
+        .controller(Elected::default())
+        .start()
+        .await
+        .err()
+        .expect("refused");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("leader election (Lease elected/elected): the renew deadline"),
+        "{message}"
+    );
+}
