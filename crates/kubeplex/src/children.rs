@@ -2,6 +2,7 @@
 //! goes. Nothing here knows the controller's types; the engine calls it once per child context.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Client;
 use kube::api::{
@@ -130,8 +131,51 @@ pub(crate) async fn sync_context(
     changes: &Changes,
 ) -> ContextOutcome {
     let span = tracing::info_span!("apply", context, children = desired.len());
-    tracing::Instrument::instrument(sync(context, client, desired, watches, link, changes), span)
-        .await
+    // A sync cut off by the per-context cap (a hung cluster) counts its children not yet applied as errors.
+    let unfinished = Unfinished {
+        link,
+        context,
+        kinds: desired.iter().map(|d| kind_of(&d.resource)).collect(),
+        done: AtomicUsize::new(0),
+    };
+    let sync = sync(
+        context,
+        client,
+        desired,
+        watches,
+        link,
+        changes,
+        &unfinished,
+    );
+    tracing::Instrument::instrument(sync, span).await
+}
+
+/// Counts, when dropped, the children of a sync that were never counted as applied, conflicting or failed.
+struct Unfinished<'a> {
+    link: &'a Parentage<'a>,
+    context: &'a str,
+    kinds: Vec<String>,
+    done: AtomicUsize,
+}
+
+impl Unfinished<'_> {
+    /// One more child counted; `result` is success, error or conflict.
+    fn count(&self, result: &str) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed);
+        if let Some(kind) = self.kinds.get(done) {
+            let (link, context) = (self.link, self.context);
+            link.metrics
+                .children_applied(link.controller, context, kind, result, 1);
+        }
+    }
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        while self.done.load(Ordering::Relaxed) < self.kinds.len() {
+            self.count("error");
+        }
+    }
 }
 
 async fn sync(
@@ -141,6 +185,7 @@ async fn sync(
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
     changes: &Changes,
+    unfinished: &Unfinished<'_>,
 ) -> ContextOutcome {
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
     // Forcing is safe: ownership was checked first, and the controller's own earlier writes (or a
@@ -157,12 +202,12 @@ async fn sync(
         let before = match claim(&api, watches, child, &link.parent.uid).await {
             Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
-                count(link, context, &child.resource, "conflict");
+                unfinished.count("conflict");
                 conflicts.push(format!("{place} already exists and belongs to {owner}"));
                 continue;
             }
             Err(error) => {
-                count(link, context, &child.resource, "error");
+                unfinished.count("error");
                 return failure(context, &error, &format!("reading {place}"));
             }
         };
@@ -175,13 +220,13 @@ async fn sync(
         }
         match api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
             Ok(applied) => {
-                count(link, context, &child.resource, "success");
+                unfinished.count("success");
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
                     changes.push(context, change, place);
                 }
             }
             Err(error) => {
-                count(link, context, &child.resource, "error");
+                unfinished.count("error");
                 return failure(context, &error, &format!("applying {place}"));
             }
         }
@@ -221,13 +266,6 @@ async fn sync(
         children: desired.len() as u32,
         message: None,
     }
-}
-
-/// Counts one apply of a child of kind `resource` in `context`: `result` is success, error or conflict.
-fn count(link: &Parentage<'_>, context: &str, resource: &ApiResource, result: &str) {
-    let kind = kind_of(resource);
-    link.metrics
-        .children_applied(link.controller, context, &kind, result, 1);
 }
 
 /// `Kind.group/version`, as the metrics label kinds.

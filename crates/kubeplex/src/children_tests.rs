@@ -405,3 +405,40 @@ async fn only_children_created_changed_or_deleted_are_told() {
     let (_, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
     assert!(told.is_empty(), "{told:?}");
 }
+
+#[test]
+fn children_a_cut_off_sync_never_counted_are_counted_as_errors() {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = crate::metrics::Metrics::register(&mut registry);
+    let parent = ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: "web".into(),
+        uid: "uid-1".into(),
+    };
+    let link = Parentage {
+        parent: &parent,
+        controller: "app-deployer",
+        parent_kind: "AppDeployment.demo/v1",
+        metrics: &metrics,
+    };
+    let kinds = vec!["Deployment.apps/v1".to_owned(); 3];
+    let unfinished = super::Unfinished {
+        link: &link,
+        context: "cluster-b",
+        kinds,
+        done: Default::default(),
+    };
+    unfinished.count("success");
+    // The per-context cap drops the sync here: the two children it never reached are errors.
+    drop(unfinished);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let series = |result: &str| {
+        format!(
+            r#"kubeplex_children_applied_total{{controller="app-deployer",context="cluster-b",kind="Deployment.apps/v1",result="{result}"}}"#
+        )
+    };
+    assert!(text.contains(&format!("{} 1", series("success"))), "{text}");
+    assert!(text.contains(&format!("{} 2", series("error"))), "{text}");
+}

@@ -81,6 +81,8 @@ pub(crate) fn start<R: Reconcile>(
             .metrics
             .queue(&name, shared_plan.concurrency_limit().map(usize::from)),
     };
+    let contexts = shared_plan.context_list().iter().map(|c| c.name());
+    runtime.metrics.controller_started(&name, contexts);
     let engine = Arc::new(Engine {
         reconciler,
         finalizer: shared_plan.managed_finalizer().map(|f| f.into_owned()),

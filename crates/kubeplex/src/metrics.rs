@@ -251,6 +251,33 @@ impl Metrics {
             .inc();
     }
 
+    /// Creates `controller`'s reconcile series in each of `contexts` at zero, so that a rate of errors reads
+    /// 0 before the first one (a series appears only when first counted otherwise).
+    pub(crate) fn controller_started<'a>(
+        &self,
+        controller: &str,
+        contexts: impl IntoIterator<Item = &'a str>,
+    ) {
+        for context in contexts {
+            let labels = [
+                ("controller", controller.to_owned()),
+                ("context", context.to_owned()),
+            ];
+            drop(self.reconcile_errors.get_or_create(&labels));
+            drop(self.reconcile_panics.get_or_create(&labels));
+            for result in [Outcome::Success, Outcome::Error, Outcome::Requeue] {
+                let [controller, context] = labels.clone();
+                let labels = [controller, context, ("result", result.label().to_owned())];
+                drop(self.reconciles.get_or_create(&labels));
+            }
+        }
+        let queue = [
+            ("name", controller.to_owned()),
+            ("controller", controller.to_owned()),
+        ];
+        drop(self.queue_retries.get_or_create(&queue));
+    }
+
     /// Records a reconcile of `controller` in `context` that panicked (also counted as an error).
     pub(crate) fn panicked(&self, controller: &str, context: &str) {
         let labels = [

@@ -137,3 +137,19 @@ fn blocked_deletions_count_parents_per_context_until_unblocked_or_gone() {
     metrics.parent_gone("apps", "crds/b");
     assert_eq!(gauge("cluster-b"), "0");
 }
+
+#[test]
+fn a_started_controllers_error_series_exist_at_zero() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    metrics.controller_started("apps", ["control"]);
+    let text = scrape(&registry);
+    for line in [
+        r#"controller_runtime_reconcile_total{controller="apps",context="control",result="error"} 0"#,
+        r#"controller_runtime_reconcile_errors_total{controller="apps",context="control"} 0"#,
+        r#"controller_runtime_reconcile_panics_total{controller="apps",context="control"} 0"#,
+        r#"workqueue_retries_total{name="apps",controller="apps"} 0"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+}
