@@ -25,21 +25,35 @@ pub struct AppDeploymentSpec {
     /// Replicas per Deployment (each cluster and namespace runs a full set).
     #[schemars(range(min = 0))]
     pub replicas: i32,
-    /// Target namespaces in each child cluster: some of `namespace-a`, `namespace-b` (default both).
-    #[serde(default = "default_namespaces")]
-    // Bounded, so that the API server can bound the rule's cost.
-    #[schemars(length(min = 1, max = 2), inner(length(max = 63)))]
-    #[schemars(extend("x-kubernetes-validations" = [{
-        "rule": "self.all(n, n in ['namespace-a', 'namespace-b'])",
-        "message": "each namespace must be one the operator owns: namespace-a or namespace-b",
-    }]))]
+    /// Target namespaces in each child cluster, among those the operator owns (`fleet run
+    /// --child-namespaces`, by default `namespace-a` and `namespace-b`); empty or absent: all of them.
+    /// Which namespaces the operator owns is known only when it runs, so the schema checks the names and
+    /// the operator checks the rest (a failed reconcile, in the status and an Event).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 16),
+        inner(
+            length(min = 1, max = 63),
+            regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+        )
+    )]
     pub namespaces: Vec<String>,
 }
 
 impl AppDeploymentSpec {
-    /// Why this spec cannot be fulfilled, if it cannot: the same rules as the CRD's schema, for objects
-    /// stored before the schema had them (or written while it was not installed).
-    pub fn problem(&self) -> Option<String> {
+    /// The namespaces this spec targets in each child cluster, given those the operator `owns`.
+    pub fn targets<'a>(&'a self, owns: &[&'a str]) -> Vec<&'a str> {
+        if self.namespaces.is_empty() {
+            owns.to_vec()
+        } else {
+            self.namespaces.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// Why this spec cannot be fulfilled by an operator that `owns` these child namespaces, if it cannot:
+    /// the CRD schema's rules (for objects stored before the schema had them, or written while it was not
+    /// installed), and that every target namespace is one the operator owns.
+    pub fn problem(&self, owns: &[&str]) -> Option<String> {
         if self.image.is_empty() || self.image.contains(char::is_whitespace) {
             return Some(format!(
                 "image {:?} is not an image reference (empty, or with spaces)",
@@ -52,30 +66,21 @@ impl AppDeploymentSpec {
                 self.replicas
             ));
         }
-        if self.namespaces.is_empty() {
-            return Some(
-                "namespaces is empty; name at least one of namespace-a, namespace-b".into(),
-            );
-        }
         let unknown: Vec<&str> = self
             .namespaces
             .iter()
             .map(String::as_str)
-            .filter(|n| !crate::CHILD_NAMESPACES.contains(n))
+            .filter(|n| !owns.contains(n))
             .collect();
         if !unknown.is_empty() {
             return Some(format!(
                 "namespaces {} are not owned by this operator (it owns {})",
                 unknown.join(", "),
-                crate::CHILD_NAMESPACES.join(", ")
+                owns.join(", ")
             ));
         }
         None
     }
-}
-
-fn default_namespaces() -> Vec<String> {
-    crate::CHILD_NAMESPACES.map(String::from).to_vec()
 }
 
 /// What the operator reports: kubeplex's per-cluster status (each child cluster's state and children, and

@@ -46,11 +46,13 @@ impl Reconcile for AppDeployer {
         app: Arc<AppDeployment>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        if let Some(problem) = app.spec.problem() {
+        // The child namespaces this operator owns: the attribute's, or those `fleet run` was given.
+        let owns = cx.namespaces_of::<Deployment>(Fleet::ClusterA);
+        if let Some(problem) = app.spec.problem(&owns) {
             return Err(DeployError::InvalidSpec(problem));
         }
         for cluster in cx.contexts_of::<Deployment>() {
-            for namespace in &app.spec.namespaces {
+            for namespace in app.spec.targets(&owns) {
                 cx.child(cluster, deployment_for(&app, namespace))?;
             }
         }
