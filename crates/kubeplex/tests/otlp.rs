@@ -2,6 +2,8 @@
 //! with the service name, the span names and fields, and the parent links the runtime's spans should have.
 #![cfg(feature = "otlp")]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -148,6 +150,120 @@ fn reconcile_spans_reach_the_collector_as_protobuf() {
         Some("cluster-a")
     );
     assert_eq!(apply.events, ["child conflict on web-cluster-a"]);
+}
+
+/// What the runtime's own reconciles export: a real manager on a real API server, its spans sent by the
+/// layer installed as the process's subscriber.
+#[test]
+fn a_real_reconcile_exports_its_span_tree() {
+    use kubeplex::prelude::*;
+    use support::Fleet;
+
+    #[controller(
+        crd = k8s_openapi::api::core::v1::ConfigMap,
+        contexts = [Fleet::Control],
+        namespaces = ["traced"],
+        owns(k8s_openapi::api::core::v1::ServiceAccount, contexts = [Fleet::Control], namespaces = ["traced"]),
+    )]
+    struct Traced;
+
+    impl Reconcile for Traced {
+        type Error = kubeplex::Error;
+
+        async fn reconcile(
+            &self,
+            object: Arc<k8s_openapi::api::core::v1::ConfigMap>,
+            cx: &Cx<Fleet>,
+        ) -> Result<Action, Self::Error> {
+            let mut child = k8s_openapi::api::core::v1::ServiceAccount::default();
+            child.metadata.name = object.metadata.name.clone();
+            child.metadata.namespace = Some("traced".into());
+            cx.child(Fleet::Control, child)?;
+            Ok(Action::await_change())
+        }
+    }
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let received = Received::default();
+    let endpoint = start_collector(&runtime, received.clone());
+    let (layer, guard) = kubeplex::otlp::layer(&endpoint, Some("otlp-runtime")).unwrap();
+    // The runtime's tasks run on every worker thread: the subscriber is the process's.
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+    runtime.block_on(async {
+        let env = kubeplex_testenv::TestEnv::builder()
+            .clusters(["control"])
+            .start()
+            .await
+            .unwrap();
+        let control = env.client("control").await.unwrap();
+        support::create_namespace(&control, "traced").await;
+        let running = kubeplex::Manager::with_kubeconfig(env.kubeconfig().clone())
+            .controller(Traced)
+            .start()
+            .await
+            .unwrap();
+        support::wait_started(&running, "the manager").await;
+        support::put_config_map(&control, "traced", "web", "1").await;
+        let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            kube::Api::namespaced(control.clone(), "traced");
+        let deadline = tokio::time::Instant::now() + support::WAIT;
+        while accounts.get_opt("web").await.unwrap().is_none() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the child never appeared"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        running.shutdown().await;
+    });
+    guard.shutdown().unwrap();
+
+    let received = received.lock().unwrap().clone();
+    let spans: Vec<decode::Span> = received
+        .iter()
+        .flat_map(|(_, body)| decode::request(body))
+        .flat_map(|resource_spans| resource_spans.spans)
+        .collect();
+    let reconcile = spans
+        .iter()
+        .find(|s| {
+            s.name == "reconcile" && s.attributes.get("name").map(String::as_str) == Some("web")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no reconcile span of web: {:?}",
+                spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+            )
+        });
+    for (key, value) in [
+        ("controller", "traced"),
+        ("context", "control"),
+        ("namespace", "traced"),
+    ] {
+        assert_eq!(
+            reconcile.attributes.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {reconcile:?}"
+        );
+    }
+    assert!(
+        reconcile.attributes.contains_key("reconcile_id"),
+        "{reconcile:?}"
+    );
+    let apply = spans
+        .iter()
+        .find(|s| s.name == "apply" && s.parent_span_id == reconcile.span_id)
+        .unwrap_or_else(|| panic!("no apply span under the reconcile: {spans:?}"));
+    assert_eq!(
+        apply.attributes.get("context").map(String::as_str),
+        Some("control")
+    );
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "status_write" && s.trace_id == reconcile.trace_id),
+        "the status write is in the reconcile's trace: {spans:?}"
+    );
 }
 
 #[test]
