@@ -5,7 +5,9 @@
 //!   service account for `control` with `KUBEPLEX_CONTEXT_CONTROL=in-cluster`, a mounted kubeconfig for the
 //!   children); probes on `0.0.0.0:8080` unless told otherwise; spans to an OTLP collector when built with
 //!   `--features otlp`; AppDeployments in `crds`, Deployments in `namespace-a` and `namespace-b` unless told
-//!   otherwise (checked at start); until SIGTERM.
+//!   otherwise (checked at start); until SIGTERM. `--leader-election [--lease-namespace NAMESPACE]
+//!   [--identity NAME] [--lease-duration S] [--renew-deadline S] [--retry-period S]`: one of several replicas
+//!   (docs/ha.md).
 //! - `fleet demo [--exit-after-table]`: the whole scenario on three local real clusters.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 
@@ -13,6 +15,7 @@ use std::error::Error;
 use std::io::{self, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
@@ -91,6 +94,17 @@ enum Command {
         /// This replica's identity in the Lease [default: POD_NAME or the host name, plus a random suffix].
         #[arg(long, value_name = "NAME", env = "FLEET_IDENTITY")]
         identity: Option<String>,
+        /// How long the Lease holds without renewal, in whole seconds [default: 15].
+        #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_LEASE_DURATION")]
+        lease_duration: Option<Duration>,
+        /// How long the leader goes on writing after it sent its last successful renewal, in seconds;
+        /// shorter than the lease duration [default: 10].
+        #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RENEW_DEADLINE")]
+        renew_deadline: Option<Duration>,
+        /// How often the Lease is renewed, or tried by a standby, in seconds; shorter than the renew deadline
+        /// [default: 2].
+        #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RETRY_PERIOD")]
+        retry_period: Option<Duration>,
     },
     /// Run the whole scenario on three local real clusters and print what exists where; until Ctrl-C.
     Demo {
@@ -135,15 +149,28 @@ async fn main() -> ExitCode {
             leader_election,
             lease_namespace,
             identity,
+            lease_duration,
+            renew_deadline,
+            retry_period,
             ..
         } => {
             let election = leader_election.then(|| {
-                let election =
+                let mut election =
                     LeaderElection::new(Fleet::Control, lease_namespace, "fleet-operator");
-                match identity {
-                    Some(identity) => election.identity(identity),
-                    None => election,
+                if let Some(identity) = identity {
+                    election = election.identity(identity);
                 }
+                // Timings that cannot fence are refused when the manager starts, in words.
+                if let Some(duration) = lease_duration {
+                    election = election.lease_duration(duration);
+                }
+                if let Some(deadline) = renew_deadline {
+                    election = election.renew_deadline(deadline);
+                }
+                if let Some(period) = retry_period {
+                    election = election.retry_period(period);
+                }
+                election
             });
             let manager = Manager::new().probes(probe_address.to_string());
             let manager = match election {
@@ -173,6 +200,14 @@ async fn main() -> ExitCode {
             eprintln!("fleet: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A timing flag: a positive number of seconds (`1.5` allowed where the runtime takes it).
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 86_400.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err("a positive number of seconds (below a day)".into()),
     }
 }
 

@@ -46,6 +46,9 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
         leader_election: false,
         lease_namespace,
         identity: None,
+        lease_duration: None,
+        renew_deadline: None,
+        retry_period: None,
     } = cli.command
     else {
         panic!("not `run`: {cli:?}");
@@ -191,4 +194,44 @@ fn run_takes_leader_election_from_flags() {
         (lease_namespace.as_str(), identity.as_str()),
         ("operators", "replica-1")
     );
+}
+
+#[test]
+fn run_takes_the_election_timings_in_seconds() {
+    let cli = Cli::try_parse_from([
+        "fleet",
+        "run",
+        "--leader-election",
+        "--lease-duration",
+        "4",
+        "--renew-deadline",
+        "3",
+        "--retry-period",
+        "0.5",
+    ])
+    .unwrap();
+    let Command::Run {
+        lease_duration: Some(lease),
+        renew_deadline: Some(renew),
+        retry_period: Some(retry),
+        ..
+    } = cli.command
+    else {
+        panic!("timings not taken: {cli:?}");
+    };
+    assert_eq!(
+        (lease, renew, retry),
+        (
+            Duration::from_secs(4),
+            Duration::from_secs(3),
+            Duration::from_millis(500)
+        )
+    );
+    for bad in ["0", "soon", "inf", "1e9"] {
+        let refused = Cli::try_parse_from(["fleet", "run", "--retry-period", bad]).unwrap_err();
+        assert!(
+            refused.to_string().contains("positive number of seconds"),
+            "{bad}: {refused}"
+        );
+    }
 }
