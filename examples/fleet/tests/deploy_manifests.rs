@@ -1,6 +1,7 @@
 //! The deployment manifests in `examples/fleet/deploy/` stay valid and least-privileged.
 //!
-//! `manifests_are_complete_and_least_privileged` reads the YAML only. `manifests_pass_server_side_dry_run`
+//! `manifests_are_complete_and_least_privileged` reads the YAML only (including the high-availability parts:
+//! 3 replicas, a surge-first rolling update, a PodDisruptionBudget, the Lease rights). `manifests_pass_server_side_dry_run`
 //! applies every manifest to real API servers from `kubeplex-testenv` with server-side apply in dry-run mode
 //! (strict field validation): the control set to `control`, the child set to `cluster-a`.
 
@@ -284,6 +285,7 @@ fn manifests_are_complete_and_least_privileged() {
             "Secret",
             "Deployment",
             "Service",
+            "PodDisruptionBudget",
         ],
     );
     assert_kinds_present(
@@ -302,6 +304,7 @@ fn manifests_are_complete_and_least_privileged() {
                 "Secret",
                 "Deployment",
                 "Service",
+                "PodDisruptionBudget",
             ][..],
         ),
         (
@@ -354,6 +357,12 @@ fn manifests_are_complete_and_least_privileged() {
         ),
         triples("", "events", &["create", "patch"]),
         triples("events.k8s.io", "events", &["create", "patch"]),
+        // Leader election's Lease (`fleet run --leader-election`, Lease namespace `crds`).
+        triples(
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "update"],
+        ),
     ]
     .concat()
     .into_iter()
@@ -415,7 +424,35 @@ fn manifests_are_complete_and_least_privileged() {
     assert_eq!(containers.len(), 1);
     let container = &containers[0];
     assert_eq!(container["image"], "ghcr.io/kubeplex/fleet:0.1.0");
-    assert_eq!(container["args"], json!(["run"]));
+    assert_eq!(container["args"], json!(["run", "--leader-election"]));
+
+    // Several replicas (docs/ha.md): a surge replica first, never one less; a budget that always leaves a
+    // standby; each replica named by its Pod in the Lease.
+    let spec = &deployment.value["spec"];
+    assert_eq!(spec["replicas"], 3);
+    assert_eq!(
+        spec["strategy"],
+        json!({ "type": "RollingUpdate", "rollingUpdate": { "maxUnavailable": 0, "maxSurge": 1 } })
+    );
+    let budget = one(
+        &control,
+        "PodDisruptionBudget",
+        Some(OPERATOR_NAMESPACE),
+        "kubeplex-fleet",
+    );
+    assert_eq!(budget.value["spec"]["maxUnavailable"], 1);
+    assert_eq!(
+        budget.value["spec"]["selector"]["matchLabels"], spec["selector"]["matchLabels"],
+        "the budget selects the operator's Pods"
+    );
+    let pod_name = container["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "POD_NAME"))
+        .expect("POD_NAME in the environment");
+    assert_eq!(
+        pod_name["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name",
+        "POD_NAME from the downward API"
+    );
 
     for (probe, path) in [
         ("startupProbe", "/startupz"),
