@@ -5,81 +5,16 @@
 //! required context was ready at the same time; from then on only readiness changes.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kube::runtime::watcher;
-use serde::Serialize;
 use tokio::sync::Notify;
 
-use crate::error::{Error, chain};
-
-/// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::health`](crate::Running::health)
-/// report it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HealthReport {
-    /// Every required context has been ready at once (it stays true after that).
-    pub started: bool,
-    /// Every required context is ready now.
-    pub ready: bool,
-    /// Each context any registered controller declared, by name.
-    pub contexts: BTreeMap<String, ContextReport>,
-    /// With leader election: whether this replica leads, and who does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub leadership: Option<LeadershipReport>,
-}
-
-/// This replica's place in the leader election.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LeadershipReport {
-    /// This replica's identity in the Lease.
-    pub identity: String,
-    /// `leader` (its controllers run) or `standby` (watches warm, ready to take over).
-    pub role: &'static str,
-    /// Who holds the Lease, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub holder: Option<String>,
-}
-
-/// The health of one context.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ContextReport {
-    /// Whether the manager waits for this context to start (the default) or runs degraded without it.
-    pub required: bool,
-    /// Where the context stands.
-    pub status: ContextStatus,
-    /// Why it is not ready, each reason naming the context, e.g. `context cluster-b: unreachable: ...`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub reasons: Vec<String>,
-    /// Each watch the controllers opened in this context.
-    pub watches: Vec<WatchReport>,
-}
-
-/// Where a context stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ContextStatus {
-    /// Reachable, authorised, and every watch has synced.
-    Ready,
-    /// Nothing has failed, but not every watch has listed its objects yet.
-    Starting,
-    /// Something failed; see the reasons.
-    Failing,
-}
-
-/// The health of one watch.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct WatchReport {
-    /// `Kind.group/version`, e.g. `Deployment.apps/v1`.
-    pub kind: String,
-    /// The namespace watched, or `*` for all.
-    pub namespace: String,
-    /// Whether the initial list has completed.
-    pub synced: bool,
-    /// The current failure, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-}
+use crate::error::Error;
+pub use crate::health_report::{
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, WatchReport,
+};
 
 /// Shared health state, updated by the pool, the watches and the pings.
 #[derive(Default)]
@@ -88,6 +23,13 @@ pub(crate) struct Health {
     /// Controllers whose loop ended while the manager was running, and why: the process is half-dead.
     dead_controllers: Mutex<BTreeMap<String, String>>,
     started: AtomicBool,
+    /// Required contexts not ready now: `started` latches when it reaches 0, without a whole report.
+    not_ready_required: AtomicUsize,
+    /// A required context cannot be configured: the manager cannot start.
+    fatal: AtomicBool,
+    /// Every watch is known (the manager has registered its controllers): until then a context without
+    /// watches yet would count as ready.
+    armed: AtomicBool,
     changed: Notify,
     leadership: Mutex<Option<LeadershipReport>>,
 }
@@ -95,6 +37,8 @@ pub(crate) struct Health {
 #[derive(Default)]
 struct ContextEntry {
     required: bool,
+    /// Whether it was ready when last looked at (after each change).
+    ready: bool,
     /// The pool could not configure a client: no watch or ping will run.
     config_error: Option<String>,
     /// The pool has not connected yet.
@@ -137,6 +81,10 @@ impl Health {
     pub(crate) fn declare(&self, context: &str, required: bool) {
         let mut contexts = self.lock();
         let entry = contexts.entry(context.to_owned()).or_default();
+        if required && !entry.required {
+            self.not_ready_required.fetch_add(1, Ordering::AcqRel);
+            entry.ready = false;
+        }
         entry.required |= required;
         entry.connecting = true;
     }
@@ -147,6 +95,9 @@ impl Health {
             entry.connecting = false;
             entry.config_error = error.map(ToString::to_string);
         });
+        if error.is_some() && self.lock().get(context).is_some_and(|e| e.required) {
+            self.fatal.store(true, Ordering::Release);
+        }
     }
 
     /// Records a ping's outcome. A server that answers is no longer unreachable for its watches either: a
@@ -259,8 +210,53 @@ impl Health {
     }
 
     fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
-        change(self.lock().entry(context.to_owned()).or_default());
+        let mut contexts = self.lock();
+        let entry = contexts.entry(context.to_owned()).or_default();
+        change(entry);
+        self.judge(entry);
+        drop(contexts);
         self.changed.notify_waiters();
+    }
+
+    /// After a change of `entry`: whether it is ready now, kept in the count of required contexts not ready,
+    /// and `started` latched when that count is 0. O(the context's watches), not O(contexts).
+    fn judge(&self, entry: &mut ContextEntry) {
+        let ready = entry.is_ready();
+        if entry.required && ready != entry.ready {
+            if ready {
+                self.not_ready_required.fetch_sub(1, Ordering::AcqRel);
+            } else {
+                self.not_ready_required.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        entry.ready = ready;
+        self.latch();
+    }
+
+    /// Latches `started` when armed and no required context is not ready.
+    fn latch(&self) {
+        if self.armed.load(Ordering::Acquire)
+            && self.not_ready_required.load(Ordering::Acquire) == 0
+        {
+            self.started.store(true, Ordering::Release);
+        }
+    }
+
+    /// Every context and watch is declared: from now on `started` can latch as they change.
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+        self.latch();
+        self.changed.notify_waiters();
+    }
+
+    /// Whether every required context has been ready at once (latched); O(1).
+    pub(crate) fn is_started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// Whether a required context cannot be configured; O(1).
+    pub(crate) fn has_fatal_errors(&self) -> bool {
+        self.fatal.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ContextEntry>> {
@@ -269,6 +265,17 @@ impl Health {
 }
 
 impl ContextEntry {
+    /// What [`report`](Self::report) would say is `Ready`, without building it.
+    fn is_ready(&self) -> bool {
+        self.config_error.is_none()
+            && self.unreachable.is_none()
+            && !self.connecting
+            && self.watches.iter().all(|w| {
+                let w = w.lock().unwrap_or_else(|e| e.into_inner());
+                w.synced && w.problem.is_none()
+            })
+    }
+
     fn report(&self, name: &str) -> ContextReport {
         let watches: Vec<WatchReport> = self
             .watches
@@ -342,7 +349,12 @@ impl WatchHealth {
             return;
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let problem = describe(error, &state);
+        let place = crate::trouble::WatchPlace {
+            kind: &state.kind,
+            plural: &state.plural,
+            namespace: state.namespace.as_deref(),
+        };
+        let problem = crate::trouble::watch_failure(error, &place);
         state.unreachable = matches!(
             error,
             watcher::Error::InitialListFailed(e)
@@ -356,7 +368,7 @@ impl WatchHealth {
             state.logged = Some(now);
             drop(state);
             tracing::warn!(context = %self.context, %problem, "watch failed; retrying with backoff");
-            self.health.changed.notify_waiters();
+            self.health.update(&self.context, |_| {});
             return;
         }
         state.retries += 1;
@@ -376,55 +388,8 @@ impl WatchHealth {
     fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
         let changed = change(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
         if changed {
-            self.health.changed.notify_waiters();
+            self.health.update(&self.context, |_| {});
         }
-    }
-}
-
-/// A watch failure in the words an operator's on-call needs: which verb, resource and namespace, or why
-/// the server could not be reached.
-fn describe(error: &watcher::Error, watch: &WatchState) -> String {
-    let place = match &watch.namespace {
-        Some(namespace) => format!("namespace {namespace}"),
-        None => "all namespaces".into(),
-    };
-    let (verb, source) = match error {
-        watcher::Error::InitialListFailed(source) => ("list", source),
-        watcher::Error::WatchStartFailed(source) | watcher::Error::WatchFailed(source) => {
-            ("watch", source)
-        }
-        watcher::Error::WatchError(status) => {
-            return format!(
-                "watch of {} in {place} failed: {} ({})",
-                watch.plural, status.message, status.code
-            );
-        }
-        watcher::Error::NoResourceVersion => {
-            return format!(
-                "kind {} returned no resourceVersion: it cannot be watched",
-                watch.kind
-            );
-        }
-    };
-    match source {
-        kube::Error::Api(status) => match status.code {
-            401 => "credentials were rejected (401 Unauthorized)".into(),
-            403 => format!(
-                "user may not {verb} {} in {place} (403 Forbidden)",
-                watch.plural
-            ),
-            404 => format!("kind {} is not served", watch.kind),
-            code => format!(
-                "{verb} {} in {place} failed: {} ({code})",
-                watch.plural, status.message
-            ),
-        },
-        error if crate::trouble::is_transport(error) => crate::trouble::transport(error),
-        other => format!(
-            "{verb} {} in {place} failed: {}",
-            watch.plural,
-            chain(other)
-        ),
     }
 }
 

@@ -190,3 +190,63 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
         ContextStatus::Ready
     );
 }
+
+#[test]
+fn started_latches_without_a_report_when_every_required_context_is_ready_at_once() {
+    let health = Arc::new(Health::default());
+    health.declare("cluster-a", true);
+    health.declare("cluster-b", true);
+    health.declare("optional", false);
+    health.connected("cluster-a", None);
+    health.connected("cluster-b", None);
+    let a = health.watch_started(
+        "cluster-a",
+        None,
+        "ConfigMap/v1".into(),
+        "configmaps".into(),
+    );
+    let b = health.watch_started(
+        "cluster-b",
+        None,
+        "ConfigMap/v1".into(),
+        "configmaps".into(),
+    );
+    health.arm();
+    a.synced();
+    assert!(!health.is_started(), "cluster-b has not listed");
+    // cluster-a fails while cluster-b lists: never both ready, so not started.
+    a.failed(&api_error(403));
+    b.synced();
+    assert!(!health.is_started(), "cluster-a is failing");
+    a.synced();
+    assert!(
+        health.is_started(),
+        "both ready at once, the optional context aside"
+    );
+    assert!(health.report().started, "the report agrees");
+    // Latched: a later failure changes readiness, not `started`.
+    b.failed(&api_error(500));
+    assert!(health.is_started());
+    assert!(!health.report().ready);
+    assert!(!health.has_fatal_errors());
+}
+
+#[test]
+fn a_required_context_without_a_client_is_fatal_an_optional_one_is_not() {
+    let health = Health::default();
+    health.declare("required", true);
+    health.declare("optional", false);
+    let error = Error::ClientConfig {
+        context: "optional".into(),
+        reason: "no such user".into(),
+    };
+    health.connected("optional", Some(&error));
+    assert!(!health.has_fatal_errors());
+    let error = Error::ClientConfig {
+        context: "required".into(),
+        reason: "no such user".into(),
+    };
+    health.connected("required", Some(&error));
+    assert!(health.has_fatal_errors());
+    assert_eq!(health.fatal_errors().len(), 1);
+}

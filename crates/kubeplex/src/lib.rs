@@ -86,6 +86,7 @@ mod trouble;
 // Shared infrastructure: health, clients, watches, plans.
 mod child_watch;
 mod health;
+mod health_report;
 mod in_cluster;
 mod own_writes;
 mod plan;

@@ -288,6 +288,8 @@ impl Manager {
             let run = registration.start(runtime.clone(), stopped.clone());
             controllers.spawn(supervise(name, run, stopped.clone(), health.clone()));
         }
+        // Every watch is registered now: readiness can be judged context by context.
+        health.arm();
         Ok(Running {
             _pings: pings,
             election,

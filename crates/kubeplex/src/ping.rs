@@ -10,6 +10,8 @@ use crate::metrics::Metrics;
 
 /// How often each context's API server is asked for `/version` by default.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the ping thread looks whether the manager has started, before the first round.
+const STARTED_POLL: Duration = Duration::from_millis(100);
 /// How long a ping may take before the context counts as unreachable.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -44,6 +46,13 @@ pub(crate) fn start(
                 }
             };
             runtime.block_on(async move {
+                // The first round waits until the manager has started (or one interval): while a
+                // thousand contexts list and watch, their handshakes for pings would only compete with
+                // them, and a server that does not answer holds its watches back from listing anyway.
+                let deadline = tokio::time::Instant::now() + interval;
+                while !health.is_started() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(STARTED_POLL.min(interval)).await;
+                }
                 let mut pings = tokio::task::JoinSet::new();
                 for (context, config) in targets {
                     pings.spawn(ping(context, config, health.clone(), interval, metrics.clone()));

@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -29,26 +28,29 @@ impl Running {
     /// fails at once, naming the context, when a required context cannot be configured at all.
     pub async fn wait_started(&self) -> Result<()> {
         let health = &self.runtime.health;
+        // Once in full (no context at all is started at once); after that each look is O(1): the health
+        // state keeps the count of required contexts not ready as it changes, so a thousand contexts that
+        // change thousands of times while they start cost no report per change.
+        let look = || {
+            if health.has_fatal_errors() {
+                return Some(Err(Error::Startup {
+                    reasons: health.fatal_errors().join("; "),
+                }));
+            }
+            health.is_started().then_some(Ok(()))
+        };
+        if health.report().started {
+            return Ok(());
+        }
         loop {
             let changed = health.changed();
             tokio::pin!(changed);
+            // Enabled before the look, so a change made meanwhile is not missed.
             changed.as_mut().enable();
-            let judging = Instant::now();
-            let fatal = health.fatal_errors();
-            if !fatal.is_empty() {
-                return Err(Error::Startup {
-                    reasons: fatal.join("; "),
-                });
+            if let Some(outcome) = look() {
+                return outcome;
             }
-            if health.report().started {
-                return Ok(());
-            }
-            let judged = judging.elapsed();
             changed.await;
-            // Changes made meanwhile are still seen: the next `changed` is enabled before the next look.
-            if let Some(pause) = pause_after(judged) {
-                tokio::time::sleep(pause).await;
-            }
         }
     }
 
@@ -76,44 +78,5 @@ impl Running {
         self.election.end().await;
         self.runtime.watches.shutdown();
         self.background.shutdown().await;
-    }
-}
-
-/// A look at every context that took less than this is repeated on every change.
-const PACED_FROM: Duration = Duration::from_micros(50);
-/// Above [`PACED_FROM`], the pause after a look is this many times what the look took...
-const PACE: u32 = 9;
-/// ...up to this: a look that took long because the thread was preempted must not delay `started` long.
-const MAX_PAUSE: Duration = Duration::from_millis(10);
-
-/// How long `wait_started` waits after a change before it looks again, given how long its last look at
-/// every context took. A look builds the whole health report, O(contexts), and a context changes several
-/// times while it starts (connected, each watch started and synced, pinged): a thousand contexts starting
-/// together change thousands of times, and a look per change cost O(contexts²) and held the health lock
-/// the watches report through. Pausing nine times as long as a look took keeps the looks under a tenth of
-/// a core and delays `started` by at most that pause (10 ms at most); a look at a few contexts takes
-/// microseconds, so it is not paused at all.
-fn pause_after(look: Duration) -> Option<Duration> {
-    (look >= PACED_FROM).then(|| (look * PACE).min(MAX_PAUSE))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn looks_at_many_contexts_are_paced_and_looks_at_few_are_not() {
-        assert_eq!(pause_after(Duration::from_micros(3)), None);
-        assert_eq!(pause_after(PACED_FROM - Duration::from_nanos(1)), None);
-        assert_eq!(
-            pause_after(Duration::from_micros(400)),
-            Some(Duration::from_micros(3600))
-        );
-        // The looks take at most a tenth of the time they are repeated in.
-        let look = Duration::from_micros(800);
-        let pause = pause_after(look).unwrap();
-        assert_eq!(look + pause, look * 10);
-        // A look slowed down by preemption does not hold `started` back long.
-        assert_eq!(pause_after(Duration::from_millis(50)), Some(MAX_PAUSE));
     }
 }

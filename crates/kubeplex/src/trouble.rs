@@ -92,6 +92,62 @@ pub(crate) fn watch_failure_label(error: &kube::runtime::watcher::Error) -> &'st
     }
 }
 
+/// Where a failing watch looks: for its failure's words.
+pub(crate) struct WatchPlace<'a> {
+    pub(crate) kind: &'a str,
+    pub(crate) plural: &'a str,
+    pub(crate) namespace: Option<&'a str>,
+}
+
+/// A watch failure in the words an operator's on-call needs: which verb, resource and namespace, or why
+/// the server could not be reached.
+pub(crate) fn watch_failure(
+    error: &kube::runtime::watcher::Error,
+    watch: &WatchPlace<'_>,
+) -> String {
+    let place = match watch.namespace {
+        Some(namespace) => format!("namespace {namespace}"),
+        None => "all namespaces".into(),
+    };
+    let (verb, source) = match error {
+        kube::runtime::watcher::Error::InitialListFailed(source) => ("list", source),
+        kube::runtime::watcher::Error::WatchStartFailed(source)
+        | kube::runtime::watcher::Error::WatchFailed(source) => ("watch", source),
+        kube::runtime::watcher::Error::WatchError(status) => {
+            return format!(
+                "watch of {} in {place} failed: {} ({})",
+                watch.plural, status.message, status.code
+            );
+        }
+        kube::runtime::watcher::Error::NoResourceVersion => {
+            return format!(
+                "kind {} returned no resourceVersion: it cannot be watched",
+                watch.kind
+            );
+        }
+    };
+    match source {
+        kube::Error::Api(status) => match status.code {
+            401 => "credentials were rejected (401 Unauthorized)".into(),
+            403 => format!(
+                "user may not {verb} {} in {place} (403 Forbidden)",
+                watch.plural
+            ),
+            404 => format!("kind {} is not served", watch.kind),
+            code => format!(
+                "{verb} {} in {place} failed: {} ({code})",
+                watch.plural, status.message
+            ),
+        },
+        error if is_transport(error) => transport(error),
+        other => format!(
+            "{verb} {} in {place} failed: {}",
+            watch.plural,
+            crate::error::chain(other)
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

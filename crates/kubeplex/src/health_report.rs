@@ -1,0 +1,72 @@
+//! What the probes and `Running::health` report: per context, per watch, and the leadership.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::health`](crate::Running::health)
+/// report it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HealthReport {
+    /// Every required context has been ready at once (it stays true after that).
+    pub started: bool,
+    /// Every required context is ready now.
+    pub ready: bool,
+    /// Each context any registered controller declared, by name.
+    pub contexts: BTreeMap<String, ContextReport>,
+    /// With leader election: whether this replica leads, and who does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leadership: Option<LeadershipReport>,
+}
+
+/// This replica's place in the leader election.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeadershipReport {
+    /// This replica's identity in the Lease.
+    pub identity: String,
+    /// `leader` (its controllers run) or `standby` (watches warm, ready to take over).
+    pub role: &'static str,
+    /// Who holds the Lease, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+}
+
+/// The health of one context.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ContextReport {
+    /// Whether the manager waits for this context to start (the default) or runs degraded without it.
+    pub required: bool,
+    /// Where the context stands.
+    pub status: ContextStatus,
+    /// Why it is not ready, each reason naming the context, e.g. `context cluster-b: unreachable: ...`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Each watch the controllers opened in this context.
+    pub watches: Vec<WatchReport>,
+}
+
+/// Where a context stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextStatus {
+    /// Reachable, authorised, and every watch has synced.
+    Ready,
+    /// Nothing has failed, but not every watch has listed its objects yet.
+    Starting,
+    /// Something failed; see the reasons.
+    Failing,
+}
+
+/// The health of one watch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WatchReport {
+    /// `Kind.group/version`, e.g. `Deployment.apps/v1`.
+    pub kind: String,
+    /// The namespace watched, or `*` for all.
+    pub namespace: String,
+    /// Whether the initial list has completed.
+    pub synced: bool,
+    /// The current failure, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
