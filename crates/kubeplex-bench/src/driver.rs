@@ -163,7 +163,7 @@ pub async fn run(options: Options) -> Result<(), String> {
                     .await?;
             }
             "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
-            "fleet" => {
+            "fleet" | "failover" => {
                 let host = crate::fleet_setup::Host {
                     env: &env,
                     kubeconfig: bench.kubeconfig.clone(),
@@ -172,9 +172,15 @@ pub async fn run(options: Options) -> Result<(), String> {
                     server_pids: bench.server_pids.clone(),
                     repeats: bench.repeats,
                 };
-                let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
-                sections.insert("fleet", section);
-                goals.extend(fleet_goals);
+                if section == "fleet" {
+                    let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
+                    sections.insert("fleet", section);
+                    goals.extend(fleet_goals);
+                } else {
+                    let (section, goal) = crate::failover::run(&host, &options.failover).await?;
+                    sections.insert("failover", section);
+                    goals.push(goal);
+                }
             }
             other => return Err(format!("no section {other:?}")),
         }

@@ -149,6 +149,7 @@ async fn run_once(
             .collect(),
         namespaces: child_namespaces(options),
         concurrency: None,
+        election: None,
     };
     let started = Instant::now();
     let mut operator = Operator::spawn(host, &spec, n)?;

@@ -31,6 +31,20 @@ pub struct FleetSpec {
     pub namespaces: Vec<String>,
     /// Reconciles at once (`None`: unbounded, both sides' default).
     pub concurrency: Option<u16>,
+    /// kubeplex only: run as one replica of several, with leader election (the failover section).
+    #[serde(default)]
+    pub election: Option<ElectionSpec>,
+}
+
+/// A replica's leader election: the Lease `namespace/name` in the control context, its identity, timings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ElectionSpec {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    pub lease_duration_s: u64,
+    pub renew_deadline_s: u64,
+    pub retry_period_s: u64,
 }
 
 /// The first line a fleet child prints, once its caches synced.
@@ -121,6 +135,16 @@ async fn start_kubeplex(
         .context_alias(control, spec.control.clone());
     for ((_, kubeconfig_context), cluster) in spec.children.iter().zip(&clusters) {
         manager = manager.context_alias(*cluster, kubeconfig_context.clone());
+    }
+    if let Some(election) = &spec.election {
+        let seconds = Duration::from_secs;
+        manager = manager.leader_election(
+            kubeplex::LeaderElection::new(control, &election.namespace, &election.name)
+                .identity(&election.identity)
+                .lease_duration(seconds(election.lease_duration_s))
+                .renew_deadline(seconds(election.renew_deadline_s))
+                .retry_period(seconds(election.retry_period_s)),
+        );
     }
     manager
         .controller(FleetOperator { clusters })

@@ -102,6 +102,14 @@ impl Operator {
         self.next("a reading").await
     }
 
+    /// SIGKILL, as a lost node or an OOM kill ends it: nothing released, nothing flushed.
+    pub async fn kill(mut self) -> Result<(), String> {
+        self.process
+            .kill()
+            .await
+            .map_err(|e| format!("killing the operator: {e}"))
+    }
+
     pub async fn exit(mut self) -> Result<(), String> {
         let _ = self.stdin.write_all(b"exit\n").await;
         tokio::time::timeout(Duration::from_secs(60), self.process.wait())

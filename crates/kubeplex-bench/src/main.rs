@@ -11,7 +11,8 @@
 //! The parent process starts three `kubeplex-testenv` clusters, creates the objects, then runs every
 //! measurement in a fresh child process (this binary re-executed with the hidden `__child` subcommand), so
 //! that RSS and heap are attributable to one side (`__fleet` for the fleet section's operators, which the
-//! parent drives over stdin; `__child_cache` for the child-cache section's). Baseline and kubeplex runs alternate.
+//! parent drives over stdin, and the failover section's replicas; `__child_cache` for the child-cache
+//! section's). Baseline and kubeplex runs alternate.
 
 mod alloc;
 mod bench;
@@ -21,6 +22,7 @@ mod child_cache_process;
 mod cli;
 mod cpu;
 mod driver;
+mod failover;
 mod fleet;
 mod fleet_app;
 mod fleet_baseline;

@@ -6,18 +6,19 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::child_cache::ChildCacheOptions;
+use crate::failover::FailoverOptions;
 use crate::fleet_setup::FleetOptions;
 
 pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
 [--latency-seconds S] [--link-rtt-ms MS] \
-[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet]
+[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet,failover]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
 
 /// Every section, in the order they run; `--sections` picks some.
-pub(crate) const SECTIONS: [&str; 8] = [
+pub(crate) const SECTIONS: [&str; 9] = [
     "startup",
     "startup_remote",
     "latency",
@@ -26,6 +27,7 @@ pub(crate) const SECTIONS: [&str; 8] = [
     "child_cache",
     "throughput",
     "fleet",
+    "failover",
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -50,6 +52,7 @@ pub struct Options {
     pub sections: Vec<String>,
     pub fleet: FleetOptions,
     pub child_cache: ChildCacheOptions,
+    pub failover: FailoverOptions,
 }
 
 impl Options {
@@ -72,6 +75,7 @@ impl Options {
             sections: SECTIONS.map(String::from).to_vec(),
             fleet: FleetOptions::full(),
             child_cache: ChildCacheOptions::full(),
+            failover: FailoverOptions::full(),
         }
     }
 
@@ -88,6 +92,7 @@ impl Options {
             throughput_objects: 300,
             fleet: FleetOptions::quick(),
             child_cache: ChildCacheOptions::quick(),
+            failover: FailoverOptions::quick(),
             ..Self::full()
         }
     }
