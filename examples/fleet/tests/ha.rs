@@ -8,22 +8,27 @@
 //! children's), so their replicas never meet. Timings are the defaults (lease 15 s, renew deadline 10 s,
 //! retry 2 s): what a deployment runs.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use kubeplex::Context as _;
 use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
+#[path = "ha/audit.rs"]
+mod audit;
+#[path = "ha/relay.rs"]
+mod relay;
+#[path = "ha/replica.rs"]
+mod replica;
+
+use audit::{after, fence_deadline, writes_of};
+use relay::{Relay, kubeconfig_via, server_of};
+use replica::{Replica, logs, until};
+
 const WAIT: Duration = Duration::from_secs(60);
 const LEASE: &str = "fleet-operator";
 const LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -32,7 +37,6 @@ const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// 2-core machine; the measured time is printed.
 const FAILOVER_BOUND: Duration = Duration::from_secs(30);
 const CLUSTERS: [Fleet; 3] = [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB];
-const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 
 static ENV: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
@@ -50,134 +54,6 @@ async fn setup(prefix: &str) -> (&'static TestEnv, String, Client) {
         .unwrap();
     let control = env.client(Fleet::Control.name()).await.unwrap();
     (env, namespace, control)
-}
-
-/// One `fleet run --leader-election` process, its log collected.
-struct Replica {
-    identity: String,
-    port: u16,
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Replica {
-    fn start(env: &TestEnv, namespace: &str, identity: &str) -> Self {
-        Self::start_with(env.kubeconfig_path(), namespace, identity)
-    }
-
-    fn start_with(kubeconfig: &std::path::Path, namespace: &str, identity: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new(FLEET)
-            .args(["run", "--leader-election", "--identity", identity])
-            .args(["--probe-address", &format!("127.0.0.1:{port}")])
-            .args(["--namespace", namespace, "--child-namespaces", namespace])
-            .args(["--lease-namespace", namespace])
-            .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "warn,kubeplex=info")
-            .env_remove("FLEET_LOG_FORMAT")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Self {
-            identity: identity.to_owned(),
-            port,
-            child,
-            log,
-        }
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{signal}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{signal} {}", self.identity);
-    }
-
-    /// `leadership.role` and `.holder` of `/readyz`; `None` while it does not answer (in time).
-    async fn role(&self) -> Option<(String, String)> {
-        let body = tokio::time::timeout(Duration::from_secs(2), readyz(self.port))
-            .await
-            .ok()??;
-        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
-        // None before the election has started.
-        let leadership = json.get("leadership")?;
-        assert_eq!(leadership["identity"], self.identity.as_str(), "{json}");
-        Some((
-            leadership["role"].as_str()?.to_owned(),
-            leadership["holder"].as_str().unwrap_or_default().to_owned(),
-        ))
-    }
-
-    fn log(&self) -> String {
-        format!(
-            "--- {}:\n{}",
-            self.identity,
-            self.log.lock().unwrap().join("\n")
-        )
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn readyz(port: u16) -> Option<String> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    let request = "GET /readyz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n";
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
-}
-
-fn logs(replicas: &[&Replica]) -> String {
-    replicas
-        .iter()
-        .map(|r| r.log())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Polls `check` every 200 ms until it gives a value; panics naming `what`, its last complaint and the
-/// replicas' logs after `within`.
-async fn until<T>(
-    what: &str,
-    within: Duration,
-    replicas: &[&Replica],
-    mut check: impl AsyncFnMut() -> Result<T, String>,
-) -> T {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!(
-                    "{what} (not within {within:?}): {complaint}\n{}",
-                    logs(replicas)
-                )
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
 }
 
 async fn holder(control: &Client, namespace: &str) -> Option<String> {
@@ -260,79 +136,6 @@ async fn converged(env: &TestEnv, namespace: &str, name: &str, image: &str, repl
         Ok(())
     })
     .await;
-}
-
-/// One request of the audit logs that changed (or tried to change) something.
-#[derive(Debug)]
-struct Write {
-    cluster: Fleet,
-    verb: String,
-    what: String,
-    at: Timestamp,
-    code: i64,
-}
-
-/// Every write `identity` made, in any cluster, as the API servers recorded them (request received time).
-fn writes_of(env: &TestEnv, identity: &str) -> Vec<Write> {
-    let agent = format!("({identity})");
-    let mut writes = Vec::new();
-    for cluster in CLUSTERS {
-        for event in env.audit_events(cluster.name()).unwrap() {
-            let verb = event["verb"].as_str().unwrap_or_default();
-            let by = event["userAgent"].as_str().unwrap_or_default();
-            if !WRITE_VERBS.contains(&verb) || !by.ends_with(&agent) {
-                continue;
-            }
-            let object = &event["objectRef"];
-            let field = |k: &str| object[k].as_str().unwrap_or_default().to_owned();
-            writes.push(Write {
-                cluster,
-                verb: verb.to_owned(),
-                what: format!(
-                    "{}{}{} {}/{}",
-                    field("resource"),
-                    if field("subresource").is_empty() {
-                        ""
-                    } else {
-                        "/"
-                    },
-                    field("subresource"),
-                    field("namespace"),
-                    field("name")
-                ),
-                at: event["requestReceivedTimestamp"]
-                    .as_str()
-                    .unwrap()
-                    .parse()
-                    .unwrap(),
-                code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
-            });
-        }
-    }
-    writes.sort_by_key(|w| w.at);
-    writes
-}
-
-/// When `identity`'s fence closed at the latest: the last renewal of its Lease that the server accepted
-/// (received time, after the replica took its send time) plus the renew deadline.
-fn fence_deadline(writes: &[Write], namespace: &str) -> Timestamp {
-    let lease = format!("leases {namespace}/{LEASE}");
-    let renewed = writes
-        .iter()
-        .filter(|w| w.what == lease && (200..300).contains(&w.code))
-        .map(|w| w.at)
-        .max()
-        .expect("the replica renewed its Lease at least once");
-    renewed + RENEW_DEADLINE
-}
-
-/// The writes after `deadline`, as readable lines.
-fn after(writes: &[Write], deadline: Timestamp) -> Vec<String> {
-    writes
-        .iter()
-        .filter(|w| w.at > deadline)
-        .map(|w| format!("{} {} {} {} -> {}", w.at, w.cluster, w.verb, w.what, w.code))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -507,81 +310,6 @@ async fn a_rolling_replacement_hands_over_at_once_and_loses_no_change() {
     );
     converged(env, &ns, "app", "nginx:1.29", &rest).await;
     converged(env, &ns, "during", "redis:7.4", &rest).await;
-}
-
-/// A TCP relay in front of an API server that can be cut: while cut, every byte either way is held (a
-/// black hole, as a partition looks to both ends: no reset, no answer).
-struct Relay {
-    address: std::net::SocketAddr,
-    cut: tokio::sync::watch::Sender<bool>,
-}
-
-impl Relay {
-    async fn start(upstream: std::net::SocketAddr) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let (cut, open) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
-                    continue;
-                };
-                let (client_read, client_write) = client.into_split();
-                let (server_read, server_write) = server.into_split();
-                tokio::spawn(pipe(client_read, server_write, open.clone()));
-                tokio::spawn(pipe(server_read, client_write, open.clone()));
-            }
-        });
-        Self { address, cut }
-    }
-
-    fn cut(&self) {
-        self.cut.send_replace(true);
-    }
-}
-
-async fn pipe(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut cut: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut buffer = vec![0; 64 * 1024];
-    loop {
-        let Ok(n) = from.read(&mut buffer).await else {
-            return;
-        };
-        if n == 0 || cut.wait_for(|cut| !*cut).await.is_err() {
-            return;
-        }
-        if to.write_all(&buffer[..n]).await.is_err() {
-            return;
-        }
-    }
-}
-
-/// The environment's kubeconfig with `cluster`'s server behind `relay`, written next to it.
-fn kubeconfig_via(env: &TestEnv, cluster: Fleet, relay: &Relay, file: &str) -> std::path::PathBuf {
-    let mut kubeconfig = env.kubeconfig().clone();
-    for named in &mut kubeconfig.clusters {
-        if named.name == cluster.name() {
-            named.cluster.as_mut().unwrap().server = Some(format!("https://{}", relay.address));
-        }
-    }
-    let path = env.kubeconfig_path().with_file_name(file);
-    // JSON is YAML: kubeconfig readers take it as it is.
-    std::fs::write(&path, serde_json::to_vec(&kubeconfig).unwrap()).unwrap();
-    path
-}
-
-fn server_of(env: &TestEnv, cluster: Fleet) -> std::net::SocketAddr {
-    let named = env
-        .kubeconfig()
-        .clusters
-        .iter()
-        .find(|c| c.name == cluster.name())
-        .unwrap();
-    let server = named.cluster.as_ref().unwrap().server.clone().unwrap();
-    server.strip_prefix("https://").unwrap().parse().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,0 +1,83 @@
+//! What the API servers' audit logs say a replica wrote, and when its fence closed at the latest.
+
+use k8s_openapi::jiff::Timestamp;
+use kubeplex::Context as _;
+use kubeplex_fleet::Fleet;
+use kubeplex_testenv::TestEnv;
+
+use super::{CLUSTERS, LEASE, RENEW_DEADLINE};
+
+const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+/// One request of the audit logs that changed (or tried to change) something.
+#[derive(Debug)]
+pub struct Write {
+    pub cluster: Fleet,
+    pub verb: String,
+    pub what: String,
+    pub at: Timestamp,
+    pub code: i64,
+}
+
+/// Every write `identity` made, in any cluster, as the API servers recorded them (request received time).
+pub fn writes_of(env: &TestEnv, identity: &str) -> Vec<Write> {
+    let agent = format!("({identity})");
+    let mut writes = Vec::new();
+    for cluster in CLUSTERS {
+        for event in env.audit_events(cluster.name()).unwrap() {
+            let verb = event["verb"].as_str().unwrap_or_default();
+            let by = event["userAgent"].as_str().unwrap_or_default();
+            if !WRITE_VERBS.contains(&verb) || !by.ends_with(&agent) {
+                continue;
+            }
+            let object = &event["objectRef"];
+            let field = |k: &str| object[k].as_str().unwrap_or_default().to_owned();
+            writes.push(Write {
+                cluster,
+                verb: verb.to_owned(),
+                what: format!(
+                    "{}{}{} {}/{}",
+                    field("resource"),
+                    if field("subresource").is_empty() {
+                        ""
+                    } else {
+                        "/"
+                    },
+                    field("subresource"),
+                    field("namespace"),
+                    field("name")
+                ),
+                at: event["requestReceivedTimestamp"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
+                code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
+            });
+        }
+    }
+    writes.sort_by_key(|w| w.at);
+    writes
+}
+
+/// When `identity`'s fence closed at the latest: the last renewal of its Lease that the server accepted
+/// (received time, after the replica took its send time) plus the renew deadline.
+pub fn fence_deadline(writes: &[Write], namespace: &str) -> Timestamp {
+    let lease = format!("leases {namespace}/{LEASE}");
+    let renewed = writes
+        .iter()
+        .filter(|w| w.what == lease && (200..300).contains(&w.code))
+        .map(|w| w.at)
+        .max()
+        .expect("the replica renewed its Lease at least once");
+    renewed + RENEW_DEADLINE
+}
+
+/// The writes after `deadline`, as readable lines.
+pub fn after(writes: &[Write], deadline: Timestamp) -> Vec<String> {
+    writes
+        .iter()
+        .filter(|w| w.at > deadline)
+        .map(|w| format!("{} {} {} {} -> {}", w.at, w.cluster, w.verb, w.what, w.code))
+        .collect()
+}
