@@ -270,7 +270,7 @@ impl Manager {
                     let reason = format!("context {} has no client", election.context);
                     return Err(Error::LeaderElection { lease, reason });
                 };
-                let (config, fence) = (config.1.clone(), self.pool.fence.clone());
+                let (config, fence) = (kube::Config::clone(config.1), self.pool.fence.clone());
                 Election::start(election, config, fence, health.clone())?
             }
         };

@@ -26,7 +26,7 @@ pub(crate) struct Pings {
 /// after the answer, so an idle context holds no connection for its pings: a handshake every interval
 /// costs less than a standing TLS connection per context.
 pub(crate) fn start(
-    targets: Vec<(String, kube::Config)>,
+    targets: Vec<(String, Arc<kube::Config>)>,
     health: Arc<Health>,
     interval: Duration,
     metrics: Metrics,
@@ -70,7 +70,7 @@ pub(crate) fn start(
 /// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
 async fn ping(
     context: String,
-    config: kube::Config,
+    config: Arc<kube::Config>,
     health: Arc<Health>,
     interval: Duration,
     metrics: Metrics,
@@ -81,7 +81,7 @@ async fn ping(
     let mut last: Option<String> = None;
     loop {
         let began = tokio::time::Instant::now();
-        let problem = match kube::Client::try_from(config.clone()) {
+        let problem = match kube::Client::try_from((*config).clone()) {
             Ok(client) => answer(&client).await,
             Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
         };
@@ -170,7 +170,7 @@ mod tests {
         let health = Arc::new(Health::default());
         health.declare("cluster-a", true);
         let _pings = start(
-            vec![("cluster-a".into(), config)],
+            vec![("cluster-a".into(), Arc::new(config))],
             health.clone(),
             Duration::from_millis(200),
             Metrics::default(),

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -43,7 +44,7 @@ pub(crate) struct PoolConfig {
 pub(crate) struct ClientPool {
     clients: BTreeMap<String, std::result::Result<Client, String>>,
     /// Each client's configuration, so that the health pings can build clients of their own.
-    configs: BTreeMap<String, kube::Config>,
+    configs: BTreeMap<String, Arc<kube::Config>>,
 }
 
 impl PoolConfig {
@@ -118,7 +119,7 @@ impl PoolConfig {
             match client {
                 Ok((client, config)) => {
                     clients.insert(context.clone(), Ok(client));
-                    configs.insert(context.clone(), config);
+                    configs.insert(context.clone(), Arc::new(config));
                 }
                 Err(error) => {
                     clients.insert(context.clone(), Err(error.to_string()));
@@ -229,7 +230,7 @@ impl ClientPool {
     }
 
     /// The configuration of every context that has a client.
-    pub(crate) fn configs(&self) -> impl Iterator<Item = (&str, &kube::Config)> {
+    pub(crate) fn configs(&self) -> impl Iterator<Item = (&str, &Arc<kube::Config>)> {
         self.configs
             .iter()
             .map(|(context, config)| (context.as_str(), config))
