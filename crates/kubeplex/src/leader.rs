@@ -234,7 +234,20 @@ pub(crate) async fn run(
     let mut last_problem: Option<String> = None;
     loop {
         let sent = Instant::now();
-        let outcome = attempt(&api, &election, &mut observed, sent).await;
+        // Bounded: kube's client has no read timeout, and a Lease request that hangs (a silently dropping
+        // link to the control cluster) would freeze the role as it was — the fence closes on time anyway, but
+        // the controllers would go on running and the probes would say "leader".
+        let bounded = tokio::time::timeout(
+            election.renew_deadline,
+            attempt(&api, &election, &mut observed, sent),
+        );
+        let outcome = match bounded.await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!(
+                "no answer within {:?} from context {}",
+                election.renew_deadline, election.context
+            )),
+        };
         let leader = match &outcome {
             Ok(None) => {
                 fence.open_until(sent + election.renew_deadline);

@@ -355,16 +355,21 @@ async fn a_leader_cut_off_from_the_control_cluster_stops_writing_to_the_children
     }
     apply(&control, &ns, "app", "nginx:1.28").await;
     converged(env, &ns, "app", "nginx:1.28", &both).await;
+    // cut-1 stops leading at its deadline: its Lease requests go unanswered and each attempt is bounded by
+    // the renew deadline, so it steps down (its controllers stop); a repair already under way when the
+    // deadline passed would be refused by its fence ("not the leader"). Either way, no late write below.
     until(
-        "cut-1 tries to repair the children and is refused",
+        "cut-1 steps down, or has a write refused",
         WAIT,
         &both,
         async || {
             let log = cut_off.log();
-            if log.contains("not the leader") {
+            // The election's own line: the controllers' "no longer the leader" waits for the reconciles
+            // in flight, and one hung on the black-holed control cluster may take long to fail.
+            if log.contains("leader=false") || log.contains("not the leader") {
                 Ok(())
             } else {
-                Err("no refused write yet".into())
+                Err("still acting as the leader".into())
             }
         },
     )
@@ -379,10 +384,24 @@ async fn a_leader_cut_off_from_the_control_cluster_stops_writing_to_the_children
         late.join("\n"),
         cut_off.log()
     );
+    // Its Lease requests hang in the black hole; each attempt is bounded, so it knows it no longer leads:
+    // its probe says so and its controllers stop.
+    let stepped_down = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match cut_off.role().await {
+            Some((role, _)) if role == "standby" => break,
+            other => {
+                assert!(
+                    tokio::time::Instant::now() < stepped_down,
+                    "cut-1 cut off from control still says {other:?}\n{}",
+                    cut_off.log()
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
     eprintln!(
-        "cut-1 cut off from control: {} writes before its deadline {deadline}, none after; its /readyz \
-         says {:?}",
-        writes.len(),
-        cut_off.role().await
+        "cut-1 cut off from control: {} writes before its deadline {deadline}, none after; standby now",
+        writes.len()
     );
 }
