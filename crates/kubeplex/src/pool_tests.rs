@@ -1,0 +1,161 @@
+//! The pool: contexts to kubeconfig contexts, and what a client is configured with.
+use super::*;
+
+fn kubeconfig_json(contexts: &[&str]) -> serde_json::Value {
+    let contexts: Vec<serde_json::Value> = contexts
+        .iter()
+        .map(|name| serde_json::json!({ "name": name, "context": { "cluster": name, "user": name } }))
+        .collect();
+    serde_json::json!({ "apiVersion": "v1", "kind": "Config", "contexts": contexts })
+}
+
+fn kubeconfig(contexts: &[&str]) -> Kubeconfig {
+    serde_json::from_value(kubeconfig_json(contexts)).unwrap()
+}
+
+#[test]
+fn a_context_maps_to_an_alias_else_the_environment_else_itself() {
+    let mut config = PoolConfig::default();
+    config
+        .aliases
+        .insert("control".into(), "kind-control".into());
+    let env = |var: &str| (var == "KUBEPLEX_CONTEXT_CLUSTER_A").then(|| "prod-eu-1".to_owned());
+    assert_eq!(config.kubeconfig_context_in("control", env), "kind-control");
+    assert_eq!(config.kubeconfig_context_in("cluster-a", env), "prod-eu-1");
+    assert_eq!(config.kubeconfig_context_in("cluster-b", env), "cluster-b");
+    assert_eq!(
+        context_env_var("eu.cluster-b"),
+        "KUBEPLEX_CONTEXT_EU_CLUSTER_B"
+    );
+}
+
+#[test]
+fn kubeconfig_errors_name_the_file_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = load_default(None, Some(dir.path().to_owned()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        none.starts_with("no kubeconfig: KUBECONFIG is not set and")
+            && none.contains(".kube/config"),
+        "{none}"
+    );
+
+    let broken = dir.path().join("broken");
+    std::fs::write(&broken, "clusters: [this is: not: valid").unwrap();
+    let good = dir.path().join("good");
+    std::fs::write(
+        &good,
+        serde_json::to_string(&kubeconfig_json(&["control"])).unwrap(),
+    )
+    .unwrap();
+    let list = std::env::join_paths([&good, &broken]).unwrap();
+    let invalid = load_default(Some(list), None).unwrap_err().to_string();
+    assert!(
+        invalid.starts_with(&format!("invalid kubeconfig: {}: ", broken.display())),
+        "{invalid}"
+    );
+
+    let missing = dir.path().join("missing");
+    let unreadable = load_default(Some(missing.clone().into_os_string()), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unreadable.contains(&missing.display().to_string()),
+        "{unreadable}"
+    );
+}
+
+#[test]
+fn kubeconfig_files_are_merged_like_kubectl_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    std::fs::write(
+        &first,
+        serde_json::to_string(&kubeconfig_json(&["control"])).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        &second,
+        serde_json::to_string(&kubeconfig_json(&["cluster-a", "control"])).unwrap(),
+    )
+    .unwrap();
+    let merged =
+        load_default(Some(std::env::join_paths([&first, &second]).unwrap()), None).unwrap();
+    let names: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["control", "cluster-a"]);
+}
+
+#[test]
+fn each_client_gets_only_its_own_cluster_and_user() {
+    let mut full: serde_json::Value = kubeconfig_json(&["control", "cluster-a", "cluster-b"]);
+    full["clusters"] = serde_json::json!(["control", "cluster-a", "cluster-b"].map(
+        |n| serde_json::json!({ "name": n, "cluster": { "server": format!("https://{n}") } })
+    ));
+    full["users"] = serde_json::json!(
+        ["control", "cluster-a", "cluster-b"]
+            .map(|n| serde_json::json!({ "name": n, "user": { "token": format!("secret-{n}") } }))
+    );
+    let full: Kubeconfig = serde_json::from_value(full).unwrap();
+    let one = only_context(&full, "cluster-a");
+    let names = |v: Vec<&str>| v.join(",");
+    assert_eq!(
+        names(one.contexts.iter().map(|c| c.name.as_str()).collect()),
+        "cluster-a"
+    );
+    assert_eq!(
+        names(one.clusters.iter().map(|c| c.name.as_str()).collect()),
+        "cluster-a"
+    );
+    assert_eq!(
+        names(one.auth_infos.iter().map(|c| c.name.as_str()).collect()),
+        "cluster-a"
+    );
+    assert_eq!(one.current_context.as_deref(), Some("cluster-a"));
+}
+
+#[tokio::test]
+async fn a_missing_context_is_named_with_the_ones_the_kubeconfig_has() {
+    let config = PoolConfig {
+        source: KubeconfigSource::Explicit(Box::new(kubeconfig(&["control", "cluster-a"]))),
+        aliases: [("cluster-b".to_owned(), "kind-b".to_owned())].into(),
+        ..PoolConfig::default()
+    };
+    let (pool, errors) = config.connect(&["cluster-b".to_owned()]).await.unwrap();
+    let message = errors[0].to_string();
+    assert_eq!(
+        message,
+        "context cluster-b: the kubeconfig given to the manager has no context \"kind-b\" \
+         (remapped by Manager::context_alias) (it has: control, cluster-a)"
+    );
+    assert!(pool.client("cluster-b").is_err());
+    assert!(matches!(
+        pool.client("elsewhere"),
+        Err(Error::UndeclaredContext { .. })
+    ));
+}
+
+#[tokio::test]
+async fn every_client_gives_up_on_an_answer_after_the_read_timeout() {
+    let mut kubeconfig = kubeconfig_json(&["control"]);
+    kubeconfig["clusters"] = serde_json::json!([
+        { "name": "control", "cluster": { "server": "https://127.0.0.1:6443" } }
+    ]);
+    kubeconfig["users"] = serde_json::json!([{ "name": "control", "user": { "token": "t" } }]);
+    let config = PoolConfig {
+        source: KubeconfigSource::Explicit(Box::new(serde_json::from_value(kubeconfig).unwrap())),
+        ..PoolConfig::default()
+    };
+    let (pool, errors) = config.connect(&["control".to_owned()]).await.unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    let (_, config) = pool.configs().next().unwrap();
+    assert_eq!(config.read_timeout, Some(READ_TIMEOUT));
+    assert!(
+        config.reset_reader_on_write,
+        "counted from the request, not from an idle connection"
+    );
+    assert!(
+        READ_TIMEOUT > std::time::Duration::from_secs(290),
+        "above the watches' own timeout"
+    );
+}
