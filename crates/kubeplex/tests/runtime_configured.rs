@@ -120,7 +120,10 @@ async fn namespaces_chosen_at_run_time_replace_the_attributes() {
         namespaces.sort();
         namespaces
     };
-    assert_eq!(watched_namespaces("control"), std::slice::from_ref(&watched));
+    assert_eq!(
+        watched_namespaces("control"),
+        std::slice::from_ref(&watched)
+    );
     assert_eq!(watched_namespaces("cluster-a"), kids);
     // A change in the attribute's namespace reaches nobody, while one in the chosen namespace does.
     put_config_map(&control, "from-the-attribute", "ignored", "2").await;
