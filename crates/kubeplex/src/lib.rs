@@ -77,6 +77,7 @@ mod fence;
 mod key_queue;
 mod logging;
 mod metrics;
+mod metrics_handles;
 mod metrics_live;
 mod ownership;
 mod redact;
