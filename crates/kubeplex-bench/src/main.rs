@@ -31,11 +31,17 @@ mod fleet_observe;
 mod fleet_process;
 mod fleet_report;
 mod fleet_setup;
+mod latency;
 mod link;
 mod machine;
 mod many_contexts;
+mod memory;
 mod options;
+mod report;
+mod seed;
+mod startup;
 mod stats;
+mod throughput;
 
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;
