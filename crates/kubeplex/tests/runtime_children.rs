@@ -1,196 +1,29 @@
 //! The children path on real clusters: status written beside other writers, failed reconciles in the
 //! status, children whose name is taken, and parent links from contexts whose names contain `/`.
 
+#[path = "runtime_children/parent.rs"]
+mod parent;
 mod support;
+#[path = "runtime_children/wait.rs"]
+mod wait;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
-use kubeplex::{
-    Action, Child, Context, ContextName, Controller, Cx, FleetStatus, Manager, Plan, Reconcile,
-};
+use kube::{CustomResourceExt, ResourceExt};
+use kubeplex::{Context, Manager};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use parent::{ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters};
 use support::{WAIT, create_namespace, wait_started};
-
-/// A parent whose spec lists the ConfigMaps it wants in `cluster-a`, namespace `kids`.
-#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "test.kubeplex.dev",
-    version = "v1",
-    kind = "Parent",
-    namespaced,
-    status = "ParentStatus"
-)]
-pub struct ParentSpec {
-    /// The names of the wanted children.
-    #[serde(default)]
-    children: Vec<String>,
-    /// Fail the reconcile with a real API error.
-    #[serde(default)]
-    fail: bool,
-    /// A condition type the reconciler itself writes into the status.
-    #[serde(default)]
-    own_condition: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-pub struct ParentStatus {
-    #[serde(flatten)]
-    fleet: FleetStatus,
-}
+use wait::{condition, create_parent, wait_child, wait_parent};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a"])
         .crd("control", Parent::crd())
 });
-
-const CONTROL: ContextName = ContextName::new("control");
-const CLUSTER_A: ContextName = ContextName::new("cluster-a");
-/// A context name as EKS writes them, remapped to the test cluster `control`.
-const ARN: ContextName = ContextName::new("arn:aws:eks:eu-west-1:123456789012:cluster/prod");
-
-/// What the user's reconcile can fail with: its message embeds kube's, as many users' errors do.
-#[derive(Debug, thiserror::Error)]
-enum ParentError {
-    #[error("reading the settings failed: {0}")]
-    Settings(#[from] kube::Error),
-    #[error(transparent)]
-    Kubeplex(#[from] kubeplex::Error),
-}
-
-async fn reconcile_parent(
-    parent: Arc<Parent>,
-    cx: &Cx<ContextName>,
-) -> Result<Action, ParentError> {
-    let namespace = parent.namespace().unwrap_or_default();
-    if parent.spec.fail {
-        let api: Api<ConfigMap> = cx.api(cx.context(), &namespace)?;
-        api.get("settings-that-do-not-exist").await?;
-    }
-    if let Some(condition) = &parent.spec.own_condition {
-        // The user's own condition, applied with its own field manager.
-        let api: Api<Parent> = Api::namespaced(cx.client(cx.context())?, &namespace);
-        let status = serde_json::json!({
-            "apiVersion": "test.kubeplex.dev/v1", "kind": "Parent",
-            "status": { "conditions": [{
-                "type": condition, "status": "True", "reason": "Mine", "message": "set by the reconciler",
-                "lastTransitionTime": "2026-01-01T00:00:00Z",
-            }]},
-        });
-        api.patch_status(
-            &parent.name_any(),
-            &PatchParams::apply("user-reconciler").force(),
-            &Patch::Apply(&status),
-        )
-        .await?;
-    }
-    for name in &parent.spec.children {
-        let child = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some("kids".into()),
-                ..ObjectMeta::default()
-            },
-            data: Some([("from".to_owned(), parent.name_any())].into()),
-            ..ConfigMap::default()
-        };
-        cx.child(CLUSTER_A, child)?;
-    }
-    Ok(Action::await_change())
-}
-
-/// A controller of Parents in `$context`, namespace `$namespace`, with ConfigMap children in cluster-a.
-macro_rules! parent_controller {
-    ($name:ident, $controller:literal, $context:expr, $namespace:literal) => {
-        struct $name;
-
-        impl Controller for $name {
-            type Resource = Parent;
-            type Context = ContextName;
-            fn plan() -> Plan<ContextName> {
-                Plan::new($controller)
-                    .contexts([$context])
-                    .namespaces([$namespace])
-                    .owns(
-                        Child::of::<ConfigMap>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(["kids"]),
-                    )
-            }
-        }
-
-        impl Reconcile for $name {
-            type Error = ParentError;
-            async fn reconcile(
-                &self,
-                parent: Arc<Parent>,
-                cx: &Cx<ContextName>,
-            ) -> Result<Action, ParentError> {
-                reconcile_parent(parent, cx).await
-            }
-        }
-    };
-}
-
-parent_controller!(StatusWriters, "status-writers", CONTROL, "status-writers");
-parent_controller!(Failing, "failing", CONTROL, "failing");
-parent_controller!(Conflicts, "conflicts", CONTROL, "conflicts");
-parent_controller!(Slashes, "slashes", ARN, "slashes");
-parent_controller!(Narrowing, "narrowing", CONTROL, "narrowing");
-
-async fn create_parent(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    spec: ParentSpec,
-) -> Parent {
-    create_namespace(client, namespace).await;
-    let api: Api<Parent> = Api::namespaced(client.clone(), namespace);
-    api.create(&PostParams::default(), &Parent::new(name, spec))
-        .await
-        .unwrap()
-}
-
-/// Polls the parent until `done` holds; panics with its last status after [`WAIT`].
-async fn wait_parent(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    what: &str,
-    done: impl Fn(&Parent) -> bool,
-) -> Parent {
-    let api: Api<Parent> = Api::namespaced(client.clone(), namespace);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let parent = api.get(name).await.unwrap();
-        if done(&parent) {
-            return parent;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}: {:#?}",
-            parent.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Condition> {
-    parent
-        .status
-        .as_ref()?
-        .fleet
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-}
 
 #[tokio::test]
 async fn the_users_own_condition_and_the_runtimes_ready_live_side_by_side() {
@@ -409,22 +242,6 @@ async fn children_of_a_parent_in_a_context_named_with_slashes_reach_their_parent
     let back = wait_child(&kids, "slashes-child").await;
     assert_ne!(back.uid(), child.uid());
     running.shutdown().await;
-}
-
-async fn wait_child(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(child) = api.get_opt(name).await.unwrap()
-            && child.meta().deletion_timestamp.is_none()
-        {
-            return child;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "child {name} never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test]

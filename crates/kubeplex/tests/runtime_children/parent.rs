@@ -1,0 +1,132 @@
+//! The tests' parent: its CRD, its reconcile (ConfigMap children in cluster-a, on demand a failure or a
+//! condition of its own), the contexts, and one controller of Parents per test.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use kube::{CustomResource, ResourceExt};
+use kubeplex::{Action, Child, ContextName, Controller, Cx, FleetStatus, Plan, Reconcile};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A parent whose spec lists the ConfigMaps it wants in `cluster-a`, namespace `kids`.
+#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "test.kubeplex.dev",
+    version = "v1",
+    kind = "Parent",
+    namespaced,
+    status = "ParentStatus"
+)]
+pub struct ParentSpec {
+    /// The names of the wanted children.
+    #[serde(default)]
+    pub children: Vec<String>,
+    /// Fail the reconcile with a real API error.
+    #[serde(default)]
+    pub fail: bool,
+    /// A condition type the reconciler itself writes into the status.
+    #[serde(default)]
+    pub own_condition: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ParentStatus {
+    #[serde(flatten)]
+    pub fleet: FleetStatus,
+}
+
+pub const CONTROL: ContextName = ContextName::new("control");
+pub const CLUSTER_A: ContextName = ContextName::new("cluster-a");
+/// A context name as EKS writes them, remapped to the test cluster `control`.
+pub const ARN: ContextName = ContextName::new("arn:aws:eks:eu-west-1:123456789012:cluster/prod");
+
+/// What the user's reconcile can fail with: its message embeds kube's, as many users' errors do.
+#[derive(Debug, thiserror::Error)]
+pub enum ParentError {
+    #[error("reading the settings failed: {0}")]
+    Settings(#[from] kube::Error),
+    #[error(transparent)]
+    Kubeplex(#[from] kubeplex::Error),
+}
+
+pub async fn reconcile_parent(
+    parent: Arc<Parent>,
+    cx: &Cx<ContextName>,
+) -> Result<Action, ParentError> {
+    let namespace = parent.namespace().unwrap_or_default();
+    if parent.spec.fail {
+        let api: Api<ConfigMap> = cx.api(cx.context(), &namespace)?;
+        api.get("settings-that-do-not-exist").await?;
+    }
+    if let Some(condition) = &parent.spec.own_condition {
+        // The user's own condition, applied with its own field manager.
+        let api: Api<Parent> = Api::namespaced(cx.client(cx.context())?, &namespace);
+        let status = serde_json::json!({
+            "apiVersion": "test.kubeplex.dev/v1", "kind": "Parent",
+            "status": { "conditions": [{
+                "type": condition, "status": "True", "reason": "Mine", "message": "set by the reconciler",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }]},
+        });
+        api.patch_status(
+            &parent.name_any(),
+            &PatchParams::apply("user-reconciler").force(),
+            &Patch::Apply(&status),
+        )
+        .await?;
+    }
+    for name in &parent.spec.children {
+        let child = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some("kids".into()),
+                ..ObjectMeta::default()
+            },
+            data: Some([("from".to_owned(), parent.name_any())].into()),
+            ..ConfigMap::default()
+        };
+        cx.child(CLUSTER_A, child)?;
+    }
+    Ok(Action::await_change())
+}
+
+/// A controller of Parents in `$context`, namespace `$namespace`, with ConfigMap children in cluster-a.
+macro_rules! parent_controller {
+    ($name:ident, $controller:literal, $context:expr, $namespace:literal) => {
+        pub struct $name;
+
+        impl Controller for $name {
+            type Resource = Parent;
+            type Context = ContextName;
+            fn plan() -> Plan<ContextName> {
+                Plan::new($controller)
+                    .contexts([$context])
+                    .namespaces([$namespace])
+                    .owns(
+                        Child::of::<ConfigMap>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(["kids"]),
+                    )
+            }
+        }
+
+        impl Reconcile for $name {
+            type Error = ParentError;
+            async fn reconcile(
+                &self,
+                parent: Arc<Parent>,
+                cx: &Cx<ContextName>,
+            ) -> Result<Action, ParentError> {
+                reconcile_parent(parent, cx).await
+            }
+        }
+    };
+}
+
+parent_controller!(StatusWriters, "status-writers", CONTROL, "status-writers");
+parent_controller!(Failing, "failing", CONTROL, "failing");
+parent_controller!(Conflicts, "conflicts", CONTROL, "conflicts");
+parent_controller!(Slashes, "slashes", ARN, "slashes");
+parent_controller!(Narrowing, "narrowing", CONTROL, "narrowing");
