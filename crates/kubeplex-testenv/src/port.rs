@@ -108,8 +108,30 @@ fn loopback(port: u16) -> libc::sockaddr_in {
 mod tests {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
 
     use super::*;
+
+    /// The next connection of `listener`, waiting at most `limit`.
+    fn accept_within(listener: &TcpListener, limit: Duration) -> Option<TcpStream> {
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    stream.set_nonblocking(false).unwrap();
+                    return Some(stream);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if std::time::Instant::now() > deadline {
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
+    }
 
     /// A listener bound as etcd and kube-apiserver bind theirs: with SO_REUSEPORT.
     fn listen_sharing(port: u16) -> io::Result<TcpListener> {
@@ -147,13 +169,22 @@ mod tests {
             io::ErrorKind::ConnectionRefused
         );
         // A server started, stopped and started again, as `TestEnv::stop` and `start` do.
-        for _ in 0..2 {
+        for round in 0..2 {
             let listener = listen_sharing(port).unwrap();
-            for _ in 0..10 {
+            for connection in 0..10 {
                 let mut client = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
-                let (mut served, _) = listener.accept().unwrap();
+                // Bounded: a connection that reached another socket must fail the test, not hang it.
+                let mut served =
+                    accept_within(&listener, Duration::from_secs(20)).unwrap_or_else(|| {
+                        panic!(
+                            "round {round}, connection {connection}: the listener got no connection"
+                        )
+                    });
                 served.write_all(b"ok").unwrap();
                 let mut answer = [0; 2];
+                client
+                    .set_read_timeout(Some(Duration::from_secs(20)))
+                    .unwrap();
                 client.read_exact(&mut answer).unwrap();
                 assert_eq!(&answer, b"ok");
             }
