@@ -53,18 +53,21 @@ fn quick_run_writes_a_report_with_every_section() {
         }
     }
     assert!(report["goals"].as_array().is_some_and(|g| !g.is_empty()));
-    // Startup reports the CPU behind its times: the operator's and the API servers'.
+    // Startup reports the CPU behind its times: the operator's and the API servers'. /proc counts server CPU
+    // in 10 ms ticks, and a quick run at one context can use less than one tick on the servers, so the CPU
+    // must have been read for some context count, not for each.
     let startup = report["sections"]["startup"]["figures"].as_array().unwrap();
     for prefix in ["operator CPU to synced", "API servers + etcds CPU"] {
-        let figure = startup
+        let figures: Vec<&serde_json::Value> = startup
             .iter()
-            .find(|f| f["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
-            .unwrap_or_else(|| panic!("startup has no {prefix:?} figure"));
+            .filter(|f| f["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .collect();
+        assert!(!figures.is_empty(), "startup has no {prefix:?} figure");
         assert!(
-            figure["kubeplex"]["max"]
-                .as_f64()
-                .is_some_and(|cpu| cpu > 0.0),
-            "{prefix}: no CPU time was read: {figure}"
+            figures
+                .iter()
+                .any(|f| f["kubeplex"]["max"].as_f64().is_some_and(|cpu| cpu > 0.0)),
+            "{prefix}: no CPU time was read for any context count: {figures:?}"
         );
     }
     // The child cache: heap per cached child, whole objects (baseline column) and metadata only, and its goal.
