@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
+use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
 
@@ -19,6 +20,7 @@ use crate::executor::{self, ExecutorConfig, Next};
 use crate::plan::Plan;
 use crate::resource::kind_label;
 use crate::runtime::Runtime;
+use crate::shard_state::WORKING_FOR;
 use crate::trigger::ChangeFilter;
 use crate::watches::{SharedWatch, WatchKey};
 
@@ -166,8 +168,10 @@ async fn lead<R: Reconcile>(
                 let _ = end_term.send(true);
             })
         };
-        let sweep = tokio::spawn(engine.clone().sweep_orphans());
-        let inputs = stream::select_all(sources.subscribe(&engine.plan));
+        let sweep = tokio::spawn(sweeps(engine.clone()));
+        let mut inputs = sources.subscribe(&engine.plan);
+        inputs.extend(taken_over(&engine, &sources));
+        let inputs = stream::select_all(inputs);
         executor::run(inputs, config.clone(), term, work(&engine)).await;
         sweep.abort();
         ender.abort();
@@ -178,6 +182,55 @@ async fn lead<R: Reconcile>(
     }
 }
 
+/// The orphan sweep of a term: once, and in sharded mode again whenever the shards held change (a parent
+/// deleted while its shard had no owner leaves orphans only the shard's next owner may remove).
+async fn sweeps<R: Reconcile>(engine: Arc<Engine<R>>) {
+    let mut held = engine.runtime.shards.as_ref().map(|s| s.held());
+    loop {
+        engine.clone().sweep_orphans().await;
+        let Some(held) = held.as_mut() else { return };
+        if held.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// In sharded mode, the parents of each shard this replica takes over, when it does: their previous owner
+/// may have left changes unreconciled.
+fn taken_over<R: Reconcile>(
+    engine: &Arc<Engine<R>>,
+    sources: &Sources<R>,
+) -> Option<BoxStream<'static, Request<R>>> {
+    let shards = engine.runtime.shards.clone()?;
+    let mut held = shards.held();
+    let before = held.borrow_and_update().clone();
+    let primaries = Arc::new(sources.primaries.clone());
+    let gained = stream::unfold((held, before), move |(mut held, before)| {
+        let (shards, primaries) = (shards.clone(), primaries.clone());
+        async move {
+            held.changed().await.ok()?;
+            let now = held.borrow_and_update().clone();
+            let new = |shard: usize| now[shard] && !before.get(shard).copied().unwrap_or(false);
+            let mut requests = Vec::new();
+            for (context, watch) in primaries.iter() {
+                for object in watch.store().state() {
+                    let (namespace, name) = (object.namespace(), object.name_any());
+                    let shard = shards.shard_of(context.name(), namespace.as_deref(), &name);
+                    if shard.is_some_and(new) {
+                        let object = ObjectRef::from_obj(&*object);
+                        requests.push(Request::<R> {
+                            context: *context,
+                            object,
+                        });
+                    }
+                }
+            }
+            Some((stream::iter(requests), (held, now)))
+        }
+    });
+    Some(gained.flatten().boxed())
+}
+
 /// A reconcile of `engine`, with its panics counted where the context is known (the executor retries it).
 fn work<R: Reconcile>(engine: &Arc<Engine<R>>) -> impl Fn(Request<R>) -> BoxFuture<'static, Next> {
     let engine = engine.clone();
@@ -185,8 +238,25 @@ fn work<R: Reconcile>(engine: &Arc<Engine<R>>) -> impl Fn(Request<R>) -> BoxFutu
         let engine = engine.clone();
         Box::pin(async move {
             let context = request.context;
+            let shard = match &engine.runtime.shards {
+                None => None,
+                Some(shards) => {
+                    let object = &request.object;
+                    let namespace = object.namespace.as_deref();
+                    match shards.shard_of(context.name(), namespace, &object.name) {
+                        Some(shard) if shards.holds(shard) => Some(shard),
+                        // Another replica's: not reconciled here. Taking its shard over enqueues it again.
+                        _ => return Next::AwaitChange,
+                    }
+                }
+            };
             let run = std::panic::AssertUnwindSafe(engine.clone().reconcile(request));
-            match futures::FutureExt::catch_unwind(run).await {
+            let run = futures::FutureExt::catch_unwind(run);
+            let ran = match shard {
+                Some(shard) => WORKING_FOR.scope(shard, run).await,
+                None => run.await,
+            };
+            match ran {
                 Ok(next) => next,
                 Err(panic) => {
                     let (metrics, controller) = (&engine.runtime.metrics, engine.plan.name());

@@ -65,7 +65,7 @@ impl<C: Context> Cx<C> {
 
     /// The client of any context the manager's controllers declared.
     pub fn client(&self, context: C) -> Result<Client> {
-        self.runtime.pool.client(context.name())
+        self.runtime.client(context.name())
     }
 
     /// An `Api` for a namespaced kind in `namespace` of `context`.

@@ -132,7 +132,6 @@ impl<R: Reconcile> Engine<R> {
     /// The client of `context`, as a kube error when it has none (so request paths handle one error type).
     pub(crate) fn client(&self, context: &str) -> kube::Result<Client> {
         self.runtime
-            .pool
             .client(context)
             .map_err(|e| kube::Error::Service(e.into()))
     }
@@ -257,11 +256,7 @@ impl<R: Reconcile> Engine<R> {
             .into_iter()
             .map(|context| {
                 let name = context.name();
-                let run = self
-                    .runtime
-                    .pool
-                    .client(name)
-                    .map(|client| work(name, client));
+                let run = self.runtime.client(name).map(|client| work(name, client));
                 async move {
                     let outcome = match run {
                         Ok(run) => timed(name, run).await,

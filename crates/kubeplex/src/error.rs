@@ -95,6 +95,14 @@ pub enum Error {
         /// What is wrong, and the fix.
         reason: String,
     },
+    /// Sharded mode's settings cannot work, or its Leases' context is unusable.
+    #[error("sharding (group {group}): {reason}")]
+    Sharding {
+        /// `namespace/name` of the shard group, in its context.
+        group: String,
+        /// What is wrong, and the fix.
+        reason: String,
+    },
     /// The manager could not install its signal handlers.
     #[error("installing signal handlers: {0}")]
     Signals(#[source] std::io::Error),

@@ -33,10 +33,17 @@ impl Role {
     }
 }
 
+/// What a write refused by the leader election's fence is told.
+const NOT_THE_LEADER: &str =
+    "not the leader: this replica's lease was not renewed in time, so it writes nothing";
+/// What a write refused by a shard's fence is told.
+pub(crate) const NOT_THE_SHARD_OWNER: &str = "not the owner of this parent's shard: its Lease moved to another replica or was not \
+     renewed in time, so this replica writes nothing for it";
+
 /// Why a write was refused.
 #[derive(Debug, thiserror::Error)]
-#[error("not the leader: this replica's lease was not renewed in time, so it writes nothing")]
-pub(crate) struct Fenced;
+#[error("{0}")]
+pub(crate) struct Fenced(&'static str);
 
 /// Whether this replica may write now. Without leader election the fence is always open.
 #[derive(Clone, Default)]
@@ -56,14 +63,21 @@ impl std::fmt::Debug for Fence {
 struct Deadline {
     origin: Instant,
     until_ms: AtomicU64,
+    refusal: &'static str,
 }
 
 impl Fence {
     /// A fence that is closed until [`open_until`](Self::open_until) is called.
     pub(crate) fn closed() -> Self {
+        Self::closed_saying(NOT_THE_LEADER)
+    }
+
+    /// A closed fence whose refusals say `refusal`.
+    pub(crate) fn closed_saying(refusal: &'static str) -> Self {
         Self(Some(Arc::new(Deadline {
             origin: Instant::now(),
             until_ms: AtomicU64::new(0),
+            refusal,
         })))
     }
 
@@ -136,7 +150,8 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         // Checked as late as kube allows: after its own layers, right before the request is sent.
         if !is_read(request.method()) && !self.fence.allows_writes() {
-            return Box::pin(std::future::ready(Err(Fenced.into())));
+            let refusal = self.fence.0.as_ref().map_or(NOT_THE_LEADER, |d| d.refusal);
+            return Box::pin(std::future::ready(Err(Fenced(refusal).into())));
         }
         let response = self.inner.call(request);
         Box::pin(async move { response.await.map_err(Into::into) })

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use crate::error::Error;
 pub use crate::health_report::{
-    ContextReport, ContextStatus, HealthReport, LeadershipReport, WatchReport,
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
 };
 
 /// Shared health state, updated by the pool, the watches and the pings.
@@ -32,6 +32,7 @@ pub(crate) struct Health {
     armed: AtomicBool,
     changed: Notify,
     leadership: Mutex<Option<LeadershipReport>>,
+    sharding: Mutex<Option<ShardingReport>>,
 }
 
 #[derive(Default)]
@@ -185,12 +186,27 @@ impl Health {
             ready,
             contexts,
             leadership,
+            sharding: self.sharding(),
         }
     }
 
     /// Records this replica's place in the leader election.
     pub(crate) fn set_leadership(&self, report: LeadershipReport) {
         *self.leadership.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        self.changed.notify_waiters();
+    }
+
+    /// This replica's place in sharded mode, as last recorded.
+    pub(crate) fn sharding(&self) -> Option<ShardingReport> {
+        self.sharding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records this replica's place in sharded mode.
+    pub(crate) fn set_sharding(&self, report: ShardingReport) {
+        *self.sharding.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
         self.changed.notify_waiters();
     }
 

@@ -17,6 +17,20 @@ pub struct HealthReport {
     /// With leader election: whether this replica leads, and who does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leadership: Option<LeadershipReport>,
+    /// In sharded mode: the live members and the shards this replica holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<ShardingReport>,
+}
+
+/// This replica's place in sharded mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ShardingReport {
+    /// This replica's identity in the Leases.
+    pub identity: String,
+    /// The identities of the live members, this one included while its member Lease is renewed.
+    pub members: Vec<String>,
+    /// The shards this replica holds now (numbers, or contexts when sharded by context).
+    pub shards: Vec<String>,
 }
 
 /// This replica's place in the leader election.

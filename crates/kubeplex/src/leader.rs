@@ -11,7 +11,6 @@
 //! The decisions are a pure function of the Lease read ([`decide`]), tested without a server; the loop that
 //! reads and writes the Lease is tested on real API servers.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -24,7 +23,6 @@ use tokio::sync::watch;
 use crate::context::Context;
 use crate::error::chain;
 use crate::fence::{Fence, Role};
-use crate::health::{Health, LeadershipReport};
 
 /// How long a Lease holds without renewal (client-go's default).
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -206,7 +204,11 @@ pub(crate) fn decide(
     }
 }
 
-fn taken_over(spec: LeaseSpec, election: &LeaderElection, stamp: MicroTime) -> LeaseSpec {
+pub(crate) fn taken_over(
+    spec: LeaseSpec,
+    election: &LeaderElection,
+    stamp: MicroTime,
+) -> LeaseSpec {
     LeaseSpec {
         holder_identity: Some(election.identity.clone()),
         acquire_time: Some(stamp.clone()),
@@ -362,85 +364,3 @@ async fn release(api: &Api<Lease>, election: &LeaderElection) {
 #[cfg(test)]
 #[path = "leader_tests.rs"]
 mod tests;
-
-/// The election a manager runs, or none: the role its controllers follow, and how to end it.
-pub(crate) struct Election {
-    role: watch::Receiver<Role>,
-    /// Without an election, the sender of the constant role (kept, so the role never reads as ended).
-    _sole: Option<watch::Sender<Role>>,
-    running: Option<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
-}
-
-impl Election {
-    /// No election: this replica leads, always.
-    pub(crate) fn none() -> Self {
-        let (sole, role) = watch::channel(Role::sole());
-        Self {
-            role,
-            _sole: Some(sole),
-            running: None,
-        }
-    }
-
-    /// Starts `election` with a client of its own built from `config` (the Lease's writes are the only ones
-    /// that must pass while the fence is closed); `health` reports the role.
-    pub(crate) fn start(
-        election: LeaderElection,
-        config: kube::Config,
-        fence: Fence,
-        health: Arc<Health>,
-    ) -> crate::Result<Self> {
-        let client = kube::Client::try_from(config).map_err(|e| crate::Error::LeaderElection {
-            lease: format!("{}/{}", election.namespace, election.name),
-            reason: format!(
-                "context {}: cannot build a client: {}",
-                election.context,
-                chain(&e)
-            ),
-        })?;
-        let api: Api<Lease> = Api::namespaced(client, &election.namespace);
-        let (role_sender, role) = watch::channel(Role {
-            leader: false,
-            holder: None,
-        });
-        let (stop, stopped) = watch::channel(false);
-        let identity = election.identity.clone();
-        let mut reported = role.clone();
-        let report = move |role: &Role| LeadershipReport {
-            identity: identity.clone(),
-            role: if role.leader { "leader" } else { "standby" },
-            holder: role.holder.clone(),
-        };
-        health.set_leadership(report(&reported.borrow()));
-        let task = tokio::spawn(async move {
-            let reporting = async {
-                while reported.changed().await.is_ok() {
-                    let now = report(&reported.borrow_and_update());
-                    health.set_leadership(now);
-                }
-            };
-            tokio::select! {
-                () = run(api, election, fence, role_sender, stopped) => {}
-                () = reporting => {}
-            }
-        });
-        Ok(Self {
-            role,
-            _sole: None,
-            running: Some((stop, task)),
-        })
-    }
-
-    /// Whether this replica leads, as it changes.
-    pub(crate) fn role(&self) -> watch::Receiver<Role> {
-        self.role.clone()
-    }
-
-    /// Ends the election, giving the Lease up if held.
-    pub(crate) async fn end(self) {
-        if let Some((stop, task)) = self.running {
-            let _ = stop.send(true);
-            let _ = task.await;
-        }
-    }
-}

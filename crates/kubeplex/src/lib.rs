@@ -82,6 +82,7 @@ mod metrics_live;
 mod ownership;
 mod redact;
 mod resource;
+mod shard;
 mod status;
 mod trouble;
 // Shared infrastructure: health, clients, watches, plans.
@@ -92,6 +93,7 @@ mod in_cluster;
 mod own_writes;
 mod plan;
 mod pool;
+mod shard_state;
 mod watches;
 // What a controller runs on: the executor (no Kubernetes), the runtime bundle, the user-facing traits.
 mod controller;
@@ -108,13 +110,16 @@ mod orphans;
 mod reconcile;
 mod status_write;
 mod trigger;
-// The process: pings, probes, the manager.
+// The process: pings, probes, coordination of replicas, the manager.
+mod election;
 mod leader;
 mod manager;
 mod ping;
 mod probes;
 mod registration;
 mod running;
+mod shard_leases;
+mod sharding;
 mod signals;
 
 #[cfg(test)]
@@ -135,7 +140,9 @@ pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub use error::{Error, Result};
-pub use health::{ContextReport, ContextStatus, HealthReport, LeadershipReport, WatchReport};
+pub use health::{
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
+};
 pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
@@ -181,6 +188,7 @@ pub use pool::CONTEXT_ENV_PREFIX;
 pub use prometheus_client;
 pub use resource::{ApiScope, PrimaryResource};
 pub use running::Running;
+pub use sharding::Sharding;
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose

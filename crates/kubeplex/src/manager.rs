@@ -12,16 +12,19 @@ use tokio::task::JoinSet;
 
 use crate::context::Context;
 use crate::controller::Reconcile;
+use crate::election::Election;
 use crate::error::{Error, Result};
 use crate::health::Health;
 use crate::in_cluster::IN_CLUSTER;
-use crate::leader::{Election, LeaderElection};
+use crate::leader::LeaderElection;
 use crate::metrics::Metrics;
 use crate::plan::Plan;
 use crate::pool::{KubeconfigSource, PoolConfig};
 use crate::registration::{Registered, Registration};
 use crate::running::Running;
 use crate::runtime::Runtime;
+use crate::shard_state::ShardState;
+use crate::sharding::Sharding;
 use crate::watches::WatchRegistry;
 
 use crate::ping::DEFAULT_PING_INTERVAL;
@@ -47,6 +50,7 @@ pub struct Manager {
     registry: prometheus_client::registry::Registry,
     ping_interval: Duration,
     election: Option<LeaderElection>,
+    sharding: Option<Sharding>,
 }
 
 impl Default for Manager {
@@ -67,6 +71,7 @@ impl Manager {
             ping_interval: DEFAULT_PING_INTERVAL,
             registry: prometheus_client::registry::Registry::default(),
             election: None,
+            sharding: None,
         }
     }
 
@@ -125,6 +130,19 @@ impl Manager {
     /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
     pub fn leader_election(mut self, election: LeaderElection) -> Self {
         self.election = Some(election);
+        self
+    }
+
+    /// Runs this replica in sharded mode ([docs/ha.md]): the replicas of one group split the parents
+    /// between them — by a hash of each parent's namespace/name, or by the context it lives in — each shard
+    /// owned by the replica that rendezvous hashing over the live members' Leases names, and fenced by a
+    /// Lease of its own: a parent is reconciled only by the holder of its shard, and every write made for
+    /// it passes that shard's fence. Every replica watches everything (its caches stay warm for the shards
+    /// it may take over). Not together with [`leader_election`](Self::leader_election).
+    ///
+    /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
+    pub fn sharding(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
         self
     }
 
@@ -198,7 +216,20 @@ impl Manager {
                 }
             }
         }
-        if let Some(election) = &self.election {
+        if let Some(sharding) = &self.sharding {
+            let reason = match &self.election {
+                Some(_) => Some("leader election is on as well; choose one of the two".to_owned()),
+                None => sharding.problem(),
+            };
+            if let Some(reason) = reason {
+                return Err(Error::Sharding {
+                    group: sharding.group(),
+                    reason,
+                });
+            }
+        }
+        let coordination = (self.election.as_ref()).or(self.sharding.as_ref().map(|s| &s.lease));
+        if let Some(election) = coordination {
             if let Some(reason) = election.problem() {
                 let lease = format!("{}/{}", election.namespace, election.name);
                 return Err(Error::LeaderElection { lease, reason });
@@ -262,9 +293,33 @@ impl Manager {
             .collect();
         let pings =
             crate::ping::start(targets, health.clone(), self.ping_interval, metrics.clone());
-        let election = match self.election {
-            None => Election::none(),
-            Some(election) => {
+        let primary_contexts: Vec<String> = self
+            .controllers
+            .iter()
+            .flat_map(|r| r.primary_contexts())
+            .fold(Vec::new(), |mut all, c| {
+                if !all.contains(&c) {
+                    all.push(c);
+                }
+                all
+            });
+        let mut shards = None;
+        let election = match (self.election, self.sharding) {
+            (None, None) => Election::none(),
+            (_, Some(sharding)) => {
+                let Some(config) = pool.configs().find(|(c, _)| *c == sharding.lease.context)
+                else {
+                    let reason = format!("context {} has no client", sharding.lease.context);
+                    let group = sharding.group();
+                    return Err(Error::Sharding { group, reason });
+                };
+                let (names, leases) = sharding.shards(&primary_contexts).into_iter().unzip();
+                let state = Arc::new(ShardState::new(sharding.by, names));
+                shards = Some(state.clone());
+                let (config, member) = (kube::Config::clone(config.1), self.pool.fence.clone());
+                Election::start_sharded(sharding, leases, config, member, state, health.clone())?
+            }
+            (Some(election), None) => {
                 let lease = format!("{}/{}", election.namespace, election.name);
                 let Some(config) = pool.configs().find(|(c, _)| *c == election.context) else {
                     let reason = format!("context {} has no client", election.context);
@@ -280,6 +335,7 @@ impl Manager {
             health: health.clone(),
             metrics,
             role: election.role(),
+            shards,
         });
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();

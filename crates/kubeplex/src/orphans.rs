@@ -15,6 +15,7 @@ use crate::controller::Reconcile;
 use crate::engine::{ChildWatch, Engine, Primary};
 use crate::error::chain;
 use crate::ownership::ParentRef;
+use crate::shard_state::WORKING_FOR;
 use crate::watches::SharedWatch;
 
 impl<R: Reconcile> Engine<R> {
@@ -55,8 +56,25 @@ impl<R: Reconcile> Engine<R> {
                     .store()
                     .get(&parent.object_ref())
                     .is_some_and(|p| p.uid().as_deref() == Some(parent.uid.as_str()));
-                if !alive {
-                    self.remove_orphans(watch, &parent).await;
+                if alive {
+                    continue;
+                }
+                let shards = self.runtime.shards.as_ref();
+                let shard = shards.map(|s| {
+                    (
+                        s,
+                        s.shard_of(&parent.context, parent.namespace.as_deref(), &parent.name),
+                    )
+                });
+                match shard {
+                    None => self.remove_orphans(watch, &parent).await,
+                    // Sharded: the owner of the parent's shard removes its orphans, fenced by that shard.
+                    Some((shards, Some(shard))) if shards.holds(shard) => {
+                        WORKING_FOR
+                            .scope(shard, self.remove_orphans(watch, &parent))
+                            .await;
+                    }
+                    Some(_) => {}
                 }
             }
         }))

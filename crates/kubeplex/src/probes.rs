@@ -181,6 +181,9 @@ fn contexts_answer(passing: bool, report: &crate::HealthReport) -> Response {
         "ready": report.ready,
         "contexts": report.contexts,
     });
+    if let Some(sharding) = &report.sharding {
+        body["sharding"] = serde_json::json!(sharding);
+    }
     if let Some(leadership) = &report.leadership {
         body["leadership"] = serde_json::json!(leadership);
     }

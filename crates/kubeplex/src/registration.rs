@@ -21,6 +21,8 @@ pub(crate) trait Registration: Send {
     fn check(&self) -> Result<()>;
     /// The names of every context it needs.
     fn contexts(&self) -> Vec<String>;
+    /// The names of the contexts its primaries live in.
+    fn primary_contexts(&self) -> Vec<String>;
     /// Opens its watches and returns its loop.
     fn start(
         self: Box<Self>,
@@ -73,6 +75,11 @@ impl<R: Reconcile> Registration for Registered<R> {
             .iter()
             .map(|c| c.name().to_owned())
             .collect()
+    }
+
+    fn primary_contexts(&self) -> Vec<String> {
+        let contexts = self.plan.context_list().iter();
+        contexts.map(|c| c.name().to_owned()).collect()
     }
 
     fn start(

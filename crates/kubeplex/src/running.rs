@@ -6,9 +6,9 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::election::Election;
 use crate::error::{Error, Result};
 use crate::health::HealthReport;
-use crate::leader::Election;
 use crate::runtime::Runtime;
 
 /// A started manager.

@@ -8,6 +8,7 @@ use crate::fence::Role;
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::pool::ClientPool;
+use crate::shard_state::{ShardState, WORKING_FOR};
 use crate::watches::WatchRegistry;
 
 /// The shared parts of a running manager.
@@ -18,4 +19,19 @@ pub(crate) struct Runtime {
     pub(crate) metrics: Metrics,
     /// Whether this replica leads: its controllers run only while it does.
     pub(crate) role: watch::Receiver<Role>,
+    /// In sharded mode: the shards and this replica's hold on them.
+    pub(crate) shards: Option<Arc<ShardState>>,
+}
+
+impl Runtime {
+    /// The client of `context` for the current task: in sharded mode, inside work for a parent, one whose
+    /// writes are also fenced by that parent's shard.
+    pub(crate) fn client(&self, context: &str) -> crate::Result<kube::Client> {
+        let base = self.pool.client(context)?;
+        let shard = WORKING_FOR.try_with(|shard| *shard).ok();
+        Ok(match (&self.shards, shard) {
+            (Some(shards), Some(shard)) => shards.client(shard, context, base),
+            _ => base,
+        })
+    }
 }

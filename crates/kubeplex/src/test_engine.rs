@@ -61,6 +61,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
         health,
         metrics: Default::default(),
         role: tokio::sync::watch::channel(crate::fence::Role::sole()).1,
+        shards: None,
     });
     let plan = TestController::plan();
     Engine {
