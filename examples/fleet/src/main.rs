@@ -7,7 +7,7 @@
 //!   `--features otlp`; AppDeployments in `crds`, Deployments in `namespace-a` and `namespace-b` unless told
 //!   otherwise (checked at start); until SIGTERM. `--leader-election [--lease-namespace NAMESPACE]
 //!   [--identity NAME] [--lease-duration S] [--renew-deadline S] [--retry-period S]`: one of several replicas
-//!   (docs/ha.md).
+//!   (docs/ha.md); `--shards N` instead of `--leader-election`: replicas that split the AppDeployments.
 //! - `fleet demo [--exit-after-table]`: the whole scenario on three local real clusters.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 
@@ -20,7 +20,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use k8s_openapi::api::apps::v1::Deployment;
-use kubeplex::{LeaderElection, Manager};
+use kubeplex::{LeaderElection, Manager, Sharding};
 use kubeplex_fleet::demo::{self, DemoError};
 use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
 use tracing_subscriber::fmt::MakeWriter;
@@ -46,6 +46,8 @@ struct Cli {
     command: Command,
 }
 
+// One value, parsed once at start: the size of `Run` costs nothing worth a Box.
+#[expect(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the operator against the kubeconfig as kubectl finds it, until SIGTERM or Ctrl-C.
@@ -83,7 +85,18 @@ enum Command {
         /// reconciles, the others stand by with warm caches (docs/ha.md).
         #[arg(long, env = "FLEET_LEADER_ELECTION")]
         leader_election: bool,
-        /// The namespace of the leader election's Lease in the control cluster.
+        /// Run as one of several replicas that split the AppDeployments between them: by a hash of each
+        /// one's namespace/name into SHARDS shards, each shard owned by one replica at a time and fenced by
+        /// the Lease `fleet-operator-shard-<i>` (docs/ha.md). A few shards per replica you expect.
+        #[arg(
+            long,
+            value_name = "SHARDS",
+            env = "FLEET_SHARDS",
+            conflicts_with = "leader_election",
+            value_parser = clap::value_parser!(u16).range(1..)
+        )]
+        shards: Option<u16>,
+        /// The namespace of the leader election's (or the shards') Leases in the control cluster.
         #[arg(
             long,
             value_name = "NAMESPACE",
@@ -147,6 +160,7 @@ async fn main() -> ExitCode {
             namespace,
             child_namespaces,
             leader_election,
+            shards,
             lease_namespace,
             identity,
             lease_duration,
@@ -154,28 +168,40 @@ async fn main() -> ExitCode {
             retry_period,
             ..
         } => {
-            let election = leader_election.then(|| {
-                let mut election =
-                    LeaderElection::new(Fleet::Control, lease_namespace, "fleet-operator");
-                if let Some(identity) = identity {
-                    election = election.identity(identity);
-                }
-                // Timings that cannot fence are refused when the manager starts, in words.
-                if let Some(duration) = lease_duration {
-                    election = election.lease_duration(duration);
-                }
-                if let Some(deadline) = renew_deadline {
-                    election = election.renew_deadline(deadline);
-                }
-                if let Some(period) = retry_period {
-                    election = election.retry_period(period);
-                }
-                election
-            });
+            // Timings that cannot fence are refused when the manager starts, in words.
+            macro_rules! configure {
+                ($leases:expr) => {{
+                    let mut leases = $leases;
+                    if let Some(identity) = identity {
+                        leases = leases.identity(identity);
+                    }
+                    if let Some(duration) = lease_duration {
+                        leases = leases.lease_duration(duration);
+                    }
+                    if let Some(deadline) = renew_deadline {
+                        leases = leases.renew_deadline(deadline);
+                    }
+                    if let Some(period) = retry_period {
+                        leases = leases.retry_period(period);
+                    }
+                    leases
+                }};
+            }
             let manager = Manager::new().probes(probe_address.to_string());
-            let manager = match election {
-                Some(election) => manager.leader_election(election),
-                None => manager,
+            let (namespace_of_leases, name) = (lease_namespace, "fleet-operator");
+            let manager = match (leader_election, shards) {
+                (_, Some(shards)) => manager.sharding(configure!(Sharding::by_parent(
+                    Fleet::Control,
+                    namespace_of_leases,
+                    name,
+                    shards
+                ))),
+                (true, None) => manager.leader_election(configure!(LeaderElection::new(
+                    Fleet::Control,
+                    namespace_of_leases,
+                    name
+                ))),
+                (false, None) => manager,
             };
             manager
                 // The attribute's namespaces, replaced by the flags' (checked when the manager starts).

@@ -44,6 +44,7 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
         namespace,
         child_namespaces,
         leader_election: false,
+        shards: None,
         lease_namespace,
         identity: None,
         lease_duration: None,
@@ -194,6 +195,24 @@ fn run_takes_leader_election_from_flags() {
         (lease_namespace.as_str(), identity.as_str()),
         ("operators", "replica-1")
     );
+}
+
+#[test]
+fn run_takes_the_shards_and_refuses_them_with_leader_election() {
+    let cli = Cli::try_parse_from(["fleet", "run", "--shards", "12", "--identity", "r-1"]).unwrap();
+    let Command::Run {
+        shards: Some(12),
+        leader_election: false,
+        ..
+    } = cli.command
+    else {
+        panic!("shards not taken: {cli:?}");
+    };
+    let both = Cli::try_parse_from(["fleet", "run", "--shards", "3", "--leader-election"]);
+    let refused = both.unwrap_err().to_string();
+    assert!(refused.contains("cannot be used with"), "{refused}");
+    let none = Cli::try_parse_from(["fleet", "run", "--shards", "0"]).unwrap_err();
+    assert!(none.to_string().contains("--shards"), "{none}");
 }
 
 #[test]

@@ -63,7 +63,12 @@ pub fn writes_of(env: &TestEnv, identity: &str) -> Vec<Write> {
 /// When `identity`'s fence closed at the latest: the last renewal of its Lease that the server accepted
 /// (received time, after the replica took its send time) plus the renew deadline.
 pub fn fence_deadline(writes: &[Write], namespace: &str) -> Timestamp {
-    let lease = format!("leases {namespace}/{LEASE}");
+    lease_deadline(writes, namespace, LEASE)
+}
+
+/// [`fence_deadline`] for the Lease `namespace/name` (a sharded replica's member Lease).
+pub fn lease_deadline(writes: &[Write], namespace: &str, name: &str) -> Timestamp {
+    let lease = format!("leases {namespace}/{name}");
     let renewed = writes
         .iter()
         .filter(|w| w.what == lease && (200..300).contains(&w.code))

@@ -1,4 +1,4 @@
-//! A `fleet run --leader-election` process of the HA tests, its probes and log, and the tests' polling.
+//! A `fleet run --leader-election` (or `--shards`) process of the HA tests, its probes and log, and the tests' polling.
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -24,13 +24,39 @@ impl Replica {
     }
 
     pub fn start_with(kubeconfig: &std::path::Path, namespace: &str, identity: &str) -> Self {
+        Self::spawn(kubeconfig, namespace, identity, &["--leader-election"])
+    }
+
+    /// A replica of `fleet run --shards SHARDS` instead.
+    pub fn start_sharded(env: &TestEnv, namespace: &str, identity: &str, shards: u16) -> Self {
+        Self::start_sharded_with(env.kubeconfig_path(), namespace, identity, shards)
+    }
+
+    pub fn start_sharded_with(
+        kubeconfig: &std::path::Path,
+        namespace: &str,
+        identity: &str,
+        shards: u16,
+    ) -> Self {
+        let mode = ["--shards".to_owned(), shards.to_string()];
+        Self::spawn(kubeconfig, namespace, identity, &mode)
+    }
+
+    fn spawn(
+        kubeconfig: &std::path::Path,
+        namespace: &str,
+        identity: &str,
+        mode: &[impl AsRef<std::ffi::OsStr>],
+    ) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let mut child = Command::new(FLEET)
-            .args(["run", "--leader-election", "--identity", identity])
+            .arg("run")
+            .args(mode)
+            .args(["--identity", identity])
             .args(["--probe-address", &format!("127.0.0.1:{port}")])
             .args(["--namespace", namespace, "--child-namespaces", namespace])
             .args(["--lease-namespace", namespace])
@@ -78,6 +104,23 @@ impl Replica {
             leadership["role"].as_str()?.to_owned(),
             leadership["holder"].as_str().unwrap_or_default().to_owned(),
         ))
+    }
+
+    /// `sharding.members` and `.shards` of `/readyz`; `None` while it does not answer (in time).
+    pub async fn shards(&self) -> Option<(Vec<String>, Vec<String>)> {
+        let body = tokio::time::timeout(Duration::from_secs(2), readyz(self.port))
+            .await
+            .ok()??;
+        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let sharding = json.get("sharding")?;
+        assert_eq!(sharding["identity"], self.identity.as_str(), "{json}");
+        let list = |key: &str| -> Vec<String> {
+            let items = sharding[key].as_array().into_iter().flatten();
+            items
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        };
+        Some((list("members"), list("shards")))
     }
 
     pub fn log(&self) -> String {
