@@ -2,7 +2,6 @@
 //! change becomes a request for its parent; the engine reconciles each; the orphan sweep runs beside.
 
 use std::any::TypeId;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -14,13 +13,14 @@ use tokio::sync::watch;
 use crate::child_watch::ChildCache;
 use crate::context::Context;
 use crate::controller::Reconcile;
-use crate::engine::{ChildWatch, Engine, Primary, Request};
+use crate::engine::{ChildWatch, Engine, Primary, PrimaryCaches, Request};
 use crate::events::EventPublisher;
 use crate::executor::{self, ExecutorConfig, Next};
 use crate::plan::Plan;
 use crate::resource::kind_label;
 use crate::runtime::Runtime;
 use crate::shard_state::WORKING_FOR;
+use crate::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
 use crate::trigger::ChangeFilter;
 use crate::watches::{SharedWatch, WatchKey};
 
@@ -40,12 +40,13 @@ pub(crate) fn start<R: Reconcile>(
     let mut sources = Sources::<R> {
         primaries: Vec::new(),
         children: Vec::new(),
+        deferred: Vec::new(),
     };
-    let mut primaries = HashMap::new();
+    let primaries = PrimaryCaches::<R>::default();
+    // Sharded by context: a context's primaries are watched only while this replica holds its shard.
+    let by_context = runtime.shards.as_ref().is_some_and(|s| s.by_context());
+    let mut deferred = Vec::new();
     for (context, namespace) in plan.watches() {
-        let Ok(client) = runtime.pool.client(context.name()) else {
-            continue; // No client: the health report says why; the other contexts go on.
-        };
         let key = WatchKey {
             context: context.name().to_owned(),
             kind: TypeId::of::<Primary<R>>(),
@@ -53,6 +54,13 @@ pub(crate) fn start<R: Reconcile>(
             label_selector: plan.label_selector_value().map(str::to_owned),
             field_selector: plan.field_selector_value().map(str::to_owned),
             index_label: None,
+        };
+        if by_context {
+            deferred.push(PrimaryWatchKey { context, key });
+            continue;
+        }
+        let Ok(client) = runtime.pool.client(context.name()) else {
+            continue; // No client: the health report says why; the other contexts go on.
         };
         let watch = runtime.watches.watch::<Primary<R>>(key, client);
         sources.primaries.push((context, watch.clone()));
@@ -100,6 +108,7 @@ pub(crate) fn start<R: Reconcile>(
         finalized: Default::default(),
     });
     let span = tracing::info_span!("controller", controller = %name);
+    sources.deferred = deferred;
     tracing::Instrument::instrument(lead(engine, sources, config, stop), span)
 }
 
@@ -112,6 +121,8 @@ type PrimaryWatch<R> = Arc<SharedWatch<Primary<R>>>;
 struct Sources<R: Reconcile> {
     primaries: Vec<(R::Context, PrimaryWatch<R>)>,
     children: Vec<Arc<dyn ChildCache>>,
+    /// Sharded by context: the primary watches opened while their context's shard is held.
+    deferred: Vec<PrimaryWatchKey<R::Context>>,
 }
 
 impl<R: Reconcile> Sources<R> {
@@ -170,11 +181,16 @@ async fn lead<R: Reconcile>(
         };
         let sweep = tokio::spawn(sweeps(engine.clone()));
         let mut inputs = sources.subscribe(&engine.plan);
-        inputs.extend(taken_over(&engine, &sources));
+        if sources.deferred.is_empty() {
+            inputs.extend(taken_over(&engine, &sources));
+        } else {
+            inputs.push(held_contexts(engine.clone(), sources.deferred.clone()));
+        }
         let inputs = stream::select_all(inputs);
         executor::run(inputs, config.clone(), term, work(&engine)).await;
         sweep.abort();
         ender.abort();
+        close_unheld(&engine, &sources.deferred);
         if *stop.borrow() {
             return;
         }

@@ -74,7 +74,7 @@ pub(crate) enum Verdict {
 
 /// Primary caches by (context, namespace); `None` is the all-namespaces watch.
 pub(crate) type PrimaryCaches<R> =
-    HashMap<(<R as Controller>::Context, Option<String>), Arc<SharedWatch<Primary<R>>>>;
+    crate::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
 
 /// One child kind's cache in one (context, namespace).
 #[derive(Clone)]
@@ -111,10 +111,8 @@ impl<R: Reconcile> Engine<R> {
         &self,
         context: R::Context,
         namespace: Option<&str>,
-    ) -> Option<&Arc<SharedWatch<Primary<R>>>> {
-        self.primaries
-            .get(&(context, namespace.map(str::to_owned)))
-            .or_else(|| self.primaries.get(&(context, None)))
+    ) -> Option<Arc<SharedWatch<Primary<R>>>> {
+        self.primaries.get(context, namespace)
     }
 
     /// The request a child's parent reference points at, if the parent is one of this controller's.

@@ -70,6 +70,12 @@ pub(crate) fn is_expired(error: &watcher::Error) -> bool {
     matches!(error, watcher::Error::WatchError(status) if status.code == 410)
 }
 
+/// What identifies a watch in the health report, to take it out when the watch is closed for good.
+pub(crate) struct WatchEntry {
+    context: String,
+    state: Arc<Mutex<WatchState>>,
+}
+
 /// The handle a watch task reports through.
 pub(crate) struct WatchHealth {
     context: String,
@@ -145,6 +151,13 @@ impl Health {
             state,
             health: self.clone(),
         }
+    }
+
+    /// Takes a watch closed for good (its shard moved to another replica) out of its context's report.
+    pub(crate) fn forget_watch(&self, watch: &WatchEntry) {
+        self.update(&watch.context, |entry| {
+            entry.watches.retain(|w| !Arc::ptr_eq(w, &watch.state));
+        });
     }
 
     /// A controller's loop ended while the manager was running: `/livez` fails from now on, naming it.
@@ -337,6 +350,14 @@ impl ContextEntry {
 }
 
 impl WatchHealth {
+    /// What [`Health::forget_watch`] takes.
+    pub(crate) fn entry(&self) -> WatchEntry {
+        WatchEntry {
+            context: self.context.clone(),
+            state: self.state.clone(),
+        }
+    }
+
     /// The initial list (or a relist) completed.
     pub(crate) fn synced(&self) {
         self.set(|s| {

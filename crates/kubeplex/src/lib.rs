@@ -90,6 +90,7 @@ mod child_watch;
 mod health;
 mod health_report;
 mod in_cluster;
+mod label_index;
 mod own_writes;
 mod plan;
 mod pool;
@@ -107,7 +108,9 @@ mod engine;
 mod events;
 mod finalize;
 mod orphans;
+mod primaries;
 mod reconcile;
+mod shard_watches;
 mod status_write;
 mod trigger;
 // The process: pings, probes, coordination of replicas, the manager.

@@ -137,8 +137,9 @@ impl Manager {
     /// between them — by a hash of each parent's namespace/name, or by the context it lives in — each shard
     /// owned by the replica that rendezvous hashing over the live members' Leases names, and fenced by a
     /// Lease of its own: a parent is reconciled only by the holder of its shard, and every write made for
-    /// it passes that shard's fence. Every replica watches everything (its caches stay warm for the shards
-    /// it may take over). Not together with [`leader_election`](Self::leader_election).
+    /// it passes that shard's fence. Sharded by parent, every replica watches every parent (warm caches for
+    /// the shards it may take over); sharded by context, a replica watches a context's primaries only while
+    /// it holds that shard. Not together with [`leader_election`](Self::leader_election).
     ///
     /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
     pub fn sharding(mut self, sharding: Sharding) -> Self {
@@ -293,16 +294,7 @@ impl Manager {
             .collect();
         let pings =
             crate::ping::start(targets, health.clone(), self.ping_interval, metrics.clone());
-        let primary_contexts: Vec<String> = self
-            .controllers
-            .iter()
-            .flat_map(|r| r.primary_contexts())
-            .fold(Vec::new(), |mut all, c| {
-                if !all.contains(&c) {
-                    all.push(c);
-                }
-                all
-            });
+        let primary_contexts = crate::registration::primary_contexts(&self.controllers);
         let mut shards = None;
         let election = match (self.election, self.sharding) {
             (None, None) => Election::none(),

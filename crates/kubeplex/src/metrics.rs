@@ -331,6 +331,17 @@ impl Metrics {
         }
     }
 
+    /// A watch was closed for good: its cache's size is no longer reported (its event counts stay, as
+    /// counters do).
+    pub(crate) fn watch_closed(&self, context: &str, kind: &str, namespace: Option<&str>) {
+        let labels: Labels<3> = [
+            ("context", context.to_owned()),
+            ("kind", kind.to_owned()),
+            ("namespace", namespace.unwrap_or("").to_owned()),
+        ];
+        self.cache_objects.remove(&labels);
+    }
+
     /// Records a ping of `context`: whether it answered, and how long it took.
     pub(crate) fn pinged(&self, context: &str, answered: bool, took: Duration) {
         let result = if answered { "success" } else { "failure" };

@@ -42,7 +42,7 @@ impl<R: Reconcile> Engine<R> {
                 continue;
             };
             groups
-                .entry(Arc::as_ptr(cache).addr())
+                .entry(Arc::as_ptr(&cache).addr())
                 .or_insert_with(|| (cache.clone(), Vec::new()))
                 .1
                 .push(parent);

@@ -31,6 +31,17 @@ pub(crate) trait Registration: Send {
     ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
+/// The contexts the primaries of `registrations` live in, each once, in the order first declared.
+pub(crate) fn primary_contexts(registrations: &[Box<dyn Registration>]) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for context in registrations.iter().flat_map(|r| r.primary_contexts()) {
+        if !all.contains(&context) {
+            all.push(context);
+        }
+    }
+    all
+}
+
 /// A reconciler with the plan it runs: `R::plan()`, as the registration adjusted it.
 pub(crate) struct Registered<R: Reconcile> {
     reconciler: R,

@@ -52,6 +52,11 @@ impl ShardState {
         }
     }
 
+    /// Whether the shards are contexts (whose primary watches come and go with them).
+    pub(crate) fn by_context(&self) -> bool {
+        self.by == ShardBy::Context
+    }
+
     /// The shards' names.
     pub(crate) fn names(&self) -> &[String] {
         &self.names

@@ -44,7 +44,8 @@ impl Sharding {
     }
 
     /// Parents split by the context they live in: one shard per primary context of the manager's
-    /// controllers, fenced by the Lease `<name>-shard-<context>`.
+    /// controllers, fenced by the Lease `<name>-shard-<context>`. A replica watches a context's primaries
+    /// only while it holds the context's shard, so their memory is split between the replicas.
     pub fn by_context(
         context: impl Context,
         namespace: impl Into<String>,

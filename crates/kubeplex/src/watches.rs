@@ -12,12 +12,13 @@ use futures::{Stream, StreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, Resource};
 use tokio::task::JoinSet;
 
 use crate::backoff::RetryBackoff;
-use crate::health::{Health, WatchHealth};
+use crate::health::{Health, WatchEntry, WatchHealth};
 use crate::key_queue::{KeySender, KeyStream, key_queue};
+use crate::label_index::{LabelIndex, Name};
 use crate::metrics::{Metrics, WatchMetrics};
 use crate::resource::{ApiScope, PrimaryResource, kind_label};
 
@@ -54,9 +55,6 @@ impl<K> Change<'_, K> {
 /// Turns a change into a subscriber's key; `false` once the subscriber is gone.
 type Subscriber<K> = Box<dyn Fn(&Change<'_, K>) -> bool + Send + Sync>;
 
-/// A namespace/name pair: the part of an object's reference an index keeps.
-type Name = (Option<String>, String);
-
 /// One running watch of kind `K` and its cache.
 pub(crate) struct SharedWatch<K: PrimaryResource> {
     store: Store<K>,
@@ -64,27 +62,12 @@ pub(crate) struct SharedWatch<K: PrimaryResource> {
     index: Option<LabelIndex>,
 }
 
-/// The cache's objects by the value of one label, so that a parent's children are found without a scan.
-struct LabelIndex {
-    label: &'static str,
-    entries: Mutex<IndexEntries>,
-}
-
-#[derive(Default)]
-struct IndexEntries {
-    by_value: HashMap<String, HashSet<Name>>,
-    value_of: HashMap<Name, String>,
-}
-
 impl<K: PrimaryResource> SharedWatch<K> {
     pub(crate) fn new(store: Store<K>, index_label: Option<&'static str>) -> Self {
         Self {
             store,
             subscribers: Mutex::default(),
-            index: index_label.map(|label| LabelIndex {
-                label,
-                entries: Mutex::default(),
-            }),
+            index: index_label.map(LabelIndex::new),
         }
     }
 
@@ -119,10 +102,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
         let Some(index) = &self.index else {
             return Vec::new();
         };
-        let entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(names) = entries.by_value.get(value) else {
-            return Vec::new();
-        };
+        let names = index.names(value);
         names
             .iter()
             .filter_map(|name| self.store.get(&object_ref(name)))
@@ -131,10 +111,9 @@ impl<K: PrimaryResource> SharedWatch<K> {
 
     /// Every value of the index label in the cache.
     pub(crate) fn index_values(&self) -> Vec<String> {
-        self.index.as_ref().map_or_else(Vec::new, |index| {
-            let entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
-            entries.by_value.keys().cloned().collect()
-        })
+        self.index
+            .as_ref()
+            .map_or_else(Vec::new, LabelIndex::values)
     }
 
     fn publish(&self, change: &Change<'_, K>) {
@@ -144,31 +123,20 @@ impl<K: PrimaryResource> SharedWatch<K> {
 
     fn index_applied(&self, object: &K) {
         if let Some(index) = &self.index {
-            let mut entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
-            entries.remove(&name_of(object));
-            if let Some(value) = object.labels().get(index.label) {
-                entries.insert(name_of(object), value.clone());
-            }
+            index.applied(object);
         }
     }
 
     fn index_deleted(&self, object: &K) {
         if let Some(index) = &self.index {
-            let mut entries = index.entries.lock().unwrap_or_else(|e| e.into_inner());
-            entries.remove(&name_of(object));
+            index.deleted(object);
         }
     }
 
     /// After a (re)list: the index from the new cache.
     fn reindex(&self) {
         if let Some(index) = &self.index {
-            let mut entries = IndexEntries::default();
-            for object in self.store.state() {
-                if let Some(value) = object.labels().get(index.label) {
-                    entries.insert(name_of(&*object), value.clone());
-                }
-            }
-            *index.entries.lock().unwrap_or_else(|e| e.into_inner()) = entries;
+            index.rebuild(self.store.state().iter().map(|o| &**o));
         }
     }
 }
@@ -186,31 +154,6 @@ where
     })
 }
 
-impl IndexEntries {
-    fn insert(&mut self, name: Name, value: String) {
-        self.by_value
-            .entry(value.clone())
-            .or_default()
-            .insert(name.clone());
-        self.value_of.insert(name, value);
-    }
-
-    fn remove(&mut self, name: &Name) {
-        if let Some(value) = self.value_of.remove(name)
-            && let Some(names) = self.by_value.get_mut(&value)
-        {
-            names.remove(name);
-            if names.is_empty() {
-                self.by_value.remove(&value);
-            }
-        }
-    }
-}
-
-fn name_of<K: Resource>(object: &K) -> Name {
-    (object.meta().namespace.clone(), object.name_any())
-}
-
 fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> ObjectRef<K> {
     let object = ObjectRef::new(name);
     match namespace {
@@ -219,9 +162,17 @@ fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> Object
     }
 }
 
+/// What closing a watch for good takes: its task, its place in the health report, its metrics' labels.
+struct Opened {
+    task: tokio::task::AbortHandle,
+    health: WatchEntry,
+    kind: String,
+}
+
 /// Every watch of a manager.
 pub(crate) struct WatchRegistry {
     watches: Mutex<HashMap<WatchKey, Arc<dyn Any + Send + Sync>>>,
+    opened_watches: Mutex<HashMap<WatchKey, Opened>>,
     tasks: Mutex<JoinSet<()>>,
     opened: AtomicUsize,
     health: Arc<Health>,
@@ -232,6 +183,7 @@ impl WatchRegistry {
     pub(crate) fn new(health: Arc<Health>, metrics: Metrics) -> Self {
         Self {
             watches: Mutex::default(),
+            opened_watches: Mutex::default(),
             tasks: Mutex::new(JoinSet::new()),
             opened: AtomicUsize::new(0),
             health,
@@ -289,6 +241,7 @@ impl WatchRegistry {
             .modify(transform)
             .reflect(writer);
         self.opened.fetch_add(1, Ordering::Relaxed);
+        let entry = health.entry();
         let task = run(
             events,
             watch.clone(),
@@ -296,11 +249,46 @@ impl WatchRegistry {
             metrics,
             RetryBackoff::default(),
         );
-        self.tasks
+        let task = self
+            .tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .spawn(task);
+        let opened = Opened {
+            task,
+            health: entry,
+            kind: kind_label::<K>(),
+        };
+        let mut all = self
+            .opened_watches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        all.insert(key, opened);
         watch
+    }
+
+    /// Closes the watch for `key` for good: its task ends, it leaves the health report and the metrics,
+    /// and its cache is freed once no one holds it (a reconcile in flight may, until it ends). Nothing
+    /// happens if it is not open.
+    pub(crate) fn release(&self, key: &WatchKey) {
+        let watch = self
+            .watches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+        let opened = self
+            .opened_watches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+        if let Some(opened) = opened {
+            opened.task.abort();
+            self.health.forget_watch(&opened.health);
+            let namespace = key.namespace.as_deref();
+            self.metrics
+                .watch_closed(&key.context, &opened.kind, namespace);
+        }
+        drop(watch);
     }
 
     /// Every watch of kind `K` in `context`, whatever its namespace or selectors.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use futures::stream;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::*;
@@ -222,4 +223,63 @@ async fn events_objects_and_restarts_are_counted_per_watch() {
     ] {
         assert!(text.contains(&line), "missing {line} in\n{text}");
     }
+}
+
+#[tokio::test]
+async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_frees_its_cache() {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let health = Arc::new(Health::default());
+    health.declare("test", true);
+    let watches = WatchRegistry::new(health.clone(), metrics);
+    // A server that answers every list with one object and every watch with nothing new.
+    let (client, _) = crate::fake_api::client(|_, uri, _| {
+        if uri.contains("watch=true") {
+            (
+                200,
+                serde_json::json!({"type": "BOOKMARK", "object": {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}}}),
+            )
+        } else {
+            let item = serde_json::to_value(config_map("a", "1", None)).unwrap();
+            (
+                200,
+                serde_json::json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [item]}),
+            )
+        }
+    });
+    let key = WatchKey {
+        context: "test".into(),
+        kind: TypeId::of::<ConfigMap>(),
+        namespace: Some("ns".into()),
+        label_selector: None,
+        field_selector: None,
+        index_label: None,
+    };
+    let watch = watches.watch::<ConfigMap>(key.clone(), client);
+    tokio::time::timeout(Duration::from_secs(10), watch.store().wait_until_ready())
+        .await
+        .unwrap()
+        .unwrap();
+    let watched = || health.report().contexts["test"].watches.len();
+    assert_eq!(watched(), 1);
+    let scrape = || {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text.contains("kubeplex_cache_objects{")
+    };
+    assert!(scrape(), "the cache's size is reported while open");
+
+    let cache = Arc::downgrade(&watch);
+    drop(watch);
+    watches.release(&key);
+    assert_eq!(watched(), 0, "the watch left the health report");
+    assert!(!scrape(), "the cache's size is no longer reported");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while cache.strong_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the cache was not freed: its task still holds it");
+    watches.release(&key); // closing a closed watch does nothing
 }

@@ -1,0 +1,116 @@
+//! Sharded by context: a replica watches a context's primaries only while it holds the context's shard,
+//! so the primaries' memory is split between the replicas. Gaining a shard opens its watches (their first
+//! list queues every parent there); losing it closes them and frees their caches.
+
+use std::sync::Arc;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use kube::runtime::reflector::ObjectRef;
+
+use crate::context::Context;
+use crate::controller::Reconcile;
+use crate::engine::{Engine, Primary, Request};
+use crate::trigger::ChangeFilter;
+use crate::watches::WatchKey;
+
+/// One primary watch of a controller sharded by context: where, and its key in the registry.
+#[derive(Clone)]
+pub(crate) struct PrimaryWatchKey<C> {
+    pub(crate) context: C,
+    pub(crate) key: WatchKey,
+}
+
+/// The requests of the primaries in the contexts this replica holds, as it gains and loses them: on each
+/// change of the held shards, the watches of held contexts are opened (and subscribed once per term), those
+/// of contexts no longer held are closed.
+pub(crate) fn held_contexts<R: Reconcile>(
+    engine: Arc<Engine<R>>,
+    keys: Vec<PrimaryWatchKey<R::Context>>,
+) -> BoxStream<'static, Request<R>> {
+    let Some(shards) = engine.runtime.shards.clone() else {
+        return stream::empty().boxed();
+    };
+    let held = shards.held();
+    // Nothing subscribed yet in this term: the first look subscribes to every held context's watches.
+    let subscribed = vec![false; keys.len()];
+    let changes = stream::unfold(
+        (held, subscribed, true),
+        move |(mut held, mut subscribed, first)| {
+            let (engine, keys, shards) = (engine.clone(), keys.clone(), shards.clone());
+            async move {
+                if !first {
+                    held.changed().await.ok()?;
+                }
+                let now = held.borrow_and_update().clone();
+                let mut opened = Vec::new();
+                for (i, entry) in keys.iter().enumerate() {
+                    let name = entry.context.name();
+                    let shard = shards.shard_of(name, None, "");
+                    let holds = shard.is_some_and(|s| now.get(s).copied().unwrap_or(false));
+                    if !holds {
+                        close(&engine, entry);
+                        subscribed[i] = false;
+                    } else if !subscribed[i]
+                        && let Some(requests) = open(&engine, entry)
+                    {
+                        subscribed[i] = true;
+                        opened.push(requests);
+                    }
+                }
+                Some((stream::iter(opened), (held, subscribed, false)))
+            }
+        },
+    );
+    changes.flatten().flatten_unordered(None).boxed()
+}
+
+/// Closes the watches of contexts this replica does not hold (at the end of a term, when no stream of
+/// [`held_contexts`] looks any more).
+pub(crate) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatchKey<R::Context>]) {
+    let Some(shards) = &engine.runtime.shards else {
+        return;
+    };
+    for entry in keys {
+        let shard = shards.shard_of(entry.context.name(), None, "");
+        if !shard.is_some_and(|s| shards.holds(s)) {
+            close(engine, entry);
+        }
+    }
+}
+
+/// Opens (or finds) the watch of `entry`, records it as the controller's cache there, and subscribes.
+fn open<R: Reconcile>(
+    engine: &Engine<R>,
+    entry: &PrimaryWatchKey<R::Context>,
+) -> Option<BoxStream<'static, Request<R>>> {
+    let client = engine.runtime.pool.client(entry.context.name()).ok()?;
+    let watch = engine
+        .runtime
+        .watches
+        .watch::<Primary<R>>(entry.key.clone(), client);
+    let namespace = entry.key.namespace.clone();
+    if !engine.primaries.has(entry.context, namespace.as_deref()) {
+        tracing::info!(context = %entry.context.name(), "watching the primaries of a shard now held");
+    }
+    engine
+        .primaries
+        .insert((entry.context, namespace), watch.clone());
+    let (context, changed) = (entry.context, ChangeFilter::default());
+    let requests = watch.subscribe(move |change| {
+        changed.passes(change).then(|| Request::<R> {
+            context,
+            object: ObjectRef::from_obj(change.object()),
+        })
+    });
+    Some(requests.boxed())
+}
+
+/// Closes the watch of `entry` if open: out of the controller's caches, out of the registry (its task ends
+/// and its cache is freed when the last reconcile holding it ends).
+fn close<R: Reconcile>(engine: &Engine<R>, entry: &PrimaryWatchKey<R::Context>) {
+    let namespace = entry.key.namespace.as_deref();
+    if engine.primaries.remove(entry.context, namespace).is_some() {
+        engine.runtime.watches.release(&entry.key);
+        tracing::info!(context = %entry.context.name(), "closed the primaries' watch of a shard no longer held");
+    }
+}
