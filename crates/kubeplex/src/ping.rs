@@ -81,10 +81,10 @@ async fn ping(
     let mut last: Option<String> = None;
     loop {
         let began = tokio::time::Instant::now();
-        let problem = match kube::Client::try_from((*config).clone()) {
-            Ok(client) => answer(&client).await,
-            Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
-        };
+        // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room
+        // for it while it sleeps between pings would hold that much per idle context (a heap profile of
+        // many idle contexts showed it: docs/performance.md).
+        let problem = Box::pin(once(&config)).await;
         metrics.pinged(&context, problem.is_none(), began.elapsed());
         if problem != last {
             match &problem {
@@ -96,6 +96,14 @@ async fn ping(
         }
         health.pinged(&context, problem);
         tokio::time::sleep(interval).await;
+    }
+}
+
+/// One ping: a client built for it, and what the API server answered.
+async fn once(config: &kube::Config) -> Option<String> {
+    match kube::Client::try_from(config.clone()) {
+        Ok(client) => answer(&client).await,
+        Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
     }
 }
 
