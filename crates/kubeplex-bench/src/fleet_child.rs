@@ -180,6 +180,14 @@ async fn start(spec: &FleetSpec, kubeconfig: Kubeconfig) -> Result<Running, Stri
 }
 
 fn reading() -> Reading {
+    // A diagnostic: with KUBEPLEX_BENCH_MALLOC_TRIM=1, freed heap goes back to the OS before RSS is read,
+    // which tells the allocator's retention apart from memory in use.
+    if std::env::var_os("KUBEPLEX_BENCH_MALLOC_TRIM").is_some_and(|v| v == "1") {
+        // SAFETY: `malloc_trim` only releases free memory of the allocator; it touches no live allocation.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
     Reading {
         cpu_s: crate::cpu::own_seconds(),
         rss: rss_bytes(),

@@ -15,7 +15,8 @@ pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeat
 [--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet,failover]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
-/tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex.";
+/tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex. \
+KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet children return freed heap to the OS before each RSS reading.";
 
 /// Every section, in the order they run; `--sections` picks some.
 pub(crate) const SECTIONS: [&str; 9] = [
