@@ -19,6 +19,7 @@ mod bench;
 mod child;
 mod child_cache;
 mod child_cache_process;
+mod child_spec;
 mod cli;
 mod cpu;
 mod driver;
