@@ -3,65 +3,22 @@
 //! once: retries of the blocked deletion (counted in cluster-a's audit log, where each one lists the
 //! parent's children) add no Event object.
 
-use std::future::Future;
+mod support;
+
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, Manager, Running};
+use kubeplex::{ClusterState, Context};
 use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
+use support::{audited_clusters, eventually, operator};
 
-const WAIT: Duration = Duration::from_secs(60);
 const NAME: &str = "evented";
 /// Retries of the blocked deletion the test waits for.
 const RETRIES: usize = 3;
-
-async fn environment() -> TestEnv {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
-        .audit_log(true)
-        .start()
-        .await
-        .unwrap();
-    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
-    env
-}
-
-async fn operator(env: &TestEnv) -> Running {
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .ping_interval(Duration::from_secs(1))
-        .controller(AppDeployer)
-        .start()
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
-    running
-}
-
-/// Polls `check` until it returns `Ok`; panics with its last complaint after `WAIT`.
-async fn eventually<F, Fut, T>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!("{what}: {complaint}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
 
 /// The Events about the parent with this UID, as (reason, note, series count).
 async fn events_of(env: &TestEnv, uid: &str) -> Vec<(String, String, i32)> {
@@ -131,8 +88,8 @@ fn child_lists(env: &TestEnv, uid: &str) -> usize {
 
 #[tokio::test]
 async fn children_and_deletion_changes_are_told_on_the_parent_once_each() {
-    let env = environment().await;
-    let running = operator(&env).await;
+    let env = audited_clusters().await;
+    let running = operator(&env, Some(Duration::from_secs(1))).await;
     let control = env.client("control").await.unwrap();
     let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
 

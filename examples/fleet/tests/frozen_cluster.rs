@@ -5,7 +5,8 @@
 //!
 //! The two tests freeze clusters and measure time, so they run one at a time, each in its own environment.
 
-use std::future::Future;
+mod support;
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -15,18 +16,14 @@ use kubeplex::{ClusterState, Context, ContextStatus, Manager, PARENT_UID_LABEL, 
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
+use support::{WAIT, clusters, eventually};
 
-const WAIT: Duration = Duration::from_secs(60);
 /// The runtime's per-context cap (`CONTEXT_TIMEOUT`): a context that has not answered by then is unreachable.
 const CAP: Duration = Duration::from_secs(15);
 /// "Normal time": well below the cap, so a sync that waited for the frozen cluster cannot make it.
 const NORMAL: Duration = Duration::from_secs(10);
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn environment() -> TestEnv {
-    kubeplex_fleet::demo::clusters().await.unwrap()
-}
 
 async fn start_operator(env: &TestEnv) -> Running {
     tokio::time::timeout(
@@ -48,24 +45,6 @@ async fn apply(env: &TestEnv, name: &str, image: &str) {
     apply_instance(&env.client("control").await.unwrap(), name, image, 1)
         .await
         .unwrap();
-}
-
-/// Polls `check` until it returns `Ok`; panics with its last complaint after `WAIT`.
-async fn eventually<F, Fut, T>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!("{what}: {complaint}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
 }
 
 /// The children of `name` in `cluster` (one per child namespace) with this image, or what is missing.
@@ -157,7 +136,7 @@ fn is(state: ClusterState) -> impl Fn(&Option<(ClusterState, String)>) -> bool {
 #[tokio::test]
 async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let env = environment().await;
+    let env = clusters().await;
     let running = start_operator(&env).await;
     tokio::time::timeout(WAIT, running.wait_started())
         .await
@@ -237,7 +216,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
 #[tokio::test]
 async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let env = environment().await;
+    let env = clusters().await;
     let running = start_operator(&env).await;
     tokio::time::timeout(WAIT, running.wait_started())
         .await

@@ -4,6 +4,8 @@
 //! while the other stays 1, and `kubeplex_parent_deletion_blocked` held at 1 while a parent's deletion
 //! waits on a stopped cluster, then back to 0.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -11,10 +13,9 @@ use kube::api::{Api, DeleteParams};
 use kubeplex::Manager;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CRD_NAMESPACE};
-use kubeplex_testenv::TestEnv;
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
+use support::{WAIT, clusters};
 
-const WAIT: Duration = Duration::from_secs(60);
 /// Pings this often, so a frozen cluster shows within seconds (the 5 s ping timeout included).
 const PING: Duration = Duration::from_secs(1);
 const CONTROLLER: &str = "app-deployer";
@@ -104,13 +105,9 @@ fn expect(
     }
 }
 
-async fn environment() -> TestEnv {
-    kubeplex_fleet::demo::clusters().await.unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_follow_each_context_through_the_scenario() {
-    let env = environment().await;
+    let env = clusters().await;
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(AppDeployer)
         .probes("127.0.0.1:0")

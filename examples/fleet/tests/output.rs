@@ -2,6 +2,8 @@
 //! naming the cluster, none a client library's raw dump), and every output (log, probes, status, Events)
 //! when credentials are wrong (never a byte of a credential).
 
+mod support;
+
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -15,17 +17,13 @@ use kubeplex::Context as _;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
+use support::{WAIT, clusters};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
-const WAIT: Duration = Duration::from_secs(60);
 /// How long the cluster stays down: the "a cluster failing for 60 s".
 const OUTAGE: Duration = Duration::from_secs(60);
 /// At most this many lines for the whole outage.
 const MAX_LINES: usize = 10;
-
-async fn environment() -> TestEnv {
-    kubeplex_fleet::demo::clusters().await.unwrap()
-}
 
 /// `fleet run` as a user starts it, its stderr collected line by line.
 struct Operator {
@@ -101,7 +99,7 @@ async fn wait_for_deployment(env: &TestEnv, cluster: Fleet, name: &str, image: &
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
-    let env = environment().await;
+    let env = clusters().await;
     let control = env.client(Fleet::Control.name()).await.unwrap();
     let operator = Operator::start(&env);
     apply_instance(&control, "web", "nginx:1.27", 1)
@@ -224,7 +222,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     use std::os::unix::fs::PermissionsExt as _;
     const PLUGIN_SECRET: &str = "exec-plugin-s3cr3t-91c2";
 
-    let env = environment().await;
+    let env = clusters().await;
     let dir = tempfile::tempdir().unwrap();
     let plugin = dir.path().join("get-token");
     std::fs::write(

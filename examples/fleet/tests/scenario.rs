@@ -1,37 +1,20 @@
 //! The original scenario against three real clusters: children in other clusters, repair, cleanup that
 //! never orphans, degraded operation, and the orphan sweep.
 
-use std::future::Future;
+mod support;
+
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION, PARENT_UID_LABEL, Running};
+use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION, PARENT_UID_LABEL};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
+use support::{WAIT, clusters, eventually, operator};
 
-const WAIT: Duration = Duration::from_secs(60);
 const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
-
-async fn environment() -> TestEnv {
-    kubeplex_fleet::demo::clusters().await.unwrap()
-}
-
-async fn operator(env: &TestEnv) -> Running {
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .ping_interval(Duration::from_secs(1))
-        .controller(AppDeployer)
-        .start()
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
-    running
-}
 
 async fn apps(env: &TestEnv) -> Api<AppDeployment> {
     Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE)
@@ -51,24 +34,6 @@ async fn linked_children(env: &TestEnv, cluster: Fleet) -> Vec<Deployment> {
         .await
         .unwrap()
         .items
-}
-
-/// Polls `check` until it returns `Ok`; panics with its last complaint after `WAIT`.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(()) => return,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!("{what}: {complaint}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
 }
 
 /// Checks that every child of `name` in `clusters` exists with this image and replicas, linked to its parent.
@@ -164,8 +129,8 @@ async fn wait_gone(env: &TestEnv, what: &str, name: &str) {
 
 #[tokio::test]
 async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
-    let env = environment().await;
-    let running = operator(&env).await;
+    let env = clusters().await;
+    let running = operator(&env, Some(Duration::from_secs(1))).await;
     let control = env.client("control").await.unwrap();
 
     apply_instance(&control, "crd-a", "nginx:1.27", 2)
@@ -257,7 +222,7 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
         "the children outlive a parent deleted behind the operator's back"
     );
 
-    let running = operator(&env).await;
+    let running = operator(&env, Some(Duration::from_secs(1))).await;
     eventually("the orphans are removed at start", || async {
         let left = linked_children(&env, Fleet::ClusterA).await.len()
             + linked_children(&env, Fleet::ClusterB).await.len();
@@ -273,8 +238,8 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
 
 #[tokio::test]
 async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return() {
-    let env = environment().await;
-    let running = operator(&env).await;
+    let env = clusters().await;
+    let running = operator(&env, Some(Duration::from_secs(1))).await;
     env.stop("cluster-b").unwrap();
 
     apply_instance(
@@ -324,8 +289,8 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
 
 #[tokio::test]
 async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
-    let env = environment().await;
-    let running = operator(&env).await;
+    let env = clusters().await;
+    let running = operator(&env, Some(Duration::from_secs(1))).await;
     create_app(&env, "crd-a", "nginx:1.27", 2).await;
 
     env.stop("cluster-b").unwrap();
@@ -396,7 +361,7 @@ impl kubeplex::Reconcile for AbandoningDeployer {
 
 #[tokio::test]
 async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
-    let env = environment().await;
+    let env = clusters().await;
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(AbandoningDeployer)
         .start()

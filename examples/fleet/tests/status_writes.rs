@@ -4,43 +4,20 @@
 //! leaves no trace in the object (no new resourceVersion), so only the API server's own record of the
 //! requests shows a runtime that writes the status on every reconcile.
 
+mod support;
+
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, Manager, Running};
+use kubeplex::{ClusterState, Context};
 use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
+use support::{WAIT, audited_clusters, operator};
 
-const WAIT: Duration = Duration::from_secs(60);
 const NAME: &str = "steady";
 /// Reconciles that change nothing.
 const IDLE_RECONCILES: usize = 5;
-
-async fn environment() -> TestEnv {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
-        .audit_log(true)
-        .start()
-        .await
-        .unwrap();
-    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
-    env
-}
-
-async fn operator(env: &TestEnv) -> Running {
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(AppDeployer)
-        .start()
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
-    running
-}
 
 /// Completed `patch` requests of `resource` (and `subresource`, when given) named [`NAME`] in `cluster`'s
 /// audit log.
@@ -147,8 +124,8 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
 
 #[tokio::test]
 async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconcile() {
-    let env = environment().await;
-    let running = operator(&env).await;
+    let env = audited_clusters().await;
+    let running = operator(&env, None).await;
     let control = env.client("control").await.unwrap();
     let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
 

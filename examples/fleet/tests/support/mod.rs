@@ -1,0 +1,63 @@
+//! What the example's real-cluster tests share: how long they wait, the clusters, the operator in this
+//! process, and polling until a condition holds.
+#![allow(dead_code)] // Each test binary uses a different part.
+
+use std::future::Future;
+use std::time::Duration;
+
+use kubeplex::{Manager, Running};
+use kubeplex_fleet::{AppDeployer, AppDeployment};
+use kubeplex_testenv::TestEnv;
+
+/// How long a test waits for anything the clusters or the operator do.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// The demo's three clusters, its CRD and namespaces.
+pub async fn clusters() -> TestEnv {
+    kubeplex_fleet::demo::clusters().await.unwrap()
+}
+
+/// The same clusters, each writing an audit log (who sent which request), in a set of their own.
+pub async fn audited_clusters() -> TestEnv {
+    let env = TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b"])
+        .crd("control", AppDeployment::installable_crd())
+        .audit_log(true)
+        .start()
+        .await
+        .unwrap();
+    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
+    env
+}
+
+/// The example's operator in this process, started (every context ready); pings every `ping` when given.
+pub async fn operator(env: &TestEnv, ping: Option<Duration>) -> Running {
+    let mut manager = Manager::with_kubeconfig(env.kubeconfig().clone()).controller(AppDeployer);
+    if let Some(interval) = ping {
+        manager = manager.ping_interval(interval);
+    }
+    let running = manager.start().await.unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    running
+}
+
+/// Polls `check` until it returns `Ok`; panics with its last complaint after [`WAIT`].
+pub async fn eventually<F, Fut, T>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(complaint) if tokio::time::Instant::now() > deadline => {
+                panic!("{what}: {complaint}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
