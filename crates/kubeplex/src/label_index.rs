@@ -28,13 +28,14 @@ impl LabelIndex {
         }
     }
 
-    /// The names of the objects whose label has `value`.
-    pub(crate) fn names(&self, value: &str) -> Vec<Name> {
+    /// `found` of each name of the objects whose label has `value`, kept while the index is locked (no copy
+    /// of the names on a reconcile's path).
+    pub(crate) fn find<T>(&self, value: &str, found: impl FnMut(&Name) -> Option<T>) -> Vec<T> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .by_value
             .get(value)
-            .map_or_else(Vec::new, |names| names.iter().cloned().collect())
+            .map_or_else(Vec::new, |names| names.iter().filter_map(found).collect())
     }
 
     /// Every value of the label.

@@ -102,6 +102,7 @@ mod cx;
 mod executor;
 mod runtime;
 // One controller: its engine and the paths of a reconcile.
+mod child_changes;
 mod children;
 mod controller_loop;
 mod engine;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use kube::Resource;
 use tracing::Instrument;
 
-use crate::children::{self, Changes, Parentage};
+use crate::child_changes::Changes;
+use crate::children::{self, Parentage};
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::cx::Cx;

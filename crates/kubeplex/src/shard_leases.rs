@@ -169,12 +169,8 @@ async fn round(
             continue;
         }
         let observed = memory.members.entry(name.clone()).or_default();
-        // The member's own election stands for it: `decide` says `Wait` while its record is fresh.
-        let election = LeaderElection {
-            name: name.clone(),
-            ..lease.clone()
-        };
-        if let Decision::Wait(holder) = decide(Some(item), &election, observed, now) {
+        // Read as another replica's Lease: `decide` says `Wait` (for its holder) while its record is fresh.
+        if let Decision::Wait(holder) = decide(Some(item), lease, observed, now) {
             members.push(holder);
         }
     }
@@ -198,7 +194,7 @@ async fn round(
             if held_by_us || fence.allows_writes() {
                 fence.close();
                 if let Some(found) = found.filter(|_| held_by_us) {
-                    release(api, found.clone()).await;
+                    release(api, &lease.context, found.clone()).await;
                 }
             }
             continue;
@@ -294,7 +290,7 @@ async fn renew_member(
 }
 
 /// Gives a shard's Lease up: its next owner takes it at once.
-async fn release(api: &Api<Lease>, mut lease: Lease) {
+async fn release(api: &Api<Lease>, context: &str, mut lease: Lease) {
     let Some(name) = lease.metadata.name.clone() else {
         return;
     };
@@ -303,7 +299,7 @@ async fn release(api: &Api<Lease>, mut lease: Lease) {
         spec.lease_duration_seconds = Some(1);
     }
     if let Err(error) = api.replace(&name, &PostParams::default(), &lease).await {
-        tracing::debug!(lease = %name, error = %chain(&error), "releasing a shard Lease failed; its next owner waits for it to expire");
+        tracing::debug!(%context, lease = %name, error = %chain(&error), "releasing a shard Lease failed; its next owner waits for it to expire");
     }
 }
 
@@ -321,17 +317,23 @@ async fn leave(
     }
     member.close();
     let leaving = async {
-        for election in &memory.elections {
-            if let Ok(Some(found)) = api.get_opt(&election.name).await {
-                let holder = found.spec.as_ref().and_then(|s| s.holder_identity.clone());
-                if holder.as_deref() == Some(lease.identity.as_str()) {
-                    release(api, found).await;
-                }
+        // One list of the group's Leases, not a read per shard.
+        let selector = format!("{GROUP_LABEL}={}", lease.name);
+        let listed = api.list(&ListParams::default().labels(&selector)).await;
+        let shards: Vec<&str> = memory.elections.iter().map(|e| e.name.as_str()).collect();
+        for found in listed.map(|l| l.items).unwrap_or_default() {
+            let name = found.metadata.name.as_deref().unwrap_or_default();
+            let holder = found
+                .spec
+                .as_ref()
+                .and_then(|s| s.holder_identity.as_deref());
+            if shards.contains(&name) && holder == Some(lease.identity.as_str()) {
+                release(api, &lease.context, found).await;
             }
         }
         let own = sharding.member_lease(&lease.identity);
         if let Err(error) = api.delete(&own, &DeleteParams::default()).await {
-            tracing::debug!(lease = %own, error = %chain(&error), "deleting the member Lease failed; the others stop counting it after a lease duration");
+            tracing::debug!(context = %lease.context, lease = %own, error = %chain(&error), "deleting the member Lease failed; the others stop counting it after a lease duration");
         }
     };
     // Bounded: a control cluster that does not answer must not hold the shutdown.

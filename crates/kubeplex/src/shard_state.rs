@@ -80,6 +80,14 @@ impl ShardState {
         }
     }
 
+    /// Whether this replica holds the shard of `context` (sharded by context) now.
+    pub(crate) fn holds_context(&self, context: &str) -> bool {
+        self.names
+            .iter()
+            .position(|n| n == context)
+            .is_some_and(|shard| self.holds(shard))
+    }
+
     /// Whether this replica may work on shard `shard` now.
     pub(crate) fn holds(&self, shard: usize) -> bool {
         self.fences.get(shard).is_some_and(Fence::allows_writes)

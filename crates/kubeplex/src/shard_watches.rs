@@ -41,13 +41,10 @@ pub(crate) fn held_contexts<R: Reconcile>(
                 if !first {
                     held.changed().await.ok()?;
                 }
-                let now = held.borrow_and_update().clone();
+                held.borrow_and_update();
                 let mut opened = Vec::new();
                 for (i, entry) in keys.iter().enumerate() {
-                    let name = entry.context.name();
-                    let shard = shards.shard_of(name, None, "");
-                    let holds = shard.is_some_and(|s| now.get(s).copied().unwrap_or(false));
-                    if !holds {
+                    if !shards.holds_context(entry.context.name()) {
                         close(&engine, entry);
                         subscribed[i] = false;
                     } else if !subscribed[i]
@@ -71,8 +68,7 @@ pub(crate) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatc
         return;
     };
     for entry in keys {
-        let shard = shards.shard_of(entry.context.name(), None, "");
-        if !shard.is_some_and(|s| shards.holds(s)) {
+        if !shards.holds_context(entry.context.name()) {
             close(engine, entry);
         }
     }

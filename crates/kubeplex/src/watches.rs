@@ -102,11 +102,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
         let Some(index) = &self.index else {
             return Vec::new();
         };
-        let names = index.names(value);
-        names
-            .iter()
-            .filter_map(|name| self.store.get(&object_ref(name)))
-            .collect()
+        index.find(value, |name| self.store.get(&object_ref(name)))
     }
 
     /// Every value of the index label in the cache.
@@ -162,8 +158,10 @@ fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> Object
     }
 }
 
-/// What closing a watch for good takes: its task, its place in the health report, its metrics' labels.
+/// One open watch: the watch itself (a `SharedWatch` of its key's kind) and what closing it for good takes —
+/// its task, its place in the health report, its metrics' kind label.
 struct Opened {
+    watch: Arc<dyn Any + Send + Sync>,
     task: tokio::task::AbortHandle,
     health: WatchEntry,
     kind: String,
@@ -171,8 +169,7 @@ struct Opened {
 
 /// Every watch of a manager.
 pub(crate) struct WatchRegistry {
-    watches: Mutex<HashMap<WatchKey, Arc<dyn Any + Send + Sync>>>,
-    opened_watches: Mutex<HashMap<WatchKey, Opened>>,
+    watches: Mutex<HashMap<WatchKey, Opened>>,
     tasks: Mutex<JoinSet<()>>,
     opened: AtomicUsize,
     health: Arc<Health>,
@@ -183,7 +180,6 @@ impl WatchRegistry {
     pub(crate) fn new(health: Arc<Health>, metrics: Metrics) -> Self {
         Self {
             watches: Mutex::default(),
-            opened_watches: Mutex::default(),
             tasks: Mutex::new(JoinSet::new()),
             opened: AtomicUsize::new(0),
             health,
@@ -211,14 +207,12 @@ impl WatchRegistry {
         debug_assert_eq!(key.kind, TypeId::of::<K>());
         let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = watches.get(&key) {
-            return Arc::clone(existing)
+            return Arc::clone(&existing.watch)
                 .downcast()
                 .expect("a watch key names its kind");
         }
         let (store, writer) = reflector::store();
         let watch = Arc::new(SharedWatch::new(store, key.index_label));
-        watches.insert(key.clone(), watch.clone());
-        drop(watches);
 
         let api: Api<K> = <K::Scope as ApiScope>::api(client, key.namespace.as_deref());
         let mut config = watcher::Config::default();
@@ -255,15 +249,12 @@ impl WatchRegistry {
             .unwrap_or_else(|e| e.into_inner())
             .spawn(task);
         let opened = Opened {
+            watch: watch.clone(),
             task,
             health: entry,
             kind: kind_label::<K>(),
         };
-        let mut all = self
-            .opened_watches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        all.insert(key, opened);
+        watches.insert(key, opened);
         watch
     }
 
@@ -271,13 +262,8 @@ impl WatchRegistry {
     /// and its cache is freed once no one holds it (a reconcile in flight may, until it ends). Nothing
     /// happens if it is not open.
     pub(crate) fn release(&self, key: &WatchKey) {
-        let watch = self
-            .watches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
         let opened = self
-            .opened_watches
+            .watches
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
@@ -288,7 +274,6 @@ impl WatchRegistry {
             self.metrics
                 .watch_closed(&key.context, &opened.kind, namespace);
         }
-        drop(watch);
     }
 
     /// Every watch of kind `K` in `context`, whatever its namespace or selectors.
@@ -297,7 +282,7 @@ impl WatchRegistry {
         watches
             .iter()
             .filter(|(key, _)| key.context == context && key.kind == TypeId::of::<K>())
-            .filter_map(|(_, watch)| Arc::clone(watch).downcast().ok())
+            .filter_map(|(_, opened)| Arc::clone(&opened.watch).downcast().ok())
             .collect()
     }
 

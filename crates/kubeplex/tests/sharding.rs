@@ -271,40 +271,33 @@ async fn replicas_split_the_parents_and_only_a_leaving_replicas_shards_move() {
     }
 }
 
+/// The error `manager`, running the test's controller, refuses to start with.
+async fn refusal(manager: Manager) -> String {
+    let controller = Sharded {
+        identity: "replica-x",
+        seen: Recorder::default(),
+    };
+    let refused = manager.controller(controller).start().await.err();
+    refused.expect("refused").to_string()
+}
+
 #[tokio::test]
 async fn sharding_and_leader_election_together_are_refused() {
     let env = CLUSTERS.get().await.unwrap();
-    let error = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .sharding(sharding("replica-x"))
-        .leader_election(kubeplex::LeaderElection::new(
-            Fleet::Control,
-            NAMESPACE,
-            "x",
-        ))
-        .controller(Sharded {
-            identity: "replica-x",
-            seen: Recorder::default(),
-        })
-        .start()
-        .await
-        .err()
-        .expect("refused");
+    let manager = || Manager::with_kubeconfig(env.kubeconfig().clone());
+    let election = kubeplex::LeaderElection::new(Fleet::Control, NAMESPACE, "x");
     assert_eq!(
-        error.to_string(),
+        refusal(
+            manager()
+                .sharding(sharding("replica-x"))
+                .leader_election(election)
+        )
+        .await,
         "sharding (group sharded/sharded): leader election is on as well; choose one of the two"
     );
-    let bad = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .sharding(Sharding::by_parent(Fleet::Control, NAMESPACE, "sharded", 0))
-        .controller(Sharded {
-            identity: "replica-x",
-            seen: Recorder::default(),
-        })
-        .start()
-        .await
-        .err()
-        .expect("refused");
+    let no_shards = Sharding::by_parent(Fleet::Control, NAMESPACE, "sharded", 0);
     assert_eq!(
-        bad.to_string(),
+        refusal(manager().sharding(no_shards)).await,
         "sharding (group sharded/sharded): the number of shards must be at least 1"
     );
 }
