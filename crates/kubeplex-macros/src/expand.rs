@@ -57,13 +57,19 @@ pub fn expand(model: &Model) -> TokenStream {
     }
     for child in &model.children {
         let kind = &child.kind;
-        let contexts = context_exprs(model, &child.contexts);
+        // Children only in the members have no `.contexts(..)`: the context type is the plan's, inferred
+        // from `Plan::owns`.
+        let contexts = (!child.contexts.is_empty()).then(|| {
+            let contexts = context_exprs(model, &child.contexts);
+            quote!(.contexts([#(#contexts),*]))
+        });
+        let members = child.members.then(|| quote!(.members()));
         let namespaces = (!child.namespaces.is_empty()).then(|| {
             let namespaces = &child.namespaces;
             quote!(.namespaces([#(#namespaces),*]))
         });
         calls.push(quote! {
-            .owns(#krate::Child::of::<#kind>().contexts([#(#contexts),*]) #namespaces)
+            .owns(#krate::Child::of::<#kind>() #contexts #members #namespaces)
         });
     }
 

@@ -46,7 +46,8 @@ pub struct ControllerArgs {
     /// `crate = path` (default: `::kubeplex`): where the kubeplex crate is, for a renamed dependency.
     #[darling(rename = "crate")]
     pub krate: Option<PathArg>,
-    /// `owns(Kind, contexts = [..], namespaces = [..])` (repeatable): a kind of child object and where it lives.
+    /// `owns(Kind, members, contexts = [..], namespaces = [..])` (repeatable): a kind of child object and
+    /// where it lives.
     #[darling(multiple)]
     pub owns: Vec<Owns>,
     /// Keys that were given but could not be parsed (or were misspelled as them), so that validation
@@ -61,13 +62,17 @@ const REPEATABLE: &[&str] = &["owns"];
 /// The inside of `owns(Kind, ...)`, after the kind.
 #[derive(Debug, Default, FromMeta)]
 pub struct OwnsOptions {
-    /// `contexts = [..]` (required): where children of this kind live; same kind of context as the primary's.
+    /// `members` (a flag): children of this kind also live in every member of the fleet (clusters
+    /// discovered at run time). At least one of `members` and `contexts` is required.
+    #[darling(default)]
+    pub members: Flag,
+    /// `contexts = [..]`: the contexts children of this kind live in; same kind of context as the primary's.
     pub contexts: Option<ContextList>,
     /// `namespaces = [..]` (default: every namespace): the namespaces children of this kind live in.
     pub namespaces: Option<StrList>,
 }
 
-/// `owns(Kind, contexts = [..], namespaces = [..])`.
+/// `owns(Kind, members, contexts = [..], namespaces = [..])`.
 #[derive(Debug)]
 pub struct Owns {
     /// The whole `owns(...)`, for errors about it as a whole.
@@ -105,12 +110,43 @@ impl FromMeta for Owns {
                 .with_span(meta));
             }
         };
-        Ok(Owns {
+        // A repeated key is reported with the option's other mistakes, not instead of them.
+        let mut errors = Error::accumulator();
+        let rest = without_repeated_keys(rest, &kind, &mut errors);
+        let options = errors
+            .handle(OwnsOptions::from_list(&rest))
+            .unwrap_or_default();
+        errors.finish_with(Owns {
             span: meta.span(),
             kind,
-            options: OwnsOptions::from_list(rest)?,
+            options,
         })
     }
+}
+
+/// The options of one `owns`, each key once: a key given again is reported as at the top level (at the
+/// second key), instead of darling's "Duplicate field".
+fn without_repeated_keys(
+    items: &[NestedMeta],
+    kind: &Path,
+    errors: &mut darling::error::Accumulator,
+) -> Vec<NestedMeta> {
+    let mut kept: Vec<NestedMeta> = Vec::new();
+    for item in items {
+        let key = key_of(item);
+        if !key.is_empty() && kept.iter().any(|k| key_of(k) == key) {
+            errors.push(
+                Error::custom(format!(
+                    "`{key}` is given more than once in `owns({}, ..)`; keep one",
+                    path_to_string(kind)
+                ))
+                .with_span(&path_of(item)),
+            );
+        } else {
+            kept.push(item.clone());
+        }
+    }
+    kept
 }
 
 /// Parses the attribute's arguments, reporting unknown and repeated keys without giving up on the rest.
@@ -358,6 +394,32 @@ impl FromMeta for StrList {
             items,
         })
     }
+}
+
+/// A key given alone, without a value: `members`; `None` when the key is absent. (Not an `Option<Flag>`:
+/// darling's `Option` does not forward `from_invalid_expr`, which `members = Not<An, Expr>` needs.)
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Flag(pub Option<Span>);
+
+impl FromMeta for Flag {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        match meta {
+            Meta::Path(path) => Ok(Flag(Some(path.span()))),
+            _ => Err(flag_with_value(meta.path()).with_span(meta)),
+        }
+    }
+
+    fn from_invalid_expr(nv: &darling::ast::MetaNameValueInvalidExpr) -> Result<Self> {
+        Err(flag_with_value(&nv.path).with_span(&nv.path))
+    }
+}
+
+/// A flag was given a value (`members = true`).
+fn flag_with_value(path: &Path) -> Error {
+    let key = path_to_string(path);
+    Error::custom(format!(
+        "`{key}` is a flag and takes no value: write `{key}` alone (or leave it out)"
+    ))
 }
 
 /// `key = "string"`.

@@ -96,3 +96,65 @@ fn owns_grammar() {
     assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(errors[2].contains("Did you mean `contexts`?"), "{errors:?}");
 }
+
+#[test]
+fn owns_members_flag() {
+    let (args, errors) = parse(quote!(
+        owns(
+            Deployment,
+            members,
+            contexts = [Fleet::B],
+            namespaces = ["b"]
+        ),
+        owns(Service, members),
+        owns(Secret, contexts = [Fleet::B])
+    ));
+    assert!(errors.is_empty(), "{errors:?}");
+    let members: Vec<bool> = args
+        .owns
+        .iter()
+        .map(|o| o.options.members.0.is_some())
+        .collect();
+    assert_eq!(members, [true, true, false]);
+    assert!(args.owns[0].options.contexts.is_some());
+    assert!(args.owns[1].options.contexts.is_none());
+}
+
+#[test]
+fn owns_members_is_a_flag() {
+    // `members = Wrapper<Kind>` is not an expression: darling hands it to `from_invalid_expr`.
+    let (args, errors) = parse(quote!(
+        owns(Deployment, members = true, contexts = ["a"]),
+        owns(Service, members(all), contexts = ["a"]),
+        owns(Secret, members = Wrapper<Kind>, contexts = ["a"])
+    ));
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    for error in &errors {
+        assert!(
+            error.contains("`members` is a flag and takes no value: write `members` alone"),
+            "{errors:?}"
+        );
+    }
+    assert!(args.owns.is_empty());
+}
+
+#[test]
+fn owns_repeated_key() {
+    let (_, errors) = parse(quote!(
+        owns(Deployment, members, contexts = ["a"], members),
+        owns(Service, contexts = ["a"], contexts = ["b"], context = ["c"])
+    ));
+    // Every mistake of an `owns` at once: the repeated key and the unknown one.
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(
+        errors[0]
+            .starts_with("`members` is given more than once in `owns(Deployment, ..)`; keep one"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1]
+            .starts_with("`contexts` is given more than once in `owns(Service, ..)`; keep one"),
+        "{errors:?}"
+    );
+    assert!(errors[2].contains("Did you mean `contexts`?"), "{errors:?}");
+}

@@ -165,7 +165,8 @@ pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 ///     error_requeue = "30s",               // default: 5s
 ///     finalizer = "example.com/cleanup",   // optional, domain-qualified
 ///     abandon_unreachable_after = "1h",    // optional: give up on an unreachable context's children on deletion
-///     owns(Kind, contexts = [..], namespaces = [..]),  // repeatable: child kinds and where they live
+///     owns(Kind, members, contexts = [..], namespaces = [..]),  // repeatable: a child kind and where it lives
+///                                          // `members` (a flag): also in every member of the fleet
 ///     crate = path,                        // default: ::kubeplex
 /// )]
 /// ```
@@ -173,8 +174,10 @@ pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// It applies to a non-generic struct (unit, tuple or with fields: your reconciler's state), which it
 /// re-emits unchanged. Typed contexts (`Fleet::Control`) make `type Context` the fleet; string literals
 /// make it [`ContextName`], or the `fleet` when one is given. All contexts of one controller, the
-/// children's included, are of one kind and one fleet. Every mistake is a compile error at the
-/// offending token; see `docs/controller-attribute.md` for each key in detail.
+/// children's included, are of one kind and one fleet. An `owns` needs `contexts`, `members` or both;
+/// `members` puts its children in every member of the fleet too (clusters discovered at run time, see
+/// `docs/fleets.md`), in the same namespaces. Every mistake is a compile error at the offending token;
+/// see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
 pub use leader::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,

@@ -33,11 +33,19 @@ pub fn push_missing_contexts(errors: &mut Accumulator) {
     );
 }
 
-/// `owns(Kind)` needs its contexts.
-pub fn push_owns_without_contexts(kind: &Path, span: Span, errors: &mut Accumulator) {
+/// `owns(Kind)` without `contexts` needs `members`: its children must live somewhere.
+pub fn check_owns_lives_somewhere(
+    kind: &Path,
+    span: Span,
+    members: bool,
+    errors: &mut Accumulator,
+) {
+    if members {
+        return;
+    }
     errors.push(
         Error::custom(format!(
-            "`owns({})` needs the contexts its children live in: add `contexts = [..]`",
+            "`owns({})` needs where its children live: add `contexts = [..]`, `members` (every member of the fleet), or both",
             path_string(kind)
         ))
         .with_span(&span),
@@ -63,7 +71,7 @@ pub fn check_contexts_not_empty(list: &ContextList, key: &str, errors: &mut Accu
         let message = if key == "contexts" {
             "`contexts` is empty; name at least one context the primary resource is watched in, e.g. `contexts = [Fleet::Control]`"
         } else {
-            "`contexts` of `owns` is empty; name the contexts its children live in"
+            "`contexts` of `owns` is empty; name the contexts its children live in (for children in the fleet's members only, write `members` and leave `contexts` out)"
         };
         errors.push(Error::custom(message).with_span(&list.span));
     }
@@ -302,9 +310,9 @@ pub fn check_finalizer(lit: &LitStr, errors: &mut Accumulator) {
     }
 }
 
-/// One kind is owned once per context: the runtime looks a child up by its kind, so a second `owns` of
-/// the same kind in a shared context would never be consulted. Kinds are compared as written (the same
-/// kind spelled by two different paths is not caught).
+/// One kind is owned once per context, and once in the members: the runtime looks a child up by its kind,
+/// so a second `owns` of the same kind in a shared context (or a second `members`) would never be
+/// consulted. Kinds are compared as written (the same kind spelled by two different paths is not caught).
 pub fn check_owns_overlap(children: &[ChildModel], errors: &mut Accumulator) {
     for (i, later) in children.iter().enumerate() {
         let kind = path_string(&later.kind);
@@ -312,21 +320,36 @@ pub fn check_owns_overlap(children: &[ChildModel], errors: &mut Accumulator) {
             continue;
         };
         let earlier_contexts: Vec<String> = earlier.contexts.iter().map(context_text).collect();
-        let shared: Vec<String> = later
+        let mut shared: Vec<String> = later
             .contexts
             .iter()
             .map(context_text)
             .filter(|c| earlier_contexts.contains(c))
             .map(|c| format!("`{c}`"))
             .collect();
-        if shared.is_empty() {
-            continue;
+        let contexts = match shared.len() {
+            0 => None,
+            1 => Some("one context"),
+            _ => Some("the same contexts"),
+        };
+        let members = (earlier.members && later.members).then_some("every member of the fleet");
+        let place = match (contexts, members) {
+            (None, None) => continue,
+            (Some(one), None) | (None, Some(one)) => one.to_owned(),
+            (Some(contexts), Some(members)) => format!("{contexts} and in {members}"),
+        };
+        if members.is_some() {
+            shared.push("`members`".to_owned());
         }
+        let merged = if members.is_some() {
+            format!("`owns({kind}, members, contexts = [..], namespaces = [..])`")
+        } else {
+            format!("`owns({kind}, contexts = [..], namespaces = [..])`")
+        };
         errors.push(
             Error::custom(format!(
-                "`{kind}` is owned twice in {}: this `owns({kind}, ..)` and an earlier `owns({kind}, ..)` both list {}; \
-                 merge them into one `owns({kind}, contexts = [..], namespaces = [..])`",
-                if shared.len() == 1 { "one context" } else { "the same contexts" },
+                "`{kind}` is owned twice in {place}: this `owns({kind}, ..)` and an earlier `owns({kind}, ..)` both list {}; \
+                 merge them into one {merged}",
                 shared.join(", ")
             ))
             .with_span(&later.kind),

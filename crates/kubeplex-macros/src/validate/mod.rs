@@ -72,8 +72,10 @@ pub enum ContextsKind {
 pub struct ChildModel {
     /// The child kind.
     pub kind: Path,
-    /// Where children live.
+    /// The contexts children live in (may be empty with `members`).
     pub contexts: Vec<ContextItem>,
+    /// `members`: children also live in every member of the fleet.
+    pub members: bool,
     /// Their namespaces (empty: all).
     pub namespaces: Vec<LitStr>,
     /// The key `namespaces` of this `owns`, if given.
@@ -198,6 +200,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
     let mut children = Vec::new();
     for owns in args.owns {
         check::check_kind_is_static(&path_type(&owns.kind), errors);
+        let members = owns.options.members.0.is_some();
         let contexts = match owns.options.contexts {
             Some(list) => {
                 check::check_contexts_not_empty(&list, "owns(.., contexts)", errors);
@@ -207,7 +210,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
                 list.items
             }
             None => {
-                check::push_owns_without_contexts(&owns.kind, owns.span, errors);
+                check::check_owns_lives_somewhere(&owns.kind, owns.span, members, errors);
                 Vec::new()
             }
         };
@@ -220,6 +223,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         children.push(ChildModel {
             kind: owns.kind,
             contexts,
+            members,
             namespaces,
             namespaces_key,
         });
