@@ -8,7 +8,8 @@ use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 
 use crate::child_watch::ChildCache;
 use crate::context::Context;
@@ -16,6 +17,8 @@ use crate::controller::Reconcile;
 use crate::engine::{ChildWatch, Engine, Primary, PrimaryCaches, Request};
 use crate::events::EventPublisher;
 use crate::executor::{self, ExecutorConfig, Next};
+use crate::member_set::MemberChange;
+use crate::member_watches::{self, MEMBER_REQUESTS_WAITING};
 use crate::plan::Plan;
 use crate::resource::kind_label;
 use crate::runtime::Runtime;
@@ -102,6 +105,7 @@ pub(crate) fn start<R: Reconcile>(
         runtime,
         primaries,
         children,
+        member_children: Default::default(),
         failures: std::sync::Mutex::default(),
         no_status: Default::default(),
         written_status: Default::default(),
@@ -109,7 +113,10 @@ pub(crate) fn start<R: Reconcile>(
     });
     let span = tracing::info_span!("controller", controller = %name);
     sources.deferred = deferred;
-    tracing::Instrument::instrument(lead(engine, sources, config, stop), span)
+    // Subscribed now, before the manager's member provider starts: no join is missed.
+    let members = (engine.plan.has_member_children()).then(|| engine.runtime.members.subscribe());
+    let run = lead(engine, sources, config, stop, members);
+    tracing::Instrument::instrument(run, span)
 }
 
 /// A primary's shared watch.
@@ -156,7 +163,15 @@ async fn lead<R: Reconcile>(
     sources: Sources<R>,
     config: ExecutorConfig,
     mut stop: watch::Receiver<bool>,
+    members: Option<mpsc::Receiver<MemberChange>>,
 ) {
+    // Follows the members for as long as the controller runs, leading or not (dropping the set ends it).
+    let mut following = JoinSet::new();
+    let member_requests = members.map(|changes| {
+        let (requests, received) = mpsc::channel(MEMBER_REQUESTS_WAITING);
+        following.spawn(member_watches::follow(engine.clone(), changes, requests));
+        Arc::new(tokio::sync::Mutex::new(received))
+    });
     let mut role = engine.runtime.role.clone();
     loop {
         tokio::select! {
@@ -181,6 +196,9 @@ async fn lead<R: Reconcile>(
         };
         let sweep = tokio::spawn(sweeps(engine.clone()));
         let mut inputs = sources.subscribe(&engine.plan);
+        if let Some(requests) = &member_requests {
+            inputs.push(received(requests.clone()));
+        }
         if sources.deferred.is_empty() {
             inputs.extend(taken_over(&engine, &sources));
         } else {
@@ -196,6 +214,17 @@ async fn lead<R: Reconcile>(
         }
         tracing::info!("no longer the leader: standing by, watches kept");
     }
+}
+
+/// The requests for parents the members' changes cause, for one term (the receiver outlives terms).
+fn received<R: Reconcile>(
+    requests: Arc<tokio::sync::Mutex<mpsc::Receiver<Request<R>>>>,
+) -> BoxStream<'static, Request<R>> {
+    let next = |requests: Arc<tokio::sync::Mutex<mpsc::Receiver<Request<R>>>>| async move {
+        let request = requests.lock().await.recv().await;
+        request.map(|request| (request, requests))
+    };
+    stream::unfold(requests, next).boxed()
 }
 
 /// The orphan sweep of a term: once, and in sharded mode again whenever the shards held change (a parent

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::member::{Member, Target};
 #[cfg(doc)]
 use crate::plan::DEFAULT_ERROR_REQUEUE;
 use crate::plan::{MAX_ERROR_REQUEUE, Plan};
@@ -63,17 +64,17 @@ impl<C: Context> Cx<C> {
         self.plan.name()
     }
 
-    /// The client of any context the manager's controllers declared.
-    pub fn client(&self, context: C) -> Result<Client> {
-        self.runtime.client(context.name())
+    /// The client of any context the manager's controllers declared, or of a member of the fleet.
+    pub fn client(&self, target: impl Into<Target<C>>) -> Result<Client> {
+        self.runtime.client(target.into().name())
     }
 
-    /// An `Api` for a namespaced kind in `namespace` of `context`.
-    pub fn api<K>(&self, context: C, namespace: &str) -> Result<Api<K>>
+    /// An `Api` for a namespaced kind in `namespace` of a context or member.
+    pub fn api<K>(&self, target: impl Into<Target<C>>, namespace: &str) -> Result<Api<K>>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
     {
-        Ok(Api::namespaced(self.client(context)?, namespace))
+        Ok(Api::namespaced(self.client(target)?, namespace))
     }
 
     /// Every cached object of kind `K` in `context`, from the watches the controllers opened there
@@ -87,7 +88,13 @@ impl<C: Context> Cx<C> {
             .collect()
     }
 
-    /// Declares a child the object should have in `context`.
+    /// The members of the fleet now (clusters that joined at run time and are not leaving), in name order.
+    pub fn members(&self) -> Vec<Member> {
+        let names = self.runtime.members.names();
+        names.into_iter().map(Member::new).collect()
+    }
+
+    /// Declares a child the object should have in a context or member.
     ///
     /// After the reconcile succeeds, the runtime applies every declared child (server-side apply, the
     /// controller as field manager), stamps each with a reference to its parent (labels and annotations,
@@ -95,35 +102,50 @@ impl<C: Context> Cx<C> {
     /// time, and records the outcome per context in the parent's status. Each context is synced on its own:
     /// an unreachable one never holds back the others.
     ///
-    /// Fails when the kind is not declared with `owns(..)` for `context`, or its namespace is not one of
-    /// the declared namespaces, or the child has no name.
-    pub fn child<K>(&self, context: C, child: K) -> Result<()>
+    /// Fails when the kind is not declared with `owns(..)` for that context (or with `members` for a
+    /// member), the member is not one now, its namespace is not one of the declared namespaces, or the child
+    /// has no name.
+    pub fn child<K>(&self, target: impl Into<Target<C>>, child: K) -> Result<()>
     where
         K: Resource<DynamicType = (), Scope: ApiScope> + Serialize,
     {
+        let target = target.into();
         let resource = ApiResource::erase::<K>(&());
         let invalid = |reason: String| Error::InvalidChild {
-            context: context.name().to_owned(),
+            context: target.name().to_owned(),
             kind: resource.kind.clone(),
             reason,
         };
-        self.plan
-            .children()
-            .iter()
-            .find(|c| c.resource() == &resource && c.context_list().contains(&context))
-            .ok_or_else(|| {
-                invalid(format!(
-                    "controller {} declares no owns({}) in this context",
-                    self.controller(),
-                    resource.kind
-                ))
-            })?;
+        if self.declared(&resource, &target).is_empty() {
+            return Err(invalid(format!(
+                "controller {} declares no owns({}{}) in this context",
+                self.controller(),
+                resource.kind,
+                if matches!(target, Target::Member(_)) {
+                    ", members"
+                } else {
+                    ""
+                },
+            )));
+        }
+        if let Target::Member(member) = &target
+            && !self
+                .runtime
+                .members
+                .names()
+                .iter()
+                .any(|m| m == member.name())
+        {
+            return Err(invalid(
+                "not a member of the fleet now (it left, or has not joined)".into(),
+            ));
+        }
         let meta = child.meta();
         let name = meta
             .name
             .clone()
             .ok_or_else(|| invalid("the child has no metadata.name".into()))?;
-        let namespaces = self.namespaces_of::<K>(context);
+        let namespaces = self.namespaces_of::<K>(target.clone());
         // A namespaced child without a namespace goes to the one namespace declared for it, if only one is.
         let namespaced = <K::Scope as ApiScope>::NAMESPACED;
         let namespace = match (&meta.namespace, namespaces.as_slice()) {
@@ -145,7 +167,7 @@ impl<C: Context> Cx<C> {
             .owner_references
             .as_ref()
             .is_some_and(|o| !o.is_empty())
-            && context != self.context
+            && target != Target::Context(self.context)
         {
             return Err(invalid(
                 "ownerReferences cannot span clusters (the garbage collector would delete the child as an \
@@ -159,7 +181,7 @@ impl<C: Context> Cx<C> {
             object["metadata"]["namespace"] = serde_json::Value::String(namespace.clone());
         }
         let desired = DesiredChild {
-            context: context.name().to_owned(),
+            context: target.name().to_owned(),
             resource,
             namespace,
             name,
@@ -170,6 +192,18 @@ impl<C: Context> Cx<C> {
             .unwrap_or_else(|e| e.into_inner())
             .push(desired);
         Ok(())
+    }
+
+    /// The declarations of `resource` that put children in `target`.
+    fn declared(&self, resource: &ApiResource, target: &Target<C>) -> Vec<&crate::plan::Child<C>> {
+        let declares = |c: &&crate::plan::Child<C>| {
+            c.resource() == resource
+                && match target {
+                    Target::Context(context) => c.context_list().contains(context),
+                    Target::Member(_) => c.in_members(),
+                }
+        };
+        self.plan.children().iter().filter(declares).collect()
     }
 
     /// The contexts where children of kind `K` were declared (`owns(K, contexts = [..])`), each once, in
@@ -192,17 +226,32 @@ impl<C: Context> Cx<C> {
         contexts
     }
 
-    /// The namespaces where children of kind `K` may live in `context`, as declared; empty when the
-    /// declaration names none (any namespace).
-    pub fn namespaces_of<K: Resource<DynamicType = ()>>(&self, context: C) -> Vec<&str> {
+    /// Everywhere children of kind `K` live now: the contexts of [`contexts_of`](Self::contexts_of), then
+    /// every current member when the kind is declared with `members`.
+    pub fn targets_of<K: Resource<DynamicType = ()>>(&self) -> Vec<Target<C>> {
         let resource = ApiResource::erase::<K>(&());
+        let mut targets: Vec<Target<C>> = self
+            .contexts_of::<K>()
+            .into_iter()
+            .map(Target::Context)
+            .collect();
+        let in_members =
+            (self.plan.children().iter()).any(|c| c.resource() == &resource && c.in_members());
+        if in_members {
+            targets.extend(self.members().into_iter().map(Target::Member));
+        }
+        targets
+    }
+
+    /// The namespaces where children of kind `K` may live in a context or member, as declared; empty when
+    /// the declaration names none (any namespace).
+    pub fn namespaces_of<K: Resource<DynamicType = ()>>(
+        &self,
+        target: impl Into<Target<C>>,
+    ) -> Vec<&str> {
+        let (target, resource) = (target.into(), ApiResource::erase::<K>(&()));
         let mut namespaces: Vec<&str> = Vec::new();
-        for child in self
-            .plan
-            .children()
-            .iter()
-            .filter(|c| c.resource() == &resource && c.context_list().contains(&context))
-        {
+        for child in self.declared(&resource, &target) {
             for namespace in child.namespace_list() {
                 if !namespaces.contains(&namespace.as_ref()) {
                     namespaces.push(namespace.as_ref());

@@ -2,7 +2,7 @@
 //! the request they are keyed by, and the per-context fan-out the child paths use.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -84,6 +84,34 @@ pub(crate) struct ChildWatch {
     pub(crate) cache: Arc<dyn ChildCache>,
 }
 
+/// A controller's child watches in each joined member.
+#[derive(Default)]
+pub(crate) struct MemberChildren(RwLock<BTreeMap<String, Arc<Vec<ChildWatch>>>>);
+
+impl MemberChildren {
+    /// The child watches in member `name` (none when it is not one).
+    pub(crate) fn of(&self, name: &str) -> Arc<Vec<ChildWatch>> {
+        let members = self.0.read().unwrap_or_else(|e| e.into_inner());
+        members.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Every member's child watches.
+    pub(crate) fn all(&self) -> Vec<ChildWatch> {
+        let members = self.0.read().unwrap_or_else(|e| e.into_inner());
+        members.values().flat_map(|w| w.iter().cloned()).collect()
+    }
+
+    pub(crate) fn set(&self, name: &str, watches: Vec<ChildWatch>) {
+        let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
+        members.insert(name.to_owned(), Arc::new(watches));
+    }
+
+    pub(crate) fn take(&self, name: &str) -> Option<Arc<Vec<ChildWatch>>> {
+        let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
+        members.remove(name)
+    }
+}
+
 /// Everything the reconciles of one controller share.
 pub(crate) struct Engine<R: Reconcile> {
     pub(crate) reconciler: R,
@@ -91,6 +119,8 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) primaries: PrimaryCaches<R>,
     pub(crate) children: Vec<ChildWatch>,
+    /// The child watches in each joined member, when children live in every member.
+    pub(crate) member_children: MemberChildren,
     pub(crate) finalizer: Option<String>,
     /// `Kind.group/version` of the primary kind.
     pub(crate) parent_kind: String,
@@ -113,6 +143,34 @@ impl<R: Reconcile> Engine<R> {
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<Primary<R>>>> {
         self.primaries.get(context, namespace)
+    }
+
+    /// This controller's child watches in `context`, a fixed context or a member.
+    pub(crate) fn child_watches_in(&self, context: &str) -> Vec<ChildWatch> {
+        let fixed = self.children.iter().filter(|w| w.context == context);
+        let mut watches: Vec<ChildWatch> = fixed.cloned().collect();
+        if watches.is_empty() {
+            watches.extend(self.member_children.of(context).iter().cloned());
+        }
+        watches
+    }
+
+    /// Every child watch of this controller, the fixed contexts' and the members'.
+    pub(crate) fn all_child_watches(&self) -> Vec<ChildWatch> {
+        let mut watches = self.children.clone();
+        watches.extend(self.member_children.all());
+        watches
+    }
+
+    /// Where this controller's children live now: the fixed child contexts, then every joined member when
+    /// its children live in every member.
+    pub(crate) fn child_context_names(&self) -> Vec<Arc<str>> {
+        let fixed = self.plan.child_contexts().into_iter().map(|c| c.name());
+        let mut names: Vec<Arc<str>> = fixed.map(Arc::from).collect();
+        if self.plan.has_member_children() {
+            names.extend(self.runtime.members.names().into_iter().map(Arc::from));
+        }
+        names
     }
 
     /// The request a child's parent reference points at, if the parent is one of this controller's.
@@ -185,7 +243,7 @@ impl<R: Reconcile> Engine<R> {
     /// so that an unreachable or hung cluster holds back only its own outcome.
     pub(crate) async fn per_child_context<'a, F>(
         &'a self,
-        work: impl Fn(&'static str, Client) -> F,
+        work: impl Fn(Arc<str>, Client) -> F,
     ) -> BTreeMap<String, ContextOutcome>
     where
         F: Future<Output = ContextOutcome> + 'a,
@@ -201,7 +259,7 @@ impl<R: Reconcile> Engine<R> {
     /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded.
     pub(crate) async fn per_child_context_with_interim<'a, F, I>(
         &'a self,
-        work: impl Fn(&'static str, Client) -> F,
+        work: impl Fn(Arc<str>, Client) -> F,
         interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
     ) -> BTreeMap<String, ContextOutcome>
     where
@@ -222,13 +280,12 @@ impl<R: Reconcile> Engine<R> {
                 },
                 () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
                     let mut so_far = outcomes.clone();
-                    for context in self.plan.child_contexts() {
-                        so_far.entry(context.name().to_owned()).or_insert_with(|| ContextOutcome {
+                    for context in self.child_context_names() {
+                        so_far.entry(context.to_string()).or_insert_with(|| ContextOutcome {
                             state: ClusterState::Unreachable,
                             children: 0,
                             message: Some(format!(
-                                "context {}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})",
-                                context.name()
+                                "context {context}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
                             )),
                         });
                     }
@@ -244,23 +301,21 @@ impl<R: Reconcile> Engine<R> {
     /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
     fn child_context_runs<'a, F>(
         &'a self,
-        work: impl Fn(&'static str, Client) -> F,
+        work: impl Fn(Arc<str>, Client) -> F,
     ) -> Vec<impl Future<Output = (String, ContextOutcome)> + 'a>
     where
         F: Future<Output = ContextOutcome> + 'a,
     {
-        self.plan
-            .child_contexts()
+        self.child_context_names()
             .into_iter()
-            .map(|context| {
-                let name = context.name();
-                let run = self.runtime.client(name).map(|client| work(name, client));
+            .map(|name| {
+                let run = (self.runtime.client(&name)).map(|client| work(name.clone(), client));
                 async move {
                     let outcome = match run {
-                        Ok(run) => timed(name, run).await,
+                        Ok(run) => timed(&name, run).await,
                         Err(error) => unusable(&error),
                     };
-                    (name.to_owned(), outcome)
+                    (name.to_string(), outcome)
                 }
             })
             .collect()

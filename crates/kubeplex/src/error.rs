@@ -46,6 +46,15 @@ pub enum Error {
         /// The context asked for.
         context: String,
     },
+    /// A member of the fleet cannot be used: its provider reported it malformed, or it is not (or no
+    /// longer) a member.
+    #[error("member {context}: {reason}")]
+    Member {
+        /// The member's name.
+        context: String,
+        /// What is wrong, in the provider's or the runtime's words (never its credentials).
+        reason: String,
+    },
     /// A reconcile declared a child the controller's plan does not allow.
     #[error("context {context}: child {kind}: {reason}")]
     InvalidChild {

@@ -81,11 +81,11 @@ impl<R: Reconcile> Engine<R> {
         let before = self.previous_status(&object);
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
             .per_child_context(|name, client| {
-                let targets = self.child_targets(name);
+                let targets = self.child_targets(&name);
                 let uid = uid.clone();
                 let counted = (&self.runtime.metrics, self.plan.name());
                 async move {
-                    children::remove_children(name, client, &targets, &uid, counted).await
+                    children::remove_children(&name, client, &targets, &uid, counted).await
                 }
             })
             .await;
@@ -153,16 +153,21 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// Every (child kind, namespace) this controller may have put in `context`.
+    /// Every (child kind, namespace) this controller may have put in `context`, a fixed one or a member.
     fn child_targets(&self, context: &str) -> Vec<(kube::api::ApiResource, Option<String>)> {
+        let member = self.runtime.members.contains(context);
         self.plan
             .children()
             .iter()
             .flat_map(|child| {
-                child
-                    .watches()
-                    .filter(|(c, _)| c.name() == context)
-                    .map(|(_, namespace)| (child.resource().clone(), namespace.map(str::to_owned)))
+                let fixed = child.watches().filter(|(c, _)| c.name() == context);
+                let fixed = fixed.map(|(_, namespace)| namespace);
+                let members = child
+                    .member_namespaces()
+                    .filter(|_| member && child.in_members());
+                fixed
+                    .chain(members)
+                    .map(|namespace| (child.resource().clone(), namespace.map(str::to_owned)))
             })
             .collect()
     }

@@ -96,6 +96,19 @@ impl Health {
         entry.connecting = true;
     }
 
+    /// Forgets a context for good (a member that left): it leaves the report.
+    pub(crate) fn forget_context(&self, context: &str) {
+        let mut contexts = self.lock();
+        if let Some(entry) = contexts.remove(context)
+            && entry.required
+            && !entry.ready
+        {
+            self.not_ready_required.fetch_sub(1, Ordering::AcqRel);
+        }
+        drop(contexts);
+        self.changed.notify_waiters();
+    }
+
     /// The pool has built the context's client, or failed to (`error`).
     pub(crate) fn connected(&self, context: &str, error: Option<&Error>) {
         self.update(context, |entry| {

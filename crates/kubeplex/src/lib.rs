@@ -76,6 +76,7 @@ mod error;
 mod fence;
 mod key_queue;
 mod logging;
+mod member;
 mod metrics;
 mod metrics_handles;
 mod metrics_live;
@@ -91,6 +92,11 @@ mod health;
 mod health_report;
 mod in_cluster;
 mod label_index;
+mod member_file;
+mod member_kubeconfig;
+mod member_secrets;
+mod member_set;
+mod members;
 mod own_writes;
 mod plan;
 mod pool;
@@ -108,6 +114,7 @@ mod controller_loop;
 mod engine;
 mod events;
 mod finalize;
+mod member_watches;
 mod orphans;
 mod primaries;
 mod reconcile;
@@ -118,6 +125,7 @@ mod trigger;
 mod election;
 mod leader;
 mod manager;
+mod member_runner;
 mod ping;
 mod probes;
 mod registration;
@@ -125,6 +133,7 @@ mod running;
 mod shard_leases;
 mod sharding;
 mod signals;
+mod supervise;
 
 #[cfg(test)]
 mod fake_api;
@@ -184,6 +193,10 @@ pub use leader::{
 };
 pub use logging::DEFAULT_LOG_FILTER;
 pub use manager::Manager;
+pub use member::{Member, Target};
+pub use member_file::KubeconfigFile;
+pub use member_secrets::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
+pub use members::{LeavePolicy, MemberProvider, MemberSink, Members};
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::health::Health;
 use crate::in_cluster::IN_CLUSTER;
 use crate::leader::LeaderElection;
+use crate::members::{LeavePolicy, MemberProvider};
 use crate::metrics::Metrics;
 use crate::plan::Plan;
 use crate::pool::{KubeconfigSource, PoolConfig};
@@ -51,6 +52,7 @@ pub struct Manager {
     ping_interval: Duration,
     election: Option<LeaderElection>,
     sharding: Option<Sharding>,
+    members: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
 }
 
 impl Default for Manager {
@@ -72,6 +74,7 @@ impl Manager {
             registry: prometheus_client::registry::Registry::default(),
             election: None,
             sharding: None,
+            members: None,
         }
     }
 
@@ -147,6 +150,16 @@ impl Manager {
         self
     }
 
+    /// Takes the fleet's members from `provider` (clusters that join and leave at run time: kubeconfig
+    /// Secrets, a kubeconfig file, your own inventory); `policy` says what happens to a leaving member's
+    /// children. Children declared with `owns(.., members)` live in every member ([docs/fleets.md]).
+    ///
+    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md
+    pub fn members(mut self, provider: impl MemberProvider, policy: LeavePolicy) -> Self {
+        self.members = Some((Box::new(provider), policy));
+        self
+    }
+
     /// Registers metrics of your own, served with kubeplex's on `/metrics` ([docs/observability.md]).
     ///
     /// ```
@@ -212,6 +225,13 @@ impl Manager {
         let mut contexts: Vec<String> = Vec::new();
         for registration in &self.controllers {
             for context in registration.contexts() {
+                if !contexts.contains(&context) {
+                    contexts.push(context);
+                }
+            }
+        }
+        if let Some((provider, _)) = &self.members {
+            for context in provider.contexts() {
                 if !contexts.contains(&context) {
                     contexts.push(context);
                 }
@@ -292,8 +312,9 @@ impl Manager {
             .configs()
             .map(|(context, config)| (context.to_owned(), config.clone()))
             .collect();
-        let pings =
-            crate::ping::start(targets, health.clone(), self.ping_interval, metrics.clone());
+        let (interval, members) = (self.ping_interval, self.members.is_some());
+        let pings = crate::ping::start(targets, health.clone(), interval, metrics.clone(), members);
+        let pings = Arc::new(pings);
         let primary_contexts = crate::registration::primary_contexts(&self.controllers);
         let mut shards = None;
         let election = match (self.election, self.sharding) {
@@ -328,13 +349,29 @@ impl Manager {
             metrics,
             role: election.role(),
             shards,
+            members: Default::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();
         for registration in self.controllers {
             let name = registration.name();
             let run = registration.start(runtime.clone(), stopped.clone());
-            controllers.spawn(supervise(name, run, stopped.clone(), health.clone()));
+            controllers.spawn(crate::supervise::supervise(
+                name,
+                run,
+                stopped.clone(),
+                health.clone(),
+            ));
+        }
+        if let Some((provider, policy)) = self.members {
+            let runner = crate::member_runner::MemberRunner {
+                runtime: runtime.clone(),
+                pool: self.pool.clone(),
+                pings: pings.clone(),
+                policy,
+                fixed: contexts.clone(),
+            };
+            runner.start(provider, &mut background);
         }
         // Every watch is registered now: readiness can be judged context by context.
         health.arm();
@@ -390,54 +427,5 @@ fn error_context(error: &Error) -> Option<&str> {
             Some(context)
         }
         _ => None,
-    }
-}
-
-/// Runs a controller's loop as a task of its own; if it ends while the manager is running (a panic, or a
-/// bug that ends the loop), that is logged and `/livez` fails naming the controller, instead of the
-/// process running on half-dead.
-async fn supervise(
-    controller: String,
-    run: impl Future<Output = ()> + Send + 'static,
-    stop: watch::Receiver<bool>,
-    health: Arc<Health>,
-) {
-    let ended = tokio::spawn(run).await;
-    if *stop.borrow() {
-        return;
-    }
-    let reason = match ended {
-        Ok(()) => "its loop ended unexpectedly".to_owned(),
-        Err(error) if error.is_panic() => "its loop panicked".to_owned(),
-        Err(error) => format!("its loop stopped: {error}"),
-    };
-    tracing::error!(%controller, %reason, "controller stopped; /livez now fails");
-    health.controller_ended(&controller, reason);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_controller_loop_that_ends_or_panics_while_running_fails_liveness() {
-        let health = Arc::new(Health::default());
-        let (stop, stopped) = watch::channel(false);
-        supervise("ended".into(), async {}, stopped.clone(), health.clone()).await;
-        supervise(
-            "panicked".into(),
-            async { panic!("boom") },
-            stopped.clone(),
-            health.clone(),
-        )
-        .await;
-        let dead = health.liveness_problems();
-        assert_eq!(dead["ended"], "its loop ended unexpectedly");
-        assert_eq!(dead["panicked"], "its loop panicked");
-
-        // Ending because the manager stops is not a failure.
-        stop.send(true).unwrap();
-        supervise("stopping".into(), async {}, stopped, health.clone()).await;
-        assert!(!health.liveness_problems().contains_key("stopping"));
     }
 }

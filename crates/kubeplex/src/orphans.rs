@@ -21,7 +21,13 @@ use crate::watches::SharedWatch;
 impl<R: Reconcile> Engine<R> {
     /// Sweeps every child cache of the controller, each on its own.
     pub(crate) async fn sweep_orphans(self: Arc<Self>) {
-        join_all(self.children.iter().map(|watch| self.sweep(watch))).await;
+        let watches = self.all_child_watches();
+        self.sweep_watches(&watches).await;
+    }
+
+    /// Sweeps these child caches (a member's, when it joins), each on its own.
+    pub(crate) async fn sweep_watches(&self, watches: &[ChildWatch]) {
+        join_all(watches.iter().map(|watch| self.sweep(watch))).await;
     }
 
     async fn sweep(&self, watch: &ChildWatch) {

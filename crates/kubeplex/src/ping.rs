@@ -14,37 +14,97 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
 const STARTED_POLL: Duration = Duration::from_millis(100);
 /// How long a ping may take before the context counts as unreachable.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
+/// What a ping reports when the server refuses the credentials.
+const REJECTED: &str = "credentials were rejected (401 Unauthorized)";
 
 /// The pings' own thread; dropping this ends them.
 pub(crate) struct Pings {
     _stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The thread's runtime, for the pings of members that join later.
+    handle: Option<tokio::runtime::Handle>,
+    members: std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
+    /// Told the name of a member whose server starts rejecting its credentials.
+    rejected: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
+    health: Arc<Health>,
+    interval: Duration,
+    metrics: Metrics,
+}
+
+impl Pings {
+    /// Pings member `name` from now on (anew, when its configuration changed).
+    pub(crate) fn add(&self, name: &str, config: Arc<kube::Config>) {
+        let Some(handle) = &self.handle else { return };
+        let (health, metrics) = (self.health.clone(), self.metrics.clone());
+        let rejected = self.rejected.get().cloned();
+        let ping = ping(
+            name.to_owned(),
+            config,
+            health,
+            self.interval,
+            metrics,
+            rejected,
+        );
+        let task = handle.spawn(ping);
+        let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(earlier) = members.insert(name.to_owned(), task.abort_handle()) {
+            earlier.abort();
+        }
+    }
+
+    /// From now on, members whose credentials are rejected are named to `rejected` (once per change).
+    pub(crate) fn tell_rejections(&self, rejected: tokio::sync::mpsc::Sender<String>) {
+        let _ = self.rejected.set(rejected);
+    }
+
+    /// Stops pinging member `name`.
+    pub(crate) fn remove(&self, name: &str) {
+        let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = members.remove(name) {
+            task.abort();
+        }
+    }
 }
 
 /// Pings every `(context, config)` from a thread and runtime of their own: a ping measures whether the
 /// cluster answers, so it must not wait behind the operator's own work (a reconcile burst that saturates
 /// the workers would otherwise mark healthy clusters unreachable). Each ping builds a client and drops it
 /// after the answer, so an idle context holds no connection for its pings: a handshake every interval
-/// costs less than a standing TLS connection per context.
+/// costs less than a standing TLS connection per context. With `members`, the thread runs even without
+/// targets, for the members that join later.
 pub(crate) fn start(
     targets: Vec<(String, Arc<kube::Config>)>,
     health: Arc<Health>,
     interval: Duration,
     metrics: Metrics,
+    members: bool,
 ) -> Pings {
-    if targets.is_empty() {
-        return Pings { _stop: None };
+    let mut pings = Pings {
+        _stop: None,
+        handle: None,
+        members: std::sync::Mutex::default(),
+        rejected: std::sync::OnceLock::new(),
+        health: health.clone(),
+        interval,
+        metrics: metrics.clone(),
+    };
+    if targets.is_empty() && !members {
+        return pings;
     }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the ping thread's runtime; contexts are not pinged");
+            return pings;
+        }
+    };
+    pings.handle = Some(runtime.handle().clone());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("kubeplex-pings".into())
         .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime,
-                Err(error) => {
-                    tracing::error!(%error, "cannot start the ping thread's runtime; contexts are not pinged");
-                    return;
-                }
-            };
             runtime.block_on(async move {
                 // The first round waits until the manager has started (or one interval): while a
                 // thousand contexts list and watch, their handshakes for pings would only compete with
@@ -55,7 +115,8 @@ pub(crate) fn start(
                 }
                 let mut pings = tokio::task::JoinSet::new();
                 for (context, config) in targets {
-                    pings.spawn(ping(context, config, health.clone(), interval, metrics.clone()));
+                    let (health, metrics) = (health.clone(), metrics.clone());
+                    pings.spawn(ping(context, config, health, interval, metrics, None));
                 }
                 // Ends when the manager stops or is dropped.
                 let _ = stopped.await;
@@ -63,17 +124,21 @@ pub(crate) fn start(
         });
     if let Err(error) = thread {
         tracing::error!(%error, "cannot start the ping thread; contexts are not pinged");
+        pings.handle = None;
     }
-    Pings { _stop: Some(stop) }
+    pings._stop = Some(stop);
+    pings
 }
 
 /// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
+/// A member's pings name it to `rejected` when its server starts refusing its credentials.
 async fn ping(
     context: String,
     config: Arc<kube::Config>,
     health: Arc<Health>,
     interval: Duration,
     metrics: Metrics,
+    rejected: Option<tokio::sync::mpsc::Sender<String>>,
 ) {
     // Spread over the first interval: a thousand contexts do not build clients and shake hands at once
     // (at startup, when the watches are listing, least of all). The watches report a dead server sooner.
@@ -91,6 +156,12 @@ async fn ping(
                 Some(problem) => tracing::warn!(%context, %problem, "ping failed"),
                 None if last.is_some() => tracing::info!(%context, "answers pings again"),
                 None => {}
+            }
+            if problem.as_deref() == Some(REJECTED)
+                && let Some(rejected) = &rejected
+            {
+                // The runner may be busy; a full queue only drops a repeat of a request already queued.
+                let _ = rejected.try_send(context.clone());
             }
             last.clone_from(&problem);
         }
@@ -121,9 +192,7 @@ fn first_delay(context: &str, interval: Duration) -> Duration {
 async fn answer(client: &kube::Client) -> Option<String> {
     match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
         Ok(Ok(_)) => None,
-        Ok(Err(kube::Error::Api(status))) if status.code == 401 => {
-            Some("credentials were rejected (401 Unauthorized)".to_owned())
-        }
+        Ok(Err(kube::Error::Api(status))) if status.code == 401 => Some(REJECTED.to_owned()),
         Ok(Err(error)) if crate::trouble::is_transport(&error) => {
             Some(crate::trouble::transport(&error))
         }
@@ -182,6 +251,7 @@ mod tests {
             health.clone(),
             Duration::from_millis(200),
             Metrics::default(),
+            false,
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let before = answered.load(Ordering::SeqCst);

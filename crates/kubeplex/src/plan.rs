@@ -296,6 +296,11 @@ impl<C: Context> Plan<C> {
         all
     }
 
+    /// Whether some child kind also lives in every member of the fleet.
+    pub fn has_member_children(&self) -> bool {
+        self.children.iter().any(|c| c.members)
+    }
+
     /// The child kinds this controller owns.
     pub fn children(&self) -> &[Child<C>] {
         &self.children
@@ -325,6 +330,8 @@ pub struct Child<C> {
     /// Whether objects of the kind live in a namespace.
     namespaced: bool,
     contexts: Vec<C>,
+    /// Children also live in every member of the fleet (clusters that join at run time).
+    members: bool,
     /// `None`: every namespace.
     namespaces: Option<Vec<Cow<'static, str>>>,
     /// Opens the typed watch of this kind, chosen where the type is known.
@@ -340,6 +347,7 @@ impl<C: Context> Child<C> {
             resource: ApiResource::erase::<K>(&()),
             namespaced: <K::Scope as ApiScope>::NAMESPACED,
             contexts: Vec::new(),
+            members: false,
             namespaces: None,
             open: open_child_watch::<K>,
             open_full: open_full_child_watch::<K>,
@@ -360,6 +368,19 @@ impl<C: Context> Child<C> {
     pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
         self.contexts.extend(contexts);
         self
+    }
+
+    /// Children also live in every member of the fleet: each member that joins gets them, in the same
+    /// namespaces (see [`Manager::members`](crate::Manager::members) and docs/fleets.md).
+    #[must_use]
+    pub fn members(mut self) -> Self {
+        self.members = true;
+        self
+    }
+
+    /// Whether children also live in every member of the fleet.
+    pub fn in_members(&self) -> bool {
+        self.members
     }
 
     /// Children live in these namespaces, replacing those named before; the rules are those of
@@ -393,6 +414,11 @@ impl<C: Context> Child<C> {
     /// The namespaces children live in; empty means all namespaces.
     pub fn namespace_list(&self) -> &[Cow<'static, str>] {
         self.namespaces.as_deref().unwrap_or_default()
+    }
+
+    /// The namespaces children are watched in within each member; `None` is all namespaces.
+    pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
+        expand_namespaces(self.namespace_list())
     }
 
     /// Every (context, namespace) pair children are watched in; `None` is all namespaces.

@@ -190,7 +190,20 @@ impl PoolConfig {
                 .await
                 .map_err(|e| config_error(kubeconfig_error(&e)))?
         };
-        let mut config = config;
+        self.finish(context, config)
+    }
+
+    /// A client for `context` from its configuration, as every client of the pool is built: with a read
+    /// timeout, the replica's `User-Agent`, and behind the fence. Members' clients are built here too.
+    pub(crate) fn finish(
+        &self,
+        context: &str,
+        mut config: kube::Config,
+    ) -> Result<(Client, kube::Config)> {
+        let config_error = |reason: String| Error::ClientConfig {
+            context: context.to_owned(),
+            reason,
+        };
         // kube sets no read timeout: a request to a server that stopped answering without closing the
         // connection (frozen, black-holed) would wait for ever, holding its key and a worker. 295 s is
         // above the watches' 290 s, which the server ends itself, so no healthy watch is cut.
@@ -289,7 +302,7 @@ fn load_default(kubeconfig_var: Option<OsString>, home: Option<PathBuf>) -> Resu
 
 /// The part of `kubeconfig` one context needs: the context, its cluster and its user. A fleet's kubeconfig
 /// holds every cluster's CA and credentials; each client needs only its own.
-fn only_context(kubeconfig: &Kubeconfig, context: &str) -> Kubeconfig {
+pub(crate) fn only_context(kubeconfig: &Kubeconfig, context: &str) -> Kubeconfig {
     let named = kubeconfig.contexts.iter().find(|c| c.name == context);
     let target = named.and_then(|c| c.context.as_ref());
     Kubeconfig {

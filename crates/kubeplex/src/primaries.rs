@@ -34,6 +34,12 @@ impl<C: Copy + Eq + Hash, K: PrimaryResource> PrimaryCaches<C, K> {
             .cloned()
     }
 
+    /// Every cache, with its context.
+    pub(crate) fn all(&self) -> Vec<(C, Arc<SharedWatch<K>>)> {
+        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        caches.iter().map(|((c, _), w)| (*c, w.clone())).collect()
+    }
+
     /// Adds the cache of (`context`, `namespace`), or replaces it.
     pub(crate) fn insert(&self, key: Place<C>, cache: Arc<SharedWatch<K>>) {
         let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());

@@ -17,7 +17,7 @@ use crate::events::{Note, context_notes};
 use crate::executor::Next;
 use crate::finalize::next_of;
 use crate::metrics::Outcome;
-use crate::status::ClusterState;
+use crate::status::{ClusterState, ContextOutcome};
 
 impl<R: Reconcile> Engine<R> {
     /// Reconciles one request; returns what the executor does next with it.
@@ -141,13 +141,14 @@ impl<R: Reconcile> Engine<R> {
             |name, client| {
                 let desired = desired
                     .iter()
-                    .filter(|d| d.context == name)
+                    .filter(|d| *d.context == *name)
                     .cloned()
                     .collect();
-                let watches: Vec<_> = self.children.iter().filter(|w| w.context == name).collect();
+                let watches = self.child_watches_in(&name);
                 let (link, changes) = (&link, &changes);
                 async move {
-                    children::sync_context(name, client, desired, &watches, link, changes).await
+                    let watches: Vec<&_> = watches.iter().collect();
+                    children::sync_context(&name, client, desired, &watches, link, changes).await
                 }
             },
             |so_far| {
@@ -162,6 +163,8 @@ impl<R: Reconcile> Engine<R> {
             },
         ))
         .await;
+        let mut outcomes = outcomes;
+        self.record_orphaned_members(&mut outcomes);
         let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
         for outcome in outcomes
             .values()
@@ -188,6 +191,28 @@ impl<R: Reconcile> Engine<R> {
             }));
         }
         Verdict::Done(next)
+    }
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// Adds the members that left with their children orphaned, so that the status says where they stayed.
+    fn record_orphaned_members(
+        &self,
+        outcomes: &mut std::collections::BTreeMap<String, ContextOutcome>,
+    ) {
+        if !self.plan.has_member_children() {
+            return;
+        }
+        for name in self.runtime.members.orphaned() {
+            let message = format!(
+                "member {name} left the fleet; its children there stay, no longer managed (leave policy orphan)"
+            );
+            outcomes.entry(name).or_insert(ContextOutcome {
+                state: ClusterState::Left,
+                children: 0,
+                message: Some(message),
+            });
+        }
     }
 }
 

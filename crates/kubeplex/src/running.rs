@@ -14,7 +14,7 @@ use crate::runtime::Runtime;
 /// A started manager.
 pub struct Running {
     /// Ends the pings when dropped.
-    pub(crate) _pings: crate::ping::Pings,
+    pub(crate) _pings: Arc<crate::ping::Pings>,
     pub(crate) election: Election,
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) stop: watch::Sender<bool>,

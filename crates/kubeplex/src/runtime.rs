@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::error::Error;
 use crate::fence::Role;
 use crate::health::Health;
+use crate::member_set::MemberSet;
 use crate::metrics::Metrics;
 use crate::pool::ClientPool;
 use crate::shard_state::{ShardState, WORKING_FOR};
@@ -21,13 +23,20 @@ pub(crate) struct Runtime {
     pub(crate) role: watch::Receiver<Role>,
     /// In sharded mode: the shards and this replica's hold on them.
     pub(crate) shards: Option<Arc<ShardState>>,
+    /// The fleet's members, beside the fixed contexts of the pool.
+    pub(crate) members: MemberSet,
 }
 
 impl Runtime {
     /// The client of `context` for the current task: in sharded mode, inside work for a parent, one whose
     /// writes are also fenced by that parent's shard.
     pub(crate) fn client(&self, context: &str) -> crate::Result<kube::Client> {
-        let base = self.pool.client(context)?;
+        let base = match self.pool.client(context) {
+            Err(Error::UndeclaredContext { .. }) if self.members.contains(context) => {
+                self.members.require(context)?
+            }
+            other => other?,
+        };
         let shard = WORKING_FOR.try_with(|shard| *shard).ok();
         Ok(match (&self.shards, shard) {
             (Some(shards), Some(shard)) => shards.client(shard, context, base),

@@ -65,6 +65,9 @@ pub enum ClusterState {
     /// The parent wants no children in this context (its spec narrows the clusters); any it had there
     /// were removed.
     NotTargeted,
+    /// The member left the fleet under the orphan leave policy: its children stay in its cluster,
+    /// no longer managed.
+    Left,
 }
 
 /// A status condition, as Kubernetes conventions shape them.
@@ -99,6 +102,7 @@ impl ClusterState {
             Self::Abandoned => "Abandoned",
             Self::Conflict => "Conflict",
             Self::NotTargeted => "NotTargeted",
+            Self::Left => "Left",
         }
     }
 }
@@ -106,7 +110,7 @@ impl ClusterState {
 impl ClusterState {
     /// Whether the context is as the parent wants it (children in place, or none wanted there).
     pub fn is_settled(self) -> bool {
-        matches!(self, Self::Ready | Self::NotTargeted)
+        matches!(self, Self::Ready | Self::NotTargeted | Self::Left)
     }
 }
 

@@ -62,6 +62,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
         metrics: Default::default(),
         role: tokio::sync::watch::channel(crate::fence::Role::sole()).1,
         shards: None,
+        members: Default::default(),
     });
     let plan = TestController::plan();
     Engine {
@@ -73,6 +74,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
         runtime,
         primaries: Default::default(),
         children: Vec::new(),
+        member_children: Default::default(),
         failures: Mutex::default(),
         no_status: Default::default(),
         written_status: Default::default(),

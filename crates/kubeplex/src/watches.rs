@@ -276,6 +276,20 @@ impl WatchRegistry {
         }
     }
 
+    /// Closes every watch whose key `matches` (see [`release`](Self::release)).
+    pub(crate) fn release_matching(&self, matches: impl Fn(&WatchKey) -> bool) {
+        let keys: Vec<WatchKey> = {
+            let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+            watches.keys().filter(|k| matches(k)).cloned().collect()
+        };
+        for key in &keys {
+            self.release(key);
+        }
+        // The aborted tasks' slots are freed now, not when the manager stops: members come and go.
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        while tasks.try_join_next().is_some() {}
+    }
+
     /// Every watch of kind `K` in `context`, whatever its namespace or selectors.
     pub(crate) fn watches_of<K: PrimaryResource>(&self, context: &str) -> Vec<Arc<SharedWatch<K>>> {
         let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,0 +1,242 @@
+//! Members on real clusters, through the programmatic provider: a member that joins gets every parent's
+//! children within the wait, appears in `/readyz` and never holds back `/startupz`; one that leaves under
+//! `delete` loses its children and its watches, under `orphan` keeps its children and the parents' status
+//! says so; it can join again; a bad member is reported with its reason and holds back no one; the typed
+//! contexts are unaffected throughout.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::config::KubeConfigOptions;
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use kubeplex::prelude::*;
+use kubeplex::{FleetStatus, LeavePolicy, Manager, Members};
+use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use support::{Fleet, WAIT, create_namespace, probe, reasons, wait_context_status, wait_started};
+
+/// An app to spread over the fleet: a ConfigMap in cluster-a and in every member.
+#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "test.kubeplex.dev",
+    version = "v1",
+    kind = "Spread",
+    namespaced,
+    status = "SpreadStatus"
+)]
+pub struct SpreadSpec {
+    pub value: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SpreadStatus {
+    #[serde(flatten)]
+    pub fleet: FleetStatus,
+}
+
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+    TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-c"])
+        .crd("control", Spread::crd())
+});
+
+/// Where the children live in cluster-a and in each member.
+const APPS: &str = "apps";
+
+/// The child every parent wants everywhere its kind lives.
+fn child(parent: &Spread, controller: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-{controller}", parent.name_any())),
+            ..ObjectMeta::default()
+        },
+        data: Some([("value".to_owned(), parent.spec.value.clone())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+macro_rules! spreader {
+    ($name:ident, $namespace:literal) => {
+        #[controller(
+                    crd = Spread,
+                    contexts = [Fleet::Control],
+                    namespaces = [$namespace],
+                    owns(ConfigMap, members, contexts = [Fleet::ClusterA], namespaces = ["apps"]),
+                )]
+        struct $name;
+
+        impl Reconcile for $name {
+            type Error = kubeplex::Error;
+
+            async fn reconcile(
+                &self,
+                parent: Arc<Spread>,
+                cx: &Cx<Fleet>,
+            ) -> Result<Action, Self::Error> {
+                for target in cx.targets_of::<ConfigMap>() {
+                    cx.child(target, child(&parent, cx.controller()))?;
+                }
+                Ok(Action::await_change())
+            }
+        }
+    };
+}
+
+spreader!(Deleting, "spread-delete");
+spreader!(Orphaning, "spread-orphan");
+
+/// How cluster-c is reached, as a provider would hand it over.
+async fn cluster_c(env: &TestEnv) -> kube::Config {
+    let options = KubeConfigOptions {
+        context: Some("cluster-c".into()),
+        ..KubeConfigOptions::default()
+    };
+    kube::Config::from_custom_kubeconfig(env.kubeconfig().clone(), &options)
+        .await
+        .unwrap()
+}
+
+async fn create_spread(env: &TestEnv, namespace: &str, name: &str) {
+    let control = env.client("control").await.unwrap();
+    create_namespace(&control, namespace).await;
+    let api: Api<Spread> = Api::namespaced(control, namespace);
+    let spread = Spread::new(name, SpreadSpec { value: "v1".into() });
+    api.create(&PostParams::default(), &spread).await.unwrap();
+}
+
+/// Polls until the child `name` in `cluster`'s namespace `apps` exists (`true`) or not.
+async fn wait_child(env: &TestEnv, cluster: &str, name: &str, exists: bool) {
+    let api: Api<ConfigMap> = Api::namespaced(env.client(cluster).await.unwrap(), APPS);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while api.get_opt(name).await.unwrap().is_some() != exists {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{cluster}: child {name} never became {}",
+            if exists { "present" } else { "absent" }
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls the parent until `cluster`'s entry in its status is `state` (`None`: no entry).
+async fn wait_cluster_state(
+    env: &TestEnv,
+    namespace: &str,
+    name: &str,
+    cluster: &str,
+    state: Option<&str>,
+) {
+    let api: Api<Spread> = Api::namespaced(env.client("control").await.unwrap(), namespace);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let status = api.get(name).await.unwrap().status;
+        let clusters = status.as_ref().map(|s| &s.fleet.clusters);
+        let now = clusters
+            .and_then(|c| c.get(cluster))
+            .map(|c| c.state.as_str());
+        if now == state {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{cluster} never became {state:?} in {name}'s status: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn prepare(env: &TestEnv) {
+    for cluster in ["cluster-a", "cluster-c"] {
+        create_namespace(&env.client(cluster).await.unwrap(), APPS).await;
+    }
+}
+
+#[tokio::test]
+async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_joins_again() {
+    let env = CLUSTERS.get().await.unwrap();
+    prepare(env).await;
+    let members = Members::new();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .probes("127.0.0.1:0")
+        .ping_interval(Duration::from_millis(500))
+        .controller(Deleting)
+        .members(members.clone(), LeavePolicy::Delete)
+        .start()
+        .await
+        .unwrap();
+    // A member that cannot be reached, and one whose name cannot be a member's: neither holds back the
+    // start, and each is in /readyz with its reason.
+    let mut nowhere = cluster_c(env).await;
+    nowhere.cluster_url = "https://127.0.0.1:1".parse().unwrap();
+    members.add("cluster-x", nowhere).await;
+    members.add("Cluster_Y", cluster_c(env).await).await;
+    wait_started(&running, "started beside an unreachable member").await;
+    let address = running.probe_address().unwrap();
+    assert_eq!(probe(address, "/startupz").await.0, 200);
+    let ready = wait_context_status(address, "/readyz", "cluster-x", "failing").await;
+    assert!(!reasons(&ready, "cluster-x").is_empty(), "{ready:#}");
+    let named = reasons(&ready, "Cluster_Y");
+    assert!(
+        named.contains("member Cluster_Y") && named.contains("DNS-1123"),
+        "{ready:#}"
+    );
+
+    create_spread(env, "spread-delete", "web").await;
+    wait_child(env, "cluster-a", "web-deleting", true).await;
+
+    members.add("cluster-c", cluster_c(env).await).await;
+    wait_child(env, "cluster-c", "web-deleting", true).await;
+    wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Ready")).await;
+    wait_context_status(address, "/readyz", "cluster-c", "ready").await;
+
+    // Leaving under `delete`: once `remove` returns, the children are deleted and the watches closed.
+    members.remove("cluster-c").await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
+    let gone = api.get_opt("web-deleting").await.unwrap();
+    assert!(
+        gone.is_none_or(|c| c.metadata.deletion_timestamp.is_some()),
+        "the child outlived its member's leave"
+    );
+    let report = running.health();
+    assert!(!report.contexts.contains_key("cluster-c"), "{report:#?}");
+    wait_cluster_state(env, "spread-delete", "web", "cluster-c", None).await;
+    // The typed context kept its child.
+    wait_child(env, "cluster-a", "web-deleting", true).await;
+
+    // It joins again: its children come back.
+    members.add("cluster-c", cluster_c(env).await).await;
+    wait_child(env, "cluster-c", "web-deleting", true).await;
+    wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Ready")).await;
+    members.remove("cluster-c").await;
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_member_that_leaves_under_orphan_keeps_its_children_and_the_status_says_so() {
+    let env = CLUSTERS.get().await.unwrap();
+    prepare(env).await;
+    let members = Members::new();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Orphaning)
+        .members(members.clone(), LeavePolicy::Orphan)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "started").await;
+    create_spread(env, "spread-orphan", "db").await;
+    members.add("cluster-c", cluster_c(env).await).await;
+    wait_child(env, "cluster-c", "db-orphaning", true).await;
+
+    members.remove("cluster-c").await;
+    wait_cluster_state(env, "spread-orphan", "db", "cluster-c", Some("Left")).await;
+    // Still there, and no longer watched: a change to the parent does not reach it.
+    let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
+    assert!(api.get_opt("db-orphaning").await.unwrap().is_some());
+    assert!(!running.health().contexts.contains_key("cluster-c"));
+    running.shutdown().await;
+}
