@@ -78,6 +78,7 @@ mod key_queue;
 mod logging;
 mod member;
 mod metrics;
+mod metrics_blocked;
 mod metrics_handles;
 mod metrics_live;
 mod ownership;

@@ -106,6 +106,7 @@ impl MemberRunner {
                         tracing::info!(context = %name, policy = ?self.policy, "member left the fleet");
                     }
                     self.pings.remove(&name);
+                    self.runtime.metrics.pings_ended(&name);
                     self.runtime.health.forget_context(&name);
                     problems.remove(&name);
                     reloaded.remove(&name);

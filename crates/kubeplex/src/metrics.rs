@@ -6,8 +6,7 @@
 //!
 //! Label sets are bounded by the plan: controller × context × kind × namespace, never per object.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -16,14 +15,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+pub(crate) use crate::metrics_blocked::BlockedDeletions;
 pub(crate) use crate::metrics_handles::{QueueMetrics, WatchMetrics};
 use crate::metrics_handles::{ping_histogram, queue_histogram, reconcile_histogram};
-pub(crate) use crate::metrics_live::RunClock;
+use crate::metrics_live::RunClock;
 use crate::metrics_live::{EventClock, Labels, Live};
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
-type Blocked = HashMap<(String, String), HashSet<String>>;
-
 type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
 
 /// Every metric family of a manager.
@@ -47,9 +45,8 @@ pub(crate) struct Metrics {
     cache_objects: Family<Labels<3>, Gauge>,
     children_applied: Family<Labels<4>, Counter>,
     children_pruned: Family<Labels<3>, Counter>,
-    deletion_blocked: Family<Labels<2>, Gauge>,
-    /// The parents (`namespace/name`) each (controller, context) holds back, behind `deletion_blocked`.
-    blocked: Arc<Mutex<Blocked>>,
+    /// `kubeplex_parent_deletion_blocked`, and the parents behind it.
+    blocked: BlockedDeletions,
     live: Arc<Live>,
 }
 
@@ -103,8 +100,7 @@ impl Metrics {
             cache_objects: Family::default(),
             children_applied: Family::default(),
             children_pruned: Family::default(),
-            deletion_blocked: Family::default(),
-            blocked: Arc::default(),
+            blocked: BlockedDeletions::default(),
             live: Arc::default(),
         };
         let m = metrics.clone();
@@ -202,7 +198,7 @@ impl Metrics {
         r.register(
             "kubeplex_parent_deletion_blocked",
             "Parents whose deletion waits for this unreachable context",
-            m.deletion_blocked,
+            m.blocked.gauge(),
         );
         r.register_collector(Box::new(m.live));
         metrics
@@ -342,6 +338,18 @@ impl Metrics {
         self.cache_objects.remove(&labels);
     }
 
+    /// Forgets the pings of a member that left (its counters of work done stay, as counters do).
+    pub(crate) fn pings_ended(&self, context: &str) {
+        for result in ["success", "failure"] {
+            let labels = [
+                ("context", context.to_owned()),
+                ("result", result.to_owned()),
+            ];
+            self.healthchecks.remove(&labels);
+        }
+        self.ping_seconds.remove(&[("context", context.to_owned())]);
+    }
+
     /// Records a ping of `context`: whether it answered, and how long it took.
     pub(crate) fn pinged(&self, context: &str, answered: bool, took: Duration) {
         let result = if answered { "success" } else { "failure" };
@@ -390,45 +398,14 @@ impl Metrics {
         }
     }
 
-    /// The gauge of parents of `controller` whose deletion waits for `context`.
     /// Records whether the deletion of `parent` (`namespace/name`) by `controller` waits for `context`.
-    pub(crate) fn deletion_blocked(
-        &self,
-        controller: &str,
-        context: &str,
-        parent: &str,
-        blocked: bool,
-    ) {
-        let key = (controller.to_owned(), context.to_owned());
-        let mut all = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
-        let parents = all.entry(key).or_default();
-        let changed = if blocked {
-            parents.insert(parent.to_owned())
-        } else {
-            parents.remove(parent)
-        };
-        if changed {
-            let count = i64::try_from(parents.len()).unwrap_or(i64::MAX);
-            let labels = [
-                ("controller", controller.to_owned()),
-                ("context", context.to_owned()),
-            ];
-            self.deletion_blocked.get_or_create(&labels).set(count);
-        }
+    pub(crate) fn deletion_blocked(&self, controller: &str, context: &str, parent: &str, on: bool) {
+        self.blocked.set(controller, context, parent, on);
     }
 
     /// `parent` of `controller` is gone: it holds back no context any more.
     pub(crate) fn parent_gone(&self, controller: &str, parent: &str) {
-        let contexts: Vec<String> = {
-            let all = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
-            all.iter()
-                .filter(|((c, _), parents)| c == controller && parents.contains(parent))
-                .map(|((_, context), _)| context.clone())
-                .collect()
-        };
-        for context in contexts {
-            self.deletion_blocked(controller, &context, parent, false);
-        }
+        self.blocked.parent_gone(controller, parent);
     }
 
     /// Reads `kubeplex_context_up` at each scrape from `contexts` (each context and whether it is up).

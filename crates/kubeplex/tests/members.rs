@@ -150,6 +150,17 @@ async fn wait_cluster_state(
     }
 }
 
+/// The text of `/metrics`.
+async fn metrics(address: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = "GET /metrics HTTP/1.0\r\nHost: probe\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
 async fn prepare(env: &TestEnv) {
     for cluster in ["cluster-a", "cluster-c"] {
         create_namespace(&env.client(cluster).await.unwrap(), APPS).await;
@@ -204,6 +215,22 @@ async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_join
     );
     let report = running.health();
     assert!(!report.contexts.contains_key("cluster-c"), "{report:#?}");
+    // Nor in /metrics: no up, ping or cache series is left for it (its work counters stay, as counters do).
+    let scraped = metrics(address).await;
+    for family in [
+        "kubeplex_context_up",
+        "kubeplex_context_healthchecks",
+        "kubeplex_context_ping",
+        "kubeplex_cache_objects",
+    ] {
+        let left = scraped
+            .lines()
+            .find(|l| l.starts_with(family) && l.contains("context=\"cluster-c\""));
+        assert!(
+            left.is_none(),
+            "{family} still has a series for the member that left: {left:?}"
+        );
+    }
     wait_cluster_state(env, "spread-delete", "web", "cluster-c", None).await;
     // The typed context kept its child.
     wait_child(env, "cluster-a", "web-deleting", true).await;
