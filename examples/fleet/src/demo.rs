@@ -1,5 +1,7 @@
-//! The one-command demo: three local real clusters, the operator, CRD-A and CRD-B, and a table of what
-//! exists where.
+//! The one-command demo: local real clusters, the operator, CRD-A and CRD-B, and a table of what exists
+//! where; then a cluster joins the fleet and leaves it again ([`members`]).
+
+pub mod members;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -9,10 +11,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION};
+use kubeplex::{ClusterState, Context, KubeconfigSecrets, LeavePolicy, Manager, PARENT_ANNOTATION};
 use kubeplex_testenv::TestEnv;
 
-use crate::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use crate::{
+    AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet, MEMBER_SELECTOR,
+    MEMBERS_NAMESPACE,
+};
 
 /// Anything the demo can fail with.
 pub type DemoError = Box<dyn std::error::Error + Send + Sync>;
@@ -21,24 +26,32 @@ pub type DemoError = Box<dyn std::error::Error + Send + Sync>;
 pub const INSTANCES: [(&str, &str, i32); 2] =
     [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 
-/// Runs the scenario; with `exit_after_table`, returns once the table is printed, else runs until Ctrl-C.
+/// Runs the scenario; with `exit_after_table`, returns once the last table is printed (cluster-c joined
+/// and left), else runs until Ctrl-C.
 ///
 /// A closed stdout (`fleet demo | head`) ends it with the [`std::io::ErrorKind::BrokenPipe`] error.
 pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     let mut out = std::io::stdout();
     writeln!(
         out,
-        "Starting three real Kubernetes API servers: control, cluster-a, cluster-b ..."
+        "Starting four real Kubernetes API servers: control, cluster-a, cluster-b, and {} (it joins the \
+         fleet later) ...",
+        members::CLUSTER_C
     )?;
-    let env = clusters().await?;
+    let env = start_clusters(&[members::CLUSTER_C]).await?;
+    members::create_namespaces(&env).await?;
 
     writeln!(
         out,
-        "Starting the operator (probes on 127.0.0.1, watching {CRD_NAMESPACE} in control) ..."
+        "Starting the operator (probes on 127.0.0.1, watching {CRD_NAMESPACE} in control; members of the \
+         fleet from the Secrets labelled {MEMBER_SELECTOR} in {MEMBERS_NAMESPACE}) ..."
     )?;
+    // As `fleet run --members-from-secrets kubeplex.io/fleet=kubeplex-fleet` runs it.
+    let secrets = KubeconfigSecrets::new(Fleet::Control, MEMBERS_NAMESPACE, MEMBER_SELECTOR);
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .probes("127.0.0.1:0")
         .controller(AppDeployer)
+        .members(secrets, LeavePolicy::Delete)
         .start()
         .await?;
     tokio::time::timeout(Duration::from_secs(60), running.wait_started()).await??;
@@ -56,13 +69,14 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
             "Applied AppDeployment {CRD_NAMESPACE}/{name} (image {image}, {replicas} replicas) to control."
         )?;
     }
-    let clients = Clients::connect(&env).await?;
+    let mut clients = Clients::connect(&env).await?;
     wait_until_ready(&clients, Duration::from_secs(120)).await?;
     writeln!(out, "\n{}", table(&clients).await?)?;
     writeln!(out, "Metrics: http://{probes}/metrics")?;
     for line in crate::figures::summary(&crate::figures::scrape(probes).await?) {
         writeln!(out, "{line}")?;
     }
+    members::join_and_leave(&env, &mut clients, &mut out).await?;
 
     if !exit_after_table {
         writeln!(
@@ -83,12 +97,16 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
 /// The scenario's three real clusters: `control` with the `AppDeployment` CRD and namespace `crds`,
 /// `cluster-a` and `cluster-b` with `namespace-a` and `namespace-b`. The example's tests start theirs so too.
 pub async fn clusters() -> Result<TestEnv, DemoError> {
+    start_clusters(&[]).await
+}
+
+/// The three clusters of [`clusters`], and the `extra` ones (without namespaces yet).
+async fn start_clusters(extra: &[&str]) -> Result<TestEnv, DemoError> {
+    let fleet = <Fleet as kubeplex::ContextSet>::ALL
+        .iter()
+        .map(|c| c.name());
     let env = TestEnv::builder()
-        .clusters(
-            <Fleet as kubeplex::ContextSet>::ALL
-                .iter()
-                .map(|c| c.name()),
-        )
+        .clusters(fleet.chain(extra.iter().copied()))
         .crd(Fleet::Control.name(), AppDeployment::installable_crd())
         .start()
         .await?;
@@ -96,10 +114,11 @@ pub async fn clusters() -> Result<TestEnv, DemoError> {
     Ok(env)
 }
 
-/// Clients for the three clusters.
+/// Clients for the control cluster and the child clusters shown in the table.
 pub struct Clients {
     control: Client,
-    children: Vec<(Fleet, Client)>,
+    /// Each child cluster by name: cluster-a, cluster-b, then the members shown.
+    children: Vec<(String, Client)>,
 }
 
 impl Clients {
@@ -107,7 +126,8 @@ impl Clients {
     pub async fn connect(env: &TestEnv) -> Result<Self, DemoError> {
         let mut children = Vec::new();
         for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
-            children.push((cluster, env.client(cluster.name()).await?));
+            let name = cluster.name();
+            children.push((name.to_owned(), env.client(name).await?));
         }
         Ok(Self {
             control: env.client(Fleet::Control.name()).await?,
@@ -122,17 +142,27 @@ pub async fn create_namespaces(env: &TestEnv) -> Result<(), DemoError> {
         .into_iter()
         .chain([Fleet::ClusterA, Fleet::ClusterB].map(|c| (c, CHILD_NAMESPACES.to_vec())));
     for (cluster, namespaces) in wanted {
-        let api: Api<Namespace> = Api::all(env.client(cluster.name()).await?);
-        for name in namespaces {
-            let namespace = Namespace {
-                metadata: ObjectMeta {
-                    name: Some(name.into()),
-                    ..ObjectMeta::default()
-                },
-                ..Namespace::default()
-            };
-            api.create(&PostParams::default(), &namespace).await?;
-        }
+        create_namespaces_in(env, cluster.name(), &namespaces).await?;
+    }
+    Ok(())
+}
+
+/// Creates `namespaces` in `cluster`.
+async fn create_namespaces_in(
+    env: &TestEnv,
+    cluster: &str,
+    namespaces: &[&str],
+) -> Result<(), DemoError> {
+    let api: Api<Namespace> = Api::all(env.client(cluster).await?);
+    for name in namespaces {
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some((*name).into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        api.create(&PostParams::default(), &namespace).await?;
     }
     Ok(())
 }
@@ -159,13 +189,23 @@ pub async fn apply_instance(
     Ok(())
 }
 
+/// Waits until every instance is Ready, and Ready in each child cluster of `clients`.
 async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), DemoError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
     loop {
         let apps = api.list(&ListParams::default()).await?.items;
-        let ready =
-            apps.len() == INSTANCES.len() && apps.iter().all(|app| ready_condition(app) == "True");
+        let everywhere = |app: &AppDeployment| {
+            let states = app.status.as_ref().map(|s| &s.fleet.clusters);
+            (clients.children.iter()).all(|(cluster, _)| {
+                let state = states.and_then(|c| c.get(cluster)).map(|c| c.state);
+                state == Some(ClusterState::Ready)
+            })
+        };
+        let ready = apps.len() == INSTANCES.len()
+            && apps
+                .iter()
+                .all(|app| ready_condition(app) == "True" && everywhere(app));
         if ready {
             return Ok(());
         }
@@ -224,9 +264,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
                     .unwrap_or_else(|| "-".into());
                 writeln!(
                     out,
-                    "{:<10} {:<12} {:<8} {replicas:>8}  {image:<11} {parent}",
-                    cluster.name(),
-                    namespace,
+                    "{cluster:<10} {namespace:<12} {:<8} {replicas:>8}  {image:<11} {parent}",
                     deployment.name_any()
                 )?;
             }
@@ -236,27 +274,39 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         out,
         "\nAppDeployments in control, namespace {CRD_NAMESPACE}"
     )?;
+    // One column per child cluster: its state in each AppDeployment's status.
+    let row = |name: &str, ready: &str, clusters: Vec<String>| {
+        let clusters = clusters.iter().map(|c| format!("{c:<20}"));
+        let line = format!(
+            "{name:<8} {ready:<6} {}",
+            clusters.collect::<Vec<_>>().join(" ")
+        );
+        line.trim_end().to_owned()
+    };
+    let names = clients.children.iter().map(|(name, _)| name);
     writeln!(
         out,
-        "{:<8} {:<6} {:<20} CLUSTER-B",
-        "NAME", "READY", "CLUSTER-A"
+        "{}",
+        row(
+            "NAME",
+            "READY",
+            names.clone().map(|n| n.to_uppercase()).collect()
+        )
     )?;
     let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
     for app in api.list(&ListParams::default()).await?.items {
-        let cluster = |name: &str| {
+        let cluster = |name: &String| {
             let status = app.status.as_ref().and_then(|s| s.fleet.clusters.get(name));
             status.map_or_else(
                 || "-".to_owned(),
                 |c| format!("{} ({} children)", state(c.state), c.children),
             )
         };
+        let clusters = names.clone().map(cluster).collect();
         writeln!(
             out,
-            "{:<8} {:<6} {:<20} {}",
-            app.name_any(),
-            ready_condition(&app),
-            cluster(Fleet::ClusterA.name()),
-            cluster(Fleet::ClusterB.name())
+            "{}",
+            row(&app.name_any(), &ready_condition(&app), clusters)
         )?;
     }
     Ok(out)

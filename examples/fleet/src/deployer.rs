@@ -1,4 +1,4 @@
-//! The reconciler: one Deployment per target namespace in each child cluster.
+//! The reconciler: one Deployment per target namespace in each child cluster and each member of the fleet.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +13,14 @@ use kubeplex::prelude::*;
 use crate::{AppDeployment, Fleet};
 
 /// Declares where things live: the `AppDeployment`s in `crds` of the control cluster, their Deployments in
-/// two namespaces of both child clusters. The runtime watches all of them, keeps a finalizer on each
-/// `AppDeployment` until its Deployments are gone everywhere, and writes the per-cluster status.
+/// two namespaces of both child clusters and of every member of the fleet (clusters that join at run time:
+/// `fleet run --members-from-secrets`, docs/fleets.md). The runtime watches all of them, keeps a finalizer
+/// on each `AppDeployment` until its Deployments are gone everywhere, and writes the per-cluster status.
 #[controller(
     crd = AppDeployment,
     contexts = [Fleet::Control],
     namespaces = ["crds"],
-    owns(Deployment, contexts = [Fleet::ClusterA, Fleet::ClusterB], namespaces = ["namespace-a", "namespace-b"]),
+    owns(Deployment, members, contexts = [Fleet::ClusterA, Fleet::ClusterB], namespaces = ["namespace-a", "namespace-b"]),
     finalizer = "demo.kubeplex.dev/cleanup",
     error_requeue = "5s",
 )]
@@ -51,9 +52,10 @@ impl Reconcile for AppDeployer {
         if let Some(problem) = app.spec.problem(&owns) {
             return Err(DeployError::InvalidSpec(problem));
         }
-        for cluster in cx.contexts_of::<Deployment>() {
+        // cluster-a, cluster-b, then every member of the fleet now (none unless `fleet run` was given some).
+        for cluster in cx.targets_of::<Deployment>() {
             for namespace in app.spec.targets(&owns) {
-                cx.child(cluster, deployment_for(&app, namespace))?;
+                cx.child(cluster.clone(), deployment_for(&app, namespace))?;
             }
         }
         Ok(Action::requeue(Duration::from_secs(3600)))

@@ -3,7 +3,8 @@
 //! An `AppDeployment` in namespace `crds` of the **control** cluster asks for an application; the operator
 //! runs it as one Deployment in `namespace-a` and `namespace-b` of **cluster-a** and **cluster-b** (a full
 //! replica in each), watches those Deployments (a child edited or deleted by hand is repaired), removes
-//! them in every cluster when the `AppDeployment` is deleted, and reports per cluster in its status.
+//! them in every cluster when the `AppDeployment` is deleted, and reports per cluster in its status. More
+//! child clusters can join and leave while it runs, each from a kubeconfig Secret (docs/fleets.md).
 //!
 //! ```text
 //! Control cluster (ns "crds": CRD-A, CRD-B) --operator--> Cluster A (ns A, ns B: Deployments)
@@ -34,3 +35,8 @@ kubeplex::contexts! {
 pub const CRD_NAMESPACE: &str = "crds";
 /// The namespaces of the child clusters that receive Deployments.
 pub const CHILD_NAMESPACES: [&str; 2] = ["namespace-a", "namespace-b"];
+/// Where the kubeconfig Secrets of the fleet's members live in the control cluster unless `fleet run
+/// --members-namespace` says otherwise: the operator's own namespace in `deploy/`.
+pub const MEMBERS_NAMESPACE: &str = "kubeplex-system";
+/// The label selector of the member Secrets in the demo and in `deploy/` (`fleet run --members-from-secrets`).
+pub const MEMBER_SELECTOR: &str = "kubeplex.io/fleet=kubeplex-fleet";

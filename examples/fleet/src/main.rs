@@ -8,7 +8,10 @@
 //!   otherwise (checked at start); until SIGTERM. `--leader-election [--lease-namespace NAMESPACE]
 //!   [--identity NAME] [--lease-duration S] [--renew-deadline S] [--retry-period S]`: one of several replicas
 //!   (docs/ha.md); `--shards N` instead of `--leader-election`: replicas that split the AppDeployments.
-//! - `fleet demo [--exit-after-table]`: the whole scenario on three local real clusters.
+//!   `--members-from-secrets SELECTOR [--members-namespace NAMESPACE] [--member-leave-policy delete|orphan]`:
+//!   more child clusters, each from a kubeconfig Secret in the control cluster (docs/fleets.md).
+//! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
+//!   leaving the fleet included.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 
 use std::error::Error;
@@ -27,9 +30,12 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{Layer, Registry};
 
+mod members_cli;
+use members_cli::MemberFlags;
+
 /// The kubeplex example operator: each AppDeployment in namespace `crds` of the control cluster becomes a
 /// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b (`fleet run` takes other
-/// namespaces).
+/// namespaces, and more clusters from kubeconfig Secrets).
 #[derive(Debug, Parser)]
 #[command(name = "fleet", version)]
 struct Cli {
@@ -118,10 +124,13 @@ enum Command {
         /// [default: 2].
         #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RETRY_PERIOD")]
         retry_period: Option<Duration>,
+        #[command(flatten)]
+        members: MemberFlags,
     },
-    /// Run the whole scenario on three local real clusters and print what exists where; until Ctrl-C.
+    /// Run the whole scenario on local real clusters and print what exists where, then let cluster-c join
+    /// the fleet and leave it again (its kubeconfig Secret created, then deleted); until Ctrl-C.
     Demo {
-        /// Stop after printing the table.
+        /// Stop after printing the last table (cluster-c gone again) instead of waiting for Ctrl-C.
         #[arg(long)]
         exit_after_table: bool,
     },
@@ -166,6 +175,7 @@ async fn main() -> ExitCode {
             lease_duration,
             renew_deadline,
             retry_period,
+            members,
             ..
         } => {
             // Timings that cannot fence are refused when the manager starts, in words.
@@ -202,6 +212,10 @@ async fn main() -> ExitCode {
                     name
                 ))),
                 (false, None) => manager,
+            };
+            let manager = match members.provider() {
+                Some((secrets, policy)) => manager.members(secrets, policy),
+                None => manager,
             };
             manager
                 // The attribute's namespaces, replaced by the flags' (checked when the manager starts).

@@ -50,10 +50,12 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
         lease_duration: None,
         renew_deadline: None,
         retry_period: None,
+        members,
     } = cli.command
     else {
         panic!("not `run`: {cli:?}");
     };
+    assert!(members.provider().is_none(), "no members unless asked");
     assert_eq!(lease_namespace, "crds");
     assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
     assert_eq!(namespace, "crds");
@@ -253,4 +255,116 @@ fn run_takes_the_election_timings_in_seconds() {
             "{bad}: {refused}"
         );
     }
+}
+
+fn members_of(args: &[&str]) -> Result<MemberFlags, clap::Error> {
+    let cli = Cli::try_parse_from(["fleet", "run"].iter().chain(args))?;
+    match cli.command {
+        Command::Run { members, .. } => Ok(members),
+        other => panic!("not `run`: {other:?}"),
+    }
+}
+
+#[test]
+fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
+    use members_cli::MemberLeavePolicy;
+    let selector = "kubeplex.io/fleet=prod";
+    // Defaults: the operator's namespace, and the children deleted when a member leaves.
+    let members = members_of(&["--members-from-secrets", selector]).unwrap();
+    assert_eq!(members.members_from_secrets.as_deref(), Some(selector));
+    assert_eq!(members.members_namespace, kubeplex_fleet::MEMBERS_NAMESPACE);
+    assert_eq!(members.member_leave_policy, MemberLeavePolicy::Delete);
+    let (_, policy) = members.provider().expect("a provider");
+    assert_eq!(policy, kubeplex::LeavePolicy::Delete);
+
+    let members = members_of(&[
+        "--members-from-secrets",
+        selector,
+        "--members-namespace",
+        "fleet-system",
+        "--member-leave-policy",
+        "orphan",
+    ])
+    .unwrap();
+    assert_eq!(members.members_namespace, "fleet-system");
+    let (_, policy) = members.provider().expect("a provider");
+    assert_eq!(policy, kubeplex::LeavePolicy::Orphan);
+    // With the typed contexts' other flags.
+    let cli = Cli::try_parse_from([
+        "fleet",
+        "run",
+        "--leader-election",
+        "--members-from-secrets",
+        selector,
+    ]);
+    assert!(matches!(
+        cli.unwrap().command,
+        Command::Run {
+            leader_election: true,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn the_member_flags_need_a_selector_and_refuse_bad_values() {
+    for args in [
+        &["--members-namespace", "fleet-system"][..],
+        &["--member-leave-policy", "orphan"],
+    ] {
+        let refused = members_of(args).unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "{args:?}: {refused}"
+        );
+        assert!(
+            refused
+                .to_string()
+                .contains("--members-from-secrets <SELECTOR>"),
+            "{refused}"
+        );
+    }
+    let empty = members_of(&["--members-from-secrets", " "])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        empty.contains("an empty one would take every Secret of the namespace"),
+        "{empty}"
+    );
+    let policy = members_of(&[
+        "--members-from-secrets",
+        "a=b",
+        "--member-leave-policy",
+        "keep",
+    ]);
+    let policy = policy.unwrap_err().to_string();
+    assert!(
+        policy.contains("[possible values: delete, orphan]"),
+        "{policy}"
+    );
+}
+
+/// Each member flag can come from the environment, as the Deployment in deploy/ may set it (the values
+/// themselves are read from a real environment in tests/cli.rs).
+#[test]
+fn the_member_flags_are_also_environment_variables() {
+    let command = Cli::command();
+    let run = command.find_subcommand("run").unwrap();
+    let env_of = |id: &str| {
+        let arg = run.get_arguments().find(|a| a.get_id() == id).unwrap();
+        arg.get_env().map(|e| e.to_string_lossy().into_owned())
+    };
+    assert_eq!(
+        env_of("members_from_secrets").as_deref(),
+        Some("FLEET_MEMBERS_FROM_SECRETS")
+    );
+    assert_eq!(
+        env_of("members_namespace").as_deref(),
+        Some("FLEET_MEMBERS_NAMESPACE")
+    );
+    assert_eq!(
+        env_of("member_leave_policy").as_deref(),
+        Some("FLEET_MEMBER_LEAVE_POLICY")
+    );
 }

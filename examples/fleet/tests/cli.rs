@@ -25,6 +25,11 @@ fn help_prints_the_usage_on_stdout() {
                 "[default: 0.0.0.0:8080]",
                 "text",
                 "json",
+                "--members-from-secrets <SELECTOR>",
+                "[env: FLEET_MEMBERS_FROM_SECRETS=]",
+                "[default: kubeplex-system]",
+                "--member-leave-policy <POLICY>",
+                "[default: delete]",
             ],
         ),
         (&["help", "demo"], &["--exit-after-table"]),
@@ -75,6 +80,63 @@ fn a_bad_argument_is_named_and_exits_2() {
             "{args:?}: usage errors go to stderr"
         );
     }
+}
+
+/// `fleet run` with only `env` (and a kubeconfig that does not exist, so it stops at once): its exit code
+/// and stderr.
+fn run_with_env(env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let output = Command::new(FLEET)
+        .args(["run", "--probe-address", "127.0.0.1:0"])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env("RUST_LOG", "info")
+        .env_remove("FLEET_MEMBERS_FROM_SECRETS")
+        .env_remove("FLEET_MEMBERS_NAMESPACE")
+        .env_remove("FLEET_MEMBER_LEAVE_POLICY")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stderr)
+}
+
+#[test]
+fn run_takes_the_member_flags_from_the_environment() {
+    let (code, stderr) = run_with_env(&[
+        ("FLEET_MEMBERS_FROM_SECRETS", "kubeplex.io/fleet=prod"),
+        ("FLEET_MEMBERS_NAMESPACE", "fleet-system"),
+        ("FLEET_MEMBER_LEAVE_POLICY", "orphan"),
+    ]);
+    // It got as far as reading the kubeconfig, having said where its members come from.
+    assert_eq!(code, Some(1), "{stderr}");
+    let said = stderr
+        .lines()
+        .find(|l| l.contains("members of the fleet from kubeconfig Secrets"))
+        .unwrap_or_else(|| panic!("no line about the members:\n{stderr}"));
+    for field in [
+        "context=\"control\"",
+        "namespace=fleet-system",
+        "selector=kubeplex.io/fleet=prod",
+        "policy=Orphan",
+    ] {
+        assert!(said.contains(field), "{field} not in {said}");
+    }
+    // Without the selector, the other two are refused rather than ignored, from the environment too.
+    let (code, stderr) = run_with_env(&[("FLEET_MEMBERS_NAMESPACE", "fleet-system")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("required arguments were not provided")
+            && stderr.contains("--members-from-secrets <SELECTOR>"),
+        "{stderr}"
+    );
+    let (code, stderr) = run_with_env(&[
+        ("FLEET_MEMBERS_FROM_SECRETS", "kubeplex.io/fleet=prod"),
+        ("FLEET_MEMBER_LEAVE_POLICY", "keep"),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'keep' for '--member-leave-policy"),
+        "{stderr}"
+    );
 }
 
 fn assert_quiet_success(output: &std::process::Output) {

@@ -1,9 +1,48 @@
-//! The README's demo command, in the mode that exits after the table.
+//! The README's demo command, in the mode that exits after the last table: the scenario come true, then
+//! cluster-c joining the fleet by its Secret (its Deployments appear) and leaving it (they are gone).
 
 use std::process::Command;
 
+const INSTANCES: [(&str, &str, i32); 2] = [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
+const NAMESPACES: [&str; 2] = ["namespace-a", "namespace-b"];
+
+/// The Deployment rows of `cluster` in a table: (namespace, name, replicas, image, parent).
+fn deployment_rows<'a>(section: &'a str, cluster: &str) -> Vec<Vec<&'a str>> {
+    section
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|cells| cells.len() == 6 && cells[0] == cluster)
+        .map(|cells| cells[1..].to_vec())
+        .collect()
+}
+
+/// Every instance has a Deployment in each namespace of `cluster`, and nothing else is there.
+fn assert_deployed(section: &str, cluster: &str) {
+    let mut expected = Vec::new();
+    for namespace in NAMESPACES {
+        for (name, image, replicas) in INSTANCES {
+            let parent = format!("control/crds/{name}");
+            expected
+                .push([namespace, name, &replicas.to_string(), image, &parent].map(str::to_owned));
+        }
+    }
+    let rows: Vec<[String; 5]> = deployment_rows(section, cluster)
+        .into_iter()
+        .map(|cells| std::array::from_fn(|i| cells[i].to_owned()))
+        .collect();
+    assert_eq!(rows, expected, "{cluster}'s Deployments in:\n{section}");
+}
+
+/// The status row of each instance: READY, then one cell per cluster column.
+fn status_row<'a>(section: &'a str, name: &str) -> &'a str {
+    section
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no status row for {name}:\n{section}"))
+}
+
 #[test]
-fn the_demo_prints_the_scenario_come_true() {
+fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
     let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
         .args(["demo", "--exit-after-table"])
         .output()
@@ -15,52 +54,70 @@ fn the_demo_prints_the_scenario_come_true() {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    // Before cluster-c's Secret is created, after it, and after it is deleted.
+    let (before, rest) = stdout
+        .split_once("\nCreated Secret kubeplex-system/cluster-c in control")
+        .unwrap_or_else(|| panic!("cluster-c's Secret never created:\n{stdout}"));
+    let (joined, left) = rest
+        .split_once("\nDeleted Secret kubeplex-system/cluster-c:")
+        .unwrap_or_else(|| panic!("cluster-c's Secret never deleted:\n{stdout}"));
+
+    // The original scenario: cluster-a and cluster-b, nothing in cluster-c.
     for cluster in ["cluster-a", "cluster-b"] {
-        for namespace in ["namespace-a", "namespace-b"] {
-            for (name, image, replicas) in [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)] {
-                let row = stdout.lines().find(|l| {
-                    let cells: Vec<&str> = l.split_whitespace().collect();
-                    cells.len() == 6 && cells[..3] == [cluster, namespace, name]
-                });
-                let cells: Vec<&str> = row
-                    .unwrap_or_else(|| panic!("no row for {cluster}/{namespace}/{name}:\n{stdout}"))
-                    .split_whitespace()
-                    .collect();
-                assert_eq!(
-                    cells[3..],
-                    [
-                        replicas.to_string().as_str(),
-                        image,
-                        format!("control/crds/{name}").as_str()
-                    ]
-                );
-            }
-        }
+        assert_deployed(before, cluster);
     }
-    for name in ["crd-a", "crd-b"] {
-        let row = stdout
-            .lines()
-            .find(|l| l.starts_with(name) && l.contains("True"))
-            .unwrap_or_else(|| panic!("{name} not Ready:\n{stdout}"));
+    assert!(deployment_rows(before, "cluster-c").is_empty(), "{before}");
+    for (name, _, _) in INSTANCES {
+        let row = status_row(before, name);
+        assert!(row.contains(" True "), "{name} not Ready: {row}");
         assert_eq!(row.matches("Ready (2 children)").count(), 2, "{row}");
     }
-    // It ends with where the metrics are, and the telling figures from them.
+    // It says where the metrics are, and the telling figures from them.
     assert!(
-        stdout
+        before
             .lines()
             .any(|l| l.starts_with("Metrics: http://127.0.0.1:") && l.ends_with("/metrics")),
-        "{stdout}"
+        "{before}"
     );
     assert!(
-        stdout.contains("contexts up (1) or down (0): cluster-a 1, cluster-b 1, control 1"),
-        "{stdout}"
+        before.contains("contexts up (1) or down (0): cluster-a 1, cluster-b 1, control 1"),
+        "{before}"
     );
-    let reconciles = stdout
+    let reconciles = before
         .lines()
         .find(|l| l.trim_start().starts_with("reconciles:"))
-        .unwrap_or_else(|| panic!("no reconciles line:\n{stdout}"));
+        .unwrap_or_else(|| panic!("no reconciles line:\n{before}"));
     assert!(
         reconciles.contains("children applied: cluster-a "),
         "{reconciles}"
     );
+
+    // cluster-c joined: its Deployments (listed from cluster-c itself) and its column in the status.
+    assert!(joined.contains("cluster-c has its Deployments"), "{joined}");
+    for cluster in ["cluster-a", "cluster-b", "cluster-c"] {
+        assert_deployed(joined, cluster);
+    }
+    assert!(
+        joined.contains("CLUSTER-A            CLUSTER-B            CLUSTER-C"),
+        "{joined}"
+    );
+    for (name, _, _) in INSTANCES {
+        let row = status_row(joined, name);
+        assert_eq!(row.matches("Ready (2 children)").count(), 3, "{row}");
+    }
+
+    // cluster-c left: its Deployments are gone from cluster-c, its status too; the others are untouched.
+    assert!(
+        left.contains("cluster-c left: its Secret is gone"),
+        "{left}"
+    );
+    assert!(deployment_rows(left, "cluster-c").is_empty(), "{left}");
+    for cluster in ["cluster-a", "cluster-b"] {
+        assert_deployed(left, cluster);
+    }
+    for (name, _, _) in INSTANCES {
+        let row = status_row(left, name);
+        assert_eq!(row.matches("Ready (2 children)").count(), 2, "{row}");
+        assert!(row.ends_with(" -"), "cluster-c still in the status: {row}");
+    }
 }

@@ -1,9 +1,10 @@
 //! The deployment manifests in `examples/fleet/deploy/` stay valid and least-privileged.
 //!
 //! `manifests_are_complete_and_least_privileged` reads the YAML only (including the high-availability parts:
-//! 3 replicas, a surge-first rolling update, a PodDisruptionBudget, the Lease rights). `manifests_pass_server_side_dry_run`
-//! applies every manifest to real API servers from `kubeplex-testenv` with server-side apply in dry-run mode
-//! (strict field validation): the control set to `control`, the child set to `cluster-a`.
+//! 3 replicas, a surge-first rolling update, a PodDisruptionBudget, the Lease rights; and the members: the
+//! Secrets' Role, the flag, the example member Secret). `manifests_pass_server_side_dry_run` applies every
+//! manifest to real API servers from `kubeplex-testenv` with server-side apply in dry-run mode (strict field
+//! validation): the control and members sets to `control`, the child set to `cluster-a`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,12 +18,14 @@ use serde_json::{Value, json};
 mod dry_run;
 #[path = "deploy_manifests/manifest.rs"]
 mod manifest;
+#[path = "deploy_manifests/members.rs"]
+mod members;
 #[path = "deploy_manifests/rbac.rs"]
 mod rbac;
 
 use dry_run::{apply_set, dry_run_apply};
 use manifest::{assert_kinds_present, load, one, probe_port};
-use rbac::{assert_rbac, triples};
+use rbac::{Grants, assert_rbac, triples};
 
 const SERVICE_ACCOUNT: &str = "kubeplex-fleet";
 const OPERATOR_NAMESPACE: &str = "kubeplex-system";
@@ -96,8 +99,9 @@ fn manifests_are_complete_and_least_privileged() {
         );
     }
 
-    // Least privilege, control cluster: a Role in `crds` only.
-    let control_grants: BTreeSet<_> = [
+    // Least privilege, control cluster: a Role in `crds`, and one in the operator's namespace for the
+    // member Secrets.
+    let control_grants: Grants = [
         triples(
             "demo.kubeplex.dev",
             "appdeployments",
@@ -125,10 +129,19 @@ fn manifests_are_complete_and_least_privileged() {
     .concat()
     .into_iter()
     .collect();
-    assert_rbac(&control, &["crds"], &control_grants);
+    let member_grants: Grants = triples("", "secrets", &["get", "list", "watch", "patch"])
+        .into_iter()
+        .collect();
+    assert_rbac(
+        &control,
+        &[
+            ("crds", &control_grants),
+            (OPERATOR_NAMESPACE, &member_grants),
+        ],
+    );
 
     // Least privilege, child clusters: Deployments in namespace-a and namespace-b only.
-    let child_grants: BTreeSet<_> = triples(
+    let child_grants: Grants = triples(
         "apps",
         "deployments",
         &[
@@ -137,7 +150,13 @@ fn manifests_are_complete_and_least_privileged() {
     )
     .into_iter()
     .collect();
-    assert_rbac(&child, &["namespace-a", "namespace-b"], &child_grants);
+    assert_rbac(
+        &child,
+        &[
+            ("namespace-a", &child_grants),
+            ("namespace-b", &child_grants),
+        ],
+    );
 
     // The kubeconfig Secret: a placeholder, but a well-formed kubeconfig with the two child contexts.
     let secret = one(
@@ -182,7 +201,16 @@ fn manifests_are_complete_and_least_privileged() {
     assert_eq!(containers.len(), 1);
     let container = &containers[0];
     assert_eq!(container["image"], "ghcr.io/kubeplex/fleet:0.1.0");
-    assert_eq!(container["args"], json!(["run", "--leader-election"]));
+    assert_eq!(
+        container["args"],
+        json!([
+            "run",
+            "--leader-election",
+            "--members-from-secrets",
+            kubeplex_fleet::MEMBER_SELECTOR
+        ])
+    );
+    members::assert_member_secrets(&load("members"), container);
 
     // Several replicas (docs/ha.md): a surge replica first, never one less; a budget that always leaves a
     // standby; each replica named by its Pod in the Lease.
@@ -302,6 +330,7 @@ async fn manifests_pass_server_side_dry_run() {
         .unwrap();
 
     let mut rejected = apply_set(&env, "control", &control).await;
+    rejected.extend(apply_set(&env, "control", &load("members")).await);
     rejected.extend(apply_set(&env, "cluster-a", &child).await);
     assert!(
         rejected.is_empty(),

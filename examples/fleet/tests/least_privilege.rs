@@ -5,12 +5,14 @@
 //! ServiceAccount `kubeplex-system/kubeplex-fleet` from the TokenRequest API, and runs the operator with
 //! those tokens only: create, update, narrow (prune), conflict (status and an Event), delete. A test runs
 //! with a grant removed and must fail with the API server's 403 naming it; another runs the `fleet run`
-//! binary as the manifests do, `control` through the in-cluster service account.
+//! binary as the manifests do, `control` through the in-cluster service account, members from Secrets
+//! included (it puts its finalizer on a member Secret and lets it go when it is deleted).
 
 #[path = "least_privilege/rbac.rs"]
 mod rbac;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -326,6 +328,47 @@ async fn without_patch_on_deployments_the_children_are_refused_with_403() {
     delete_and_wait(env, "lp-denied").await;
 }
 
+/// Under the members Role, the operator watches a member Secret in its namespace and patches its finalizer
+/// onto it (leave policy delete), then removes it once the Secret is deleted. The Secret holds no kubeconfig:
+/// its member is only reported unhealthy.
+async fn member_secret_handled(env: &TestEnv) -> Result<(), String> {
+    let control = env.client("control").await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(control, SA_NAMESPACE);
+    let (key, value) = kubeplex_fleet::MEMBER_SELECTOR.split_once('=').unwrap();
+    let secret = json!({
+        "metadata": { "name": "lp-member", "labels": { key: value } },
+        "stringData": { "not-a-kubeconfig": "-" },
+    });
+    let secret: Secret = serde_json::from_value(secret).unwrap();
+    let created = secrets.create(&PostParams::default(), &secret).await;
+    created.map_err(|e| format!("creating the member Secret: {e}"))?;
+    try_eventually(
+        "the member Secret carries the operator's finalizer",
+        || async {
+            let secret = secrets.get("lp-member").await.map_err(|e| e.to_string())?;
+            let finalizers = secret.finalizers();
+            match finalizers.iter().any(|f| f == kubeplex::MEMBER_FINALIZER) {
+                true => Ok(()),
+                false => Err(format!("finalizers {finalizers:?}")),
+            }
+        },
+    )
+    .await?;
+    let deleted = secrets.delete("lp-member", &DeleteParams::default()).await;
+    deleted.map_err(|e| format!("deleting the member Secret: {e}"))?;
+    try_eventually("the member Secret released and gone", || async {
+        match secrets
+            .get_opt("lp-member")
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            None => Ok(()),
+            Some(secret) => Err(format!("finalizers {:?}", secret.finalizers())),
+        }
+    })
+    .await
+}
+
 /// `fleet run` as `deploy/control/40-deployment.yaml` runs it: `control` through the in-cluster service
 /// account (`KUBEPLEX_CONTEXT_CONTROL=in-cluster`; the token, CA and namespace in the directory
 /// `KUBEPLEX_SERVICE_ACCOUNT_DIR` names, the API server at `KUBERNETES_SERVICE_HOST/PORT`), the children
@@ -353,6 +396,7 @@ async fn fleet_run_reaches_control_through_the_in_cluster_service_account() {
     let log_path = dir.path().join("fleet.log");
     let mut fleet = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleet"))
         .args(["run", "--probe-address", "127.0.0.1:0"])
+        .args(["--members-from-secrets", kubeplex_fleet::MEMBER_SELECTOR])
         .env("KUBECONFIG", &kubeconfig)
         .env("KUBEPLEX_CONTEXT_CONTROL", kubeplex::IN_CLUSTER)
         .env("KUBEPLEX_SERVICE_ACCOUNT_DIR", &account)
@@ -378,6 +422,7 @@ async fn fleet_run_reaches_control_through_the_in_cluster_service_account() {
         })
         .await?;
         try_eventually("status Ready", || all_ready(env, "lp-in-cluster")).await?;
+        member_secret_handled(env).await?;
         try_delete(env, "lp-in-cluster").await
     };
     if let Err(problem) = outcome.await {

@@ -60,13 +60,14 @@ pub(crate) fn triples(
         .collect()
 }
 
-/// Each Role in `namespaces` grants exactly `expected`; each is bound, by a RoleBinding in the same
-/// namespace, to the ServiceAccount kubeplex-system/kubeplex-fleet and nothing else; nothing cluster-wide.
-pub(crate) fn assert_rbac(
-    manifests: &[Manifest],
-    namespaces: &[&str],
-    expected: &BTreeSet<(String, String, String)>,
-) {
+/// What the Roles of one namespace grant, together.
+pub(crate) type Grants = BTreeSet<(String, String, String)>;
+
+/// The Roles are in exactly the namespaces of `expected` and grant there exactly what it says; each is
+/// bound, by a RoleBinding in the same namespace, to the ServiceAccount kubeplex-system/kubeplex-fleet and
+/// nothing else; nothing cluster-wide.
+pub(crate) fn assert_rbac(manifests: &[Manifest], expected: &[(&str, &Grants)]) {
+    let namespaces: Vec<&str> = expected.iter().map(|(namespace, _)| *namespace).collect();
     for kind in ["ClusterRole", "ClusterRoleBinding"] {
         assert!(
             of_kind(manifests, kind).is_empty(),
@@ -96,12 +97,15 @@ pub(crate) fn assert_rbac(
         "RoleBindings in unexpected namespaces"
     );
 
-    for role in of_kind(manifests, "Role") {
+    for (namespace, expected) in expected {
+        let granted: Grants = of_kind(manifests, "Role")
+            .into_iter()
+            .filter(|role| role.namespace() == Some(namespace))
+            .flat_map(grants)
+            .collect();
         assert_eq!(
-            &grants(role),
-            expected,
-            "{} must grant exactly what the operator needs",
-            role.describe()
+            &granted, *expected,
+            "the Roles in {namespace} must grant exactly what the operator needs there"
         );
     }
     for binding in of_kind(manifests, "RoleBinding") {
