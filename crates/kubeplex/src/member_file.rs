@@ -38,6 +38,9 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
 /// - Files a kubeconfig names (`certificate-authority`, `tokenFile`, …) are resolved against the
 ///   kubeconfig's directory and read when the client is built; a change to them alone is not a change of
 ///   the kubeconfig (kube re-reads a `tokenFile` itself).
+/// - **Rejected credentials.** When the manager asks for a member's credentials again (its server
+///   answered 401), the path is read at once, without waiting for the interval, and the member joins
+///   again from what its file says then, changed or not.
 ///
 /// ```no_run
 /// # use kubeplex::{KubeconfigFile, LeavePolicy, Manager};
@@ -73,8 +76,10 @@ impl MemberProvider for KubeconfigFile {
             let mut ticks = tokio::time::interval(self.interval.max(Duration::from_millis(10)));
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                ticks.tick().await;
-                poller.poll(&sink).await;
+                tokio::select! {
+                    _ = ticks.tick() => poller.poll(&sink).await,
+                    member = sink.reload_requested() => poller.reload(&sink, &member).await,
+                }
             }
         })
     }
@@ -140,6 +145,20 @@ impl Poller {
 
     /// Reads the path once and reports what changed since the last poll.
     pub(crate) async fn poll(&mut self, sink: &MemberSink) {
+        self.read_and_report(sink, None).await;
+    }
+
+    /// Reads the path now because the manager wants `member`'s credentials again (its server rejected
+    /// them): reports what changed, as a poll does, and `member` joins from what its file says now even
+    /// if that is unchanged.
+    pub(crate) async fn reload(&mut self, sink: &MemberSink, member: &str) {
+        let path = self.path.display();
+        tracing::debug!(context = %member, %path, "reading the member's kubeconfig again");
+        self.read_and_report(sink, Some(member)).await;
+    }
+
+    /// A poll; `reloaded` joins again even if unchanged.
+    async fn read_and_report(&mut self, sink: &MemberSink, reloaded: Option<&str>) {
         let reads = self.read_all().await;
         // Each file's contexts, split; a broken file's members are kept with its reason.
         let mut listed: BTreeMap<&Path, Vec<(String, Kubeconfig, u64)>> = BTreeMap::new();
@@ -202,7 +221,8 @@ impl Poller {
         assign(&listed, &self.members, &mut desired);
         for (name, want) in desired {
             leaving.remove(&name);
-            self.report(sink, name, want).await;
+            let again = reloaded == Some(name.as_str());
+            self.report(sink, name, want, again).await;
         }
         for name in leaving {
             tracing::debug!(context = %name, "member is no longer in its kubeconfig file; leaving");
@@ -217,8 +237,9 @@ impl Poller {
 
     /// Reports `name` if it changed: joins when its kubeconfig is new or changed, or when it recovers
     /// from a problem (a join is the one way to say it is healthy again; joining with an unchanged
-    /// configuration only rebuilds its client and relists its watches, which loses nothing).
-    async fn report(&mut self, sink: &MemberSink, name: String, want: Desired<'_>) {
+    /// configuration only rebuilds its client and relists its watches, which loses nothing). `again`: it
+    /// joins (or is reported unhealthy) even if nothing changed.
+    async fn report(&mut self, sink: &MemberSink, name: String, want: Desired<'_>, again: bool) {
         let previous = self.members.get(&name);
         let fingerprint = want
             .source
@@ -231,12 +252,12 @@ impl Poller {
             joined: previous.is_some_and(|k| k.joined && k.fingerprint == fingerprint),
             problem: want.problem,
         };
-        if previous == Some(&known) {
+        if previous == Some(&known) && !again {
             return;
         }
         let healthy = previous.is_some_and(|k| k.joined && k.problem.is_none());
         if let Some((_, kubeconfig)) = want.source
-            && !(healthy && known.joined)
+            && (again || !(healthy && known.joined))
         {
             match config_of(kubeconfig, Some(&name)).await {
                 Ok(config) => {

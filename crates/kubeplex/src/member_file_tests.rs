@@ -46,14 +46,21 @@ async fn poll(
     sink: &MemberSink,
     received: &mut mpsc::Receiver<Command>,
 ) -> Vec<Seen> {
+    reported(poller.poll(sink), received).await
+}
+
+/// Everything `work` (a poll or a reload) reported.
+async fn reported(
+    work: impl std::future::Future<Output = ()>,
+    received: &mut mpsc::Receiver<Command>,
+) -> Vec<Seen> {
     let mut all = Vec::new();
     {
-        let poll = poller.poll(sink);
-        tokio::pin!(poll);
+        tokio::pin!(work);
         loop {
             tokio::select! {
                 Some(command) = received.recv() => all.push(seen(command)),
-                () = &mut poll => break,
+                () = &mut work => break,
             }
         }
     }
@@ -254,6 +261,66 @@ async fn member_file_provider_polls_at_its_interval() {
     };
     assert_eq!(next(&mut received).await, join("a", 1001));
     std::fs::write(&path, kubeconfig(&[("a", 2001)])).unwrap();
+    assert_eq!(next(&mut received).await, join("a", 2001));
+    running.abort();
+}
+
+#[tokio::test]
+async fn member_file_reload_joins_the_member_again_from_the_file_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet");
+    std::fs::write(&path, kubeconfig(&[("a", 1001), ("b", 1002)])).unwrap();
+    let (sink, mut received) = sink();
+    let mut poller = Poller::new(path.clone());
+    let rx = &mut received;
+    assert_eq!(reported(poller.poll(&sink), rx).await.len(), 2);
+
+    // Unchanged: the member asked for joins again, and no other.
+    assert_eq!(
+        reported(poller.reload(&sink, "a"), rx).await,
+        [join("a", 1001)]
+    );
+    assert_eq!(reported(poller.poll(&sink), rx).await, []);
+    // Changed since the last poll: read at once; the changed member joins with its new credentials, the
+    // one asked for with what it has.
+    std::fs::write(&path, kubeconfig(&[("a", 2001), ("b", 1002)])).unwrap();
+    assert_eq!(
+        reported(poller.reload(&sink, "b"), rx).await,
+        [join("a", 2001), join("b", 1002)]
+    );
+    // A member that is not in the file: nothing to read again.
+    assert_eq!(reported(poller.reload(&sink, "nobody"), rx).await, []);
+    // The file broken: the member asked for is unhealthy again, with the reason.
+    std::fs::write(&path, "clusters: [{name: a, cluster: {server: ").unwrap();
+    assert_eq!(reported(poller.poll(&sink), rx).await.len(), 2);
+    let again = reported(poller.reload(&sink, "a"), rx).await;
+    assert!(
+        matches!(&again[..], [Seen::Unhealthy(m, r)] if m == "a" && r.contains("not a valid kubeconfig")),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn member_file_provider_reads_at_once_when_the_manager_asks_to_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet");
+    std::fs::write(&path, kubeconfig(&[("a", 1001)])).unwrap();
+    let (sink, mut received) = sink();
+    let (reload, reloads) = mpsc::channel(4);
+    let sink = sink.with_reloads(reloads);
+    // An interval no test waits for: only a reload reads the file again.
+    let provider = KubeconfigFile::new(&path).interval(Duration::from_secs(3600));
+    let running = tokio::spawn(Box::new(provider).run(sink));
+    let next = async |received: &mut mpsc::Receiver<Command>| {
+        let command = tokio::time::timeout(Duration::from_secs(10), received.recv());
+        seen(command.await.expect("a command within 10 s").unwrap())
+    };
+    assert_eq!(next(&mut received).await, join("a", 1001));
+    std::fs::write(&path, kubeconfig(&[("a", 2001)])).unwrap();
+    reload.send("a".into()).await.unwrap();
+    assert_eq!(next(&mut received).await, join("a", 2001));
+    // Asked again with nothing new: it joins again all the same (the manager reconnects once).
+    reload.send("a".into()).await.unwrap();
     assert_eq!(next(&mut received).await, join("a", 2001));
     running.abort();
 }

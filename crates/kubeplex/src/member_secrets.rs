@@ -54,7 +54,8 @@ const RETRY: Duration = Duration::from_secs(10);
 ///
 /// - A Secret that appears (or is found when the watch lists) joins its member; a change of its
 ///   kubeconfig joins it again with the new credentials (its client is rebuilt, its watches list again);
-///   a Secret deleted, or no longer matching the selector, makes the member leave.
+///   a Secret deleted, or no longer matching the selector, makes the member leave. A member whose server
+///   rejects its credentials (401) is read again from its Secret and joins again, changed or not.
 /// - A Secret without the key, or whose kubeconfig is not UTF-8 or cannot be used, makes its member
 ///   unhealthy with the reason (one that had joined keeps its client). Two Secrets naming one member: the
 ///   first keeps it, and the member is unhealthy, naming both, until one of them goes.
@@ -157,6 +158,7 @@ impl MemberProvider for KubeconfigSecrets {
                         }
                         None => return,
                     },
+                    member = secrets.sink.reload_requested() => secrets.reload(&member),
                     _ = retries.tick(), if !secrets.retry.is_empty() => {
                         let again = std::mem::take(&mut secrets.retry);
                         secrets.revisit.extend(again);
@@ -292,6 +294,15 @@ impl Secrets {
             },
         };
         self.report(&member, problem).await;
+    }
+
+    /// The manager asks for `member`'s credentials again (its server rejected them): the Secret giving it
+    /// is read now, and it joins from it even unchanged (or is unhealthy, or leaves if the Secret is gone).
+    fn reload(&mut self, member: &str) {
+        if let Some(owned) = self.members.get_mut(member) {
+            owned.joined = None; // What makes `apply` join again.
+            self.revisit.push_back(owned.secret.clone());
+        }
     }
 
     /// The Secret is being deleted: its member leaves, then the finalizer goes.

@@ -29,6 +29,8 @@ struct Fixture {
     secrets: Api<Secret>,
     namespace: String,
     received: mpsc::Receiver<Command>,
+    /// Asks the provider to read a member's credentials again, as the manager does on a 401.
+    reload: mpsc::Sender<String>,
     provider: tokio::task::JoinHandle<()>,
 }
 
@@ -45,7 +47,8 @@ impl Fixture {
             assert_eq!(context, "control");
             Ok(client.clone())
         });
-        let sink = MemberSink::new(commands, clients, policy);
+        let (reload, reloads) = mpsc::channel(4);
+        let sink = MemberSink::new(commands, clients, policy).with_reloads(reloads);
         let selector = format!("{}={}", SELECTOR.0, SELECTOR.1);
         let provider = KubeconfigSecrets::new(ContextName::new("control"), &namespace, selector);
         assert_eq!(provider.contexts(), ["control"]);
@@ -55,6 +58,7 @@ impl Fixture {
             secrets,
             namespace,
             received,
+            reload,
             provider,
         }
     }
@@ -285,6 +289,27 @@ async fn member_secrets_keep_a_finalizer_until_the_member_has_left() {
     assert_eq!(current.finalizers(), [MEMBER_FINALIZER]);
     done.send(()).unwrap();
     wait_gone(&fx.secrets, "s-d").await;
+}
+
+#[tokio::test]
+async fn member_secrets_read_a_members_secret_again_when_the_manager_asks() {
+    let mut fx = Fixture::start(LeavePolicy::Orphan, async |_| {}).await;
+    let text = fx.kubeconfig("first");
+    let kubeconfig = [("kubeconfig", text.as_bytes())];
+    create(
+        &fx.secrets,
+        &secret("s-r", true, Some("cluster-r"), &kubeconfig),
+    )
+    .await;
+    fx.joined("cluster-r", "first").await;
+
+    // Unchanged, yet it joins again: the manager reconnects with what the Secret holds now.
+    fx.reload.send("cluster-r".into()).await.unwrap();
+    fx.joined("cluster-r", "first").await;
+    // A name no Secret gives: nothing (the next command is the next Secret's join).
+    fx.reload.send("cluster-unknown".into()).await.unwrap();
+    create(&fx.secrets, &secret("s-next", true, None, &kubeconfig)).await;
+    fx.joined("s-next", "first").await;
 }
 
 /// Waits until the Secret is gone (its finalizer removed); fails after [`WAIT`].
