@@ -116,7 +116,7 @@ impl Reconcile for Bench {
     ) -> Result<kubeplex::Action, Infallible> {
         let context = cx.context();
         let client = if self.0.get {
-            cx.client(context).ok()
+            cx.client(context.clone()).ok()
         } else {
             None
         };

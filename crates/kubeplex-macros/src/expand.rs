@@ -28,6 +28,9 @@ pub fn expand(model: &Model) -> TokenStream {
         let namespaces = &model.namespaces;
         calls.push(quote!(.namespaces([#(#namespaces),*])));
     }
+    if model.members {
+        calls.push(quote!(.members()));
+    }
     if let Some(selector) = &model.label_selector {
         calls.push(quote!(.label_selector(#selector)));
     }

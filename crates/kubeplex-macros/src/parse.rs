@@ -20,6 +20,10 @@ pub struct ControllerArgs {
     pub crd: TypeArg,
     /// `contexts = [Fleet::A, ..]` or `["name", ..]` (required, non-empty): where the primary resource is watched.
     pub contexts: Option<ContextList>,
+    /// `members` (a flag): the primary resource is also watched in every member of the fleet (clusters
+    /// discovered at run time), in the same namespaces.
+    #[darling(default)]
+    pub members: Flag,
     /// `fleet = Fleet` (optional): the `contexts!` enum that string-literal contexts must belong to.
     pub fleet: Option<PathArg>,
     /// `namespaces = ["ns", ..]` (default: every namespace): DNS-1123 labels to watch the primary resource in.

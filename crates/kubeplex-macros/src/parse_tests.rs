@@ -21,12 +21,13 @@ fn every_key_parses() {
         crd = App, contexts = [Fleet::A], fleet = Fleet, namespaces = ["a"], name = "n",
         label_selector = "a=b", field_selector = "x=y", concurrency = 3, debounce = "1s",
         requeue_after = "1h", error_requeue = "5s", finalizer = "a.b/c", crate = kp,
-        abandon_unreachable_after = "1h",
+        abandon_unreachable_after = "1h", members,
         owns(Deployment, contexts = [Fleet::B], namespaces = ["b"]), owns(Service, contexts = [Fleet::B])
     });
     assert!(errors.is_empty(), "{errors:?}");
     assert!(args.crd.0.is_some() && args.fleet.is_some() && args.krate.is_some());
     assert!(args.abandon_unreachable_after.is_some());
+    assert!(args.members.0.is_some());
     assert_eq!(args.owns.len(), 2);
     assert_eq!(
         args.owns[0]
@@ -157,4 +158,19 @@ fn owns_repeated_key() {
         "{errors:?}"
     );
     assert!(errors[2].contains("Did you mean `contexts`?"), "{errors:?}");
+}
+
+#[test]
+fn members_at_the_top_level_is_a_flag() {
+    let (args, errors) = parse(quote!(crd = App, contexts = [Fleet::A]));
+    assert!(errors.is_empty() && args.members.0.is_none());
+    let (_, errors) = parse(quote!(crd = App, contexts = [Fleet::A], members = true));
+    assert_eq!(
+        errors,
+        [
+            "`members` is a flag and takes no value: write `members` alone (or leave it out) at members"
+        ]
+    );
+    let (_, errors) = parse(quote!(crd = App, contexts = [Fleet::A], members, members));
+    assert_eq!(errors, ["`members` is given more than once; keep one"]);
 }

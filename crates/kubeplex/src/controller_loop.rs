@@ -14,9 +14,10 @@ use tokio::task::JoinSet;
 use crate::child_watch::ChildCache;
 use crate::context::Context;
 use crate::controller::Reconcile;
-use crate::engine::{ChildWatch, Engine, Primary, PrimaryCaches, Request};
+use crate::engine::{ChildWatch, Engine, Place, Primary, PrimaryCaches, Request};
 use crate::events::EventPublisher;
 use crate::executor::{self, ExecutorConfig, Next};
+use crate::member::Target;
 use crate::member_set::MemberChange;
 use crate::member_watches::{self, MEMBER_REQUESTS_WAITING};
 use crate::plan::Plan;
@@ -66,8 +67,13 @@ pub(crate) fn start<R: Reconcile>(
             continue; // No client: the health report says why; the other contexts go on.
         };
         let watch = runtime.watches.watch::<Primary<R>>(key, client);
-        sources.primaries.push((context, watch.clone()));
-        primaries.insert((context, namespace.map(str::to_owned)), watch);
+        sources
+            .primaries
+            .push((Target::Context(context), watch.clone()));
+        primaries.insert(
+            (Target::Context(context), namespace.map(str::to_owned)),
+            watch,
+        );
     }
     let shared_plan = Arc::new(plan);
     let mut children = Vec::new();
@@ -114,7 +120,8 @@ pub(crate) fn start<R: Reconcile>(
     let span = tracing::info_span!("controller", controller = %name);
     sources.deferred = deferred;
     // Subscribed now, before the manager's member provider starts: no join is missed.
-    let members = (engine.plan.has_member_children()).then(|| engine.runtime.members.subscribe());
+    let in_members = engine.plan.has_member_children() || engine.plan.in_members();
+    let members = in_members.then(|| engine.runtime.members.subscribe());
     let run = lead(engine, sources, config, stop, members);
     tracing::Instrument::instrument(run, span)
 }
@@ -126,7 +133,7 @@ type PrimaryWatch<R> = Arc<SharedWatch<Primary<R>>>;
 /// change is a change of its parent). Subscribed anew for each term as leader, so a new term starts with
 /// every cached object.
 struct Sources<R: Reconcile> {
-    primaries: Vec<(R::Context, PrimaryWatch<R>)>,
+    primaries: Vec<(Place<R>, PrimaryWatch<R>)>,
     children: Vec<Arc<dyn ChildCache>>,
     /// Sharded by context: the primary watches opened while their context's shard is held.
     deferred: Vec<PrimaryWatchKey<R::Context>>,
@@ -136,10 +143,10 @@ impl<R: Reconcile> Sources<R> {
     fn subscribe(&self, plan: &Arc<Plan<R::Context>>) -> Vec<BoxStream<'static, Request<R>>> {
         let mut inputs: Vec<BoxStream<'static, Request<R>>> = Vec::new();
         for (context, watch) in &self.primaries {
-            let (context, changed) = (*context, ChangeFilter::default());
+            let (context, changed) = (context.clone(), ChangeFilter::default());
             let requests = watch.subscribe(move |change| {
                 changed.passes(change).then(|| Request::<R> {
-                    context,
+                    context: context.clone(),
                     object: ObjectRef::from_obj(change.object()),
                 })
             });
@@ -264,7 +271,7 @@ fn taken_over<R: Reconcile>(
                     if shard.is_some_and(new) {
                         let object = ObjectRef::from_obj(&*object);
                         requests.push(Request::<R> {
-                            context: *context,
+                            context: context.clone(),
                             object,
                         });
                     }
@@ -282,7 +289,7 @@ fn work<R: Reconcile>(engine: &Arc<Engine<R>>) -> impl Fn(Request<R>) -> BoxFutu
     move |request: Request<R>| {
         let engine = engine.clone();
         Box::pin(async move {
-            let context = request.context;
+            let context = request.context.clone();
             let shard = match &engine.runtime.shards {
                 None => None,
                 Some(shards) => {

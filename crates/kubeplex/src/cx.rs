@@ -31,7 +31,7 @@ pub(crate) struct DesiredChild {
 /// The reconcile context: the context the object came from, access to every declared context, and the
 /// children the reconcile wants.
 pub struct Cx<C> {
-    context: C,
+    context: Target<C>,
     plan: Arc<Plan<C>>,
     runtime: Arc<Runtime>,
     desired: Mutex<Vec<DesiredChild>>,
@@ -40,7 +40,7 @@ pub struct Cx<C> {
 
 impl<C: Context> Cx<C> {
     pub(crate) fn new(
-        context: C,
+        context: Target<C>,
         plan: Arc<Plan<C>>,
         runtime: Arc<Runtime>,
         failures: u32,
@@ -54,9 +54,11 @@ impl<C: Context> Cx<C> {
         }
     }
 
-    /// The context the reconciled object came from.
-    pub fn context(&self) -> C {
-        self.context
+    /// Where the reconciled object came from: one of the controller's typed contexts
+    /// (`Target::Context(Fleet::Control)`, which compares equal to `Fleet::Control`), or a member of the
+    /// fleet when the plan watches its primaries in every member.
+    pub fn context(&self) -> Target<C> {
+        self.context.clone()
     }
 
     /// The name of the controller running this reconcile.
@@ -167,7 +169,7 @@ impl<C: Context> Cx<C> {
             .owner_references
             .as_ref()
             .is_some_and(|o| !o.is_empty())
-            && target != Target::Context(self.context)
+            && target != self.context
         {
             return Err(invalid(
                 "ownerReferences cannot span clusters (the garbage collector would delete the child as an \
@@ -308,7 +310,7 @@ mod tests {
     fn cx(context: crate::ContextName, failures: u32) -> Cx<crate::ContextName> {
         let (client, _) = crate::fake_api::client(|_, _, _| (200, serde_json::json!({})));
         Cx::new(
-            context,
+            Target::Context(context),
             Arc::new(TestController::plan()),
             engine(client).runtime,
             failures,

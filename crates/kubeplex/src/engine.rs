@@ -17,6 +17,7 @@ use crate::controller::{Controller, Reconcile};
 use crate::error::Error;
 use crate::events::{EventPublisher, Note};
 use crate::executor::Next;
+use crate::member::{Member, Target};
 use crate::ownership::ParentRef;
 use crate::plan::Plan;
 use crate::resource::ApiScope;
@@ -25,6 +26,9 @@ use crate::status::{ClusterState, ContextOutcome};
 use crate::watches::SharedWatch;
 
 pub(crate) type Primary<R> = <R as Controller>::Resource;
+
+/// Where a controller's object lives: one of its typed contexts, or a member of the fleet.
+pub(crate) type Place<R> = Target<<R as Controller>::Context>;
 
 /// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
 /// cluster delays only its own status.
@@ -37,7 +41,7 @@ pub(crate) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// A reconcile request: the same namespace/name in two contexts are two requests.
 pub(crate) struct Request<R: Controller> {
-    pub(crate) context: R::Context,
+    pub(crate) context: Place<R>,
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
@@ -45,7 +49,7 @@ pub(crate) struct Request<R: Controller> {
 impl<R: Controller> Clone for Request<R> {
     fn clone(&self) -> Self {
         Self {
-            context: self.context,
+            context: self.context.clone(),
             object: self.object.clone(),
         }
     }
@@ -139,7 +143,7 @@ impl<R: Reconcile> Engine<R> {
     /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
     pub(crate) fn primary_cache(
         &self,
-        context: R::Context,
+        context: &Place<R>,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<Primary<R>>>> {
         self.primaries.get(context, namespace)
@@ -174,11 +178,17 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// The request a child's parent reference points at, if the parent is one of this controller's.
+    /// A parent in a member is one when the plan watches its primaries in every member.
     pub(crate) fn request_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<Request<R>> {
-        let context = *plan
+        let fixed = plan
             .context_list()
             .iter()
-            .find(|c| c.name() == parent.context)?;
+            .find(|c| c.name() == parent.context);
+        let context = match fixed {
+            Some(context) => Target::Context(*context),
+            None if plan.in_members() => Target::Member(Member::new(parent.context.as_str())),
+            None => return None,
+        };
         Some(Request {
             context,
             object: parent.object_ref(),
@@ -196,7 +206,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) fn parent_api(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
     ) -> kube::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
             self.client(context.name())?,
@@ -205,7 +215,7 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// The reference its children carry to `object`.
-    pub(crate) fn parent_ref(&self, object: &Primary<R>, context: R::Context) -> ParentRef {
+    pub(crate) fn parent_ref(&self, object: &Primary<R>, context: &Place<R>) -> ParentRef {
         ParentRef {
             context: context.name().to_owned(),
             namespace: object.namespace(),
@@ -215,7 +225,7 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Publishes an event about `object` in its own context.
-    pub(crate) async fn publish(&self, object: &Primary<R>, context: R::Context, note: Note) {
+    pub(crate) async fn publish(&self, object: &Primary<R>, context: &Place<R>, note: Note) {
         self.publish_all(object, context, vec![note]).await;
     }
 
@@ -223,7 +233,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn publish_all(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
         notes: Vec<Note>,
     ) {
         if notes.is_empty() {

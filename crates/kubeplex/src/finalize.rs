@@ -13,7 +13,7 @@ use crate::children;
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::cx::Cx;
-use crate::engine::{Engine, Primary, Verdict};
+use crate::engine::{Engine, Place, Primary, Verdict};
 use crate::error::chain;
 use crate::events::{Note, deletion_note};
 use crate::executor::Next;
@@ -30,7 +30,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn set_finalizer(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
         present: bool,
     ) -> kube::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
@@ -106,7 +106,7 @@ impl<R: Reconcile> Engine<R> {
                 tracing::warn!(context = %name, %message, "abandoning children");
                 let note =
                     Note::warning("ChildrenAbandoned", "Delete", message.clone()).about(name);
-                self.publish(&object, context, note).await;
+                self.publish(&object, &context, note).await;
                 *outcome = ContextOutcome {
                     state: ClusterState::Abandoned,
                     children: 0,
@@ -128,10 +128,10 @@ impl<R: Reconcile> Engine<R> {
             metrics.deletion_blocked(self.plan.name(), name, &parent, waits);
         }
         if let Some(note) = deletion_note(&before, &outcomes) {
-            self.publish(&object, context, note).await;
+            self.publish(&object, &context, note).await;
         }
         if blocked {
-            self.write_status(&object, context, &outcomes).await;
+            self.write_status(&object, &context, &outcomes).await;
             return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
         }
         // The abandonment is recorded in the status before the parent goes.
@@ -139,9 +139,9 @@ impl<R: Reconcile> Engine<R> {
             .values()
             .any(|o| o.state == ClusterState::Abandoned)
         {
-            self.write_status(&object, context, &outcomes).await;
+            self.write_status(&object, &context, &outcomes).await;
         }
-        match self.set_finalizer(&object, context, false).await {
+        match self.set_finalizer(&object, &context, false).await {
             Ok(()) => {
                 self.finalized.insert(&uid);
                 Verdict::Done(Next::AwaitChange)

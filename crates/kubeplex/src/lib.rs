@@ -164,6 +164,7 @@ pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// #[controller(
 ///     crd = Type,                          // required: the primary resource (a kube::Resource<DynamicType = ()>)
 ///     contexts = [Fleet::A, ..],           // required: where it is watched; or ["name", ..]
+///     members,                             // flag: also watched in every member of the fleet
 ///     fleet = Fleet,                       // optional: check string contexts against a contexts! enum
 ///     namespaces = ["ns", ..],             // default: every namespace (DNS-1123 labels)
 ///     name = "my-controller",              // default: the struct's name in kebab-case; at most 63 characters

@@ -240,6 +240,9 @@ impl Manager {
         if let Some(sharding) = &self.sharding {
             let reason = match &self.election {
                 Some(_) => Some("leader election is on as well; choose one of the two".to_owned()),
+                None if sharding.by == crate::shard::ShardBy::Context && self.controllers.iter().any(|c| c.primaries_in_members()) => {
+                    Some("sharded by context, the primaries watched in members would have no shard; shard by parent".into())
+                }
                 None => sharding.problem(),
             };
             if let Some(reason) = reason {

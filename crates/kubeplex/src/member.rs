@@ -59,6 +59,31 @@ impl<C: Context> Target<C> {
     }
 }
 
+impl<C: Context> Target<C> {
+    /// The typed context, when it is one.
+    pub fn as_context(&self) -> Option<C> {
+        match self {
+            Self::Context(context) => Some(*context),
+            Self::Member(_) => None,
+        }
+    }
+
+    /// The member, when it is one.
+    pub fn as_member(&self) -> Option<&Member> {
+        match self {
+            Self::Context(_) => None,
+            Self::Member(member) => Some(member),
+        }
+    }
+}
+
+/// `cx.context() == Fleet::Control` reads as it did when contexts were all typed.
+impl<C: Context> PartialEq<C> for Target<C> {
+    fn eq(&self, other: &C) -> bool {
+        self.as_context() == Some(*other)
+    }
+}
+
 impl<C: Context> Display for Target<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

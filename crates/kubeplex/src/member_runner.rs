@@ -89,6 +89,10 @@ impl MemberRunner {
                             health.connected(&name, None);
                             problems.remove(&name);
                             self.pings.add(&name, Arc::new(config));
+                            if rejoined {
+                                // Its watches list again with the new client: nothing is missed.
+                                self.close_watches(&name);
+                            }
                             self.runtime.members.joined(&name, client).await;
                             if rejoined {
                                 tracing::info!(context = %name, "member's credentials changed: its client is rebuilt and its watches list again");
@@ -103,6 +107,7 @@ impl MemberRunner {
                 Command::Leave { name, done } => {
                     if self.runtime.members.client(&name).is_some() {
                         self.runtime.members.leave(&name, self.policy).await;
+                        self.close_watches(&name);
                         tracing::info!(context = %name, policy = ?self.policy, "member left the fleet");
                     }
                     self.pings.remove(&name);
@@ -114,6 +119,12 @@ impl MemberRunner {
                 }
             }
         }
+    }
+
+    /// Closes every watch in member `name`, whichever controllers share it: their tasks end and their
+    /// caches are freed.
+    fn close_watches(&self, name: &str) {
+        (self.runtime.watches).release_matching(|key| key.context == name);
     }
 
     /// Marks member `name` unhealthy with `reason` in `/readyz`; logged when the reason changes.

@@ -16,8 +16,12 @@ const CHANGES_WAITING: usize = 16;
 /// A change a controller with children in every member acts on.
 pub(crate) enum MemberChange {
     /// The member joined, or its credentials changed (its earlier watches are closed already): open its
-    /// child watches with `client` and reconcile every parent for it.
-    Joined { name: String, client: Client },
+    /// watches with `client`, answer `done`, then reconcile every parent for it.
+    Joined {
+        name: String,
+        client: Client,
+        done: oneshot::Sender<()>,
+    },
     /// The member leaves: carry out `policy` for its children, then answer `done`.
     Left {
         name: String,
@@ -70,20 +74,27 @@ impl MemberSet {
         received
     }
 
-    /// `name` joined (or its credentials changed) with `client`; every controller is told, in turn.
+    /// `name` joined (or its credentials changed) with `client`; returns once every controller has opened
+    /// its watches there, so that a later change never races an earlier one's watches.
     pub(crate) async fn joined(&self, name: &str, client: Client) {
         self.write().insert(name.to_owned(), client.clone());
         self.orphaned
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
+        let mut answers = Vec::new();
         for subscriber in self.subscribers() {
-            let change = MemberChange::Joined {
-                name: name.to_owned(),
-                client: client.clone(),
-            };
-            let _ = subscriber.send(change).await;
+            let (done, answer) = oneshot::channel();
+            let (name, client) = (name.to_owned(), client.clone());
+            if subscriber
+                .send(MemberChange::Joined { name, client, done })
+                .await
+                .is_ok()
+            {
+                answers.push(answer);
+            }
         }
+        futures::future::join_all(answers).await;
     }
 
     /// `name` leaves: every controller carries out `policy` (its client is kept until they have, so that

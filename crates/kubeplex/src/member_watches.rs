@@ -1,7 +1,9 @@
-//! One controller's side of a changing fleet: when a member joins, its child watches open and every parent
-//! is reconciled for it; when it leaves, its children are deleted or orphaned as the policy says, and its
-//! watches close and their caches are freed.
+//! One controller's side of a changing fleet: when a member joins, its child watches (and primary watches,
+//! when the plan watches its primaries in every member) open and every parent is reconciled for it; when it
+//! leaves, its children are deleted or orphaned as the policy says, and it is forgotten (the runner closes
+//! its watches, which frees their caches).
 
+use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,11 +16,13 @@ use tokio::task::JoinSet;
 
 use crate::children;
 use crate::controller::Reconcile;
-use crate::engine::{ChildWatch, Engine, Request};
+use crate::engine::{ChildWatch, Engine, Primary, Request};
 use crate::error::chain;
+use crate::member::{Member, Target};
 use crate::member_set::MemberChange;
 use crate::members::LeavePolicy;
-use crate::ownership::CONTROLLER_LABEL;
+use crate::trigger::ChangeFilter;
+use crate::watches::WatchKey;
 
 /// How long a leaving member's child caches may take to list before its children are deleted from what
 /// they hold (a member that does not answer cannot have its children deleted anyway).
@@ -38,13 +42,17 @@ pub(crate) async fn follow<R: Reconcile>(
     let mut forwarders: BTreeMap<String, JoinSet<()>> = BTreeMap::new();
     while let Some(change) = changes.recv().await {
         match change {
-            MemberChange::Joined { name, client } => {
-                close(&engine, &name);
+            MemberChange::Joined { name, client, done } => {
+                // A rejoin: the runner closed the member's watches; the old forwarders' streams ended.
                 forwarders.remove(&name);
-                let opened = open(&engine, &name, client);
+                engine.primaries.remove_member(&name);
+                let opened = open(&engine, &name, client.clone());
                 let mut forwarding = JoinSet::new();
                 for watch in &opened {
                     forwarding.spawn(forward(engine.clone(), watch.clone(), requests.clone()));
+                }
+                if engine.plan.in_members() {
+                    open_primaries(&engine, &name, client, &mut forwarding, &requests);
                 }
                 // Children whose parent went while the member was away (or before it joined this
                 // replica) are swept once its caches have listed; a standby leaves this to the leader.
@@ -54,22 +62,68 @@ pub(crate) async fn follow<R: Reconcile>(
                 }
                 forwarders.insert(name.clone(), forwarding);
                 engine.member_children.set(&name, opened);
-                tracing::info!(context = %name, "member joined: its children are watched and every parent is reconciled for it");
+                let _ = done.send(());
+                tracing::info!(context = %name, "member joined: its objects are watched and every parent is reconciled for it");
                 every_parent(&engine, &requests).await;
             }
             MemberChange::Left { name, policy, done } => {
                 if policy == LeavePolicy::Delete {
                     delete_children(&engine, &name).await;
                 }
-                close(&engine, &name);
                 forwarders.remove(&name);
                 engine.member_children.take(&name);
-                tracing::info!(context = %name, ?policy, "member left: its watches are closed");
+                // Its parents are no longer reconciled; their children elsewhere stay as they are (the
+                // orphan sweep does not judge parents in a cluster it cannot see).
+                engine.primaries.remove_member(&name);
+                tracing::info!(context = %name, ?policy, "member left");
                 let _ = done.send(());
                 // Their status drops the member, or says its children were orphaned.
                 every_parent(&engine, &requests).await;
             }
         }
+    }
+}
+
+/// Opens the primary watches in member `name` (the plan's namespaces, selectors) and forwards their
+/// changes as requests, every cached object first.
+fn open_primaries<R: Reconcile>(
+    engine: &Arc<Engine<R>>,
+    name: &str,
+    client: Client,
+    forwarding: &mut JoinSet<()>,
+    requests: &mpsc::Sender<Request<R>>,
+) {
+    let plan = &engine.plan;
+    for namespace in plan.member_namespaces() {
+        let key = WatchKey {
+            context: name.to_owned(),
+            kind: TypeId::of::<Primary<R>>(),
+            namespace: namespace.map(str::to_owned),
+            label_selector: plan.label_selector_value().map(str::to_owned),
+            field_selector: plan.field_selector_value().map(str::to_owned),
+            index_label: None,
+        };
+        let watch = engine
+            .runtime
+            .watches
+            .watch::<Primary<R>>(key, client.clone());
+        let place = Target::Member(Member::new(name));
+        engine
+            .primaries
+            .insert((place.clone(), namespace.map(str::to_owned)), watch.clone());
+        let changed = ChangeFilter::default();
+        let mut changes = watch.subscribe(move |change| {
+            changed.passes(change).then(|| Request::<R> {
+                context: place.clone(),
+                object: ObjectRef::from_obj(change.object()),
+            })
+        });
+        let (engine, requests) = (engine.clone(), requests.clone());
+        forwarding.spawn(async move {
+            while let Some(request) = changes.next().await {
+                offer(&engine, &requests, request).await;
+            }
+        });
     }
 }
 
@@ -94,14 +148,6 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
         }
     }
     opened
-}
-
-/// Closes this controller's watches in member `name`: their tasks end and their caches are freed.
-fn close<R: Reconcile>(engine: &Engine<R>, name: &str) {
-    let selector = format!("{CONTROLLER_LABEL}={}", engine.plan.name());
-    (engine.runtime.watches).release_matching(|key| {
-        key.context == name && key.label_selector.as_deref() == Some(selector.as_str())
-    });
 }
 
 /// Deletes every child this controller has in member `name`, from its caches once they have listed.
@@ -141,6 +187,7 @@ async fn every_parent<R: Reconcile>(engine: &Arc<Engine<R>>, requests: &mpsc::Se
     for (context, watch) in engine.primaries.all() {
         for object in watch.store().state() {
             let object = ObjectRef::from_obj(&*object);
+            let context = context.clone();
             if !offer(engine, requests, Request { context, object }).await {
                 return;
             }

@@ -9,7 +9,7 @@ use kube::runtime::watcher::Event;
 
 use super::*;
 use crate::fake_api;
-use crate::test_engine::{CLUSTER_A, CONTROL, FixedCache, engine};
+use crate::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, engine};
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
     let parent = ParentRef {
@@ -39,11 +39,11 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     writer.apply_watcher_event(&Event::Init);
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL, Some("crds".into())),
+        (CONTROL_PLACE, Some("crds".into())),
         Arc::new(SharedWatch::new(stuck, None)),
     );
     engine.primaries.insert(
-        (CONTROL, Some("other".into())),
+        (CONTROL_PLACE, Some("other".into())),
         Arc::new(SharedWatch::new(listed, None)),
     );
     // The child whose parent cache is stuck comes first.

@@ -2,14 +2,15 @@
 //! mode a context's caches come and go with its shard, so the map can change while reconciles read it.
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::{Arc, RwLock};
 
+use crate::context::Context;
+use crate::member::Target;
 use crate::resource::PrimaryResource;
 use crate::watches::SharedWatch;
 
-/// A context and a namespace (`None`: every namespace).
-type Place<C> = (C, Option<String>);
+/// A typed context or a member, and a namespace (`None`: every namespace).
+type Place<C> = (Target<C>, Option<String>);
 
 /// The primary caches of one controller; `C` is its context type.
 pub(crate) struct PrimaryCaches<C, K: PrimaryResource> {
@@ -24,20 +25,33 @@ impl<C, K: PrimaryResource> Default for PrimaryCaches<C, K> {
     }
 }
 
-impl<C: Copy + Eq + Hash, K: PrimaryResource> PrimaryCaches<C, K> {
+impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
     /// The cache of `context` that holds objects of `namespace`: its namespace's, else the all-namespaces one.
-    pub(crate) fn get(&self, context: C, namespace: Option<&str>) -> Option<Arc<SharedWatch<K>>> {
+    pub(crate) fn get(
+        &self,
+        context: &Target<C>,
+        namespace: Option<&str>,
+    ) -> Option<Arc<SharedWatch<K>>> {
         let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
-        caches
-            .get(&(context, namespace.map(str::to_owned)))
-            .or_else(|| caches.get(&(context, None)))
+        let key = (context.clone(), namespace.map(str::to_owned));
+        (caches.get(&key))
+            .or_else(|| caches.get(&(context.clone(), None)))
             .cloned()
     }
 
     /// Every cache, with its context.
-    pub(crate) fn all(&self) -> Vec<(C, Arc<SharedWatch<K>>)> {
+    pub(crate) fn all(&self) -> Vec<(Target<C>, Arc<SharedWatch<K>>)> {
         let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
-        caches.iter().map(|((c, _), w)| (*c, w.clone())).collect()
+        caches
+            .iter()
+            .map(|((c, _), w)| (c.clone(), w.clone()))
+            .collect()
+    }
+
+    /// Takes every cache of member `name` out.
+    pub(crate) fn remove_member(&self, name: &str) {
+        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        caches.retain(|(place, _), _| place.as_member().is_none_or(|m| m.name() != name));
     }
 
     /// Adds the cache of (`context`, `namespace`), or replaces it.
@@ -49,7 +63,7 @@ impl<C: Copy + Eq + Hash, K: PrimaryResource> PrimaryCaches<C, K> {
     /// Whether the cache of (`context`, `namespace`) is there (exactly that key, no fallback).
     pub(crate) fn has(&self, context: C, namespace: Option<&str>) -> bool {
         let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
-        caches.contains_key(&(context, namespace.map(str::to_owned)))
+        caches.contains_key(&(Target::Context(context), namespace.map(str::to_owned)))
     }
 
     /// Takes the cache of (`context`, `namespace`) out.
@@ -59,6 +73,6 @@ impl<C: Copy + Eq + Hash, K: PrimaryResource> PrimaryCaches<C, K> {
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<K>>> {
         let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
-        caches.remove(&(context, namespace.map(str::to_owned)))
+        caches.remove(&(Target::Context(context), namespace.map(str::to_owned)))
     }
 }

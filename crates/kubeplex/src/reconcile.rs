@@ -8,7 +8,6 @@ use tracing::Instrument;
 
 use crate::child_changes::Changes;
 use crate::children::{self, Parentage};
-use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::cx::Cx;
 use crate::engine::{Engine, Primary, Request, Verdict};
@@ -25,7 +24,7 @@ impl<R: Reconcile> Engine<R> {
         let namespace = request.object.namespace.as_deref();
         // Gone from the cache: deleted (the finalizer keeps objects that still have children).
         let Some(object) = self
-            .primary_cache(request.context, namespace)
+            .primary_cache(&request.context, namespace)
             .and_then(|cache| cache.store().get(&request.object))
         else {
             self.failures().remove(&request);
@@ -43,7 +42,7 @@ impl<R: Reconcile> Engine<R> {
         );
         let failures = self.failures().get(&request).copied().unwrap_or(0);
         let cx = Cx::new(
-            request.context,
+            request.context.clone(),
             self.plan.clone(),
             self.runtime.clone(),
             failures,
@@ -92,7 +91,7 @@ impl<R: Reconcile> Engine<R> {
                 };
             }
             if !has_finalizer
-                && let Err(error) = Box::pin(self.set_finalizer(&object, context, true)).await
+                && let Err(error) = Box::pin(self.set_finalizer(&object, &context, true)).await
             {
                 tracing::warn!(context = %context, error = %chain(&error), "adding the finalizer failed");
                 return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
@@ -107,11 +106,11 @@ impl<R: Reconcile> Engine<R> {
                 let message = chain(&error);
                 tracing::warn!(context = %context, error = %message, "reconcile failed");
                 if !self.plan.children().is_empty() {
-                    Box::pin(self.write_failure(&object, context, &message)).await;
+                    Box::pin(self.write_failure(&object, &context, &message)).await;
                 }
                 // Repeats of a failure become one event series (the recorder's), not one per retry.
                 let note = Note::warning("ReconcileFailed", "Reconcile", message);
-                Box::pin(self.publish(&object, context, note)).await;
+                Box::pin(self.publish(&object, &context, note)).await;
                 let action = self.reconciler.error_policy(object, &error, cx);
                 return Verdict::Failed(next_of(action.requeue_after()));
             }
@@ -127,7 +126,7 @@ impl<R: Reconcile> Engine<R> {
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
         let changes = Changes::default();
-        let parent = self.parent_ref(&object, context);
+        let parent = self.parent_ref(&object, &context);
         let link = Parentage {
             parent: &parent,
             controller: self.plan.name(),
@@ -152,7 +151,7 @@ impl<R: Reconcile> Engine<R> {
                 }
             },
             |so_far| {
-                let (object, written) = (&object, &written);
+                let (object, written, context) = (&object, &written, &context);
                 async move {
                     let previous = crate::status_write::owned_status(&**object);
                     let status = self
@@ -175,12 +174,12 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut notes = changes.notes();
         notes.extend(context_notes(&before, &outcomes));
-        Box::pin(self.publish_all(&object, context, notes)).await;
+        Box::pin(self.publish_all(&object, &context, notes)).await;
         match interim {
             Some(previous) => {
-                Box::pin(self.write_status_over(&object, context, &previous, &outcomes)).await;
+                Box::pin(self.write_status_over(&object, &context, &previous, &outcomes)).await;
             }
-            None => Box::pin(self.write_status(&object, context, &outcomes)).await,
+            None => Box::pin(self.write_status(&object, &context, &outcomes)).await,
         }
         // A context that failed is retried soon, whatever the reconcile asked for.
         if outcomes.values().any(|o| !o.state.is_settled()) {

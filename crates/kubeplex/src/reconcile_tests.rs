@@ -20,7 +20,7 @@ use super::requeue_delay;
 use crate::engine::{ChildWatch, Engine, Request};
 use crate::fake_api;
 use crate::ownership::ParentRef;
-use crate::test_engine::{CLUSTER_A, CONTROL, FixedCache, TestController, engine, parent};
+use crate::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine, parent};
 use crate::watches::SharedWatch;
 
 #[test]
@@ -171,7 +171,7 @@ async fn reconcile(object: ConfigMap) -> Arc<Engine<TestController>> {
     let (store, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
-        (CONTROL, Some("crds".into())),
+        (CONTROL_PLACE, Some("crds".into())),
         Arc::new(SharedWatch::new(store, None)),
     );
     engine.children.push(ChildWatch {
@@ -180,7 +180,7 @@ async fn reconcile(object: ConfigMap) -> Arc<Engine<TestController>> {
         cache: Arc::new(FixedCache(vec![stale_child()])),
     });
     let request: Request<TestController> = Request {
-        context: CONTROL,
+        context: CONTROL_PLACE,
         object: ObjectRef::from_obj(&object),
     };
     let engine = Arc::new(engine);

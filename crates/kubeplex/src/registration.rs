@@ -23,6 +23,8 @@ pub(crate) trait Registration: Send {
     fn contexts(&self) -> Vec<String>;
     /// The names of the contexts its primaries live in.
     fn primary_contexts(&self) -> Vec<String>;
+    /// Whether its primaries are also watched in every member of the fleet.
+    fn primaries_in_members(&self) -> bool;
     /// Opens its watches and returns its loop.
     fn start(
         self: Box<Self>,
@@ -91,6 +93,10 @@ impl<R: Reconcile> Registration for Registered<R> {
     fn primary_contexts(&self) -> Vec<String> {
         let contexts = self.plan.context_list().iter();
         contexts.map(|c| c.name().to_owned()).collect()
+    }
+
+    fn primaries_in_members(&self) -> bool {
+        self.plan.in_members()
     }
 
     fn start(

@@ -10,6 +10,7 @@ use kube::runtime::reflector::ObjectRef;
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::engine::{Engine, Primary, Request};
+use crate::member::Target;
 use crate::trigger::ChangeFilter;
 use crate::watches::WatchKey;
 
@@ -90,11 +91,11 @@ fn open<R: Reconcile>(
     }
     engine
         .primaries
-        .insert((entry.context, namespace), watch.clone());
-    let (context, changed) = (entry.context, ChangeFilter::default());
+        .insert((Target::Context(entry.context), namespace), watch.clone());
+    let (context, changed) = (Target::Context(entry.context), ChangeFilter::default());
     let requests = watch.subscribe(move |change| {
         changed.passes(change).then(|| Request::<R> {
-            context,
+            context: context.clone(),
             object: ObjectRef::from_obj(change.object()),
         })
     });

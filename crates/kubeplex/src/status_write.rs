@@ -10,9 +10,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use crate::context::Context;
 use crate::controller::Reconcile;
-use crate::engine::{Engine, Primary};
+use crate::engine::{Engine, Place, Primary};
 use crate::error::chain;
 use crate::status::{ContextOutcome, FleetStatus, now};
 
@@ -21,7 +20,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_status(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) {
         self.write_status_over(object, context, &self.previous_status(object), outcomes)
@@ -34,7 +33,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_status_over(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> Option<FleetStatus> {
@@ -49,7 +48,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_failure(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
         message: &str,
     ) {
         let previous = self.previous_status(object);
@@ -61,7 +60,7 @@ impl<R: Reconcile> Engine<R> {
     async fn apply_status(
         &self,
         object: &Primary<R>,
-        context: R::Context,
+        context: &Place<R>,
         previous: &FleetStatus,
         status: FleetStatus,
     ) -> bool {
@@ -133,7 +132,7 @@ mod tests {
 
     use crate::fake_api::{self, status};
     use crate::status::{ClusterState, ContextOutcome};
-    use crate::test_engine::{CONTROL, engine, parent};
+    use crate::test_engine::{CONTROL_PLACE, engine, parent};
 
     /// cluster-a synced, with one child.
     fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {
@@ -160,7 +159,9 @@ mod tests {
         let engine = engine(client);
         let outcomes = ready_in_cluster_a();
         for _ in 0..3 {
-            engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+            engine
+                .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+                .await;
         }
         assert_eq!(requests.lines().len(), 1, "tried once, then skipped");
     }
@@ -176,8 +177,12 @@ mod tests {
         });
         let engine = engine(client);
         let outcomes = ready_in_cluster_a();
-        engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
-        engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+        engine
+            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .await;
+        engine
+            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .await;
         assert_eq!(
             requests.lines().len(),
             1,
@@ -186,7 +191,7 @@ mod tests {
         // A later version without kubeplex's status (someone removed it): the cache is the truth again.
         let mut later = parent(&[]);
         later.metadata.resource_version = Some("3".into());
-        engine.write_status(&later, CONTROL, &outcomes).await;
+        engine.write_status(&later, &CONTROL_PLACE, &outcomes).await;
         assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
     }
 
@@ -203,7 +208,9 @@ mod tests {
             },
         )]
         .into();
-        engine.write_status(&parent(&[]), CONTROL, &outcomes).await;
+        engine
+            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .await;
         let sent = &requests.all()[0];
         assert!(
             sent.uri.contains("/status?") && sent.uri.contains("fieldManager=test-controller"),

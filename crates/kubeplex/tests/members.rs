@@ -43,6 +43,7 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-c"])
         .crd("control", Spread::crd())
+        .crd("cluster-c", Spread::crd())
 });
 
 /// Where the children live in cluster-a and in each member.
@@ -88,6 +89,35 @@ macro_rules! spreader {
 }
 
 spreader!(Deleting, "spread-delete");
+
+/// Watches Spreads in control and in every member, and puts each one's child beside it, in `apps` of the
+/// cluster it came from.
+#[controller(
+    crd = Spread,
+    contexts = [Fleet::Control],
+    members,
+    namespaces = ["spread-local"],
+    owns(ConfigMap, members, contexts = [Fleet::Control], namespaces = ["apps"]),
+)]
+struct Local {
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Reconcile for Local {
+    type Error = kubeplex::Error;
+
+    async fn reconcile(&self, parent: Arc<Spread>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
+        let from = cx.context();
+        let kind = if from.as_member().is_some() {
+            "member"
+        } else {
+            "context"
+        };
+        self.seen.lock().unwrap().push(format!("{kind} {from}"));
+        cx.child(from, child(&parent, cx.controller()))?;
+        Ok(Action::await_change())
+    }
+}
 spreader!(Orphaning, "spread-orphan");
 
 /// How cluster-c is reached, as a provider would hand it over.
@@ -265,5 +295,57 @@ async fn a_member_that_leaves_under_orphan_keeps_its_children_and_the_status_say
     let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
     assert!(api.get_opt("db-orphaning").await.unwrap().is_some());
     assert!(!running.health().contexts.contains_key("cluster-c"));
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_children_and_status() {
+    let env = CLUSTERS.get().await.unwrap();
+    prepare(env).await;
+    create_namespace(&env.client("control").await.unwrap(), APPS).await;
+    // A Spread in cluster-c before it is a member, and one in control.
+    let cluster_c_client = env.client("cluster-c").await.unwrap();
+    create_namespace(&cluster_c_client, "spread-local").await;
+    let api: Api<Spread> = Api::namespaced(cluster_c_client, "spread-local");
+    let spread = Spread::new("remote", SpreadSpec { value: "v1".into() });
+    api.create(&PostParams::default(), &spread).await.unwrap();
+    create_spread(env, "spread-local", "home").await;
+
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let members = Members::new();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Local { seen: seen.clone() })
+        .members(members.clone(), LeavePolicy::Delete)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "started").await;
+    wait_child(env, "control", "home-local", true).await;
+    members.add("cluster-c", cluster_c(env).await).await;
+    // Reconciled as cluster-c's: its child beside it, its status written there.
+    wait_child(env, "cluster-c", "remote-local", true).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let status = api.get("remote").await.unwrap().status;
+        let ready = status
+            .as_ref()
+            .and_then(|s| s.fleet.clusters.get("cluster-c"));
+        if ready.is_some_and(|c| c.state == kubeplex::ClusterState::Ready) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no status in cluster-c: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.contains(&"member cluster-c".to_owned()), "{seen:?}");
+    assert!(seen.contains(&"context control".to_owned()), "{seen:?}");
+    // The control parent's child never went to the member.
+    let control_child: Api<ConfigMap> =
+        Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
+    assert!(control_child.get_opt("home-local").await.unwrap().is_none());
+    members.remove("cluster-c").await;
     running.shutdown().await;
 }

@@ -32,6 +32,8 @@ pub struct Model {
     pub contexts_kind: Option<ContextsKind>,
     /// The primary resource's contexts.
     pub contexts: Vec<ContextItem>,
+    /// `members`: the primary resource is also watched in every member.
+    pub members: bool,
     /// The controller's name.
     pub name: String,
     /// The primary resource's namespaces (empty: all).
@@ -237,6 +239,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         namespaces_key,
         contexts_kind,
         contexts,
+        members: args.members.0.is_some(),
         name,
         namespaces,
         label_selector,

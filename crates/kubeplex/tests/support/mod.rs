@@ -46,9 +46,10 @@ pub struct Seen {
 pub struct Recorder(Arc<Mutex<Vec<Seen>>>);
 
 impl Recorder {
-    pub fn record(&self, context: Fleet, object: &ConfigMap) {
+    /// Records a reconcile of `object` from `context` (these tests watch typed contexts only).
+    pub fn record(&self, context: kubeplex::Target<Fleet>, object: &ConfigMap) {
         let seen = Seen {
-            context,
+            context: context.as_context().expect("a typed context"),
             namespace: object.metadata.namespace.clone().unwrap_or_default(),
             name: object.metadata.name.clone().unwrap_or_default(),
             value: object.data.as_ref().and_then(|d| d.get("value").cloned()),

@@ -29,6 +29,20 @@ impl Reconcile for FleetWide {
 #[controller(crd = ConfigMap, contexts = ["control"], owns(Secret, members, namespaces = ["apps"]))]
 struct MembersOnly;
 
+// The primary resource watched in every member too: `cx.context()` says which member an object came from.
+#[controller(crd = ConfigMap, contexts = [Fleet::Control], members, owns(Secret, members))]
+struct Everywhere;
+
+impl Reconcile for Everywhere {
+    type Error = kubeplex::Error;
+
+    async fn reconcile(&self, object: Arc<ConfigMap>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
+        let _typed_or_member: Option<Fleet> = cx.context().as_context();
+        cx.child(cx.context(), Secret { metadata: object.metadata.clone(), ..Secret::default() })?;
+        Ok(Action::await_change())
+    }
+}
+
 fn main() {
     let plan = FleetWide::plan();
     let [deployments, secrets] = plan.children() else {
@@ -41,5 +55,7 @@ fn main() {
 
     let plan = MembersOnly::plan();
     assert!(plan.children()[0].in_members());
+    assert!(!plan.in_members());
+    assert!(Everywhere::plan().in_members());
     assert_eq!(plan.all_contexts(), [kubeplex::ContextName::new("control")]);
 }
