@@ -14,7 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::reflector::Store;
 use kube::runtime::{Controller as KubeController, controller, watcher};
 use kube::{Client, Config};
-use kubeplex::{Context, ContextName, Controller, Cx, Manager, Plan, Reconcile};
+use kubeplex::{ContextName, Controller, Cx, Manager, Plan, Reconcile};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 

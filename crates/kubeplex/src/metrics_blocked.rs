@@ -9,10 +9,13 @@ use prometheus_client::metrics::gauge::Gauge;
 
 use crate::metrics_live::Labels;
 
-/// The parents (`namespace/name`) each (controller, context) holds back, and the gauge counting them.
+/// The parents (`namespace/name`) each (controller, context) holds back.
+type Held = HashMap<(String, String), HashSet<String>>;
+
+/// The parents each (controller, context) holds back, and the gauge counting them.
 #[derive(Clone, Default)]
 pub(crate) struct BlockedDeletions {
-    parents: Arc<Mutex<HashMap<(String, String), HashSet<String>>>>,
+    parents: Arc<Mutex<Held>>,
     gauge: Family<Labels<2>, Gauge>,
 }
 
