@@ -94,6 +94,7 @@ mod health_report;
 mod in_cluster;
 mod label_index;
 mod member_file;
+mod member_finalizer;
 mod member_kubeconfig;
 mod member_secrets;
 mod member_set;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Resource, ResourceExt};
@@ -20,9 +20,8 @@ use crate::members::{LeavePolicy, MemberProvider, MemberSink};
 /// it the member is named as the Secret.
 pub const MEMBER_NAME_LABEL: &str = "kubeplex.io/member";
 
-/// The finalizer kubeplex keeps on a member's Secret under [`LeavePolicy::Delete`], so that its
-/// credentials stay until the member's children are deleted.
-pub const MEMBER_FINALIZER: &str = "kubeplex.io/member-cleanup";
+pub use crate::member_finalizer::MEMBER_FINALIZER;
+use crate::member_finalizer::{has_finalizer, set_member_finalizer};
 
 /// The data key holding the kubeconfig unless [`KubeconfigSecrets::key`] says otherwise.
 const DEFAULT_KEY: &str = "kubeconfig";
@@ -385,41 +384,17 @@ impl Secrets {
         }
     }
 
-    /// Adds or removes [`MEMBER_FINALIZER`]; false (and a warning) when it could not. The patch carries the
-    /// resourceVersion it was made from, so it never clobbers another writer's finalizers; on a conflict
-    /// it is made again from a fresh copy.
+    /// Adds or removes [`MEMBER_FINALIZER`]; false (and a warning) when it could not.
     async fn set_finalizer(&mut self, secret: &Secret, present: bool) -> bool {
-        let (name, mut current, mut attempts) = (secret.name_any(), secret.clone(), 0);
-        let error = loop {
-            // Nothing to do; and no finalizer can be added to an object being deleted.
-            let deleting = current.meta().deletion_timestamp.is_some();
-            if has_finalizer(&current) == present || (present && deleting) {
-                return true;
+        match set_member_finalizer(&self.api, secret, present).await {
+            Ok(()) => true,
+            Err(error) => {
+                let doing = if present { "adding" } else { "removing" };
+                let what = format!("{doing} finalizer {MEMBER_FINALIZER} failed");
+                self.warn(&secret.name_any(), &what, &chain(&error));
+                false
             }
-            let mut finalizers = current.finalizers().to_vec();
-            finalizers.retain(|f| f != MEMBER_FINALIZER);
-            finalizers.extend(present.then(|| MEMBER_FINALIZER.to_owned()));
-            let version = current.resource_version();
-            let patch = Patch::Merge(serde_json::json!({ "metadata": {
-                "finalizers": finalizers, "resourceVersion": version } }));
-            attempts += 1;
-            match self.api.patch(&name, &PatchParams::default(), &patch).await {
-                Ok(_) => return true,
-                Err(kube::Error::Api(status)) if status.code == 404 => return true,
-                Err(kube::Error::Api(status)) if status.code == 409 && attempts < 3 => {
-                    match self.api.get_opt(&name).await {
-                        Ok(Some(fresh)) => current = fresh,
-                        Ok(None) => return true,
-                        Err(error) => break error,
-                    }
-                }
-                Err(error) => break error,
-            }
-        };
-        let doing = if present { "adding" } else { "removing" };
-        let what = format!("{doing} finalizer {MEMBER_FINALIZER} failed");
-        self.warn(&name, &what, &chain(&error));
-        false
+        }
     }
 
     /// Logs a failure about a Secret once per change, with the member it names.
@@ -436,10 +411,6 @@ impl Secrets {
     fn secret_name(&self, secret: &str) -> String {
         format!("Secret {}/{secret}", self.provider.namespace)
     }
-}
-
-fn has_finalizer(secret: &Secret) -> bool {
-    secret.finalizers().iter().any(|f| f == MEMBER_FINALIZER)
 }
 
 /// Why a member named by two Secrets is unhealthy.
