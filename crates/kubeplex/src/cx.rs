@@ -131,12 +131,7 @@ impl<C: Context> Cx<C> {
             )));
         }
         if let Target::Member(member) = &target
-            && !self
-                .runtime
-                .members
-                .names()
-                .iter()
-                .any(|m| m == member.name())
+            && !self.runtime.members.is_current(member.name())
         {
             return Err(invalid(
                 "not a member of the fleet now (it left, or has not joined)".into(),

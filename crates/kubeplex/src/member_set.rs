@@ -55,6 +55,12 @@ impl MemberSet {
         names.cloned().collect()
     }
 
+    /// Whether `name` is a joined member that is not leaving: one reconciles may put children in.
+    pub(crate) fn is_current(&self, name: &str) -> bool {
+        let leaving = self.leaving.lock().unwrap_or_else(|e| e.into_inner());
+        !leaving.contains(name) && self.read().contains_key(name)
+    }
+
     /// Whether `name` is a joined member.
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.read().contains_key(name)
