@@ -300,4 +300,17 @@ async fn sharding_and_leader_election_together_are_refused() {
         refusal(manager().sharding(no_shards)).await,
         "sharding (group sharded/sharded): the number of shards must be at least 1"
     );
+    // Sharded by context, a controller watching its primaries in every member: a member is no shard.
+    let by_context = Sharding::by_context(Fleet::Control, NAMESPACE, "sharded");
+    let everywhere = manager().sharding(by_context).controller_with(
+        Sharded {
+            identity: "x",
+            seen: Recorder::default(),
+        },
+        |plan| plan.members(),
+    );
+    assert_eq!(
+        refusal(everywhere).await,
+        "sharding (group sharded/sharded): sharded by context, the primaries watched in members would have no shard; shard by parent"
+    );
 }
