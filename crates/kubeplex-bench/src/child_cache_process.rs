@@ -191,7 +191,7 @@ async fn settle(least: Duration) -> f64 {
 }
 
 /// Whether the last [`SETTLE_READINGS`] readings are within [`SETTLE_SPREAD`] of each other.
-fn settled(readings: &[f64]) -> bool {
+pub(crate) fn settled(readings: &[f64]) -> bool {
     let Some(last) = readings
         .len()
         .checked_sub(SETTLE_READINGS)

@@ -53,6 +53,18 @@ pub struct Cli {
     /// Namespaces per child context (fleet).
     #[arg(long, value_name = "N", value_parser = positive())]
     fleet_namespaces: Option<usize>,
+    /// Parents whose children live in every member (member_join).
+    #[arg(long, value_name = "P", value_parser = positive())]
+    member_parents: Option<usize>,
+    /// Timed joins of the member, each followed by a timed leave (member_join).
+    #[arg(long, value_name = "J", value_parser = positive())]
+    member_joins: Option<usize>,
+    /// Children the operator caches while the member is joined (member_churn).
+    #[arg(long, value_name = "N", value_parser = positive())]
+    churn_objects: Option<usize>,
+    /// Join/leave cycles after the warm-up one (member_churn).
+    #[arg(long, value_name = "C", value_parser = positive())]
+    churn_cycles: Option<usize>,
     /// The sections to run, comma-separated [default: all]; memory includes shared watches.
     #[arg(
         long,
@@ -83,6 +95,11 @@ impl Cli {
         fleet.scale = self.fleet_scale.unwrap_or(std::mem::take(&mut fleet.scale));
         fleet.clusters = self.fleet_clusters.unwrap_or(fleet.clusters);
         fleet.namespaces = self.fleet_namespaces.unwrap_or(fleet.namespaces);
+        let members = &mut options.members;
+        members.parents = self.member_parents.unwrap_or(members.parents);
+        members.joins = self.member_joins.unwrap_or(members.joins);
+        members.churn_objects = self.churn_objects.unwrap_or(members.churn_objects);
+        members.churn_cycles = self.churn_cycles.unwrap_or(members.churn_cycles);
         options
     }
 }
@@ -218,6 +235,39 @@ mod tests {
         assert_eq!(parse(&["--quick"]).unwrap().fleet.parents, 100);
         let error = parse(&["--fleet-clusters", "4"]).unwrap_err().to_string();
         assert!(error.contains("--fleet-clusters <C>"), "{error}");
+    }
+
+    #[test]
+    fn member_options_replace_the_member_preset() {
+        let options = parse(&[
+            "--quick",
+            "--member-parents",
+            "7",
+            "--member-joins",
+            "3",
+            "--churn-objects",
+            "50",
+            "--churn-cycles",
+            "4",
+            "--sections",
+            "member_join,member_churn",
+        ])
+        .unwrap();
+        let members = &options.members;
+        assert_eq!(
+            (
+                members.parents,
+                members.joins,
+                members.churn_objects,
+                members.churn_cycles
+            ),
+            (7, 3, 50, 4)
+        );
+        assert_eq!(options.sections, ["member_join", "member_churn"]);
+        let quick = parse(&["--quick"]).unwrap().members;
+        assert_eq!((quick.parents, quick.joins), (20, 2));
+        let full = parse(&[]).unwrap().members;
+        assert_eq!((full.churn_objects, full.churn_cycles), (1000, 10));
     }
 
     #[test]

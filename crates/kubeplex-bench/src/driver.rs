@@ -46,8 +46,18 @@ pub async fn run(options: Options) -> Result<(), String> {
             .unwrap_or_default(),
         children: std::sync::atomic::AtomicUsize::new(0),
     };
+    let host = crate::fleet_setup::Host {
+        env: &env,
+        kubeconfig: bench.kubeconfig.clone(),
+        exe: bench.exe.clone(),
+        wrapper: bench.wrapper.clone(),
+        server_pids: bench.server_pids.clone(),
+        repeats: bench.repeats,
+    };
     let mut sections = BTreeMap::new();
     let mut goals = Vec::new();
+    // The member sections' fourth cluster, started for the first of them (it idles through no other section).
+    let mut member = None;
 
     for section in &options.sections {
         match section.as_str() {
@@ -64,14 +74,6 @@ pub async fn run(options: Options) -> Result<(), String> {
             }
             "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
             "fleet" | "failover" => {
-                let host = crate::fleet_setup::Host {
-                    env: &env,
-                    kubeconfig: bench.kubeconfig.clone(),
-                    exe: bench.exe.clone(),
-                    wrapper: bench.wrapper.clone(),
-                    server_pids: bench.server_pids.clone(),
-                    repeats: bench.repeats,
-                };
                 if section == "fleet" {
                     let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
                     sections.insert("fleet", section);
@@ -81,6 +83,22 @@ pub async fn run(options: Options) -> Result<(), String> {
                     sections.insert("failover", section);
                     goals.push(goal);
                 }
+            }
+            "member_join" | "member_churn" => {
+                let cluster = match member.take() {
+                    Some(cluster) => cluster,
+                    None => crate::member::MemberCluster::start(&host).await?,
+                };
+                let (section_name, (section, goal)) = if section == "member_join" {
+                    let run = crate::member_join::run(&host, &cluster, &options.members).await?;
+                    ("member_join", run)
+                } else {
+                    let run = crate::member_churn::run(&host, &cluster, &options.members).await?;
+                    ("member_churn", run)
+                };
+                sections.insert(section_name, section);
+                goals.push(goal);
+                member = Some(cluster);
             }
             other => return Err(format!("no section {other:?}")),
         }
@@ -98,6 +116,7 @@ pub async fn run(options: Options) -> Result<(), String> {
     if let Some(path) = &options.json {
         write_json(path, &report)?;
     }
+    drop(member);
     drop(env);
     Ok(())
 }

@@ -225,6 +225,7 @@ async fn spawn(host: &Host<'_>, spawned: &mut usize) -> Result<Replica, String> 
             renew_deadline_s: RENEW_DEADLINE_S,
             retry_period_s: RETRY_PERIOD_S,
         }),
+        members: None,
     };
     let mut operator = Operator::spawn(host, &spec, 1000 + *spawned)?;
     *spawned += 1;

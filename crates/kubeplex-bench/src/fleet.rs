@@ -150,6 +150,7 @@ async fn run_once(
         namespaces: child_namespaces(options),
         concurrency: None,
         election: None,
+        members: None,
     };
     let started = Instant::now();
     let mut operator = Operator::spawn(host, &spec, n)?;

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::config::Kubeconfig;
-use kubeplex::{Child, ContextName, Controller, Cx, Manager, Plan, Reconcile};
+use kubeplex::{
+    Child, ContextName, Controller, Cx, KubeconfigSecrets, LeavePolicy, Manager, Plan, Reconcile,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::alloc::{live_bytes, rss_bytes};
@@ -34,6 +36,17 @@ pub struct FleetSpec {
     /// kubeplex only: run as one replica of several, with leader election (the failover section).
     #[serde(default)]
     pub election: Option<ElectionSpec>,
+    /// kubeplex only: children also in every member of the fleet, the members from kubeconfig Secrets under
+    /// `LeavePolicy::Delete` (the member sections).
+    #[serde(default)]
+    pub members: Option<MembersSpec>,
+}
+
+/// Where the operator finds its members: Secrets in `namespace` of the control context matching `selector`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MembersSpec {
+    pub namespace: String,
+    pub selector: String,
 }
 
 /// A replica's leader election: the Lease `namespace/name` in the control context, its identity, timings.
@@ -72,6 +85,8 @@ static PLAN: OnceLock<Plan<ContextName>> = OnceLock::new();
 
 struct FleetOperator {
     clusters: Vec<ContextName>,
+    /// Children also in every member (`owns(Deployment, members, ..)`).
+    members: bool,
 }
 
 impl Controller for FleetOperator {
@@ -97,6 +112,13 @@ impl Reconcile for FleetOperator {
                 cx.child(cluster, deployment_for(&app, namespace))?;
             }
         }
+        if self.members {
+            for member in cx.members() {
+                for namespace in &app.spec.namespaces {
+                    cx.child(&member, deployment_for(&app, namespace))?;
+                }
+            }
+        }
         Ok(kubeplex::Action::requeue(Duration::from_secs(3600)))
     }
 }
@@ -115,14 +137,16 @@ async fn start_kubeplex(
         .iter()
         .map(|(name, _)| ContextName::new(leak(name)))
         .collect();
+    let mut children = Child::of::<Deployment>()
+        .contexts(clusters.iter().copied())
+        .namespaces(spec.namespaces.clone());
+    if spec.members.is_some() {
+        children = children.members();
+    }
     let mut plan = Plan::new("fleet-bench")
         .contexts([control])
         .namespaces([PARENT_NAMESPACE])
-        .owns(
-            Child::of::<Deployment>()
-                .contexts(clusters.iter().copied())
-                .namespaces(spec.namespaces.clone()),
-        )
+        .owns(children)
         .finalizer(FINALIZER)
         .error_requeue(Duration::from_secs(5));
     if let Some(limit) = spec.concurrency {
@@ -146,8 +170,15 @@ async fn start_kubeplex(
                 .retry_period(seconds(election.retry_period_s)),
         );
     }
+    if let Some(members) = &spec.members {
+        let secrets = KubeconfigSecrets::new(control, &members.namespace, &members.selector);
+        manager = manager.members(secrets, LeavePolicy::Delete);
+    }
     manager
-        .controller(FleetOperator { clusters })
+        .controller(FleetOperator {
+            clusters,
+            members: spec.members.is_some(),
+        })
         .start()
         .await
         .map_err(|e| e.to_string())

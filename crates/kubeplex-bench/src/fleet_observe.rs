@@ -78,6 +78,13 @@ impl World {
         }
     }
 
+    /// Every child present, with its UID.
+    pub fn uids(&self) -> HashMap<ChildKey, String> {
+        (self.children.iter())
+            .map(|(key, (uid, _))| (key.clone(), uid.clone()))
+            .collect()
+    }
+
     /// Picks every tenth child (in a fixed order, so both sides lose the same ones) to be deleted by hand,
     /// and remembers their UIDs.
     pub fn pick_tenth(&mut self) -> Vec<ChildKey> {

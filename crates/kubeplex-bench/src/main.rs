@@ -12,7 +12,7 @@
 //! measurement in a fresh child process (this binary re-executed with the hidden `__child` subcommand), so
 //! that RSS and heap are attributable to one side (`__fleet` for the fleet section's operators, which the
 //! parent drives over stdin, and the failover section's replicas; `__child_cache` for the child-cache
-//! section's). Baseline and kubeplex runs alternate.
+//! section's). Baseline and kubeplex runs alternate. The member sections start a fourth cluster, the member.
 
 mod alloc;
 mod bench;
@@ -36,6 +36,10 @@ mod latency;
 mod link;
 mod machine;
 mod many_contexts;
+mod member;
+mod member_churn;
+mod member_fleet;
+mod member_join;
 mod memory;
 mod options;
 mod report;

@@ -8,18 +8,21 @@ use serde::Serialize;
 use crate::child_cache::ChildCacheOptions;
 use crate::failover::FailoverOptions;
 use crate::fleet_setup::FleetOptions;
+use crate::member::MemberOptions;
 
 pub const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
-[--latency-seconds S] [--link-rtt-ms MS] \
-[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet,failover]
+[--latency-seconds S] [--link-rtt-ms MS] [--member-parents P] [--member-joins J] [--churn-objects N] \
+[--churn-cycles C] \
+[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet,failover,\
+member_join,member_churn]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex. \
-KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet children return freed heap to the OS before each RSS reading.";
+KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet and member sections' operators return freed heap to the OS before each RSS reading.";
 
 /// Every section, in the order they run; `--sections` picks some.
-pub(crate) const SECTIONS: [&str; 9] = [
+pub(crate) const SECTIONS: [&str; 11] = [
     "startup",
     "startup_remote",
     "latency",
@@ -29,6 +32,8 @@ pub(crate) const SECTIONS: [&str; 9] = [
     "throughput",
     "fleet",
     "failover",
+    "member_join",
+    "member_churn",
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -54,6 +59,7 @@ pub struct Options {
     pub fleet: FleetOptions,
     pub child_cache: ChildCacheOptions,
     pub failover: FailoverOptions,
+    pub members: MemberOptions,
 }
 
 impl Options {
@@ -77,6 +83,7 @@ impl Options {
             fleet: FleetOptions::full(),
             child_cache: ChildCacheOptions::full(),
             failover: FailoverOptions::full(),
+            members: MemberOptions::full(),
         }
     }
 
@@ -94,6 +101,7 @@ impl Options {
             fleet: FleetOptions::quick(),
             child_cache: ChildCacheOptions::quick(),
             failover: FailoverOptions::quick(),
+            members: MemberOptions::quick(),
             ..Self::full()
         }
     }

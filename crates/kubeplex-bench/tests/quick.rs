@@ -34,6 +34,8 @@ fn quick_run_writes_a_report_with_every_section() {
         "child_cache",
         "throughput",
         "fleet",
+        "member_join",
+        "member_churn",
     ] {
         let figures = report["sections"][section]["figures"]
             .as_array()
@@ -146,4 +148,68 @@ fn quick_run_writes_a_report_with_every_section() {
         .filter(|g| g["section"] == "fleet")
         .count();
     assert!(fleet_goals >= 4, "fleet records {fleet_goals} goals");
+    // The member sections: each has a figure for every join (and cycle), from the operator's own process.
+    // They have no baseline column: kube-runtime has no members.
+    let figure = |section: &str, name: &str| -> Vec<f64> {
+        let figures = report["sections"][section]["figures"].as_array().unwrap();
+        let figure = figures
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{section} has no figure {name:?}: {figures:?}"));
+        figure["kubeplex"]["samples"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{section} {name}: no samples: {figure}"))
+            .iter()
+            .map(|v| v.as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    let joins = report["options"]["members"]["joins"].as_u64().unwrap() as usize;
+    for name in [
+        "Secret created -> every child in member",
+        "Secret deleted -> no child in member",
+        "Secret deleted -> Secret gone",
+    ] {
+        let samples = figure("member_join", name);
+        assert_eq!(samples.len(), joins, "member_join {name}: {samples:?}");
+        // A leave that left children behind has no time (null): a measurement, not a failure here.
+        assert!(
+            samples.iter().any(|s| *s > 0.0) && samples.iter().all(|s| s.is_nan() || *s > 0.0),
+            "member_join {name}: {samples:?}"
+        );
+    }
+    let cycles = report["options"]["members"]["churn_cycles"]
+        .as_u64()
+        .unwrap() as usize;
+    for name in [
+        "RSS after the warm-up cycle",
+        "RSS after the last cycle",
+        "heap after the warm-up cycle",
+        "heap after the last cycle",
+        "RSS after the last / after warm-up",
+    ] {
+        let samples = figure("member_churn", name);
+        assert!(
+            samples.len() == 1 && samples[0] > 0.0,
+            "member_churn {name}: {samples:?}"
+        );
+    }
+    let joined = figure("member_churn", "heap while joined");
+    assert_eq!(joined.len(), cycles, "member_churn: {joined:?}");
+    for section in ["member_join", "member_churn"] {
+        let stray = figure(section, "children left behind per leave");
+        assert!(
+            !stray.is_empty() && stray.iter().all(|n| *n >= 0.0),
+            "{section}: {stray:?}"
+        );
+    }
+    for section in ["member_join", "member_churn"] {
+        assert!(
+            report["goals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["section"] == section),
+            "{section} records no goal"
+        );
+    }
 }
