@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::events::{EventPublisher, Note};
 use crate::executor::Next;
 use crate::member::{Member, Target};
+use crate::member_gate::SyncGuard;
 use crate::ownership::ParentRef;
 use crate::plan::Plan;
 use crate::resource::ApiScope;
@@ -316,15 +317,24 @@ impl<R: Reconcile> Engine<R> {
     where
         F: Future<Output = ContextOutcome> + 'a,
     {
-        self.child_context_names()
+        let fixed =
+            (self.plan.child_contexts().into_iter()).map(|c| (Arc::<str>::from(c.name()), None));
+        let mut places: Vec<(Arc<str>, Option<SyncGuard>)> = fixed.collect();
+        if self.plan.has_member_children() {
+            // Each member's sync holds its gate open: a leave waits for it before deleting children.
+            let members = self.runtime.members.enter_all().into_iter();
+            places.extend(members.map(|(name, guard)| (name.into(), Some(guard))));
+        }
+        places
             .into_iter()
-            .map(|name| {
+            .map(|(name, guard)| {
                 let run = (self.runtime.client(&name)).map(|client| work(name.clone(), client));
                 async move {
                     let outcome = match run {
                         Ok(run) => timed(&name, run).await,
                         Err(error) => unusable(&error),
                     };
+                    drop(guard);
                     (name.to_string(), outcome)
                 }
             })

@@ -95,6 +95,7 @@ mod in_cluster;
 mod label_index;
 mod member_file;
 mod member_finalizer;
+mod member_gate;
 mod member_kubeconfig;
 mod member_secrets;
 mod member_set;

@@ -2,13 +2,17 @@
 //! left with their children orphaned, and the controllers to tell when a member joins or leaves.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
+use crate::member_gate::{MemberGate, SyncGuard};
 use crate::members::LeavePolicy;
+
+/// How long a leave waits for the child syncs under way in the member: above a sync's own cap.
+const SYNCS_DRAIN: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How many changes a controller may have waiting; the member runner waits beyond that.
 const CHANGES_WAITING: usize = 16;
@@ -34,14 +38,22 @@ pub(crate) enum MemberChange {
 #[derive(Default)]
 pub(crate) struct MemberSet {
     clients: RwLock<BTreeMap<String, Client>>,
-    /// Members leaving: no reconcile targets them any more, but their clients stay for the cleanup.
-    leaving: Mutex<BTreeSet<String>>,
+    /// Members leaving (no reconcile targets them any more, but their clients stay for the cleanup), and
+    /// the child syncs under way in each.
+    gate: Arc<MemberGate>,
     /// Members that left under [`LeavePolicy::Orphan`]: the parents' status says their children stay.
     orphaned: Mutex<BTreeSet<String>>,
     subscribers: Mutex<Vec<mpsc::Sender<MemberChange>>>,
 }
 
 impl MemberSet {
+    /// A child sync begins in every member that is not leaving: the names, each with the guard that ends
+    /// its sync when dropped.
+    pub(crate) fn enter_all(&self) -> Vec<(String, SyncGuard)> {
+        let names = self.read().keys().cloned().collect();
+        self.gate.enter(names)
+    }
+
     /// The client of member `name`, if it is one.
     pub(crate) fn client(&self, name: &str) -> Option<Client> {
         self.read().get(name).cloned()
@@ -49,7 +61,7 @@ impl MemberSet {
 
     /// The names of the joined members that are not leaving, in order: where reconciles put children.
     pub(crate) fn names(&self) -> Vec<String> {
-        let leaving = self.leaving.lock().unwrap_or_else(|e| e.into_inner());
+        let leaving = self.gate.leaving();
         let clients = self.read();
         let names = clients.keys().filter(|name| !leaving.contains(*name));
         names.cloned().collect()
@@ -57,8 +69,7 @@ impl MemberSet {
 
     /// Whether `name` is a joined member that is not leaving: one reconciles may put children in.
     pub(crate) fn is_current(&self, name: &str) -> bool {
-        let leaving = self.leaving.lock().unwrap_or_else(|e| e.into_inner());
-        !leaving.contains(name) && self.read().contains_key(name)
+        !self.gate.is_leaving(name) && self.read().contains_key(name)
     }
 
     /// Whether `name` is a joined member.
@@ -107,7 +118,9 @@ impl MemberSet {
     /// they can delete), then the member is forgotten.
     pub(crate) async fn leave(&self, name: &str, policy: LeavePolicy) {
         // From now on reconciles leave it out (and, under the orphan policy, say so in the status).
-        (self.leaving.lock().unwrap_or_else(|e| e.into_inner())).insert(name.to_owned());
+        if !self.gate.close(name, SYNCS_DRAIN).await {
+            tracing::warn!(context = %name, "member leaving while a child sync there has not ended: it may leave a child behind");
+        }
         if policy == LeavePolicy::Orphan {
             let mut orphaned = self.orphaned.lock().unwrap_or_else(|e| e.into_inner());
             orphaned.insert(name.to_owned());
@@ -124,7 +137,7 @@ impl MemberSet {
         // A controller that stopped meanwhile drops its `done`: that counts as an answer.
         futures::future::join_all(answers).await;
         self.write().remove(name);
-        (self.leaving.lock().unwrap_or_else(|e| e.into_inner())).remove(name);
+        self.gate.open(name);
     }
 
     /// The client of `name` as a request path wants it: an error naming the member when it is none.
