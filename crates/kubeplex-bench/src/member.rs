@@ -1,6 +1,6 @@
 //! What the member sections (`member_join`, `member_churn`) share: the member cluster (one more
 //! `kubeplex-testenv` cluster, started when the first of them runs) and its kubeconfig Secret, and one timed
-//! join and leave; the operator and its parents are in [`crate::member_fleet`].
+//! join and leave; the operator and its parents are in `member_fleet.rs`.
 //!
 //! The operator is the fleet section's kubeplex operator (`__fleet`, as `examples/fleet` is written) with its
 //! Deployments declared in every member (`owns(Deployment, members, namespaces = [..])`) and no typed child

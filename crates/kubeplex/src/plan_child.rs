@@ -70,7 +70,7 @@ impl<C: Context> Child<C> {
     }
 
     /// Children live in these namespaces, replacing those named before; the rules are those of
-    /// [`Plan::namespaces`].
+    /// [`Plan::namespaces`](crate::Plan::namespaces).
     #[must_use]
     pub fn namespaces<S: Into<Cow<'static, str>>>(
         mut self,
