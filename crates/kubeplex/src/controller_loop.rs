@@ -1,7 +1,6 @@
 //! One controller, wired: its watches feed the executor with requests keyed by (context, object); a child's
 //! change becomes a request for its parent; the engine reconciles each; the orphan sweep runs beside.
 
-use std::any::TypeId;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -25,8 +24,7 @@ use crate::resource::kind_label;
 use crate::runtime::Runtime;
 use crate::shard_state::WORKING_FOR;
 use crate::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
-use crate::trigger::ChangeFilter;
-use crate::watches::{SharedWatch, WatchKey};
+use crate::watches::SharedWatch;
 
 /// How many of a controller's reconciles may wait for a worker thread at once.
 const MAX_WAITING_FOR_A_WORKER: usize = 64;
@@ -51,14 +49,7 @@ pub(crate) fn start<R: Reconcile>(
     let by_context = runtime.shards.as_ref().is_some_and(|s| s.by_context());
     let mut deferred = Vec::new();
     for (context, namespace) in plan.watches() {
-        let key = WatchKey {
-            context: context.name().to_owned(),
-            kind: TypeId::of::<Primary<R>>(),
-            namespace: namespace.map(str::to_owned),
-            label_selector: plan.label_selector_value().map(str::to_owned),
-            field_selector: plan.field_selector_value().map(str::to_owned),
-            index_label: None,
-        };
+        let key = Engine::<R>::primary_key(&plan, context.name(), namespace);
         if by_context {
             deferred.push(PrimaryWatchKey { context, key });
             continue;
@@ -143,14 +134,7 @@ impl<R: Reconcile> Sources<R> {
     fn subscribe(&self, plan: &Arc<Plan<R::Context>>) -> Vec<BoxStream<'static, Request<R>>> {
         let mut inputs: Vec<BoxStream<'static, Request<R>>> = Vec::new();
         for (context, watch) in &self.primaries {
-            let (context, changed) = (context.clone(), ChangeFilter::default());
-            let requests = watch.subscribe(move |change| {
-                changed.passes(change).then(|| Request::<R> {
-                    context: context.clone(),
-                    object: ObjectRef::from_obj(change.object()),
-                })
-            });
-            inputs.push(requests.boxed());
+            inputs.push(Engine::<R>::requests_from(watch, context.clone()).boxed());
         }
         for cache in &self.children {
             let plan = plan.clone();

@@ -24,7 +24,8 @@ use crate::plan::Plan;
 use crate::resource::ApiScope;
 use crate::runtime::Runtime;
 use crate::status::{ClusterState, ContextOutcome};
-use crate::watches::SharedWatch;
+use crate::trigger::ChangeFilter;
+use crate::watches::{SharedWatch, WatchKey};
 
 pub(crate) type Primary<R> = <R as Controller>::Resource;
 
@@ -176,6 +177,38 @@ impl<R: Reconcile> Engine<R> {
             names.extend(self.runtime.members.names().into_iter().map(Arc::from));
         }
         names
+    }
+
+    /// The key of the primary watch of `plan` in `context` (a typed context's or a member's name) and
+    /// `namespace`.
+    pub(crate) fn primary_key(
+        plan: &Plan<R::Context>,
+        context: &str,
+        namespace: Option<&str>,
+    ) -> WatchKey {
+        WatchKey {
+            context: context.to_owned(),
+            kind: std::any::TypeId::of::<Primary<R>>(),
+            namespace: namespace.map(str::to_owned),
+            label_selector: plan.label_selector_value().map(str::to_owned),
+            field_selector: plan.field_selector_value().map(str::to_owned),
+            index_label: None,
+        }
+    }
+
+    /// The requests a primary watch in `place` gives: every cached object first, then each change that
+    /// reconciles (see [`ChangeFilter`]).
+    pub(crate) fn requests_from(
+        watch: &SharedWatch<Primary<R>>,
+        place: Place<R>,
+    ) -> impl futures::Stream<Item = Request<R>> + Send + 'static {
+        let changed = ChangeFilter::default();
+        watch.subscribe(move |change| {
+            changed.passes(change).then(|| Request::<R> {
+                context: place.clone(),
+                object: ObjectRef::from_obj(change.object()),
+            })
+        })
     }
 
     /// The request a child's parent reference points at, if the parent is one of this controller's.

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::error::{Error, Result};
 use crate::member_gate::{MemberGate, SyncGuard};
 use crate::members::LeavePolicy;
 
@@ -138,14 +137,6 @@ impl MemberSet {
         futures::future::join_all(answers).await;
         self.write().remove(name);
         self.gate.open(name);
-    }
-
-    /// The client of `name` as a request path wants it: an error naming the member when it is none.
-    pub(crate) fn require(&self, name: &str) -> Result<Client> {
-        self.client(name).ok_or_else(|| Error::Member {
-            context: name.to_owned(),
-            reason: "not a member of the fleet (it left, or has not joined)".into(),
-        })
     }
 
     fn subscribers(&self) -> Vec<mpsc::Sender<MemberChange>> {

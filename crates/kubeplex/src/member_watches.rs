@@ -3,7 +3,6 @@
 //! leaves, its children are deleted or orphaned as the policy says, and it is forgotten (the runner closes
 //! its watches, which frees their caches).
 
-use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +20,6 @@ use crate::error::chain;
 use crate::member::{Member, Target};
 use crate::member_set::MemberChange;
 use crate::members::LeavePolicy;
-use crate::trigger::ChangeFilter;
-use crate::watches::WatchKey;
 
 /// How long a leaving member's child caches may take to list before its children are deleted from what
 /// they hold (a member that does not answer cannot have its children deleted anyway).
@@ -95,14 +92,7 @@ fn open_primaries<R: Reconcile>(
 ) {
     let plan = &engine.plan;
     for namespace in plan.member_namespaces() {
-        let key = WatchKey {
-            context: name.to_owned(),
-            kind: TypeId::of::<Primary<R>>(),
-            namespace: namespace.map(str::to_owned),
-            label_selector: plan.label_selector_value().map(str::to_owned),
-            field_selector: plan.field_selector_value().map(str::to_owned),
-            index_label: None,
-        };
+        let key = Engine::<R>::primary_key(plan, name, namespace);
         let watch = engine
             .runtime
             .watches
@@ -111,13 +101,7 @@ fn open_primaries<R: Reconcile>(
         engine
             .primaries
             .insert((place.clone(), namespace.map(str::to_owned)), watch.clone());
-        let changed = ChangeFilter::default();
-        let mut changes = watch.subscribe(move |change| {
-            changed.passes(change).then(|| Request::<R> {
-                context: place.clone(),
-                object: ObjectRef::from_obj(change.object()),
-            })
-        });
+        let mut changes = Box::pin(Engine::<R>::requests_from(&watch, place));
         let (engine, requests) = (engine.clone(), requests.clone());
         forwarding.spawn(async move {
             while let Some(request) = changes.next().await {

@@ -32,8 +32,9 @@ impl Runtime {
     /// writes are also fenced by that parent's shard.
     pub(crate) fn client(&self, context: &str) -> crate::Result<kube::Client> {
         let base = match self.pool.client(context) {
-            Err(Error::UndeclaredContext { .. }) if self.members.contains(context) => {
-                self.members.require(context)?
+            // Not a fixed context: a member, or the pool's error.
+            Err(error @ Error::UndeclaredContext { .. }) => {
+                self.members.client(context).ok_or(error)?
             }
             other => other?,
         };

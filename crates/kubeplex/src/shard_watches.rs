@@ -5,13 +5,11 @@
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use kube::runtime::reflector::ObjectRef;
 
 use crate::context::Context;
 use crate::controller::Reconcile;
 use crate::engine::{Engine, Primary, Request};
 use crate::member::Target;
-use crate::trigger::ChangeFilter;
 use crate::watches::WatchKey;
 
 /// One primary watch of a controller sharded by context: where, and its key in the registry.
@@ -92,13 +90,7 @@ fn open<R: Reconcile>(
     engine
         .primaries
         .insert((Target::Context(entry.context), namespace), watch.clone());
-    let (context, changed) = (Target::Context(entry.context), ChangeFilter::default());
-    let requests = watch.subscribe(move |change| {
-        changed.passes(change).then(|| Request::<R> {
-            context: context.clone(),
-            object: ObjectRef::from_obj(change.object()),
-        })
-    });
+    let requests = Engine::<R>::requests_from(&watch, Target::Context(entry.context));
     Some(requests.boxed())
 }
 

@@ -4,40 +4,22 @@
 //! says so; it can join again; a bad member is reported with its reason and holds back no one; the typed
 //! contexts are unaffected throughout.
 
+#[path = "member_providers/spread.rs"]
+mod spread;
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::CustomResourceExt;
+use kube::api::{Api, PostParams};
 use kube::config::KubeConfigOptions;
-use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use kubeplex::prelude::*;
-use kubeplex::{FleetStatus, LeavePolicy, Manager, Members};
+use kubeplex::{LeavePolicy, Manager, Members};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use spread::{APPS, Spread, SpreadSpec, child, create_spread, prepare, spreader, wait_child};
 use support::{Fleet, WAIT, create_namespace, probe, reasons, wait_context_status, wait_started};
-
-/// An app to spread over the fleet: a ConfigMap in cluster-a and in every member.
-#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "test.kubeplex.dev",
-    version = "v1",
-    kind = "Spread",
-    namespaced,
-    status = "SpreadStatus"
-)]
-pub struct SpreadSpec {
-    pub value: String,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-pub struct SpreadStatus {
-    #[serde(flatten)]
-    pub fleet: FleetStatus,
-}
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
@@ -45,48 +27,6 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
         .crd("control", Spread::crd())
         .crd("cluster-c", Spread::crd())
 });
-
-/// Where the children live in cluster-a and in each member.
-const APPS: &str = "apps";
-
-/// The child every parent wants everywhere its kind lives.
-fn child(parent: &Spread, controller: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(format!("{}-{controller}", parent.name_any())),
-            ..ObjectMeta::default()
-        },
-        data: Some([("value".to_owned(), parent.spec.value.clone())].into()),
-        ..ConfigMap::default()
-    }
-}
-
-macro_rules! spreader {
-    ($name:ident, $namespace:literal) => {
-        #[controller(
-                    crd = Spread,
-                    contexts = [Fleet::Control],
-                    namespaces = [$namespace],
-                    owns(ConfigMap, members, contexts = [Fleet::ClusterA], namespaces = ["apps"]),
-                )]
-        struct $name;
-
-        impl Reconcile for $name {
-            type Error = kubeplex::Error;
-
-            async fn reconcile(
-                &self,
-                parent: Arc<Spread>,
-                cx: &Cx<Fleet>,
-            ) -> Result<Action, Self::Error> {
-                for target in cx.targets_of::<ConfigMap>() {
-                    cx.child(target, child(&parent, cx.controller()))?;
-                }
-                Ok(Action::await_change())
-            }
-        }
-    };
-}
 
 spreader!(Deleting, "spread-delete");
 
@@ -118,6 +58,7 @@ impl Reconcile for Local {
         Ok(Action::await_change())
     }
 }
+
 spreader!(Orphaning, "spread-orphan");
 
 /// How cluster-c is reached, as a provider would hand it over.
@@ -129,28 +70,6 @@ async fn cluster_c(env: &TestEnv) -> kube::Config {
     kube::Config::from_custom_kubeconfig(env.kubeconfig().clone(), &options)
         .await
         .unwrap()
-}
-
-async fn create_spread(env: &TestEnv, namespace: &str, name: &str) {
-    let control = env.client("control").await.unwrap();
-    create_namespace(&control, namespace).await;
-    let api: Api<Spread> = Api::namespaced(control, namespace);
-    let spread = Spread::new(name, SpreadSpec { value: "v1".into() });
-    api.create(&PostParams::default(), &spread).await.unwrap();
-}
-
-/// Polls until the child `name` in `cluster`'s namespace `apps` exists (`true`) or not.
-async fn wait_child(env: &TestEnv, cluster: &str, name: &str, exists: bool) {
-    let api: Api<ConfigMap> = Api::namespaced(env.client(cluster).await.unwrap(), APPS);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while api.get_opt(name).await.unwrap().is_some() != exists {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{cluster}: child {name} never became {}",
-            if exists { "present" } else { "absent" }
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Polls the parent until `cluster`'s entry in its status is `state` (`None`: no entry).
@@ -189,12 +108,6 @@ async fn metrics(address: std::net::SocketAddr) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
     response
-}
-
-async fn prepare(env: &TestEnv) {
-    for cluster in ["cluster-a", "cluster-c"] {
-        create_namespace(&env.client(cluster).await.unwrap(), APPS).await;
-    }
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
-//! What the provider tests reconcile: a `Spread` parent in `control`, and one ConfigMap child per parent in
-//! cluster-a (typed) and in every member, in namespace `apps`. Each test declares its own controller with
-//! [`spreader!`], watching its own namespace, so the tests share the clusters and nothing else.
+//! What the member tests (`members.rs`, `member_providers.rs`) reconcile: a `Spread` parent in `control`,
+//! and one ConfigMap child per parent in cluster-a (typed) and in every member, in namespace `apps`. Each
+//! test declares its own controller with [`spreader!`], watching its own namespace, so the tests share the
+//! clusters and nothing else.
+#![allow(dead_code)] // Each test binary uses a different part.
 
 use std::time::Duration;
 
