@@ -65,101 +65,58 @@
 //! The keys of `#[controller]` are listed on [its page](macro@controller) and in
 //! `docs/controller-attribute.md`; what it expands to is shown in `docs/expansion.md`.
 #![deny(missing_docs)]
+// A subsystem's main file is named after the noun it defines (`plan/plan.rs` defines `Plan`); its folder's
+// face re-exports it, so no path ever reads `plan::plan`.
+#![allow(clippy::module_inception)]
 
-// Layers, lowest first; a module imports only from its own layer or below (docs/architecture.md).
-// Foundations: names, errors, description types.
-mod action;
-mod backoff;
-mod context;
-mod contexts_macro;
-mod error;
-mod fence;
-mod key_queue;
-mod logging;
-mod member;
-mod metrics;
-mod metrics_blocked;
-mod metrics_handles;
-mod metrics_live;
-mod ownership;
-mod redact;
-mod resource;
-mod shard;
-mod status;
-mod trouble;
-// Shared infrastructure: health, clients, watches, plans.
-mod child_watch;
-mod health;
-mod health_report;
-mod in_cluster;
-mod label_index;
-mod member_file;
-mod member_finalizer;
-mod member_gate;
-mod member_kubeconfig;
-mod member_secrets;
-mod member_set;
-mod members;
-mod own_writes;
-mod plan;
-mod pool;
-mod shard_state;
-mod watches;
-// What a controller runs on: the executor (no Kubernetes), the runtime bundle, the user-facing traits.
+// Subsystems, lowest layer first: a folder imports only from folders above it in this list
+// (docs/architecture.md; `tests/layers.rs` checks it).
+mod client;
 mod controller;
-mod cx;
-mod executor;
-mod runtime;
-// One controller: its engine and the paths of a reconcile.
-mod child_changes;
-mod children;
-mod controller_loop;
+mod core;
 mod engine;
-mod events;
-mod finalize;
-mod member_watches;
-mod orphans;
-mod primaries;
-mod reconcile;
-mod shard_watches;
-mod status_write;
-mod trigger;
-// The process: pings, probes, coordination of replicas, the manager.
-mod election;
-mod leader;
+mod executor;
+mod ha;
+mod health;
 mod manager;
-mod member_runner;
-mod ping;
-mod probes;
-mod registration;
-mod running;
-mod shard_leases;
-mod sharding;
-mod signals;
-mod supervise;
+mod members;
+mod metrics;
+mod plan;
+mod runtime;
+mod watch;
 
 #[cfg(test)]
-mod fake_api;
-#[cfg(test)]
-mod test_engine;
+mod testing;
 
 // Span export over OTLP, off by default (docs/observability.md).
 #[cfg(feature = "otlp")]
 pub mod otlp;
 
 #[doc(hidden)]
-#[path = "private.rs"]
 pub mod __private;
 
-pub use action::Action;
-pub use context::{Context, ContextName, ContextSet, UnknownContext};
+pub use crate::core::Action;
+pub use crate::core::DEFAULT_LOG_FILTER;
+pub use crate::core::{ApiScope, PrimaryResource};
+pub use crate::core::{
+    CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
+};
+pub use crate::core::{ClusterState, ClusterStatus, Condition, FleetStatus};
+pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
+pub use crate::core::{Error, Result};
+pub use crate::core::{Member, Target};
+pub use client::CONTEXT_ENV_PREFIX;
+pub use client::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
+pub use controller::Cx;
 pub use controller::{Controller, Reconcile};
-pub use cx::Cx;
-pub use error::{Error, Result};
+pub use ha::Sharding;
+pub use ha::{
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
+};
+pub use health::DEFAULT_PING_INTERVAL;
 pub use health::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
 };
-pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
 /// ```text
@@ -192,28 +149,15 @@ pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 /// `docs/fleets.md`), in the same namespaces. Every mistake is a compile error at the offending token;
 /// see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
-pub use leader::{
-    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
-};
-pub use logging::DEFAULT_LOG_FILTER;
 pub use manager::Manager;
-pub use member::{Member, Target};
-pub use member_file::KubeconfigFile;
-pub use member_secrets::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
+pub use manager::Running;
+pub use members::KubeconfigFile;
+pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 pub use members::{LeavePolicy, MemberProvider, MemberSink, Members};
-pub use ownership::{
-    CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
-};
-pub use ping::DEFAULT_PING_INTERVAL;
 pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
-pub use pool::CONTEXT_ENV_PREFIX;
 /// The Prometheus client kubeplex registers its metrics with, for registering your own
 /// ([`Manager::register_metrics`]).
 pub use prometheus_client;
-pub use resource::{ApiScope, PrimaryResource};
-pub use running::Running;
-pub use sharding::Sharding;
-pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 
 /// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose
 /// names you rarely write come in as `_`, so that your own `Context` (or `anyhow::Context`) does not

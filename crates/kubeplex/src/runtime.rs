@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::error::Error;
-use crate::fence::Role;
+use crate::client::ClientPool;
+use crate::client::Role;
+use crate::core::Error;
+use crate::ha::{ShardState, WORKING_FOR};
 use crate::health::Health;
-use crate::member_set::MemberSet;
+use crate::members::MemberSet;
 use crate::metrics::Metrics;
-use crate::pool::ClientPool;
-use crate::shard_state::{ShardState, WORKING_FOR};
-use crate::watches::WatchRegistry;
+use crate::watch::WatchRegistry;
 
 /// The shared parts of a running manager.
 pub(crate) struct Runtime {

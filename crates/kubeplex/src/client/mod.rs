@@ -1,0 +1,11 @@
+//! Clients: the pool of one `kube::Client` per context, in-cluster configuration, and the fence every write
+//! goes through.
+
+mod fence;
+mod in_cluster;
+mod pool;
+
+pub(crate) use fence::{Fence, NOT_THE_SHARD_OWNER, Role};
+pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
+pub use pool::CONTEXT_ENV_PREFIX;
+pub(crate) use pool::{ClientPool, KubeconfigSource, PoolConfig, only_context};

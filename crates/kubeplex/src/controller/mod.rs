@@ -1,0 +1,8 @@
+//! What users implement and call: the `Controller` and `Reconcile` traits and the reconcile context `Cx`.
+
+mod controller;
+mod cx;
+
+pub use controller::{Controller, Reconcile};
+pub use cx::Cx;
+pub(crate) use cx::DesiredChild;

@@ -1,0 +1,33 @@
+//! The foundations every layer uses: actions, contexts and targets, errors and how they read, resource
+//! bounds, ownership labels, status types, the failure wording shared by probes, logs and statuses,
+//! redaction and logging defaults. Imports nothing of the crate.
+
+mod action;
+mod context;
+mod contexts_macro;
+mod error;
+mod failure;
+mod logging;
+mod ownership;
+mod redact;
+mod resource;
+mod status;
+mod target;
+
+pub use action::Action;
+pub use context::{Context, ContextName, ContextSet, UnknownContext};
+pub(crate) use error::chain;
+pub use error::{Error, Result};
+pub(crate) use failure::{WatchPlace, is_transport, transport, watch_failure, watch_failure_label};
+pub use logging::DEFAULT_LOG_FILTER;
+pub(crate) use ownership::ParentRef;
+pub use ownership::{
+    CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
+};
+pub(crate) use redact::kubeconfig_error;
+pub use resource::{ApiScope, PrimaryResource};
+pub(crate) use resource::{format_kind, kind_label};
+pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
+pub(crate) use status::{ContextOutcome, now};
+pub(crate) use target::name_problem;
+pub use target::{Member, Target};

@@ -1,0 +1,66 @@
+//! What a sync of children changed in other clusters — created, updated, pruned — and how it is told on the
+//! parent as Events.
+
+use std::sync::Mutex;
+
+use kube::api::ObjectMeta;
+
+use super::events::Note;
+
+/// What became of a child in another cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Change {
+    Created,
+    Updated,
+    Pruned,
+}
+
+/// The children a sync changed, in every context, as they happen (so that a context cut off by its cap
+/// still reports what it did before).
+#[derive(Default)]
+pub(super) struct Changes(Mutex<Vec<(String, Change, String)>>);
+
+impl Changes {
+    pub(crate) fn push(&self, context: &str, change: Change, place: String) {
+        let mut changes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        changes.push((context.to_owned(), change, place));
+    }
+
+    /// One event per context and kind of change, naming the cluster and the children (`ChildCreated`,
+    /// `ChildUpdated`, `ChildPruned`); an event repeated with the same children is a series.
+    pub(crate) fn notes(self) -> Vec<Note> {
+        let mut grouped: std::collections::BTreeMap<(String, Change), Vec<String>> =
+            Default::default();
+        for (context, change, place) in self.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            grouped.entry((context, change)).or_default().push(place);
+        }
+        grouped
+            .into_iter()
+            .map(|((context, change), places)| {
+                let (reason, action, done) = match change {
+                    Change::Created => ("ChildCreated", "Apply", "created"),
+                    Change::Updated => ("ChildUpdated", "Apply", "updated"),
+                    Change::Pruned => ("ChildPruned", "Delete", "deleted (no longer desired)"),
+                };
+                let message = format!("{done} in {context}: {}", places.join(", "));
+                Note::normal(reason, action, message.clone()).about(message)
+            })
+            .collect()
+    }
+}
+
+/// What applying did to a child that was `before` (as the cache or the server had it): created, changed
+/// (a new generation, or for kinds without one a new resourceVersion), or nothing.
+pub(super) fn change_of(before: Option<&ObjectMeta>, after: &ObjectMeta) -> Option<Change> {
+    let Some(before) = before else {
+        return Some(Change::Created);
+    };
+    if before.uid.is_some() && after.uid.is_some() && before.uid != after.uid {
+        return Some(Change::Created);
+    }
+    let changed = match (before.generation, after.generation) {
+        (Some(old), Some(new)) => old != new,
+        _ => before.resource_version != after.resource_version,
+    };
+    changed.then_some(Change::Updated)
+}

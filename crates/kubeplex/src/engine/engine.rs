@@ -1,0 +1,398 @@
+//! One controller's engine: what its reconciles share (the reconciler, the plan, its caches and clients),
+//! the request they are keyed by, and the per-context fan-out the child paths use.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::join_all;
+use futures::stream::FuturesUnordered;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Client, Resource, ResourceExt};
+
+use super::events::{EventPublisher, Note};
+use crate::controller::{Controller, Reconcile};
+use crate::core::ApiScope;
+use crate::core::Context;
+use crate::core::Error;
+use crate::core::ParentRef;
+use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{Member, Target};
+use crate::executor::Next;
+use crate::members::SyncGuard;
+use crate::plan::Plan;
+use crate::runtime::Runtime;
+use crate::watch::ChangeFilter;
+use crate::watch::ChildCache;
+use crate::watch::{SharedWatch, WatchKey};
+
+pub(super) type Primary<R> = <R as Controller>::Resource;
+
+/// Where a controller's object lives: one of its typed contexts, or a member of the fleet.
+pub(super) type Place<R> = Target<<R as Controller>::Context>;
+
+/// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
+/// cluster delays only its own status.
+pub(super) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long the child contexts that answered wait for the others before their outcomes are written: a
+/// context still working then is reported as not answering yet (until its own outcome, at most
+/// [`CONTEXT_TIMEOUT`] later), so that a hung cluster delays only its own status.
+pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
+
+/// A reconcile request: the same namespace/name in two contexts are two requests.
+pub(crate) struct Request<R: Controller> {
+    pub(crate) context: Place<R>,
+    pub(crate) object: ObjectRef<Primary<R>>,
+}
+
+// Derives would demand `R: Clone + Eq + Hash`; only the fields need to be.
+impl<R: Controller> Clone for Request<R> {
+    fn clone(&self) -> Self {
+        Self {
+            context: self.context.clone(),
+            object: self.object.clone(),
+        }
+    }
+}
+impl<R: Controller> PartialEq for Request<R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.context == other.context && self.object == other.object
+    }
+}
+impl<R: Controller> Eq for Request<R> {}
+impl<R: Controller> std::hash::Hash for Request<R> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.context.hash(state);
+        self.object.hash(state);
+    }
+}
+
+/// How a reconcile (or a deletion) ended, and what next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The runtime's and the user's work succeeded, or failed in a way the runtime retries itself.
+    Done(Next),
+    /// The user's `reconcile` or `cleanup` failed: counts towards the object's error backoff.
+    Failed(Next),
+}
+
+/// Primary caches by (context, namespace); `None` is the all-namespaces watch.
+pub(crate) type PrimaryCaches<R> =
+    super::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
+
+/// One child kind's cache in one (context, namespace).
+#[derive(Clone)]
+pub(crate) struct ChildWatch {
+    pub(crate) context: String,
+    pub(crate) resource: kube::api::ApiResource,
+    pub(crate) cache: Arc<dyn ChildCache>,
+}
+
+/// A controller's child watches in each joined member.
+#[derive(Default)]
+pub(crate) struct MemberChildren(RwLock<BTreeMap<String, Arc<Vec<ChildWatch>>>>);
+
+impl MemberChildren {
+    /// The child watches in member `name` (none when it is not one).
+    pub(crate) fn of(&self, name: &str) -> Arc<Vec<ChildWatch>> {
+        let members = self.0.read().unwrap_or_else(|e| e.into_inner());
+        members.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Every member's child watches.
+    pub(crate) fn all(&self) -> Vec<ChildWatch> {
+        let members = self.0.read().unwrap_or_else(|e| e.into_inner());
+        members.values().flat_map(|w| w.iter().cloned()).collect()
+    }
+
+    pub(crate) fn set(&self, name: &str, watches: Vec<ChildWatch>) {
+        let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
+        members.insert(name.to_owned(), Arc::new(watches));
+    }
+
+    pub(crate) fn take(&self, name: &str) -> Option<Arc<Vec<ChildWatch>>> {
+        let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
+        members.remove(name)
+    }
+}
+
+/// Everything the reconciles of one controller share.
+pub(crate) struct Engine<R: Reconcile> {
+    pub(crate) reconciler: R,
+    pub(crate) plan: Arc<Plan<R::Context>>,
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) primaries: PrimaryCaches<R>,
+    pub(crate) children: Vec<ChildWatch>,
+    /// The child watches in each joined member, when children live in every member.
+    pub(crate) member_children: MemberChildren,
+    pub(crate) finalizer: Option<String>,
+    /// `Kind.group/version` of the primary kind.
+    pub(crate) parent_kind: String,
+    /// Consecutive failed reconciles per object, for the default error policy's backoff.
+    pub(crate) failures: Mutex<HashMap<Request<R>, u32>>,
+    pub(crate) events: EventPublisher,
+    /// The primary kind turned out to have no status subresource: status writes are skipped.
+    pub(crate) no_status: std::sync::atomic::AtomicBool,
+    /// The statuses this controller wrote lately, until the cache shows them.
+    pub(crate) written_status: super::own_writes::WrittenStatus,
+    /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
+    pub(crate) finalized: super::own_writes::Finalized,
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
+    pub(crate) fn primary_cache(
+        &self,
+        context: &Place<R>,
+        namespace: Option<&str>,
+    ) -> Option<Arc<SharedWatch<Primary<R>>>> {
+        self.primaries.get(context, namespace)
+    }
+
+    /// This controller's child watches in `context`, a fixed context or a member.
+    pub(crate) fn child_watches_in(&self, context: &str) -> Vec<ChildWatch> {
+        let fixed = self.children.iter().filter(|w| w.context == context);
+        let mut watches: Vec<ChildWatch> = fixed.cloned().collect();
+        if watches.is_empty() {
+            watches.extend(self.member_children.of(context).iter().cloned());
+        }
+        watches
+    }
+
+    /// Every child watch of this controller, the fixed contexts' and the members'.
+    pub(crate) fn all_child_watches(&self) -> Vec<ChildWatch> {
+        let mut watches = self.children.clone();
+        watches.extend(self.member_children.all());
+        watches
+    }
+
+    /// Where this controller's children live now: the fixed child contexts, then every joined member when
+    /// its children live in every member.
+    pub(crate) fn child_context_names(&self) -> Vec<Arc<str>> {
+        let fixed = self.plan.child_contexts().into_iter().map(|c| c.name());
+        let mut names: Vec<Arc<str>> = fixed.map(Arc::from).collect();
+        if self.plan.has_member_children() {
+            names.extend(self.runtime.members.names().into_iter().map(Arc::from));
+        }
+        names
+    }
+
+    /// The key of the primary watch of `plan` in `context` (a typed context's or a member's name) and
+    /// `namespace`.
+    pub(crate) fn primary_key(
+        plan: &Plan<R::Context>,
+        context: &str,
+        namespace: Option<&str>,
+    ) -> WatchKey {
+        WatchKey {
+            context: context.to_owned(),
+            kind: std::any::TypeId::of::<Primary<R>>(),
+            namespace: namespace.map(str::to_owned),
+            label_selector: plan.label_selector_value().map(str::to_owned),
+            field_selector: plan.field_selector_value().map(str::to_owned),
+            index_label: None,
+        }
+    }
+
+    /// The requests a primary watch in `place` gives: every cached object first, then each change that
+    /// reconciles (see [`ChangeFilter`]).
+    pub(crate) fn requests_from(
+        watch: &SharedWatch<Primary<R>>,
+        place: Place<R>,
+    ) -> impl futures::Stream<Item = Request<R>> + Send + 'static {
+        let changed = ChangeFilter::default();
+        watch.subscribe(move |change| {
+            changed.passes(change).then(|| Request::<R> {
+                context: place.clone(),
+                object: ObjectRef::from_obj(change.object()),
+            })
+        })
+    }
+
+    /// The request a child's parent reference points at, if the parent is one of this controller's.
+    /// A parent in a member is one when the plan watches its primaries in every member.
+    pub(crate) fn request_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<Request<R>> {
+        let fixed = plan
+            .context_list()
+            .iter()
+            .find(|c| c.name() == parent.context);
+        let context = match fixed {
+            Some(context) => Target::Context(*context),
+            None if plan.in_members() => Target::Member(Member::new(parent.context.as_str())),
+            None => return None,
+        };
+        Some(Request {
+            context,
+            object: parent.object_ref(),
+        })
+    }
+
+    /// The client of `context`, as a kube error when it has none (so request paths handle one error type).
+    pub(crate) fn client(&self, context: &str) -> kube::Result<Client> {
+        self.runtime
+            .client(context)
+            .map_err(|e| kube::Error::Service(e.into()))
+    }
+
+    /// An `Api` for the primary kind where `object` lives.
+    pub(crate) fn parent_api(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+    ) -> kube::Result<Api<Primary<R>>> {
+        Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
+            self.client(context.name())?,
+            object.namespace().as_deref(),
+        ))
+    }
+
+    /// The reference its children carry to `object`.
+    pub(crate) fn parent_ref(&self, object: &Primary<R>, context: &Place<R>) -> ParentRef {
+        ParentRef {
+            context: context.name().to_owned(),
+            namespace: object.namespace(),
+            name: object.name_any(),
+            uid: object.uid().unwrap_or_default(),
+        }
+    }
+
+    /// Publishes an event about `object` in its own context.
+    pub(crate) async fn publish(&self, object: &Primary<R>, context: &Place<R>, note: Note) {
+        self.publish_all(object, context, vec![note]).await;
+    }
+
+    /// Publishes events about `object` in its own context, at once.
+    pub(crate) async fn publish_all(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+        notes: Vec<Note>,
+    ) {
+        if notes.is_empty() {
+            return;
+        }
+        if let Ok(client) = self.client(context.name()) {
+            let reference = object.object_ref(&());
+            join_all(notes.into_iter().map(|note| {
+                self.events
+                    .publish(context.name(), client.clone(), &reference, note)
+            }))
+            .await;
+        }
+    }
+
+    /// Runs `work` for every child context at once, each bounded by [`CONTEXT_TIMEOUT`] and given its client,
+    /// so that an unreachable or hung cluster holds back only its own outcome.
+    pub(crate) async fn per_child_context<'a, F>(
+        &'a self,
+        work: impl Fn(Arc<str>, Client) -> F,
+    ) -> BTreeMap<String, ContextOutcome>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        join_all(self.child_context_runs(work))
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// As [`Engine::per_child_context`]; besides, when some contexts are done and others still working
+    /// after [`INTERIM_AFTER`], `interim` is given the outcomes so far, the others as not answering yet,
+    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded.
+    pub(crate) async fn per_child_context_with_interim<'a, F, I>(
+        &'a self,
+        work: impl Fn(Arc<str>, Client) -> F,
+        interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
+    ) -> BTreeMap<String, ContextOutcome>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+        I: Future<Output = ()>,
+    {
+        let mut runs: FuturesUnordered<_> = self.child_context_runs(work).into_iter().collect();
+        let all = runs.len();
+        let mut outcomes = BTreeMap::new();
+        let mut interim = Some(interim);
+        let grace = tokio::time::sleep(INTERIM_AFTER);
+        tokio::pin!(grace);
+        loop {
+            tokio::select! {
+                next = runs.next() => match next {
+                    Some((name, outcome)) => { outcomes.insert(name, outcome); }
+                    None => break,
+                },
+                () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
+                    let mut so_far = outcomes.clone();
+                    for context in self.child_context_names() {
+                        so_far.entry(context.to_string()).or_insert_with(|| ContextOutcome {
+                            state: ClusterState::Unreachable,
+                            children: 0,
+                            message: Some(format!(
+                                "context {context}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
+                            )),
+                        });
+                    }
+                    if let Some(interim) = interim.take() {
+                        interim(so_far).await;
+                    }
+                }
+            }
+        }
+        outcomes
+    }
+
+    /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
+    fn child_context_runs<'a, F>(
+        &'a self,
+        work: impl Fn(Arc<str>, Client) -> F,
+    ) -> Vec<impl Future<Output = (String, ContextOutcome)> + 'a>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        let fixed =
+            (self.plan.child_contexts().into_iter()).map(|c| (Arc::<str>::from(c.name()), None));
+        let mut places: Vec<(Arc<str>, Option<SyncGuard>)> = fixed.collect();
+        if self.plan.has_member_children() {
+            // Each member's sync holds its gate open: a leave waits for it before deleting children.
+            let members = self.runtime.members.enter_all().into_iter();
+            places.extend(members.map(|(name, guard)| (name.into(), Some(guard))));
+        }
+        places
+            .into_iter()
+            .map(|(name, guard)| {
+                let run = (self.runtime.client(&name)).map(|client| work(name.clone(), client));
+                async move {
+                    let outcome = match run {
+                        Ok(run) => timed(&name, run).await,
+                        Err(error) => unusable(&error),
+                    };
+                    drop(guard);
+                    (name.to_string(), outcome)
+                }
+            })
+            .collect()
+    }
+}
+
+/// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
+async fn timed(context: &str, work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
+    tokio::time::timeout(CONTEXT_TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| ContextOutcome {
+            state: ClusterState::Unreachable,
+            children: 0,
+            message: Some(format!(
+                "context {context}: unreachable: no answer within {CONTEXT_TIMEOUT:?}"
+            )),
+        })
+}
+
+/// The outcome for a context the pool has no client for.
+fn unusable(error: &Error) -> ContextOutcome {
+    ContextOutcome {
+        state: ClusterState::Failed,
+        children: 0,
+        message: Some(error.to_string()),
+    }
+}

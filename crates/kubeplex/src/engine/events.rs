@@ -1,0 +1,210 @@
+//! Kubernetes Events on parents, published in the parent's own cluster, and which changes of a parent's
+//! per-cluster state deserve one.
+//!
+//! kube's `Recorder` turns repeats of an event into one series (one Event object whose count grows). It
+//! keys a repeat by reason and action, not by note, so two events of one reason about different clusters
+//! would become one series showing the first one's note: each event names what it is about (a cluster, a
+//! set of children), and each (context, subject) has a recorder of its own. Events about a parent's
+//! clusters are published when the state changes, compared with the status written before, never per
+//! retry.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+use crate::core::chain;
+use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+
+/// What an event says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Note {
+    pub(crate) warning: bool,
+    /// `PascalCase`, e.g. `ChildConflict`.
+    pub(crate) reason: &'static str,
+    /// What the controller was doing, e.g. `Apply`.
+    pub(crate) action: &'static str,
+    pub(crate) message: String,
+    /// What a repeat of this event is a repeat of (a cluster, a set of children); events of one reason with
+    /// different subjects are different Event objects. `None`: one series per reason.
+    pub(crate) about: Option<String>,
+}
+
+impl Note {
+    pub(crate) fn warning(reason: &'static str, action: &'static str, message: String) -> Self {
+        Self {
+            warning: true,
+            reason,
+            action,
+            message,
+            about: None,
+        }
+    }
+
+    pub(crate) fn normal(reason: &'static str, action: &'static str, message: String) -> Self {
+        Self {
+            warning: false,
+            ..Self::warning(reason, action, message)
+        }
+    }
+
+    /// The same event, about `subject`.
+    pub(crate) fn about(self, subject: impl Into<String>) -> Self {
+        Self {
+            about: Some(subject.into()),
+            ..self
+        }
+    }
+}
+
+/// Publishes a controller's events, one recorder per (context, subject).
+pub(crate) struct EventPublisher {
+    controller: String,
+    recorders: Mutex<HashMap<Series, (Recorder, Instant)>>,
+}
+
+/// The context an event is published in, and what it is about.
+type Series = (String, Option<String>);
+
+/// The longest note the API server accepts.
+const MAX_NOTE: usize = 1024;
+
+/// How long a recorder is kept unused: longer than the `Recorder`'s own memory of an event (6 minutes),
+/// after which a repeat starts a new Event object anyway.
+const RECORDER_IDLE: Duration = Duration::from_secs(10 * 60);
+
+impl EventPublisher {
+    pub(crate) fn new(controller: &str) -> Self {
+        Self {
+            controller: controller.to_owned(),
+            recorders: Mutex::default(),
+        }
+    }
+
+    /// Publishes `note` about `object` in `context`; a failure to publish is logged, never an error.
+    pub(crate) async fn publish(
+        &self,
+        context: &str,
+        client: Client,
+        object: &ObjectReference,
+        note: Note,
+    ) {
+        let recorder = {
+            let mut recorders = self.recorders.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            recorders.retain(|_, (_, used)| now.duration_since(*used) < RECORDER_IDLE);
+            let (recorder, used) = recorders
+                .entry((context.to_owned(), note.about.clone()))
+                .or_insert_with(|| {
+                    let reporter = Reporter {
+                        controller: self.controller.clone(),
+                        instance: None,
+                    };
+                    (Recorder::new(client, reporter), now)
+                });
+            *used = now;
+            recorder.clone()
+        };
+        let event = Event {
+            type_: if note.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: note.reason.into(),
+            note: Some(note.message.chars().take(MAX_NOTE).collect()),
+            action: note.action.into(),
+            secondary: None,
+        };
+        if let Err(error) = recorder.publish(&event, object).await {
+            tracing::warn!(%context, reason = note.reason, error = %chain(&error), "publishing an event failed");
+        }
+    }
+}
+
+/// The events a reconcile's outcomes call for, compared with the status before it (`previous`): a child
+/// context that became unreachable (`ClusterUnreachable`) or answers again (`ClusterReachable`), and a
+/// child name newly taken by someone else (`ChildConflict`). A state that stays is not told again.
+pub(super) fn context_notes(
+    previous: &FleetStatus,
+    outcomes: &BTreeMap<String, ContextOutcome>,
+) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for (context, outcome) in outcomes {
+        let before = previous.clusters.get(context);
+        let was = |state| before.is_some_and(|b| b.state == state);
+        let message = outcome.message.clone().unwrap_or_default();
+        match outcome.state {
+            ClusterState::Unreachable if !was(ClusterState::Unreachable) => notes.push(
+                Note::warning(
+                    "ClusterUnreachable",
+                    "Apply",
+                    format!(
+                        "{context} cannot be reached: its children are as they were ({message})"
+                    ),
+                )
+                .about(context),
+            ),
+            ClusterState::Unreachable => {}
+            _ if was(ClusterState::Unreachable) => notes.push(
+                Note::normal(
+                    "ClusterReachable",
+                    "Apply",
+                    format!("{context} answers again"),
+                )
+                .about(context),
+            ),
+            _ => {}
+        }
+        let same_conflict = was(ClusterState::Conflict)
+            && before.and_then(|b| b.message.as_ref()) == Some(&message);
+        if outcome.state == ClusterState::Conflict && !same_conflict {
+            notes.push(Note::warning("ChildConflict", "Apply", message.clone()).about(message));
+        }
+    }
+    notes
+}
+
+/// The event a deletion's outcomes call for, compared with the status before (`previous`): the deletion
+/// became blocked by contexts it cannot clean up (`DeletionBlocked`, naming them), or it was blocked and is
+/// no longer (`DeletionUnblocked`). Nothing while it stays blocked.
+pub(super) fn deletion_note(
+    previous: &FleetStatus,
+    outcomes: &BTreeMap<String, ContextOutcome>,
+) -> Option<Note> {
+    let was_blocked = previous
+        .clusters
+        .values()
+        .any(|c| c.state == ClusterState::Deleting);
+    let blocking: Vec<(&String, &ContextOutcome)> = outcomes
+        .iter()
+        .filter(|(_, o)| o.state == ClusterState::Deleting)
+        .collect();
+    match (was_blocked, blocking.is_empty()) {
+        (false, false) => {
+            let names: Vec<&str> = blocking.iter().map(|(name, _)| name.as_str()).collect();
+            let why: Vec<String> = blocking
+                .iter()
+                .map(|(name, o)| format!("{name}: {}", o.message.as_deref().unwrap_or_default()))
+                .collect();
+            let message = format!(
+                "deletion waits for {} (children there cannot be removed yet): {}",
+                names.join(", "),
+                why.join("; ")
+            );
+            Some(Note::warning("DeletionBlocked", "Delete", message).about(names.join(",")))
+        }
+        (true, true) => Some(Note::normal(
+            "DeletionUnblocked",
+            "Delete",
+            "every cluster is cleaned up or given up: the deletion proceeds".into(),
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

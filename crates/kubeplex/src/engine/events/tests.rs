@@ -1,0 +1,145 @@
+//! Which changes of a parent's per-cluster state are told as events, and which are not.
+
+use super::*;
+use crate::core::ClusterStatus;
+
+fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
+    ContextOutcome {
+        state,
+        children: 0,
+        message: message.map(str::to_owned),
+    }
+}
+
+fn outcomes(entries: &[(&str, ClusterState, Option<&str>)]) -> BTreeMap<String, ContextOutcome> {
+    entries
+        .iter()
+        .map(|(context, state, message)| ((*context).to_owned(), outcome(*state, *message)))
+        .collect()
+}
+
+/// The status a reconcile with these outcomes wrote.
+fn status(entries: &[(&str, ClusterState, Option<&str>)]) -> FleetStatus {
+    let clusters = entries
+        .iter()
+        .map(|(context, state, message)| {
+            let status = ClusterStatus {
+                state: *state,
+                children: 0,
+                message: message.map(str::to_owned),
+                last_transition_time: "2025-01-01T00:00:00Z".into(),
+            };
+            ((*context).to_owned(), status)
+        })
+        .collect();
+    FleetStatus {
+        clusters,
+        conditions: Vec::new(),
+    }
+}
+
+fn reasons(notes: &[Note]) -> Vec<&str> {
+    notes.iter().map(|n| n.reason).collect()
+}
+
+const DOWN: Option<&str> = Some("context cluster-b: unreachable: connection refused");
+
+#[test]
+fn a_cluster_becoming_unreachable_is_told_once_and_its_return_once() {
+    use ClusterState::{Ready, Unreachable};
+    let now_down = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Unreachable, DOWN)]);
+    let notes = context_notes(&FleetStatus::default(), &now_down);
+    assert_eq!(reasons(&notes), ["ClusterUnreachable"]);
+    assert!(notes[0].warning);
+    assert_eq!(notes[0].about.as_deref(), Some("cluster-b"));
+    assert!(
+        notes[0].message.starts_with("cluster-b cannot be reached")
+            && notes[0].message.contains("connection refused"),
+        "{}",
+        notes[0].message
+    );
+
+    // Retried while it stays down (even with another reason): nothing.
+    let written = status(&[("cluster-a", Ready, None), ("cluster-b", Unreachable, DOWN)]);
+    let timed_out = outcomes(&[
+        ("cluster-a", Ready, None),
+        ("cluster-b", Unreachable, Some("no answer within 15s")),
+    ]);
+    assert!(context_notes(&written, &timed_out).is_empty());
+
+    let back = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]);
+    let notes = context_notes(&written, &back);
+    assert_eq!(reasons(&notes), ["ClusterReachable"]);
+    assert!(!notes[0].warning);
+
+    let steady = status(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]);
+    assert!(context_notes(&steady, &back).is_empty());
+}
+
+#[test]
+fn two_clusters_down_are_two_events_about_different_clusters() {
+    use ClusterState::Unreachable;
+    let both = outcomes(&[
+        ("cluster-a", Unreachable, Some("a: refused")),
+        ("cluster-b", Unreachable, Some("b: refused")),
+    ]);
+    let notes = context_notes(&FleetStatus::default(), &both);
+    let about: Vec<_> = notes.iter().map(|n| n.about.as_deref()).collect();
+    assert_eq!(about, [Some("cluster-a"), Some("cluster-b")]);
+}
+
+#[test]
+fn a_conflict_is_told_when_it_appears_or_changes() {
+    use ClusterState::{Conflict, Ready};
+    let taken = Some("context cluster-a: Deployment ns/web already exists and belongs to x");
+    let now = outcomes(&[("cluster-a", Conflict, taken)]);
+    assert_eq!(
+        reasons(&context_notes(&status(&[("cluster-a", Ready, None)]), &now)),
+        ["ChildConflict"]
+    );
+    assert!(context_notes(&status(&[("cluster-a", Conflict, taken)]), &now).is_empty());
+    let other = outcomes(&[("cluster-a", Conflict, Some("another name is taken"))]);
+    assert_eq!(
+        reasons(&context_notes(
+            &status(&[("cluster-a", Conflict, taken)]),
+            &other
+        )),
+        ["ChildConflict"]
+    );
+}
+
+#[test]
+fn a_deletion_is_told_blocked_once_and_unblocked_once() {
+    use ClusterState::{Abandoned, Deleting, Ready};
+    let why = Some("blocks deletion: context cluster-b: unreachable: connection refused");
+    let blocked = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Deleting, why)]);
+    let note = deletion_note(&FleetStatus::default(), &blocked).expect("blocked");
+    assert_eq!((note.reason, note.warning), ("DeletionBlocked", true));
+    assert!(
+        note.message.starts_with("deletion waits for cluster-b")
+            && note.message.contains("connection refused"),
+        "{}",
+        note.message
+    );
+
+    let written = status(&[("cluster-a", Ready, None), ("cluster-b", Deleting, why)]);
+    assert_eq!(
+        deletion_note(&written, &blocked),
+        None,
+        "still blocked: a retry"
+    );
+
+    for done in [
+        outcomes(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]),
+        outcomes(&[("cluster-a", Ready, None), ("cluster-b", Abandoned, None)]),
+    ] {
+        let note = deletion_note(&written, &done).expect("unblocked");
+        assert_eq!((note.reason, note.warning), ("DeletionUnblocked", false));
+    }
+    let clean = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]);
+    assert_eq!(
+        deletion_note(&FleetStatus::default(), &clean),
+        None,
+        "never blocked"
+    );
+}

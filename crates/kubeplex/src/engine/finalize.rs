@@ -1,0 +1,246 @@
+//! The finalizer and the deletion path: keep the finalizer on every parent, and when a parent is deleted
+//! run the user's cleanup, remove its children in every context, then let it go.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
+use kube::api::{Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+
+use super::children;
+use super::engine::{Engine, Place, Primary, Verdict};
+use super::events::{Note, deletion_note};
+use crate::controller::Cx;
+use crate::controller::Reconcile;
+use crate::core::Context;
+use crate::core::chain;
+use crate::core::{ClusterState, ContextOutcome};
+use crate::executor::Next;
+
+/// How often a finalizer patch is tried against a fresh copy when the cached one was stale.
+const FINALIZER_ATTEMPTS: usize = 3;
+
+impl<R: Reconcile> Engine<R> {
+    /// Adds (`present`) or removes the controller's finalizer. The patch tests the finalizer list it
+    /// changes, so it never clobbers another writer's finalizer; when the cached object was stale the
+    /// patch is retried at once against a fresh copy, not after the error backoff. Removing it from an
+    /// object that is gone is done.
+    pub(crate) async fn set_finalizer(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+        present: bool,
+    ) -> kube::Result<()> {
+        let finalizer = self.finalizer.as_deref().unwrap_or_default();
+        let api = self.parent_api(object, context)?;
+        let name = object.name_any();
+        let mut current = object.finalizers().to_vec();
+        for attempt in 1..=FINALIZER_ATTEMPTS {
+            let Some(patch) = finalizer_patch(&current, finalizer, present) else {
+                return Ok(());
+            };
+            let error = match api
+                .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+                Err(error) => error,
+            };
+            let stale = matches!(&error, kube::Error::Api(s) if s.code == 409 || s.code == 422);
+            if !stale || attempt == FINALIZER_ATTEMPTS {
+                return Err(error);
+            }
+            match api.get_opt(&name).await? {
+                Some(fresh) => current = fresh.finalizers().to_vec(),
+                None => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The parent is being deleted: runs the user's cleanup, removes the children in every context, then the
+    /// finalizer. A context that cannot be reached keeps the finalizer (and says so in the status) until it
+    /// returns, or until the abandon policy gives up on it.
+    pub(crate) async fn finalize(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
+        let context = cx.context();
+        let uid = object.uid().unwrap_or_default();
+        if self.finalized.contains(&uid) {
+            // Its finalizer is gone already; the cache does not show it yet (a child's deletion queued
+            // this reconcile while the finalizer was being removed). Cleanup ran; it is not run again.
+            return Verdict::Done(Next::AwaitChange);
+        }
+        if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
+            tracing::warn!(context = %context, error = %chain(&error), "cleanup failed");
+            let action = self.reconciler.error_policy(object, &error, cx);
+            return Verdict::Failed(next_of(action.requeue_after()));
+        }
+        // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
+        let before = self.previous_status(&object);
+        let mut outcomes: BTreeMap<String, ContextOutcome> = self
+            .per_child_context(|name, client| {
+                let targets = self.child_targets(&name);
+                let uid = uid.clone();
+                let counted = (&self.runtime.metrics, self.plan.name());
+                async move {
+                    children::remove_children(&name, client, &targets, &uid, counted).await
+                }
+            })
+            .await;
+        let abandon = self
+            .plan
+            .abandon_after()
+            .is_some_and(|after| deleted_for(&*object) >= after);
+        let mut blocked = false;
+        for (name, outcome) in &mut outcomes {
+            if outcome.state == ClusterState::Ready {
+                continue;
+            }
+            let why = outcome.message.take().unwrap_or_default();
+            if abandon {
+                let message = format!(
+                    "context {name} was unreachable for longer than the abandon policy allows; its children were left behind ({why})"
+                );
+                tracing::warn!(context = %name, %message, "abandoning children");
+                let note =
+                    Note::warning("ChildrenAbandoned", "Delete", message.clone()).about(name);
+                self.publish(&object, &context, note).await;
+                *outcome = ContextOutcome {
+                    state: ClusterState::Abandoned,
+                    children: 0,
+                    message: Some(message),
+                };
+            } else {
+                blocked = true;
+                *outcome = ContextOutcome {
+                    state: ClusterState::Deleting,
+                    children: outcome.children,
+                    message: Some(format!("blocks deletion: {why}")),
+                };
+            }
+        }
+        let parent = parent_key(&*object);
+        for (name, outcome) in &outcomes {
+            let waits = outcome.state == ClusterState::Deleting;
+            let metrics = &self.runtime.metrics;
+            metrics.deletion_blocked(self.plan.name(), name, &parent, waits);
+        }
+        if let Some(note) = deletion_note(&before, &outcomes) {
+            self.publish(&object, &context, note).await;
+        }
+        if blocked {
+            self.write_status(&object, &context, &outcomes).await;
+            return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
+        }
+        // The abandonment is recorded in the status before the parent goes.
+        if outcomes
+            .values()
+            .any(|o| o.state == ClusterState::Abandoned)
+        {
+            self.write_status(&object, &context, &outcomes).await;
+        }
+        match self.set_finalizer(&object, &context, false).await {
+            Ok(()) => {
+                self.finalized.insert(&uid);
+                Verdict::Done(Next::AwaitChange)
+            }
+            Err(error) => {
+                tracing::warn!(context = %context, error = %chain(&error), "removing the finalizer failed");
+                Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()))
+            }
+        }
+    }
+
+    /// Every (child kind, namespace) this controller may have put in `context`, a fixed one or a member.
+    fn child_targets(&self, context: &str) -> Vec<(kube::api::ApiResource, Option<String>)> {
+        let member = self.runtime.members.contains(context);
+        self.plan
+            .children()
+            .iter()
+            .flat_map(|child| {
+                let fixed = child.watches().filter(|(c, _)| c.name() == context);
+                let fixed = fixed.map(|(_, namespace)| namespace);
+                let members = child
+                    .member_namespaces()
+                    .filter(|_| member && child.in_members());
+                fixed
+                    .chain(members)
+                    .map(|namespace| (child.resource().clone(), namespace.map(str::to_owned)))
+            })
+            .collect()
+    }
+}
+
+/// How the blocked-deletion gauge names a parent: `namespace/name` (the reconcile of a parent that is gone
+/// knows no more).
+pub(super) fn parent_key<K: kube::Resource>(object: &K) -> String {
+    let meta = object.meta();
+    let name = meta.name.as_deref().unwrap_or("");
+    format!("{}/{name}", meta.namespace.as_deref().unwrap_or(""))
+}
+
+/// The next step for a requested delay.
+pub(super) fn next_of(delay: Option<Duration>) -> Next {
+    delay.map_or(Next::AwaitChange, Next::RequeueAfter)
+}
+
+/// The JSON patch that adds (`present`) or removes `finalizer`, testing the list it changes; `None` when
+/// there is nothing to do.
+fn finalizer_patch(
+    current: &[String],
+    finalizer: &str,
+    present: bool,
+) -> Option<json_patch::Patch> {
+    let position = current.iter().position(|f| f == finalizer);
+    let list = "/metadata/finalizers".parse().expect("a valid pointer");
+    let operations = match (present, position) {
+        (true, Some(_)) | (false, None) => return None,
+        (true, None) if current.is_empty() => vec![
+            PatchOperation::Test(TestOperation {
+                path: "/metadata/finalizers".parse().expect("a valid pointer"),
+                value: serde_json::Value::Null,
+            }),
+            PatchOperation::Add(AddOperation {
+                path: list,
+                value: serde_json::json!([finalizer]),
+            }),
+        ],
+        (true, None) => vec![
+            PatchOperation::Test(TestOperation {
+                path: list,
+                value: serde_json::json!(current),
+            }),
+            PatchOperation::Add(AddOperation {
+                path: "/metadata/finalizers/-".parse().expect("a valid pointer"),
+                value: serde_json::json!(finalizer),
+            }),
+        ],
+        (false, Some(index)) => {
+            let at = format!("/metadata/finalizers/{index}");
+            vec![
+                PatchOperation::Test(TestOperation {
+                    path: at.parse().expect("a valid pointer"),
+                    value: serde_json::json!(finalizer),
+                }),
+                PatchOperation::Remove(RemoveOperation {
+                    path: at.parse().expect("a valid pointer"),
+                }),
+            ]
+        }
+    };
+    Some(json_patch::Patch(operations))
+}
+
+/// How long ago the object's deletion was requested.
+fn deleted_for<K: Resource>(object: &K) -> Duration {
+    let Some(deleted) = &object.meta().deletion_timestamp else {
+        return Duration::ZERO;
+    };
+    let elapsed = k8s_openapi::jiff::Timestamp::now().duration_since(deleted.0);
+    Duration::try_from(elapsed).unwrap_or(Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+//! The finalizer patches and the deletion path's events, against a stand-in API server.
+
+use super::*;
+use crate::testing::fake_api::{self, status};
+use crate::testing::test_engine::{CONTROL_PLACE, engine, parent};
+
+const OURS: &str = "kubeplex.dev/test-controller";
+
+fn operations(patch: Option<json_patch::Patch>) -> serde_json::Value {
+    serde_json::to_value(patch).unwrap()
+}
+
+#[test]
+fn the_patches_test_the_list_they_change() {
+    assert_eq!(
+        operations(finalizer_patch(&[], OURS, true)),
+        serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": null },
+            { "op": "add", "path": "/metadata/finalizers", "value": [OURS] },
+        ])
+    );
+    let theirs = ["example.com/theirs".to_owned()];
+    assert_eq!(
+        operations(finalizer_patch(&theirs, OURS, true)),
+        serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": ["example.com/theirs"] },
+            { "op": "add", "path": "/metadata/finalizers/-", "value": OURS },
+        ])
+    );
+    let both = ["example.com/theirs".to_owned(), OURS.to_owned()];
+    assert_eq!(
+        operations(finalizer_patch(&both, OURS, false)),
+        serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers/1", "value": OURS },
+            { "op": "remove", "path": "/metadata/finalizers/1" },
+        ])
+    );
+    assert!(finalizer_patch(&both, OURS, true).is_none());
+    assert!(finalizer_patch(&theirs, OURS, false).is_none());
+}
+
+#[tokio::test]
+async fn removing_the_finalizer_of_a_parent_that_is_gone_is_success() {
+    let (client, requests) =
+        fake_api::client(|_, _, _| status(404, "NotFound", "configmaps \"parent\" not found"));
+    let engine = engine(client);
+    engine
+        .set_finalizer(&parent(&[OURS]), &CONTROL_PLACE, false)
+        .await
+        .unwrap();
+    assert_eq!(requests.lines().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stale_cached_parent_is_retried_at_once_against_a_fresh_copy() {
+    // The cache says no finalizers; the server has one of someone else's, so the first test fails.
+    let (client, requests) = fake_api::client(|method, _, body| match method {
+        "PATCH" if body.contains("\"value\":null") => {
+            status(422, "Invalid", "the test operation failed")
+        }
+        "PATCH" => (
+            200,
+            serde_json::to_value(parent(&["example.com/theirs", OURS])).unwrap(),
+        ),
+        _ => (
+            200,
+            serde_json::to_value(parent(&["example.com/theirs"])).unwrap(),
+        ),
+    });
+    let engine = engine(client);
+    engine
+        .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
+        .await
+        .unwrap();
+    let seen = requests.all();
+    let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+    assert_eq!(methods, ["PATCH", "GET", "PATCH"]);
+    assert!(
+        seen[2].body.contains("example.com/theirs")
+            && seen[2].body.contains("/metadata/finalizers/-")
+    );
+}
+
+#[tokio::test]
+async fn other_failures_are_reported_after_one_try() {
+    let (client, requests) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
+    let engine = engine(client);
+    let error = engine
+        .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, kube::Error::Api(s) if s.code == 403));
+    assert_eq!(requests.lines().len(), 1);
+}
+
+/// The events the fake server was sent, as (method, reason).
+fn events_sent(requests: &fake_api::Requests) -> Vec<(String, String)> {
+    requests
+        .all()
+        .into_iter()
+        .filter(|s| {
+            s.uri
+                .starts_with("/apis/events.k8s.io/v1/namespaces/crds/events")
+        })
+        .map(|s| {
+            let body: serde_json::Value = serde_json::from_str(&s.body).unwrap_or_default();
+            let reason = body["reason"].as_str().unwrap_or_default().to_owned();
+            (s.method, reason)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // cluster-a's children cannot be listed while `down`; everything else is accepted.
+    let down = Arc::new(AtomicBool::new(true));
+    let server = down.clone();
+    let (client, requests) = fake_api::client(move |method, uri, body| match method {
+        "GET" if server.load(Ordering::SeqCst) => status(503, "ServiceUnavailable", "down"),
+        "GET" => (
+            200,
+            serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                "metadata": {}, "items": [],
+            }),
+        ),
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        _ if uri.contains("/status?") => (
+            200,
+            serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+        ),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    });
+    let engine = engine(client);
+    let mut deleted = parent(&[OURS]);
+    deleted.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let deleted = Arc::new(deleted);
+    let cx = Cx::new(
+        CONTROL_PLACE,
+        engine.plan.clone(),
+        engine.runtime.clone(),
+        0,
+    );
+
+    // The cache keeps showing the parent as it was before the first status write (resourceVersion 1).
+    for _ in 0..3 {
+        let verdict = engine.finalize(deleted.clone(), &cx).await;
+        assert!(
+            matches!(verdict, Verdict::Done(Next::RequeueAfter(_))),
+            "{verdict:?}"
+        );
+    }
+    assert_eq!(
+        events_sent(&requests),
+        [("POST".to_owned(), "DeletionBlocked".to_owned())],
+        "one event for three attempts"
+    );
+
+    down.store(false, Ordering::SeqCst);
+    let verdict = engine.finalize(deleted.clone(), &cx).await;
+    assert_eq!(verdict, Verdict::Done(Next::AwaitChange));
+    assert_eq!(
+        events_sent(&requests),
+        [
+            ("POST".to_owned(), "DeletionBlocked".to_owned()),
+            ("POST".to_owned(), "DeletionUnblocked".to_owned()),
+        ]
+    );
+}

@@ -1,0 +1,25 @@
+//! One controller at work: its engine, the loop that feeds its executor, reconcile, children (apply,
+//! prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
+//! shard watches.
+
+mod child_changes;
+mod children;
+mod controller_loop;
+mod engine;
+mod events;
+mod finalize;
+mod member_watches;
+mod orphans;
+mod own_writes;
+mod primaries;
+mod reconcile;
+mod shard_watches;
+mod status_write;
+
+#[cfg(test)]
+pub(crate) use children::is_child_of;
+pub(crate) use controller_loop::start as start_controller;
+#[cfg(test)]
+pub(crate) use engine::Engine;
+#[cfg(test)]
+pub(crate) use events::EventPublisher;

@@ -1,0 +1,66 @@
+//! The orphan sweep with caches made by hand and a stand-in API server.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ApiResource, ObjectMeta};
+use kube::runtime::reflector;
+use kube::runtime::watcher::Event;
+
+use super::*;
+use crate::testing::fake_api;
+use crate::testing::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, engine};
+
+fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
+    let parent = ParentRef {
+        context: "control".into(),
+        namespace: Some(parent_namespace.into()),
+        name: format!("parent-of-{name}"),
+        uid: format!("uid-parent-of-{name}"),
+    };
+    let (labels, annotations) = parent.stamp("test-controller", "ConfigMap/v1");
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("ns".into()),
+        uid: Some(format!("uid-{name}")),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
+    }
+}
+
+#[tokio::test]
+async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_children() {
+    let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let mut engine = engine(client);
+    // `crds` never lists (its writer is kept, so it never gives up either); `other` lists, empty.
+    let (stuck, _writer_kept) = reflector::store::<ConfigMap>();
+    let (listed, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    engine.primaries.insert(
+        (CONTROL_PLACE, Some("crds".into())),
+        Arc::new(SharedWatch::new(stuck, None)),
+    );
+    engine.primaries.insert(
+        (CONTROL_PLACE, Some("other".into())),
+        Arc::new(SharedWatch::new(listed, None)),
+    );
+    // The child whose parent cache is stuck comes first.
+    engine.children.push(ChildWatch {
+        context: crate::Context::name(&CLUSTER_A).into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(vec![
+            orphan("judged-never", "crds"),
+            orphan("judged-now", "other"),
+        ])),
+    });
+    let engine = Arc::new(engine);
+    let _ = tokio::time::timeout(Duration::from_secs(2), engine.sweep_orphans()).await;
+    let lines = requests.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("DELETE /api/v1/namespaces/ns/configmaps/judged-now"),
+        "{lines:?}"
+    );
+}

@@ -1,0 +1,78 @@
+//! A controller's primary caches by (context, namespace). Fixed for most controllers; in sharded-by-context
+//! mode a context's caches come and go with its shard, so the map can change while reconciles read it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use crate::core::Context;
+use crate::core::PrimaryResource;
+use crate::core::Target;
+use crate::watch::SharedWatch;
+
+/// A typed context or a member, and a namespace (`None`: every namespace).
+type Place<C> = (Target<C>, Option<String>);
+
+/// The primary caches of one controller; `C` is its context type.
+pub(crate) struct PrimaryCaches<C, K: PrimaryResource> {
+    caches: RwLock<HashMap<Place<C>, Arc<SharedWatch<K>>>>,
+}
+
+impl<C, K: PrimaryResource> Default for PrimaryCaches<C, K> {
+    fn default() -> Self {
+        Self {
+            caches: RwLock::default(),
+        }
+    }
+}
+
+impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
+    /// The cache of `context` that holds objects of `namespace`: its namespace's, else the all-namespaces one.
+    pub(crate) fn get(
+        &self,
+        context: &Target<C>,
+        namespace: Option<&str>,
+    ) -> Option<Arc<SharedWatch<K>>> {
+        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        let key = (context.clone(), namespace.map(str::to_owned));
+        (caches.get(&key))
+            .or_else(|| caches.get(&(context.clone(), None)))
+            .cloned()
+    }
+
+    /// Every cache, with its context.
+    pub(crate) fn all(&self) -> Vec<(Target<C>, Arc<SharedWatch<K>>)> {
+        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        caches
+            .iter()
+            .map(|((c, _), w)| (c.clone(), w.clone()))
+            .collect()
+    }
+
+    /// Takes every cache of member `name` out.
+    pub(crate) fn remove_member(&self, name: &str) {
+        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        caches.retain(|(place, _), _| place.as_member().is_none_or(|m| m.name() != name));
+    }
+
+    /// Adds the cache of (`context`, `namespace`), or replaces it.
+    pub(crate) fn insert(&self, key: Place<C>, cache: Arc<SharedWatch<K>>) {
+        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        caches.insert(key, cache);
+    }
+
+    /// Whether the cache of (`context`, `namespace`) is there (exactly that key, no fallback).
+    pub(crate) fn has(&self, context: C, namespace: Option<&str>) -> bool {
+        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        caches.contains_key(&(Target::Context(context), namespace.map(str::to_owned)))
+    }
+
+    /// Takes the cache of (`context`, `namespace`) out.
+    pub(crate) fn remove(
+        &self,
+        context: C,
+        namespace: Option<&str>,
+    ) -> Option<Arc<SharedWatch<K>>> {
+        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        caches.remove(&(Target::Context(context), namespace.map(str::to_owned)))
+    }
+}

@@ -1,0 +1,244 @@
+//! Reconciling one object: read it from the cache, keep the finalizer, run the user's reconcile, then sync
+//! its children in every context and record the outcome in its status.
+
+use std::sync::Arc;
+
+use kube::Resource;
+use tracing::Instrument;
+
+use super::child_changes::Changes;
+use super::children::{self, Parentage};
+use super::engine::{Engine, Primary, Request, Verdict};
+use super::events::{Note, context_notes};
+use super::finalize::next_of;
+use crate::controller::Cx;
+use crate::controller::Reconcile;
+use crate::core::chain;
+use crate::core::{ClusterState, ContextOutcome};
+use crate::executor::Next;
+use crate::metrics::Outcome;
+
+impl<R: Reconcile> Engine<R> {
+    /// Reconciles one request; returns what the executor does next with it.
+    pub(crate) async fn reconcile(self: Arc<Self>, request: Request<R>) -> Next {
+        let namespace = request.object.namespace.as_deref();
+        // Gone from the cache: deleted (the finalizer keeps objects that still have children).
+        let Some(object) = self
+            .primary_cache(&request.context, namespace)
+            .and_then(|cache| cache.store().get(&request.object))
+        else {
+            self.failures().remove(&request);
+            let parent = format!("{}/{}", namespace.unwrap_or(""), request.object.name);
+            self.runtime.metrics.parent_gone(self.plan.name(), &parent);
+            return Next::AwaitChange;
+        };
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.plan.name(),
+            context = %request.context,
+            namespace = namespace.unwrap_or(""),
+            name = %request.object.name,
+            reconcile_id = %reconcile_id(),
+        );
+        let failures = self.failures().get(&request).copied().unwrap_or(0);
+        let cx = Cx::new(
+            request.context.clone(),
+            self.plan.clone(),
+            self.runtime.clone(),
+            failures,
+        );
+        let began = tokio::time::Instant::now();
+        let verdict = self.reconcile_object(object, &cx).instrument(span).await;
+        let (metrics, controller) = (&self.runtime.metrics, self.plan.name());
+        let outcome = match verdict {
+            Verdict::Failed(_) => Outcome::Error,
+            Verdict::Done(Next::RequeueAfter(_)) => Outcome::Requeue,
+            Verdict::Done(Next::AwaitChange) => Outcome::Success,
+        };
+        metrics.reconciled(controller, request.context.name(), outcome, began.elapsed());
+        match verdict {
+            Verdict::Failed(next) => {
+                metrics.retried(controller);
+                *self.failures().entry(request).or_insert(0) += 1;
+                next
+            }
+            Verdict::Done(next) => {
+                self.failures().remove(&request);
+                next
+            }
+        }
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn reconcile_object(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
+        let context = cx.context();
+        let deleting = object.meta().deletion_timestamp.is_some();
+        if let Some(finalizer) = &self.finalizer {
+            let has_finalizer = object
+                .meta()
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == finalizer);
+            if deleting {
+                return if has_finalizer {
+                    Box::pin(self.finalize(object, cx)).await
+                } else {
+                    Verdict::Done(Next::AwaitChange)
+                };
+            }
+            if !has_finalizer
+                && let Err(error) = Box::pin(self.set_finalizer(&object, &context, true)).await
+            {
+                tracing::warn!(context = %context, error = %chain(&error), "adding the finalizer failed");
+                return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
+            }
+        } else if deleting {
+            return Verdict::Done(Next::AwaitChange);
+        }
+
+        let action = match self.reconciler.reconcile(object.clone(), cx).await {
+            Ok(action) => action,
+            Err(error) => {
+                let message = chain(&error);
+                tracing::warn!(context = %context, error = %message, "reconcile failed");
+                if !self.plan.children().is_empty() {
+                    Box::pin(self.write_failure(&object, &context, &message)).await;
+                }
+                // Repeats of a failure become one event series (the recorder's), not one per retry.
+                let note = Note::warning("ReconcileFailed", "Reconcile", message);
+                Box::pin(self.publish(&object, &context, note)).await;
+                let action = self.reconciler.error_policy(object, &error, cx);
+                return Verdict::Failed(next_of(action.requeue_after()));
+            }
+        };
+        let next = next_of(requeue_delay(
+            action.requeue_after(),
+            self.plan.requeue_delay(),
+        ));
+        if self.plan.children().is_empty() {
+            return Verdict::Done(next);
+        }
+        let desired = cx.take_children();
+        // What the status said before this reconcile: events tell changes of it, not every retry.
+        let before = self.previous_status(&object);
+        let changes = Changes::default();
+        let parent = self.parent_ref(&object, &context);
+        let link = Parentage {
+            parent: &parent,
+            controller: self.plan.name(),
+            parent_kind: &self.parent_kind,
+            metrics: &self.runtime.metrics,
+        };
+        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
+        // and the final status is written over that interim one.
+        let written = std::sync::Mutex::new(None);
+        let outcomes = Box::pin(self.per_child_context_with_interim(
+            |name, client| {
+                let desired = desired
+                    .iter()
+                    .filter(|d| *d.context == *name)
+                    .cloned()
+                    .collect();
+                let watches = self.child_watches_in(&name);
+                let (link, changes) = (&link, &changes);
+                async move {
+                    let watches: Vec<&_> = watches.iter().collect();
+                    children::sync_context(&name, client, desired, &watches, link, changes).await
+                }
+            },
+            |so_far| {
+                let (object, written, context) = (&object, &written, &context);
+                async move {
+                    let previous = super::status_write::owned_status(&**object);
+                    let status = self
+                        .write_status_over(object, context, &previous, &so_far)
+                        .await;
+                    *written.lock().unwrap_or_else(|e| e.into_inner()) = status;
+                }
+            },
+        ))
+        .await;
+        let mut outcomes = outcomes;
+        self.record_orphaned_members(&mut outcomes);
+        let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
+        for outcome in outcomes
+            .values()
+            .filter(|o| o.state == ClusterState::Conflict)
+        {
+            let message = outcome.message.as_deref().unwrap_or_default();
+            tracing::warn!(context = %context, %message, "a child's name is taken");
+        }
+        let mut notes = changes.notes();
+        notes.extend(context_notes(&before, &outcomes));
+        Box::pin(self.publish_all(&object, &context, notes)).await;
+        match interim {
+            Some(previous) => {
+                Box::pin(self.write_status_over(&object, &context, &previous, &outcomes)).await;
+            }
+            None => Box::pin(self.write_status(&object, &context, &outcomes)).await,
+        }
+        // A context that failed is retried soon, whatever the reconcile asked for.
+        if outcomes.values().any(|o| !o.state.is_settled()) {
+            let retry = self.plan.error_requeue_or_default();
+            return Verdict::Done(Next::RequeueAfter(match next {
+                Next::RequeueAfter(n) => n.min(retry),
+                Next::AwaitChange => retry,
+            }));
+        }
+        Verdict::Done(next)
+    }
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// Adds the members that left with their children orphaned, so that the status says where they stayed.
+    fn record_orphaned_members(
+        &self,
+        outcomes: &mut std::collections::BTreeMap<String, ContextOutcome>,
+    ) {
+        if !self.plan.has_member_children() {
+            return;
+        }
+        for name in self.runtime.members.orphaned() {
+            let message = format!(
+                "member {name} left the fleet; its children there stay, no longer managed (leave policy orphan)"
+            );
+            outcomes.entry(name).or_insert(ContextOutcome {
+                state: ClusterState::Left,
+                children: 0,
+                message: Some(message),
+            });
+        }
+    }
+}
+
+/// A short id for one reconcile, so that its log lines can be told from another's of the same object: 12 hex
+/// digits, a process-wide count mixed by a randomly keyed hash.
+fn reconcile_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+    let mut hasher = KEYS.get_or_init(std::hash::RandomState::new).build_hasher();
+    hasher.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
+
+/// When to reconcile again after a success: the plan's `requeue_after` is a resync period that holds
+/// whatever the reconcile returned (`Action::await_change()` included), and a shorter `Action::requeue`
+/// comes first.
+pub(super) fn requeue_delay(
+    action: Option<std::time::Duration>,
+    plan: Option<std::time::Duration>,
+) -> Option<std::time::Duration> {
+    match (action, plan) {
+        (Some(a), Some(p)) => Some(a.min(p)),
+        (a, p) => a.or(p),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,289 @@
+//! The requeue delay, and the spans a reconcile runs in (recorded by a small tracing layer), against a
+//! stand-in API server.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ApiResource, ObjectMeta};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+use super::requeue_delay;
+use crate::core::ParentRef;
+use crate::engine::engine::{ChildWatch, Engine, Request};
+use crate::testing::fake_api;
+use crate::testing::test_engine::{
+    CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine, parent,
+};
+use crate::watch::SharedWatch;
+
+#[test]
+fn the_shorter_of_the_actions_requeue_and_the_plans_resync_wins() {
+    let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+    assert_eq!(
+        requeue_delay(None, Some(hour)),
+        Some(hour),
+        "await_change: the resync holds"
+    );
+    assert_eq!(requeue_delay(Some(minute), Some(hour)), Some(minute));
+    assert_eq!(requeue_delay(Some(hour), Some(minute)), Some(minute));
+    assert_eq!(requeue_delay(Some(hour), None), Some(hour));
+    assert_eq!(requeue_delay(None, None), None);
+}
+
+/// A span as the layer saw it: its name, fields, and the spans it is within (nearest first).
+#[derive(Clone, Debug)]
+struct SpanSeen {
+    seq: u64,
+    name: &'static str,
+    fields: BTreeMap<String, String>,
+    within: Vec<u64>,
+}
+
+/// A log event: its message and the spans it was within (nearest first).
+#[derive(Clone, Debug)]
+struct EventSeen {
+    target: &'static str,
+    message: String,
+    within: Vec<u64>,
+}
+
+/// Records every span (when it closes) and every event.
+#[derive(Clone, Default)]
+struct Recording {
+    next: Arc<AtomicU64>,
+    spans: Arc<Mutex<Vec<SpanSeen>>>,
+    events: Arc<Mutex<Vec<EventSeen>>>,
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recording {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let span = ctx.span(id).expect("a new span is registered");
+        let within = span.parent().map_or_else(Vec::new, |parent| {
+            let extensions = parent.extensions();
+            let seen = extensions.get::<SpanSeen>().expect("recorded");
+            std::iter::once(seen.seq)
+                .chain(seen.within.iter().copied())
+                .collect()
+        });
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        span.extensions_mut().insert(SpanSeen {
+            seq: self.next.fetch_add(1, Ordering::Relaxed),
+            name: attrs.metadata().name(),
+            fields,
+            within,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id)
+            && let Some(seen) = span.extensions_mut().get_mut::<SpanSeen>()
+        {
+            values.record(&mut Fields(&mut seen.fields));
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let within = ctx.event_scope(event).map_or_else(Vec::new, |scope| {
+            scope
+                .filter_map(|span| span.extensions().get::<SpanSeen>().map(|s| s.seq))
+                .collect()
+        });
+        let message = fields.remove("message").unwrap_or_default();
+        self.events.lock().unwrap().push(EventSeen {
+            target: event.metadata().target(),
+            message,
+            within,
+        });
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && let Some(seen) = span.extensions().get::<SpanSeen>()
+        {
+            self.spans.lock().unwrap().push(seen.clone());
+        }
+    }
+}
+
+/// A child of the test parent in cluster-a that no reconcile wants: the reconcile prunes it.
+fn stale_child() -> ObjectMeta {
+    let parent = ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: "parent".into(),
+        uid: "uid-parent".into(),
+    };
+    let (labels, annotations) = parent.stamp("test-controller", "ConfigMap/v1");
+    ObjectMeta {
+        name: Some("stale".into()),
+        namespace: Some("ns".into()),
+        uid: Some("uid-stale".into()),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Runs one reconcile of `object` (held by the primary cache) against a server that accepts everything;
+/// returns the engine, so that what its end logs is not mistaken for the reconcile's.
+async fn reconcile(object: ConfigMap) -> Arc<Engine<TestController>> {
+    let (client, _) = fake_api::client(|method, uri, body| match method {
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        "GET" => (
+            200,
+            serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                "metadata": {}, "items": [],
+            }),
+        ),
+        "DELETE" => (
+            200,
+            serde_json::json!({ "kind": "Status", "apiVersion": "v1", "status": "Success" }),
+        ),
+        _ if uri.contains("/status?") => (
+            200,
+            serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+        ),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    });
+    let mut engine = engine(client);
+    let (store, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+    engine.primaries.insert(
+        (CONTROL_PLACE, Some("crds".into())),
+        Arc::new(SharedWatch::new(store, None)),
+    );
+    engine.children.push(ChildWatch {
+        context: crate::Context::name(&CLUSTER_A).into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(vec![stale_child()])),
+    });
+    let request: Request<TestController> = Request {
+        context: CONTROL_PLACE,
+        object: ObjectRef::from_obj(&object),
+    };
+    let engine = Arc::new(engine);
+    engine.clone().reconcile(request).await;
+    engine
+}
+
+fn descends(span: &SpanSeen, ancestor: &SpanSeen) -> bool {
+    span.within.contains(&ancestor.seq)
+}
+
+#[tokio::test]
+async fn a_reconcile_runs_in_a_span_with_its_id_and_its_child_work_in_spans_within_it() {
+    let recording = Recording::default();
+    let _default =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(recording.clone()));
+
+    let first = reconcile(parent(&["kubeplex.dev/test-controller"])).await;
+    let mut deleted = parent(&["kubeplex.dev/test-controller"]);
+    deleted.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let second = reconcile(deleted).await;
+    let events = recording.events.lock().unwrap().clone();
+    drop((first, second));
+
+    let spans = recording.spans.lock().unwrap().clone();
+    let named = |name: &str| -> Vec<SpanSeen> {
+        spans.iter().filter(|s| s.name == name).cloned().collect()
+    };
+    let reconciles = named("reconcile");
+    assert_eq!(reconciles.len(), 2, "{spans:#?}");
+    let mut ids = Vec::new();
+    for span in &reconciles {
+        assert!(span.within.is_empty(), "a reconcile is a root span");
+        let fields: Vec<&str> = span.fields.keys().map(String::as_str).collect();
+        assert_eq!(
+            fields,
+            ["context", "controller", "name", "namespace", "reconcile_id"]
+        );
+        assert_eq!(span.fields["controller"], "test-controller");
+        assert_eq!(span.fields["context"], "control");
+        assert_eq!(
+            (
+                span.fields["namespace"].as_str(),
+                span.fields["name"].as_str()
+            ),
+            ("crds", "parent")
+        );
+        let id = &span.fields["reconcile_id"];
+        assert!(
+            id.len() == 12 && id.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+        ids.push(id.clone());
+    }
+    assert_ne!(ids[0], ids[1], "every reconcile has an id of its own");
+    let (sync, deletion) = (&reconciles[0], &reconciles[1]);
+
+    // The sync: one apply span for cluster-a, the pruning of the stale child within it, the status write.
+    let apply = named("apply");
+    assert_eq!(apply.len(), 1, "{spans:#?}");
+    assert!(descends(&apply[0], sync));
+    assert_eq!(apply[0].fields["context"], "cluster-a");
+    assert_eq!(apply[0].fields["children"], "0");
+    let prune = named("prune");
+    assert_eq!(prune.len(), 2, "{spans:#?}");
+    assert!(descends(&prune[0], &apply[0]) && descends(&prune[0], sync));
+    assert_eq!(
+        (
+            prune[0].fields["context"].as_str(),
+            prune[0].fields["children"].as_str()
+        ),
+        ("cluster-a", "1")
+    );
+    // The deletion: cluster-a's children removed (none were left) in a prune span.
+    assert!(descends(&prune[1], deletion), "{spans:#?}");
+    assert_eq!(
+        (
+            prune[1].fields["context"].as_str(),
+            prune[1].fields["children"].as_str()
+        ),
+        ("cluster-a", "0")
+    );
+    let status_writes = named("status_write");
+    assert!(
+        !status_writes.is_empty() && status_writes.iter().all(|s| descends(s, sync)),
+        "{spans:#?}"
+    );
+
+    // Every log line of the reconciles was written within their spans: a fmt subscriber prints their fields.
+    // (The client's own buffer worker is a task of its own: its lines are not the runtime's.)
+    let pruning = events
+        .iter()
+        .find(|e| e.message == "deleting a child no longer desired")
+        .expect("the prune is logged");
+    assert_eq!(pruning.within, [prune[0].seq, apply[0].seq, sync.seq]);
+    for event in events.iter().filter(|e| e.target.starts_with("kubeplex")) {
+        assert!(
+            event.within.contains(&sync.seq) || event.within.contains(&deletion.seq),
+            "a log line outside the reconcile spans: {event:?}"
+        );
+    }
+}

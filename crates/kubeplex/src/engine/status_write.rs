@@ -1,0 +1,230 @@
+//! Writing kubeplex's part of a parent's status: server-side apply on the status subresource, with the
+//! controller as field manager, so that only kubeplex's own fields (its clusters and its `Ready` condition)
+//! are written and other writers' conditions stay; and only when that part changed, so that the write never
+//! feeds back into another reconcile.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use kube::api::{Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use tracing::Instrument;
+
+use super::engine::{Engine, Place, Primary};
+use crate::controller::Reconcile;
+use crate::core::chain;
+use crate::core::{ContextOutcome, FleetStatus, now};
+
+impl<R: Reconcile> Engine<R> {
+    /// Records the outcome of syncing (or removing) the children per context.
+    pub(crate) async fn write_status(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+        outcomes: &BTreeMap<String, ContextOutcome>,
+    ) {
+        self.write_status_over(object, context, &self.previous_status(object), outcomes)
+            .await;
+    }
+
+    /// As [`Engine::write_status`], over `previous` (what this reconcile last wrote, when it wrote an
+    /// interim status, since the cached object does not show it yet); returns the status when it is in
+    /// place (written, or unchanged).
+    pub(crate) async fn write_status_over(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+        previous: &FleetStatus,
+        outcomes: &BTreeMap<String, ContextOutcome>,
+    ) -> Option<FleetStatus> {
+        let status =
+            FleetStatus::from_outcomes(previous, outcomes, object.meta().generation, &now());
+        self.apply_status(object, context, previous, status.clone())
+            .await
+            .then_some(status)
+    }
+
+    /// Records a failed reconcile: `Ready=False` with the error, the clusters as they were.
+    pub(crate) async fn write_failure(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+        message: &str,
+    ) {
+        let previous = self.previous_status(object);
+        let status =
+            FleetStatus::reconcile_failed(&previous, message, object.meta().generation, &now());
+        self.apply_status(object, context, &previous, status).await;
+    }
+
+    async fn apply_status(
+        &self,
+        object: &Primary<R>,
+        context: &Place<R>,
+        previous: &FleetStatus,
+        status: FleetStatus,
+    ) -> bool {
+        if &status == previous || self.no_status.load(Ordering::Relaxed) {
+            return true;
+        }
+        let patch = serde_json::json!({
+            "apiVersion": Primary::<R>::api_version(&()),
+            "kind": Primary::<R>::kind(&()),
+            "status": status,
+        });
+        // Forced: kubeplex owns these fields; an earlier version of it wrote them with a merge patch.
+        let params = PatchParams::apply(self.plan.name()).force();
+        let span = tracing::info_span!("status_write", clusters = status.clusters.len());
+        let written = match self.parent_api(object, context) {
+            Ok(api) => api
+                .patch_status(&object.name_any(), &params, &Patch::Apply(&patch))
+                .instrument(span.clone())
+                .await
+                .map(|written| written.resource_version()),
+            Err(error) => Err(error),
+        };
+        span.in_scope(|| match written {
+            Err(kube::Error::Api(status))
+                if status.code == 404
+                    && status
+                        .message
+                        .contains("could not find the requested resource") =>
+            {
+                // A kind without a status subresource (a ConfigMap, a CRD without `status`): said once.
+                if !self.no_status.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        controller = %self.plan.name(),
+                        kind = %self.parent_kind,
+                        "the parent kind has no status subresource: kubeplex writes no per-cluster status"
+                    );
+                }
+                false
+            }
+            Err(error) => {
+                tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+                false
+            }
+            Ok(version) => {
+                self.written_status.record(object, version, status);
+                true
+            }
+        })
+    }
+
+    /// kubeplex's part of the object's status: as the cached `object` has it, or as this controller last
+    /// wrote it when the cache does not show that write yet.
+    pub(crate) fn previous_status(&self, object: &Primary<R>) -> FleetStatus {
+        self.written_status
+            .newer_than(object)
+            .unwrap_or_else(|| owned_status(object))
+    }
+}
+
+/// kubeplex's part of the object's current status.
+pub(super) fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
+    let value = serde_json::to_value(object).ok();
+    FleetStatus::owned_part(value.as_ref().and_then(|v| v.get("status")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::core::{ClusterState, ContextOutcome};
+    use crate::testing::fake_api::{self, status};
+    use crate::testing::test_engine::{CONTROL_PLACE, engine, parent};
+
+    /// cluster-a synced, with one child.
+    fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {
+        [(
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                state: ClusterState::Ready,
+                children: 1,
+                message: None,
+            },
+        )]
+        .into()
+    }
+
+    #[tokio::test]
+    async fn a_parent_kind_without_a_status_subresource_is_detected_once_and_skipped() {
+        let (client, requests) = fake_api::client(|_, _, _| {
+            status(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        });
+        let engine = engine(client);
+        let outcomes = ready_in_cluster_a();
+        for _ in 0..3 {
+            engine
+                .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+                .await;
+        }
+        assert_eq!(requests.lines().len(), 1, "tried once, then skipped");
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_that_starts_before_the_cache_shows_the_last_write_does_not_repeat_it() {
+        // The write answers with resourceVersion 2; the cached parent stays at 1 for a while.
+        let (client, requests) = fake_api::client(|_, _, _| {
+            (
+                200,
+                serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+            )
+        });
+        let engine = engine(client);
+        let outcomes = ready_in_cluster_a();
+        engine
+            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .await;
+        engine
+            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .await;
+        assert_eq!(
+            requests.lines().len(),
+            1,
+            "the stale cache is not compared against"
+        );
+        // A later version without kubeplex's status (someone removed it): the cache is the truth again.
+        let mut later = parent(&[]);
+        later.metadata.resource_version = Some("3".into());
+        engine.write_status(&later, &CONTROL_PLACE, &outcomes).await;
+        assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
+    }
+
+    #[tokio::test]
+    async fn the_status_is_applied_server_side_with_only_kubeplexs_part() {
+        let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let engine = engine(client);
+        let outcomes: BTreeMap<String, ContextOutcome> = [(
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                state: ClusterState::NotTargeted,
+                children: 0,
+                message: None,
+            },
+        )]
+        .into();
+        engine
+            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .await;
+        let sent = &requests.all()[0];
+        assert!(
+            sent.uri.contains("/status?") && sent.uri.contains("fieldManager=test-controller"),
+            "{sent:?}"
+        );
+        let body: serde_json::Value = serde_json::from_str(&sent.body).unwrap();
+        assert_eq!(
+            body["status"]["clusters"]["cluster-a"]["state"],
+            "NotTargeted"
+        );
+        assert_eq!(body["status"]["conditions"][0]["type"], "Ready");
+        assert_eq!(
+            body["status"]["conditions"][0]["status"], "True",
+            "NotTargeted is settled"
+        );
+    }
+}

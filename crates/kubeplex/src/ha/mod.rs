@@ -1,0 +1,17 @@
+//! High availability: leader election, sharding by rendezvous hashing, the shard Leases, and the role
+//! (election) the controllers ask.
+
+mod election;
+mod leader;
+mod rendezvous;
+mod shard_leases;
+mod shard_state;
+mod sharding;
+
+pub(crate) use election::Election;
+pub use leader::{
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
+};
+pub(crate) use rendezvous::ShardBy;
+pub(crate) use shard_state::{ShardState, WORKING_FOR};
+pub use sharding::Sharding;

@@ -1,0 +1,447 @@
+//! Per-context health: what the probes report and what `wait_started` waits for.
+//!
+//! A context is *ready* when its client could be configured, its API server answers, and every watch the
+//! controllers need there has listed its objects and is not failing. The manager has *started* once every
+//! required context was ready at the same time; from then on only readiness changes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kube::runtime::watcher;
+use tokio::sync::Notify;
+
+use super::report::{
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
+};
+use crate::core::Error;
+
+/// Shared health state, updated by the pool, the watches and the pings.
+#[derive(Default)]
+pub(crate) struct Health {
+    contexts: Mutex<BTreeMap<String, ContextEntry>>,
+    /// Controllers whose loop ended while the manager was running, and why: the process is half-dead.
+    dead_controllers: Mutex<BTreeMap<String, String>>,
+    started: AtomicBool,
+    /// Required contexts not ready now: `started` latches when it reaches 0, without a whole report.
+    not_ready_required: AtomicUsize,
+    /// A required context cannot be configured: the manager cannot start.
+    fatal: AtomicBool,
+    /// Every watch is known (the manager has registered its controllers): until then a context without
+    /// watches yet would count as ready.
+    armed: AtomicBool,
+    changed: Notify,
+    leadership: Mutex<Option<LeadershipReport>>,
+    sharding: Mutex<Option<ShardingReport>>,
+}
+
+#[derive(Default)]
+struct ContextEntry {
+    required: bool,
+    /// Whether it was ready when last looked at (after each change).
+    ready: bool,
+    /// The pool could not configure a client: no watch or ping will run.
+    config_error: Option<String>,
+    /// The pool has not connected yet.
+    connecting: bool,
+    /// The last ping failed.
+    unreachable: Option<String>,
+    watches: Vec<Arc<Mutex<WatchState>>>,
+}
+
+struct WatchState {
+    kind: String,
+    plural: String,
+    namespace: Option<String>,
+    synced: bool,
+    problem: Option<String>,
+    /// The problem is that the server could not be reached (not an answer it gave).
+    unreachable: bool,
+    /// Retries of the same problem since it was last logged, and when that was.
+    retries: u32,
+    logged: Option<std::time::Instant>,
+}
+
+/// How often a problem that persists is logged again.
+const REPEAT_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether the watch failed only because its resourceVersion expired (410 Gone): a normal relist.
+pub(crate) fn is_expired(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::WatchError(status) if status.code == 410)
+}
+
+/// What identifies a watch in the health report, to take it out when the watch is closed for good.
+pub(crate) struct WatchEntry {
+    context: String,
+    state: Arc<Mutex<WatchState>>,
+}
+
+/// The handle a watch task reports through.
+pub(crate) struct WatchHealth {
+    context: String,
+    state: Arc<Mutex<WatchState>>,
+    health: Arc<Health>,
+}
+
+impl Health {
+    /// Declares a context, required or not; it is "connecting" until [`Health::connected`].
+    pub(crate) fn declare(&self, context: &str, required: bool) {
+        let mut contexts = self.lock();
+        let entry = contexts.entry(context.to_owned()).or_default();
+        if required && !entry.required {
+            self.not_ready_required.fetch_add(1, Ordering::AcqRel);
+            entry.ready = false;
+        }
+        entry.required |= required;
+        entry.connecting = true;
+    }
+
+    /// Forgets a context for good (a member that left): it leaves the report.
+    pub(crate) fn forget_context(&self, context: &str) {
+        let mut contexts = self.lock();
+        if let Some(entry) = contexts.remove(context)
+            && entry.required
+            && !entry.ready
+        {
+            self.not_ready_required.fetch_sub(1, Ordering::AcqRel);
+        }
+        drop(contexts);
+        self.changed.notify_waiters();
+    }
+
+    /// The pool has built the context's client, or failed to (`error`).
+    pub(crate) fn connected(&self, context: &str, error: Option<&Error>) {
+        self.update(context, |entry| {
+            entry.connecting = false;
+            entry.config_error = error.map(ToString::to_string);
+        });
+        if error.is_some() && self.lock().get(context).is_some_and(|e| e.required) {
+            self.fatal.store(true, Ordering::Release);
+        }
+    }
+
+    /// Records a ping's outcome. A server that answers is no longer unreachable for its watches either: a
+    /// watch that resumes after an outage says nothing until an object changes (kube's watcher emits nothing
+    /// when its retry connects), so without this a quiet namespace would keep a healed context failing.
+    pub(crate) fn pinged(&self, context: &str, problem: Option<String>) {
+        let answers = problem.is_none();
+        self.update(context, |entry| {
+            entry.unreachable = problem;
+            if answers {
+                for watch in &entry.watches {
+                    let mut watch = watch.lock().unwrap_or_else(|e| e.into_inner());
+                    if watch.unreachable {
+                        watch.unreachable = false;
+                        watch.problem = None;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Registers a new watch of `kind` (`Kind.group/version`, plural `plural`) in `context`, in `namespace`
+    /// or all namespaces.
+    pub(crate) fn watch_started(
+        self: &Arc<Self>,
+        context: &str,
+        namespace: Option<&str>,
+        kind: String,
+        plural: String,
+    ) -> WatchHealth {
+        let state = Arc::new(Mutex::new(WatchState {
+            kind,
+            plural,
+            namespace: namespace.map(str::to_owned),
+            synced: false,
+            problem: None,
+            unreachable: false,
+            retries: 0,
+            logged: None,
+        }));
+        self.update(context, |entry| entry.watches.push(state.clone()));
+        WatchHealth {
+            context: context.to_owned(),
+            state,
+            health: self.clone(),
+        }
+    }
+
+    /// Takes a watch closed for good (its shard moved to another replica) out of its context's report.
+    pub(crate) fn forget_watch(&self, watch: &WatchEntry) {
+        self.update(&watch.context, |entry| {
+            entry.watches.retain(|w| !Arc::ptr_eq(w, &watch.state));
+        });
+    }
+
+    /// A controller's loop ended while the manager was running: `/livez` fails from now on, naming it.
+    pub(crate) fn controller_ended(&self, controller: &str, reason: String) {
+        self.dead_controllers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(controller.to_owned(), reason);
+        self.changed.notify_waiters();
+    }
+
+    /// Why the process is not alive: each controller whose loop ended unexpectedly, with the reason.
+    pub(crate) fn liveness_problems(&self) -> BTreeMap<String, String> {
+        self.dead_controllers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The report the probes serve; latches `started` the first time every required context is ready.
+    pub(crate) fn report(&self) -> HealthReport {
+        let contexts = self.lock();
+        let contexts: BTreeMap<String, ContextReport> = contexts
+            .iter()
+            .map(|(name, entry)| (name.clone(), entry.report(name)))
+            .collect();
+        let ready = contexts
+            .values()
+            .filter(|c| c.required)
+            .all(|c| c.status == ContextStatus::Ready);
+        let started = self.started.fetch_or(ready, Ordering::AcqRel) || ready;
+        let leadership = self
+            .leadership
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        HealthReport {
+            started,
+            ready,
+            contexts,
+            leadership,
+            sharding: self.sharding(),
+        }
+    }
+
+    /// Records this replica's place in the leader election.
+    pub(crate) fn set_leadership(&self, report: LeadershipReport) {
+        *self.leadership.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        self.changed.notify_waiters();
+    }
+
+    /// This replica's place in sharded mode, as last recorded.
+    pub(crate) fn sharding(&self) -> Option<ShardingReport> {
+        self.sharding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records this replica's place in sharded mode.
+    pub(crate) fn set_sharding(&self, report: ShardingReport) {
+        *self.sharding.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        self.changed.notify_waiters();
+    }
+
+    /// Configuration errors of required contexts: the manager cannot start while there are any.
+    pub(crate) fn fatal_errors(&self) -> Vec<String> {
+        let contexts = self.lock();
+        contexts
+            .values()
+            .filter(|e| e.required)
+            .filter_map(|e| e.config_error.clone())
+            .collect()
+    }
+
+    /// Resolves at the next change of any state.
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
+    fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
+        let mut contexts = self.lock();
+        let entry = contexts.entry(context.to_owned()).or_default();
+        change(entry);
+        self.judge(entry);
+        drop(contexts);
+        self.changed.notify_waiters();
+    }
+
+    /// After a change of `entry`: whether it is ready now, kept in the count of required contexts not ready,
+    /// and `started` latched when that count is 0. O(the context's watches), not O(contexts).
+    fn judge(&self, entry: &mut ContextEntry) {
+        let ready = entry.is_ready();
+        if entry.required && ready != entry.ready {
+            if ready {
+                self.not_ready_required.fetch_sub(1, Ordering::AcqRel);
+            } else {
+                self.not_ready_required.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        entry.ready = ready;
+        self.latch();
+    }
+
+    /// Latches `started` when armed and no required context is not ready.
+    fn latch(&self) {
+        if self.armed.load(Ordering::Acquire)
+            && self.not_ready_required.load(Ordering::Acquire) == 0
+        {
+            self.started.store(true, Ordering::Release);
+        }
+    }
+
+    /// Every context and watch is declared: from now on `started` can latch as they change.
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+        self.latch();
+        self.changed.notify_waiters();
+    }
+
+    /// Whether every required context has been ready at once (latched); O(1).
+    pub(crate) fn is_started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// Whether a required context cannot be configured; O(1).
+    pub(crate) fn has_fatal_errors(&self) -> bool {
+        self.fatal.load(Ordering::Acquire)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ContextEntry>> {
+        self.contexts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ContextEntry {
+    /// What [`report`](Self::report) would say is `Ready`, without building it.
+    fn is_ready(&self) -> bool {
+        self.config_error.is_none()
+            && self.unreachable.is_none()
+            && !self.connecting
+            && self.watches.iter().all(|w| {
+                let w = w.lock().unwrap_or_else(|e| e.into_inner());
+                w.synced && w.problem.is_none()
+            })
+    }
+
+    fn report(&self, name: &str) -> ContextReport {
+        let watches: Vec<WatchReport> = self
+            .watches
+            .iter()
+            .map(|w| {
+                let w = w.lock().unwrap_or_else(|e| e.into_inner());
+                WatchReport {
+                    kind: w.kind.clone(),
+                    namespace: w.namespace.clone().unwrap_or_else(|| "*".into()),
+                    synced: w.synced,
+                    problem: w.problem.clone(),
+                }
+            })
+            .collect();
+        let mut reasons: Vec<String> = Vec::new();
+        if let Some(error) = &self.config_error {
+            reasons.push(error.clone());
+        }
+        if let Some(problem) = &self.unreachable {
+            reasons.push(format!("context {name}: {problem}"));
+        }
+        for watch in &watches {
+            if let Some(problem) = &watch.problem
+                && !reasons.iter().any(|r| r.ends_with(problem.as_str()))
+            {
+                reasons.push(format!("context {name}: {problem}"));
+            }
+        }
+        let status = if !reasons.is_empty() {
+            ContextStatus::Failing
+        } else if self.connecting || watches.iter().any(|w| !w.synced) {
+            ContextStatus::Starting
+        } else {
+            ContextStatus::Ready
+        };
+        ContextReport {
+            required: self.required,
+            status,
+            reasons,
+            watches,
+        }
+    }
+}
+
+impl WatchHealth {
+    /// What [`Health::forget_watch`] takes.
+    pub(crate) fn entry(&self) -> WatchEntry {
+        WatchEntry {
+            context: self.context.clone(),
+            state: self.state.clone(),
+        }
+    }
+
+    /// The initial list (or a relist) completed.
+    pub(crate) fn synced(&self) {
+        self.set(|s| {
+            let changed = !s.synced || s.problem.is_some();
+            s.synced = true;
+            s.problem = None;
+            s.unreachable = false;
+            changed
+        });
+    }
+
+    /// An object arrived: whatever failed before works again.
+    pub(crate) fn working(&self) {
+        self.set(|s| {
+            s.unreachable = false;
+            s.problem.take().is_some()
+        });
+    }
+
+    /// The watch failed; it retries with backoff. Logged when the problem changes, then at most once a
+    /// minute with the number of retries since, so a cluster down for an hour costs a line a minute.
+    pub(crate) fn failed(&self, error: &watcher::Error) {
+        if is_expired(error) {
+            // 410 Gone: the resourceVersion is too old and the watcher relists, as it should.
+            tracing::debug!(context = %self.context, "watch expired; relisting");
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let place = crate::core::WatchPlace {
+            kind: &state.kind,
+            plural: &state.plural,
+            namespace: state.namespace.as_deref(),
+        };
+        let problem = crate::core::watch_failure(error, &place);
+        state.unreachable = matches!(
+            error,
+            watcher::Error::InitialListFailed(e)
+                | watcher::Error::WatchStartFailed(e)
+                | watcher::Error::WatchFailed(e) if crate::core::is_transport(e)
+        );
+        let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
+        let now = std::time::Instant::now();
+        if changed {
+            state.retries = 0;
+            state.logged = Some(now);
+            drop(state);
+            tracing::warn!(context = %self.context, %problem, "watch failed; retrying with backoff");
+            self.health.update(&self.context, |_| {});
+            return;
+        }
+        state.retries += 1;
+        let due = state
+            .logged
+            .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_INTERVAL);
+        if due {
+            state.logged = Some(now);
+            let retries = std::mem::take(&mut state.retries);
+            drop(state);
+            tracing::warn!(context = %self.context, %problem, retries, "watch still failing");
+        } else {
+            tracing::debug!(context = %self.context, %problem, "watch still failing");
+        }
+    }
+
+    fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
+        let changed = change(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        if changed {
+            self.health.update(&self.context, |_| {});
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

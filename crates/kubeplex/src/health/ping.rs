@@ -1,0 +1,275 @@
+//! Pings: each context's API server is asked for `/version` at an interval, so that a cluster that stops
+//! answering shows in `/readyz` even while its watch connections stay open (a frozen or partitioned server).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::health::Health;
+use crate::core::chain;
+use crate::metrics::Metrics;
+
+/// How often each context's API server is asked for `/version` by default.
+pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the ping thread looks whether the manager has started, before the first round.
+const STARTED_POLL: Duration = Duration::from_millis(100);
+/// How long a ping may take before the context counts as unreachable.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+/// What a ping reports when the server refuses the credentials.
+const REJECTED: &str = "credentials were rejected (401 Unauthorized)";
+
+/// The pings' own thread; dropping this ends them.
+pub(crate) struct Pings {
+    _stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The thread's runtime, for the pings of members that join later.
+    handle: Option<tokio::runtime::Handle>,
+    members: std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
+    /// Told the name of a member whose server starts rejecting its credentials.
+    rejected: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
+    health: Arc<Health>,
+    interval: Duration,
+    metrics: Metrics,
+}
+
+impl Pings {
+    /// Pings member `name` from now on (anew, when its configuration changed).
+    pub(crate) fn add(&self, name: &str, config: Arc<kube::Config>) {
+        let Some(handle) = &self.handle else { return };
+        let (health, metrics) = (self.health.clone(), self.metrics.clone());
+        let rejected = self.rejected.get().cloned();
+        let ping = ping(
+            name.to_owned(),
+            config,
+            health,
+            self.interval,
+            metrics,
+            rejected,
+        );
+        let task = handle.spawn(ping);
+        let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(earlier) = members.insert(name.to_owned(), task.abort_handle()) {
+            earlier.abort();
+        }
+    }
+
+    /// From now on, members whose credentials are rejected are named to `rejected` (once per change).
+    pub(crate) fn tell_rejections(&self, rejected: tokio::sync::mpsc::Sender<String>) {
+        let _ = self.rejected.set(rejected);
+    }
+
+    /// Stops pinging member `name`.
+    pub(crate) fn remove(&self, name: &str) {
+        let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = members.remove(name) {
+            task.abort();
+        }
+    }
+}
+
+/// Pings every `(context, config)` from a thread and runtime of their own: a ping measures whether the
+/// cluster answers, so it must not wait behind the operator's own work (a reconcile burst that saturates
+/// the workers would otherwise mark healthy clusters unreachable). Each ping builds a client and drops it
+/// after the answer, so an idle context holds no connection for its pings: a handshake every interval
+/// costs less than a standing TLS connection per context. With `members`, the thread runs even without
+/// targets, for the members that join later.
+pub(crate) fn start(
+    targets: Vec<(String, Arc<kube::Config>)>,
+    health: Arc<Health>,
+    interval: Duration,
+    metrics: Metrics,
+    members: bool,
+) -> Pings {
+    let mut pings = Pings {
+        _stop: None,
+        handle: None,
+        members: std::sync::Mutex::default(),
+        rejected: std::sync::OnceLock::new(),
+        health: health.clone(),
+        interval,
+        metrics: metrics.clone(),
+    };
+    if targets.is_empty() && !members {
+        return pings;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the ping thread's runtime; contexts are not pinged");
+            return pings;
+        }
+    };
+    pings.handle = Some(runtime.handle().clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("kubeplex-pings".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                // The first round waits until the manager has started (or one interval): while a
+                // thousand contexts list and watch, their handshakes for pings would only compete with
+                // them, and a server that does not answer holds its watches back from listing anyway.
+                let deadline = tokio::time::Instant::now() + interval;
+                while !health.is_started() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(STARTED_POLL.min(interval)).await;
+                }
+                let mut pings = tokio::task::JoinSet::new();
+                for (context, config) in targets {
+                    let (health, metrics) = (health.clone(), metrics.clone());
+                    pings.spawn(ping(context, config, health, interval, metrics, None));
+                }
+                // Ends when the manager stops or is dropped.
+                let _ = stopped.await;
+            });
+        });
+    if let Err(error) = thread {
+        tracing::error!(%error, "cannot start the ping thread; contexts are not pinged");
+        pings.handle = None;
+    }
+    pings._stop = Some(stop);
+    pings
+}
+
+/// Pings `context` every `interval`, recording whether it answers; a failure is logged when it changes.
+/// A member's pings name it to `rejected` when its server starts refusing its credentials.
+async fn ping(
+    context: String,
+    config: Arc<kube::Config>,
+    health: Arc<Health>,
+    interval: Duration,
+    metrics: Metrics,
+    rejected: Option<tokio::sync::mpsc::Sender<String>>,
+) {
+    // Spread over the first interval: a thousand contexts do not build clients and shake hands at once
+    // (at startup, when the watches are listing, least of all). The watches report a dead server sooner.
+    tokio::time::sleep(first_delay(&context, interval)).await;
+    let mut last: Option<String> = None;
+    loop {
+        let began = tokio::time::Instant::now();
+        // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room
+        // for it while it sleeps between pings would hold that much per idle context (a heap profile of
+        // many idle contexts showed it: docs/performance.md).
+        let problem = Box::pin(once(&config)).await;
+        metrics.pinged(&context, problem.is_none(), began.elapsed());
+        if problem != last {
+            match &problem {
+                Some(problem) => tracing::warn!(%context, %problem, "ping failed"),
+                None if last.is_some() => tracing::info!(%context, "answers pings again"),
+                None => {}
+            }
+            if problem.as_deref() == Some(REJECTED)
+                && let Some(rejected) = &rejected
+            {
+                // The runner may be busy; a full queue only drops a repeat of a request already queued.
+                let _ = rejected.try_send(context.clone());
+            }
+            last.clone_from(&problem);
+        }
+        health.pinged(&context, problem);
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// One ping: a client built for it, and what the API server answered.
+async fn once(config: &kube::Config) -> Option<String> {
+    match kube::Client::try_from(config.clone()) {
+        Ok(client) => answer(&client).await,
+        Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
+    }
+}
+
+/// A random point within the first interval, different for every context and every process.
+fn first_delay(context: &str, interval: Duration) -> Duration {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new().hash_one(context);
+    let millis = u64::try_from(interval.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    Duration::from_millis(random % millis)
+}
+
+/// What is wrong with the API server behind `client`, if anything.
+async fn answer(client: &kube::Client) -> Option<String> {
+    match tokio::time::timeout(PING_TIMEOUT, client.apiserver_version()).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(kube::Error::Api(status))) if status.code == 401 => Some(REJECTED.to_owned()),
+        Ok(Err(error)) if crate::core::is_transport(&error) => Some(crate::core::transport(&error)),
+        Ok(Err(error)) => Some(format!("does not answer pings: {}", chain(&error))),
+        Err(_) => Some(format!("unreachable: no answer within {PING_TIMEOUT:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A `/version` endpoint on its own thread; counts the requests it answered.
+    fn version_server() -> (String, Arc<AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let answered = Arc::new(AtomicUsize::new(0));
+        let count = answered.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let (mut stream, count) = (stream.unwrap(), count.clone());
+                std::thread::spawn(move || {
+                    let mut buffer = [0u8; 4096];
+                    while let Ok(read) = stream.read(&mut buffer) {
+                        if read == 0 {
+                            return;
+                        }
+                        let body = r#"{"major":"1","minor":"37","gitVersion":"v1.37.2"}"#;
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        count.fetch_add(1, Ordering::SeqCst);
+                        if stream.write_all(response.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, answered)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn pings_go_on_while_the_operators_own_runtime_is_blocked() {
+        let (url, answered) = version_server();
+        assert!(first_delay("cluster-a", Duration::from_millis(200)) < Duration::from_millis(200));
+        let config = kube::Config::new(url.parse().unwrap());
+        let health = Arc::new(Health::default());
+        health.declare("cluster-a", true);
+        let _pings = start(
+            vec![("cluster-a".into(), Arc::new(config))],
+            health.clone(),
+            Duration::from_millis(200),
+            Metrics::default(),
+            false,
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = answered.load(Ordering::SeqCst);
+        // A reconcile burst that holds every worker of the operator's runtime (here: its only thread) until
+        // three more pings were answered; a ping that ran on this runtime could not be answered at all. The
+        // deadline only bounds a failing run (a loaded machine may slow the pings, never stop them).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut during = 0;
+        while during < 3 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            during = answered.load(Ordering::SeqCst) - before;
+        }
+        assert!(
+            during >= 3,
+            "only {during} pings while the runtime was blocked"
+        );
+        let report = health.report();
+        assert!(
+            report.contexts["cluster-a"].reasons.is_empty(),
+            "{report:?}"
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! The manager: registers controllers, connects their contexts, runs them, and serves the probes.
+
+use std::collections::BTreeSet;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::config::Kubeconfig;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::registration::{Registered, Registration};
+use super::running::Running;
+use crate::client::IN_CLUSTER;
+use crate::client::{KubeconfigSource, PoolConfig};
+use crate::controller::Reconcile;
+use crate::core::Context;
+use crate::core::{Error, Result};
+use crate::ha::Election;
+use crate::ha::LeaderElection;
+use crate::ha::ShardState;
+use crate::ha::Sharding;
+use crate::health::Health;
+use crate::members::{LeavePolicy, MemberProvider};
+use crate::metrics::Metrics;
+use crate::plan::Plan;
+use crate::runtime::Runtime;
+use crate::watch::WatchRegistry;
+
+use crate::health::DEFAULT_PING_INTERVAL;
+
+/// Runs controllers across contexts: one client per context, shared watches, probes, graceful shutdown.
+///
+/// ```no_run
+/// # use kubeplex::{Controller, Reconcile};
+/// # async fn demo<R: Reconcile>(reconciler: R) -> kubeplex::Result<()> {
+/// kubeplex::Manager::new()        // the kubeconfig as kubectl finds it
+///     .probes("0.0.0.0:8080")     // /startupz /readyz /livez
+///     .controller(reconciler)
+///     .run()                      // until SIGINT or SIGTERM
+///     .await
+/// # }
+/// ```
+#[must_use = "a manager does nothing until it is run"]
+pub struct Manager {
+    pool: PoolConfig,
+    controllers: Vec<Box<dyn Registration>>,
+    optional: BTreeSet<String>,
+    probes: Option<String>,
+    registry: prometheus_client::registry::Registry,
+    ping_interval: Duration,
+    election: Option<LeaderElection>,
+    sharding: Option<Sharding>,
+    members: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
+}
+
+impl Default for Manager {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Manager {
+    /// A manager using the kubeconfig as kubectl finds it: `KUBECONFIG` (several files merged), else
+    /// `~/.kube/config`.
+    pub fn new() -> Self {
+        Self {
+            pool: PoolConfig::default(),
+            controllers: Vec::new(),
+            optional: BTreeSet::new(),
+            probes: None,
+            ping_interval: DEFAULT_PING_INTERVAL,
+            registry: prometheus_client::registry::Registry::default(),
+            election: None,
+            sharding: None,
+            members: None,
+        }
+    }
+
+    /// A manager using this kubeconfig instead.
+    pub fn with_kubeconfig(kubeconfig: Kubeconfig) -> Self {
+        let mut manager = Self::new();
+        manager.pool.source = KubeconfigSource::Explicit(Box::new(kubeconfig));
+        manager
+    }
+
+    /// Uses the kubeconfig context `kubeconfig_context` for `context`.
+    ///
+    /// Without this, `KUBEPLEX_CONTEXT_<NAME>` (the context's name upper-cased, `-` as `_`) remaps it, else it
+    /// uses the kubeconfig context of its own name.
+    pub fn context_alias(
+        mut self,
+        context: impl Context,
+        kubeconfig_context: impl Into<String>,
+    ) -> Self {
+        self.pool
+            .aliases
+            .insert(context.name().to_owned(), kubeconfig_context.into());
+        self
+    }
+
+    /// Uses the Pod's service account for `context` (the control cluster, when the operator runs in it).
+    pub fn in_cluster(self, context: impl Context) -> Self {
+        self.context_alias(context, IN_CLUSTER)
+    }
+
+    /// Starts without waiting for `context`: it is reported (degraded) but does not hold back `/startupz`.
+    /// Contexts are required by default.
+    pub fn optional(mut self, context: impl Context) -> Self {
+        self.optional.insert(context.name().to_owned());
+        self
+    }
+
+    /// Serves `/startupz`, `/readyz`, `/livez` and `/metrics` on `address`, e.g. `0.0.0.0:8080` (port 0 picks
+    /// one).
+    pub fn probes(mut self, address: impl Into<String>) -> Self {
+        self.probes = Some(address.into());
+        self
+    }
+
+    /// How often each context's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
+    /// Runs this replica under leader election ([docs/ha.md]): only the holder of the Lease reconciles; a
+    /// standby keeps its watches and caches warm and takes over when the holder stops renewing. Every
+    /// write of every client passes a fence that closes when a renewal is overdue, before the Lease can
+    /// pass to another replica. Requests carry the replica's identity as their `User-Agent`.
+    ///
+    /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
+    pub fn leader_election(mut self, election: LeaderElection) -> Self {
+        self.election = Some(election);
+        self
+    }
+
+    /// Runs this replica in sharded mode ([docs/ha.md]): the replicas of one group split the parents
+    /// between them — by a hash of each parent's namespace/name, or by the context it lives in — each shard
+    /// owned by the replica that rendezvous hashing over the live members' Leases names, and fenced by a
+    /// Lease of its own: a parent is reconciled only by the holder of its shard, and every write made for
+    /// it passes that shard's fence. Sharded by parent, every replica watches every parent (warm caches for
+    /// the shards it may take over); sharded by context, a replica watches a context's primaries only while
+    /// it holds that shard. Not together with [`leader_election`](Self::leader_election).
+    ///
+    /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
+    pub fn sharding(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
+        self
+    }
+
+    /// Takes the fleet's members from `provider` (clusters that join and leave at run time: kubeconfig
+    /// Secrets, a kubeconfig file, your own inventory); `policy` says what happens to a leaving member's
+    /// children. Children declared with `owns(.., members)` live in every member ([docs/fleets.md]).
+    ///
+    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md
+    pub fn members(mut self, provider: impl MemberProvider, policy: LeavePolicy) -> Self {
+        self.members = Some((Box::new(provider), policy));
+        self
+    }
+
+    /// Registers metrics of your own, served with kubeplex's on `/metrics` ([docs/observability.md]).
+    ///
+    /// ```
+    /// use kubeplex::prometheus_client::metrics::counter::Counter;
+    ///
+    /// let deployed = Counter::<u64>::default();
+    /// let manager = kubeplex::Manager::new()
+    ///     .register_metrics(|registry| registry.register("myapp_deployed", "Apps deployed", deployed.clone()));
+    /// # let _ = manager;
+    /// ```
+    ///
+    /// [docs/observability.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/observability.md
+    pub fn register_metrics(
+        mut self,
+        register: impl FnOnce(&mut prometheus_client::registry::Registry),
+    ) -> Self {
+        register(&mut self.registry);
+        self
+    }
+
+    /// Adds a controller with the plan its attribute generated; its contexts join the startup probe's.
+    pub fn controller<R: Reconcile>(self, reconciler: R) -> Self {
+        self.controller_with(reconciler, |plan| plan)
+    }
+
+    /// Adds a controller whose plan depends on run-time configuration: `configure` gets `R::plan()` once, here,
+    /// and returns the plan to run, e.g. `|plan| plan.namespaces([ns]).child_namespaces::<Deployment>(list)`
+    /// with values from flags ([`Plan`]'s builders replace the attribute's). They are checked when the manager
+    /// starts, in the attribute's words ([`Error::InvalidPlan`]).
+    pub fn controller_with<R: Reconcile>(
+        mut self,
+        reconciler: R,
+        configure: impl FnOnce(Plan<R::Context>) -> Plan<R::Context>,
+    ) -> Self {
+        let registered = Registered::new(reconciler, configure);
+        self.controllers.push(Box::new(registered));
+        self
+    }
+
+    /// Connects every context, starts the watches, the controllers and the probe server, and returns at once;
+    /// use [`Running::wait_started`] to wait for the contexts.
+    ///
+    /// Fails only when a controller's plan is invalid, the probe address cannot be bound or no kubeconfig
+    /// can be read at all; a context that cannot be configured is reported by [`Running::wait_started`]
+    /// and the probes.
+    pub async fn start(mut self) -> Result<Running> {
+        for registration in &self.controllers {
+            registration.check()?;
+        }
+        let health = Arc::new(Health::default());
+        let metrics = Metrics::register(&mut self.registry);
+        let up = health.clone();
+        metrics.contexts_up(move || {
+            let report = up.report();
+            let up = |c: &crate::ContextReport| c.status == crate::ContextStatus::Ready;
+            report
+                .contexts
+                .iter()
+                .map(|(name, c)| (name.clone(), up(c)))
+                .collect()
+        });
+        let registry = Arc::new(std::mem::take(&mut self.registry));
+        let mut contexts: Vec<String> = Vec::new();
+        for registration in &self.controllers {
+            for context in registration.contexts() {
+                if !contexts.contains(&context) {
+                    contexts.push(context);
+                }
+            }
+        }
+        if let Some((provider, _)) = &self.members {
+            for context in provider.contexts() {
+                if !contexts.contains(&context) {
+                    contexts.push(context);
+                }
+            }
+        }
+        if let Some(sharding) = &self.sharding {
+            let reason = match &self.election {
+                Some(_) => Some("leader election is on as well; choose one of the two".to_owned()),
+                None if sharding.by == crate::ha::ShardBy::Context && self.controllers.iter().any(|c| c.primaries_in_members()) => {
+                    Some("sharded by context, the primaries watched in members would have no shard; shard by parent".into())
+                }
+                None => sharding.problem(),
+            };
+            if let Some(reason) = reason {
+                return Err(Error::Sharding {
+                    group: sharding.group(),
+                    reason,
+                });
+            }
+        }
+        let coordination = (self.election.as_ref()).or(self.sharding.as_ref().map(|s| &s.lease));
+        if let Some(election) = coordination {
+            if let Some(reason) = election.problem() {
+                let lease = format!("{}/{}", election.namespace, election.name);
+                return Err(Error::LeaderElection { lease, reason });
+            }
+            if !contexts.contains(&election.context) {
+                contexts.push(election.context.clone());
+            }
+            self.pool.fence = crate::client::Fence::closed();
+            let agent = format!(
+                "kubeplex/{} ({})",
+                env!("CARGO_PKG_VERSION"),
+                election.identity
+            );
+            self.pool.user_agent.get_or_insert(agent);
+        }
+        for context in &contexts {
+            health.declare(context, !self.optional.contains(context));
+        }
+        let mut background = JoinSet::new();
+        let probe_address = match &self.probes {
+            Some(address) => {
+                let probe_error = |source| Error::Probes {
+                    address: address.clone(),
+                    source,
+                };
+                let listener = TcpListener::bind(address).await.map_err(probe_error)?;
+                let bound = listener.local_addr().map_err(probe_error)?;
+                background.spawn(crate::health::serve_probes(
+                    listener,
+                    health.clone(),
+                    registry,
+                ));
+                tracing::info!(address = %bound, "serving /startupz /readyz /livez /metrics");
+                Some(bound)
+            }
+            None => None,
+        };
+
+        let (pool, errors) = match self.pool.connect(&contexts).await {
+            Ok(connected) => connected,
+            Err(error) => {
+                // Without a kubeconfig no context can work: report it for each, and fail.
+                for context in &contexts {
+                    health.connected(context, Some(&error));
+                }
+                return Err(error);
+            }
+        };
+        for context in &contexts {
+            let error = errors
+                .iter()
+                .find(|e| error_context(e) == Some(context.as_str()));
+            // A required context's error is returned by `wait_started` (and `run`), for the caller to report
+            // once; an optional one's is only in the probes, so it is logged here.
+            if let Some(error) = error
+                && self.optional.contains(context)
+            {
+                tracing::warn!(%context, %error, "optional context cannot be used");
+            }
+            health.connected(context, error);
+        }
+        let targets = pool
+            .configs()
+            .map(|(context, config)| (context.to_owned(), config.clone()))
+            .collect();
+        let (interval, members) = (self.ping_interval, self.members.is_some());
+        let pings =
+            crate::health::start_pings(targets, health.clone(), interval, metrics.clone(), members);
+        let pings = Arc::new(pings);
+        let primary_contexts = super::registration::primary_contexts(&self.controllers);
+        let mut shards = None;
+        let election = match (self.election, self.sharding) {
+            (None, None) => Election::none(),
+            (_, Some(sharding)) => {
+                let Some(config) = pool.configs().find(|(c, _)| *c == sharding.lease.context)
+                else {
+                    let reason = format!("context {} has no client", sharding.lease.context);
+                    let group = sharding.group();
+                    return Err(Error::Sharding { group, reason });
+                };
+                let (names, leases) = sharding.shards(&primary_contexts).into_iter().unzip();
+                let state = Arc::new(ShardState::new(sharding.by, names));
+                shards = Some(state.clone());
+                let (config, member) = (kube::Config::clone(config.1), self.pool.fence.clone());
+                Election::start_sharded(sharding, leases, config, member, state, health.clone())?
+            }
+            (Some(election), None) => {
+                let lease = format!("{}/{}", election.namespace, election.name);
+                let Some(config) = pool.configs().find(|(c, _)| *c == election.context) else {
+                    let reason = format!("context {} has no client", election.context);
+                    return Err(Error::LeaderElection { lease, reason });
+                };
+                let (config, fence) = (kube::Config::clone(config.1), self.pool.fence.clone());
+                Election::start(election, config, fence, health.clone())?
+            }
+        };
+        let runtime = Arc::new(Runtime {
+            pool,
+            watches: WatchRegistry::new(health.clone(), metrics.clone()),
+            health: health.clone(),
+            metrics,
+            role: election.role(),
+            shards,
+            members: Default::default(),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let mut controllers = JoinSet::new();
+        for registration in self.controllers {
+            let name = registration.name();
+            let run = registration.start(runtime.clone(), stopped.clone());
+            controllers.spawn(super::supervise::supervise(
+                name,
+                run,
+                stopped.clone(),
+                health.clone(),
+            ));
+        }
+        if let Some((provider, policy)) = self.members {
+            let runner = super::member_runner::MemberRunner {
+                runtime: runtime.clone(),
+                pool: self.pool.clone(),
+                pings: pings.clone(),
+                policy,
+                fixed: contexts.clone(),
+            };
+            runner.start(provider, &mut background);
+        }
+        // Every watch is registered now: readiness can be judged context by context.
+        health.arm();
+        Ok(Running {
+            _pings: pings,
+            election,
+            runtime,
+            stop,
+            controllers,
+            background,
+            probe_address,
+        })
+    }
+
+    /// Starts, waits until every required context is ready, and runs until SIGINT or SIGTERM; then stops
+    /// taking new reconciles and lets those in flight finish (a second signal ends them at once).
+    ///
+    /// Returns an error naming the context when a required context cannot be configured (for example, it
+    /// is not in the kubeconfig). A context that is merely unreachable is not an error: the controllers
+    /// run in the others, and the probes report it.
+    pub async fn run(self) -> Result<()> {
+        let mut signals = super::signals::Signals::new().map_err(Error::Signals)?;
+        let running = self.start().await?;
+        let signalled = tokio::select! {
+            started = running.wait_started() => {
+                if let Err(error) = started {
+                    running.shutdown().await;
+                    return Err(error);
+                }
+                tracing::info!("started: every required context is ready");
+                false
+            }
+            () = signals.next() => true,
+        };
+        if !signalled {
+            signals.next().await;
+        }
+        tracing::info!(
+            "shutting down: finishing reconciles in flight (signal again to stop at once)"
+        );
+        tokio::select! {
+            () = running.shutdown() => {}
+            () = signals.next() => tracing::warn!("second signal: stopping without waiting"),
+        }
+        Ok(())
+    }
+}
+
+/// The context an error of the pool concerns.
+fn error_context(error: &Error) -> Option<&str> {
+    match error {
+        Error::ContextNotFound { context, .. } | Error::ClientConfig { context, .. } => {
+            Some(context)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,12 @@
+//! The process: the manager, controller registration, a running manager, supervision, signals and the
+//! member runner.
+
+mod manager;
+mod member_runner;
+mod registration;
+mod running;
+mod signals;
+mod supervise;
+
+pub use manager::Manager;
+pub use running::Running;

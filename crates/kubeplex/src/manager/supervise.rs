@@ -1,0 +1,56 @@
+//! A controller's loop, supervised: if it ends while the manager runs, `/livez` fails naming it.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::health::Health;
+
+/// Runs a controller's loop as a task of its own; if it ends while the manager is running (a panic, or a
+/// bug that ends the loop), that is logged and `/livez` fails naming the controller, instead of the
+/// process running on half-dead.
+pub(super) async fn supervise(
+    controller: String,
+    run: impl Future<Output = ()> + Send + 'static,
+    stop: watch::Receiver<bool>,
+    health: Arc<Health>,
+) {
+    let ended = tokio::spawn(run).await;
+    if *stop.borrow() {
+        return;
+    }
+    let reason = match ended {
+        Ok(()) => "its loop ended unexpectedly".to_owned(),
+        Err(error) if error.is_panic() => "its loop panicked".to_owned(),
+        Err(error) => format!("its loop stopped: {error}"),
+    };
+    tracing::error!(%controller, %reason, "controller stopped; /livez now fails");
+    health.controller_ended(&controller, reason);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_controller_loop_that_ends_or_panics_while_running_fails_liveness() {
+        let health = Arc::new(Health::default());
+        let (stop, stopped) = watch::channel(false);
+        supervise("ended".into(), async {}, stopped.clone(), health.clone()).await;
+        supervise(
+            "panicked".into(),
+            async { panic!("boom") },
+            stopped.clone(),
+            health.clone(),
+        )
+        .await;
+        let dead = health.liveness_problems();
+        assert_eq!(dead["ended"], "its loop ended unexpectedly");
+        assert_eq!(dead["panicked"], "its loop panicked");
+
+        // Ending because the manager stops is not a failure.
+        stop.send(true).unwrap();
+        supervise("stopping".into(), async {}, stopped, health.clone()).await;
+        assert!(!health.liveness_problems().contains_key("stopping"));
+    }
+}

@@ -1,0 +1,155 @@
+//! The fleet's current members, as the runtime shares them: each joined member's client, the members that
+//! left with their children orphaned, and the controllers to tell when a member joins or leaves.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use kube::Client;
+use tokio::sync::{mpsc, oneshot};
+
+use super::gate::{MemberGate, SyncGuard};
+use super::provider::LeavePolicy;
+
+/// How long a leave waits for the child syncs under way in the member: above a sync's own cap.
+const SYNCS_DRAIN: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// How many changes a controller may have waiting; the member runner waits beyond that.
+const CHANGES_WAITING: usize = 16;
+
+/// A change a controller with children in every member acts on.
+pub(crate) enum MemberChange {
+    /// The member joined, or its credentials changed (its earlier watches are closed already): open its
+    /// watches with `client`, answer `done`, then reconcile every parent for it.
+    Joined {
+        name: String,
+        client: Client,
+        done: oneshot::Sender<()>,
+    },
+    /// The member leaves: carry out `policy` for its children, then answer `done`.
+    Left {
+        name: String,
+        policy: LeavePolicy,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The members of a manager's fleet (none unless it has a member provider).
+#[derive(Default)]
+pub(crate) struct MemberSet {
+    clients: RwLock<BTreeMap<String, Client>>,
+    /// Members leaving (no reconcile targets them any more, but their clients stay for the cleanup), and
+    /// the child syncs under way in each.
+    gate: Arc<MemberGate>,
+    /// Members that left under [`LeavePolicy::Orphan`]: the parents' status says their children stay.
+    orphaned: Mutex<BTreeSet<String>>,
+    subscribers: Mutex<Vec<mpsc::Sender<MemberChange>>>,
+}
+
+impl MemberSet {
+    /// A child sync begins in every member that is not leaving: the names, each with the guard that ends
+    /// its sync when dropped.
+    pub(crate) fn enter_all(&self) -> Vec<(String, SyncGuard)> {
+        let names = self.read().keys().cloned().collect();
+        self.gate.enter(names)
+    }
+
+    /// The client of member `name`, if it is one.
+    pub(crate) fn client(&self, name: &str) -> Option<Client> {
+        self.read().get(name).cloned()
+    }
+
+    /// The names of the joined members that are not leaving, in order: where reconciles put children.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let leaving = self.gate.leaving();
+        let clients = self.read();
+        let names = clients.keys().filter(|name| !leaving.contains(*name));
+        names.cloned().collect()
+    }
+
+    /// Whether `name` is a joined member that is not leaving: one reconciles may put children in.
+    pub(crate) fn is_current(&self, name: &str) -> bool {
+        !self.gate.is_leaving(name) && self.read().contains_key(name)
+    }
+
+    /// Whether `name` is a joined member.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
+    /// The members that left with their children orphaned (and have not joined again).
+    pub(crate) fn orphaned(&self) -> Vec<String> {
+        let orphaned = self.orphaned.lock().unwrap_or_else(|e| e.into_inner());
+        orphaned.iter().cloned().collect()
+    }
+
+    /// A controller's stream of changes, from now on.
+    pub(crate) fn subscribe(&self) -> mpsc::Receiver<MemberChange> {
+        let (changes, received) = mpsc::channel(CHANGES_WAITING);
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        subscribers.push(changes);
+        received
+    }
+
+    /// `name` joined (or its credentials changed) with `client`; returns once every controller has opened
+    /// its watches there, so that a later change never races an earlier one's watches.
+    pub(crate) async fn joined(&self, name: &str, client: Client) {
+        self.write().insert(name.to_owned(), client.clone());
+        self.orphaned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        let mut answers = Vec::new();
+        for subscriber in self.subscribers() {
+            let (done, answer) = oneshot::channel();
+            let (name, client) = (name.to_owned(), client.clone());
+            if subscriber
+                .send(MemberChange::Joined { name, client, done })
+                .await
+                .is_ok()
+            {
+                answers.push(answer);
+            }
+        }
+        futures::future::join_all(answers).await;
+    }
+
+    /// `name` leaves: every controller carries out `policy` (its client is kept until they have, so that
+    /// they can delete), then the member is forgotten.
+    pub(crate) async fn leave(&self, name: &str, policy: LeavePolicy) {
+        // From now on reconciles leave it out (and, under the orphan policy, say so in the status).
+        if !self.gate.close(name, SYNCS_DRAIN).await {
+            tracing::warn!(context = %name, "member leaving while a child sync there has not ended: it may leave a child behind");
+        }
+        if policy == LeavePolicy::Orphan {
+            let mut orphaned = self.orphaned.lock().unwrap_or_else(|e| e.into_inner());
+            orphaned.insert(name.to_owned());
+        }
+        let mut answers = Vec::new();
+        for subscriber in self.subscribers() {
+            let (done, answer) = oneshot::channel();
+            let name = name.to_owned();
+            let change = MemberChange::Left { name, policy, done };
+            if subscriber.send(change).await.is_ok() {
+                answers.push(answer);
+            }
+        }
+        // A controller that stopped meanwhile drops its `done`: that counts as an answer.
+        futures::future::join_all(answers).await;
+        self.write().remove(name);
+        self.gate.open(name);
+    }
+
+    fn subscribers(&self) -> Vec<mpsc::Sender<MemberChange>> {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        subscribers.retain(|s| !s.is_closed());
+        subscribers.clone()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Client>> {
+        self.clients.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Client>> {
+        self.clients.write().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,13 @@
+//! Members: clusters that join and leave at run time. The provider contract, the member set the runtime
+//! keeps, the gate a leave closes, and the providers kubeplex ships.
+
+mod gate;
+mod member_set;
+mod provider;
+mod providers;
+
+pub(crate) use gate::SyncGuard;
+pub(crate) use member_set::{MemberChange, MemberSet};
+pub(crate) use provider::{Command, FixedClients};
+pub use provider::{LeavePolicy, MemberProvider, MemberSink, Members};
+pub use providers::{KubeconfigFile, KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};

@@ -1,0 +1,227 @@
+//! Member providers: where a fleet's members come from. A provider reports joins, credential changes,
+//! problems and leaves through a [`MemberSink`]; the manager turns them into clients, watches and
+//! children. kubeplex ships three (kubeconfig Secrets, a kubeconfig file or directory, and [`Members`]
+//! for your own inventory); implement [`MemberProvider`] for others (docs/fleets.md).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube::Client;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::Result;
+
+/// What happens to a leaving member's children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeavePolicy {
+    /// The children stay in the cluster, unmanaged; each parent's status records that the member left
+    /// with its children orphaned.
+    Orphan,
+    /// The children are deleted before the member's client is dropped (a provider that can, like the
+    /// Secret provider, keeps the member's credentials until then).
+    Delete,
+}
+
+/// A change a provider reports.
+pub(crate) enum Command {
+    Join {
+        name: String,
+        config: Box<kube::Config>,
+    },
+    Unhealthy {
+        name: String,
+        reason: String,
+    },
+    Leave {
+        name: String,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// A fixed context's client, as the manager's pool has it.
+pub(crate) type FixedClients = Arc<dyn Fn(&str) -> Result<Client> + Send + Sync>;
+
+/// How a provider reports its members to the manager. Cloneable; every call waits while the manager is
+/// busy with earlier changes (the channel is bounded).
+#[derive(Clone)]
+pub struct MemberSink {
+    commands: mpsc::Sender<Command>,
+    clients: FixedClients,
+    policy: LeavePolicy,
+    /// The members whose credentials the manager wants read again (their server rejected them).
+    reloads: Arc<tokio::sync::Mutex<Option<mpsc::Receiver<String>>>>,
+}
+
+impl MemberSink {
+    pub(crate) fn new(
+        commands: mpsc::Sender<Command>,
+        clients: FixedClients,
+        policy: LeavePolicy,
+    ) -> Self {
+        Self {
+            commands,
+            clients,
+            policy,
+            reloads: Arc::default(),
+        }
+    }
+
+    /// The sink, with the manager's requests to read members' credentials again coming from `reloads`.
+    pub(crate) fn with_reloads(self, reloads: mpsc::Receiver<String>) -> Self {
+        Self {
+            reloads: Arc::new(tokio::sync::Mutex::new(Some(reloads))),
+            ..self
+        }
+    }
+
+    /// Resolves with the name of a member whose server rejected its credentials (401): a provider that can
+    /// read them again (a Secret, a file) should, and report the member with [`join`](Self::join) even if
+    /// they are unchanged; the manager then reconnects once, and reports `credentials were rejected` in
+    /// `/readyz` if they still are. Never resolves for a manager that asks for no reloads.
+    pub async fn reload_requested(&self) -> String {
+        let mut reloads = self.reloads.lock().await;
+        match reloads.as_mut() {
+            Some(reloads) => match reloads.recv().await {
+                Some(name) => name,
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    }
+
+    /// What the manager does with a leaving member's children: a provider that can keep a member's
+    /// credentials until they are deleted (a finalizer on its Secret) does so under [`LeavePolicy::Delete`].
+    pub fn leave_policy(&self) -> LeavePolicy {
+        self.policy
+    }
+
+    /// `name` is a member, reached with `config`: it joins, or, when it is one already, its client is
+    /// rebuilt with the new credentials and its watches list again (nothing is missed).
+    pub async fn join(&self, name: &str, config: kube::Config) {
+        let config = Box::new(config);
+        let name = name.to_owned();
+        let _ = self.commands.send(Command::Join { name, config }).await;
+    }
+
+    /// `name` cannot be used: `reason` shows in `/readyz` and the logs; it never holds back the others.
+    /// A member that was joined keeps its watches and children until it leaves.
+    pub async fn unhealthy(&self, name: &str, reason: impl Into<String>) {
+        let (name, reason) = (name.to_owned(), reason.into());
+        let _ = self
+            .commands
+            .send(Command::Unhealthy { name, reason })
+            .await;
+    }
+
+    /// `name` leaves the fleet; returns once the leave policy is carried out (its children deleted or
+    /// orphaned, its watches stopped and caches freed).
+    pub async fn leave(&self, name: &str) {
+        let (done, finished) = oneshot::channel();
+        let name = name.to_owned();
+        if self
+            .commands
+            .send(Command::Leave { name, done })
+            .await
+            .is_ok()
+        {
+            let _ = finished.await;
+        }
+    }
+
+    /// The client of one of the manager's fixed contexts (one a provider reads from, like the control
+    /// cluster holding kubeconfig Secrets; declare it with [`MemberProvider::contexts`]).
+    pub fn client(&self, context: &str) -> Result<Client> {
+        (self.clients)(context)
+    }
+}
+
+/// A source of members. The manager runs it once, for as long as it runs.
+pub trait MemberProvider: Send + 'static {
+    /// The fixed contexts the provider reads from: the manager connects them even when no controller
+    /// declares them.
+    fn contexts(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Reports members to `sink` until the manager stops (the future is dropped then).
+    fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()>;
+}
+
+/// Members from your own inventory: a handle to add and remove them while the manager runs.
+///
+/// ```no_run
+/// # async fn doc(config: kube::Config) {
+/// use kubeplex::{LeavePolicy, Manager, Members};
+/// let members = Members::new();
+/// let manager = Manager::new().members(members.clone(), LeavePolicy::Delete);
+/// // ... later, from your inventory:
+/// members.add("cluster-c", config).await;
+/// members.remove("cluster-c").await;
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Members {
+    commands: mpsc::Sender<Request>,
+    requests: Arc<std::sync::Mutex<Option<mpsc::Receiver<Request>>>>,
+}
+
+enum Request {
+    Add(String, Box<kube::Config>),
+    Remove(String, oneshot::Sender<()>),
+}
+
+impl Members {
+    /// A handle with no members yet.
+    pub fn new() -> Self {
+        let (commands, requests) = mpsc::channel(64);
+        Self {
+            commands,
+            requests: Arc::new(std::sync::Mutex::new(Some(requests))),
+        }
+    }
+
+    /// Adds `name`, or replaces its credentials; returns once the manager has taken the request.
+    pub async fn add(&self, name: &str, config: kube::Config) {
+        let request = Request::Add(name.to_owned(), Box::new(config));
+        let _ = self.commands.send(request).await;
+    }
+
+    /// Removes `name`; returns once the leave policy is carried out.
+    pub async fn remove(&self, name: &str) {
+        let (done, finished) = oneshot::channel();
+        let request = Request::Remove(name.to_owned(), done);
+        if self.commands.send(request).await.is_ok() {
+            let _ = finished.await;
+        }
+    }
+}
+
+impl Default for Members {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemberProvider for Members {
+    fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()> {
+        let requests = self
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        Box::pin(async move {
+            let Some(mut requests) = requests else {
+                return; // Given to a second manager: the first one has its requests.
+            };
+            while let Some(request) = requests.recv().await {
+                match request {
+                    Request::Add(name, config) => sink.join(&name, *config).await,
+                    Request::Remove(name, done) => {
+                        sink.leave(&name).await;
+                        let _ = done.send(());
+                    }
+                }
+            }
+        })
+    }
+}

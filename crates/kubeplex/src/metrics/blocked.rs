@@ -1,0 +1,61 @@
+//! `kubeplex_parent_deletion_blocked`: how many parents each (controller, context) holds back, kept from
+//! the set of those parents so that a retry is not counted twice and a parent gone another way is dropped.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+
+use super::live::Labels;
+
+/// The parents (`namespace/name`) each (controller, context) holds back.
+type Held = HashMap<(String, String), HashSet<String>>;
+
+/// The parents each (controller, context) holds back, and the gauge counting them.
+#[derive(Clone, Default)]
+pub(super) struct BlockedDeletions {
+    parents: Arc<Mutex<Held>>,
+    gauge: Family<Labels<2>, Gauge>,
+}
+
+impl BlockedDeletions {
+    /// The gauge, to register.
+    pub(crate) fn gauge(&self) -> Family<Labels<2>, Gauge> {
+        self.gauge.clone()
+    }
+
+    /// Records whether the deletion of `parent` by `controller` waits for `context`.
+    pub(crate) fn set(&self, controller: &str, context: &str, parent: &str, blocked: bool) {
+        let key = (controller.to_owned(), context.to_owned());
+        let mut all = self.parents.lock().unwrap_or_else(|e| e.into_inner());
+        let parents = all.entry(key).or_default();
+        let changed = if blocked {
+            parents.insert(parent.to_owned())
+        } else {
+            parents.remove(parent)
+        };
+        if changed {
+            let count = i64::try_from(parents.len()).unwrap_or(i64::MAX);
+            let labels = [
+                ("controller", controller.to_owned()),
+                ("context", context.to_owned()),
+            ];
+            self.gauge.get_or_create(&labels).set(count);
+        }
+    }
+
+    /// `parent` of `controller` is gone: it holds back no context any more.
+    pub(crate) fn parent_gone(&self, controller: &str, parent: &str) {
+        let contexts: Vec<String> = {
+            let all = self.parents.lock().unwrap_or_else(|e| e.into_inner());
+            all.iter()
+                .filter(|((c, _), parents)| c == controller && parents.contains(parent))
+                .map(|((_, context), _)| context.clone())
+                .collect()
+        };
+        for context in contexts {
+            self.set(controller, &context, parent, false);
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! What is wrong with a plan: the checks `Manager::start` runs on every plan before it starts anything.
+//!
+//! `#[controller]` checks what is written in its attribute while compiling; these catch plans written by
+//! hand and values given at run time (`Manager::controller_with`). Where the two check the same thing, the
+//! words are the attribute's (`crates/kubeplex-macros/src/rules/dns.rs`, whose tests compare them).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::child::Child;
+use super::plan::{MAX_CONTROLLER_NAME, Plan, child_kind};
+use crate::core::Context;
+
+impl<C: Context> Plan<C> {
+    /// What is wrong with the plan, if anything: every problem, separated by `; `. The manager checks this
+    /// when it starts ([`Error::InvalidPlan`](crate::Error::InvalidPlan)); call it yourself to check
+    /// run-time configuration earlier.
+    pub fn problem(&self) -> Option<String> {
+        let mut problems = Vec::new();
+        if let Some(problem) = name_problem(&self.name) {
+            problems.push(problem);
+        }
+        if self.contexts.is_empty() {
+            problems.push("the plan watches no context; give it at least one".into());
+        }
+        namespaces_problems(self.namespaces.as_deref(), "", &mut problems);
+        for child in &self.children {
+            child_problems(child, &mut problems);
+        }
+        for kind in &self.unowned {
+            problems.push(format!(
+                "`child_namespaces::<{kind}>` names a kind the plan does not own; it owns {}",
+                owned_kinds(&self.children)
+            ));
+        }
+        if self.concurrency == Some(0) {
+            problems.push(
+                "`concurrency = 0` would never reconcile; omit `concurrency` for unbounded, or give a \
+                 limit from 1 to 65535"
+                    .into(),
+            );
+        }
+        let durations = [
+            ("debounce", self.debounce),
+            ("requeue_after", self.requeue_after),
+            ("error_requeue", self.error_requeue),
+            ("abandon_unreachable_after", self.abandon_after),
+        ];
+        for (key, delay) in durations {
+            if delay == Some(Duration::ZERO) {
+                problems.push(format!("invalid `{key}`: it is zero; omit it instead"));
+            }
+        }
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+}
+
+/// Why `kind` (`Kind.group/version`), a cluster-scoped kind, cannot be given namespaces: the attribute's
+/// words.
+pub(crate) fn cluster_scoped(kind: &str) -> String {
+    format!(
+        "`{kind}` is cluster-scoped, so it cannot be watched or owned in `namespaces`: a cluster-scoped \
+         kind is watched and owned across the whole cluster"
+    )
+}
+
+/// A controller name is a label value on every child and part of the default finalizer.
+fn name_problem(name: &str) -> Option<String> {
+    let label_value = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .last()
+            .is_some_and(|b| b.is_ascii_alphanumeric());
+    (name.len() > MAX_CONTROLLER_NAME || !label_value).then(|| {
+        format!(
+            "the controller name {name:?} is written into a label value on every child and into the \
+             default finalizer: it must be 1 to {MAX_CONTROLLER_NAME} characters of letters, digits, \
+             '-', '_' or '.', starting and ending with a letter or digit; give a shorter `name`"
+        )
+    })
+}
+
+/// The problems of one `owns`: its namespaces, prefixed with `owns(Kind.group/version): `.
+fn child_problems<C: Context>(child: &Child<C>, problems: &mut Vec<String>) {
+    let kind = child_kind(&child.resource);
+    let prefix = format!("owns({kind}): ");
+    if !child.namespaced && child.namespaces.is_some() {
+        problems.push(format!("{prefix}{}", cluster_scoped(&kind)));
+        return;
+    }
+    namespaces_problems(child.namespaces.as_deref(), &prefix, problems);
+}
+
+/// Namespaces are DNS-1123 labels, each listed once, and the list is not empty (`None` is every
+/// namespace): the attribute's `check_namespaces`, in its words.
+fn namespaces_problems(
+    namespaces: Option<&[Cow<'static, str>]>,
+    prefix: &str,
+    problems: &mut Vec<String>,
+) {
+    let Some(namespaces) = namespaces else {
+        return;
+    };
+    if namespaces.is_empty() {
+        problems.push(format!(
+            "{prefix}`namespaces = []` watches nothing; name at least one namespace, or call \
+             `all_namespaces()` to watch every namespace"
+        ));
+    }
+    for (i, namespace) in namespaces.iter().enumerate() {
+        if let Err(why) = dns_label(namespace) {
+            problems.push(format!("{prefix}invalid namespace {namespace:?}: {why}"));
+        } else if namespaces[..i].contains(namespace) {
+            problems.push(format!(
+                "{prefix}namespace {namespace:?} is listed twice; remove one"
+            ));
+        }
+    }
+}
+
+/// The kinds a plan owns, for a problem that names one it does not.
+fn owned_kinds<C: Context>(children: &[Child<C>]) -> String {
+    let mut kinds: Vec<String> = Vec::new();
+    for kind in children.iter().map(|c| child_kind(&c.resource)) {
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    if kinds.is_empty() {
+        "no kind (add it with `owns`)".into()
+    } else {
+        kinds.join(", ")
+    }
+}
+
+/// A DNS-1123 label (a namespace name): 1–63 of `a-z`, `0-9`, `-`, starting and ending alphanumeric. The
+/// same rule, in the same words, as the attribute's (`kubeplex-macros`' `rules::dns::dns_label`).
+fn dns_label(s: &str) -> Result<(), String> {
+    const HINT: &str = "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit";
+    if s.is_empty() {
+        return Err(format!("it is empty; {HINT}"));
+    }
+    if s.len() > 63 {
+        return Err(format!("it is {} characters long; {HINT}", s.len()));
+    }
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if let Some(c) = s.chars().find(|&c| !alnum(c) && c != '-') {
+        let fix = if c.is_ascii_uppercase() {
+            " (lowercase it)"
+        } else {
+            ""
+        };
+        return Err(format!("it contains {c:?}{fix}; {HINT}"));
+    }
+    if !s.starts_with(alnum) || !s.ends_with(alnum) {
+        return Err(format!("it starts or ends with '-'; {HINT}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+    use super::*;
+    use crate::ContextName;
+
+    const RULE: &str = "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit";
+
+    fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
+        Plan::new(name).contexts([ContextName::new("control")])
+    }
+
+    fn owning() -> Plan<ContextName> {
+        plan("web").owns(
+            Child::of::<Deployment>()
+                .contexts([ContextName::new("a")])
+                .namespaces(["apps"]),
+        )
+    }
+
+    #[test]
+    fn names_that_cannot_be_label_values_are_refused() {
+        assert_eq!(plan("app-deployer").problem(), None);
+        assert_eq!(plan("a".repeat(63)).problem(), None);
+        for bad in [
+            "a".repeat(64),
+            "-leading".into(),
+            "has space".into(),
+            String::new(),
+        ] {
+            let problem = plan(bad.clone()).problem().unwrap_or_default();
+            assert!(
+                problem.contains("give a shorter `name`"),
+                "{bad:?}: {problem}"
+            );
+        }
+        assert!(
+            Plan::<ContextName>::new("x")
+                .problem()
+                .unwrap()
+                .contains("no context")
+        );
+    }
+
+    #[test]
+    fn namespaces_given_at_run_time_are_checked_in_the_attributes_words() {
+        assert_eq!(plan("web").namespaces(["team-a", "b2"]).problem(), None);
+        let problem = plan("web").namespaces(["Bad_NS"]).problem().unwrap();
+        assert_eq!(
+            problem,
+            format!("invalid namespace \"Bad_NS\": it contains 'B' (lowercase it); {RULE}")
+        );
+        let cases = [
+            ("", "it is empty"),
+            ("-a", "it starts or ends with '-'"),
+            ("a_b", "it contains '_'"),
+        ];
+        for (bad, why) in cases {
+            let problem = plan("web").namespaces([bad]).problem().unwrap();
+            assert_eq!(problem, format!("invalid namespace {bad:?}: {why}; {RULE}"));
+        }
+        let long = "a".repeat(64);
+        let problem = plan("web").namespaces([long.clone()]).problem().unwrap();
+        assert!(problem.contains("it is 64 characters long"), "{problem}");
+        assert_eq!(
+            plan("web").namespaces(["a", "b", "a"]).problem().unwrap(),
+            "namespace \"a\" is listed twice; remove one"
+        );
+        let empty = plan("web").namespaces(Vec::<String>::new()).problem();
+        assert!(
+            empty
+                .unwrap()
+                .starts_with("`namespaces = []` watches nothing"),
+            "an empty list is not every namespace"
+        );
+        // Every problem at once, not only the first.
+        let both = plan("web").namespaces(["X", "Y"]).problem().unwrap();
+        assert!(both.contains("\"X\"") && both.contains("\"Y\""), "{both}");
+    }
+
+    #[test]
+    fn child_namespaces_are_checked_and_named_by_kind() {
+        assert_eq!(owning().problem(), None);
+        let problem = owning()
+            .child_namespaces::<Deployment>(["ok", "Bad_NS"])
+            .problem()
+            .unwrap();
+        assert_eq!(
+            problem,
+            format!(
+                "owns(Deployment.apps/v1): invalid namespace \"Bad_NS\": it contains 'B' (lowercase \
+                 it); {RULE}"
+            )
+        );
+        let empty = owning()
+            .child_namespaces::<Deployment>(Vec::<String>::new())
+            .problem()
+            .unwrap();
+        assert!(
+            empty.starts_with("owns(Deployment.apps/v1): `namespaces = []` watches nothing"),
+            "{empty}"
+        );
+        let unowned = owning()
+            .child_namespaces::<ConfigMap>(["x"])
+            .problem()
+            .unwrap();
+        assert_eq!(
+            unowned,
+            "`child_namespaces::<ConfigMap/v1>` names a kind the plan does not own; it owns \
+             Deployment.apps/v1"
+        );
+    }
+
+    #[test]
+    fn a_cluster_scoped_child_cannot_have_namespaces() {
+        let everywhere =
+            plan("ns").owns(Child::of::<Namespace>().contexts([ContextName::new("a")]));
+        assert_eq!(everywhere.problem(), None);
+        let problem = everywhere
+            .child_namespaces::<Namespace>(["x"])
+            .problem()
+            .unwrap();
+        assert!(
+            problem.starts_with(
+                "owns(Namespace/v1): `Namespace/v1` is cluster-scoped, so it cannot be watched or \
+                 owned in `namespaces`"
+            ),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn zero_concurrency_and_zero_delays_are_refused() {
+        let problem = plan("web").concurrency(0).problem().unwrap();
+        assert!(
+            problem.starts_with("`concurrency = 0` would never reconcile"),
+            "{problem}"
+        );
+        let problem = plan("web").requeue_after(Duration::ZERO).problem().unwrap();
+        assert_eq!(
+            problem,
+            "invalid `requeue_after`: it is zero; omit it instead"
+        );
+        assert_eq!(
+            plan("web")
+                .concurrency(1)
+                .debounce(Duration::from_millis(1))
+                .problem(),
+            None
+        );
+    }
+}

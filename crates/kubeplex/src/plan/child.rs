@@ -1,0 +1,116 @@
+//! A kind of object a controller creates for its primary objects, and where those live.
+
+use std::borrow::Cow;
+
+use kube::core::ApiResource;
+
+use super::plan::expand_namespaces;
+use crate::core::Context;
+use crate::core::{ApiScope, PrimaryResource};
+use crate::watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
+
+/// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
+#[derive(Clone, Debug)]
+pub struct Child<C> {
+    pub(super) resource: ApiResource,
+    /// Whether objects of the kind live in a namespace.
+    pub(super) namespaced: bool,
+    pub(super) contexts: Vec<C>,
+    /// Children also live in every member of the fleet (clusters that join at run time).
+    pub(super) members: bool,
+    /// `None`: every namespace.
+    pub(super) namespaces: Option<Vec<Cow<'static, str>>>,
+    /// Opens the typed watch of this kind, chosen where the type is known.
+    pub(crate) open: OpenChildWatch,
+    /// Opens a watch that caches whole objects (see [`Child::cache_objects`]).
+    open_full: OpenChildWatch,
+}
+
+impl<C: Context> Child<C> {
+    /// Children of kind `K`, in no context yet.
+    pub fn of<K: PrimaryResource>() -> Self {
+        Self {
+            resource: ApiResource::erase::<K>(&()),
+            namespaced: <K::Scope as ApiScope>::NAMESPACED,
+            contexts: Vec::new(),
+            members: false,
+            namespaces: None,
+            open: open_child_watch::<K>,
+            open_full: open_full_child_watch::<K>,
+        }
+    }
+
+    /// Caches these children whole (spec and status), so that the reconcile can read them with
+    /// [`Cx::cached`](crate::Cx::cached); by default only their metadata is cached, which is all the
+    /// runtime needs and a fraction of the memory.
+    #[must_use]
+    pub fn cache_objects(mut self) -> Self {
+        self.open = self.open_full;
+        self
+    }
+
+    /// Children live in these contexts.
+    #[must_use]
+    pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
+        self.contexts.extend(contexts);
+        self
+    }
+
+    /// Children also live in every member of the fleet: each member that joins gets them, in the same
+    /// namespaces (see [`Manager::members`](crate::Manager::members) and docs/fleets.md).
+    #[must_use]
+    pub fn members(mut self) -> Self {
+        self.members = true;
+        self
+    }
+
+    /// Whether children also live in every member of the fleet.
+    pub fn in_members(&self) -> bool {
+        self.members
+    }
+
+    /// Children live in these namespaces, replacing those named before; the rules are those of
+    /// [`Plan::namespaces`](crate::Plan::namespaces).
+    #[must_use]
+    pub fn namespaces<S: Into<Cow<'static, str>>>(
+        mut self,
+        namespaces: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.namespaces = Some(namespaces.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Children may live in every namespace (the default), forgetting those named before.
+    #[must_use]
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespaces = None;
+        self
+    }
+
+    /// The child kind's group, version, kind and plural.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The contexts children live in.
+    pub fn context_list(&self) -> &[C] {
+        &self.contexts
+    }
+
+    /// The namespaces children live in; empty means all namespaces.
+    pub fn namespace_list(&self) -> &[Cow<'static, str>] {
+        self.namespaces.as_deref().unwrap_or_default()
+    }
+
+    /// The namespaces children are watched in within each member; `None` is all namespaces.
+    pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
+        expand_namespaces(self.namespace_list())
+    }
+
+    /// Every (context, namespace) pair children are watched in; `None` is all namespaces.
+    pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
+        self.contexts.iter().flat_map(move |&context| {
+            expand_namespaces(self.namespace_list()).map(move |ns| (context, ns))
+        })
+    }
+}

@@ -1,0 +1,358 @@
+//! What a controller watches and where: the description `#[controller]` generates.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use kube::core::ApiResource;
+
+use crate::core::Context;
+use crate::core::{PrimaryResource, format_kind};
+
+use super::child::Child;
+
+/// The longest the default error policy waits between retries of an object that keeps failing.
+pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
+
+/// How long a failed reconcile waits before it is retried when the plan sets no `error_requeue`.
+pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(5);
+
+/// The longest a controller name may be: it is a label value on every child (63 characters at most).
+pub const MAX_CONTROLLER_NAME: usize = 63;
+
+/// Where a controller's primary resource is watched, where its children live, and how it reconciles.
+///
+/// `#[controller]` builds one from its attribute; it can also be written by hand with the builder methods,
+/// and the builders adjust a generated one to run-time configuration
+/// ([`Manager::controller_with`](crate::Manager::controller_with)).
+///
+/// ```
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use kubeplex::{Child, ContextName, Plan};
+///
+/// let generated = Plan::new("web").contexts([ContextName::new("control")]).namespaces(["crds"]).owns(
+///     Child::of::<Deployment>().contexts([ContextName::new("cluster-a")]).namespaces(["apps"]),
+/// );
+/// // Values from flags replace the attribute's; they are checked when the manager starts.
+/// let (namespace, children) = ("team-a".to_owned(), vec!["x".to_owned(), "y".to_owned()]);
+/// let plan = generated.namespaces([namespace]).child_namespaces::<Deployment>(children);
+/// assert_eq!(plan.namespace_list(), ["team-a"]);
+/// assert_eq!(plan.problem(), None);
+/// assert!(plan.namespaces(["Team-A"]).problem().unwrap().starts_with(r#"invalid namespace "Team-A""#));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Plan<C> {
+    pub(super) name: Cow<'static, str>,
+    pub(super) contexts: Vec<C>,
+    /// The primary resource is also watched in every member of the fleet.
+    pub(super) members: bool,
+    /// `None`: every namespace.
+    pub(super) namespaces: Option<Vec<Cow<'static, str>>>,
+    pub(super) label_selector: Option<Cow<'static, str>>,
+    pub(super) field_selector: Option<Cow<'static, str>>,
+    pub(super) concurrency: Option<u16>,
+    pub(super) debounce: Option<Duration>,
+    pub(super) requeue_after: Option<Duration>,
+    pub(super) error_requeue: Option<Duration>,
+    pub(super) finalizer: Option<Cow<'static, str>>,
+    pub(super) abandon_after: Option<Duration>,
+    pub(super) children: Vec<Child<C>>,
+    /// Kinds `child_namespaces` was given that the plan does not own (a problem, reported at start).
+    pub(super) unowned: Vec<String>,
+}
+
+impl<C: Context> Plan<C> {
+    /// A plan for the controller called `name`, watching nothing yet.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            name: name.into(),
+            contexts: Vec::new(),
+            members: false,
+            namespaces: None,
+            label_selector: None,
+            field_selector: None,
+            concurrency: None,
+            debounce: None,
+            requeue_after: None,
+            error_requeue: None,
+            finalizer: None,
+            abandon_after: None,
+            children: Vec::new(),
+            unowned: Vec::new(),
+        }
+    }
+
+    /// Watches the primary resource in these contexts.
+    #[must_use]
+    pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
+        self.contexts.extend(contexts);
+        self
+    }
+
+    /// Watches the primary resource in every member of the fleet too, in the same namespaces: each member
+    /// that joins has its objects reconciled, and [`Cx::context`](crate::Cx::context) says which member an
+    /// object came from (docs/fleets.md).
+    #[must_use]
+    pub fn members(mut self) -> Self {
+        self.members = true;
+        self
+    }
+
+    /// Whether the primary resource is also watched in every member of the fleet.
+    pub fn in_members(&self) -> bool {
+        self.members
+    }
+
+    /// The namespaces the primary resource is watched in within each member; `None` is all namespaces.
+    pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
+        expand_namespaces(self.namespace_list())
+    }
+
+    /// Watches the primary resource in these namespaces only, replacing those named before (the
+    /// attribute's `namespaces`, in a plan adjusted with
+    /// [`Manager::controller_with`](crate::Manager::controller_with)). Each must be a DNS-1123 label, listed
+    /// once, and the list must not be empty; [`problem`](Self::problem) says what is wrong.
+    #[must_use]
+    pub fn namespaces<S: Into<Cow<'static, str>>>(
+        mut self,
+        namespaces: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.namespaces = Some(namespaces.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Watches the primary resource in every namespace (the default), forgetting those named before.
+    #[must_use]
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespaces = None;
+        self
+    }
+
+    /// Watches only objects matching this label selector.
+    #[must_use]
+    pub fn label_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Watches only objects matching this field selector.
+    #[must_use]
+    pub fn field_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Runs at most this many reconciles at once (unbounded when not set).
+    #[must_use]
+    pub fn concurrency(mut self, limit: u16) -> Self {
+        self.concurrency = Some(limit);
+        self
+    }
+
+    /// Waits this long after an event for further events on the same object before reconciling.
+    #[must_use]
+    pub fn debounce(mut self, delay: Duration) -> Self {
+        self.debounce = Some(delay);
+        self
+    }
+
+    /// Reconciles every object again this long after its last successful reconcile.
+    #[must_use]
+    pub fn requeue_after(mut self, delay: Duration) -> Self {
+        self.requeue_after = Some(delay);
+        self
+    }
+
+    /// Retries a failed reconcile after this long (the default error policy).
+    #[must_use]
+    pub fn error_requeue(mut self, delay: Duration) -> Self {
+        self.error_requeue = Some(delay);
+        self
+    }
+
+    /// Keeps this finalizer on every primary object until its children in every context are gone.
+    #[must_use]
+    pub fn finalizer(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.finalizer = Some(name.into());
+        self
+    }
+
+    /// When a parent is deleted while a child context stays unreachable for `timeout` (counted from the
+    /// deletion), gives up on that context's children: they are left behind, and the parent's status and an
+    /// event say so. Without this, deletion waits for the context to return (nothing is ever orphaned).
+    #[must_use]
+    pub fn abandon_unreachable_after(mut self, timeout: Duration) -> Self {
+        self.abandon_after = Some(timeout);
+        self
+    }
+
+    /// Adds a kind of child object the controller creates, possibly in other contexts than the primary's.
+    #[must_use]
+    pub fn owns(mut self, child: Child<C>) -> Self {
+        self.children.push(child);
+        self
+    }
+
+    /// Children of kind `K` live in these namespaces, replacing those their `owns` named, in every context
+    /// `K` is owned in: for namespaces known only at run time. Applies to the `owns` added before it; a
+    /// kind the plan does not own is a [`problem`](Self::problem). The rules are those of
+    /// [`namespaces`](Self::namespaces).
+    #[must_use]
+    pub fn child_namespaces<K: PrimaryResource>(
+        self,
+        namespaces: impl IntoIterator<Item = impl Into<Cow<'static, str>>>,
+    ) -> Self {
+        let namespaces: Vec<Cow<'static, str>> = namespaces.into_iter().map(Into::into).collect();
+        self.edit_children::<K>(|child| child.namespaces = Some(namespaces.clone()))
+    }
+
+    /// Children of kind `K` may live in every namespace, in every context `K` is owned in (see
+    /// [`child_namespaces`](Self::child_namespaces)).
+    #[must_use]
+    pub fn child_all_namespaces<K: PrimaryResource>(self) -> Self {
+        self.edit_children::<K>(|child| child.namespaces = None)
+    }
+
+    /// Applies `edit` to every `owns` of kind `K`; remembers `K` as a problem when there is none.
+    fn edit_children<K: PrimaryResource>(mut self, edit: impl Fn(&mut Child<C>)) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        let mut found = false;
+        for child in self.children.iter_mut().filter(|c| c.resource == resource) {
+            edit(child);
+            found = true;
+        }
+        if !found {
+            self.unowned.push(child_kind(&resource));
+        }
+        self
+    }
+
+    /// The retry delay after a failed reconcile: the plan's, else [`DEFAULT_ERROR_REQUEUE`].
+    pub(crate) fn error_requeue_or_default(&self) -> Duration {
+        self.error_requeue.unwrap_or(DEFAULT_ERROR_REQUEUE)
+    }
+
+    /// The controller's name: used in logs, metrics, probe reports and as the field manager.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The contexts the primary resource is watched in.
+    pub fn context_list(&self) -> &[C] {
+        &self.contexts
+    }
+
+    /// The namespaces the primary resource is watched in; empty means all namespaces.
+    pub fn namespace_list(&self) -> &[Cow<'static, str>] {
+        self.namespaces.as_deref().unwrap_or_default()
+    }
+
+    /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
+    pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
+        self.contexts.iter().flat_map(move |&context| {
+            expand_namespaces(self.namespace_list()).map(move |ns| (context, ns))
+        })
+    }
+
+    /// The label selector, if any.
+    pub fn label_selector_value(&self) -> Option<&str> {
+        self.label_selector.as_deref()
+    }
+
+    /// The field selector, if any.
+    pub fn field_selector_value(&self) -> Option<&str> {
+        self.field_selector.as_deref()
+    }
+
+    /// The most reconciles run at once; `None` is unbounded.
+    pub fn concurrency_limit(&self) -> Option<u16> {
+        self.concurrency
+    }
+
+    /// The debounce delay, if any.
+    pub fn debounce_delay(&self) -> Option<Duration> {
+        self.debounce
+    }
+
+    /// The periodic requeue delay, if any.
+    pub fn requeue_delay(&self) -> Option<Duration> {
+        self.requeue_after
+    }
+
+    /// The retry delay after a failed reconcile, if set.
+    pub fn error_requeue_delay(&self) -> Option<Duration> {
+        self.error_requeue
+    }
+
+    /// The finalizer kept on primary objects, if any.
+    pub fn finalizer_name(&self) -> Option<&str> {
+        self.finalizer.as_deref()
+    }
+
+    /// The finalizer the runtime keeps on primary objects: the declared one, else `kubeplex.dev/<name>` when
+    /// the controller owns children (they must be removed before their parent goes); `None` otherwise.
+    pub fn managed_finalizer(&self) -> Option<Cow<'_, str>> {
+        match (&self.finalizer, self.children.is_empty()) {
+            (Some(name), _) => Some(Cow::Borrowed(name.as_ref())),
+            (None, false) => Some(Cow::Owned(format!("kubeplex.dev/{}", self.name))),
+            (None, true) => None,
+        }
+    }
+
+    /// The abandon policy for unreachable contexts during deletion, if any.
+    pub fn abandon_after(&self) -> Option<Duration> {
+        self.abandon_after
+    }
+
+    /// Every context children live in, each once.
+    pub fn child_contexts(&self) -> Vec<C> {
+        let mut all = Vec::new();
+        for &context in self.children.iter().flat_map(|c| c.contexts.iter()) {
+            if !all.contains(&context) {
+                all.push(context);
+            }
+        }
+        all
+    }
+
+    /// Whether some child kind also lives in every member of the fleet.
+    pub fn has_member_children(&self) -> bool {
+        self.children.iter().any(|c| c.members)
+    }
+
+    /// The child kinds this controller owns.
+    pub fn children(&self) -> &[Child<C>] {
+        &self.children
+    }
+
+    /// Every context this controller needs: the primary's and every child's, each once, in first-seen order.
+    /// These are the contexts it registers with the startup probe.
+    pub fn all_contexts(&self) -> Vec<C> {
+        let mut all = Vec::new();
+        let declared = self
+            .contexts
+            .iter()
+            .chain(self.children.iter().flat_map(|c| c.contexts.iter()));
+        for &context in declared {
+            if !all.contains(&context) {
+                all.push(context);
+            }
+        }
+        all
+    }
+}
+
+/// `Kind.group/version` of a child kind, as problems name it.
+pub(super) fn child_kind(resource: &ApiResource) -> String {
+    format_kind(&resource.kind, &resource.group, &resource.version)
+}
+
+/// The namespaces to watch: each named one, or a single "all namespaces" when none is named.
+pub(super) fn expand_namespaces<'a>(
+    namespaces: &'a [Cow<'static, str>],
+) -> impl Iterator<Item = Option<&'a str>> {
+    let all = namespaces.is_empty().then_some(None);
+    namespaces.iter().map(|ns| Some(ns.as_ref())).chain(all)
+}
+
+#[cfg(test)]
+mod tests;

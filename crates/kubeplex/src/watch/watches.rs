@@ -1,0 +1,397 @@
+//! Shared watches: one watcher and cache per (context, kind, namespace, selectors), however many controllers
+//! need it, each handing the keys of changed objects to every subscriber. A watch of `PartialObjectMeta<K>`
+//! caches metadata only (kube sends metadata requests for it).
+
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::{Stream, StreamExt};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource};
+use tokio::task::JoinSet;
+
+use super::label_index::{LabelIndex, Name};
+use crate::core::{ApiScope, PrimaryResource, kind_label};
+use crate::executor::RetryBackoff;
+use crate::executor::{KeySender, KeyStream, key_queue};
+use crate::health::{Health, WatchEntry, WatchHealth};
+use crate::metrics::{Metrics, WatchMetrics};
+
+/// What identifies a watch: two requests with the same key share one watch and one cache.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct WatchKey {
+    pub(crate) context: String,
+    pub(crate) kind: TypeId,
+    pub(crate) namespace: Option<String>,
+    pub(crate) label_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
+    /// A label whose values the cache is indexed by (children by their parent's UID).
+    pub(crate) index_label: Option<&'static str>,
+}
+
+/// A change seen by a watch, handed to each subscriber's key function.
+#[derive(Debug)]
+pub(crate) enum Change<'a, K> {
+    /// Created, updated, or listed.
+    Applied(&'a K),
+    /// Deleted, or gone from a relist.
+    Deleted(&'a K),
+}
+
+impl<K> Change<'_, K> {
+    /// The object, whatever happened to it.
+    pub(crate) fn object(&self) -> &K {
+        match self {
+            Change::Applied(object) | Change::Deleted(object) => object,
+        }
+    }
+}
+
+/// Turns a change into a subscriber's key; `false` once the subscriber is gone.
+type Subscriber<K> = Box<dyn Fn(&Change<'_, K>) -> bool + Send + Sync>;
+
+/// One running watch of kind `K` and its cache.
+pub(crate) struct SharedWatch<K: PrimaryResource> {
+    store: Store<K>,
+    subscribers: Mutex<Vec<Subscriber<K>>>,
+    index: Option<LabelIndex>,
+}
+
+impl<K: PrimaryResource> SharedWatch<K> {
+    pub(crate) fn new(store: Store<K>, index_label: Option<&'static str>) -> Self {
+        Self {
+            store,
+            subscribers: Mutex::default(),
+            index: index_label.map(LabelIndex::new),
+        }
+    }
+
+    /// The watch's cache.
+    pub(crate) fn store(&self) -> &Store<K> {
+        &self.store
+    }
+
+    /// The key of every change from now on, preceded by those of the objects already cached (so a late
+    /// subscriber misses nothing). Each key waits in the stream at most once, however often its object
+    /// changes before it is taken; `key` may skip a change by returning `None`.
+    pub(crate) fn subscribe<T>(
+        &self,
+        key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
+    ) -> KeyStream<T>
+    where
+        T: Clone + Eq + Hash + Send + 'static,
+    {
+        let (sender, stream) = key_queue();
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        for object in self.store.state() {
+            if let Some(k) = key(&Change::Applied(&object)) {
+                sender.send(k);
+            }
+        }
+        subscribers.push(subscriber(sender, key));
+        stream
+    }
+
+    /// The cached objects whose index label has `value` (empty without an index).
+    pub(crate) fn indexed(&self, value: &str) -> Vec<Arc<K>> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        index.find(value, |name| self.store.get(&object_ref(name)))
+    }
+
+    /// Every value of the index label in the cache.
+    pub(crate) fn index_values(&self) -> Vec<String> {
+        self.index
+            .as_ref()
+            .map_or_else(Vec::new, LabelIndex::values)
+    }
+
+    fn publish(&self, change: &Change<'_, K>) {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        subscribers.retain(|subscriber| subscriber(change));
+    }
+
+    fn index_applied(&self, object: &K) {
+        if let Some(index) = &self.index {
+            index.applied(object);
+        }
+    }
+
+    fn index_deleted(&self, object: &K) {
+        if let Some(index) = &self.index {
+            index.deleted(object);
+        }
+    }
+
+    /// After a (re)list: the index from the new cache.
+    fn reindex(&self) {
+        if let Some(index) = &self.index {
+            index.rebuild(self.store.state().iter().map(|o| &**o));
+        }
+    }
+}
+
+fn subscriber<K, T>(
+    sender: KeySender<T>,
+    key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
+) -> Subscriber<K>
+where
+    T: Clone + Eq + Hash + Send + 'static,
+{
+    Box::new(move |change| match key(change) {
+        Some(k) => sender.send(k),
+        None => sender.is_open(),
+    })
+}
+
+fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> ObjectRef<K> {
+    let object = ObjectRef::new(name);
+    match namespace {
+        Some(namespace) => object.within(namespace),
+        None => object,
+    }
+}
+
+/// One open watch: the watch itself (a `SharedWatch` of its key's kind) and what closing it for good takes —
+/// its task, its place in the health report, its metrics' kind label.
+struct Opened {
+    watch: Arc<dyn Any + Send + Sync>,
+    task: tokio::task::AbortHandle,
+    health: WatchEntry,
+    kind: String,
+}
+
+/// Every watch of a manager.
+pub(crate) struct WatchRegistry {
+    watches: Mutex<HashMap<WatchKey, Opened>>,
+    tasks: Mutex<JoinSet<()>>,
+    opened: AtomicUsize,
+    health: Arc<Health>,
+    metrics: Metrics,
+}
+
+impl WatchRegistry {
+    pub(crate) fn new(health: Arc<Health>, metrics: Metrics) -> Self {
+        Self {
+            watches: Mutex::default(),
+            tasks: Mutex::new(JoinSet::new()),
+            opened: AtomicUsize::new(0),
+            health,
+            metrics,
+        }
+    }
+
+    /// The watch for `key`, started now if no one asked for it before.
+    pub(crate) fn watch<K: PrimaryResource>(
+        &self,
+        key: WatchKey,
+        client: Client,
+    ) -> Arc<SharedWatch<K>> {
+        self.watch_with(key, client, |_| {})
+    }
+
+    /// Like [`watch`](Self::watch), with `transform` applied to every object before it is cached (by the
+    /// watch that starts now; a key names one transform, as it names one kind).
+    pub(crate) fn watch_with<K: PrimaryResource>(
+        &self,
+        key: WatchKey,
+        client: Client,
+        transform: fn(&mut K),
+    ) -> Arc<SharedWatch<K>> {
+        debug_assert_eq!(key.kind, TypeId::of::<K>());
+        let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = watches.get(&key) {
+            return Arc::clone(&existing.watch)
+                .downcast()
+                .expect("a watch key names its kind");
+        }
+        let (store, writer) = reflector::store();
+        let watch = Arc::new(SharedWatch::new(store, key.index_label));
+
+        let api: Api<K> = <K::Scope as ApiScope>::api(client, key.namespace.as_deref());
+        let mut config = watcher::Config::default();
+        if let Some(selector) = &key.label_selector {
+            config = config.labels(selector);
+        }
+        if let Some(selector) = &key.field_selector {
+            config = config.fields(selector);
+        }
+        let health = self.health.watch_started(
+            &key.context,
+            key.namespace.as_deref(),
+            kind_label::<K>(),
+            K::plural(&()).into_owned(),
+        );
+        let metrics =
+            self.metrics
+                .watch(&key.context, &kind_label::<K>(), key.namespace.as_deref());
+        let events = watcher::watcher(api, config)
+            .modify(transform)
+            .reflect(writer);
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        let entry = health.entry();
+        let task = run(
+            events,
+            watch.clone(),
+            health,
+            metrics,
+            RetryBackoff::default(),
+        );
+        let task = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .spawn(task);
+        let opened = Opened {
+            watch: watch.clone(),
+            task,
+            health: entry,
+            kind: kind_label::<K>(),
+        };
+        watches.insert(key, opened);
+        watch
+    }
+
+    /// Closes the watch for `key` for good: its task ends, it leaves the health report and the metrics,
+    /// and its cache is freed once no one holds it (a reconcile in flight may, until it ends). Nothing
+    /// happens if it is not open.
+    pub(crate) fn release(&self, key: &WatchKey) {
+        let opened = self
+            .watches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+        if let Some(opened) = opened {
+            opened.task.abort();
+            self.health.forget_watch(&opened.health);
+            let namespace = key.namespace.as_deref();
+            self.metrics
+                .watch_closed(&key.context, &opened.kind, namespace);
+        }
+    }
+
+    /// Closes every watch whose key `matches` (see [`release`](Self::release)).
+    pub(crate) fn release_matching(&self, matches: impl Fn(&WatchKey) -> bool) {
+        let keys: Vec<WatchKey> = {
+            let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+            watches.keys().filter(|k| matches(k)).cloned().collect()
+        };
+        for key in &keys {
+            self.release(key);
+        }
+        // The aborted tasks' slots are freed now, not when the manager stops: members come and go.
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        while tasks.try_join_next().is_some() {}
+    }
+
+    /// Every watch of kind `K` in `context`, whatever its namespace or selectors.
+    pub(crate) fn watches_of<K: PrimaryResource>(&self, context: &str) -> Vec<Arc<SharedWatch<K>>> {
+        let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        watches
+            .iter()
+            .filter(|(key, _)| key.context == context && key.kind == TypeId::of::<K>())
+            .filter_map(|(_, opened)| Arc::clone(&opened.watch).downcast().ok())
+            .collect()
+    }
+
+    /// How many watches were opened (one per distinct key).
+    pub(crate) fn opened(&self) -> usize {
+        self.opened.load(Ordering::Relaxed)
+    }
+
+    /// Ends every watch.
+    pub(crate) fn shutdown(&self) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
+    }
+}
+
+impl Drop for WatchRegistry {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Drives one watch: keeps the cache (the reflector does), publishes changes, reports health, and retries
+/// failures with backoff.
+async fn run<K: PrimaryResource>(
+    events: impl Stream<Item = Result<Event<K>, watcher::Error>>,
+    watch: Arc<SharedWatch<K>>,
+    health: WatchHealth,
+    metrics: WatchMetrics,
+    mut backoff: RetryBackoff,
+) {
+    futures::pin_mut!(events);
+    // The cache as it was when a (re)list began: what is missing from the new list was deleted meanwhile.
+    let mut before_list: Option<Vec<Arc<K>>> = None;
+    while let Some(item) = events.next().await {
+        match item {
+            Ok(Event::Init) => before_list = Some(watch.store.state()),
+            // The reflector swaps a (re)list into the cache only at `InitDone`: a key published earlier would
+            // find its object missing and be taken as deleted. So listed objects are published from the cache
+            // once it has them.
+            Ok(Event::InitApply(_)) => health.working(),
+            Ok(Event::InitDone) => {
+                backoff.reset();
+                watch.reindex();
+                let listed = watch.store.state();
+                if let Some(before) = before_list.take() {
+                    let now: HashSet<ObjectRef<K>> =
+                        listed.iter().map(|o| ObjectRef::from_obj(&**o)).collect();
+                    for gone in before
+                        .iter()
+                        .filter(|o| !now.contains(&ObjectRef::from_obj(&***o)))
+                    {
+                        watch.publish(&Change::Deleted(gone));
+                    }
+                }
+                for object in &listed {
+                    watch.publish(&Change::Applied(object));
+                }
+                metrics.event();
+                metrics.objects.set(gauge_value(listed.len()));
+                health.synced();
+            }
+            Ok(Event::Apply(object)) => {
+                backoff.reset();
+                health.working();
+                watch.index_applied(&object);
+                watch.publish(&Change::Applied(&object));
+                metrics.event();
+                metrics.applied.inc();
+                metrics.objects.set(gauge_value(watch.store.len()));
+            }
+            Ok(Event::Delete(object)) => {
+                backoff.reset();
+                health.working();
+                watch.index_deleted(&object);
+                watch.publish(&Change::Deleted(&object));
+                metrics.event();
+                metrics.deleted.inc();
+                metrics.objects.set(gauge_value(watch.store.len()));
+            }
+            Err(error) => {
+                metrics.restarted(crate::core::watch_failure_label(&error));
+                health.failed(&error);
+                if !crate::health::is_expired(&error) {
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+            }
+        }
+    }
+}
+
+fn gauge_value(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests;
