@@ -35,7 +35,7 @@ const WAIT: Duration = Duration::from_secs(60);
 const LEASE: &str = "fleet-operator";
 const LEASE_DURATION: Duration = Duration::from_secs(15);
 const RENEW_DEADLINE: Duration = Duration::from_secs(10);
-/// The bound for a takeover after a SIGKILL (a lease duration plus retries), plus slack for a loaded
+/// The 20 s goal for a takeover after a SIGKILL (a lease duration plus retries), plus slack for a loaded
 /// 2-core machine; the measured time is printed.
 const FAILOVER_BOUND: Duration = Duration::from_secs(30);
 const CLUSTERS: [Fleet; 3] = [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB];

@@ -20,7 +20,7 @@ use kubeplex_testenv::TestEnv;
 use support::{WAIT, clusters};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
-/// How long the cluster stays down: the "a cluster failing for 60 s".
+/// How long the cluster stays down: the logs must stay readable through a cluster failing for 60 s.
 const OUTAGE: Duration = Duration::from_secs(60);
 /// At most this many lines for the whole outage.
 const MAX_LINES: usize = 10;
