@@ -1,7 +1,10 @@
 //! The grammar of `#[controller]`: what parses, and darling's errors for what does not.
 
-use super::*;
+use darling::Error;
+use proc_macro2::TokenStream;
 use quote::quote;
+
+use super::{ControllerArgs, parse_args};
 
 fn parse(tokens: TokenStream) -> (ControllerArgs, Vec<String>) {
     let mut errors = Error::accumulator();

@@ -1,20 +1,12 @@
-//! The grammar of `#[controller(...)]`, in one place: one field per key, one doc line per field.
-//!
-//! Parsing only checks the *shape* of each value (a type, a list, a string…); what the values mean is
-//! checked in `validate/`. Unknown keys are darling's own error, with its "did you mean"; each key is
-//! parsed on its own first, so that one bad key never hides the others.
+//! The attribute as a whole: one field per key, one doc line per field, and how its arguments are parsed.
 
 use darling::ast::NestedMeta;
-use darling::util::path_to_string;
-use darling::{Error, FromMeta, Result};
-use proc_macro2::{Span, TokenStream};
-use syn::spanned::Spanned;
-use syn::{Meta, Path};
+use darling::{Error, FromMeta};
+use proc_macro2::TokenStream;
 
-#[path = "parse_values.rs"]
-mod values;
-
-pub use values::{ContextItem, ContextList, Flag, Int, PathArg, Str, StrList, TypeArg};
+use super::keys::{key_of, path_of};
+use super::owns::Owns;
+use super::values::{ContextList, Flag, Int, PathArg, Str, StrList, TypeArg};
 
 /// Everything `#[controller(...)]` accepts.
 #[derive(Debug, Default, FromMeta)]
@@ -67,96 +59,6 @@ pub struct ControllerArgs {
 /// The keys that may be given more than once.
 const REPEATABLE: &[&str] = &["owns"];
 
-/// The inside of `owns(Kind, ...)`, after the kind.
-#[derive(Debug, Default, FromMeta)]
-pub struct OwnsOptions {
-    /// `members` (a flag): children of this kind also live in every member of the fleet (clusters
-    /// discovered at run time). At least one of `members` and `contexts` is required.
-    #[darling(default)]
-    pub members: Flag,
-    /// `contexts = [..]`: the contexts children of this kind live in; same kind of context as the primary's.
-    pub contexts: Option<ContextList>,
-    /// `namespaces = [..]` (default: every namespace): the namespaces children of this kind live in.
-    pub namespaces: Option<StrList>,
-}
-
-/// `owns(Kind, members, contexts = [..], namespaces = [..])`.
-#[derive(Debug)]
-pub struct Owns {
-    /// The whole `owns(...)`, for errors about it as a whole.
-    pub span: Span,
-    /// The child kind.
-    pub kind: Path,
-    /// The options after the kind.
-    pub options: OwnsOptions,
-}
-
-impl FromMeta for Owns {
-    fn from_meta(meta: &Meta) -> Result<Self> {
-        let list = match meta {
-            Meta::List(list) => list,
-            _ => {
-                return Err(Error::custom(
-                    "`owns` takes the child kind and where it lives: `owns(Deployment, contexts = [..])`",
-                )
-                .with_span(meta));
-            }
-        };
-        let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
-        let (kind, rest) = match items.split_first() {
-            Some((NestedMeta::Meta(Meta::Path(path)), rest)) => (path.clone(), rest),
-            Some((first, _)) => {
-                return Err(Error::custom(
-                    "`owns` starts with the child kind, a type path: `owns(Deployment, contexts = [..])`",
-                )
-                .with_span(first));
-            }
-            None => {
-                return Err(Error::custom(
-                    "`owns()` is empty; name the child kind and its contexts: `owns(Deployment, contexts = [..])`",
-                )
-                .with_span(meta));
-            }
-        };
-        // A repeated key is reported with the option's other mistakes, not instead of them.
-        let mut errors = Error::accumulator();
-        let rest = without_repeated_keys(rest, &kind, &mut errors);
-        let options = errors
-            .handle(OwnsOptions::from_list(&rest))
-            .unwrap_or_default();
-        errors.finish_with(Owns {
-            span: meta.span(),
-            kind,
-            options,
-        })
-    }
-}
-
-/// The options of one `owns`, each key once: a key given again is reported as at the top level (at the
-/// second key), instead of darling's "Duplicate field".
-fn without_repeated_keys(
-    items: &[NestedMeta],
-    kind: &Path,
-    errors: &mut darling::error::Accumulator,
-) -> Vec<NestedMeta> {
-    let mut kept: Vec<NestedMeta> = Vec::new();
-    for item in items {
-        let key = key_of(item);
-        if !key.is_empty() && kept.iter().any(|k| key_of(k) == key) {
-            errors.push(
-                Error::custom(format!(
-                    "`{key}` is given more than once in `owns({}, ..)`; keep one",
-                    path_to_string(kind)
-                ))
-                .with_span(&path_of(item)),
-            );
-        } else {
-            kept.push(item.clone());
-        }
-    }
-    kept
-}
-
 /// Parses the attribute's arguments, reporting unknown and repeated keys without giving up on the rest.
 pub fn parse_args(tokens: TokenStream, errors: &mut darling::error::Accumulator) -> ControllerArgs {
     let items = match NestedMeta::parse_meta_list(tokens) {
@@ -199,31 +101,9 @@ pub fn parse_args(tokens: TokenStream, errors: &mut darling::error::Accumulator)
 }
 
 /// The key darling suggests in an unknown-key error ("Did you mean `namespaces`?"), if any.
-pub fn suggestion(error: &Error) -> Option<String> {
+fn suggestion(error: &Error) -> Option<String> {
     let text = error.to_string();
     let (_, rest) = text.split_once("Did you mean `")?;
     let (key, _) = rest.split_once('`')?;
     Some(key.to_owned())
 }
-
-/// The key of an item, as written.
-fn key_of(item: &NestedMeta) -> String {
-    match item {
-        NestedMeta::Meta(meta) => path_to_string(meta.path()),
-        NestedMeta::NameValueInvalidExpr(nv) => path_to_string(&nv.path),
-        NestedMeta::Lit(_) => String::new(),
-    }
-}
-
-/// The key's tokens, for errors about the key itself.
-fn path_of(item: &NestedMeta) -> Span {
-    match item {
-        NestedMeta::Meta(meta) => meta.path().span(),
-        NestedMeta::NameValueInvalidExpr(nv) => nv.path.span(),
-        NestedMeta::Lit(lit) => lit.span(),
-    }
-}
-
-#[cfg(test)]
-#[path = "parse_tests.rs"]
-mod tests;
