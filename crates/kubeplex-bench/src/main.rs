@@ -14,42 +14,21 @@
 //! parent drives over stdin, and the failover section's replicas; `__child_cache` for the child-cache
 //! section's). Baseline and kubeplex runs alternate. The member sections start a fourth cluster, the member.
 
-mod alloc;
-mod bench;
 mod child;
 mod child_cache;
-mod child_cache_process;
-mod child_spec;
-mod cli;
-mod cpu;
+mod config;
+mod controller;
 mod driver;
-mod failover;
+mod figures;
 mod fleet;
-mod fleet_app;
-mod fleet_baseline;
-mod fleet_child;
-mod fleet_observe;
-mod fleet_process;
-mod fleet_report;
-mod fleet_setup;
-mod latency;
-mod link;
-mod machine;
-mod many_contexts;
+mod harness;
 mod member;
-mod member_churn;
-mod member_fleet;
-mod member_join;
-mod memory;
-mod options;
 mod report;
-mod seed;
 mod startup;
-mod stats;
-mod throughput;
+mod system;
 
 #[global_allocator]
-static ALLOCATOR: alloc::Counting = alloc::Counting;
+static ALLOCATOR: system::Counting = system::Counting;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -87,7 +66,7 @@ fn main() -> ExitCode {
             eprintln!("kubeplex-bench __fleet: missing the spec");
             return ExitCode::from(2);
         };
-        return match runtime.block_on(fleet_child::main(started, spec)) {
+        return match runtime.block_on(fleet::main(started, spec)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("kubeplex-bench __fleet: {error}");
@@ -100,7 +79,7 @@ fn main() -> ExitCode {
             eprintln!("kubeplex-bench __child_cache: missing the spec");
             return ExitCode::from(2);
         };
-        return match runtime.block_on(child_cache_process::main(started, spec)) {
+        return match runtime.block_on(child_cache::main(started, spec)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("kubeplex-bench __child_cache: {error}");
@@ -109,7 +88,7 @@ fn main() -> ExitCode {
         };
     }
     // Parsed after the child's fast path above, which stays as it was: nothing added to what it measures.
-    let options = cli::Cli::parse().into_options();
+    let options = config::Cli::parse().into_options();
     match runtime.block_on(driver::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -2,7 +2,7 @@
 //! `kubeplex::controller` (and in `kubeplex::prelude`); its documentation and every key are described
 //! there and in `docs/controller-attribute.md`.
 //!
-//! The attribute is three steps: `parse.rs` (the grammar, with darling), `validate/` (what the values
+//! The attribute is three steps: `parse/` (the grammar, with darling), `validate/` (what the values
 //! mean: one `check_*` per rule, every error collected and spanned; the string rules in `rules/`) and
 //! `expand.rs` (the generated `impl Controller`, or a fallback when there are errors). `contexts.rs` is
 //! `kubeplex::contexts!`, which forwards to the `contexts` macro here.

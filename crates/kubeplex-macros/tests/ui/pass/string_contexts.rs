@@ -1,4 +1,4 @@
-// The example: contexts named by string literals, no fleet declared.
+// Contexts named by string literals, no fleet declared.
 use kube::CustomResource;
 use kubeplex::{ContextName, Controller, controller};
 use schemars::JsonSchema;

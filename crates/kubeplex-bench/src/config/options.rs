@@ -1,0 +1,128 @@
+//! What to measure and how much: the full sizes, `--quick`'s, and the sections (the command line in
+//! `cli.rs` starts from one of these presets).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::child_cache::ChildCacheOptions;
+use crate::fleet::{FailoverOptions, FleetOptions};
+use crate::member::MemberOptions;
+
+pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
+[--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
+[--latency-seconds S] [--link-rtt-ms MS] [--member-parents P] [--member-joins J] [--churn-objects N] \
+[--churn-cycles C] \
+[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet,failover,\
+member_join,member_churn]
+
+KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
+/tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex. \
+KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet and member sections' operators return freed heap to the OS before each RSS reading.";
+
+/// Every section, in the order they run; `--sections` picks some.
+pub(crate) const SECTIONS: [&str; 11] = [
+    "startup",
+    "startup_remote",
+    "latency",
+    "memory",
+    "many_contexts",
+    "child_cache",
+    "throughput",
+    "fleet",
+    "failover",
+    "member_join",
+    "member_churn",
+];
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Options {
+    pub quick: bool,
+    #[serde(skip)]
+    pub json: Option<PathBuf>,
+    pub repeats: usize,
+    pub startup_objects: usize,
+    pub startup_contexts: Vec<usize>,
+    pub latency_objects: usize,
+    pub latency_rate_per_s: u32,
+    pub latency_seconds: u32,
+    pub memory_objects: usize,
+    pub shared_controllers: Vec<usize>,
+    pub idle_contexts: Vec<usize>,
+    pub throughput_objects: usize,
+    pub throughput_concurrency: Vec<u16>,
+    /// Round trip of the delayed link in front of every API server in `startup_remote`.
+    pub link_rtt_ms: u32,
+    /// The sections to run (`memory` includes shared watches).
+    pub sections: Vec<String>,
+    pub fleet: FleetOptions,
+    pub child_cache: ChildCacheOptions,
+    pub failover: FailoverOptions,
+    pub members: MemberOptions,
+}
+
+impl Options {
+    pub(crate) fn full() -> Self {
+        Self {
+            quick: false,
+            json: None,
+            repeats: 5,
+            startup_objects: 1000,
+            startup_contexts: vec![1, 2, 4, 8],
+            latency_objects: 50,
+            latency_rate_per_s: 50,
+            latency_seconds: 10,
+            memory_objects: 10_000,
+            shared_controllers: vec![1, 4],
+            idle_contexts: vec![10, 50, 100],
+            throughput_objects: 10_000,
+            throughput_concurrency: vec![1, 8, 32],
+            link_rtt_ms: 50,
+            sections: SECTIONS.map(String::from).to_vec(),
+            fleet: FleetOptions::full(),
+            child_cache: ChildCacheOptions::full(),
+            failover: FailoverOptions::full(),
+            members: MemberOptions::full(),
+        }
+    }
+
+    pub(crate) fn quick() -> Self {
+        Self {
+            quick: true,
+            repeats: 2,
+            startup_objects: 100,
+            latency_objects: 20,
+            latency_rate_per_s: 20,
+            latency_seconds: 2,
+            memory_objects: 1000,
+            idle_contexts: vec![10, 20],
+            throughput_objects: 300,
+            fleet: FleetOptions::quick(),
+            child_cache: ChildCacheOptions::quick(),
+            failover: FailoverOptions::quick(),
+            members: MemberOptions::quick(),
+            ..Self::full()
+        }
+    }
+
+    pub(crate) fn runs(&self, section: &str) -> bool {
+        self.sections.iter().any(|s| s == section)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_section_runs_unless_some_are_picked() {
+        let all = Options::full();
+        assert!(SECTIONS.iter().all(|s| all.runs(s)));
+        let some = Options {
+            sections: vec!["startup".into(), "throughput".into()],
+            ..Options::quick()
+        };
+        assert!(some.runs("startup") && some.runs("throughput"));
+        assert!(!some.runs("memory") && !some.runs("latency") && !some.runs("many_contexts"));
+    }
+}

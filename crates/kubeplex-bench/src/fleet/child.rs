@@ -1,0 +1,287 @@
+//! One operator of the fleet section in its own process: the kube-rs baseline ([`super::baseline`]) or
+//! the kubeplex operator below, written as `examples/fleet` is. The parent drives the scenario; this process
+//! only runs the operator, says when it synced, and answers `report` on stdin with its CPU, RSS and heap.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::config::Kubeconfig;
+use kubeplex::{
+    Child, ContextName, Controller, Cx, KubeconfigSecrets, LeavePolicy, Manager, Plan, Reconcile,
+};
+use serde::{Deserialize, Serialize};
+
+use super::app::{CONTROL, FINALIZER, FleetApp, PARENT_NAMESPACE, deployment_for};
+use crate::child::{Side, client_for};
+use crate::system::{live_bytes, rss_bytes};
+
+/// How long the operator may take to sync its caches.
+const SYNC_WAIT: Duration = Duration::from_secs(120);
+
+/// What a fleet child runs; the parent serialises it into the command line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct FleetSpec {
+    pub side: Side,
+    pub kubeconfig: PathBuf,
+    /// The kubeconfig context of the control cluster.
+    pub control: String,
+    /// (logical child context, kubeconfig context).
+    pub children: Vec<(String, String)>,
+    /// The child namespaces (every parent asks for all of them).
+    pub namespaces: Vec<String>,
+    /// Reconciles at once (`None`: unbounded, both sides' default).
+    pub concurrency: Option<u16>,
+    /// kubeplex only: run as one replica of several, with leader election (the failover section).
+    #[serde(default)]
+    pub election: Option<ElectionSpec>,
+    /// kubeplex only: children also in every member of the fleet, the members from kubeconfig Secrets under
+    /// `LeavePolicy::Delete` (the member sections).
+    #[serde(default)]
+    pub members: Option<MembersSpec>,
+}
+
+/// Where the operator finds its members: Secrets in `namespace` of the control context matching `selector`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct MembersSpec {
+    pub namespace: String,
+    pub selector: String,
+}
+
+/// A replica's leader election: the Lease `namespace/name` in the control context, its identity, timings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct ElectionSpec {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    pub lease_duration_s: u64,
+    pub renew_deadline_s: u64,
+    pub retry_period_s: u64,
+}
+
+/// The first line a fleet child prints, once its caches synced.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Synced {
+    pub synced_s: f64,
+    pub rss_before: u64,
+    pub heap_before: u64,
+    /// kubeplex's probe server (`/readyz`); none for the baseline.
+    pub probe: Option<String>,
+}
+
+/// The answer to `report`.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Reading {
+    /// CPU seconds (user + system) the process used so far.
+    pub cpu_s: f64,
+    pub rss: u64,
+    pub heap: u64,
+}
+
+// ---- the kubeplex operator, as examples/fleet writes it; its plan is chosen at run time ----
+
+static PLAN: OnceLock<Plan<ContextName>> = OnceLock::new();
+
+struct FleetOperator {
+    clusters: Vec<ContextName>,
+    /// Children also in every member (`owns(Deployment, members, ..)`).
+    members: bool,
+}
+
+impl Controller for FleetOperator {
+    type Resource = FleetApp;
+    type Context = ContextName;
+    fn plan() -> Plan<ContextName> {
+        PLAN.get()
+            .expect("the plan is set before the manager starts")
+            .clone()
+    }
+}
+
+impl Reconcile for FleetOperator {
+    type Error = kubeplex::Error;
+
+    async fn reconcile(
+        &self,
+        app: Arc<FleetApp>,
+        cx: &Cx<ContextName>,
+    ) -> Result<kubeplex::Action, Self::Error> {
+        for &cluster in &self.clusters {
+            for namespace in &app.spec.namespaces {
+                cx.child(cluster, deployment_for(&app, namespace))?;
+            }
+        }
+        if self.members {
+            for member in cx.members() {
+                for namespace in &app.spec.namespaces {
+                    cx.child(&member, deployment_for(&app, namespace))?;
+                }
+            }
+        }
+        Ok(kubeplex::Action::requeue(Duration::from_secs(3600)))
+    }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+async fn start_kubeplex(
+    spec: &FleetSpec,
+    kubeconfig: Kubeconfig,
+) -> Result<kubeplex::Running, String> {
+    let control = ContextName::new(CONTROL);
+    let clusters: Vec<ContextName> = spec
+        .children
+        .iter()
+        .map(|(name, _)| ContextName::new(leak(name)))
+        .collect();
+    let mut children = Child::of::<Deployment>()
+        .contexts(clusters.iter().copied())
+        .namespaces(spec.namespaces.clone());
+    if spec.members.is_some() {
+        children = children.members();
+    }
+    let mut plan = Plan::new("fleet-bench")
+        .contexts([control])
+        .namespaces([PARENT_NAMESPACE])
+        .owns(children)
+        .finalizer(FINALIZER)
+        .error_requeue(Duration::from_secs(5));
+    if let Some(limit) = spec.concurrency {
+        plan = plan.concurrency(limit);
+    }
+    PLAN.set(plan)
+        .map_err(|_| "the plan was already set".to_owned())?;
+    let mut manager = Manager::with_kubeconfig(kubeconfig)
+        .probes("127.0.0.1:0")
+        .context_alias(control, spec.control.clone());
+    for ((_, kubeconfig_context), cluster) in spec.children.iter().zip(&clusters) {
+        manager = manager.context_alias(*cluster, kubeconfig_context.clone());
+    }
+    if let Some(election) = &spec.election {
+        let seconds = Duration::from_secs;
+        manager = manager.leader_election(
+            kubeplex::LeaderElection::new(control, &election.namespace, &election.name)
+                .identity(&election.identity)
+                .lease_duration(seconds(election.lease_duration_s))
+                .renew_deadline(seconds(election.renew_deadline_s))
+                .retry_period(seconds(election.retry_period_s)),
+        );
+    }
+    if let Some(members) = &spec.members {
+        let secrets = KubeconfigSecrets::new(control, &members.namespace, &members.selector);
+        manager = manager.members(secrets, LeavePolicy::Delete);
+    }
+    manager
+        .controller(FleetOperator {
+            clusters,
+            members: spec.members.is_some(),
+        })
+        .start()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+enum Running {
+    Baseline(super::baseline::Running),
+    Kubeplex(kubeplex::Running),
+}
+
+async fn start(spec: &FleetSpec, kubeconfig: Kubeconfig) -> Result<Running, String> {
+    match spec.side {
+        Side::Kubeplex => Ok(Running::Kubeplex(start_kubeplex(spec, kubeconfig).await?)),
+        Side::Baseline => {
+            let control = client_for(&kubeconfig, &spec.control).await?;
+            let mut clusters = Vec::new();
+            for (name, kubeconfig_context) in &spec.children {
+                clusters.push((
+                    name.clone(),
+                    client_for(&kubeconfig, kubeconfig_context).await?,
+                ));
+            }
+            Ok(Running::Baseline(super::baseline::start(
+                control,
+                clusters,
+                spec.concurrency,
+            )))
+        }
+    }
+}
+
+fn reading() -> Reading {
+    // A diagnostic: with KUBEPLEX_BENCH_MALLOC_TRIM=1, freed heap goes back to the OS before RSS is read,
+    // which tells the allocator's retention apart from memory in use.
+    if std::env::var_os("KUBEPLEX_BENCH_MALLOC_TRIM").is_some_and(|v| v == "1") {
+        // SAFETY: `malloc_trim` only releases free memory of the allocator; it touches no live allocation.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+    Reading {
+        cpu_s: crate::system::own_seconds(),
+        rss: rss_bytes(),
+        heap: live_bytes() as u64,
+    }
+}
+
+fn say(line: &impl Serialize) -> Result<(), String> {
+    use std::io::Write;
+    let line = serde_json::to_string(line).map_err(|e| e.to_string())?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("writing to the parent: {e}"))
+}
+
+/// The parent's requests, one per line; the channel ends with stdin. (A thread: tokio's stdin needs a
+/// feature the workspace does not enable, and this is one line per phase.)
+fn read_stdin() -> tokio::sync::mpsc::Receiver<String> {
+    let (lines, requests) = tokio::sync::mpsc::channel(4);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if lines.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    requests
+}
+
+pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
+    let spec: FleetSpec = serde_json::from_str(spec).map_err(|e| format!("bad spec: {e}"))?;
+    let kubeconfig = Kubeconfig::read_from(&spec.kubeconfig).map_err(|e| e.to_string())?;
+    let mut requests = read_stdin();
+    let heap_before = live_bytes() as u64;
+    let rss_before = rss_bytes();
+    let running = start(&spec, kubeconfig).await?;
+    let synced = async {
+        match &running {
+            Running::Baseline(running) => running.synced().await,
+            Running::Kubeplex(running) => running.wait_started().await.map_err(|e| e.to_string()),
+        }
+    };
+    tokio::time::timeout(SYNC_WAIT, synced)
+        .await
+        .map_err(|_| "caches did not sync in time".to_owned())??;
+    say(&Synced {
+        synced_s: started.elapsed().as_secs_f64(),
+        rss_before,
+        heap_before,
+        probe: match &running {
+            Running::Kubeplex(running) => running.probe_address().map(|a| a.to_string()),
+            Running::Baseline(_) => None,
+        },
+    })?;
+    while let Some(line) = requests.recv().await {
+        match line.trim() {
+            "report" => say(&reading())?,
+            "exit" => break,
+            other => return Err(format!("unknown request {other:?}")),
+        }
+    }
+    // Exit without tearing down: teardown is not measured.
+    std::process::exit(0);
+}

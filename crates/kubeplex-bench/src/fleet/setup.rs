@@ -1,0 +1,76 @@
+//! What the fleet section's parts share: its sizes, where it runs, and one run's sample.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kubeplex_testenv::TestEnv;
+use serde::Serialize;
+
+use super::child::Reading;
+use super::observe::ProbeLog;
+
+/// How long one phase (converging, repairing, deleting) may take.
+pub(super) const PHASE: Duration = Duration::from_secs(600);
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct FleetOptions {
+    /// P, the size of the main row.
+    pub parents: usize,
+    /// Further sizes of the scaling row (the main P is added).
+    pub scale: Vec<usize>,
+    /// C child contexts (at most 3: one per test API server).
+    pub clusters: usize,
+    /// N namespaces per child context.
+    pub namespaces: usize,
+}
+
+impl FleetOptions {
+    pub fn full() -> Self {
+        Self {
+            parents: 1000,
+            scale: vec![100, 300],
+            clusters: 2,
+            namespaces: 2,
+        }
+    }
+
+    pub fn quick() -> Self {
+        Self {
+            parents: 100,
+            scale: vec![30],
+            ..Self::full()
+        }
+    }
+}
+
+/// Where the section runs: the clusters and how to start a child process.
+pub(crate) struct Host<'a> {
+    pub env: &'a TestEnv,
+    pub kubeconfig: PathBuf,
+    pub exe: PathBuf,
+    pub wrapper: Vec<String>,
+    pub server_pids: Vec<u32>,
+    pub repeats: usize,
+}
+
+/// One run of one side at one size.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(super) struct Sample {
+    pub synced_s: f64,
+    /// From the operator's start: every child present with the right image; every parent ready.
+    pub children_s: f64,
+    pub ready_s: f64,
+    /// After a tenth of the children were deleted by hand: each back (new UID, right image).
+    pub repair_s: f64,
+    /// After every parent was deleted: parents and children gone.
+    pub delete_s: f64,
+    pub converged: Reading,
+    pub repaired: Reading,
+    pub deleted: Reading,
+    pub rss_before: u64,
+    pub heap_before: u64,
+    pub server_cpu_converged_s: f64,
+    pub server_cpu_s: f64,
+    pub requests: f64,
+    pub conflicts: f64,
+    pub readyz: Option<ProbeLog>,
+}

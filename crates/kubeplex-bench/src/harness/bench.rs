@@ -1,0 +1,165 @@
+//! What every section shares: the running benchmark (its clusters' kubeconfig, the child processes it
+//! runs on both sides).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
+
+use crate::child::{Outcome, Side, Spec};
+use crate::figures::Figure;
+
+pub(crate) const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
+const CHILD_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub(crate) struct Bench {
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) exe: PathBuf,
+    pub(crate) repeats: usize,
+    /// Every kube-apiserver and etcd, whose CPU time each measurement reports.
+    pub(crate) server_pids: Vec<u32>,
+    /// `KUBEPLEX_BENCH_CHILD_WRAPPER`, split on whitespace: a profiler to run each child under.
+    pub(crate) wrapper: Vec<String>,
+    pub(crate) children: std::sync::atomic::AtomicUsize,
+}
+
+impl Bench {
+    pub(crate) fn spec(&self, side: Side, contexts: &[(String, String)], namespace: &str) -> Spec {
+        Spec {
+            side,
+            kubeconfig: self.kubeconfig.clone(),
+            contexts: contexts.to_vec(),
+            namespace: namespace.to_owned(),
+            controllers: 1,
+            concurrency: None,
+            get_per_reconcile: false,
+            expect: 0,
+            distinct: false,
+            latency: None,
+            settle_ms: 0,
+        }
+    }
+
+    /// Runs `spec` on both sides `repeats` times, alternating which goes first.
+    pub(crate) async fn pairs(&self, spec: &Spec) -> Result<(Vec<Outcome>, Vec<Outcome>), String> {
+        let (mut baseline, mut kubeplex) = (Vec::new(), Vec::new());
+        for repeat in 0..self.repeats {
+            let order = if repeat % 2 == 0 {
+                [Side::Baseline, Side::Kubeplex]
+            } else {
+                [Side::Kubeplex, Side::Baseline]
+            };
+            for side in order {
+                let spec = Spec {
+                    side,
+                    ..spec.clone()
+                };
+                let outcome = self.child(&spec).await?;
+                match side {
+                    Side::Baseline => baseline.push(outcome),
+                    Side::Kubeplex => kubeplex.push(outcome),
+                }
+            }
+        }
+        Ok((baseline, kubeplex))
+    }
+
+    async fn child(&self, spec: &Spec) -> Result<Outcome, String> {
+        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let n = self
+            .children
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let side = match spec.side {
+            Side::Baseline => "baseline",
+            Side::Kubeplex => "kubeplex",
+        };
+        let mut command = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(
+                    args.iter()
+                        .map(|a| a.replace("{n}", &n.to_string()).replace("{side}", side)),
+                );
+                command.arg(&self.exe);
+                command
+            }
+            None => tokio::process::Command::new(&self.exe),
+        };
+        command.arg("__child").arg(json).kill_on_drop(true);
+        let server_cpu_before = crate::system::processes_seconds(&self.server_pids);
+        let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
+            .await
+            .map_err(|_| {
+                format!(
+                    "a {:?} child did not finish in {CHILD_TIMEOUT:?}",
+                    spec.side
+                )
+            })?
+            .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+            return Err(format!(
+                "a {:?} child failed ({}): {}",
+                spec.side,
+                output.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        let server_cpu_s = crate::system::processes_seconds(&self.server_pids) - server_cpu_before;
+        // A profiler wrapping the child may print after it: the outcome is the last JSON line.
+        let line = stdout
+            .lines()
+            .rfind(|l| l.starts_with('{'))
+            .unwrap_or_default();
+        let outcome: Outcome =
+            serde_json::from_str(line).map_err(|e| format!("a child printed {line:?}: {e}"))?;
+        Ok(Outcome {
+            server_cpu_s,
+            ..outcome
+        })
+    }
+}
+
+pub(crate) fn figure(
+    name: impl Into<String>,
+    unit: &'static str,
+    (baseline, kubeplex): &(Vec<Outcome>, Vec<Outcome>),
+    f: impl Fn(&Outcome) -> f64,
+) -> Figure {
+    let b: Vec<f64> = baseline.iter().map(&f).collect();
+    let k: Vec<f64> = kubeplex.iter().map(&f).collect();
+    Figure::new(name, unit, &b, &k)
+}
+
+pub(crate) fn contexts(count: usize, clusters: usize) -> Vec<(String, String)> {
+    (0..count)
+        .map(|i| (format!("ctx-{i}"), CLUSTERS[i % clusters].to_owned()))
+        .collect()
+}
+
+pub(crate) fn progress(message: &str) {
+    eprintln!("[kubeplex-bench] {message}");
+}
+
+/// Creates namespace `name`; one that exists already is fine (a section may run after another).
+pub(crate) async fn create_namespace(client: &Client, name: &str) -> Result<(), String> {
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(format!("creating namespace {name}: {e}")),
+    }
+}

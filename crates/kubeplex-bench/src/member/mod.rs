@@ -1,0 +1,11 @@
+//! Sections `member_join` and `member_churn`: a fourth cluster joins the fleet by its kubeconfig Secret
+//! and leaves again, timed and checked for leaks.
+
+mod churn;
+mod cluster;
+mod fleet;
+mod join;
+
+pub(crate) use churn::run as churn;
+pub(crate) use cluster::{MemberCluster, MemberOptions};
+pub(crate) use join::run as join;

@@ -1,0 +1,8 @@
+//! What this process reads of itself and of others: live heap and RSS (the counting allocator every side
+//! runs under) and CPU time.
+
+mod alloc;
+mod cpu;
+
+pub(crate) use alloc::{Counting, live_bytes, rss_bytes};
+pub(crate) use cpu::{own_seconds, processes_seconds};
