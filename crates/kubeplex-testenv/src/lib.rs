@@ -18,27 +18,21 @@
 //! ```
 #![deny(missing_docs)]
 
+// The public API lives at the top; `control_plane` is the process plumbing under it.
 mod audit;
-mod audit_policy;
-mod binaries;
 mod builder;
-mod cluster;
+mod control_plane;
 mod env;
 mod error;
 mod kubeconfig;
-mod pki;
-mod port;
-mod process;
-mod progress;
 mod shared;
 mod tokens;
 mod watched;
 
-pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
 pub use builder::TestEnvBuilder;
+pub use control_plane::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS, NO_PERMISSIONS_USER};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::{Credential, set_user};
-pub use pki::NO_PERMISSIONS_USER;
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};
