@@ -6,6 +6,8 @@
 //! `KUBEBUILDER_ASSETS`). No controller manager runs: there is no garbage collection, namespaces stay
 //! `Terminating` after a delete, and Deployments create no Pods.
 //!
+//! The `kubeplex-testenv` command line (`up`, `build`) is built only with the feature `cli`.
+//!
 //! ```no_run
 //! # async fn demo() -> kubeplex_testenv::Result<()> {
 //! use kubeplex_testenv::TestEnv;
