@@ -27,6 +27,7 @@ mod control_plane;
 mod env;
 mod error;
 mod kubeconfig;
+mod polling;
 mod shared;
 mod tokens;
 mod watched;
@@ -36,5 +37,6 @@ pub use control_plane::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS, NO_PERMISSI
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::{Credential, set_user};
+pub use polling::{DEFAULT_POLL_INTERVAL, Observation, Polling, eventually, try_eventually};
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};
