@@ -8,11 +8,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::config::Kubeconfig;
 
-use crate::binaries::Binaries;
-use crate::cluster::Cluster;
-use crate::env::{DEFAULT_START_TIMEOUT, TestEnv, invalid_name_reason, make_env_dir};
+use crate::control_plane::{Binaries, Cluster, WorkDir};
+use crate::env::{DEFAULT_START_TIMEOUT, TestEnv, invalid_name_reason};
 use crate::error::{Error, Result};
-use crate::process;
 
 /// Configures and starts a [`TestEnv`].
 #[derive(Clone, Debug, Default)]
@@ -110,22 +108,21 @@ impl TestEnvBuilder {
         let binaries = tokio::task::spawn_blocking(Binaries::locate_or_build)
             .await
             .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
-        let dir = make_env_dir()?;
-        let dir_registration = process::remove_directory_at_exit(&dir);
+        let dir = WorkDir::create()?;
         let mut env = TestEnv {
             clusters: Vec::new(),
             kubeconfig: Kubeconfig::default(),
             kubeconfig_path: self
                 .kubeconfig_path
                 .clone()
-                .unwrap_or_else(|| dir.join("kubeconfig")),
+                .unwrap_or_else(|| dir.path().join("kubeconfig")),
             dir,
-            dir_registration,
             start_timeout: self.start_timeout.unwrap_or(DEFAULT_START_TIMEOUT),
             namespaces_made: AtomicU64::new(0),
         };
         for name in &self.clusters {
-            let cluster = Cluster::launch(name, &env.dir.join(name), &binaries, self.audit_log)?;
+            let cluster =
+                Cluster::launch(name, &env.dir.path().join(name), &binaries, self.audit_log)?;
             env.clusters.push((name.clone(), Mutex::new(cluster)));
         }
         env.kubeconfig = env.write_kubeconfig()?;

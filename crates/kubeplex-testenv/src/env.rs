@@ -12,10 +12,9 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::cluster::{Cluster, rand_u64};
-use crate::error::{Error, Result, io_error};
+use crate::control_plane::{Cluster, WorkDir};
+use crate::error::{Error, Result};
 use crate::kubeconfig::{self, ClusterEntry, Credential};
-use crate::process;
 
 /// How long `start` waits for every cluster by default; upstream's envtest needed 60 s under CI contention.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
@@ -28,8 +27,7 @@ pub struct TestEnv {
     pub(crate) clusters: Vec<(String, Mutex<Cluster>)>,
     pub(crate) kubeconfig: Kubeconfig,
     pub(crate) kubeconfig_path: PathBuf,
-    pub(crate) dir: PathBuf,
-    pub(crate) dir_registration: u64,
+    pub(crate) dir: WorkDir,
     pub(crate) start_timeout: Duration,
     pub(crate) namespaces_made: AtomicU64,
 }
@@ -244,10 +242,8 @@ impl TestEnv {
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
-        // Processes first: they hold files open in the directory.
+        // Processes first: they hold files open in the directory, which goes when `dir` is dropped.
         self.clusters.clear();
-        let _ = std::fs::remove_dir_all(&self.dir);
-        process::forget_directory(self.dir_registration);
     }
 }
 
@@ -300,41 +296,6 @@ pub(crate) fn invalid_name_reason(name: &str) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// A fresh directory `kubeplex-testenv.PID.RANDOM` in the temp dir; first removes those of dead processes
-/// (killed too hard to clean up after themselves).
-pub(crate) fn make_env_dir() -> Result<PathBuf> {
-    let tmp = std::env::temp_dir();
-    if let Ok(entries) = std::fs::read_dir(&tmp) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("kubeplex-testenv."))
-                .and_then(|rest| {
-                    rest.split('.')
-                        .next()
-                        .and_then(|pid| pid.parse::<libc::pid_t>().ok())
-                })
-            else {
-                continue;
-            };
-            // SAFETY: signal 0 only checks whether the process exists.
-            let dead = unsafe { libc::kill(pid, 0) } != 0
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-            if dead {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-    let dir = tmp.join(format!(
-        "kubeplex-testenv.{}.{:08x}",
-        std::process::id(),
-        rand_u64() as u32
-    ));
-    std::fs::create_dir_all(&dir).map_err(io_error(format!("creating {}", dir.display())))?;
-    Ok(dir)
 }
 
 #[cfg(test)]

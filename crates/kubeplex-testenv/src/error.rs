@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// An error of the test environment; each names the cluster it concerns.
+/// An error of the test environment; those about one cluster name it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -105,6 +105,16 @@ pub enum Error {
     NoAuditLog {
         /// The cluster.
         cluster: String,
+    },
+    /// A condition polled with [`try_eventually`](crate::try_eventually) did not hold in time.
+    #[error("{what}: not within {within:?}; last observed: {last}")]
+    NotEventually {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        within: Duration,
+        /// What the last run of the check saw instead.
+        last: String,
     },
     /// The shared environment failed to start in an earlier test of this binary.
     #[error("the shared test environment failed to start: {0}")]

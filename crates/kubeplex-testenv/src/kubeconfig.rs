@@ -5,7 +5,7 @@ use base64::engine::general_purpose::STANDARD;
 use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
-use crate::pki::ClusterPki;
+use crate::control_plane::ClusterPki;
 
 /// Which credentials a context carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -6,6 +6,8 @@
 //! `KUBEBUILDER_ASSETS`). No controller manager runs: there is no garbage collection, namespaces stay
 //! `Terminating` after a delete, and Deployments create no Pods.
 //!
+//! The `kubeplex-testenv` command line (`up`, `build`) is built only with the feature `cli`.
+//!
 //! ```no_run
 //! # async fn demo() -> kubeplex_testenv::Result<()> {
 //! use kubeplex_testenv::TestEnv;
@@ -18,27 +20,23 @@
 //! ```
 #![deny(missing_docs)]
 
+// The public API lives at the top; `control_plane` is the process plumbing under it.
 mod audit;
-mod audit_policy;
-mod binaries;
 mod builder;
-mod cluster;
+mod control_plane;
 mod env;
 mod error;
 mod kubeconfig;
-mod pki;
-mod port;
-mod process;
-mod progress;
+mod polling;
 mod shared;
 mod tokens;
 mod watched;
 
-pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
 pub use builder::TestEnvBuilder;
+pub use control_plane::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS, NO_PERMISSIONS_USER};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::{Credential, set_user};
-pub use pki::NO_PERMISSIONS_USER;
+pub use polling::{DEFAULT_POLL_INTERVAL, Observation, Polling, eventually, try_eventually};
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kubeplex::prelude::*;
 use kubeplex::{LeaderElection, Manager};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
 use support::{Fleet, Recorder, WAIT, create_namespace, probe, put_config_map, wait_started};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| TestEnv::builder().clusters(["control"]));
@@ -67,15 +67,6 @@ async fn holder(env: &TestEnv) -> Option<String> {
     lease.spec?.holder_identity
 }
 
-/// Polls `done` every 100 ms; panics with `what` after [`WAIT`].
-async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
     let env = CLUSTERS.get().await.unwrap();
@@ -84,7 +75,7 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
 
     let (first, second) = (Elected::default(), Elected::default());
     let a = replica(env, "replica-a", first.clone()).await;
-    until("replica-a holds the Lease", async || {
+    eventually("replica-a holds the Lease", WAIT, async || {
         holder(env).await.as_deref() == Some("replica-a")
     })
     .await;
@@ -115,7 +106,7 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
     // Hand the Lease over: the leader gives it up on shutdown, the standby reconciles what is cached at once
     // (without waiting for the Lease to expire) and what changes next.
     a.shutdown().await;
-    until("replica-b holds the Lease", async || {
+    eventually("replica-b holds the Lease", WAIT, async || {
         holder(env).await.as_deref() == Some("replica-b")
     })
     .await;

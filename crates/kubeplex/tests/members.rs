@@ -17,7 +17,7 @@ use kube::api::{Api, PostParams};
 use kube::config::KubeConfigOptions;
 use kubeplex::prelude::*;
 use kubeplex::{LeavePolicy, Manager, Members};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
 use spread::{APPS, Spread, SpreadSpec, child, create_spread, prepare, spreader, wait_child};
 use support::{Fleet, WAIT, create_namespace, probe, reasons, wait_context_status, wait_started};
 
@@ -81,22 +81,20 @@ async fn wait_cluster_state(
     state: Option<&str>,
 ) {
     let api: Api<Spread> = Api::namespaced(env.client("control").await.unwrap(), namespace);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let what = format!("{cluster} {state:?} in {name}'s status");
+    eventually(what, WAIT, async || {
         let status = api.get(name).await.unwrap().status;
         let clusters = status.as_ref().map(|s| &s.fleet.clusters);
         let now = clusters
             .and_then(|c| c.get(cluster))
             .map(|c| c.state.as_str());
         if now == state {
-            return;
+            Ok(())
+        } else {
+            Err(format!("{status:#?}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{cluster} never became {state:?} in {name}'s status: {status:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 /// The text of `/metrics`.
@@ -237,21 +235,18 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
     members.add("cluster-c", cluster_c(env).await).await;
     // Reconciled as cluster-c's: its child beside it, its status written there.
     wait_child(env, "cluster-c", "remote-local", true).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    eventually("a Ready status in cluster-c", WAIT, async || {
         let status = api.get("remote").await.unwrap().status;
         let ready = status
             .as_ref()
             .and_then(|s| s.fleet.clusters.get("cluster-c"));
         if ready.is_some_and(|c| c.state == kubeplex::ClusterState::Ready) {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{status:#?}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no status in cluster-c: {status:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     let seen = seen.lock().unwrap().clone();
     assert!(seen.contains(&"member cluster-c".to_owned()), "{seen:?}");
     assert!(seen.contains(&"context control".to_owned()), "{seen:?}");

@@ -14,7 +14,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::{Context, Manager};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
 use parent::{ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters};
 use support::{WAIT, create_namespace, wait_started};
 use wait::{condition, create_parent, wait_child, wait_parent};
@@ -184,30 +184,25 @@ async fn a_child_whose_name_is_taken_is_a_conflict_and_is_left_alone() {
 
     // And the parent has an Event saying so.
     let events: Api<Event> = Api::namespaced(control.clone(), "conflicts");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
+    let event = eventually("a ChildConflict event", polling, async || {
         let list = events.list(&ListParams::default()).await.unwrap();
         let conflict = list.items.iter().find(|e| {
             e.reason.as_deref() == Some("ChildConflict")
                 && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("second")
         });
-        if let Some(event) = conflict {
-            assert!(
-                event
-                    .note
-                    .as_deref()
-                    .unwrap_or_default()
-                    .contains("conflicts-theirs")
-            );
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no ChildConflict event: {:#?}",
-            list.items
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        conflict
+            .cloned()
+            .ok_or_else(|| format!("{:#?}", list.items))
+    })
+    .await;
+    assert!(
+        event
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains("conflicts-theirs")
+    );
     running.shutdown().await;
 }
 

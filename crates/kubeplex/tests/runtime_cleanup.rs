@@ -156,22 +156,8 @@ async fn children_of(cluster_a: kube::Client, owner: &Owner) -> Vec<String> {
 }
 
 /// Polls `check` until it returns `Ok`; panics with its last complaint after [`WAIT`].
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(()) => return,
-            Err(complaint) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "{what}: {complaint}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn eventually(what: &str, check: impl AsyncFnMut() -> Result<(), String>) {
+    kubeplex_testenv::eventually(what, WAIT, check).await;
 }
 
 /// Creates the Owner `name` in `namespace` wanting `children`, and waits until they all exist.

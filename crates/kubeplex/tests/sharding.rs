@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kubeplex::prelude::*;
 use kubeplex::{Manager, Sharding};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
 use support::{Fleet, Recorder, WAIT, create_namespace, probe, put_config_map, wait_started};
 
 #[path = "sharding/by_context.rs"]
@@ -156,8 +156,9 @@ async fn round(env: &TestEnv, value: &str) -> BTreeMap<String, String> {
         put_config_map(&control, NAMESPACE, &format!("parent-{i}"), value).await;
     }
     let api: Api<ConfigMap> = Api::namespaced(control, NAMESPACE);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let what = format!("every parent marked with {value}");
+    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
+    eventually(what, polling, async || {
         let mut marked = BTreeMap::new();
         for object in api.list(&Default::default()).await.unwrap() {
             let mark = object
@@ -172,15 +173,12 @@ async fn round(env: &TestEnv, value: &str) -> BTreeMap<String, String> {
             }
         }
         if marked.len() == PARENTS {
-            return marked;
+            Ok(marked)
+        } else {
+            Err(format!("only {} of {PARENTS}: {marked:?}", marked.len()))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "only {} of {PARENTS} parents were marked with {value}: {marked:?}",
-            marked.len()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await
 }
 
 /// The parents `replica` reconciled with `value`.

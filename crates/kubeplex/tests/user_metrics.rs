@@ -9,12 +9,11 @@ mod support;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::prometheus_client::metrics::counter::Counter;
 use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{TestEnv, eventually};
 use support::{Fleet, WAIT, create_namespace, put_config_map, wait_started};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -103,20 +102,19 @@ async fn a_registered_metric_is_served_with_kubeplexs_own() {
         r#"context="cluster-a""#,
         r#"result="success""#,
     ];
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let body = loop {
+    let body = eventually("two apps deployed and reconciled", WAIT, async || {
         let body = scrape(address).await;
         let mine = sample(&body, "myapp_deployed_total", &[]);
         let kubeplexs = sample(&body, "controller_runtime_reconcile_total", &reconciles);
         if mine == Some(2.0) && kubeplexs == Some(2.0) {
-            break body;
+            Ok(body)
+        } else {
+            Err(format!(
+                "myapp_deployed_total {mine:?}, reconciles {kubeplexs:?}:\n{body}"
+            ))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "myapp_deployed_total {mine:?}, reconciles {kubeplexs:?}:\n{body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    })
+    .await;
     assert!(
         body.contains("# HELP myapp_deployed Apps deployed.\n# TYPE myapp_deployed counter\n"),
         "{body}"

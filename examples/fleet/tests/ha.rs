@@ -16,7 +16,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use kubeplex::Context as _;
 use kubeplex_fleet::{AppDeployment, Fleet};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
 #[path = "ha/audit.rs"]
 mod audit;
@@ -388,19 +388,18 @@ async fn a_leader_cut_off_from_the_control_cluster_stops_writing_to_the_children
     );
     // Its Lease requests hang in the black hole; each attempt is bounded, so it knows it no longer leads:
     // its probe says so and its controllers stop.
-    let stepped_down = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match cut_off.role().await {
-            Some((role, _)) if role == "standby" => break,
-            other => {
-                assert!(
-                    tokio::time::Instant::now() < stepped_down,
-                    "cut-1 cut off from control still says {other:?}\n{}",
-                    cut_off.log()
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
+    let polling = Polling::within(Duration::from_secs(30)).every(Duration::from_millis(500));
+    let stepped_down = try_eventually(
+        "cut-1 cut off from control standing by",
+        polling,
+        async || match cut_off.role().await {
+            Some((role, _)) if role == "standby" => Ok(()),
+            other => Err(format!("it still says {other:?}")),
+        },
+    )
+    .await;
+    if let Err(timeout) = stepped_down {
+        panic!("{timeout}\n{}", cut_off.log());
     }
     eprintln!(
         "cut-1 cut off from control: {} writes before its deadline {deadline}, none after; standby now",

@@ -9,9 +9,14 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use kubeplex::Manager;
 use kubeplex_fleet::{AppDeployer, AppDeployment, AppDeploymentSpec, CRD_NAMESPACE};
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{Polling, TestEnv, eventually};
 
 const WAIT: Duration = Duration::from_secs(60);
+
+/// Within [`WAIT`], every 200 ms.
+fn polling() -> Polling {
+    Polling::within(WAIT).every(Duration::from_millis(200))
+}
 
 fn spec(image: &str, replicas: i32, namespaces: &[&str]) -> AppDeploymentSpec {
     AppDeploymentSpec {
@@ -119,19 +124,14 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
                 .cloned()
         })
     };
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let failed = loop {
+    let failed = eventually("Ready=False", polling(), async || {
         let app = api.get("invalid").await.unwrap();
-        if let Some(condition) = ready(&app).filter(|c| c.status == "False") {
-            break (app, condition);
+        match ready(&app).filter(|c| c.status == "False") {
+            Some(condition) => Ok((app, condition)),
+            None => Err(format!("{:?}", app.status)),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no Ready=False: {:?}",
-            app.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    })
+    .await;
     let (app, condition) = failed;
     assert_eq!(condition.reason, "ReconcileFailed");
     assert_eq!(
@@ -180,18 +180,13 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     api.patch("invalid", &PatchParams::default(), &Patch::Merge(&fixed))
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    eventually("Ready", polling(), async || {
         let app = api.get("invalid").await.unwrap();
-        if ready(&app).is_some_and(|c| c.status == "True") {
-            break;
+        match ready(&app).is_some_and(|c| c.status == "True") {
+            true => Ok(()),
+            false => Err(format!("{:?}", app.status)),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never Ready: {:?}",
-            app.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     running.shutdown().await;
 }

@@ -13,6 +13,7 @@ use kube::api::{Api, DeleteParams};
 use kubeplex::Manager;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CRD_NAMESPACE};
+use kubeplex_testenv::Polling;
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
 use support::{WAIT, clusters};
 
@@ -80,17 +81,12 @@ async fn eventually(
     what: &str,
     check: impl Fn(&Exposition) -> Result<(), String>,
 ) -> Exposition {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let polling = Polling::within(WAIT).every(Duration::from_millis(250));
+    kubeplex_testenv::eventually(what, polling, async || {
         let metrics = scrape(address).await;
-        match check(&metrics) {
-            Ok(()) => return metrics,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!("{what}: {complaint}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
+        check(&metrics).map(|()| metrics)
+    })
+    .await
 }
 
 fn expect(

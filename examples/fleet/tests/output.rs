@@ -16,7 +16,7 @@ use kube::api::Api;
 use kubeplex::Context as _;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{Polling, TestEnv, eventually};
 use support::{WAIT, clusters};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
@@ -80,21 +80,15 @@ async fn wait_for_deployment(env: &TestEnv, cluster: Fleet, name: &str, image: &
         env.client(cluster.name()).await.unwrap(),
         CHILD_NAMESPACES[0],
     );
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let what = format!("a Deployment {name} with {image} in {cluster}");
+    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
+    eventually(what, polling, async || {
         let current = api.get_opt(name).await.unwrap();
-        let has = current
+        current
             .and_then(|d| d.spec.template.spec?.containers.into_iter().next()?.image)
-            .is_some_and(|i| i == image);
-        if has {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no Deployment {name} with {image} in {cluster}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            .is_some_and(|i| i == image)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -13,7 +13,7 @@ use kubeplex::{ClusterState, Context};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
-use support::{WAIT, audited_clusters, operator};
+use support::{WAIT, audited_clusters, eventually, operator};
 
 const NAME: &str = "steady";
 /// Reconciles that change nothing.
@@ -95,8 +95,8 @@ async fn reconcile_once(env: &TestEnv, apps: &Api<AppDeployment>, mark: &str) {
 
 /// Waits until the parent is Ready in both clusters with `children` children each, at its generation.
 async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let what = format!("Ready with {children} children per cluster");
+    eventually(&what, async || {
         let app = apps.get(NAME).await.unwrap();
         let fleet = app.status.as_ref().map(|s| &s.fleet);
         let ready = fleet.is_some_and(|f| {
@@ -111,15 +111,12 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
             })
         });
         if ready {
-            return app;
+            Ok(app)
+        } else {
+            Err(format!("{:#?}", app.status))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not Ready with {children} children per cluster: {:#?}",
-            app.status
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]

@@ -4,8 +4,6 @@
 //! clusters and nothing else.
 #![allow(dead_code)] // Each test binary uses a different part.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResource, ResourceExt};
@@ -111,18 +109,8 @@ pub async fn set_value(env: &TestEnv, namespace: &str, name: &str, value: &str) 
 }
 
 /// Polls `check` until it returns `Ok`; fails with `what` and its last complaint after [`WAIT`].
-pub async fn wait_until(what: &str, mut check: impl AsyncFnMut() -> Result<(), String>) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(()) => return,
-            Err(last) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}: {last}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+pub async fn wait_until(what: &str, check: impl AsyncFnMut() -> Result<(), String>) {
+    kubeplex_testenv::eventually(what, WAIT, check).await;
 }
 
 /// The children in `cluster`'s namespace `apps`.

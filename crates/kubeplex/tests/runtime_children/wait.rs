@@ -5,6 +5,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
 use kube::api::{Api, PostParams};
+use kubeplex_testenv::{Polling, eventually};
 
 use super::parent::{Parent, ParentSpec};
 use super::support::{WAIT, create_namespace};
@@ -31,19 +32,20 @@ pub async fn wait_parent(
     done: impl Fn(&Parent) -> bool,
 ) -> Parent {
     let api: Api<Parent> = Api::namespaced(client.clone(), namespace);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    eventually(what, polling(), async || {
         let parent = api.get(name).await.unwrap();
         if done(&parent) {
-            return parent;
+            Ok(parent)
+        } else {
+            Err(format!("{:#?}", parent.status))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}: {:#?}",
-            parent.status
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await
+}
+
+/// Within [`WAIT`], every 200 ms.
+fn polling() -> Polling {
+    Polling::within(WAIT).every(Duration::from_millis(200))
 }
 
 pub fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Condition> {
@@ -57,17 +59,9 @@ pub fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Co
 }
 
 pub async fn wait_child(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(child) = api.get_opt(name).await.unwrap()
-            && child.meta().deletion_timestamp.is_none()
-        {
-            return child;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "child {name} never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually(format!("child {name} appearing"), polling(), async || {
+        let child = api.get_opt(name).await.unwrap();
+        child.filter(|child| child.meta().deletion_timestamp.is_none())
+    })
+    .await
 }

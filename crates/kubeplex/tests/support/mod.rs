@@ -9,6 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kubeplex_testenv::{Polling, eventually};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 kubeplex::contexts! {
@@ -63,18 +64,16 @@ impl Recorder {
 
     /// Waits until `done` holds for the reconciles seen so far; panics with what was seen after `timeout`.
     pub async fn wait_for(&self, what: &str, timeout: Duration, done: impl Fn(&[Seen]) -> bool) {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if done(&self.all()) {
-                return;
+        let polling = Polling::within(timeout).every(Duration::from_millis(50));
+        eventually(what, polling, async || {
+            let seen = self.all();
+            if done(&seen) {
+                Ok(())
+            } else {
+                Err(format!("seen: {seen:#?}"))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; seen: {:#?}",
-                self.all()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await;
     }
 
     /// The distinct (context, namespace, name) triples seen.
@@ -146,18 +145,15 @@ pub async fn probe_until(
     status: u16,
     timeout: Duration,
 ) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let (code, body) = probe(address, path).await;
-        if code == status {
-            return body;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path} still answers {code}, not {status}: {body:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        format!("{path} answering {status}"),
+        timeout,
+        async || match probe(address, path).await {
+            (code, body) if code == status => Ok(body),
+            (code, body) => Err(format!("{path} still answers {code}: {body:#}")),
+        },
+    )
+    .await
 }
 
 /// The reasons a probe body gives for `context`, joined.
@@ -181,16 +177,14 @@ pub async fn wait_context_status(
     context: &str,
     status: &str,
 ) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let what = format!("{context} {status} in {path}");
+    eventually(what, WAIT, async || {
         let body = probe(address, path).await.1;
         if body["contexts"][context]["status"] == status {
-            return body;
+            Ok(body)
+        } else {
+            Err(format!("{body:#}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{context} never became {status} in {path}: {body:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }

@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{Polling, TestEnv, try_eventually};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
@@ -164,19 +164,11 @@ pub async fn until<T>(
     what: &str,
     within: Duration,
     replicas: &[&Replica],
-    mut check: impl AsyncFnMut() -> Result<T, String>,
+    check: impl AsyncFnMut() -> Result<T, String>,
 ) -> T {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!(
-                    "{what} (not within {within:?}): {complaint}\n{}",
-                    logs(replicas)
-                )
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+    let polling = Polling::within(within).every(Duration::from_millis(200));
+    match try_eventually(what, polling, check).await {
+        Ok(value) => value,
+        Err(timeout) => panic!("{timeout}\n{}", logs(replicas)),
     }
 }

@@ -2,7 +2,6 @@
 //! the test clusters, in force, and a ServiceAccount token per cluster.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{Polling, TestEnv};
 use serde_json::{Value, json};
 
 /// How long anything the clusters do may take.
@@ -274,30 +273,19 @@ pub async fn token_kubeconfig(env: &TestEnv, tokens: &[(&'static str, String)]) 
 }
 
 /// Polls `check` until it returns `Ok`; panics with `what` and its last complaint after [`WAIT`].
-pub async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
+pub async fn eventually(what: &str, check: impl AsyncFnMut() -> Result<(), String>) {
     if let Err(message) = try_eventually(what, check).await {
         panic!("{message}");
     }
 }
 
 /// Polls `check` until it returns `Ok`; after [`WAIT`], `what` and its last complaint.
-pub async fn try_eventually<F, Fut>(what: &str, mut check: F) -> Result<(), String>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(()) => return Ok(()),
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                return Err(format!("{what}: {complaint}"));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+pub async fn try_eventually(
+    what: &str,
+    check: impl AsyncFnMut() -> Result<(), String>,
+) -> Result<(), String> {
+    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
+    kubeplex_testenv::try_eventually(what, polling, check)
+        .await
+        .map_err(|timeout| timeout.to_string())
 }

@@ -2,7 +2,6 @@
 //! process, and polling until a condition holds.
 #![allow(dead_code)] // Each test binary uses a different part.
 
-use std::future::Future;
 use std::time::Duration;
 
 use kubeplex::{Manager, Running};
@@ -45,19 +44,6 @@ pub async fn operator(env: &TestEnv, ping: Option<Duration>) -> Running {
 }
 
 /// Polls `check` until it returns `Ok`; panics with its last complaint after [`WAIT`].
-pub async fn eventually<F, Fut, T>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(complaint) if tokio::time::Instant::now() > deadline => {
-                panic!("{what}: {complaint}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+pub async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
+    kubeplex_testenv::eventually(what, WAIT, check).await
 }

@@ -20,20 +20,20 @@ pub(crate) struct ClusterPki {
     /// The CA that signed the serving certificate and the client certificates.
     pub(crate) ca: CertifiedKey,
     /// The API server's serving certificate, for 127.0.0.1 and localhost.
-    pub(crate) serving: CertifiedKey,
+    pub(super) serving: CertifiedKey,
     /// `admin` in group `system:masters`: may do everything.
     pub(crate) admin: CertifiedKey,
     /// `kubeplex-testenv:no-permissions`: authenticates, but no RBAC rule grants it anything (403).
     pub(crate) no_permissions: CertifiedKey,
     /// The key service-account tokens are signed with (the API server insists on one).
-    pub(crate) service_account_key: CertifiedKey,
+    pub(super) service_account_key: CertifiedKey,
 }
 
 /// The user name the no-permission credential authenticates as.
 pub const NO_PERMISSIONS_USER: &str = "kubeplex-testenv:no-permissions";
 
 impl ClusterPki {
-    pub(crate) fn generate(cluster: &str) -> Result<Self> {
+    pub(super) fn generate(cluster: &str) -> Result<Self> {
         let pki = |e: rcgen::Error| Error::Pki(format!("cluster {cluster}: {e}"));
         let ca_key = KeyPair::generate().map_err(pki)?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(pki)?;

@@ -8,7 +8,7 @@ use std::io::{self, IsTerminal as _, Write};
 use std::time::{Duration, Instant};
 
 /// How long a cold build of both programs usually takes, for the first message.
-pub(crate) const USUAL_BUILD_TIME: &str =
+pub(super) const USUAL_BUILD_TIME: &str =
     "8-15 minutes on 2 cores with empty Go caches, less with more cores";
 
 /// Without a terminal, a progress line at least this often (besides one per tenth of the packages).
@@ -28,7 +28,7 @@ enum Phase {
 }
 
 /// The progress of building one program, reported to `out` (stderr).
-pub(crate) struct Progress<W = io::Stderr> {
+pub(super) struct Progress<W = io::Stderr> {
     out: W,
     /// Redraw one status line in place (a terminal) instead of printing lines.
     in_place: bool,
@@ -46,14 +46,14 @@ pub(crate) struct Progress<W = io::Stderr> {
 
 impl Progress {
     /// Progress of the program `label` (e.g. `[1/2] kube-apiserver`) on stderr.
-    pub(crate) fn stderr(label: impl Into<String>) -> Self {
+    pub(super) fn stderr(label: impl Into<String>) -> Self {
         let in_place = io::stderr().is_terminal();
         Self::new(io::stderr(), in_place, label.into())
     }
 }
 
 /// Prints one message line on stderr.
-pub(crate) fn say(message: &str) {
+pub(super) fn say(message: &str) {
     let _ = writeln!(io::stderr(), "{PREFIX}{message}");
 }
 
@@ -77,7 +77,7 @@ impl<W: Write> Progress<W> {
     }
 
     /// Resolving is over; `total` packages (if known) are to be compiled.
-    pub(crate) fn compiling(&mut self, total: Option<usize>) {
+    pub(super) fn compiling(&mut self, total: Option<usize>) {
         self.phase = Phase::Compiling { total };
         match total {
             Some(total) => self.line(&format_args!("compiling {} ...", packages(total))),
@@ -87,7 +87,7 @@ impl<W: Write> Progress<W> {
 
     /// Takes one line of the go command's stderr; returns whether it was progress (a compiled package or
     /// a download) rather than a message worth keeping for an error report.
-    pub(crate) fn go_output(&mut self, line: &str) -> bool {
+    pub(super) fn go_output(&mut self, line: &str) -> bool {
         if line.starts_with("go: downloading ") {
             self.downloaded += 1;
             return true;
@@ -111,7 +111,7 @@ impl<W: Write> Progress<W> {
     }
 
     /// Called about every second: reports the elapsed time even when the go command is quiet.
-    pub(crate) fn tick(&mut self) {
+    pub(super) fn tick(&mut self) {
         let interval = if self.in_place {
             REDRAW_INTERVAL
         } else {
@@ -123,7 +123,7 @@ impl<W: Write> Progress<W> {
     }
 
     /// The program is built.
-    pub(crate) fn done(&mut self) {
+    pub(super) fn done(&mut self) {
         let elapsed = self.started.elapsed();
         self.line(&format_args!("built in {}", minutes(elapsed)));
     }
@@ -181,7 +181,7 @@ fn packages(count: usize) -> String {
 }
 
 /// `7m05s`, or `42s` under a minute.
-pub(crate) fn minutes(elapsed: Duration) -> String {
+pub(super) fn minutes(elapsed: Duration) -> String {
     let seconds = elapsed.as_secs();
     if seconds < 60 {
         format!("{seconds}s")

@@ -4,11 +4,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::binaries::Binaries;
+use super::audit_policy;
+use super::binaries::Binaries;
+use super::pki::ClusterPki;
+use super::process::{self, Process};
+use super::reserved_port::ReservedPort;
 use crate::error::{Error, Result, io_error};
-use crate::pki::ClusterPki;
-use crate::port::ReservedPort;
-use crate::process::Process;
 
 /// Lines of a process's log quoted in an error.
 const LOG_TAIL_LINES: usize = 30;
@@ -56,7 +57,7 @@ impl Cluster {
             fs::write(&path, content).map_err(io_error(format!("writing {}", path.display())))?;
         }
         let audit_log = if audit_log {
-            Some(crate::audit_policy::write_policy(dir)?)
+            Some(audit_policy::write_policy(dir)?)
         } else {
             None
         };
@@ -157,7 +158,7 @@ impl Cluster {
             cluster: self.name.clone(),
             program,
             problem,
-            log_tail: crate::process::log_tail(&log, LOG_TAIL_LINES),
+            log_tail: process::log_tail(&log, LOG_TAIL_LINES),
         }
     }
 
@@ -190,7 +191,7 @@ impl Cluster {
                 self.etcd_client_port.port()
             ))
             .arg("--bind-address=127.0.0.1")
-            // The port is reserved by a socket of ours (see `port`): share it instead of failing to bind.
+            // A socket of ours reserves the port (`reserved_port.rs`): share it instead of failing to bind.
             .arg("--permit-port-sharing=true")
             .arg("--advertise-address=127.0.0.1")
             .arg(format!("--secure-port={port}"))
@@ -229,7 +230,7 @@ impl Cluster {
             .arg("--disable-admission-plugins=ServiceAccount")
             .arg("--endpoint-reconciler-type=none");
         if let Some(log) = &self.audit_log {
-            command.args(crate::audit_policy::apiserver_flags(dir, log));
+            command.args(audit_policy::apiserver_flags(dir, log));
         }
         command
     }
@@ -247,7 +248,7 @@ fn etcd_command(binaries: &Binaries, dir: &Path, client_port: u16, peer_port: u1
         .arg(format!("--listen-peer-urls={peer}"))
         .arg(format!("--initial-advertise-peer-urls={peer}"))
         .arg(format!("--initial-cluster=default={peer}"))
-        // Both ports are reserved by sockets of ours (see `port`): share them instead of failing to bind.
+        // Sockets of ours reserve both ports (`reserved_port.rs`): share them instead of failing to bind.
         .arg("--socket-reuse-port=true")
         // Test data need not survive a power cut; skipping fsync makes writes fast.
         .arg("--unsafe-no-fsync")
@@ -262,7 +263,7 @@ fn spawn(cluster: &str, program: &'static str, command: Command, dir: &Path) -> 
 }
 
 /// A random number for names and tokens, from the kernel.
-pub(crate) fn rand_u64() -> u64 {
+pub(super) fn rand_u64() -> u64 {
     let mut bytes = [0u8; 8];
     // SAFETY: getrandom(2) writes at most `bytes.len()` bytes into the buffer.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };

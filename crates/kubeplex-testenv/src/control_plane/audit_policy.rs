@@ -1,5 +1,5 @@
-//! The audit policy and kube-apiserver flags of a cluster that writes an audit log (see `audit.rs` for
-//! reading it).
+//! The audit policy and kube-apiserver flags of a cluster that writes an audit log (the crate's
+//! `audit.rs` reads it).
 
 use std::path::{Path, PathBuf};
 
@@ -16,14 +16,14 @@ const POLICY: &str = r#"{
 "#;
 
 /// Writes the audit policy into the cluster's directory; returns where the log will be.
-pub(crate) fn write_policy(dir: &Path) -> Result<PathBuf> {
+pub(super) fn write_policy(dir: &Path) -> Result<PathBuf> {
     let policy = dir.join("audit-policy.json");
     std::fs::write(&policy, POLICY).map_err(io_error(format!("writing {}", policy.display())))?;
     Ok(dir.join("audit.log"))
 }
 
 /// The kube-apiserver flags that write the log to `log` with the policy [`write_policy`] wrote into `dir`.
-pub(crate) fn apiserver_flags(dir: &Path, log: &Path) -> Vec<String> {
+pub(super) fn apiserver_flags(dir: &Path, log: &Path) -> Vec<String> {
     vec![
         format!(
             "--audit-policy-file={}",

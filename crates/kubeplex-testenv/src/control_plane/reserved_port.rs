@@ -17,14 +17,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// A loopback port reserved until this is dropped.
 #[derive(Debug)]
-pub(crate) struct ReservedPort {
+pub(super) struct ReservedPort {
     _socket: OwnedFd,
     port: u16,
 }
 
 impl ReservedPort {
     /// Reserves a free port on 127.0.0.1 chosen by the kernel.
-    pub(crate) fn new() -> io::Result<Self> {
+    pub(super) fn new() -> io::Result<Self> {
         let socket = port_sharing_socket()?;
         bind(&socket, 0)?;
         let mut address = loopback(0);
@@ -47,7 +47,7 @@ impl ReservedPort {
     }
 
     /// The port number.
-    pub(crate) fn port(&self) -> u16 {
+    pub(super) fn port(&self) -> u16 {
         self.port
     }
 }

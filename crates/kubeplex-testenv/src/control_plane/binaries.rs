@@ -1,0 +1,167 @@
+//! The two upstream programs a cluster runs: found in `KUBEBUILDER_ASSETS`, in the cache, or built from Go
+//! modules (`go_build.rs`) into the cache.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::go_build::build_into;
+use super::progress::{self, USUAL_BUILD_TIME};
+use crate::error::{Error, Result};
+
+/// The Go module that pins k8s.io/kubernetes and etcd; its versions are the single source of truth.
+const GO_MOD: &str = include_str!("../../assets/go.mod");
+
+/// Where a directory of ready-made binaries can be named (controller-runtime's setup-envtest layout).
+pub const KUBEBUILDER_ASSETS: &str = "KUBEBUILDER_ASSETS";
+/// Overrides the cache directory the binaries are built into.
+pub const CACHE_DIR_VAR: &str = "KUBEPLEX_TESTENV_CACHE";
+
+/// The `kube-apiserver` and `etcd` programs, ready to run.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// The directory holding both programs.
+    pub dir: PathBuf,
+    /// Path of `kube-apiserver`.
+    pub kube_apiserver: PathBuf,
+    /// Path of `etcd`.
+    pub etcd: PathBuf,
+}
+
+impl Binaries {
+    /// The Kubernetes version the Go module pins, e.g. `v1.37.2`.
+    pub fn kubernetes_version() -> &'static str {
+        module_version("k8s.io/kubernetes")
+    }
+
+    /// The etcd version the Go module pins, e.g. `v3.7.0`.
+    pub fn etcd_version() -> &'static str {
+        module_version("go.etcd.io/etcd/server/v3")
+    }
+
+    /// Uses `KUBEBUILDER_ASSETS` when it names a directory with both programs, else the cache, building
+    /// into it first when the programs are not there yet (minutes on a cold machine; Go caches the rest).
+    pub fn locate_or_build() -> Result<Self> {
+        if let Some(dir) = std::env::var_os(KUBEBUILDER_ASSETS) {
+            let found = Self::in_dir(PathBuf::from(dir));
+            return if found.complete() {
+                Ok(found)
+            } else {
+                Err(Error::Binaries(format!(
+                    "{KUBEBUILDER_ASSETS}={} does not hold both kube-apiserver and etcd",
+                    found.dir.display()
+                )))
+            };
+        }
+        let cached = Self::in_dir(cache_dir()?);
+        if cached.complete() {
+            return Ok(cached);
+        }
+        fs::create_dir_all(&cached.dir).map_err(|e| build_error(&cached.dir, e))?;
+        // Another test binary may be building the same cache: the lock makes the second one wait and reuse it.
+        let _lock = lock(&cached.dir.join(".lock"), || {
+            progress::say(&format!(
+                "waiting for another process that is building kube-apiserver and etcd into {} \
+                 (first run only; usually {USUAL_BUILD_TIME})",
+                cached.dir.display()
+            ));
+        })
+        .map_err(|e| build_error(&cached.dir, e))?;
+        if !cached.complete() {
+            build_into(&cached)?;
+        }
+        Ok(cached)
+    }
+
+    fn in_dir(dir: PathBuf) -> Self {
+        Self {
+            kube_apiserver: dir.join("kube-apiserver"),
+            etcd: dir.join("etcd"),
+            dir,
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.kube_apiserver.is_file() && self.etcd.is_file()
+    }
+}
+
+/// `$KUBEPLEX_TESTENV_CACHE`, else `$XDG_CACHE_HOME/kubeplex-testenv`, else `~/.cache/kubeplex-testenv`;
+/// then one directory per pinned version pair, so a version bump never reuses stale programs. The cache
+/// lives outside the checkout so that fresh clones (CI) reuse it.
+fn cache_dir() -> Result<PathBuf> {
+    let root = if let Some(dir) = std::env::var_os(CACHE_DIR_VAR) {
+        PathBuf::from(dir)
+    } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        PathBuf::from(dir).join("kubeplex-testenv")
+    } else if let Some(home) = std::env::var_os("HOME") {
+        PathBuf::from(home).join(".cache/kubeplex-testenv")
+    } else {
+        return Err(Error::Binaries(format!(
+            "no cache directory: set {CACHE_DIR_VAR} or HOME"
+        )));
+    };
+    Ok(root.join(format!(
+        "kubernetes-{}-etcd-{}",
+        Binaries::kubernetes_version(),
+        Binaries::etcd_version()
+    )))
+}
+
+fn module_version(module: &str) -> &'static str {
+    GO_MOD
+        .lines()
+        .map(str::trim)
+        .find_map(|line| {
+            let rest = line
+                .strip_prefix(module)?
+                .strip_prefix(char::is_whitespace)?;
+            rest.split_whitespace()
+                .next()
+                .filter(|v| v.starts_with('v'))
+        })
+        .unwrap_or_else(|| panic!("assets/go.mod does not require {module}"))
+}
+
+/// Takes an exclusive lock on `path`, calling `waiting` first if someone else holds it.
+fn lock(path: &Path, waiting: impl FnOnce()) -> io::Result<File> {
+    let file = File::create(path)?;
+    // SAFETY: flock on a descriptor we own; the lock is released when `file` is closed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(file);
+    }
+    let error = io::Error::last_os_error();
+    if error.kind() != io::ErrorKind::WouldBlock {
+        return Err(error);
+    }
+    waiting();
+    // SAFETY: as above, now waiting for the holder to finish.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+pub(super) fn build_error(path: &Path, error: io::Error) -> Error {
+    Error::Binaries(format!("{}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_come_from_the_go_module() {
+        assert!(
+            Binaries::kubernetes_version().starts_with("v1."),
+            "{}",
+            Binaries::kubernetes_version()
+        );
+        assert!(
+            Binaries::etcd_version().starts_with("v3."),
+            "{}",
+            Binaries::etcd_version()
+        );
+    }
+}
