@@ -14,6 +14,8 @@ use futures::future::BoxFuture;
 use hyper::http::{Method, Request};
 use tower::{Layer, Service};
 
+use crate::core::Fenced;
+
 /// Who holds the lease, as this replica last saw it. Without leader election: this replica, always.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Role {
@@ -39,11 +41,6 @@ const NOT_THE_LEADER: &str =
 /// What a write refused by a shard's fence is told.
 pub(crate) const NOT_THE_SHARD_OWNER: &str = "not the owner of this parent's shard: its Lease moved to another replica or was not \
      renewed in time, so this replica writes nothing for it";
-
-/// Why a write was refused.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(super) struct Fenced(&'static str);
 
 /// Whether this replica may write now. Without leader election the fence is always open.
 #[derive(Clone, Default)]

@@ -3,67 +3,111 @@
 //! server's certificate is not trusted (`untrusted server`), or the server refused our client certificate
 //! (`client certificate rejected`).
 
+use std::error::Error as StdError;
+use std::io;
+
+use rustls::AlertDescription;
+
 use super::error::chain;
+
+/// A write refused by this replica's fence (leader election or a shard's Lease): the replica is not the
+/// writer any more, which is neither a transport failure nor the cluster's answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Fenced(pub(crate) &'static str);
+
+/// Every error in `error`'s chain, itself first. An `io::Error` wrapping another error (how tokio-rustls
+/// and hyper pass TLS and connect failures on) is followed into what it wraps, which its `source()` skips.
+fn causes<'a>(
+    error: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(error), |&e: &&'a (dyn StdError + 'static)| match e
+        .downcast_ref::<io::Error>()
+    {
+        Some(io) => io.get_ref().map(|inner| inner as _).or_else(|| io.source()),
+        None => e.source(),
+    })
+}
+
+/// The fence's refusal, when `error` is (or was caused by) a write this replica's fence refused.
+pub(crate) fn fenced(error: &(dyn StdError + 'static)) -> Option<&'static str> {
+    causes(error).find_map(|e| e.downcast_ref::<Fenced>().map(|f| f.0))
+}
+
+/// What kind of transport failure a chain holds, judged by the types in it.
+enum Transport<'a> {
+    Untrusted(&'a rustls::Error),
+    CertificateRejected(&'a rustls::Error),
+    Refused,
+    TimedOut,
+    Unresolved,
+    Other,
+}
+
+fn transport_kind<'a>(error: &'a (dyn StdError + 'static)) -> Transport<'a> {
+    for cause in causes(error) {
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            match tls {
+                rustls::Error::InvalidCertificate(_) => return Transport::Untrusted(tls),
+                rustls::Error::AlertReceived(
+                    AlertDescription::BadCertificate
+                    | AlertDescription::CertificateRequired
+                    | AlertDescription::UnknownCA
+                    | AlertDescription::CertificateUnknown
+                    | AlertDescription::DecryptError,
+                ) => return Transport::CertificateRejected(tls),
+                _ => {}
+            }
+        }
+        if let Some(io) = cause.downcast_ref::<io::Error>() {
+            match io.kind() {
+                io::ErrorKind::ConnectionRefused => return Transport::Refused,
+                io::ErrorKind::TimedOut => return Transport::TimedOut,
+                _ => {}
+            }
+        }
+        if cause.is::<tokio::time::error::Elapsed>() {
+            return Transport::TimedOut;
+        }
+        // The resolver's failure is a plain `io::Error` with no kind of its own; hyper-util's connector
+        // wraps it in an error whose only public trait is its text.
+        if cause.to_string() == "dns error" {
+            return Transport::Unresolved;
+        }
+    }
+    Transport::Other
+}
 
 /// The words for a transport failure (`kube::Error::HyperError` / `Service`): what kind, then the detail.
 pub(crate) fn transport(error: &kube::Error) -> String {
-    let detail = chain(error);
-    // kube's own prefixes name its error variants, which say nothing to an operator.
-    let detail = ["ServiceError: ", "HyperError: "]
-        .iter()
-        .fold(detail.as_str(), |d, prefix| {
-            d.strip_prefix(prefix).unwrap_or(d)
-        })
-        .to_owned();
-    let lower = detail.to_ascii_lowercase();
-    let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
-    if has(&[
-        "invalid peer certificate",
-        "unknownissuer",
-        "notvalidforname",
-        "certificate verify failed",
-    ]) {
-        format!(
-            "untrusted server: its certificate is not trusted with the kubeconfig's CA ({})",
-            tls_detail(&detail)
-        )
-    } else if has(&[
-        "badcertificate",
-        "certificaterequired",
-        "unknownca",
-        "certificateunknown",
-        "decrypterror",
-    ]) {
-        format!(
-            "client certificate rejected by the server ({})",
-            tls_detail(&detail)
-        )
-    } else if has(&["connection refused"]) {
-        "unreachable: connection refused".into()
-    } else if has(&[
-        "dns error",
-        "failed to lookup address",
-        "name or service not known",
-    ]) {
-        "unreachable: its address does not resolve (DNS)".into()
-    } else if has(&["timed out", "deadline has elapsed"]) {
-        "unreachable: the connection timed out".into()
-    } else {
-        format!("unreachable: {detail}")
+    match transport_kind(error) {
+        Transport::Untrusted(tls) => format!(
+            "untrusted server: its certificate is not trusted with the kubeconfig's CA ({tls})"
+        ),
+        Transport::CertificateRejected(tls) => {
+            format!("client certificate rejected by the server ({tls})")
+        }
+        Transport::Refused => "unreachable: connection refused".into(),
+        Transport::TimedOut => "unreachable: the connection timed out".into(),
+        Transport::Unresolved => "unreachable: its address does not resolve (DNS)".into(),
+        Transport::Other => {
+            let detail = chain(error);
+            // kube's own prefixes name its error variants, which say nothing to an operator.
+            let detail = ["ServiceError: ", "HyperError: "]
+                .iter()
+                .fold(detail.as_str(), |d, prefix| {
+                    d.strip_prefix(prefix).unwrap_or(d)
+                })
+                .to_owned();
+            format!("unreachable: {detail}")
+        }
     }
 }
 
-/// Whether a failure means the server could not be reached at all (as opposed to answering with an error).
+/// Whether a failure means the server could not be reached at all (as opposed to answering with an
+/// error). A write this replica's own fence refused never reached for the server: it is not one.
 pub(crate) fn is_transport(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
-}
-
-/// The TLS part of a chain: from rustls' words on, without the client plumbing before them.
-fn tls_detail(detail: &str) -> &str {
-    ["invalid peer certificate", "received fatal alert"]
-        .iter()
-        .find_map(|marker| detail.find(marker).map(|at| &detail[at..]))
-        .unwrap_or(detail)
+    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_)) && fenced(error).is_none()
 }
 
 /// A watch failure as one word, for the `reason` label of `kubeplex_watch_restarts_total`: `expired` (410,
@@ -152,38 +196,83 @@ pub(crate) fn watch_failure(
 mod tests {
     use super::*;
 
-    fn service_error(message: &str) -> kube::Error {
-        kube::Error::Service(message.to_owned().into())
+    fn service_error(error: impl Into<tower::BoxError>) -> kube::Error {
+        kube::Error::Service(error.into())
     }
 
+    /// An error as a connector hands it on: an `io::Error` of `kind` wrapping `inner`.
+    fn io_wrapping(
+        kind: io::ErrorKind,
+        inner: impl Into<Box<dyn StdError + Send + Sync>>,
+    ) -> io::Error {
+        io::Error::new(kind, inner)
+    }
+
+    /// Text-only error, as hyper-util's connector shows its own wrapper.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Wrapper(&'static str, #[source] io::Error);
+
     #[test]
-    fn transport_failures_are_told_apart() {
+    fn transport_failures_are_told_apart_by_their_types() {
+        let untrusted = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let rejected = rustls::Error::AlertReceived(AlertDescription::CertificateRequired);
         let cases = [
             (
-                "client error (Connect): invalid peer certificate: UnknownIssuer",
+                service_error(io_wrapping(io::ErrorKind::InvalidData, untrusted)),
                 "untrusted server: its certificate is not trusted with the kubeconfig's CA (invalid peer certificate: UnknownIssuer)",
             ),
             (
-                "client error (SendRequest): received fatal alert: CertificateRequired",
+                service_error(Wrapper(
+                    "client error (SendRequest)",
+                    io_wrapping(io::ErrorKind::InvalidData, rejected),
+                )),
                 "client certificate rejected by the server (received fatal alert: CertificateRequired)",
             ),
             (
-                "client error (Connect): tcp connect error: Connection refused (os error 111)",
+                service_error(Wrapper(
+                    "tcp connect error",
+                    io::Error::from(io::ErrorKind::ConnectionRefused),
+                )),
                 "unreachable: connection refused",
             ),
             (
-                "client error (Connect): dns error: failed to lookup address information",
+                service_error(Wrapper(
+                    "dns error",
+                    io::Error::other("failed to lookup address information"),
+                )),
                 "unreachable: its address does not resolve (DNS)",
             ),
             (
-                "client error (Connect): tcp connect error: connection timed out",
+                service_error(io::Error::from(io::ErrorKind::TimedOut)),
                 "unreachable: the connection timed out",
             ),
-            ("something else", "unreachable: something else"),
+            (
+                service_error("something else"),
+                "unreachable: something else",
+            ),
         ];
         for (error, words) in cases {
-            assert_eq!(transport(&service_error(error)), words);
+            assert_eq!(transport(&error), words);
+            assert!(is_transport(&error));
         }
-        assert!(is_transport(&service_error("x")));
+        // The words alone decide nothing: a server's message that mentions a refused connection is not one.
+        assert_eq!(
+            transport(&service_error("upstream said: connection refused")),
+            "unreachable: upstream said: connection refused"
+        );
+    }
+
+    #[test]
+    fn a_fenced_write_is_no_transport_failure() {
+        let refused = service_error(Fenced("not the leader: this replica writes nothing"));
+        assert!(!is_transport(&refused));
+        assert_eq!(
+            fenced(&refused),
+            Some("not the leader: this replica writes nothing")
+        );
+        let wrapped = service_error(io_wrapping(io::ErrorKind::Other, Fenced("not the owner")));
+        assert_eq!(fenced(&wrapped), Some("not the owner"));
+        assert_eq!(fenced(&service_error("something else")), None);
     }
 }

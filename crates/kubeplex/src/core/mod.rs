@@ -18,7 +18,9 @@ pub use action::Action;
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub(crate) use error::chain;
 pub use error::{Error, Result};
-pub(crate) use failure::{WatchPlace, is_transport, transport, watch_failure, watch_failure_label};
+pub(crate) use failure::{
+    Fenced, WatchPlace, fenced, is_transport, transport, watch_failure, watch_failure_label,
+};
 pub use logging::DEFAULT_LOG_FILTER;
 pub(crate) use ownership::ParentRef;
 pub use ownership::{

@@ -123,6 +123,9 @@ pub(crate) struct ContextOutcome {
     pub(crate) state: ClusterState,
     pub(crate) children: u32,
     pub(crate) message: Option<String>,
+    /// The fence's refusal, when a write there was refused because this replica is no longer the writer
+    /// (not the leader, or not the owner of the parent's shard): nothing of this reconcile may be written.
+    pub(crate) fenced: Option<&'static str>,
 }
 
 impl FleetStatus {
@@ -253,6 +256,7 @@ mod tests {
 
     fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
         ContextOutcome {
+            fenced: None,
             state,
             children: 2,
             message: message.map(str::to_owned),

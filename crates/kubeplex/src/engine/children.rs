@@ -34,9 +34,13 @@ fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<D
     }
 }
 
-/// An outcome for a failed request: unreachable when the server could not be reached, else failed.
+/// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
+/// replica's own fence refused the write, else failed.
 pub(super) fn failure(context: &str, error: &kube::Error, what: &str) -> ContextOutcome {
-    let (state, why) = if is_transport(error) {
+    let fenced = crate::core::fenced(error);
+    let (state, why) = if let Some(refusal) = fenced {
+        (ClusterState::Failed, refusal.to_owned())
+    } else if is_transport(error) {
         (ClusterState::Unreachable, transport(error))
     } else {
         (ClusterState::Failed, chain(error))
@@ -45,6 +49,7 @@ pub(super) fn failure(context: &str, error: &kube::Error, what: &str) -> Context
         state,
         children: 0,
         message: Some(format!("context {context}: {what}: {why}")),
+        fenced,
     }
 }
 
@@ -193,12 +198,14 @@ async fn sync(
     }
     if !conflicts.is_empty() {
         return ContextOutcome {
+            fenced: None,
             state: ClusterState::Conflict,
             children: (desired.len() - conflicts.len()) as u32,
             message: Some(format!("context {context}: {}", conflicts.join("; "))),
         };
     }
     ContextOutcome {
+        fenced: None,
         state: if desired.is_empty() {
             ClusterState::NotTargeted
         } else {
@@ -341,6 +348,7 @@ async fn remove_all(
     }
     span.record("children", deleted);
     ContextOutcome {
+        fenced: None,
         state: ClusterState::Ready,
         children: 0,
         message: None,

@@ -326,6 +326,7 @@ impl<R: Reconcile> Engine<R> {
                     let mut so_far = outcomes.clone();
                     for context in self.child_context_names() {
                         so_far.entry(context.to_string()).or_insert_with(|| ContextOutcome {
+                            fenced: None,
                             state: ClusterState::Unreachable,
                             children: 0,
                             message: Some(format!(
@@ -340,6 +341,24 @@ impl<R: Reconcile> Engine<R> {
             }
         }
         outcomes
+    }
+
+    /// Whether a write of this reconcile was refused by this replica's fence. Then the replica is no longer
+    /// the writer (another leads, or owns the parent's shard): it writes no status and no Event, abandons
+    /// nothing, and leaves the parent to the replica that is. Logged once per reconcile, with the refusal.
+    pub(crate) fn stands_down(
+        &self,
+        context: &Place<R>,
+        outcomes: &BTreeMap<String, ContextOutcome>,
+    ) -> bool {
+        let Some((cluster, refusal)) = outcomes
+            .iter()
+            .find_map(|(name, o)| o.fenced.map(|refusal| (name, refusal)))
+        else {
+            return false;
+        };
+        tracing::info!(context = %context, cluster = %cluster, refusal, "a write was fenced; the parent is left to the replica that holds the fence");
+        true
     }
 
     /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
@@ -380,6 +399,7 @@ async fn timed(context: &str, work: impl Future<Output = ContextOutcome>) -> Con
     tokio::time::timeout(CONTEXT_TIMEOUT, work)
         .await
         .unwrap_or_else(|_| ContextOutcome {
+            fenced: None,
             state: ClusterState::Unreachable,
             children: 0,
             message: Some(format!(
@@ -391,6 +411,7 @@ async fn timed(context: &str, work: impl Future<Output = ContextOutcome>) -> Con
 /// The outcome for a context the pool has no client for.
 fn unusable(error: &Error) -> ContextOutcome {
     ContextOutcome {
+        fenced: None,
         state: ClusterState::Failed,
         children: 0,
         message: Some(error.to_string()),

@@ -89,6 +89,9 @@ impl<R: Reconcile> Engine<R> {
                 }
             })
             .await;
+        if self.stands_down(&context, &outcomes) {
+            return Verdict::Done(Next::AwaitChange);
+        }
         let abandon = self
             .plan
             .abandon_after()
@@ -108,6 +111,7 @@ impl<R: Reconcile> Engine<R> {
                     Note::warning("ChildrenAbandoned", "Delete", message.clone()).about(name);
                 self.publish(&object, &context, note).await;
                 *outcome = ContextOutcome {
+                    fenced: None,
                     state: ClusterState::Abandoned,
                     children: 0,
                     message: Some(message),
@@ -115,6 +119,7 @@ impl<R: Reconcile> Engine<R> {
             } else {
                 blocked = true;
                 *outcome = ContextOutcome {
+                    fenced: None,
                     state: ClusterState::Deleting,
                     children: outcome.children,
                     message: Some(format!("blocks deletion: {why}")),

@@ -103,6 +103,10 @@ impl<R: Reconcile> Engine<R> {
         let action = match self.reconciler.reconcile(object.clone(), cx).await {
             Ok(action) => action,
             Err(error) => {
+                if let Some(refusal) = crate::core::fenced(&error) {
+                    tracing::info!(context = %context, refusal, "the reconcile's write was fenced; the parent is left to the replica that holds the fence");
+                    return Verdict::Done(Next::AwaitChange);
+                }
                 let message = chain(&error);
                 tracing::warn!(context = %context, error = %message, "reconcile failed");
                 if !self.plan.children().is_empty() {
@@ -153,6 +157,9 @@ impl<R: Reconcile> Engine<R> {
             |so_far| {
                 let (object, written, context) = (&object, &written, &context);
                 async move {
+                    if so_far.values().any(|o| o.fenced.is_some()) {
+                        return;
+                    }
                     let previous = super::status_write::owned_status(&**object);
                     let status = self
                         .write_status_over(object, context, &previous, &so_far)
@@ -162,6 +169,9 @@ impl<R: Reconcile> Engine<R> {
             },
         ))
         .await;
+        if self.stands_down(&context, &outcomes) {
+            return Verdict::Done(Next::AwaitChange);
+        }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
         let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -207,6 +217,7 @@ impl<R: Reconcile> Engine<R> {
                 "member {name} left the fleet; its children there stay, no longer managed (leave policy orphan)"
             );
             outcomes.entry(name).or_insert(ContextOutcome {
+                fenced: None,
                 state: ClusterState::Left,
                 children: 0,
                 message: Some(message),

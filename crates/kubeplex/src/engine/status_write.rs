@@ -139,6 +139,7 @@ mod tests {
         [(
             "cluster-a".to_owned(),
             ContextOutcome {
+                fenced: None,
                 state: ClusterState::Ready,
                 children: 1,
                 message: None,
@@ -202,6 +203,7 @@ mod tests {
         let outcomes: BTreeMap<String, ContextOutcome> = [(
             "cluster-a".to_owned(),
             ContextOutcome {
+                fenced: None,
                 state: ClusterState::NotTargeted,
                 children: 0,
                 message: None,

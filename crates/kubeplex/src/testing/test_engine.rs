@@ -56,9 +56,14 @@ impl Reconcile for TestController {
 
 /// An engine of [`TestController`] whose every context is reached through `client`.
 pub(crate) fn engine(client: Client) -> Engine<TestController> {
+    engine_with(client.clone(), client)
+}
+
+/// An engine of [`TestController`] that reaches `control` and `cluster-a` through clients of their own.
+pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestController> {
     let health = Arc::new(Health::default());
     let runtime = Arc::new(Runtime {
-        pool: ClientPool::from_clients([("control", client.clone()), ("cluster-a", client)]),
+        pool: ClientPool::from_clients([("control", control), ("cluster-a", cluster_a)]),
         watches: WatchRegistry::new(health.clone(), Default::default()),
         health,
         metrics: Default::default(),

@@ -5,6 +5,7 @@ use crate::core::ClusterStatus;
 
 fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
     ContextOutcome {
+        fenced: None,
         state,
         children: 0,
         message: message.map(str::to_owned),

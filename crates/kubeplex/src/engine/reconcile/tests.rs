@@ -21,7 +21,7 @@ use crate::core::ParentRef;
 use crate::engine::engine::{ChildWatch, Engine, Request};
 use crate::testing::fake_api;
 use crate::testing::test_engine::{
-    CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine, parent,
+    CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine_with, parent,
 };
 use crate::watch::SharedWatch;
 
@@ -147,10 +147,9 @@ fn stale_child() -> ObjectMeta {
     }
 }
 
-/// Runs one reconcile of `object` (held by the primary cache) against a server that accepts everything;
-/// returns the engine, so that what its end logs is not mistaken for the reconcile's.
-async fn reconcile(object: ConfigMap) -> Arc<Engine<TestController>> {
-    let (client, _) = fake_api::client(|method, uri, body| match method {
+/// A server that accepts everything.
+fn accept(method: &str, uri: &str, body: &str) -> (u16, serde_json::Value) {
+    match method {
         "POST" => (201, serde_json::from_str(body).unwrap()),
         "GET" => (
             200,
@@ -168,8 +167,23 @@ async fn reconcile(object: ConfigMap) -> Arc<Engine<TestController>> {
             serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
         ),
         _ => (200, serde_json::to_value(parent(&[])).unwrap()),
-    });
-    let mut engine = engine(client);
+    }
+}
+
+/// Runs one reconcile of `object` (held by the primary cache) against a server that accepts everything;
+/// returns the engine, so that what its end logs is not mistaken for the reconcile's.
+async fn reconcile(object: ConfigMap) -> Arc<Engine<TestController>> {
+    let (client, _) = fake_api::client(accept);
+    reconcile_with(object, client.clone(), client).await
+}
+
+/// Runs one reconcile of `object`, with the parent in `control` and its stale child in `cluster_a`.
+async fn reconcile_with(
+    object: ConfigMap,
+    control: kube::Client,
+    cluster_a: kube::Client,
+) -> Arc<Engine<TestController>> {
+    let mut engine = engine_with(control, cluster_a);
     let (store, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
@@ -286,4 +300,57 @@ async fn a_reconcile_runs_in_a_span_with_its_id_and_its_child_work_in_spans_with
             "a log line outside the reconcile spans: {event:?}"
         );
     }
+}
+
+/// `client` behind `fence`, as the pool and the shards build their clients.
+fn behind(fence: &crate::client::Fence, client: kube::Client) -> kube::Client {
+    use tower::Layer;
+    let send = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let client = client.clone();
+        async move { client.send(request).await }
+    });
+    kube::Client::new(fence.layer(send), "default")
+}
+
+/// A prune refused by this replica's fence (it lost the Lease) is neither the cluster's failure nor a
+/// reason to write: the reconcile writes no status (it used to say `Unreachable`) and no Event.
+#[tokio::test]
+async fn a_fenced_write_leaves_the_status_and_the_events_alone() {
+    let (control, seen) = fake_api::client(accept);
+    let (cluster_a, reached) = fake_api::client(accept);
+    let cluster_a = behind(&crate::client::Fence::closed(), cluster_a);
+    // The parent carries its finalizer already, so the only writes due are the child's and the status'.
+    let plan = <TestController as crate::Controller>::plan();
+    let finalizer = plan
+        .managed_finalizer()
+        .expect("a controller with children has a finalizer");
+    reconcile_with(parent(&[&finalizer]), control, cluster_a).await;
+    assert!(
+        reached.all().is_empty(),
+        "the fence let a write through: {:?}",
+        reached.lines()
+    );
+    let writes: Vec<String> = seen
+        .lines()
+        .into_iter()
+        .filter(|line| !line.starts_with("GET "))
+        .collect();
+    assert!(writes.is_empty(), "a fenced replica wrote: {writes:#?}");
+
+    // The same reconcile with the fence open prunes the child and writes the status: the test sees writes.
+    let (control, seen) = fake_api::client(accept);
+    let (cluster_a, reached) = fake_api::client(accept);
+    let open = crate::client::Fence::closed();
+    open.open_until(std::time::Instant::now() + Duration::from_secs(60));
+    reconcile_with(parent(&[&finalizer]), control, behind(&open, cluster_a)).await;
+    assert!(
+        reached.lines().iter().any(|l| l.starts_with("DELETE ")),
+        "{:?}",
+        reached.lines()
+    );
+    assert!(
+        seen.lines().iter().any(|l| l.contains("/status?")),
+        "{:?}",
+        seen.lines()
+    );
 }
