@@ -85,9 +85,6 @@ mod plan;
 mod runtime;
 mod watch;
 
-#[cfg(test)]
-mod testing;
-
 // Span export over OTLP, off by default (docs/observability.md).
 #[cfg(feature = "otlp")]
 pub mod otlp;

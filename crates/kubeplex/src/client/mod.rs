@@ -6,6 +6,9 @@ mod in_cluster;
 mod pool;
 
 pub(crate) use fence::{Fence, NOT_THE_SHARD_OWNER, Role};
+#[cfg(test)]
+pub(crate) mod fake_api;
+
 pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use pool::CONTEXT_ENV_PREFIX;
 pub(crate) use pool::{ClientPool, KubeconfigSource, PoolConfig, only_context};

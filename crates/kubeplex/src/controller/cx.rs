@@ -300,14 +300,14 @@ mod tests {
 
     use super::*;
     use crate::Controller;
-    use crate::testing::test_engine::{CLUSTER_A, CONTROL, TestController, engine};
+    use crate::controller::test_controller::{CLUSTER_A, CONTROL, TestController, runtime};
 
     fn cx(context: crate::ContextName, failures: u32) -> Cx<crate::ContextName> {
-        let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
         Cx::new(
             Target::Context(context),
             Arc::new(TestController::plan()),
-            engine(client).runtime,
+            runtime(client.clone(), client),
             failures,
         )
     }

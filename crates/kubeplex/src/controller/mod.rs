@@ -3,6 +3,9 @@
 mod controller;
 mod cx;
 
+#[cfg(test)]
+pub(crate) mod test_controller;
+
 pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub(crate) use cx::DesiredChild;

@@ -1,6 +1,6 @@
 //! One controller at work: its engine, the loop that feeds its executor, reconcile, children (apply,
 //! prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
-//! shard watches.
+//! shard watches. A test engine (`test_engine`) serves the unit tests here.
 
 mod child_changes;
 mod children;
@@ -15,11 +15,7 @@ mod primaries;
 mod reconcile;
 mod shard_watches;
 mod status_write;
+#[cfg(test)]
+mod test_engine;
 
-#[cfg(test)]
-pub(crate) use children::is_child_of;
 pub(crate) use controller_loop::start as start_controller;
-#[cfg(test)]
-pub(crate) use engine::Engine;
-#[cfg(test)]
-pub(crate) use events::EventPublisher;

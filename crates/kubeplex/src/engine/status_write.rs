@@ -130,9 +130,9 @@ pub(super) fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
 mod tests {
     use std::collections::BTreeMap;
 
+    use crate::client::fake_api::{self, status};
     use crate::core::{ClusterState, ContextOutcome};
-    use crate::testing::fake_api::{self, status};
-    use crate::testing::test_engine::{CONTROL_PLACE, engine, parent};
+    use crate::engine::test_engine::{CONTROL_PLACE, engine, parent};
 
     /// cluster-a synced, with one child.
     fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {

@@ -166,7 +166,7 @@ mod tests {
         use k8s_openapi::api::core::v1::ConfigMap;
         use kube::api::{Api, DeleteParams};
 
-        let (base, requests) = crate::testing::fake_api::client(|_, _, _| {
+        let (base, requests) = crate::client::fake_api::client(|_, _, _| {
             (
                 200,
                 serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),

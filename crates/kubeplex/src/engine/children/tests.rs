@@ -5,8 +5,8 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 
 use super::*;
-use crate::testing::fake_api::{self, status};
-use crate::testing::test_engine::FixedCache;
+use crate::client::fake_api::{self, status};
+use crate::engine::test_engine::FixedCache;
 
 fn parent(uid: &str, name: &str) -> ParentRef {
     ParentRef {

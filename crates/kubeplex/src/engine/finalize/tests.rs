@@ -1,8 +1,8 @@
 //! The finalizer patches and the deletion path's events, against a stand-in API server.
 
 use super::*;
-use crate::testing::fake_api::{self, status};
-use crate::testing::test_engine::{CONTROL_PLACE, engine, parent};
+use crate::client::fake_api::{self, status};
+use crate::engine::test_engine::{CONTROL_PLACE, engine, parent};
 
 const OURS: &str = "kubeplex.dev/test-controller";
 

@@ -8,8 +8,8 @@ use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 
 use super::*;
-use crate::testing::fake_api;
-use crate::testing::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, engine};
+use crate::client::fake_api;
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, engine};
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
     let parent = ParentRef {

@@ -17,10 +17,10 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
 use super::requeue_delay;
+use crate::client::fake_api;
 use crate::core::ParentRef;
 use crate::engine::engine::{ChildWatch, Engine, Request};
-use crate::testing::fake_api;
-use crate::testing::test_engine::{
+use crate::engine::test_engine::{
     CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine_with, parent,
 };
 use crate::watch::SharedWatch;

@@ -1,5 +1,4 @@
-//! A controller and its engine for unit tests: ConfigMap parents in `control`, ConfigMap children in
-//! `cluster-a`, every client answered by a stand-in server.
+//! A test engine of [`TestController`]: its caches are given, its clients stand-in servers.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,48 +10,13 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 
-use crate::client::ClientPool;
+use super::children::is_child_of;
+use super::engine::Engine;
+use super::events::EventPublisher;
+pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_PLACE, TestController};
 use crate::core::{PARENT_UID_LABEL, ParentRef};
-use crate::engine::Engine;
-use crate::engine::EventPublisher;
-use crate::engine::is_child_of;
-use crate::health::Health;
-use crate::runtime::Runtime;
 use crate::watch::ChildCache;
-use crate::watch::WatchRegistry;
-use crate::{Action, Child, ContextName, Controller, Cx, Plan, Reconcile};
-
-pub(crate) const CONTROL: ContextName = ContextName::new("control");
-/// [`CONTROL`] as the place of a request.
-pub(crate) const CONTROL_PLACE: crate::Target<ContextName> = crate::Target::Context(CONTROL);
-pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");
-
-/// Reconciles nothing; its plan owns ConfigMaps in `cluster-a`.
-pub(crate) struct TestController;
-
-impl Controller for TestController {
-    type Resource = ConfigMap;
-    type Context = ContextName;
-
-    fn plan() -> Plan<ContextName> {
-        Plan::new("test-controller")
-            .contexts([CONTROL])
-            .namespaces(["crds", "other"])
-            .owns(
-                Child::of::<ConfigMap>()
-                    .contexts([CLUSTER_A])
-                    .namespaces(["ns"]),
-            )
-    }
-}
-
-impl Reconcile for TestController {
-    type Error = crate::Error;
-
-    async fn reconcile(&self, _: Arc<ConfigMap>, _: &Cx<ContextName>) -> crate::Result<Action> {
-        Ok(Action::await_change())
-    }
-}
+use crate::Controller;
 
 /// An engine of [`TestController`] whose every context is reached through `client`.
 pub(crate) fn engine(client: Client) -> Engine<TestController> {
@@ -61,16 +25,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
 
 /// An engine of [`TestController`] that reaches `control` and `cluster-a` through clients of their own.
 pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestController> {
-    let health = Arc::new(Health::default());
-    let runtime = Arc::new(Runtime {
-        pool: ClientPool::from_clients([("control", control), ("cluster-a", cluster_a)]),
-        watches: WatchRegistry::new(health.clone(), Default::default()),
-        health,
-        metrics: Default::default(),
-        role: tokio::sync::watch::channel(crate::client::Role::sole()).1,
-        shards: None,
-        members: Default::default(),
-    });
+    let runtime = crate::controller::test_controller::runtime(control, cluster_a);
     let plan = TestController::plan();
     Engine {
         reconciler: TestController,

@@ -1,0 +1,59 @@
+//! A controller for unit tests: ConfigMap parents in `control`, ConfigMap children in `cluster-a`, and a
+//! runtime whose clients are given (stand-in servers, `client::fake_api`).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+
+use crate::client::ClientPool;
+use crate::health::Health;
+use crate::runtime::Runtime;
+use crate::watch::WatchRegistry;
+use crate::{Action, Child, ContextName, Controller, Cx, Plan, Reconcile};
+
+pub(crate) const CONTROL: ContextName = ContextName::new("control");
+/// [`CONTROL`] as the place of a request.
+pub(crate) const CONTROL_PLACE: crate::Target<ContextName> = crate::Target::Context(CONTROL);
+pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");
+
+/// Reconciles nothing; its plan owns ConfigMaps in `cluster-a`.
+pub(crate) struct TestController;
+
+impl Controller for TestController {
+    type Resource = ConfigMap;
+    type Context = ContextName;
+
+    fn plan() -> Plan<ContextName> {
+        Plan::new("test-controller")
+            .contexts([CONTROL])
+            .namespaces(["crds", "other"])
+            .owns(
+                Child::of::<ConfigMap>()
+                    .contexts([CLUSTER_A])
+                    .namespaces(["ns"]),
+            )
+    }
+}
+
+impl Reconcile for TestController {
+    type Error = crate::Error;
+
+    async fn reconcile(&self, _: Arc<ConfigMap>, _: &Cx<ContextName>) -> crate::Result<Action> {
+        Ok(Action::await_change())
+    }
+}
+
+/// A runtime that reaches `control` and `cluster-a` through clients of their own.
+pub(crate) fn runtime(control: Client, cluster_a: Client) -> Arc<Runtime> {
+    let health = Arc::new(Health::default());
+    Arc::new(Runtime {
+        pool: ClientPool::from_clients([("control", control), ("cluster-a", cluster_a)]),
+        watches: WatchRegistry::new(health.clone(), Default::default()),
+        health,
+        metrics: Default::default(),
+        role: tokio::sync::watch::channel(crate::client::Role::sole()).1,
+        shards: None,
+        members: Default::default(),
+    })
+}
