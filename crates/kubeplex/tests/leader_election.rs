@@ -1,7 +1,7 @@
 //! Leader election on real API servers, two replicas in one process: one leads and reconciles, the other
 //! stands by (ready, saying who leads) and reconciles nothing; when the leader shuts down it gives the Lease
 //! up and the standby reconciles at once.
-//! (Replicas as processes, frozen and killed, are tested in the example: examples/fleet/tests/ha.rs.)
+//! (Replicas as processes, frozen and killed, are tested in the example: examples/fleet/tests/ha/main.rs.)
 
 mod support;
 

@@ -6,22 +6,27 @@
 //! one still rejected after that is reported and not reloaded in a loop. The typed context cluster-a keeps
 //! its child throughout.
 
-#[path = "member_providers/accounts.rs"]
-mod accounts;
-#[path = "member_providers/spread.rs"]
 mod spread;
 mod support;
+
+/// This binary's own modules, in `tests/member_providers/` (a folder without a `main.rs`, so Cargo does not
+/// make a test target of it); `spread` and `support` above are shared with other test binaries.
+mod member_providers {
+    pub mod accounts;
+}
 
 use std::path::Path;
 use std::time::Duration;
 
-use accounts::{MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::prelude::*;
 use kubeplex::{KubeconfigFile, KubeconfigSecrets, LeavePolicy, MEMBER_FINALIZER, Running};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use member_providers::accounts::{
+    MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig,
+};
 use spread::{
     Spread, children, create_spread, has_child, prepare, set_value, spreader, wait_child,
     wait_child_value, wait_until,

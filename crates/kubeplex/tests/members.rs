@@ -4,7 +4,6 @@
 //! says so; it can join again; a bad member is reported with its reason and holds back no one; the typed
 //! contexts are unaffected throughout.
 
-#[path = "member_providers/spread.rs"]
 mod spread;
 mod support;
 

@@ -1,11 +1,14 @@
 //! The children path on real clusters: status written beside other writers, failed reconciles in the
 //! status, children whose name is taken, and parent links from contexts whose names contain `/`.
 
-#[path = "runtime_children/parent.rs"]
-mod parent;
 mod support;
-#[path = "runtime_children/wait.rs"]
-mod wait;
+
+/// This binary's own modules, in `tests/runtime_children/` (a folder without a `main.rs`, so Cargo does not
+/// make a test target of it); `support` above is shared with the other test binaries.
+mod runtime_children {
+    pub mod parent;
+    pub mod wait;
+}
 
 use std::time::Duration;
 
@@ -15,9 +18,11 @@ use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::{Context, Manager};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
-use parent::{ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters};
+use runtime_children::parent::{
+    ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters,
+};
+use runtime_children::wait::{condition, create_parent, wait_child, wait_parent};
 use support::{WAIT, create_namespace, wait_started};
-use wait::{condition, create_parent, wait_child, wait_parent};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()

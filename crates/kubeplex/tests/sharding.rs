@@ -17,8 +17,11 @@ use kubeplex::{Manager, Sharding};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
 use support::{Fleet, Recorder, WAIT, create_namespace, probe, put_config_map, wait_started};
 
-#[path = "sharding/by_context.rs"]
-mod by_context;
+/// This binary's own modules, in `tests/sharding/` (a folder without a `main.rs`, so Cargo does not make a
+/// test target of it); `support` above is shared with the other test binaries.
+mod sharding {
+    pub mod by_context;
+}
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| TestEnv::builder().clusters(["control"]));
 

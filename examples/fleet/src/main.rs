@@ -383,5 +383,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "main_tests.rs"]
 mod tests;

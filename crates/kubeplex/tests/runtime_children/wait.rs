@@ -8,7 +8,7 @@ use kube::api::{Api, PostParams};
 use kubeplex_testenv::{Polling, eventually};
 
 use super::parent::{Parent, ParentSpec};
-use super::support::{WAIT, create_namespace};
+use crate::support::{WAIT, create_namespace};
 
 pub async fn create_parent(
     client: &kube::Client,

@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::prelude::*;
 use kubeplex::{Manager, Sharding};
 
-use super::support::{WAIT, create_namespace, probe, put_config_map, wait_started};
-use super::{CLUSTERS, split};
+use crate::support::{WAIT, create_namespace, probe, put_config_map, wait_started};
+use crate::{CLUSTERS, split};
 
 /// Six contexts, aliases of the one test server, each a shard of its own.
 const ALIASES: [&str; 6] = ["ctx-0", "ctx-1", "ctx-2", "ctx-3", "ctx-4", "ctx-5"];

@@ -1,5 +1,5 @@
-//! The RBAC side of `least_privilege.rs`: the deploy manifests' grants (one removed on request) applied to
-//! the test clusters, in force, and a ServiceAccount token per cluster.
+//! The RBAC side of `least_privilege/main.rs`: the deploy manifests' grants (one removed on request) applied
+//! to the test clusters, in force, and a ServiceAccount token per cluster.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,6 @@
 //! binary as the manifests do, `control` through the in-cluster service account, members from Secrets
 //! included (it puts its finalizer on a member Secret and lets it go when it is deleted).
 
-#[path = "least_privilege/rbac.rs"]
 mod rbac;
 
 use k8s_openapi::api::apps::v1::Deployment;

@@ -4,16 +4,13 @@
 //! names, types and labels (`METRICS`, as `/metrics` exposes them: docs/observability.md). A renamed metric
 //! or label fails here until the list and every file that uses it are changed together. The ServiceMonitor
 //! cannot be dry-run (the test clusters have no Prometheus Operator CRDs), so it is checked against the
-//! Service and Deployment of `deploy/control/`, which `tests/deploy_manifests.rs` dry-runs.
+//! Service and Deployment of `deploy/control/`, which `tests/deploy_manifests/main.rs` dry-runs.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-#[path = "dashboard/files.rs"]
 mod files;
-#[path = "dashboard/metrics.rs"]
 mod metrics;
-#[path = "dashboard/promql.rs"]
 mod promql;
 
 use files::{dashboard, exprs, monitoring, panels, read, title, yaml};

@@ -14,13 +14,9 @@ use kube::discovery::Discovery;
 use kubeplex_testenv::TestEnv;
 use serde_json::{Value, json};
 
-#[path = "deploy_manifests/dry_run.rs"]
 mod dry_run;
-#[path = "deploy_manifests/manifest.rs"]
 mod manifest;
-#[path = "deploy_manifests/members.rs"]
 mod members;
-#[path = "deploy_manifests/rbac.rs"]
 mod rbac;
 
 use dry_run::{apply_set, dry_run_apply};
@@ -281,7 +277,7 @@ fn manifests_are_complete_and_least_privileged() {
     }
 
     // The Service a ServiceMonitor scrapes /metrics through: the probe port of the Deployment's Pods
-    // (tests/dashboard.rs checks the ServiceMonitor and the scrape annotations against it).
+    // (tests/dashboard/main.rs checks the ServiceMonitor and the scrape annotations against it).
     let service = one(
         &control,
         "Service",

@@ -1,4 +1,4 @@
-//! `fleet run --leader-election` (and `--shards`, in `ha/sharded.rs`) as separate processes on real clusters, judged from the API servers' own
+//! `fleet run --leader-election` (and `--shards`, in `sharded.rs`) as separate processes on real clusters, judged from the API servers' own
 //! audit logs (every request with its verb, object, time and `User-Agent`, which names the replica):
 //! one of three replicas leads; a killed leader is replaced; a frozen and thawed leader writes nothing after
 //! its lease deadline, anywhere; a leader cut off from the control cluster stops writing to the child
@@ -18,13 +18,9 @@ use kubeplex::Context as _;
 use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
-#[path = "ha/audit.rs"]
 mod audit;
-#[path = "ha/relay.rs"]
 mod relay;
-#[path = "ha/replica.rs"]
 mod replica;
-#[path = "ha/sharded.rs"]
 mod sharded;
 
 use audit::{after, fence_deadline, writes_of};
