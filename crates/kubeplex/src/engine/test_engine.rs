@@ -13,10 +13,10 @@ use futures::{FutureExt, StreamExt};
 use super::children::is_child_of;
 use super::engine::Engine;
 use super::events::EventPublisher;
+use crate::Controller;
 pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_PLACE, TestController};
 use crate::core::{PARENT_UID_LABEL, ParentRef};
 use crate::watch::ChildCache;
-use crate::Controller;
 
 /// An engine of [`TestController`] whose every context is reached through `client`.
 pub(crate) fn engine(client: Client) -> Engine<TestController> {
