@@ -113,7 +113,14 @@ impl Watched {
 
     fn fail(&mut self, why: &str) -> ! {
         kill_group(&mut self.child);
-        self.seen.extend(self.lines.try_iter());
+        // The killed group's pipes close, so the readers end; take what they still carry.
+        let drain_deadline = Instant::now() + Duration::from_secs(5);
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(drain_deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(line);
+        }
         panic!("{} {why}; its output:\n{}", self.what, self.seen.join("\n"));
     }
 }
@@ -207,11 +214,12 @@ mod tests {
 
     #[test]
     fn a_program_that_hangs_fails_with_its_output() {
-        let watched = Watched::spawn(
+        let mut watched = Watched::spawn(
             "sleeper",
             Command::new("sh").args(["-c", "echo started; sleep 600"]),
         )
         .unwrap();
+        watched.wait_for_line(|l| l == "started", Duration::from_secs(30));
         let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             watched.wait(Duration::from_millis(300))
         }))
@@ -233,7 +241,7 @@ mod tests {
         let panic = std::panic::catch_unwind(|| {
             output_within(
                 Command::new("sh").args(["-c", "echo waiting; sleep 600"]),
-                Duration::from_millis(300),
+                Duration::from_secs(2),
             )
         })
         .unwrap_err();
@@ -251,6 +259,8 @@ mod tests {
             Command::new("sh").args(["-c", "echo nothing here; sleep 600"]),
         )
         .unwrap();
+        // Its first line is read before the short wait, so a loaded machine cannot make it miss the panic.
+        watched.wait_for_line(|l| l == "nothing here", Duration::from_secs(30));
         let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             watched.wait_for_line(|l| l == "ready", Duration::from_millis(300))
         }))
