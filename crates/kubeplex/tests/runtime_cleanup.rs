@@ -250,7 +250,7 @@ async fn a_controller_without_a_declared_finalizer_keeps_kubeplex_dev_slash_its_
     let env = CLUSTERS.get().await.unwrap();
     setup(env, "cleanup-defaults").await;
     let defaults = Defaults::default();
-    assert_eq!(Defaults::plan().finalizer_name(), None, "none declared");
+    assert_eq!(Defaults::plan().get_finalizer(), None, "none declared");
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(defaults.clone())
         .start()

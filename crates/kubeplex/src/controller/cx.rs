@@ -196,7 +196,7 @@ impl<C: Context> Cx<C> {
         let declares = |c: &&crate::plan::Child<C>| {
             c.resource() == resource
                 && match target {
-                    Target::Context(context) => c.context_list().contains(context),
+                    Target::Context(context) => c.get_contexts().contains(context),
                     Target::Member(_) => c.in_members(),
                 }
         };
@@ -214,7 +214,7 @@ impl<C: Context> Cx<C> {
             .iter()
             .filter(|c| c.resource() == &resource)
         {
-            for &context in child.context_list() {
+            for &context in child.get_contexts() {
                 if !contexts.contains(&context) {
                     contexts.push(context);
                 }
@@ -249,7 +249,7 @@ impl<C: Context> Cx<C> {
         let (target, resource) = (target.into(), ApiResource::erase::<K>(&()));
         let mut namespaces: Vec<&str> = Vec::new();
         for child in self.declared(&resource, &target) {
-            for namespace in child.namespace_list() {
+            for namespace in child.get_namespaces() {
                 if !namespaces.contains(&namespace.as_ref()) {
                     namespaces.push(namespace.as_ref());
                 }

@@ -190,8 +190,8 @@ impl<R: Reconcile> Engine<R> {
             context: context.to_owned(),
             kind: std::any::TypeId::of::<Primary<R>>(),
             namespace: namespace.map(str::to_owned),
-            label_selector: plan.label_selector_value().map(str::to_owned),
-            field_selector: plan.field_selector_value().map(str::to_owned),
+            label_selector: plan.get_label_selector().map(str::to_owned),
+            field_selector: plan.get_field_selector().map(str::to_owned),
             index_label: None,
         }
     }
@@ -215,7 +215,7 @@ impl<R: Reconcile> Engine<R> {
     /// A parent in a member is one when the plan watches its primaries in every member.
     pub(crate) fn request_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<Request<R>> {
         let fixed = plan
-            .context_list()
+            .get_contexts()
             .iter()
             .find(|c| c.name() == parent.context);
         let context = match fixed {

@@ -94,7 +94,7 @@ impl<R: Reconcile> Engine<R> {
         }
         let abandon = self
             .plan
-            .abandon_after()
+            .get_abandon_unreachable_after()
             .is_some_and(|after| deleted_for(&*object) >= after);
         let mut blocked = false;
         for (name, outcome) in &mut outcomes {

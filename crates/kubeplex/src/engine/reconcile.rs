@@ -121,7 +121,7 @@ impl<R: Reconcile> Engine<R> {
         };
         let next = next_of(requeue_delay(
             action.requeue_after(),
-            self.plan.requeue_delay(),
+            self.plan.get_requeue_after(),
         ));
         if self.plan.children().is_empty() {
             return Verdict::Done(next);

@@ -95,8 +95,8 @@ impl LeaderElection {
         self
     }
 
-    /// This replica's identity.
-    pub fn identity_name(&self) -> &str {
+    /// This replica's identity, as [`identity`](Self::identity) set it or the default.
+    pub fn get_identity(&self) -> &str {
         &self.identity
     }
 

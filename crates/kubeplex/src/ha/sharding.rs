@@ -81,9 +81,9 @@ impl Sharding {
         self
     }
 
-    /// This replica's identity.
-    pub fn identity_name(&self) -> &str {
-        self.lease.identity_name()
+    /// This replica's identity, as [`identity`](Self::identity) set it or the default.
+    pub fn get_identity(&self) -> &str {
+        self.lease.get_identity()
     }
 
     /// `namespace/name` of the group, for errors.

@@ -70,7 +70,7 @@ impl<R: Reconcile> Registration for Registered<R> {
 
     fn check(&self) -> Result<()> {
         let namespaced = <<R::Resource as Resource>::Scope as ApiScope>::NAMESPACED;
-        let scope = (!namespaced && !self.plan.namespace_list().is_empty())
+        let scope = (!namespaced && !self.plan.get_namespaces().is_empty())
             .then(|| cluster_scoped(&kind_label::<R::Resource>()));
         let problems: Vec<String> = scope.into_iter().chain(self.plan.problem()).collect();
         if problems.is_empty() {
@@ -91,7 +91,7 @@ impl<R: Reconcile> Registration for Registered<R> {
     }
 
     fn primary_contexts(&self) -> Vec<String> {
-        let contexts = self.plan.context_list().iter();
+        let contexts = self.plan.get_contexts().iter();
         contexts.map(|c| c.name().to_owned()).collect()
     }
 
@@ -150,7 +150,7 @@ mod tests {
             plan.namespaces(["team-a".to_owned()])
         });
         assert_eq!(calls, 1);
-        assert_eq!(registered.plan.namespace_list(), ["team-a"]);
+        assert_eq!(registered.plan.get_namespaces(), ["team-a"]);
         assert_eq!(registered.name(), "watching");
         assert_eq!(registered.contexts(), ["control"]);
         assert!(registered.check().is_ok());

@@ -44,7 +44,7 @@ impl<C: Context> Plan<C> {
             ("debounce", self.debounce),
             ("requeue_after", self.requeue_after),
             ("error_requeue", self.error_requeue),
-            ("abandon_unreachable_after", self.abandon_after),
+            ("abandon_unreachable_after", self.abandon_unreachable_after),
         ];
         for (key, delay) in durations {
             if delay == Some(Duration::ZERO) {

@@ -10,6 +10,8 @@ use crate::core::{ApiScope, PrimaryResource};
 use crate::watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 
 /// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
+///
+/// Its getters follow [`Plan`]'s: `get_` and the builder's name (`namespaces` / `get_namespaces`).
 #[derive(Clone, Debug)]
 pub struct Child<C> {
     pub(super) resource: ApiResource,
@@ -92,25 +94,26 @@ impl<C: Context> Child<C> {
         &self.resource
     }
 
-    /// The contexts children live in.
-    pub fn context_list(&self) -> &[C] {
+    /// The contexts children live in (set by [`contexts`](Self::contexts)).
+    pub fn get_contexts(&self) -> &[C] {
         &self.contexts
     }
 
-    /// The namespaces children live in; empty means all namespaces.
-    pub fn namespace_list(&self) -> &[Cow<'static, str>] {
+    /// The namespaces children live in (set by [`namespaces`](Self::namespaces)); empty means all
+    /// namespaces.
+    pub fn get_namespaces(&self) -> &[Cow<'static, str>] {
         self.namespaces.as_deref().unwrap_or_default()
     }
 
     /// The namespaces children are watched in within each member; `None` is all namespaces.
     pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
-        expand_namespaces(self.namespace_list())
+        expand_namespaces(self.get_namespaces())
     }
 
     /// Every (context, namespace) pair children are watched in; `None` is all namespaces.
     pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(self.namespace_list()).map(move |ns| (context, ns))
+            expand_namespaces(self.get_namespaces()).map(move |ns| (context, ns))
         })
     }
 }

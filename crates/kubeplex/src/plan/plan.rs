@@ -25,6 +25,10 @@ pub const MAX_CONTROLLER_NAME: usize = 63;
 /// and the builders adjust a generated one to run-time configuration
 /// ([`Manager::controller_with`](crate::Manager::controller_with)).
 ///
+/// The builders are named after the attribute's keys; each value a builder sets is read by `get_` and the
+/// builder's name (`label_selector` sets, [`get_label_selector`](Self::get_label_selector) reads), as in
+/// `std::process::Command`. The one flag, [`members`](Self::members), reads as [`in_members`](Self::in_members).
+///
 /// ```
 /// use k8s_openapi::api::apps::v1::Deployment;
 /// use kubeplex::{Child, ContextName, Plan};
@@ -35,7 +39,7 @@ pub const MAX_CONTROLLER_NAME: usize = 63;
 /// // Values from flags replace the attribute's; they are checked when the manager starts.
 /// let (namespace, children) = ("team-a".to_owned(), vec!["x".to_owned(), "y".to_owned()]);
 /// let plan = generated.namespaces([namespace]).child_namespaces::<Deployment>(children);
-/// assert_eq!(plan.namespace_list(), ["team-a"]);
+/// assert_eq!(plan.get_namespaces(), ["team-a"]);
 /// assert_eq!(plan.problem(), None);
 /// assert!(plan.namespaces(["Team-A"]).problem().unwrap().starts_with(r#"invalid namespace "Team-A""#));
 /// ```
@@ -54,7 +58,7 @@ pub struct Plan<C> {
     pub(super) requeue_after: Option<Duration>,
     pub(super) error_requeue: Option<Duration>,
     pub(super) finalizer: Option<Cow<'static, str>>,
-    pub(super) abandon_after: Option<Duration>,
+    pub(super) abandon_unreachable_after: Option<Duration>,
     pub(super) children: Vec<Child<C>>,
     /// Kinds `child_namespaces` was given that the plan does not own (a problem, reported at start).
     pub(super) unowned: Vec<String>,
@@ -75,7 +79,7 @@ impl<C: Context> Plan<C> {
             requeue_after: None,
             error_requeue: None,
             finalizer: None,
-            abandon_after: None,
+            abandon_unreachable_after: None,
             children: Vec::new(),
             unowned: Vec::new(),
         }
@@ -104,7 +108,7 @@ impl<C: Context> Plan<C> {
 
     /// The namespaces the primary resource is watched in within each member; `None` is all namespaces.
     pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
-        expand_namespaces(self.namespace_list())
+        expand_namespaces(self.get_namespaces())
     }
 
     /// Watches the primary resource in these namespaces only, replacing those named before (the
@@ -181,7 +185,7 @@ impl<C: Context> Plan<C> {
     /// event say so. Without this, deletion waits for the context to return (nothing is ever orphaned).
     #[must_use]
     pub fn abandon_unreachable_after(mut self, timeout: Duration) -> Self {
-        self.abandon_after = Some(timeout);
+        self.abandon_unreachable_after = Some(timeout);
         self
     }
 
@@ -236,55 +240,58 @@ impl<C: Context> Plan<C> {
         &self.name
     }
 
-    /// The contexts the primary resource is watched in.
-    pub fn context_list(&self) -> &[C] {
+    /// The contexts the primary resource is watched in (set by [`contexts`](Self::contexts)).
+    pub fn get_contexts(&self) -> &[C] {
         &self.contexts
     }
 
-    /// The namespaces the primary resource is watched in; empty means all namespaces.
-    pub fn namespace_list(&self) -> &[Cow<'static, str>] {
+    /// The namespaces the primary resource is watched in (set by [`namespaces`](Self::namespaces)); empty
+    /// means all namespaces.
+    pub fn get_namespaces(&self) -> &[Cow<'static, str>] {
         self.namespaces.as_deref().unwrap_or_default()
     }
 
     /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
     pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(self.namespace_list()).map(move |ns| (context, ns))
+            expand_namespaces(self.get_namespaces()).map(move |ns| (context, ns))
         })
     }
 
-    /// The label selector, if any.
-    pub fn label_selector_value(&self) -> Option<&str> {
+    /// The label selector set by [`label_selector`](Self::label_selector), if any.
+    pub fn get_label_selector(&self) -> Option<&str> {
         self.label_selector.as_deref()
     }
 
-    /// The field selector, if any.
-    pub fn field_selector_value(&self) -> Option<&str> {
+    /// The field selector set by [`field_selector`](Self::field_selector), if any.
+    pub fn get_field_selector(&self) -> Option<&str> {
         self.field_selector.as_deref()
     }
 
-    /// The most reconciles run at once; `None` is unbounded.
-    pub fn concurrency_limit(&self) -> Option<u16> {
+    /// The most reconciles run at once, set by [`concurrency`](Self::concurrency); `None` is unbounded.
+    pub fn get_concurrency(&self) -> Option<u16> {
         self.concurrency
     }
 
-    /// The debounce delay, if any.
-    pub fn debounce_delay(&self) -> Option<Duration> {
+    /// The delay set by [`debounce`](Self::debounce), if any.
+    pub fn get_debounce(&self) -> Option<Duration> {
         self.debounce
     }
 
-    /// The periodic requeue delay, if any.
-    pub fn requeue_delay(&self) -> Option<Duration> {
+    /// The periodic requeue delay set by [`requeue_after`](Self::requeue_after), if any.
+    pub fn get_requeue_after(&self) -> Option<Duration> {
         self.requeue_after
     }
 
-    /// The retry delay after a failed reconcile, if set.
-    pub fn error_requeue_delay(&self) -> Option<Duration> {
+    /// The retry delay after a failed reconcile set by [`error_requeue`](Self::error_requeue), if any (the
+    /// runtime uses [`DEFAULT_ERROR_REQUEUE`] without one).
+    pub fn get_error_requeue(&self) -> Option<Duration> {
         self.error_requeue
     }
 
-    /// The finalizer kept on primary objects, if any.
-    pub fn finalizer_name(&self) -> Option<&str> {
+    /// The finalizer set by [`finalizer`](Self::finalizer), if any; the one the runtime keeps is
+    /// [`managed_finalizer`](Self::managed_finalizer).
+    pub fn get_finalizer(&self) -> Option<&str> {
         self.finalizer.as_deref()
     }
 
@@ -298,9 +305,9 @@ impl<C: Context> Plan<C> {
         }
     }
 
-    /// The abandon policy for unreachable contexts during deletion, if any.
-    pub fn abandon_after(&self) -> Option<Duration> {
-        self.abandon_after
+    /// The timeout set by [`abandon_unreachable_after`](Self::abandon_unreachable_after), if any.
+    pub fn get_abandon_unreachable_after(&self) -> Option<Duration> {
+        self.abandon_unreachable_after
     }
 
     /// Every context children live in, each once.

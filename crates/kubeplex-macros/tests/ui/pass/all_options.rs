@@ -35,16 +35,16 @@ fn main() {
     let plan = DeploymentAuditor::plan();
     assert_eq!(plan.name(), "deployment-auditor");
     assert_eq!(plan.watches().count(), 4);
-    assert_eq!(plan.concurrency_limit(), Some(16));
-    assert_eq!(plan.debounce_delay(), Some(Duration::from_millis(500)));
-    assert_eq!(plan.requeue_delay(), Some(Duration::from_secs(5400)));
-    assert_eq!(plan.error_requeue_delay(), Some(Duration::from_secs(30)));
+    assert_eq!(plan.get_concurrency(), Some(16));
+    assert_eq!(plan.get_debounce(), Some(Duration::from_millis(500)));
+    assert_eq!(plan.get_requeue_after(), Some(Duration::from_secs(5400)));
+    assert_eq!(plan.get_error_requeue(), Some(Duration::from_secs(30)));
     assert_eq!(
-        plan.label_selector_value(),
+        plan.get_label_selector(),
         Some("app.kubernetes.io/managed-by=kubeplex,tier in (web, api)")
     );
     assert_eq!(
-        plan.field_selector_value(),
+        plan.get_field_selector(),
         Some("metadata.namespace!=kube-system")
     );
     assert_eq!(plan.children().len(), 2);

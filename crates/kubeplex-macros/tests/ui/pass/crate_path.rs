@@ -8,5 +8,5 @@ pub struct WidgetController;
 
 fn main() {
     assert_eq!(WidgetController::plan().name(), "widgets");
-    assert_eq!(WidgetController::plan().context_list().len(), 2);
+    assert_eq!(WidgetController::plan().get_contexts().len(), 2);
 }

@@ -23,9 +23,9 @@ pub(crate) struct Mirror;
 
 fn main() {
     let plan: kubeplex::Plan<Fleet> = Mirror::plan();
-    assert_eq!(plan.context_list(), [Fleet::Control]);
+    assert_eq!(plan.get_contexts(), [Fleet::Control]);
     assert_eq!(
-        plan.children()[0].context_list(),
+        plan.children()[0].get_contexts(),
         [Fleet::ClusterA, Fleet::ClusterB]
     );
 }

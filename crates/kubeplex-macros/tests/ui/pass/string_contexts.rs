@@ -24,6 +24,6 @@ struct AppReconciler {
 fn main() {
     let plan = AppReconciler::plan();
     assert_eq!(plan.name(), "app-reconciler");
-    assert_eq!(plan.context_list(), [ContextName::new("control")]);
-    assert_eq!(plan.namespace_list(), ["crds"]);
+    assert_eq!(plan.get_contexts(), [ContextName::new("control")]);
+    assert_eq!(plan.get_namespaces(), ["crds"]);
 }

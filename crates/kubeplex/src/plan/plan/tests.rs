@@ -34,11 +34,11 @@ fn namespaces_replace_those_named_before_and_all_namespaces_forgets_them() {
         [(control, Some("team-a")), (control, Some("team-b"))]
     );
     let everywhere = configured.all_namespaces();
-    assert!(everywhere.namespace_list().is_empty());
+    assert!(everywhere.get_namespaces().is_empty());
     assert_eq!(everywhere.watches().collect::<Vec<_>>(), [(control, None)]);
     // Owned strings work as well as literals: flags and Helm values arrive as `String`s.
     let from_flag: Vec<String> = "x,y".split(',').map(str::to_owned).collect();
-    assert_eq!(generated.namespaces(from_flag).namespace_list(), ["x", "y"]);
+    assert_eq!(generated.namespaces(from_flag).get_namespaces(), ["x", "y"]);
 }
 
 #[test]
@@ -55,7 +55,7 @@ fn child_namespaces_replace_them_for_every_owns_of_the_kind() {
     let namespaces: Vec<Vec<&str>> = configured
         .children()
         .iter()
-        .map(|c| c.namespace_list().iter().map(AsRef::as_ref).collect())
+        .map(|c| c.get_namespaces().iter().map(AsRef::as_ref).collect())
         .collect();
     assert_eq!(namespaces, [vec!["x", "y"], vec!["x", "y"], vec!["kept"]]);
     assert_eq!(
@@ -67,11 +67,11 @@ fn child_namespaces_replace_them_for_every_owns_of_the_kind() {
         everywhere.children()[0].watches().collect::<Vec<_>>(),
         [(a, None)]
     );
-    assert_eq!(everywhere.children()[2].namespace_list(), ["kept"]);
+    assert_eq!(everywhere.children()[2].get_namespaces(), ["kept"]);
     // The child builders replace too.
     let child = Child::<ContextName>::of::<ConfigMap>()
         .namespaces(["one"])
         .namespaces(["two"]);
-    assert_eq!(child.namespace_list(), ["two"]);
-    assert!(child.all_namespaces().namespace_list().is_empty());
+    assert_eq!(child.get_namespaces(), ["two"]);
+    assert!(child.all_namespaces().get_namespaces().is_empty());
 }
