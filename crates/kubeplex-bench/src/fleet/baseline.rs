@@ -285,11 +285,10 @@ fn status_for(
                 Ok(children) => (ClusterState::Ready, children, None),
                 Err(error) => (ClusterState::Failed, 0, Some(error.to_string())),
             };
-            let status = ClusterStatus {
-                state,
-                children,
-                message,
-                last_transition_time: since(&cluster.name, state),
+            let status = ClusterStatus::new(state, children, since(&cluster.name, state));
+            let status = match message {
+                Some(message) => status.message(message),
+                None => status,
             };
             (cluster.name.clone(), status)
         })
@@ -298,7 +297,7 @@ fn status_for(
         .iter()
         .filter_map(|(name, c)| Some(format!("{name}: Failed ({})", c.message.as_ref()?)))
         .collect();
-    let (status, reason, message) = if failed.is_empty() {
+    let (status_value, reason, message) = if failed.is_empty() {
         (
             "True",
             "AllClustersReady",
@@ -310,24 +309,22 @@ fn status_for(
     let ready_since = previous
         .conditions
         .iter()
-        .find(|c| c.type_ == "Ready" && c.status == status)
+        .find(|c| c.type_ == "Ready" && c.status == status_value)
         .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
-    FleetStatus {
-        clusters,
-        conditions: vec![Condition {
-            type_: "Ready".into(),
-            status: status.into(),
-            reason: reason.into(),
-            message,
-            last_transition_time: ready_since,
-            observed_generation: generation,
-        }],
-    }
+    let mut status = FleetStatus::default();
+    status.clusters = clusters;
+    status.conditions = vec![Condition {
+        type_: "Ready".into(),
+        status: status_value.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: ready_since,
+        observed_generation: generation,
+    }];
+    status
 }
 
-fn now() -> String {
-    serde_json::to_value(Time(k8s_openapi::jiff::Timestamp::now()))
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
+/// Now, to the second, as a `Time` is written.
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap())
 }

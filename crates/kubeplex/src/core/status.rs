@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 /// The part of a parent's status kubeplex writes: one entry per child context, and an overall `Ready`
@@ -15,22 +18,25 @@ use serde::{Deserialize, Serialize};
 ///     pub fleet: kubeplex::FleetStatus,
 /// }
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub struct FleetStatus {
     /// Each child context by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clusters: BTreeMap<String, ClusterStatus>,
     /// `Ready`: true when the children are in place in every context. A list keyed by `type`, so that other
     /// writers' conditions (the reconciler's own, another controller's) live beside kubeplex's: each writer
-    /// applies only its own (server-side apply merges them by type).
+    /// applies only its own (server-side apply merges them by type). Each is a `meta/v1` `Condition`, with
+    /// the schema Kubernetes gives one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
 }
 
 /// The children of one parent in one context.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterStatus {
     /// Where the children stand.
     pub state: ClusterState,
@@ -40,8 +46,28 @@ pub struct ClusterStatus {
     /// Why, when not `Ready`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// When `state` last changed (RFC 3339).
-    pub last_transition_time: String,
+    /// When `state` last changed.
+    #[schemars(schema_with = "time_schema")]
+    pub last_transition_time: Time,
+}
+
+impl ClusterStatus {
+    /// `children` children in `state`, since `last_transition_time`, with no message.
+    pub fn new(state: ClusterState, children: u32, last_transition_time: Time) -> Self {
+        Self {
+            state,
+            children,
+            message: None,
+            last_transition_time,
+        }
+    }
+
+    /// Says why the context is not `Ready`.
+    #[must_use]
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
 }
 
 /// Where a parent's children in one context stand.
@@ -70,26 +96,67 @@ pub enum ClusterState {
     Left,
 }
 
-/// A status condition, as Kubernetes conventions shape them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// The condition's type, e.g. `Ready`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// A `PascalCase` reason.
-    pub reason: String,
-    /// A human-readable message.
-    #[serde(default)]
-    pub message: String,
-    /// When `status` last changed (RFC 3339).
-    pub last_transition_time: String,
-    /// The `metadata.generation` the condition was computed for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
+/// A `meta/v1` `Time`, as the API server validates one. k8s-openapi's schemas are behind a feature that
+/// would compile one for every Kubernetes type; these few are written out.
+fn time_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "format": "date-time" })
 }
+
+/// A list of `meta/v1` `Condition`s keyed by `type`, with the validation Kubernetes declares for one
+/// (`k8s.io/apimachinery/pkg/apis/meta/v1.Condition`).
+fn conditions_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+        "items": {
+            "type": "object",
+            "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+            "properties": {
+                "type": {
+                    "description": "The condition's type, in CamelCase or foo.example.com/CamelCase.",
+                    "type": "string",
+                    "maxLength": 316,
+                    "pattern": CONDITION_TYPE_PATTERN,
+                },
+                "status": {
+                    "description": "True, False or Unknown.",
+                    "type": "string",
+                    "enum": ["True", "False", "Unknown"],
+                },
+                "reason": {
+                    "description": "Why the condition last transitioned, in CamelCase.",
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 1024,
+                    "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+                },
+                "message": {
+                    "description": "A human-readable message; may be empty.",
+                    "type": "string",
+                    "maxLength": MAX_MESSAGE,
+                },
+                "lastTransitionTime": {
+                    "description": "When the status last changed.",
+                    "type": "string",
+                    "format": "date-time",
+                },
+                "observedGeneration": {
+                    "description": "The metadata.generation the condition was computed for.",
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0,
+                },
+            },
+        },
+    })
+}
+
+/// What the API server accepts as a condition's type.
+const CONDITION_TYPE_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
+
+/// The longest condition message the API server accepts (bytes).
+const MAX_MESSAGE: usize = 32768;
 
 impl ClusterState {
     /// The state as the status writes it, e.g. `Ready`.
@@ -130,13 +197,26 @@ pub(crate) struct ContextOutcome {
 
 impl FleetStatus {
     /// The part of a parent's status that kubeplex writes (its clusters and its `Ready` condition), read
-    /// from the whole status; what other writers put there is not kubeplex's to compare or rewrite.
+    /// from the whole status; what other writers put there is not kubeplex's to compare or rewrite, nor
+    /// to fail on (a condition of theirs that does not parse leaves kubeplex's part as it is).
     pub(crate) fn owned_part(status: Option<&serde_json::Value>) -> FleetStatus {
-        let mut status: FleetStatus = status
-            .and_then(|s| serde_json::from_value(s.clone()).ok())
+        let Some(status) = status else {
+            return FleetStatus::default();
+        };
+        let clusters = (status.get("clusters"))
+            .and_then(|clusters| serde_json::from_value(clusters.clone()).ok())
             .unwrap_or_default();
-        status.conditions.retain(|c| c.type_ == READY);
-        status
+        let conditions = (status.get("conditions"))
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| c.get("type").and_then(serde_json::Value::as_str) == Some(READY))
+            .filter_map(|c| serde_json::from_value(c.clone()).ok())
+            .collect();
+        FleetStatus {
+            clusters,
+            conditions,
+        }
     }
 
     /// After a failed reconcile: the clusters as they were, and `Ready=False` saying why.
@@ -144,7 +224,7 @@ impl FleetStatus {
         previous: &FleetStatus,
         message: &str,
         generation: Option<i64>,
-        now: &str,
+        now: &Time,
     ) -> FleetStatus {
         FleetStatus {
             clusters: previous.clusters.clone(),
@@ -162,21 +242,19 @@ impl FleetStatus {
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
         generation: Option<i64>,
-        now: &str,
+        now: &Time,
     ) -> FleetStatus {
         let clusters: BTreeMap<String, ClusterStatus> = outcomes
             .iter()
             .map(|(context, outcome)| {
-                let since = previous
-                    .clusters
-                    .get(context)
+                let since = (previous.clusters.get(context))
                     .filter(|old| old.state == outcome.state)
-                    .map_or_else(|| now.to_owned(), |old| old.last_transition_time.clone());
+                    .map_or(now, |old| &old.last_transition_time);
                 let status = ClusterStatus {
                     state: outcome.state,
                     children: outcome.children,
                     message: outcome.message.clone(),
-                    last_transition_time: since,
+                    last_transition_time: since.clone(),
                 };
                 (context.clone(), status)
             })
@@ -217,135 +295,42 @@ impl FleetStatus {
 }
 
 /// The `Ready` condition with this (status, reason, message), its transition time kept while the status
-/// stays the same.
+/// stays the same. `reason` is a non-empty CamelCase word, as the API server requires.
 fn ready_condition(
     previous: &FleetStatus,
-    (status, reason, message): (&str, &str, String),
+    (status, reason, mut message): (&str, &str, String),
     generation: Option<i64>,
-    now: &str,
+    now: &Time,
 ) -> Condition {
-    let since = previous
-        .conditions
-        .iter()
+    let since = (previous.conditions.iter())
         .find(|c| c.type_ == READY)
         .filter(|c| c.status == status)
-        .map_or_else(|| now.to_owned(), |c| c.last_transition_time.clone());
+        .map_or(now, |c| &c.last_transition_time);
+    if message.len() > MAX_MESSAGE {
+        // The API server would refuse the whole status for it.
+        let cut = (0..=MAX_MESSAGE - 3)
+            .rev()
+            .find(|&i| message.is_char_boundary(i))
+            .unwrap_or_default();
+        message.truncate(cut);
+        message.push_str("...");
+    }
     Condition {
         type_: READY.into(),
         status: status.into(),
         reason: reason.into(),
         message,
-        last_transition_time: since,
+        last_transition_time: since.clone(),
         observed_generation: generation,
     }
 }
 
-/// Now, as Kubernetes writes times.
-pub(crate) fn now() -> String {
-    let time =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
-    serde_json::to_value(time)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
+/// Now, to the second: a `Time` is written with whole seconds, so a status compares equal to itself once
+/// read back.
+pub(crate) fn now() -> Time {
+    let now = Timestamp::now();
+    Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
-        ContextOutcome {
-            fenced: None,
-            state,
-            children: 2,
-            message: message.map(str::to_owned),
-        }
-    }
-
-    #[test]
-    fn transition_times_move_only_when_the_state_changes() {
-        let outcomes: BTreeMap<String, ContextOutcome> = [
-            ("cluster-a".to_owned(), outcome(ClusterState::Ready, None)),
-            (
-                "cluster-b".to_owned(),
-                outcome(ClusterState::Unreachable, Some("connection refused")),
-            ),
-        ]
-        .into();
-        let first = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(1), "t1");
-        assert_eq!(first.conditions[0].status, "False");
-        assert_eq!(first.conditions[0].reason, "ClustersNotReady");
-        assert!(
-            first.conditions[0]
-                .message
-                .contains("cluster-b: Unreachable (connection refused)")
-        );
-
-        let mut outcomes = outcomes;
-        outcomes.insert("cluster-b".into(), outcome(ClusterState::Ready, None));
-        let second = FleetStatus::from_outcomes(&first, &outcomes, Some(1), "t2");
-        assert_eq!(second.clusters["cluster-a"].last_transition_time, "t1");
-        assert_eq!(second.clusters["cluster-b"].last_transition_time, "t2");
-        assert_eq!(
-            (
-                second.conditions[0].status.as_str(),
-                second.conditions[0].last_transition_time.as_str()
-            ),
-            ("True", "t2")
-        );
-        assert!(now().ends_with('Z'), "{}", now());
-    }
-
-    #[test]
-    fn a_failed_reconcile_turns_ready_false_and_keeps_the_clusters() {
-        let outcomes: BTreeMap<String, ContextOutcome> =
-            [("cluster-a".to_owned(), outcome(ClusterState::Ready, None))].into();
-        let ready = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(1), "t1");
-        let failed = FleetStatus::reconcile_failed(&ready, "image is empty", Some(2), "t2");
-        assert_eq!(failed.clusters, ready.clusters);
-        let condition = &failed.conditions[0];
-        assert_eq!(
-            (
-                condition.status.as_str(),
-                condition.reason.as_str(),
-                condition.message.as_str()
-            ),
-            ("False", "ReconcileFailed", "image is empty")
-        );
-        assert_eq!(
-            (
-                condition.last_transition_time.as_str(),
-                condition.observed_generation
-            ),
-            ("t2", Some(2))
-        );
-    }
-
-    #[test]
-    fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
-        let status = serde_json::json!({
-            "clusters": {},
-            "conditions": [
-                { "type": "Configured", "status": "True", "reason": "Mine", "lastTransitionTime": "t0" },
-                { "type": "Ready", "status": "True", "reason": "AllClustersReady", "lastTransitionTime": "t1" },
-            ],
-            "somethingElse": 1,
-        });
-        let owned = FleetStatus::owned_part(Some(&status));
-        assert_eq!(owned.conditions.len(), 1);
-        assert_eq!(owned.conditions[0].type_, READY);
-        assert_eq!(FleetStatus::owned_part(None), FleetStatus::default());
-    }
-
-    #[test]
-    fn the_schema_keys_conditions_by_type_for_server_side_apply() {
-        let schema = serde_json::to_value(schemars::schema_for!(FleetStatus)).unwrap();
-        let conditions = &schema["properties"]["conditions"];
-        assert_eq!(conditions["x-kubernetes-list-type"], "map", "{conditions}");
-        assert_eq!(
-            conditions["x-kubernetes-list-map-keys"],
-            serde_json::json!(["type"])
-        );
-    }
-}
+mod tests;

@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::core::ClusterStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 
 fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
     ContextOutcome {
@@ -28,7 +30,7 @@ fn status(entries: &[(&str, ClusterState, Option<&str>)]) -> FleetStatus {
                 state: *state,
                 children: 0,
                 message: message.map(str::to_owned),
-                last_transition_time: "2025-01-01T00:00:00Z".into(),
+                last_transition_time: Time(Timestamp::UNIX_EPOCH),
             };
             ((*context).to_owned(), status)
         })
