@@ -7,6 +7,7 @@ use serde::Serialize;
 /// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::health`](crate::Running::health)
 /// report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct HealthReport {
     /// Every required context has been ready at once (it stays true after that).
     pub started: bool,
@@ -24,6 +25,7 @@ pub struct HealthReport {
 
 /// This replica's place in sharded mode.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ShardingReport {
     /// This replica's identity in the Leases.
     pub identity: String,
@@ -35,6 +37,7 @@ pub struct ShardingReport {
 
 /// This replica's place in the leader election.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LeadershipReport {
     /// This replica's identity in the Lease.
     pub identity: String,
@@ -47,6 +50,7 @@ pub struct LeadershipReport {
 
 /// The health of one context.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ContextReport {
     /// Whether the manager waits for this context to start (the default) or runs degraded without it.
     pub required: bool,
@@ -62,6 +66,7 @@ pub struct ContextReport {
 /// Where a context stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ContextStatus {
     /// Reachable, authorised, and every watch has synced.
     Ready,
@@ -73,6 +78,7 @@ pub enum ContextStatus {
 
 /// The health of one watch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct WatchReport {
     /// `Kind.group/version`, e.g. `Deployment.apps/v1`.
     pub kind: String,
