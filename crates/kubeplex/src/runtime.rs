@@ -40,7 +40,7 @@ impl Runtime {
         };
         let shard = WORKING_FOR.try_with(|shard| *shard).ok();
         Ok(match (&self.shards, shard) {
-            (Some(shards), Some(shard)) => shards.client(shard, context, base),
+            (Some(shards), Some(shard)) => shards.fenced_client(shard, context, base),
             _ => base,
         })
     }

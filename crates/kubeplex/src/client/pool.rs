@@ -113,7 +113,7 @@ impl PoolConfig {
         };
         // Built concurrently: with many contexts (and exec credential plugins) one by one adds up.
         let built =
-            futures::future::join_all(contexts.iter().map(|c| self.client(c, kubeconfig.as_ref())))
+            futures::future::join_all(contexts.iter().map(|c| self.build_client(c, kubeconfig.as_ref())))
                 .await;
         let mut clients = BTreeMap::new();
         let mut configs = BTreeMap::new();
@@ -143,7 +143,8 @@ impl PoolConfig {
         }
     }
 
-    async fn client(
+    /// The client of `context` and the configuration it was built from, or why it cannot have one.
+    async fn build_client(
         &self,
         context: &str,
         kubeconfig: Option<&Kubeconfig>,

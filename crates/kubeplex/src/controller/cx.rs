@@ -66,9 +66,20 @@ impl<C: Context> Cx<C> {
         self.plan.name()
     }
 
-    /// The client of any context the manager's controllers declared, or of a member of the fleet.
+    /// The client of any context the manager's controllers declared, or of a member of the fleet. Fails
+    /// with [`Error::UndeclaredContext`] for a context no controller declared, [`Error::ClientConfig`] for
+    /// one whose client could not be configured, and [`Error::Member`] for a member that is not one now.
     pub fn client(&self, target: impl Into<Target<C>>) -> Result<Client> {
-        self.runtime.client(target.into().name())
+        let target = target.into();
+        self.runtime
+            .client(target.name())
+            .map_err(|error| match (target, error) {
+                (Target::Member(member), Error::UndeclaredContext { .. }) => Error::Member {
+                    context: member.name().to_owned(),
+                    reason: "not a member of the fleet now (it left, or has not joined)".into(),
+                },
+                (_, error) => error,
+            })
     }
 
     /// An `Api` for a namespaced kind in `namespace` of a context or member.
@@ -370,6 +381,22 @@ mod tests {
         let taken = cx.take_children();
         assert_eq!(taken[0].namespace.as_deref(), Some("ns"));
         assert_eq!(taken[0].object["metadata"]["namespace"], "ns");
+    }
+
+    #[tokio::test]
+    async fn a_client_is_refused_in_the_words_of_what_was_asked_for() {
+        let cx = cx(CONTROL, 0);
+        assert!(cx.client(CLUSTER_A).is_ok());
+        let undeclared = cx.client(crate::ContextName::new("elsewhere")).err().unwrap();
+        assert!(
+            matches!(&undeclared, Error::UndeclaredContext { context } if context == "elsewhere"),
+            "{undeclared}"
+        );
+        let member = cx.client(Member::new("cluster-c")).err().unwrap();
+        assert_eq!(
+            member.to_string(),
+            "member cluster-c: not a member of the fleet now (it left, or has not joined)"
+        );
     }
 
     #[test]

@@ -40,8 +40,10 @@ pub enum Error {
         /// What the kubeconfig loader reported.
         reason: String,
     },
-    /// A reconcile asked for a context that no registered controller declared.
-    #[error("context {context} was not declared by any controller of this manager")]
+    /// A client was asked for a context that no registered controller (nor the member provider) declared.
+    #[error(
+        "context {context} was not declared by any controller or member provider of this manager"
+    )]
     UndeclaredContext {
         /// The context asked for.
         context: String,

@@ -229,11 +229,9 @@ impl<R: Reconcile> Engine<R> {
         })
     }
 
-    /// The client of `context`, as a kube error when it has none (so request paths handle one error type).
-    pub(crate) fn client(&self, context: &str) -> kube::Result<Client> {
-        self.runtime
-            .client(context)
-            .map_err(|e| kube::Error::Service(e.into()))
+    /// The client of `context`, or why it has none.
+    pub(crate) fn client(&self, context: &str) -> crate::Result<Client> {
+        self.runtime.client(context)
     }
 
     /// An `Api` for the primary kind where `object` lives.
@@ -241,7 +239,7 @@ impl<R: Reconcile> Engine<R> {
         &self,
         object: &Primary<R>,
         context: &Place<R>,
-    ) -> kube::Result<Api<Primary<R>>> {
+    ) -> crate::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
             self.client(context.name())?,
             object.namespace().as_deref(),

@@ -15,6 +15,7 @@ use super::events::{Note, deletion_note};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
+use crate::core::Error;
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::executor::Next;
@@ -32,9 +33,13 @@ impl<R: Reconcile> Engine<R> {
         object: &Primary<R>,
         context: &Place<R>,
         present: bool,
-    ) -> kube::Result<()> {
+    ) -> crate::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
         let api = self.parent_api(object, context)?;
+        let in_context = |source| Error::Kube {
+            context: context.name().to_owned(),
+            source,
+        };
         let name = object.name_any();
         let mut current = object.finalizers().to_vec();
         for attempt in 1..=FINALIZER_ATTEMPTS {
@@ -51,9 +56,9 @@ impl<R: Reconcile> Engine<R> {
             };
             let stale = matches!(&error, kube::Error::Api(s) if s.code == 409 || s.code == 422);
             if !stale || attempt == FINALIZER_ATTEMPTS {
-                return Err(error);
+                return Err(in_context(error));
             }
-            match api.get_opt(&name).await? {
+            match api.get_opt(&name).await.map_err(in_context)? {
                 Some(fresh) => current = fresh.finalizers().to_vec(),
                 None => return Ok(()),
             }

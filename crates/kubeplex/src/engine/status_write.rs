@@ -75,14 +75,18 @@ impl<R: Reconcile> Engine<R> {
         // Forced: kubeplex owns these fields; an earlier version of it wrote them with a merge patch.
         let params = PatchParams::apply(self.plan.name()).force();
         let span = tracing::info_span!("status_write", clusters = status.clusters.len());
-        let written = match self.parent_api(object, context) {
-            Ok(api) => api
-                .patch_status(&object.name_any(), &params, &Patch::Apply(&patch))
-                .instrument(span.clone())
-                .await
-                .map(|written| written.resource_version()),
-            Err(error) => Err(error),
+        let api = match self.parent_api(object, context) {
+            Ok(api) => api,
+            Err(error) => {
+                tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+                return false;
+            }
         };
+        let written = api
+            .patch_status(&object.name_any(), &params, &Patch::Apply(&patch))
+            .instrument(span.clone())
+            .await
+            .map(|written| written.resource_version());
         span.in_scope(|| match written {
             Err(kube::Error::Api(status))
                 if status.code == 404

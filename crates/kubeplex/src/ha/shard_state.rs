@@ -112,7 +112,7 @@ impl ShardState {
     }
 
     /// `base` (the client of `context`), its writes fenced by shard `shard` as well.
-    pub(crate) fn client(&self, shard: usize, context: &str, base: Client) -> Client {
+    pub(crate) fn fenced_client(&self, shard: usize, context: &str, base: Client) -> Client {
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         clients
             .entry((shard, context.to_owned()))
@@ -173,7 +173,7 @@ mod tests {
             )
         });
         let state = ShardState::new(ShardBy::Parent(2), vec!["0".into(), "1".into()]);
-        let api: Api<ConfigMap> = Api::namespaced(state.client(1, "control", base.clone()), "apps");
+        let api: Api<ConfigMap> = Api::namespaced(state.fenced_client(1, "control", base.clone()), "apps");
         let refused = api
             .delete("web", &DeleteParams::default())
             .await
@@ -206,7 +206,7 @@ mod tests {
         state
             .fence(0)
             .open_until(Instant::now() + Duration::from_secs(30));
-        let again: Api<ConfigMap> = Api::namespaced(state.client(1, "control", base), "apps");
+        let again: Api<ConfigMap> = Api::namespaced(state.fenced_client(1, "control", base), "apps");
         assert!(again.delete("web", &DeleteParams::default()).await.is_err());
         assert_eq!(requests.all().len(), reads + 1);
     }

@@ -129,7 +129,9 @@ impl MemberSink {
     }
 
     /// The client of one of the manager's fixed contexts (one a provider reads from, like the control
-    /// cluster holding kubeconfig Secrets; declare it with [`MemberProvider::contexts`]).
+    /// cluster holding kubeconfig Secrets; declare it with [`MemberProvider::contexts`]). Fails with
+    /// [`Error::UndeclaredContext`](crate::Error::UndeclaredContext) for a context nothing declared, and
+    /// [`Error::ClientConfig`](crate::Error::ClientConfig) for one whose client could not be configured.
     pub fn client(&self, context: &str) -> Result<Client> {
         (self.clients)(context)
     }

@@ -89,7 +89,10 @@ async fn other_failures_are_reported_after_one_try() {
         .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
         .await
         .unwrap_err();
-    assert!(matches!(error, kube::Error::Api(s) if s.code == 403));
+    assert!(
+        matches!(&error, Error::Kube { context, source: kube::Error::Api(s) } if context == "control" && s.code == 403),
+        "{error}"
+    );
     assert_eq!(requests.lines().len(), 1);
 }
 
