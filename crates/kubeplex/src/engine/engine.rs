@@ -136,9 +136,9 @@ pub(crate) struct Engine<R: Reconcile> {
     /// The primary kind turned out to have no status subresource: status writes are skipped.
     pub(crate) no_status: std::sync::atomic::AtomicBool,
     /// The statuses this controller wrote lately, until the cache shows them.
-    pub(crate) written_status: super::own_writes::WrittenStatus,
+    pub(crate) written_status: super::recent_writes::WrittenStatus,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
-    pub(crate) finalized: super::own_writes::Finalized,
+    pub(crate) finalized: super::recent_writes::Finalized,
 }
 
 impl<R: Reconcile> Engine<R> {
