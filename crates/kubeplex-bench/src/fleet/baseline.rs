@@ -326,5 +326,8 @@ fn status_for(
 
 /// Now, to the second, as a `Time` is written.
 fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap())
+    Time(
+        k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())
+            .unwrap(),
+    )
 }

@@ -112,9 +112,12 @@ impl PoolConfig {
             None
         };
         // Built concurrently: with many contexts (and exec credential plugins) one by one adds up.
-        let built =
-            futures::future::join_all(contexts.iter().map(|c| self.build_client(c, kubeconfig.as_ref())))
-                .await;
+        let built = futures::future::join_all(
+            contexts
+                .iter()
+                .map(|c| self.build_client(c, kubeconfig.as_ref())),
+        )
+        .await;
         let mut clients = BTreeMap::new();
         let mut configs = BTreeMap::new();
         let mut errors = Vec::new();

@@ -387,7 +387,10 @@ mod tests {
     async fn a_client_is_refused_in_the_words_of_what_was_asked_for() {
         let cx = cx(CONTROL, 0);
         assert!(cx.client(CLUSTER_A).is_ok());
-        let undeclared = cx.client(crate::ContextName::new("elsewhere")).err().unwrap();
+        let undeclared = cx
+            .client(crate::ContextName::new("elsewhere"))
+            .err()
+            .unwrap();
         assert!(
             matches!(&undeclared, Error::UndeclaredContext { context } if context == "elsewhere"),
             "{undeclared}"

@@ -173,7 +173,8 @@ mod tests {
             )
         });
         let state = ShardState::new(ShardBy::Parent(2), vec!["0".into(), "1".into()]);
-        let api: Api<ConfigMap> = Api::namespaced(state.fenced_client(1, "control", base.clone()), "apps");
+        let api: Api<ConfigMap> =
+            Api::namespaced(state.fenced_client(1, "control", base.clone()), "apps");
         let refused = api
             .delete("web", &DeleteParams::default())
             .await
@@ -206,7 +207,8 @@ mod tests {
         state
             .fence(0)
             .open_until(Instant::now() + Duration::from_secs(30));
-        let again: Api<ConfigMap> = Api::namespaced(state.fenced_client(1, "control", base), "apps");
+        let again: Api<ConfigMap> =
+            Api::namespaced(state.fenced_client(1, "control", base), "apps");
         assert!(again.delete("web", &DeleteParams::default()).await.is_err());
         assert_eq!(requests.all().len(), reads + 1);
     }

@@ -62,8 +62,13 @@ fn a_status_read_back_equals_the_one_written() {
     let outcomes = outcomes(&[("cluster-a", ClusterState::Failed, Some("forbidden"))]);
     let written = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(3), &now());
     let json = serde_json::to_value(&written).unwrap();
-    let time = json["conditions"][0]["lastTransitionTime"].as_str().unwrap();
-    assert!(time.ends_with('Z') && time.len() == "2026-01-01T00:00:00Z".len(), "{time}");
+    let time = json["conditions"][0]["lastTransitionTime"]
+        .as_str()
+        .unwrap();
+    assert!(
+        time.ends_with('Z') && time.len() == "2026-01-01T00:00:00Z".len(),
+        "{time}"
+    );
     assert_eq!(FleetStatus::owned_part(Some(&json)), written);
     // The next reconcile over what the cache shows computes the same status: no second write.
     let again = FleetStatus::from_outcomes(&written, &outcomes, Some(3), &now());
@@ -86,7 +91,10 @@ fn a_failed_reconcile_turns_ready_false_and_keeps_the_clusters() {
         ("False", "ReconcileFailed", "image is empty")
     );
     assert_eq!(
-        (&condition.last_transition_time, condition.observed_generation),
+        (
+            &condition.last_transition_time,
+            condition.observed_generation
+        ),
         (&at(2), Some(2))
     );
 }
@@ -116,10 +124,7 @@ fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
     let owned = FleetStatus::owned_part(Some(&status));
     assert_eq!(owned.conditions.len(), 1);
     assert_eq!(owned.conditions[0].type_, READY);
-    assert_eq!(
-        owned.conditions[0].last_transition_time,
-        at(1_767_225_601)
-    );
+    assert_eq!(owned.conditions[0].last_transition_time, at(1_767_225_601));
     assert_eq!(FleetStatus::owned_part(None), FleetStatus::default());
 }
 
@@ -138,7 +143,10 @@ fn the_schema_is_that_of_meta_v1_conditions_keyed_by_type() {
         serde_json::json!(["type", "status", "lastTransitionTime", "reason", "message"])
     );
     let time = &condition["properties"]["lastTransitionTime"];
-    assert_eq!((&time["type"], &time["format"]), (&"string".into(), &"date-time".into()));
+    assert_eq!(
+        (&time["type"], &time["format"]),
+        (&"string".into(), &"date-time".into())
+    );
     assert_eq!(condition["properties"]["reason"]["minLength"], 1);
     let cluster = &schema["$defs"]["ClusterStatus"]["properties"]["lastTransitionTime"];
     assert_eq!(cluster["format"], "date-time", "{schema}");
