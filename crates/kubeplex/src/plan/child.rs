@@ -11,7 +11,8 @@ use crate::watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 
 /// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
 ///
-/// Its getters follow [`Plan`]'s: `get_` and the builder's name (`namespaces` / `get_namespaces`).
+/// Its getters follow [`Plan`](crate::Plan)'s: `get_` and the builder's name (`namespaces` /
+/// `get_namespaces`).
 #[derive(Clone, Debug)]
 pub struct Child<C> {
     pub(super) resource: ApiResource,

@@ -27,7 +27,8 @@ pub const MAX_CONTROLLER_NAME: usize = 63;
 ///
 /// The builders are named after the attribute's keys; each value a builder sets is read by `get_` and the
 /// builder's name (`label_selector` sets, [`get_label_selector`](Self::get_label_selector) reads), as in
-/// `std::process::Command`. The one flag, [`members`](Self::members), reads as [`in_members`](Self::in_members).
+/// `std::process::Command`. The one flag, [`members`](Self::members), reads as
+/// [`in_members`](Self::in_members).
 ///
 /// ```
 /// use k8s_openapi::api::apps::v1::Deployment;
