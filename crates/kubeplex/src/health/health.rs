@@ -33,6 +33,7 @@ pub(crate) struct Health {
     changed: Notify,
     leadership: Mutex<Option<LeadershipReport>>,
     sharding: Mutex<Option<ShardingReport>>,
+    pub(super) phases: super::phases::MemberPhases,
 }
 
 #[derive(Default)]
@@ -195,7 +196,11 @@ impl Health {
         let contexts = self.lock();
         let contexts: BTreeMap<String, ContextReport> = contexts
             .iter()
-            .map(|(name, entry)| (name.clone(), entry.report(name)))
+            .map(|(name, entry)| {
+                let mut report = entry.report(name);
+                report.member = self.phases.report(name, &report);
+                (name.clone(), report)
+            })
             .collect();
         let ready = contexts
             .values()
@@ -358,6 +363,7 @@ impl ContextEntry {
             status,
             reasons,
             watches,
+            member: None,
         }
     }
 }
@@ -413,11 +419,13 @@ impl WatchHealth {
         );
         let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
         let now = std::time::Instant::now();
+        // Each of a context's watches fails on its own: the line names which.
+        let (kind, namespace) = (state.kind.clone(), state.namespace.clone().unwrap_or_default());
         if changed {
             state.retries = 0;
             state.logged = Some(now);
             drop(state);
-            tracing::warn!(context = %self.context, %problem, "watch failed; retrying with backoff");
+            tracing::warn!(context = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
             self.health.update(&self.context, |_| {});
             return;
         }
@@ -429,9 +437,9 @@ impl WatchHealth {
             state.logged = Some(now);
             let retries = std::mem::take(&mut state.retries);
             drop(state);
-            tracing::warn!(context = %self.context, %problem, retries, "watch still failing");
+            tracing::warn!(context = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
         } else {
-            tracing::debug!(context = %self.context, %problem, "watch still failing");
+            tracing::debug!(context = %self.context, %kind, %namespace, %problem, "watch still failing");
         }
     }
 
