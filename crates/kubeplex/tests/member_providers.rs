@@ -15,6 +15,7 @@ mod member_providers {
     pub mod accounts;
     pub mod leaves;
     pub mod proxy;
+    pub mod unreachable;
 }
 
 use std::path::Path;

@@ -242,7 +242,10 @@ pub(crate) fn default_user_agent() -> String {
         .or_else(|| named(std::env::var("HOSTNAME").ok()))
         .or_else(|| named(std::fs::read_to_string("/etc/hostname").ok()))
         .unwrap_or_else(|| "unknown host".to_owned());
-    let name: String = name.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').collect();
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .collect();
     format!("kubeplex/{} ({name})", env!("CARGO_PKG_VERSION"))
 }
 

@@ -114,7 +114,10 @@ impl ClusterState {
 impl ClusterState {
     /// Whether the context is as the parent wants it (children in place, or none wanted there).
     pub fn is_settled(self) -> bool {
-        matches!(self, Self::Ready | Self::NotTargeted | Self::Left | Self::Leaving)
+        matches!(
+            self,
+            Self::Ready | Self::NotTargeted | Self::Left | Self::Leaving
+        )
     }
 }
 

@@ -117,7 +117,10 @@ impl MemberChildren {
     }
 
     pub(crate) fn take(&self, name: &str) -> Option<Arc<Vec<ChildWatch>>> {
-        self.1.write().unwrap_or_else(|e| e.into_inner()).remove(name);
+        self.1
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
         let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
         members.remove(name)
     }
@@ -130,7 +133,10 @@ impl MemberChildren {
 
     /// Whether member `name`'s child watches have listed.
     pub(crate) fn has_listed(&self, name: &str) -> bool {
-        self.1.read().unwrap_or_else(|e| e.into_inner()).contains(name)
+        self.1
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(name)
     }
 }
 

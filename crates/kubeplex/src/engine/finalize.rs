@@ -170,13 +170,12 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// Adds the members that may hold children but cannot be pruned yet: joined with watches not listed,
-    /// or about to join. Each blocks the deletion until it has listed, or the abandon policy gives up.
+    /// Adds the members that may hold children but were not pruned: joined with watches not listed when
+    /// the removal began, or about to join. Each blocks the deletion until it has listed, or the abandon
+    /// policy gives up.
     fn members_not_listed(&self, outcomes: &mut BTreeMap<String, ContextOutcome>) {
         let members = &self.runtime.members;
-        let joined = members.names().into_iter();
-        let unlisted = joined.filter(|name| !self.member_children.has_listed(name));
-        for name in unlisted.chain(members.joining()) {
+        for name in members.names().into_iter().chain(members.joining()) {
             let message = format!("context {name}: a member whose children are not listed yet");
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,

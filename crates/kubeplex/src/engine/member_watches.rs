@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::children;
-use super::engine::{ChildWatch, Engine, Primary, Request};
+use super::engine::{CONTEXT_TIMEOUT, ChildWatch, Engine, Primary, Request};
 use crate::controller::Reconcile;
 use crate::core::chain;
 use crate::core::{Member, Target};
@@ -155,9 +155,9 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
 }
 
 /// Deletes every child this controller has in member `name`, from its caches once they have listed. A
-/// member that does not answer makes the leave wait, said in `progress` (so in `/readyz` and, through a
-/// reconcile of every parent, in their status) until it answers, or until the leave gives up: its children
-/// there are then abandoned.
+/// member that does not answer (its caches do not list, or a deletion fails) makes the leave wait, said in
+/// `progress` (so in `/readyz` and, through a reconcile of every parent, in their status), trying again
+/// until it answers, or until the leave gives up: its children there are then abandoned.
 async fn delete_children<R: Reconcile>(
     engine: &Arc<Engine<R>>,
     name: &str,
@@ -169,46 +169,78 @@ async fn delete_children<R: Reconcile>(
     };
     let controller = engine.plan.name();
     let watches = engine.member_children.of(name);
-    let listed = futures::future::join_all(watches.iter().map(|w| w.cache.ready()));
-    tokio::pin!(listed);
-    if tokio::time::timeout(LIST_PATIENCE, &mut listed).await.is_err() {
-        let health = engine.runtime.health.report();
-        let reasons = health.contexts.get(name).map(|c| c.reasons.clone());
-        let why = reasons.and_then(|r| r.into_iter().next());
-        let why = why.unwrap_or_else(|| format!("context {name}: its children are not listed yet"));
-        progress.waits(controller, why.clone());
-        every_parent(engine, requests).await;
-        let answered = match progress.give_up_at() {
-            Some(at) => tokio::time::timeout_at(at, listed).await.is_ok(),
-            None => {
-                listed.await;
-                true
+    let mut waited = false;
+    loop {
+        let listed = futures::future::join_all(watches.iter().map(|w| w.cache.ready()));
+        let problem = match tokio::time::timeout(LIST_PATIENCE, listed).await {
+            Err(_) => {
+                let health = engine.runtime.health.report();
+                let reasons = health.contexts.get(name).map(|c| c.reasons.clone());
+                let why = reasons.and_then(|r| r.into_iter().next());
+                why.unwrap_or_else(|| format!("context {name}: its children are not listed yet"))
             }
+            Ok(_) => match delete_cached(&client, name, &watches).await {
+                Ok(deleted) => {
+                    if waited {
+                        progress.answered(controller);
+                    }
+                    tracing::info!(context = %name, controller, deleted, "member left: its children are deleted");
+                    return;
+                }
+                Err(problem) => problem,
+            },
         };
-        if !answered {
+        progress.waits(controller, problem.clone());
+        if !std::mem::replace(&mut waited, true) {
+            every_parent(engine, requests).await; // Their status says the member is leaving, and why.
+        }
+        let again = tokio::time::Instant::now() + LIST_PATIENCE;
+        let give_up = progress.give_up_at();
+        tokio::time::sleep_until(give_up.map_or(again, |at| at.min(again))).await;
+        if give_up.is_some_and(|at| tokio::time::Instant::now() >= at) {
             let after = progress.give_up_after().unwrap_or_default();
-            let reason = format!("member {name} did not answer within {after:?} of its leave: its children there were left behind ({why})");
-            tracing::warn!(context = %name, controller, problem = %why, "giving up on a leaving member that does not answer: its children there are abandoned");
+            let reason = format!(
+                "member {name} did not answer within {after:?} of its leave: its children there were left behind ({problem})"
+            );
+            tracing::warn!(context = %name, controller, %problem, "giving up on a leaving member that does not answer: its children there are abandoned");
             progress.abandon(controller, reason);
             return;
         }
-        progress.answered(controller);
     }
-    let (mut deleted, mut failed) = (0_usize, 0_usize);
-    for watch in watches.iter() {
+}
+
+/// Deletes the children in `watches`' caches; how many, or why one could not be (the member does not
+/// answer, or refuses), each attempt bounded so that a member that stopped answering is told soon.
+async fn delete_cached(
+    client: &Client,
+    name: &str,
+    watches: &[ChildWatch],
+) -> Result<usize, String> {
+    let mut deleted = 0_usize;
+    for watch in watches {
         for uid in watch.cache.parent_uids() {
             for child in watch.cache.children_of(&uid) {
-                match children::delete(client.clone(), &watch.resource, &child).await {
-                    Ok(()) => deleted += 1,
-                    Err(error) => {
-                        failed += 1;
-                        tracing::debug!(context = %name, error = %chain(&error), "deleting a leaving member's child failed");
+                let deletion = children::delete(client.clone(), &watch.resource, &child);
+                let what = format!(
+                    "deleting {} {}",
+                    watch.resource.kind,
+                    child.name.as_deref().unwrap_or("")
+                );
+                match tokio::time::timeout(CONTEXT_TIMEOUT, deletion).await {
+                    Ok(Ok(())) => deleted += 1,
+                    Ok(Err(error)) => {
+                        return Err(format!("context {name}: {what} failed: {}", chain(&error)));
+                    }
+                    Err(_) => {
+                        return Err(format!(
+                            "context {name}: {what}: no answer within {CONTEXT_TIMEOUT:?}"
+                        ));
                     }
                 }
             }
         }
     }
-    tracing::info!(context = %name, controller, deleted, failed, "member left: its children are deleted");
+    Ok(deleted)
 }
 
 /// Requests every parent of the controller's primary caches, so that each is reconciled for the members as

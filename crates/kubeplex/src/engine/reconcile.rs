@@ -227,8 +227,12 @@ impl<R: Reconcile> Engine<R> {
         // And those leaving now, with what their leave waits for.
         for (name, waits) in self.runtime.members.leaving() {
             let message = match waits {
-                Some(why) => format!("member {name} is leaving the fleet; its children there are deleted once it answers: {why}"),
-                None => format!("member {name} is leaving the fleet; no child is put there any more"),
+                Some(why) => format!(
+                    "member {name} is leaving the fleet; its children there are deleted once it answers: {why}"
+                ),
+                None => {
+                    format!("member {name} is leaving the fleet; no child is put there any more")
+                }
             };
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,

@@ -194,14 +194,11 @@ impl Health {
     /// The report the probes serve; latches `started` the first time every required context is ready.
     pub(crate) fn report(&self) -> HealthReport {
         let contexts = self.lock();
-        let contexts: BTreeMap<String, ContextReport> = contexts
+        let mut contexts: BTreeMap<String, ContextReport> = contexts
             .iter()
-            .map(|(name, entry)| {
-                let mut report = entry.report(name);
-                report.member = self.phases.report(name, &report);
-                (name.clone(), report)
-            })
+            .map(|(name, entry)| (name.clone(), entry.report(name)))
             .collect();
+        self.phases.annotate(&mut contexts);
         let ready = contexts
             .values()
             .filter(|c| c.required)
@@ -420,7 +417,8 @@ impl WatchHealth {
         let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
         let now = std::time::Instant::now();
         // Each of a context's watches fails on its own: the line names which.
-        let (kind, namespace) = (state.kind.clone(), state.namespace.clone().unwrap_or_default());
+        let kind = state.kind.clone();
+        let namespace = state.namespace.clone().unwrap_or_default();
         if changed {
             state.retries = 0;
             state.logged = Some(now);

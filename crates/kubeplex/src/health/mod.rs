@@ -13,5 +13,6 @@ pub use ping::DEFAULT_PING_INTERVAL;
 pub(crate) use ping::{Pings, start as start_pings};
 pub(crate) use probes::serve as serve_probes;
 pub use report::{
-    ContextReport, ContextStatus, HealthReport, MemberPhase, MemberReport, LeadershipReport, ShardingReport, WatchReport,
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
+    ShardingReport, WatchReport,
 };

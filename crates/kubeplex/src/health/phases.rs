@@ -23,15 +23,25 @@ pub(crate) enum Phase {
 pub(super) struct MemberPhases(Mutex<BTreeMap<String, Phase>>);
 
 impl MemberPhases {
+    /// Adds each member's phase to its report.
+    pub(super) fn annotate(&self, contexts: &mut BTreeMap<String, ContextReport>) {
+        for (name, report) in contexts.iter_mut() {
+            report.member = self.report(name, report);
+        }
+    }
+
     /// What `/readyz` shows of member `name`, its health being `report`.
-    pub(super) fn report(&self, name: &str, report: &ContextReport) -> Option<MemberReport> {
+    fn report(&self, name: &str, report: &ContextReport) -> Option<MemberReport> {
         let phases = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let (phase, waiting_for) = match phases.get(name)? {
             Phase::Queued(why) => (MemberPhase::Joining, Some(why.clone())),
             Phase::Joining if report.status == ContextStatus::Ready => (MemberPhase::Ready, None),
             Phase::Joining => {
                 let why = report.reasons.first().cloned();
-                (MemberPhase::Joining, why.or_else(|| Some("its watches to list".to_owned())))
+                (
+                    MemberPhase::Joining,
+                    why.or_else(|| Some("its watches to list".to_owned())),
+                )
             }
             Phase::Leaving(why) => (MemberPhase::Leaving, why.clone()),
         };
@@ -55,3 +65,6 @@ impl Health {
         phases.get(name).cloned()
     }
 }
+
+#[cfg(test)]
+mod tests;

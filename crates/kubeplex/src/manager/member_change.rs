@@ -89,20 +89,32 @@ impl Changes {
 
     /// `name` leaves: the leave policy is carried out (waiting, under `delete`, for a member that does not
     /// answer, without holding `slot`), then every trace of it goes: watches, pings, health, metrics.
-    pub(super) async fn leave(&self, name: String, slot: Slot, done: Vec<oneshot::Sender<LeaveOutcome>>) {
+    pub(super) async fn leave(
+        &self,
+        name: String,
+        slot: Slot,
+        done: Vec<oneshot::Sender<LeaveOutcome>>,
+    ) {
         let runtime = &self.runtime;
         let mut outcome = LeaveOutcome::Done;
         if runtime.members.client(&name).is_some() {
-            runtime.health.member_phase(&name, Some(Phase::Leaving(None)));
+            runtime
+                .health
+                .member_phase(&name, Some(Phase::Leaving(None)));
             let health = runtime.health.clone();
             let progress = LeaveProgress::new(&name, slot, self.give_up_after, health);
-            outcome = runtime.members.leave(&name, self.policy, Arc::new(progress)).await;
+            outcome = runtime
+                .members
+                .leave(&name, self.policy, Arc::new(progress))
+                .await;
             self.close_watches(&name);
             match &outcome {
                 LeaveOutcome::Abandoned(reason) => {
                     tracing::warn!(context = %name, policy = ?self.policy, problem = %reason, "member left the fleet; its children there were abandoned");
                 }
-                _ => tracing::info!(context = %name, policy = ?self.policy, "member left the fleet"),
+                _ => {
+                    tracing::info!(context = %name, policy = ?self.policy, "member left the fleet")
+                }
             }
         }
         runtime.members.expect(&name, false);

@@ -15,7 +15,9 @@ use tokio::time::Instant;
 use super::member_change::Changes;
 use crate::client::PoolConfig;
 use crate::health::{Phase, Pings};
-use crate::members::{Change, Command, FixedClients, LeavePolicy, MemberChanges, MemberProvider, MemberSink};
+use crate::members::{
+    Change, Command, FixedClients, LeavePolicy, MemberChanges, MemberProvider, MemberSink,
+};
 use crate::runtime::Runtime;
 
 /// How many provider changes may wait for the runner to take them.
@@ -101,7 +103,9 @@ impl MemberRunner {
                     }
                 })
             });
-            runtime.metrics.member_changes_now(changes.at_work(), changes.waiting());
+            runtime
+                .metrics
+                .member_changes_now(changes.at_work(), changes.waiting());
             if !open && changes.waiting() == 0 && changes.at_work() == 0 && !changes.busy() {
                 return;
             }
@@ -153,7 +157,9 @@ fn push(
                     false => "a free slot: as many member changes as allowed are at work",
                 };
                 if runtime.health.phase_of(&name).is_none() {
-                    runtime.health.member_phase(&name, Some(Phase::Queued(why.to_owned())));
+                    runtime
+                        .health
+                        .member_phase(&name, Some(Phase::Queued(why.to_owned())));
                 }
             }
             (name, Change::Join(config))
@@ -183,10 +189,17 @@ fn log_slow(
 ) {
     let now = Instant::now();
     let overdue = changes.overdue(SLOW_AFTER);
-    slow.retain(|(member, kind), _| overdue.iter().any(|o| o.member == *member && o.kind == *kind));
+    slow.retain(|(member, kind), _| {
+        overdue
+            .iter()
+            .any(|o| o.member == *member && o.kind == *kind)
+    });
     for change in overdue {
         let key = (change.member.clone(), change.kind);
-        if slow.get(&key).is_some_and(|at| now.duration_since(*at) < SLOW_AGAIN_AFTER) {
+        if slow
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < SLOW_AGAIN_AFTER)
+        {
             continue;
         }
         slow.insert(key, now);
@@ -194,7 +207,9 @@ fn log_slow(
             (false, _) => "its turn: its member's earlier change, or a free slot".to_owned(),
             (true, "leave") => {
                 let leaving = runtime.members.leaving().into_iter();
-                let why = leaving.filter(|(name, _)| *name == change.member).find_map(|(_, why)| why);
+                let why = leaving
+                    .filter(|(name, _)| *name == change.member)
+                    .find_map(|(_, why)| why);
                 why.unwrap_or_else(|| "the controllers to carry out the leave policy".to_owned())
             }
             (true, _) => "the controllers to open its watches".to_owned(),

@@ -129,7 +129,10 @@ impl<J: Send + 'static> MemberChanges<J> {
         match change {
             Change::Join(config) => {
                 // Newer credentials: a join or problem not started yet is moot (a leave before it stays).
-                while matches!(queue.back(), Some((Change::Join(_) | Change::Unhealthy(_), ..))) {
+                while matches!(
+                    queue.back(),
+                    Some((Change::Join(_) | Change::Unhealthy(_), ..))
+                ) {
                     queue.pop_back();
                 }
                 queue.push_back((Change::Join(config), now.0, now.1));
@@ -142,7 +145,10 @@ impl<J: Send + 'static> MemberChanges<J> {
             }
             Change::Leave(mut done) => {
                 // Whatever waits after its last leave goes; a leave waiting already takes this one's answer.
-                while matches!(queue.back(), Some((Change::Join(_) | Change::Unhealthy(_), ..))) {
+                while matches!(
+                    queue.back(),
+                    Some((Change::Join(_) | Change::Unhealthy(_), ..))
+                ) {
                     queue.pop_back();
                 }
                 match queue.back_mut() {
@@ -164,7 +170,10 @@ impl<J: Send + 'static> MemberChanges<J> {
 
     /// Starts the changes that may start now, oldest member first, each with `run`: a member's first
     /// waiting change when it has none at work, while slots are free.
-    pub(crate) fn start(&mut self, mut run: impl FnMut(&str, Change<J>, Slot) -> BoxFuture<'static, ()>) {
+    pub(crate) fn start(
+        &mut self,
+        mut run: impl FnMut(&str, Change<J>, Slot) -> BoxFuture<'static, ()>,
+    ) {
         while self.at_work() < self.limit {
             let next = self
                 .waiting
@@ -224,7 +233,10 @@ impl<J: Send + 'static> MemberChanges<J> {
 
     /// How many changes take a slot now.
     pub(crate) fn at_work(&self) -> usize {
-        let parked = self.running.values().filter(|r| r.slot.parked.load(Ordering::Acquire));
+        let parked = self
+            .running
+            .values()
+            .filter(|r| r.slot.parked.load(Ordering::Acquire));
         self.running.len() - parked.count()
     }
 
@@ -260,7 +272,10 @@ impl<J: Send + 'static> MemberChanges<J> {
                 waited: now.saturating_duration_since(*at),
             })
         });
-        running.chain(waiting).filter(|o| o.waited > after).collect()
+        running
+            .chain(waiting)
+            .filter(|o| o.waited > after)
+            .collect()
     }
 }
 

@@ -82,7 +82,8 @@ impl LeaveProgress {
         if state.waits.remove(controller).is_some() && state.waits.is_empty() {
             drop(state);
             tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
-            self.health.member_phase(&self.name, Some(Phase::Leaving(None)));
+            self.health
+                .member_phase(&self.name, Some(Phase::Leaving(None)));
         }
     }
 

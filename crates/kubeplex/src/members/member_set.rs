@@ -111,7 +111,8 @@ impl MemberSet {
 
     /// The provider has reported its members (every member there is is joined, or about to).
     pub(crate) fn settle(&self) {
-        self.settled.store(true, std::sync::atomic::Ordering::Release);
+        self.settled
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Whether every member there is is known: joined, or about to.
@@ -123,7 +124,9 @@ impl MemberSet {
     pub(crate) fn leaving(&self) -> Vec<(String, Option<String>)> {
         let leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
         let leaving = leaves.iter();
-        leaving.map(|(name, p)| (name.clone(), p.waiting_for())).collect()
+        leaving
+            .map(|(name, p)| (name.clone(), p.waiting_for()))
+            .collect()
     }
 
     /// A controller's stream of changes, from now on.

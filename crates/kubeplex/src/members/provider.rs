@@ -127,7 +127,10 @@ impl MemberSink {
 
     /// Reports that `name` leaves the fleet and returns at once (once the manager has taken the change),
     /// with what resolves when the leave ends, as [`leave`](Self::leave) would.
-    pub async fn leave_started(&self, name: &str) -> impl Future<Output = LeaveOutcome> + Send + 'static {
+    pub async fn leave_started(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = LeaveOutcome> + Send + 'static {
         let (done, finished) = oneshot::channel();
         let name = name.to_owned();
         let sent = self.commands.send(Command::Leave { name, done }).await;

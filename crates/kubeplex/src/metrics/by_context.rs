@@ -36,7 +36,11 @@ impl ContextSeries {
 
     /// Removes every series of `context`.
     pub(super) fn remove(&self, context: &str) {
-        let removes = self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(context);
+        let removes = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(context);
         for remove in removes.into_iter().flatten() {
             remove();
         }

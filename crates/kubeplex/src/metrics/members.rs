@@ -42,10 +42,7 @@ impl Metrics {
     /// Counts a member change that ended: `change` is join, credentials, unhealthy or leave; `result` done,
     /// failed, cancelled or abandoned.
     pub(crate) fn member_change(&self, change: &str, result: &str) {
-        let labels = [
-            ("change", change.to_owned()),
-            ("result", result.to_owned()),
-        ];
+        let labels = [("change", change.to_owned()), ("result", result.to_owned())];
         self.member_changes.changes.get_or_create(&labels).inc();
     }
 
@@ -59,6 +56,10 @@ impl Metrics {
     /// A member left: no series names it any more, in any family that carries `context`.
     pub(crate) fn context_left(&self, context: &str) {
         self.series.remove(context);
+        // Its watches' clocks, even while a closed watch's task has not dropped its handles yet.
+        let mut watches = self.live.lock_watches();
+        watches.retain(|(labels, _)| labels[0].1 != context);
+        drop(watches);
         self.blocked.context_left(context);
         self.pings_ended(context);
     }

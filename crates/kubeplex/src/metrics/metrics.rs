@@ -17,11 +17,11 @@ use prometheus_client::registry::Registry;
 
 use super::blocked::BlockedDeletions;
 use super::by_context::ContextSeries;
-use super::members::MemberChangeMetrics;
 use super::handles::{QueueMetrics, WatchMetrics};
 use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
+use super::members::MemberChangeMetrics;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
 type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
@@ -49,7 +49,7 @@ pub(crate) struct Metrics {
     children_pruned: Family<Labels<3>, Counter>,
     /// `kubeplex_parent_deletion_blocked`, and the parents behind it.
     pub(super) blocked: BlockedDeletions,
-    live: Arc<Live>,
+    pub(super) live: Arc<Live>,
     /// Every series of each context, for when a member leaves.
     pub(super) series: ContextSeries,
     pub(super) member_changes: MemberChangeMetrics,

@@ -32,14 +32,22 @@ pub fn kubeconfig_at(env: &TestEnv, url: &str) -> String {
 
 /// Polls `/readyz` until each of `members` is listed with a reason; returns the body.
 async fn wait_failing(address: std::net::SocketAddr, members: &[&str]) -> serde_json::Value {
-    eventually("the bad members reported", crate::support::WAIT, async || {
-        let body = probe(address, "/readyz").await.1;
-        let reported = members.iter().all(|member| {
-            let reasons = &body["contexts"][member]["reasons"];
-            reasons.as_array().is_some_and(|r| !r.is_empty())
-        });
-        if reported { Ok(body) } else { Err(format!("{body:#}")) }
-    })
+    eventually(
+        "the bad members reported",
+        crate::support::WAIT,
+        async || {
+            let body = probe(address, "/readyz").await.1;
+            let reported = members.iter().all(|member| {
+                let reasons = &body["contexts"][member]["reasons"];
+                reasons.as_array().is_some_and(|r| !r.is_empty())
+            });
+            if reported {
+                Ok(body)
+            } else {
+                Err(format!("{body:#}"))
+            }
+        },
+    )
     .await
 }
 
@@ -73,27 +81,43 @@ async fn three_bad_members_deleted_with_a_good_one_do_not_hold_back_its_leave() 
     // All deleted at once, the bad ones first.
     let started = tokio::time::Instant::now();
     for secret in ["bad-garbage", "bad-closed", "bad-token", "good"] {
-        secrets.delete(secret, &DeleteParams::default()).await.unwrap();
+        secrets
+            .delete(secret, &DeleteParams::default())
+            .await
+            .unwrap();
     }
     let members_children = children(env, MEMBER).await;
     // Far above what the good member's leave takes alone: a failure here names what still stood.
-    eventually("the good member left", Duration::from_secs(45), async || {
-        let child = members_children.get_opt(child).await.map_err(|e| e.to_string())?;
-        let secret = secrets.get_opt("good").await.map_err(|e| e.to_string())?;
-        match (child.filter(|c| c.metadata.deletion_timestamp.is_none()), secret) {
-            (None, None) => Ok(()),
-            (child, secret) => Err(format!(
-                "child present: {}, Secret finalizers: {:?}",
-                child.is_some(),
-                secret.map(|s| s.finalizers().to_vec())
-            )),
-        }
-    })
+    eventually(
+        "the good member left",
+        Duration::from_secs(45),
+        async || {
+            let child = members_children
+                .get_opt(child)
+                .await
+                .map_err(|e| e.to_string())?;
+            let secret = secrets.get_opt("good").await.map_err(|e| e.to_string())?;
+            match (
+                child.filter(|c| c.metadata.deletion_timestamp.is_none()),
+                secret,
+            ) {
+                (None, None) => Ok(()),
+                (child, secret) => Err(format!(
+                    "child present: {}, Secret finalizers: {:?}",
+                    child.is_some(),
+                    secret.map(|s| s.finalizers().to_vec())
+                )),
+            }
+        },
+    )
     .await;
     let took = started.elapsed();
     println!("the good member's leave took {took:?} beside three bad members' leaves");
     // Alone it takes a second or two; one bad member's leave that it waited for would cost 30 s.
-    assert!(took < Duration::from_secs(15), "the good member's leave took {took:?}");
+    assert!(
+        took < Duration::from_secs(15),
+        "the good member's leave took {took:?}"
+    );
     running.shutdown().await;
 }
 
@@ -113,13 +137,17 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
     let params = PostParams::default();
     let secret = member_secret("silent", Some("silent"), &kubeconfig_at(env, &silent.url()));
     secrets.create(&params, &secret).await.unwrap();
-    eventually("the silent member in /readyz", crate::support::WAIT, async || {
-        let body = probe(address, "/readyz").await.1;
-        match body["contexts"].get("silent") {
-            Some(_) => Ok(()),
-            None => Err(format!("{body:#}")),
-        }
-    })
+    eventually(
+        "the silent member in /readyz",
+        crate::support::WAIT,
+        async || {
+            let body = probe(address, "/readyz").await.1;
+            match body["contexts"].get("silent") {
+                Some(_) => Ok(()),
+                None => Err(format!("{body:#}")),
+            }
+        },
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
 
@@ -128,17 +156,24 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
     let good = member_secret("good", Some(MEMBER), &text(&admin_kubeconfig(env)));
     secrets.create(&params, &good).await.unwrap();
     let members_children = children(env, MEMBER).await;
-    eventually("the healthy member's child", Duration::from_secs(45), async || {
-        match members_children.get_opt(child).await {
+    eventually(
+        "the healthy member's child",
+        Duration::from_secs(45),
+        async || match members_children.get_opt(child).await {
             Ok(Some(found)) => Ok(found),
             Ok(None) => Err("absent".to_owned()),
             Err(error) => Err(error.to_string()),
-        }
-    })
+        },
+    )
     .await;
     let took = started.elapsed();
-    println!("the healthy member's child appeared {took:?} after its Secret, beside a silent member");
-    assert!(took < Duration::from_secs(8), "the healthy member's child took {took:?}");
+    println!(
+        "the healthy member's child appeared {took:?} after its Secret, beside a silent member"
+    );
+    assert!(
+        took < Duration::from_secs(8),
+        "the healthy member's child took {took:?}"
+    );
     drop(silent);
     running.shutdown().await;
 }

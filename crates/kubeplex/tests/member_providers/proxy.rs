@@ -67,8 +67,8 @@ impl Proxy {
                     match mode {
                         Mode::Forward => {
                             if let Ok(mut outbound) = TcpStream::connect(target).await {
-                                let _ =
-                                    tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound)
+                                    .await;
                             }
                         }
                         Mode::Blackhole => {

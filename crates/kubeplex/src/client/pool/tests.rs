@@ -189,11 +189,21 @@ async fn a_truncated_client_key_is_reported_naming_the_kubeconfig() {
 async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
     let agent = default_user_agent();
     let version = env!("CARGO_PKG_VERSION");
-    assert!(agent.starts_with(&format!("kubeplex/{version} (")), "{agent}");
-    assert!(agent.ends_with(')') && agent.len() > format!("kubeplex/{version} ()").len(), "{agent}");
+    assert!(
+        agent.starts_with(&format!("kubeplex/{version} (")),
+        "{agent}"
+    );
+    assert!(
+        agent.ends_with(')') && agent.len() > format!("kubeplex/{version} ()").len(),
+        "{agent}"
+    );
     let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
     let (_, built) = PoolConfig::default().finish("cluster-b", config).unwrap();
-    let sent: Vec<_> = built.headers.iter().filter(|(name, _)| name == hyper::http::header::USER_AGENT).collect();
+    let sent: Vec<_> = built
+        .headers
+        .iter()
+        .filter(|(name, _)| name == hyper::http::header::USER_AGENT)
+        .collect();
     assert_eq!(sent.len(), 1, "{:?}", built.headers);
     assert_eq!(sent[0].1, agent.as_str());
     // With leader election the replica's identity is given: that one is sent instead.
@@ -203,5 +213,10 @@ async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
     };
     let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
     let (_, built) = elected.finish("cluster-b", config).unwrap();
-    assert!(built.headers.iter().any(|(_, value)| value == "kubeplex/1 (replica-a)"));
+    assert!(
+        built
+            .headers
+            .iter()
+            .any(|(_, value)| value == "kubeplex/1 (replica-a)")
+    );
 }

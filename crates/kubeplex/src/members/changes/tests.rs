@@ -41,7 +41,10 @@ fn runner(
 }
 
 /// Runs the changes until none is left; the ended ones, in order.
-async fn drain(changes: &mut MemberChanges<u32>, run: &mut impl FnMut(&str, Change<u32>, Slot) -> BoxFuture<'static, ()>) -> Vec<Ended> {
+async fn drain(
+    changes: &mut MemberChanges<u32>,
+    run: &mut impl FnMut(&str, Change<u32>, Slot) -> BoxFuture<'static, ()>,
+) -> Vec<Ended> {
     let mut ended = Vec::new();
     loop {
         changes.start(&mut *run);
@@ -76,7 +79,16 @@ async fn one_members_changes_run_in_order_and_others_beside_them() {
     let started = Instant::now();
     let ended = drain(&mut changes, &mut run).await;
     let order: Vec<(&str, &str)> = ended.iter().map(|e| (e.member.as_str(), e.kind)).collect();
-    assert_eq!(order, [("a", "join"), ("b", "join"), ("b", "join"), ("a", "leave"), ("a", "join")]);
+    assert_eq!(
+        order,
+        [
+            ("a", "join"),
+            ("b", "join"),
+            ("b", "join"),
+            ("a", "leave"),
+            ("a", "join")
+        ]
+    );
     assert!(ended.iter().all(|e| !e.cancelled), "{ended:?}");
     // a's 30 s leave and 1 s join; b's second join beside them.
     assert_eq!(started.elapsed(), Duration::from_secs(31));
@@ -155,8 +167,16 @@ async fn at_most_the_limit_are_at_work_and_a_parked_leave_frees_its_slot() {
         let next = tokio::time::timeout(Duration::from_secs(60), changes.next()).await;
         next.expect("a join ends or a leave parks within a minute");
     }
-    assert_eq!(started.elapsed(), Duration::from_secs(5), "10 joins of 1 s, 2 at a time");
-    assert_eq!(changes.running.len(), 2, "the parked leaves are still at work");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(5),
+        "10 joins of 1 s, 2 at a time"
+    );
+    assert_eq!(
+        changes.running.len(),
+        2,
+        "the parked leaves are still at work"
+    );
     let overdue = changes.overdue(Duration::from_secs(4));
     let members: Vec<&str> = overdue.iter().map(|o| o.member.as_str()).collect();
     assert_eq!(members, ["silent-1", "silent-2"]);

@@ -263,7 +263,11 @@ async fn member_file_provider_polls_at_its_interval() {
         seen(command.await.expect("a command within 10 s").unwrap())
     };
     assert_eq!(next(&mut received).await, join("a", 1001));
-    assert_eq!(next(&mut received).await, Seen::Listed, "after the first read");
+    assert_eq!(
+        next(&mut received).await,
+        Seen::Listed,
+        "after the first read"
+    );
     std::fs::write(&path, kubeconfig(&[("a", 2001)])).unwrap();
     assert_eq!(next(&mut received).await, join("a", 2001));
     running.abort();

@@ -46,7 +46,8 @@ impl Secrets {
     pub(super) async fn start_leave(&mut self, member: &str, secret: &str) {
         let left = self.sink.leave_started(member).await;
         let (secret, member) = (secret.to_owned(), member.to_owned());
-        self.leaves.push(Box::pin(async move { (secret, member, left.await) }));
+        self.leaves
+            .push(Box::pin(async move { (secret, member, left.await) }));
     }
 
     /// `member`'s leave ended: its Secret's finalizer can go (the Secret is read again for that); children
