@@ -72,7 +72,7 @@ pub(super) async fn abandoned_event(
     note.truncate(1024);
     let event = Event {
         metadata: kube::api::ObjectMeta {
-            generate_name: Some(format!("{secret}.")),
+            generate_name: Some(format!("{secret}-")),
             namespace: Some(namespace.to_owned()),
             ..Default::default()
         },

@@ -56,7 +56,7 @@ impl Secrets {
         if let LeaveOutcome::Abandoned(reason) = &outcome {
             let (api, namespace) = (&self.api, &self.provider.namespace);
             if let Err(error) = abandoned_event(api, namespace, &secret, &member, reason).await {
-                tracing::debug!(context = %member, error = %chain(&error), "recording the abandoned children in an Event failed");
+                tracing::warn!(context = %member, error = %chain(&error), "recording the abandoned children in an Event failed");
             }
         }
         if self.leaving.remove(&secret) {
