@@ -112,7 +112,8 @@ pub use ha::{
 };
 pub use health::DEFAULT_PING_INTERVAL;
 pub use health::{
-    ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
+    ShardingReport, WatchReport,
 };
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
@@ -150,7 +151,7 @@ pub use manager::Manager;
 pub use manager::Running;
 pub use members::KubeconfigFile;
 pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
-pub use members::{LeavePolicy, MemberProvider, MemberSink, Members};
+pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};
 pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
 /// The Prometheus client kubeplex registers its metrics with, for registering your own
 /// ([`Manager::register_metrics`]).

@@ -13,6 +13,9 @@ mod support;
 /// make a test target of it); `spread` and `support` above are shared with other test binaries.
 mod member_providers {
     pub mod accounts;
+    pub mod leaves;
+    pub mod proxy;
+    pub mod unreachable;
 }
 
 use std::path::Path;

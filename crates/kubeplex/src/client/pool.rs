@@ -190,9 +190,18 @@ impl PoolConfig {
                 context: Some(kubeconfig_context),
                 ..KubeConfigOptions::default()
             };
-            kube::Config::from_custom_kubeconfig(only, &options)
+            let from = self.kubeconfig_description();
+            let config = kube::Config::from_custom_kubeconfig(only, &options)
                 .await
-                .map_err(|e| config_error(kubeconfig_error(&e)))?
+                .map_err(|e| config_error(format!("{from}: {}", kubeconfig_error(&e))))?;
+            // Its credentials are decoded when the client is built: a broken one names the file too.
+            return self.finish(context, config).map_err(|error| match error {
+                Error::ClientConfig { context, reason } => Error::ClientConfig {
+                    context,
+                    reason: format!("{from}: {reason}"),
+                },
+                other => other,
+            });
         };
         self.finish(context, config)
     }
@@ -215,9 +224,9 @@ impl PoolConfig {
             config.read_timeout = Some(READ_TIMEOUT);
             config.reset_reader_on_write = true;
         }
-        if let Some(agent) = &self.user_agent
-            && let Ok(value) = hyper::http::HeaderValue::from_str(agent)
-        {
+        // Always one, so that an audit log tells this operator's requests from another's.
+        let agent = self.user_agent.clone().unwrap_or_else(default_user_agent);
+        if let Ok(value) = hyper::http::HeaderValue::from_str(&agent) {
             config
                 .headers
                 .push((hyper::http::header::USER_AGENT, value));
@@ -227,6 +236,21 @@ impl PoolConfig {
         let client = builder.with_layer(&self.fence).build();
         Ok((client, config))
     }
+}
+
+/// The `User-Agent` of a replica without leader election: `kubeplex/<version> (<pod or host name>)`, the
+/// name from `POD_NAME`, else `HOSTNAME`, else `/etc/hostname`.
+pub(crate) fn default_user_agent() -> String {
+    let named = |name: Option<String>| name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+    let name = named(std::env::var("POD_NAME").ok())
+        .or_else(|| named(std::env::var("HOSTNAME").ok()))
+        .or_else(|| named(std::fs::read_to_string("/etc/hostname").ok()))
+        .unwrap_or_else(|| "unknown host".to_owned());
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .collect();
+    format!("kubeplex/{} ({name})", env!("CARGO_PKG_VERSION"))
 }
 
 impl ClientPool {

@@ -94,6 +94,9 @@ pub enum ClusterState {
     /// The member left the fleet under the orphan leave policy: its children stay in its cluster,
     /// no longer managed.
     Left,
+    /// The member is leaving the fleet: no child is put there any more, and under the delete leave policy
+    /// its children are deleted once it answers (the message says what it waits for).
+    Leaving,
 }
 
 /// A `meta/v1` `Time`, as the API server validates one. k8s-openapi's schemas are behind a feature that
@@ -170,6 +173,7 @@ impl ClusterState {
             Self::Conflict => "Conflict",
             Self::NotTargeted => "NotTargeted",
             Self::Left => "Left",
+            Self::Leaving => "Leaving",
         }
     }
 }
@@ -177,7 +181,10 @@ impl ClusterState {
 impl ClusterState {
     /// Whether the context is as the parent wants it (children in place, or none wanted there).
     pub fn is_settled(self) -> bool {
-        matches!(self, Self::Ready | Self::NotTargeted | Self::Left)
+        matches!(
+            self,
+            Self::Ready | Self::NotTargeted | Self::Left | Self::Leaving
+        )
     }
 }
 

@@ -90,9 +90,13 @@ pub(crate) struct ChildWatch {
     pub(crate) cache: Arc<dyn ChildCache>,
 }
 
-/// A controller's child watches in each joined member.
+/// A controller's child watches in each joined member, and the members where they have listed (children
+/// go only there: a member whose watches never list never holds a reconcile up).
 #[derive(Default)]
-pub(crate) struct MemberChildren(RwLock<BTreeMap<String, Arc<Vec<ChildWatch>>>>);
+pub(crate) struct MemberChildren(
+    RwLock<BTreeMap<String, Arc<Vec<ChildWatch>>>>,
+    RwLock<std::collections::BTreeSet<String>>,
+);
 
 impl MemberChildren {
     /// The child watches in member `name` (none when it is not one).
@@ -113,8 +117,26 @@ impl MemberChildren {
     }
 
     pub(crate) fn take(&self, name: &str) -> Option<Arc<Vec<ChildWatch>>> {
+        self.1
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
         let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
         members.remove(name)
+    }
+
+    /// Member `name`'s child watches have listed (once: a rejoin keeps it so).
+    pub(crate) fn listed(&self, name: &str) {
+        let mut listed = self.1.write().unwrap_or_else(|e| e.into_inner());
+        listed.insert(name.to_owned());
+    }
+
+    /// Whether member `name`'s child watches have listed.
+    pub(crate) fn has_listed(&self, name: &str) -> bool {
+        self.1
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(name)
     }
 }
 
@@ -174,7 +196,9 @@ impl<R: Reconcile> Engine<R> {
         let fixed = self.plan.child_contexts().into_iter().map(|c| c.name());
         let mut names: Vec<Arc<str>> = fixed.map(Arc::from).collect();
         if self.plan.has_member_children() {
-            names.extend(self.runtime.members.names().into_iter().map(Arc::from));
+            let members = self.runtime.members.names().into_iter();
+            let listed = members.filter(|name| self.member_children.has_listed(name));
+            names.extend(listed.map(Arc::from));
         }
         names
     }
@@ -373,7 +397,8 @@ impl<R: Reconcile> Engine<R> {
         if self.plan.has_member_children() {
             // Each member's sync holds its gate open: a leave waits for it before deleting children.
             let members = self.runtime.members.enter_all().into_iter();
-            places.extend(members.map(|(name, guard)| (name.into(), Some(guard))));
+            let listed = members.filter(|(name, _)| self.member_children.has_listed(name));
+            places.extend(listed.map(|(name, guard)| (name.into(), Some(guard))));
         }
         places
             .into_iter()

@@ -20,6 +20,9 @@ use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::executor::Next;
 
+/// How soon a deletion is tried again while the member provider has not reported its members.
+const MEMBERS_UNKNOWN_RETRY: Duration = Duration::from_secs(1);
+
 /// How often a finalizer patch is tried against a fresh copy when the cached one was stale.
 const FINALIZER_ATTEMPTS: usize = 3;
 
@@ -97,6 +100,15 @@ impl<R: Reconcile> Engine<R> {
         if self.stands_down(&context, &outcomes) {
             return Verdict::Done(Next::AwaitChange);
         }
+        if self.plan.has_member_children() {
+            // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
+            // waits for it as for an unreachable context.
+            if !self.runtime.members.is_settled() {
+                tracing::debug!(context = %context, "deletion waits for the member provider to report its members");
+                return Verdict::Done(Next::RequeueAfter(MEMBERS_UNKNOWN_RETRY));
+            }
+            self.members_not_listed(&mut outcomes);
+        }
         let abandon = self
             .plan
             .get_abandon_unreachable_after()
@@ -160,6 +172,22 @@ impl<R: Reconcile> Engine<R> {
                 tracing::warn!(context = %context, error = %chain(&error), "removing the finalizer failed");
                 Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()))
             }
+        }
+    }
+
+    /// Adds the members that may hold children but were not pruned: joined with watches not listed when
+    /// the removal began, or about to join. Each blocks the deletion until it has listed, or the abandon
+    /// policy gives up.
+    fn members_not_listed(&self, outcomes: &mut BTreeMap<String, ContextOutcome>) {
+        let members = &self.runtime.members;
+        for name in members.names().into_iter().chain(members.joining()) {
+            let message = format!("context {name}: a member whose children are not listed yet");
+            outcomes.entry(name).or_insert(ContextOutcome {
+                fenced: None,
+                state: ClusterState::Unreachable,
+                children: 0,
+                message: Some(message),
+            });
         }
     }
 

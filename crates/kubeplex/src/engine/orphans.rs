@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::join_all;
-use kube::ResourceExt;
+use kube::{Resource, ResourceExt};
 
 use super::children;
 use super::engine::{ChildWatch, Engine, Primary};
@@ -58,10 +58,14 @@ impl<R: Reconcile> Engine<R> {
                 return;
             }
             for parent in parents {
-                let alive = cache
-                    .store()
-                    .get(&parent.object_ref())
-                    .is_some_and(|p| p.uid().as_deref() == Some(parent.uid.as_str()));
+                // A parent whose finalizer went (here, or in an earlier run) is gone, cached or not.
+                let finalizer = self.finalizer.as_deref();
+                let alive = !self.finalized.contains(&parent.uid)
+                    && cache.store().get(&parent.object_ref()).is_some_and(|p| {
+                        let released = p.meta().deletion_timestamp.is_some()
+                            && finalizer.is_some_and(|f| !p.finalizers().iter().any(|x| x == f));
+                        p.uid().as_deref() == Some(parent.uid.as_str()) && !released
+                    });
                 if alive {
                     continue;
                 }

@@ -204,7 +204,8 @@ impl<R: Reconcile> Engine<R> {
 }
 
 impl<R: Reconcile> Engine<R> {
-    /// Adds the members that left with their children orphaned, so that the status says where they stayed.
+    /// Adds the members that left with their children orphaned, so that the status says where they stayed,
+    /// and those leaving.
     fn record_orphaned_members(
         &self,
         outcomes: &mut std::collections::BTreeMap<String, ContextOutcome>,
@@ -219,6 +220,23 @@ impl<R: Reconcile> Engine<R> {
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,
                 state: ClusterState::Left,
+                children: 0,
+                message: Some(message),
+            });
+        }
+        // And those leaving now, with what their leave waits for.
+        for (name, waits) in self.runtime.members.leaving() {
+            let message = match waits {
+                Some(why) => format!(
+                    "member {name} is leaving the fleet; its children there are deleted once it answers: {why}"
+                ),
+                None => {
+                    format!("member {name} is leaving the fleet; no child is put there any more")
+                }
+            };
+            outcomes.entry(name).or_insert(ContextOutcome {
+                fenced: None,
+                state: ClusterState::Leaving,
                 children: 0,
                 message: Some(message),
             });

@@ -33,6 +33,7 @@ pub(crate) struct Health {
     changed: Notify,
     leadership: Mutex<Option<LeadershipReport>>,
     sharding: Mutex<Option<ShardingReport>>,
+    pub(super) phases: super::phases::MemberPhases,
 }
 
 #[derive(Default)]
@@ -193,10 +194,11 @@ impl Health {
     /// The report the probes serve; latches `started` the first time every required context is ready.
     pub(crate) fn report(&self) -> HealthReport {
         let contexts = self.lock();
-        let contexts: BTreeMap<String, ContextReport> = contexts
+        let mut contexts: BTreeMap<String, ContextReport> = contexts
             .iter()
             .map(|(name, entry)| (name.clone(), entry.report(name)))
             .collect();
+        self.phases.annotate(&mut contexts);
         let ready = contexts
             .values()
             .filter(|c| c.required)
@@ -358,6 +360,7 @@ impl ContextEntry {
             status,
             reasons,
             watches,
+            member: None,
         }
     }
 }
@@ -413,11 +416,14 @@ impl WatchHealth {
         );
         let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
         let now = std::time::Instant::now();
+        // Each of a context's watches fails on its own: the line names which.
+        let kind = state.kind.clone();
+        let namespace = state.namespace.clone().unwrap_or_default();
         if changed {
             state.retries = 0;
             state.logged = Some(now);
             drop(state);
-            tracing::warn!(context = %self.context, %problem, "watch failed; retrying with backoff");
+            tracing::warn!(context = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
             self.health.update(&self.context, |_| {});
             return;
         }
@@ -429,9 +435,9 @@ impl WatchHealth {
             state.logged = Some(now);
             let retries = std::mem::take(&mut state.retries);
             drop(state);
-            tracing::warn!(context = %self.context, %problem, retries, "watch still failing");
+            tracing::warn!(context = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
         } else {
-            tracing::debug!(context = %self.context, %problem, "watch still failing");
+            tracing::debug!(context = %self.context, %kind, %namespace, %problem, "watch still failing");
         }
     }
 

@@ -2,14 +2,17 @@
 //! server.
 
 mod health;
+mod phases;
 mod ping;
 mod probes;
 mod report;
 
 pub(crate) use health::{Health, WatchEntry, WatchHealth, is_expired};
+pub(crate) use phases::Phase;
 pub use ping::DEFAULT_PING_INTERVAL;
 pub(crate) use ping::{Pings, start as start_pings};
 pub(crate) use probes::serve as serve_probes;
 pub use report::{
-    ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
+    ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
+    ShardingReport, WatchReport,
 };

@@ -61,6 +61,31 @@ pub struct ContextReport {
     pub reasons: Vec<String>,
     /// Each watch the controllers opened in this context.
     pub watches: Vec<WatchReport>,
+    /// For a member of the fleet: whether it is joining, ready or leaving, and what it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member: Option<MemberReport>,
+}
+
+/// Where a member of the fleet stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemberReport {
+    /// Joining, ready or leaving.
+    pub phase: MemberPhase,
+    /// What it waits for, e.g. `its watches to list` or, leaving, why its children cannot be deleted yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
+}
+
+/// A member's phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberPhase {
+    /// Its join waits for its turn, or its watches have not listed yet: no child is put there yet.
+    Joining,
+    /// Joined, and its watches have listed: parents' children go there.
+    Ready,
+    /// Leaving: its children are being deleted (or orphaned) as the leave policy says.
+    Leaving,
 }
 
 /// Where a context stands.

@@ -22,7 +22,6 @@ use crate::ha::LeaderElection;
 use crate::ha::ShardState;
 use crate::ha::Sharding;
 use crate::health::Health;
-use crate::members::{LeavePolicy, MemberProvider};
 use crate::metrics::Metrics;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
@@ -52,7 +51,7 @@ pub struct Manager {
     ping_interval: Duration,
     election: Option<LeaderElection>,
     sharding: Option<Sharding>,
-    members: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
+    pub(super) fleet: super::fleet::FleetOptions,
 }
 
 impl Default for Manager {
@@ -74,7 +73,7 @@ impl Manager {
             registry: prometheus_client::registry::Registry::default(),
             election: None,
             sharding: None,
-            members: None,
+            fleet: Default::default(),
         }
     }
 
@@ -150,16 +149,6 @@ impl Manager {
         self
     }
 
-    /// Takes the fleet's members from `provider` (clusters that join and leave at run time: kubeconfig
-    /// Secrets, a kubeconfig file, your own inventory); `policy` says what happens to a leaving member's
-    /// children. Children declared with `owns(.., members)` live in every member ([docs/fleets.md]).
-    ///
-    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md
-    pub fn members(mut self, provider: impl MemberProvider, policy: LeavePolicy) -> Self {
-        self.members = Some((Box::new(provider), policy));
-        self
-    }
-
     /// Registers metrics of your own, served with kubeplex's on `/metrics` ([docs/observability.md]).
     ///
     /// ```
@@ -230,7 +219,7 @@ impl Manager {
                 }
             }
         }
-        if let Some((provider, _)) = &self.members {
+        if let Some((provider, _)) = &self.fleet.provider {
             for context in provider.contexts() {
                 if !contexts.contains(&context) {
                     contexts.push(context);
@@ -319,7 +308,7 @@ impl Manager {
             .configs()
             .map(|(context, config)| (context.to_owned(), config.clone()))
             .collect();
-        let (interval, members) = (self.ping_interval, self.members.is_some());
+        let (interval, members) = (self.ping_interval, self.fleet.provider.is_some());
         let pings =
             crate::health::start_pings(targets, health.clone(), interval, metrics.clone(), members);
         let pings = Arc::new(pings);
@@ -371,13 +360,15 @@ impl Manager {
                 health.clone(),
             ));
         }
-        if let Some((provider, policy)) = self.members {
+        if let Some((provider, policy)) = self.fleet.provider {
             let runner = super::member_runner::MemberRunner {
                 runtime: runtime.clone(),
                 pool: self.pool.clone(),
                 pings: pings.clone(),
                 policy,
                 fixed: contexts.clone(),
+                at_once: self.fleet.at_once,
+                give_up_after: self.fleet.give_up_after,
             };
             runner.start(provider, &mut background);
         }

@@ -1,27 +1,38 @@
 //! The manager's side of a member provider: each reported change becomes a client, an entry in `/readyz`,
 //! pings, and the controllers' watches; a leave runs the leave policy before the member is forgotten.
+//!
+//! Each member's changes are carried out in the order reported; different members' side by side, at most
+//! [`MemberRunner::at_once`] at work at once (see [`MemberChanges`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
+use super::member_change::Changes;
 use crate::client::PoolConfig;
-use crate::core::Error;
-use crate::core::name_problem;
-use crate::health::Pings;
-use crate::members::{Command, FixedClients, LeavePolicy, MemberProvider, MemberSink};
+use crate::health::{Phase, Pings};
+use crate::members::{
+    Change, Command, FixedClients, LeavePolicy, MemberChanges, MemberProvider, MemberSink,
+};
 use crate::runtime::Runtime;
 
-/// How many provider changes may wait for the runner.
+/// How many provider changes may wait for the runner to take them.
 pub(super) const COMMANDS_WAITING: usize = 64;
 /// How many rejected members may wait to be read again.
 const RELOADS_WAITING: usize = 64;
 /// After a reload, how long a member whose credentials are still rejected is only reported, not reloaded
 /// again: a provider with nothing new would otherwise be asked in a loop.
 const RELOAD_AGAIN_AFTER: Duration = Duration::from_secs(300);
+/// How long a provider that never says it has reported its members is waited for.
+const LISTED_AT_THE_LATEST: Duration = Duration::from_secs(60);
+/// A change that has waited (to start, or to end) this long is logged, naming what it waits for.
+const SLOW_AFTER: Duration = Duration::from_secs(10);
+/// And again at most this often while it still waits.
+const SLOW_AGAIN_AFTER: Duration = Duration::from_secs(300);
 
 /// What the runner needs besides the commands.
 pub(super) struct MemberRunner {
@@ -31,6 +42,10 @@ pub(super) struct MemberRunner {
     pub(crate) policy: LeavePolicy,
     /// The fixed contexts: a member never takes one's name.
     pub(crate) fixed: Vec<String>,
+    /// How many joins and leaves may be at work at once.
+    pub(crate) at_once: usize,
+    /// After how long a leave stops waiting for a member that does not answer (`None`: never).
+    pub(crate) give_up_after: Option<Duration>,
 }
 
 impl MemberRunner {
@@ -47,8 +62,8 @@ impl MemberRunner {
         tasks.spawn(self.run(received, rejected, reload));
     }
 
-    /// Carries out the provider's changes, one at a time, until it stops reporting; a member whose
-    /// credentials are `rejected` is named to `reload` once (then again at most every
+    /// Carries out the provider's changes until it stops reporting and every change has ended; a member
+    /// whose credentials are `rejected` is named to `reload` once (then again at most every
     /// [`RELOAD_AGAIN_AFTER`]).
     pub(crate) async fn run(
         self,
@@ -56,89 +71,149 @@ impl MemberRunner {
         mut rejected: mpsc::Receiver<String>,
         reload: mpsc::Sender<String>,
     ) {
-        // The last problem reported per member, so that a provider repeating it is logged once.
-        let mut problems: BTreeMap<String, String> = BTreeMap::new();
+        let runtime = self.runtime.clone();
+        let shared = Arc::new(Changes {
+            runtime: self.runtime,
+            pool: self.pool,
+            pings: self.pings,
+            policy: self.policy,
+            fixed: self.fixed,
+            give_up_after: self.give_up_after,
+            problems: Default::default(),
+        });
+        let mut changes = MemberChanges::new(self.at_once);
         let mut reloaded: BTreeMap<String, Instant> = BTreeMap::new();
+        let mut slow: BTreeMap<(String, &'static str), Instant> = BTreeMap::new();
+        let listed_at_the_latest = tokio::time::sleep(LISTED_AT_THE_LATEST);
+        tokio::pin!(listed_at_the_latest);
+        let mut look = tokio::time::interval(SLOW_AFTER / 2);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut open = true;
         loop {
-            let command = tokio::select! {
-                command = commands.recv() => match command {
-                    Some(command) => command,
-                    None => return,
+            changes.start(|name, change, slot| {
+                let (shared, name) = (shared.clone(), name.to_owned());
+                Box::pin(async move {
+                    match change {
+                        Change::Join(config) => shared.join(name, config).await,
+                        Change::Unhealthy(reason) => {
+                            shared.unhealthy(&name, reason);
+                            shared.runtime.metrics.member_change("unhealthy", "done");
+                        }
+                        Change::Leave(done) => shared.leave(name, slot, done).await,
+                    }
+                })
+            });
+            runtime
+                .metrics
+                .member_changes_now(changes.at_work(), changes.waiting());
+            if !open && changes.waiting() == 0 && changes.at_work() == 0 && !changes.busy() {
+                return;
+            }
+            tokio::select! {
+                command = commands.recv(), if open => match command {
+                    Some(command) => self::push(&runtime, &mut changes, command, &mut reloaded),
+                    None => open = false,
                 },
                 Some(name) = rejected.recv() => {
                     let recently = reloaded.get(&name).is_some_and(|at| at.elapsed() < RELOAD_AGAIN_AFTER);
-                    if !recently && self.runtime.members.client(&name).is_some() {
+                    if !recently && runtime.members.client(&name).is_some() {
                         tracing::warn!(context = %name, "member's credentials were rejected: asking its provider to read them again");
                         reloaded.insert(name.clone(), Instant::now());
                         let _ = reload.try_send(name);
                     }
-                    continue;
                 }
-            };
-            match command {
-                Command::Join { name, config } => {
-                    let built = match name_problem(&name, &self.fixed) {
-                        Some(problem) => Err(problem),
-                        None => self.pool.finish(&name, *config).map_err(|e| e.to_string()),
-                    };
-                    match built {
-                        Ok((client, config)) => {
-                            let rejoined = self.runtime.members.client(&name).is_some();
-                            let health = &self.runtime.health;
-                            health.declare(&name, false);
-                            health.connected(&name, None);
-                            problems.remove(&name);
-                            self.pings.add(&name, Arc::new(config));
-                            if rejoined {
-                                // Its watches list again with the new client: nothing is missed.
-                                self.close_watches(&name);
-                            }
-                            self.runtime.members.joined(&name, client).await;
-                            if rejoined {
-                                tracing::info!(context = %name, "member's credentials changed: its client is rebuilt and its watches list again");
-                            } else {
-                                tracing::info!(context = %name, "member joined");
-                            }
-                        }
-                        Err(reason) => self.unhealthy(&name, reason, &mut problems),
+                ended = changes.next() => if let Some(ended) = ended {
+                    slow.remove(&(ended.member.clone(), ended.kind));
+                    if ended.cancelled {
+                        tracing::info!(context = %ended.member, change = ended.kind, "member change cancelled: a later change supersedes it");
+                        runtime.metrics.member_change(ended.kind, "cancelled");
                     }
+                },
+                () = &mut listed_at_the_latest, if !runtime.members.is_settled() => {
+                    tracing::warn!(after = ?LISTED_AT_THE_LATEST, "the member provider has not said it reported its members: deletions no longer wait for it");
+                    runtime.members.settle();
                 }
-                Command::Unhealthy { name, reason } => self.unhealthy(&name, reason, &mut problems),
-                Command::Leave { name, done } => {
-                    if self.runtime.members.client(&name).is_some() {
-                        self.runtime.members.leave(&name, self.policy).await;
-                        self.close_watches(&name);
-                        tracing::info!(context = %name, policy = ?self.policy, "member left the fleet");
-                    }
-                    self.pings.remove(&name);
-                    self.runtime.metrics.pings_ended(&name);
-                    self.runtime.health.forget_context(&name);
-                    problems.remove(&name);
-                    reloaded.remove(&name);
-                    let _ = done.send(());
-                }
+                _ = look.tick() => log_slow(&runtime, &changes, &mut slow),
             }
         }
     }
+}
 
-    /// Closes every watch in member `name`, whichever controllers share it: their tasks end and their
-    /// caches are freed.
-    fn close_watches(&self, name: &str) {
-        (self.runtime.watches).release_matching(|key| key.context == name);
-    }
-
-    /// Marks member `name` unhealthy with `reason` in `/readyz`; logged when the reason changes.
-    fn unhealthy(&self, name: &str, reason: String, problems: &mut BTreeMap<String, String>) {
-        let health = &self.runtime.health;
-        health.declare(name, false);
-        let error = Error::Member {
-            context: name.to_owned(),
-            reason: reason.clone(),
-        };
-        health.connected(name, Some(&error));
-        if problems.get(name) != Some(&reason) {
-            tracing::warn!(context = %name, problem = %reason, "member cannot be used");
-            problems.insert(name.to_owned(), reason);
+/// Takes one command of the provider.
+fn push(
+    runtime: &Runtime,
+    changes: &mut MemberChanges<Box<kube::Config>>,
+    command: Command,
+    reloaded: &mut BTreeMap<String, Instant>,
+) {
+    let (name, change) = match command {
+        Command::Join { name, config } => {
+            if !runtime.members.contains(&name) {
+                // Known from now on: a parent's deletion waits for it, and /readyz shows it.
+                runtime.members.expect(&name, true);
+                runtime.health.declare(&name, false);
+                let why = match changes.has(&name) {
+                    true => "its earlier change to end",
+                    false => "a free slot: as many member changes as allowed are at work",
+                };
+                if runtime.health.phase_of(&name).is_none() {
+                    runtime
+                        .health
+                        .member_phase(&name, Some(Phase::Queued(why.to_owned())));
+                }
+            }
+            (name, Change::Join(config))
         }
+        Command::Unhealthy { name, reason } => (name, Change::Unhealthy(reason)),
+        Command::Leave { name, done } => {
+            reloaded.remove(&name);
+            (name, Change::Leave(vec![done]))
+        }
+        Command::Listed => {
+            if !runtime.members.is_settled() {
+                tracing::info!("the member provider has reported its members");
+                runtime.members.settle();
+            }
+            return;
+        }
+    };
+    changes.push(&name, change);
+}
+
+/// Logs each change that has waited longer than [`SLOW_AFTER`], naming what it waits for; again at most
+/// every [`SLOW_AGAIN_AFTER`].
+fn log_slow(
+    runtime: &Runtime,
+    changes: &MemberChanges<Box<kube::Config>>,
+    slow: &mut BTreeMap<(String, &'static str), Instant>,
+) {
+    let now = Instant::now();
+    let overdue = changes.overdue(SLOW_AFTER);
+    slow.retain(|(member, kind), _| {
+        overdue
+            .iter()
+            .any(|o| o.member == *member && o.kind == *kind)
+    });
+    for change in overdue {
+        let key = (change.member.clone(), change.kind);
+        if slow
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < SLOW_AGAIN_AFTER)
+        {
+            continue;
+        }
+        slow.insert(key, now);
+        let waits_for = match (change.running, change.kind) {
+            (false, _) => "its turn: its member's earlier change, or a free slot".to_owned(),
+            (true, "leave") => {
+                let leaving = runtime.members.leaving().into_iter();
+                let why = leaving
+                    .filter(|(name, _)| *name == change.member)
+                    .find_map(|(_, why)| why);
+                why.unwrap_or_else(|| "the controllers to carry out the leave policy".to_owned())
+            }
+            (true, _) => "the controllers to open its watches".to_owned(),
+        };
+        tracing::warn!(context = %change.member, change = change.kind, waited = ?change.waited, %waits_for, "member change is taking long");
     }
 }

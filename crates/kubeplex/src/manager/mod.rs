@@ -1,7 +1,9 @@
 //! The process: the manager, controller registration, a running manager, supervision, signals and the
 //! member runner.
 
+mod fleet;
 mod manager;
+mod member_change;
 mod member_runner;
 mod registration;
 mod running;

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
+use super::changes::LeaveOutcome;
 use super::gate::{MemberGate, SyncGuard};
+use super::leaving::LeaveProgress;
 use super::provider::LeavePolicy;
 
 /// How long a leave waits for the child syncs under way in the member: above a sync's own cap.
@@ -25,10 +27,12 @@ pub(crate) enum MemberChange {
         client: Client,
         done: oneshot::Sender<()>,
     },
-    /// The member leaves: carry out `policy` for its children, then answer `done`.
+    /// The member leaves: carry out `policy` for its children (telling `progress` what a member that does
+    /// not answer makes it wait for), then answer `done`.
     Left {
         name: String,
         policy: LeavePolicy,
+        progress: Arc<LeaveProgress>,
         done: oneshot::Sender<()>,
     },
 }
@@ -43,6 +47,12 @@ pub(crate) struct MemberSet {
     /// Members that left under [`LeavePolicy::Orphan`]: the parents' status says their children stay.
     orphaned: Mutex<BTreeSet<String>>,
     subscribers: Mutex<Vec<mpsc::Sender<MemberChange>>>,
+    /// Members whose join the manager has been told of and not carried out yet: they may hold children.
+    expected: Mutex<BTreeSet<String>>,
+    /// The leaves under way.
+    leaves: Mutex<BTreeMap<String, Arc<LeaveProgress>>>,
+    /// The provider has reported the members it had when it started (or the manager stopped waiting).
+    settled: std::sync::atomic::AtomicBool,
 }
 
 impl MemberSet {
@@ -82,6 +92,43 @@ impl MemberSet {
         orphaned.iter().cloned().collect()
     }
 
+    /// A join of `name` is on its way (`true`), or no longer (`false`: done, or superseded).
+    pub(crate) fn expect(&self, name: &str, on: bool) {
+        let mut expected = self.expected.lock().unwrap_or_else(|e| e.into_inner());
+        match on {
+            true => expected.insert(name.to_owned()),
+            false => expected.remove(name),
+        };
+    }
+
+    /// The members about to join: told of, not joined yet.
+    pub(crate) fn joining(&self) -> Vec<String> {
+        let expected = self.expected.lock().unwrap_or_else(|e| e.into_inner());
+        let clients = self.read();
+        let joining = expected.iter().filter(|name| !clients.contains_key(*name));
+        joining.cloned().collect()
+    }
+
+    /// The provider has reported its members (every member there is is joined, or about to).
+    pub(crate) fn settle(&self) {
+        self.settled
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether every member there is is known: joined, or about to.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.settled.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The members leaving now, each with what its leave waits for (if it waits).
+    pub(crate) fn leaving(&self) -> Vec<(String, Option<String>)> {
+        let leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        let leaving = leaves.iter();
+        leaving
+            .map(|(name, p)| (name.clone(), p.waiting_for()))
+            .collect()
+    }
+
     /// A controller's stream of changes, from now on.
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<MemberChange> {
         let (changes, received) = mpsc::channel(CHANGES_WAITING);
@@ -114,8 +161,16 @@ impl MemberSet {
     }
 
     /// `name` leaves: every controller carries out `policy` (its client is kept until they have, so that
-    /// they can delete), then the member is forgotten.
-    pub(crate) async fn leave(&self, name: &str, policy: LeavePolicy) {
+    /// they can delete), then the member is forgotten. A member that does not answer makes it wait, as
+    /// `progress` says, until it answers or the controllers give up on its children.
+    pub(crate) async fn leave(
+        &self,
+        name: &str,
+        policy: LeavePolicy,
+        progress: Arc<LeaveProgress>,
+    ) -> LeaveOutcome {
+        (self.leaves.lock().unwrap_or_else(|e| e.into_inner()))
+            .insert(name.to_owned(), progress.clone());
         // From now on reconciles leave it out (and, under the orphan policy, say so in the status).
         if !self.gate.close(name, SYNCS_DRAIN).await {
             tracing::warn!(context = %name, "member leaving while a child sync there has not ended: it may leave a child behind");
@@ -127,8 +182,13 @@ impl MemberSet {
         let mut answers = Vec::new();
         for subscriber in self.subscribers() {
             let (done, answer) = oneshot::channel();
-            let name = name.to_owned();
-            let change = MemberChange::Left { name, policy, done };
+            let (name, progress) = (name.to_owned(), progress.clone());
+            let change = MemberChange::Left {
+                name,
+                policy,
+                progress,
+                done,
+            };
             if subscriber.send(change).await.is_ok() {
                 answers.push(answer);
             }
@@ -137,6 +197,11 @@ impl MemberSet {
         futures::future::join_all(answers).await;
         self.write().remove(name);
         self.gate.open(name);
+        (self.leaves.lock().unwrap_or_else(|e| e.into_inner())).remove(name);
+        match progress.abandoned() {
+            Some(reason) => LeaveOutcome::Abandoned(reason),
+            None => LeaveOutcome::Done,
+        }
     }
 
     fn subscribers(&self) -> Vec<mpsc::Sender<MemberChange>> {

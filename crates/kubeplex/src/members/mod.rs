@@ -1,12 +1,17 @@
 //! Members: clusters that join and leave at run time. The provider contract, the member set the runtime
 //! keeps, the gate a leave closes, and the providers kubeplex ships.
 
+mod changes;
 mod gate;
+mod leaving;
 mod member_set;
 mod provider;
 mod providers;
 
+pub use changes::LeaveOutcome;
+pub(crate) use changes::{Change, DEFAULT_MEMBER_CHANGES_AT_ONCE, MemberChanges, Slot};
 pub(crate) use gate::SyncGuard;
+pub(crate) use leaving::LeaveProgress;
 pub(crate) use member_set::{MemberChange, MemberSet};
 pub(crate) use provider::{Command, FixedClients};
 pub use provider::{LeavePolicy, MemberProvider, MemberSink, Members};

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
+use super::changes::LeaveOutcome;
 use crate::core::Result;
 
 /// What happens to a leaving member's children.
@@ -34,8 +35,10 @@ pub(crate) enum Command {
     },
     Leave {
         name: String,
-        done: oneshot::Sender<()>,
+        done: oneshot::Sender<LeaveOutcome>,
     },
+    /// The provider has reported every member it had when it started.
+    Listed,
 }
 
 /// A fixed context's client, as the manager's pool has it.
@@ -114,18 +117,36 @@ impl MemberSink {
     }
 
     /// `name` leaves the fleet; returns once the leave policy is carried out (its children deleted or
-    /// orphaned, its watches stopped and caches freed).
-    pub async fn leave(&self, name: &str) {
+    /// orphaned, its watches stopped and caches freed), or given up on (a member that does not answer
+    /// under [`LeavePolicy::Delete`], past the manager's `abandon_unreachable_members_after`). Leaves of
+    /// different members run side by side: a provider that must not wait for one calls this from a task
+    /// of its own, or uses [`leave_started`](Self::leave_started).
+    pub async fn leave(&self, name: &str) -> LeaveOutcome {
+        self.leave_started(name).await.await
+    }
+
+    /// Reports that `name` leaves the fleet and returns at once (once the manager has taken the change),
+    /// with what resolves when the leave ends, as [`leave`](Self::leave) would.
+    pub async fn leave_started(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = LeaveOutcome> + Send + 'static {
         let (done, finished) = oneshot::channel();
         let name = name.to_owned();
-        if self
-            .commands
-            .send(Command::Leave { name, done })
-            .await
-            .is_ok()
-        {
-            let _ = finished.await;
+        let sent = self.commands.send(Command::Leave { name, done }).await;
+        async move {
+            match sent {
+                Ok(()) => finished.await.unwrap_or(LeaveOutcome::Done),
+                Err(_) => LeaveOutcome::Done,
+            }
         }
+    }
+
+    /// Every member the provider had when it started is reported (joined, or reported unhealthy): until
+    /// then a parent being deleted keeps its finalizer, since a member not yet reported may hold its
+    /// children. A provider that never says so is taken at its word after a minute.
+    pub async fn listed(&self) {
+        let _ = self.commands.send(Command::Listed).await;
     }
 
     /// The client of one of the manager's fixed contexts (one a provider reads from, like the control
@@ -215,15 +236,29 @@ impl MemberProvider for Members {
             let Some(mut requests) = requests else {
                 return; // Given to a second manager: the first one has its requests.
             };
+            // The members added before the manager started are its members as it starts.
+            while let Ok(request) = requests.try_recv() {
+                handle(&sink, request).await;
+            }
+            sink.listed().await;
             while let Some(request) = requests.recv().await {
-                match request {
-                    Request::Add(name, config) => sink.join(&name, *config).await,
-                    Request::Remove(name, done) => {
-                        sink.leave(&name).await;
-                        let _ = done.send(());
-                    }
-                }
+                handle(&sink, request).await;
             }
         })
+    }
+}
+
+/// Carries out one request of a [`Members`] handle; a removal is answered once the member left, without
+/// holding back the requests after it.
+async fn handle(sink: &MemberSink, request: Request) {
+    match request {
+        Request::Add(name, config) => sink.join(&name, *config).await,
+        Request::Remove(name, done) => {
+            let left = sink.leave_started(&name).await;
+            tokio::spawn(async move {
+                left.await;
+                let _ = done.send(());
+            });
+        }
     }
 }

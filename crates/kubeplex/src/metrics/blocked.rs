@@ -58,4 +58,17 @@ impl BlockedDeletions {
             self.set(controller, &context, parent, false);
         }
     }
+
+    /// `context` left: it holds back no parent, and its series go.
+    pub(crate) fn context_left(&self, context: &str) {
+        let mut all = self.parents.lock().unwrap_or_else(|e| e.into_inner());
+        let gone: Vec<(String, String)> =
+            all.keys().filter(|(_, c)| c == context).cloned().collect();
+        for key in gone {
+            all.remove(&key);
+            let (controller, context) = key;
+            self.gauge
+                .remove(&[("controller", controller), ("context", context)]);
+        }
+    }
 }

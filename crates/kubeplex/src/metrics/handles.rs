@@ -8,6 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
+use super::by_context::ContextSeries;
 use super::live::{EventClock, Labels, RunClock};
 
 /// controller-runtime's reconcile time buckets: 5 ms to 60 s.
@@ -61,7 +62,8 @@ pub(crate) struct WatchMetrics {
     pub(crate) applied: Counter,
     pub(crate) deleted: Counter,
     pub(crate) objects: Gauge,
-    pub(crate) restarts: Family<Labels<4>, Counter>,
+    /// The restarts family, and where its series are noted per context.
+    pub(super) restarts: (Family<Labels<4>, Counter>, ContextSeries),
     pub(crate) labels: Labels<3>,
     pub(crate) clock: Arc<EventClock>,
 }
@@ -75,8 +77,10 @@ impl WatchMetrics {
     /// The watch failed and retries; `reason` is a short word (`unreachable`, `forbidden`, …).
     pub(crate) fn restarted(&self, reason: &'static str) {
         let [c, k, n] = self.labels.clone();
-        self.restarts
-            .get_or_create(&[c, k, n, ("reason", reason.to_owned())])
-            .inc();
+        let context = c.1.clone();
+        let labels = [c, k, n, ("reason", reason.to_owned())];
+        let (family, series) = &self.restarts;
+        series.track(&context, family, &labels);
+        family.get_or_create(&labels).inc();
     }
 }

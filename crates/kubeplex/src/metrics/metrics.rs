@@ -16,10 +16,12 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::blocked::BlockedDeletions;
+use super::by_context::ContextSeries;
 use super::handles::{QueueMetrics, WatchMetrics};
 use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
+use super::members::MemberChangeMetrics;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
 type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
@@ -46,8 +48,11 @@ pub(crate) struct Metrics {
     children_applied: Family<Labels<4>, Counter>,
     children_pruned: Family<Labels<3>, Counter>,
     /// `kubeplex_parent_deletion_blocked`, and the parents behind it.
-    blocked: BlockedDeletions,
-    live: Arc<Live>,
+    pub(super) blocked: BlockedDeletions,
+    pub(super) live: Arc<Live>,
+    /// Every series of each context, for when a member leaves.
+    pub(super) series: ContextSeries,
+    pub(super) member_changes: MemberChangeMetrics,
 }
 
 /// The outcome of a reconcile, as `controller_runtime_reconcile_total` labels it.
@@ -102,6 +107,8 @@ impl Metrics {
             children_pruned: Family::default(),
             blocked: BlockedDeletions::default(),
             live: Arc::default(),
+            series: ContextSeries::default(),
+            member_changes: MemberChangeMetrics::default(),
         };
         let m = metrics.clone();
         let r = registry;
@@ -200,6 +207,7 @@ impl Metrics {
             "Parents whose deletion waits for this unreachable context",
             m.blocked.gauge(),
         );
+        m.member_changes.register(r);
         r.register_collector(Box::new(m.live));
         metrics
     }
@@ -216,16 +224,18 @@ impl Metrics {
             ("controller", controller.to_owned()),
             ("context", context.to_owned()),
         ];
+        self.series.track(context, &self.reconcile_time, &labels);
         self.reconcile_time
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
         if outcome == Outcome::Error {
+            self.series.track(context, &self.reconcile_errors, &labels);
             self.reconcile_errors.get_or_create(&labels).inc();
         }
-        let [controller, context] = labels;
-        self.reconciles
-            .get_or_create(&[controller, context, ("result", outcome.label().to_owned())])
-            .inc();
+        let [controller, c] = labels;
+        let labels = [controller, c, ("result", outcome.label().to_owned())];
+        self.series.track(context, &self.reconciles, &labels);
+        self.reconciles.get_or_create(&labels).inc();
     }
 
     /// Creates `controller`'s reconcile series in each of `contexts` at zero, so that a rate of errors reads
@@ -240,11 +250,14 @@ impl Metrics {
                 ("controller", controller.to_owned()),
                 ("context", context.to_owned()),
             ];
+            self.series.track(context, &self.reconcile_errors, &labels);
             drop(self.reconcile_errors.get_or_create(&labels));
+            self.series.track(context, &self.reconcile_panics, &labels);
             drop(self.reconcile_panics.get_or_create(&labels));
             for result in [Outcome::Success, Outcome::Error, Outcome::Requeue] {
-                let [controller, context] = labels.clone();
-                let labels = [controller, context, ("result", result.label().to_owned())];
+                let [controller, c] = labels.clone();
+                let labels = [controller, c, ("result", result.label().to_owned())];
+                self.series.track(context, &self.reconciles, &labels);
                 drop(self.reconciles.get_or_create(&labels));
             }
         }
@@ -261,12 +274,14 @@ impl Metrics {
             ("controller", controller.to_owned()),
             ("context", context.to_owned()),
         ];
+        self.series.track(context, &self.reconcile_panics, &labels);
         self.reconcile_panics.get_or_create(&labels).inc();
+        self.series.track(context, &self.reconcile_errors, &labels);
         self.reconcile_errors.get_or_create(&labels).inc();
-        let [controller, context] = labels;
-        self.reconciles
-            .get_or_create(&[controller, context, ("result", "error".to_owned())])
-            .inc();
+        let [controller, c] = labels;
+        let labels = [controller, c, ("result", "error".to_owned())];
+        self.series.track(context, &self.reconciles, &labels);
+        self.reconciles.get_or_create(&labels).inc();
     }
 
     /// A run of `controller` failed (or panicked) and is retried.
@@ -310,9 +325,11 @@ impl Metrics {
         ];
         let event = |kind: &str| {
             let [c, k, n] = labels.clone();
-            self.watch_events
-                .get_or_create_owned(&[c, k, n, ("type", kind.to_owned())])
+            let labels = [c, k, n, ("type", kind.to_owned())];
+            self.series.track(context, &self.watch_events, &labels);
+            self.watch_events.get_or_create_owned(&labels)
         };
+        self.series.track(context, &self.cache_objects, &labels);
         let clock = Arc::new(EventClock::default());
         self.live
             .lock_watches()
@@ -321,7 +338,7 @@ impl Metrics {
             applied: event("applied"),
             deleted: event("deleted"),
             objects: self.cache_objects.get_or_create_owned(&labels),
-            restarts: self.watch_restarts.clone(),
+            restarts: (self.watch_restarts.clone(), self.series.clone()),
             labels,
             clock,
         }
@@ -353,16 +370,17 @@ impl Metrics {
     /// Records a ping of `context`: whether it answered, and how long it took.
     pub(crate) fn pinged(&self, context: &str, answered: bool, took: Duration) {
         let result = if answered { "success" } else { "failure" };
-        self.healthchecks
-            .get_or_create(&[
-                ("context", context.to_owned()),
-                ("result", result.to_owned()),
-            ])
-            .inc();
+        let labels = [
+            ("context", context.to_owned()),
+            ("result", result.to_owned()),
+        ];
+        self.series.track(context, &self.healthchecks, &labels);
+        self.healthchecks.get_or_create(&labels).inc();
         if answered {
-            self.ping_seconds
-                .get_or_create(&[("context", context.to_owned())])
-                .observe(took.as_secs_f64());
+            let labels = [("context", context.to_owned())];
+            self.series.track(context, &self.ping_seconds, &labels);
+            let seconds = self.ping_seconds.get_or_create(&labels);
+            seconds.observe(took.as_secs_f64());
         }
     }
 
@@ -382,6 +400,7 @@ impl Metrics {
                 ("kind", kind.to_owned()),
                 ("result", result.to_owned()),
             ];
+            self.series.track(context, &self.children_applied, &labels);
             self.children_applied.get_or_create(&labels).inc_by(count);
         }
     }
@@ -394,6 +413,7 @@ impl Metrics {
                 ("context", context.to_owned()),
                 ("kind", kind.to_owned()),
             ];
+            self.series.track(context, &self.children_pruned, &labels);
             self.children_pruned.get_or_create(&labels).inc_by(count);
         }
     }

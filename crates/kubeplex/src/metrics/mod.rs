@@ -1,8 +1,10 @@
 //! Prometheus metrics: the families, the cheap handles hot paths hold, and what is read at scrape time.
 
 mod blocked;
+mod by_context;
 mod handles;
 mod live;
+mod members;
 mod metrics;
 
 pub(crate) use handles::{QueueMetrics, WatchMetrics};

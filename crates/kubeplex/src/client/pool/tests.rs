@@ -159,3 +159,64 @@ async fn every_client_gives_up_on_an_answer_after_the_read_timeout() {
         "above the watches' own timeout"
     );
 }
+
+#[tokio::test]
+async fn a_truncated_client_key_is_reported_naming_the_kubeconfig() {
+    let mut kubeconfig = kubeconfig_json(&["cluster-b"]);
+    kubeconfig["clusters"] = serde_json::json!([
+        { "name": "cluster-b", "cluster": { "server": "https://127.0.0.1:6443" } }
+    ]);
+    // A key cut off mid-way: not even valid base64 any more.
+    kubeconfig["users"] = serde_json::json!([{ "name": "cluster-b", "user": {
+        "client-certificate-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUI=",
+        "client-key-data": "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSU",
+    } }]);
+    let config = PoolConfig {
+        source: KubeconfigSource::Explicit(Box::new(serde_json::from_value(kubeconfig).unwrap())),
+        ..PoolConfig::default()
+    };
+    let (_, errors) = config.connect(&["cluster-b".to_owned()]).await.unwrap();
+    let message = errors[0].to_string();
+    assert!(
+        message.starts_with(
+            "context cluster-b: cannot configure a client: the kubeconfig given to the manager: "
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
+    let agent = default_user_agent();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        agent.starts_with(&format!("kubeplex/{version} (")),
+        "{agent}"
+    );
+    assert!(
+        agent.ends_with(')') && agent.len() > format!("kubeplex/{version} ()").len(),
+        "{agent}"
+    );
+    let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
+    let (_, built) = PoolConfig::default().finish("cluster-b", config).unwrap();
+    let sent: Vec<_> = built
+        .headers
+        .iter()
+        .filter(|(name, _)| name == hyper::http::header::USER_AGENT)
+        .collect();
+    assert_eq!(sent.len(), 1, "{:?}", built.headers);
+    assert_eq!(sent[0].1, agent.as_str());
+    // With leader election the replica's identity is given: that one is sent instead.
+    let elected = PoolConfig {
+        user_agent: Some("kubeplex/1 (replica-a)".to_owned()),
+        ..PoolConfig::default()
+    };
+    let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
+    let (_, built) = elected.finish("cluster-b", config).unwrap();
+    assert!(
+        built
+            .headers
+            .iter()
+            .any(|(_, value)| value == "kubeplex/1 (replica-a)")
+    );
+}

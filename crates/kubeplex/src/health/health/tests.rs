@@ -250,3 +250,33 @@ fn a_required_context_without_a_client_is_fatal_an_optional_one_is_not() {
     assert!(health.has_fatal_errors());
     assert_eq!(health.fatal_errors().len(), 1);
 }
+
+#[test]
+fn each_failing_watch_of_a_context_is_named_in_its_line() {
+    let health = Arc::new(Health::default());
+    let watch = |kind: &str, plural: &str, namespace| {
+        health.watch_started("cluster-b", Some(namespace), kind.into(), plural.into())
+    };
+    let watches = [
+        watch("Deployment.apps/v1", "deployments", "team-a"),
+        watch("Deployment.apps/v1", "deployments", "team-b"),
+        watch("ConfigMap.v1", "configmaps", "team-a"),
+    ];
+    let lines = warnings(|| {
+        for watch in &watches {
+            watch.failed(&api_error(403));
+        }
+    });
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    for (line, (kind, namespace)) in lines.iter().zip([
+        ("Deployment.apps/v1", "team-a"),
+        ("Deployment.apps/v1", "team-b"),
+        ("ConfigMap.v1", "team-a"),
+    ]) {
+        let named = format!("kind={kind} namespace={namespace}");
+        assert!(
+            line.contains(&named) && line.contains("context=cluster-b"),
+            "{line}"
+        );
+    }
+}

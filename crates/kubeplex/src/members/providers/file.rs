@@ -75,9 +75,15 @@ impl MemberProvider for KubeconfigFile {
             let mut poller = Poller::new(self.path);
             let mut ticks = tokio::time::interval(self.interval.max(Duration::from_millis(10)));
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut listed = false;
             loop {
                 tokio::select! {
-                    _ = ticks.tick() => poller.poll(&sink).await,
+                    _ = ticks.tick() => {
+                        poller.poll(&sink).await;
+                        if !std::mem::replace(&mut listed, true) {
+                            sink.listed().await; // The first poll reported every member the files had.
+                        }
+                    }
                     member = sink.reload_requested() => poller.reload(&sink, &member).await,
                 }
             }
@@ -227,7 +233,8 @@ impl Poller {
         for name in leaving {
             tracing::debug!(context = %name, "member is no longer in its kubeconfig file; leaving");
             self.members.remove(&name);
-            sink.leave(&name).await;
+            // Not waited for: the manager carries it out beside the other members' changes.
+            drop(sink.leave_started(&name).await);
         }
         // A file gone at two polls in a row has no members left to keep.
         for path in gone {

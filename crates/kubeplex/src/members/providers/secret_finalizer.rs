@@ -52,3 +52,40 @@ pub(super) async fn set_member_finalizer(
         }
     }
 }
+
+/// Records on Secret `namespace/secret` that member `member`'s children were abandoned, and why: a Warning
+/// Event (`MemberChildrenAbandoned`), as `kubectl describe secret` shows it.
+pub(super) async fn abandoned_event(
+    api: &Api<Secret>,
+    namespace: &str,
+    secret: &str,
+    member: &str,
+    reason: &str,
+) -> kube::Result<()> {
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    let Some(found) = api.get_opt(secret).await? else {
+        return Ok(());
+    };
+    let events: Api<Event> = Api::namespaced(api.clone().into_client(), namespace);
+    let mut note = format!("member {member}: {reason}");
+    note.truncate(1024);
+    let event = Event {
+        metadata: kube::api::ObjectMeta {
+            generate_name: Some(format!("{secret}-")),
+            namespace: Some(namespace.to_owned()),
+            ..Default::default()
+        },
+        event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+        type_: Some("Warning".to_owned()),
+        reason: Some("MemberChildrenAbandoned".to_owned()),
+        action: Some("Leave".to_owned()),
+        note: Some(note),
+        reporting_controller: Some("kubeplex.io/members".to_owned()),
+        reporting_instance: Some("kubeplex".to_owned()),
+        regarding: Some(found.object_ref(&())),
+        ..Default::default()
+    };
+    events.create(&Default::default(), &event).await?;
+    Ok(())
+}

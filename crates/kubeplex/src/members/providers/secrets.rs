@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
@@ -14,6 +15,7 @@ use kube::{Resource, ResourceExt};
 
 use super::kubeconfig::{config_from_kubeconfig, kubeconfig_in};
 use crate::core::chain;
+use crate::members::changes::LeaveOutcome;
 use crate::members::provider::{LeavePolicy, MemberProvider, MemberSink};
 
 /// The label naming the member a Secret gives (default of [`KubeconfigSecrets::name_label`]); without
@@ -21,7 +23,7 @@ use crate::members::provider::{LeavePolicy, MemberProvider, MemberSink};
 pub const MEMBER_NAME_LABEL: &str = "kubeplex.io/member";
 
 use super::secret_finalizer::MEMBER_FINALIZER;
-use super::secret_finalizer::{has_finalizer, set_member_finalizer};
+use super::secret_finalizer::set_member_finalizer;
 
 /// The data key holding the kubeconfig unless [`KubeconfigSecrets::key`] says otherwise.
 const DEFAULT_KEY: &str = "kubeconfig";
@@ -158,6 +160,9 @@ impl MemberProvider for KubeconfigSecrets {
                         None => return,
                     },
                     member = secrets.sink.reload_requested() => secrets.reload(&member),
+                    Some((secret, member, outcome)) = secrets.leaves.next(), if !secrets.leaves.is_empty() => {
+                        secrets.left(secret, member, outcome).await;
+                    }
                     _ = retries.tick(), if !secrets.retry.is_empty() => {
                         let again = std::mem::take(&mut secrets.retry);
                         secrets.revisit.extend(again);
@@ -197,6 +202,13 @@ struct Secrets {
     retry: BTreeSet<String>,
     /// The last failure logged per Secret.
     warned: BTreeMap<String, String>,
+    /// The leaves under way, each resolving with its Secret, its member and how it ended: none waits for
+    /// another, and a Secret's finalizer goes when its own member has left.
+    leaves: FuturesUnordered<BoxFuture<'static, (String, String, LeaveOutcome)>>,
+    /// The Secrets whose member's leave is under way.
+    leaving: BTreeSet<String>,
+    /// Whether the manager was told that every member listed at the start is reported.
+    listed: bool,
 }
 
 impl Secrets {
@@ -212,6 +224,9 @@ impl Secrets {
             revisit: VecDeque::new(),
             retry: BTreeSet::new(),
             warned: BTreeMap::new(),
+            leaves: FuturesUnordered::new(),
+            leaving: BTreeSet::new(),
+            listed: false,
         }
     }
 
@@ -228,6 +243,9 @@ impl Secrets {
                 let missing: Vec<String> = seen.filter(|s| !listed.contains(*s)).cloned().collect();
                 for secret in missing {
                     self.gone(&secret).await;
+                }
+                if !std::mem::replace(&mut self.listed, true) {
+                    self.sink.listed().await;
                 }
             }
             Event::Apply(secret) => self.apply(secret).await,
@@ -304,32 +322,6 @@ impl Secrets {
         }
     }
 
-    /// The Secret is being deleted: its member leaves, then the finalizer goes.
-    async fn release(&mut self, secret: &Secret, member: &str) {
-        let name = secret.name_any();
-        if self.released.insert(name.clone()) {
-            // Found being deleted by a process that never joined it (a restart): it joins with the
-            // credentials the finalizer kept, so that its children can be deleted.
-            if !self.members.contains_key(member)
-                && self.sink.leave_policy() == LeavePolicy::Delete
-                && has_finalizer(secret)
-                && let Ok((_, text)) = kubeconfig_in(secret.data.as_ref(), &self.provider.key)
-                && let Ok(config) = config_from_kubeconfig(text, None).await
-            {
-                self.sink.join(member, config).await;
-                self.members.insert(member.to_owned(), Owned::default());
-            }
-            if self.members.remove(member).is_some() {
-                tracing::debug!(context = %member, secret = %name, "member's Secret is deleted; leaving");
-                self.sink.leave(member).await;
-                self.revisit_others(member, &name);
-            }
-        }
-        if !self.set_finalizer(secret, false).await {
-            self.retry.insert(name);
-        }
-    }
-
     /// The Secret is gone (deleted, no longer selected, missing from a relist, or names another member).
     async fn gone(&mut self, secret: &str) {
         self.released.remove(secret);
@@ -342,8 +334,7 @@ impl Secrets {
             Some(owned) if owned.secret == secret => {
                 self.members.remove(&member);
                 tracing::debug!(context = %member, %secret, "member's Secret is gone; leaving");
-                self.sink.leave(&member).await;
-                self.revisit_others(&member, secret);
+                self.start_leave(&member, secret).await;
             }
             // Its conflict with the owner ended.
             Some(owned) => self.revisit.push_back(owned.secret.clone()),
@@ -420,5 +411,6 @@ fn both(namespace: &str, member: &str, owner: &str, other: &str) -> String {
     )
 }
 
+mod leaves;
 #[cfg(test)]
 mod tests;

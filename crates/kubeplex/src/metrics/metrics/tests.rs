@@ -153,3 +153,83 @@ fn a_started_controllers_error_series_exist_at_zero() {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_context_that_left_has_no_series_in_any_family() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    for context in ["cluster-a", "member-m"] {
+        metrics.controller_started("apps", [context]);
+        metrics.reconciled("apps", context, Outcome::Error, Duration::from_millis(20));
+        metrics.panicked("apps", context);
+        metrics.pinged(context, true, Duration::from_millis(3));
+        metrics.pinged(context, false, Duration::from_secs(5));
+        metrics.children_applied("apps", context, "ConfigMap.v1", "success", 2);
+        metrics.children_pruned("apps", context, "ConfigMap.v1", 1);
+        metrics.deletion_blocked("apps", context, "ns/web", true);
+    }
+    let kept = metrics.watch("cluster-a", "ConfigMap.v1", Some("apps"));
+    let left = metrics.watch("member-m", "ConfigMap.v1", Some("apps"));
+    for watch in [&kept, &left] {
+        watch.applied.inc();
+        watch.restarted("unreachable");
+    }
+    let text = scrape(&registry);
+    assert!(
+        text.contains(r#"kubeplex_watch_events_total{context="member-m""#),
+        "{text}"
+    );
+    drop(left);
+    metrics.context_left("member-m");
+    let text = scrape(&registry);
+    let families: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.contains(r#"context="member-m""#))
+        .map(|l| l.split('{').next().unwrap_or(l))
+        .collect();
+    assert!(
+        families.is_empty(),
+        "series still name the member: {families:?}\n{text}"
+    );
+    // Every family the member was in still has the context that stayed.
+    for family in [
+        "controller_runtime_reconcile_total",
+        "controller_runtime_reconcile_errors_total",
+        "controller_runtime_reconcile_panics_total",
+        "controller_runtime_reconcile_time_seconds_count",
+        "kubeplex_context_healthchecks_total",
+        "kubeplex_context_ping_seconds_count",
+        "kubeplex_watch_events_total",
+        "kubeplex_watch_restarts_total",
+        "kubeplex_cache_objects",
+        "kubeplex_children_applied_total",
+        "kubeplex_children_pruned_total",
+        "kubeplex_parent_deletion_blocked",
+        "kubeplex_cache_last_event_age_seconds",
+    ] {
+        let kept = r#"context="cluster-a""#;
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(family) && l.contains(kept)),
+            "{family} lost cluster-a too:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn member_changes_are_counted_with_those_at_work_and_waiting() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    metrics.member_change("join", "done");
+    metrics.member_change("leave", "abandoned");
+    metrics.member_changes_now(3, 7);
+    let text = scrape(&registry);
+    for line in [
+        r#"kubeplex_member_changes_total{change="join",result="done"} 1"#,
+        r#"kubeplex_member_changes_total{change="leave",result="abandoned"} 1"#,
+        "kubeplex_member_changes_in_flight 3",
+        "kubeplex_member_changes_waiting 7",
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+}

@@ -14,6 +14,8 @@ enum Seen {
     Join(String, String),
     Unhealthy(String, String),
     Leave(String),
+    /// Every member of the first read is reported.
+    Listed,
 }
 
 fn seen(command: Command) -> Seen {
@@ -21,9 +23,10 @@ fn seen(command: Command) -> Seen {
         Command::Join { name, config } => Seen::Join(name, config.cluster_url.to_string()),
         Command::Unhealthy { name, reason } => Seen::Unhealthy(name, reason),
         Command::Leave { name, done } => {
-            let _ = done.send(());
+            let _ = done.send(crate::members::LeaveOutcome::Done);
             Seen::Leave(name)
         }
+        Command::Listed => Seen::Listed,
     }
 }
 
@@ -260,6 +263,11 @@ async fn member_file_provider_polls_at_its_interval() {
         seen(command.await.expect("a command within 10 s").unwrap())
     };
     assert_eq!(next(&mut received).await, join("a", 1001));
+    assert_eq!(
+        next(&mut received).await,
+        Seen::Listed,
+        "after the first read"
+    );
     std::fs::write(&path, kubeconfig(&[("a", 2001)])).unwrap();
     assert_eq!(next(&mut received).await, join("a", 2001));
     running.abort();
@@ -316,6 +324,7 @@ async fn member_file_provider_reads_at_once_when_the_manager_asks_to_reload() {
         seen(command.await.expect("a command within 10 s").unwrap())
     };
     assert_eq!(next(&mut received).await, join("a", 1001));
+    assert_eq!(next(&mut received).await, Seen::Listed);
     std::fs::write(&path, kubeconfig(&[("a", 2001)])).unwrap();
     reload.send("a".into()).await.unwrap();
     assert_eq!(next(&mut received).await, join("a", 2001));

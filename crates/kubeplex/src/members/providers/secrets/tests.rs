@@ -21,7 +21,7 @@ const WAIT: Duration = Duration::from_secs(30);
 enum Seen {
     Join(String, String),
     Unhealthy(String, String),
-    Leave(String, oneshot::Sender<()>),
+    Leave(String, oneshot::Sender<LeaveOutcome>),
 }
 
 struct Fixture {
@@ -64,14 +64,17 @@ impl Fixture {
     }
 
     async fn next(&mut self) -> Seen {
-        let command = tokio::time::timeout(WAIT, self.received.recv()).await;
-        match command
-            .expect("a command within 30 s")
-            .expect("the provider runs")
-        {
-            Command::Join { name, config } => Seen::Join(name, config.default_namespace),
-            Command::Unhealthy { name, reason } => Seen::Unhealthy(name, reason),
-            Command::Leave { name, done } => Seen::Leave(name, done),
+        loop {
+            let command = tokio::time::timeout(WAIT, self.received.recv()).await;
+            return match command
+                .expect("a command within 30 s")
+                .expect("the provider runs")
+            {
+                Command::Join { name, config } => Seen::Join(name, config.default_namespace),
+                Command::Unhealthy { name, reason } => Seen::Unhealthy(name, reason),
+                Command::Leave { name, done } => Seen::Leave(name, done),
+                Command::Listed => continue, // Once, after the first list.
+            };
         }
     }
 
@@ -92,7 +95,7 @@ impl Fixture {
     }
 
     /// Waits for `member` to leave; returns the acknowledgement, not yet sent.
-    async fn left(&mut self, member: &str) -> oneshot::Sender<()> {
+    async fn left(&mut self, member: &str) -> oneshot::Sender<LeaveOutcome> {
         match self.next().await {
             Seen::Leave(name, done) if name == member => done,
             other => panic!("expected {member} to leave, got {other:?}"),
@@ -232,13 +235,13 @@ async fn member_secrets_join_rotate_report_problems_and_leave() {
         .delete("s-a", &DeleteParams::default())
         .await
         .unwrap();
-    fx.left("cluster-x").await.send(()).unwrap();
+    fx.left("cluster-x").await.send(LeaveOutcome::Done).unwrap();
     fx.joined("cluster-x", "first").await;
     fx.secrets
         .delete("s-b", &DeleteParams::default())
         .await
         .unwrap();
-    fx.left("cluster-x").await.send(()).unwrap();
+    fx.left("cluster-x").await.send(LeaveOutcome::Done).unwrap();
 }
 
 #[tokio::test]
@@ -264,7 +267,7 @@ async fn member_secrets_keep_a_finalizer_until_the_member_has_left() {
     };
     let mut fx = Fixture::start(LeavePolicy::Delete, found).await;
     fx.joined("s-old", "default").await;
-    fx.left("s-old").await.send(()).unwrap();
+    fx.left("s-old").await.send(LeaveOutcome::Done).unwrap();
     wait_gone(&fx.secrets, "s-old").await;
 
     let text = fx.kubeconfig("default");
@@ -287,7 +290,7 @@ async fn member_secrets_keep_a_finalizer_until_the_member_has_left() {
     let current = fx.secrets.get("s-d").await.unwrap();
     assert!(current.metadata.deletion_timestamp.is_some());
     assert_eq!(current.finalizers(), [MEMBER_FINALIZER]);
-    done.send(()).unwrap();
+    done.send(LeaveOutcome::Done).unwrap();
     wait_gone(&fx.secrets, "s-d").await;
 }
 

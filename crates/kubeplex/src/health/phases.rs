@@ -1,0 +1,70 @@
+//! Where each member of the fleet stands: joining, ready or leaving, and what it waits for; `/readyz`
+//! shows it beside the member's health.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use super::health::Health;
+use super::report::{ContextReport, ContextStatus, MemberPhase, MemberReport};
+
+/// A member's phase as the manager sets it; `Ready` is read from its health.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// A change of it waits for its turn: the text says for what.
+    Queued(String),
+    /// Joined: ready once its watches have listed.
+    Joining,
+    /// Leaving; what it waits for, when it waits.
+    Leaving(Option<String>),
+}
+
+/// Every member's phase.
+#[derive(Default)]
+pub(super) struct MemberPhases(Mutex<BTreeMap<String, Phase>>);
+
+impl MemberPhases {
+    /// Adds each member's phase to its report.
+    pub(super) fn annotate(&self, contexts: &mut BTreeMap<String, ContextReport>) {
+        for (name, report) in contexts.iter_mut() {
+            report.member = self.report(name, report);
+        }
+    }
+
+    /// What `/readyz` shows of member `name`, its health being `report`.
+    fn report(&self, name: &str, report: &ContextReport) -> Option<MemberReport> {
+        let phases = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (phase, waiting_for) = match phases.get(name)? {
+            Phase::Queued(why) => (MemberPhase::Joining, Some(why.clone())),
+            Phase::Joining if report.status == ContextStatus::Ready => (MemberPhase::Ready, None),
+            Phase::Joining => {
+                let why = report.reasons.first().cloned();
+                (
+                    MemberPhase::Joining,
+                    why.or_else(|| Some("its watches to list".to_owned())),
+                )
+            }
+            Phase::Leaving(why) => (MemberPhase::Leaving, why.clone()),
+        };
+        Some(MemberReport { phase, waiting_for })
+    }
+}
+
+impl Health {
+    /// Member `name` is now in `phase`; `None`: it is no member any more.
+    pub(crate) fn member_phase(&self, name: &str, phase: Option<Phase>) {
+        let mut phases = self.phases.0.lock().unwrap_or_else(|e| e.into_inner());
+        match phase {
+            Some(phase) => phases.insert(name.to_owned(), phase),
+            None => phases.remove(name),
+        };
+    }
+
+    /// Member `name`'s phase.
+    pub(crate) fn phase_of(&self, name: &str) -> Option<Phase> {
+        let phases = self.phases.0.lock().unwrap_or_else(|e| e.into_inner());
+        phases.get(name).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests;

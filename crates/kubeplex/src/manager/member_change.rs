@@ -1,0 +1,146 @@
+//! One member change carried out by the member runner: a join (or a credential change), a problem, or a
+//! leave, each on its own task, so that members never wait for each other.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::client::PoolConfig;
+use crate::core::Error;
+use crate::core::name_problem;
+use crate::health::{Phase, Pings};
+use crate::members::{LeaveOutcome, LeavePolicy, LeaveProgress, Slot};
+use crate::runtime::Runtime;
+
+/// What every change of the runner shares.
+pub(super) struct Changes {
+    pub(super) runtime: Arc<Runtime>,
+    pub(super) pool: PoolConfig,
+    pub(super) pings: Arc<Pings>,
+    pub(super) policy: LeavePolicy,
+    /// The fixed contexts: a member never takes one's name.
+    pub(super) fixed: Vec<String>,
+    /// After how long a leave stops waiting for a member that does not answer (`None`: never).
+    pub(super) give_up_after: Option<Duration>,
+    /// The last problem reported per member, so that a provider repeating it is logged once.
+    pub(super) problems: Mutex<BTreeMap<String, String>>,
+}
+
+impl Changes {
+    /// Joins `name` with `config`, or, when it is a member, rebuilds its client and lists its watches again.
+    pub(super) async fn join(&self, name: String, config: Box<kube::Config>) {
+        let rejoined = self.runtime.members.client(&name).is_some();
+        let change = if rejoined { "credentials" } else { "join" };
+        let built = match name_problem(&name, &self.fixed) {
+            Some(problem) => Err(problem),
+            None => self.pool.finish(&name, *config).map_err(|e| e.to_string()),
+        };
+        let (client, config) = match built {
+            Ok(built) => built,
+            Err(reason) => {
+                self.unhealthy(&name, reason);
+                self.runtime.metrics.member_change(change, "failed");
+                return;
+            }
+        };
+        let health = &self.runtime.health;
+        health.declare(&name, false);
+        health.connected(&name, None);
+        self.lock().remove(&name);
+        self.pings.add(&name, Arc::new(config));
+        if rejoined {
+            // Its watches list again with the new client: nothing is missed.
+            self.close_watches(&name);
+        } else {
+            health.member_phase(&name, Some(Phase::Joining));
+        }
+        self.runtime.members.joined(&name, client).await;
+        self.runtime.members.expect(&name, false);
+        if rejoined {
+            tracing::info!(context = %name, "member's credentials changed: its client is rebuilt and its watches list again");
+        } else {
+            tracing::info!(context = %name, "member joined: its children are put there once its watches have listed");
+        }
+        self.runtime.metrics.member_change(change, "done");
+    }
+
+    /// Member `name` cannot be used: `reason` shows in `/readyz`; logged when it changes.
+    pub(super) fn unhealthy(&self, name: &str, reason: String) {
+        let health = &self.runtime.health;
+        health.declare(name, false);
+        let error = Error::Member {
+            context: name.to_owned(),
+            reason: reason.clone(),
+        };
+        health.connected(name, Some(&error));
+        if !self.runtime.members.contains(name) {
+            // It holds nothing this process put there: no parent's deletion waits for it.
+            self.runtime.members.expect(name, false);
+            health.member_phase(name, Some(Phase::Joining));
+        }
+        let mut problems = self.lock();
+        if problems.get(name) != Some(&reason) {
+            tracing::warn!(context = %name, problem = %reason, "member cannot be used");
+            problems.insert(name.to_owned(), reason);
+        }
+    }
+
+    /// `name` leaves: the leave policy is carried out (waiting, under `delete`, for a member that does not
+    /// answer, without holding `slot`), then every trace of it goes: watches, pings, health, metrics.
+    pub(super) async fn leave(
+        &self,
+        name: String,
+        slot: Slot,
+        done: Vec<oneshot::Sender<LeaveOutcome>>,
+    ) {
+        let runtime = &self.runtime;
+        let mut outcome = LeaveOutcome::Done;
+        if runtime.members.client(&name).is_some() {
+            runtime
+                .health
+                .member_phase(&name, Some(Phase::Leaving(None)));
+            let health = runtime.health.clone();
+            let progress = LeaveProgress::new(&name, slot, self.give_up_after, health);
+            outcome = runtime
+                .members
+                .leave(&name, self.policy, Arc::new(progress))
+                .await;
+            self.close_watches(&name);
+            match &outcome {
+                LeaveOutcome::Abandoned(reason) => {
+                    tracing::warn!(context = %name, policy = ?self.policy, problem = %reason, "member left the fleet; its children there were abandoned");
+                }
+                _ => {
+                    tracing::info!(context = %name, policy = ?self.policy, "member left the fleet")
+                }
+            }
+        }
+        runtime.members.expect(&name, false);
+        self.pings.remove(&name);
+        runtime.health.member_phase(&name, None);
+        runtime.health.forget_context(&name);
+        // No series names it any more: a fleet that turns over does not grow /metrics.
+        runtime.metrics.context_left(&name);
+        self.lock().remove(&name);
+        let result = match outcome {
+            LeaveOutcome::Abandoned(_) => "abandoned",
+            _ => "done",
+        };
+        runtime.metrics.member_change("leave", result);
+        for done in done {
+            let _ = done.send(outcome.clone());
+        }
+    }
+
+    /// Closes every watch in member `name`, whichever controllers share it: their tasks end and their
+    /// caches are freed.
+    pub(super) fn close_watches(&self, name: &str) {
+        (self.runtime.watches).release_matching(|key| key.context == name);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+        self.problems.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,110 @@
+//! A leave under way, as the controllers carrying it out share it: what each waits for (a member that does
+//! not answer cannot have its children listed, so not deleted), when they give up, and whether they did.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::changes::Slot;
+use crate::health::{Health, Phase};
+
+/// One member's leave, shared by every controller.
+pub(crate) struct LeaveProgress {
+    name: String,
+    slot: Slot,
+    /// After how long a member that does not answer has its children abandoned (`None`: never).
+    give_up_after: Option<Duration>,
+    started: Instant,
+    health: Arc<Health>,
+    state: Mutex<LeaveState>,
+}
+
+#[derive(Default)]
+struct LeaveState {
+    /// What each controller waits for.
+    waits: BTreeMap<String, String>,
+    /// Why children were abandoned, when they were.
+    abandoned: Option<String>,
+}
+
+impl LeaveProgress {
+    pub(crate) fn new(
+        name: &str,
+        slot: Slot,
+        give_up_after: Option<Duration>,
+        health: Arc<Health>,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            slot,
+            give_up_after,
+            started: Instant::now(),
+            health,
+            state: Mutex::default(),
+        }
+    }
+
+    /// When the controllers stop waiting for the member and abandon its children (`None`: never).
+    pub(crate) fn give_up_at(&self) -> Option<Instant> {
+        self.give_up_after.map(|after| self.started + after)
+    }
+
+    /// How long the controllers wait for a member that does not answer.
+    pub(crate) fn give_up_after(&self) -> Option<Duration> {
+        self.give_up_after
+    }
+
+    /// `controller`'s part waits for `reason` (the member does not answer): the leave stops taking a slot
+    /// of the member changes, and `/readyz` and the parents' status say why it waits.
+    pub(crate) fn waits(&self, controller: &str, reason: String) {
+        let mut state = self.lock();
+        if state.waits.get(controller) == Some(&reason) {
+            return;
+        }
+        let give_up = match self.give_up_after {
+            Some(after) => format!("its children are abandoned {after:?} after the leave began"),
+            None => "it waits for as long as it takes".to_owned(),
+        };
+        tracing::warn!(context = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted while it does not answer; {give_up}");
+        state.waits.insert(controller.to_owned(), reason.clone());
+        drop(state);
+        self.slot.park();
+        let why = format!("its children to be deleted, which waits for it to answer: {reason}");
+        self.health
+            .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
+    }
+
+    /// `controller`'s part no longer waits: the member answered.
+    pub(crate) fn answered(&self, controller: &str) {
+        let mut state = self.lock();
+        if state.waits.remove(controller).is_some() && state.waits.is_empty() {
+            drop(state);
+            tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
+            self.health
+                .member_phase(&self.name, Some(Phase::Leaving(None)));
+        }
+    }
+
+    /// `controller` gave up waiting: the member's children there are left behind, as `reason` says.
+    pub(crate) fn abandon(&self, controller: &str, reason: String) {
+        let mut state = self.lock();
+        state.waits.remove(controller);
+        state.abandoned.get_or_insert(reason);
+    }
+
+    /// What the leave waits for now, if it waits.
+    pub(crate) fn waiting_for(&self) -> Option<String> {
+        self.lock().waits.values().next().cloned()
+    }
+
+    /// Why the children were abandoned, if they were.
+    pub(crate) fn abandoned(&self) -> Option<String> {
+        self.lock().abandoned.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LeaveState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

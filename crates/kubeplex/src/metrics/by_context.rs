@@ -1,0 +1,48 @@
+//! The series each context has in the families that carry a `context` label, so that a member that leaves
+//! takes every one of them along (a fleet that turns over would otherwise grow `/metrics` for ever).
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::family::{Family, MetricConstructor};
+
+/// Removes one series from its family.
+type Remove = Box<dyn Fn() + Send + Sync>;
+
+/// Per context, how to remove each of its series.
+#[derive(Clone, Default)]
+pub(super) struct ContextSeries(Arc<Mutex<HashMap<String, Vec<Remove>>>>);
+
+impl ContextSeries {
+    /// Notes the series `labels` of `family` as `context`'s, unless it exists already; called before it is
+    /// created.
+    pub(super) fn track<S, M, C>(&self, context: &str, family: &Family<S, M, C>, labels: &S)
+    where
+        S: Clone + Hash + Eq + Send + Sync + 'static,
+        M: Send + Sync + 'static,
+        C: MetricConstructor<M> + Clone + Send + Sync + 'static,
+    {
+        if family.get(labels).is_some() {
+            return;
+        }
+        let (family, labels) = (family.clone(), labels.clone());
+        let remove: Remove = Box::new(move || {
+            family.remove(&labels);
+        });
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.entry(context.to_owned()).or_default().push(remove);
+    }
+
+    /// Removes every series of `context`.
+    pub(super) fn remove(&self, context: &str) {
+        let removes = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(context);
+        for remove in removes.into_iter().flatten() {
+            remove();
+        }
+    }
+}
