@@ -1,17 +1,23 @@
 //! The write fence: with leader election on, every request that changes something (anything but `GET`,
-//! `HEAD`, `OPTIONS`) passes a check that this replica's lease is still valid, in a layer of every client the
-//! pool builds — so applies, prunes, status writes, finalizers and Events are all fenced, whichever path
-//! sends them, and a replica that missed its renewal deadline (frozen, starved, partitioned) writes nothing.
+//! `HEAD`, `OPTIONS`) may leave only while this replica's lease is still valid — so applies, prunes, status
+//! writes, finalizers and Events are all fenced, whichever path sends them, and a replica that missed its
+//! renewal deadline (frozen, starved, partitioned) writes nothing.
 //!
-//! The deadline is monotonic time: a process stopped with SIGSTOP finds it passed the moment it resumes.
+//! It is checked twice: when a write enters the client ([`FencedService`], a fast refusal), and when its
+//! bytes are written to the socket ([`super::fenced_io`]), so a write held anywhere in between (connection
+//! checkout, TLS, a process stopped with SIGSTOP) is not sent once the deadline passed.
+//!
+//! The deadline is monotonic time (tokio's clock, so paused-time tests drive it): a process stopped with
+//! SIGSTOP finds it passed the moment it resumes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use hyper::http::{Method, Request};
+use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use crate::core::Fenced;
@@ -64,7 +70,7 @@ struct Deadline {
 }
 
 impl Fence {
-    /// A fence that is closed until [`open_until`](Self::open_until) is called.
+    /// A fence that is closed until [`open_for`](Self::open_for) is called.
     pub(crate) fn closed() -> Self {
         Self::closed_saying(NOT_THE_LEADER)
     }
@@ -78,10 +84,13 @@ impl Fence {
         })))
     }
 
-    /// Writes are allowed until `deadline`.
-    pub(crate) fn open_until(&self, deadline: Instant) {
+    /// Writes are allowed for `span` from `from` (saturating: a span too long to count is for ever).
+    pub(crate) fn open_for(&self, from: Instant, span: Duration) {
         if let Some(d) = &self.0 {
-            let ms = deadline.saturating_duration_since(d.origin).as_millis();
+            let ms = from
+                .saturating_duration_since(d.origin)
+                .saturating_add(span)
+                .as_millis();
             d.until_ms
                 .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Release);
         }
@@ -96,18 +105,29 @@ impl Fence {
 
     /// Whether a write may be sent now.
     pub(crate) fn allows_writes(&self) -> bool {
-        match &self.0 {
-            None => true,
-            Some(d) => {
-                let now = u64::try_from(d.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
-                now < d.until_ms.load(Ordering::Acquire)
-            }
-        }
+        self.refusal().is_none()
+    }
+
+    /// What a write is told now: `None` while it may be sent.
+    pub(crate) fn refusal(&self) -> Option<&'static str> {
+        let d = self.0.as_ref()?;
+        let now = u64::try_from(d.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        (now >= d.until_ms.load(Ordering::Acquire)).then_some(d.refusal)
+    }
+
+    /// Which fence this is, for keying what is built per fence (0: the open fence).
+    pub(crate) fn key(&self) -> usize {
+        self.0.as_ref().map_or(0, |d| Arc::as_ptr(d).addr())
     }
 }
 
-/// A request that changes nothing passes whatever the fence says.
-fn is_read(method: &Method) -> bool {
+/// A fence a write must pass besides its client's own, carried in the request's extensions: a shard's, put
+/// there by a shard's client, so the write is also fenced at the socket by its shard.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AlsoFencedBy(pub(crate) Fence);
+
+/// A request that changes nothing passes whatever the fence says (a watch is a `GET`).
+pub(crate) fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
@@ -145,9 +165,10 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        // Checked as late as kube allows: after its own layers, right before the request is sent.
-        if !is_read(request.method()) && !self.fence.allows_writes() {
-            let refusal = self.fence.0.as_ref().map_or(NOT_THE_LEADER, |d| d.refusal);
+        // The fast refusal; the bytes are fenced again at the socket.
+        if !is_read(request.method())
+            && let Some(refusal) = self.fence.refusal()
+        {
             return Box::pin(std::future::ready(Err(Fenced(refusal).into())));
         }
         let response = self.inner.call(request);
@@ -157,8 +178,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use tower::ServiceExt;
 
     use super::*;
@@ -197,12 +216,12 @@ mod tests {
             "a watch or list still works"
         );
 
-        fence.open_until(Instant::now() + Duration::from_secs(60));
+        fence.open_for(Instant::now(), Duration::from_secs(60));
         assert_eq!(send(&fence, Method::PATCH).await, Ok(200));
         // A deadline that passed (a renewal missed, or a process stopped meanwhile) closes it by itself.
-        fence.open_until(Instant::now() - Duration::from_millis(1));
+        fence.open_for(Instant::now(), Duration::ZERO);
         assert!(send(&fence, Method::DELETE).await.is_err());
-        fence.open_until(Instant::now() + Duration::from_secs(60));
+        fence.open_for(Instant::now(), Duration::from_secs(60));
         fence.close();
         assert!(send(&fence, Method::POST).await.is_err());
     }

@@ -1,11 +1,13 @@
 //! Clients: the pool of one `kube::Client` per context, in-cluster configuration, and the fence every write
-//! goes through.
+//! goes through, from the request down to the socket.
 
 mod fence;
+mod fenced_io;
 mod in_cluster;
 mod pool;
+mod transport;
 
-pub(crate) use fence::{Fence, NOT_THE_SHARD_OWNER, Role};
+pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
 #[cfg(test)]
 pub(crate) mod fake_api;
 

@@ -12,7 +12,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use super::fence::Fence;
 use super::in_cluster::IN_CLUSTER;
 use crate::core::kubeconfig_error;
-use crate::core::{Error, Result, chain};
+use crate::core::{Error, Result};
 
 /// Environment variable prefix that remaps a context: `KUBEPLEX_CONTEXT_CLUSTER_A=kind-a` makes the context
 /// `cluster-a` use the kubeconfig context `kind-a`.
@@ -207,7 +207,8 @@ impl PoolConfig {
     }
 
     /// A client for `context` from its configuration, as every client of the pool is built: with a read
-    /// timeout, the replica's `User-Agent`, and behind the fence. Members' clients are built here too.
+    /// timeout, the replica's `User-Agent`, and its writes behind the fence down to the socket. Members'
+    /// clients are built here too.
     pub(crate) fn finish(
         &self,
         context: &str,
@@ -231,9 +232,7 @@ impl PoolConfig {
                 .headers
                 .push((hyper::http::header::USER_AGENT, value));
         }
-        let builder = kube::client::ClientBuilder::try_from(config.clone())
-            .map_err(|e| config_error(chain(&e)))?;
-        let client = builder.with_layer(&self.fence).build();
+        let client = super::transport::client(&config, &self.fence).map_err(config_error)?;
         Ok((client, config))
     }
 }

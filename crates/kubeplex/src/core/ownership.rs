@@ -49,13 +49,15 @@ impl ParentRef {
         })
     }
 
-    /// The parent as a cache key of its kind.
+    /// The parent as a cache key of its kind, carrying its UID (which keys ignore), so that a request for a
+    /// parent that is gone still says which one it was.
     pub(crate) fn object_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
-        let object = ObjectRef::new(&self.name);
-        match &self.namespace {
-            Some(namespace) => object.within(namespace),
-            None => object,
+        let mut object = ObjectRef::new(&self.name);
+        if let Some(namespace) = &self.namespace {
+            object = object.within(namespace);
         }
+        object.extra.uid = Some(self.uid.clone());
+        object
     }
 
     /// The labels and annotations that link a child to this parent.

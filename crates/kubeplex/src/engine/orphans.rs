@@ -1,5 +1,7 @@
 //! The orphan sweep: once the caches have listed, delete the children whose parent no longer exists
-//! (deleted while the operator was not running, so its finalizer path never ran).
+//! (deleted while the operator was not running, so its finalizer path never ran). A child that appears for
+//! a parent already gone (a late apply of a replica that lost its Lease re-created it) is removed when its
+//! event asks for the parent, not at the next sweep.
 //!
 //! Nothing is removed on missing information: a parent is judged only once the cache that would hold it
 //! has listed, and a context whose cache never lists holds back only the children of its own parents.
@@ -7,11 +9,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use futures::future::join_all;
 use kube::{Resource, ResourceExt};
 
 use super::children;
-use super::engine::{ChildWatch, Engine, Primary};
+use super::engine::{ChildWatch, Engine, Primary, Request};
 use crate::controller::Reconcile;
 use crate::core::ParentRef;
 use crate::core::chain;
@@ -89,6 +92,34 @@ impl<R: Reconcile> Engine<R> {
             }
         }))
         .await;
+    }
+
+    /// A request for a parent gone from its cache: removes the children still cached for it. Judged as the
+    /// sweep judges — by the parent's UID (which the event that asked carries), in a cache that has listed
+    /// and holds no object of that UID — and run where the request is reconciled (the leader, or the owner
+    /// of the parent's shard, fenced by it).
+    pub(crate) async fn remove_orphans_of(&self, request: &Request<R>) {
+        let Some(uid) = request.object.extra.uid.as_deref() else {
+            return;
+        };
+        let namespace = request.object.namespace.as_deref();
+        let Some(cache) = self.primary_cache(&request.context, namespace) else {
+            return;
+        };
+        let listed = cache.store().wait_until_ready().now_or_never();
+        let alive = cache
+            .store()
+            .get(&request.object)
+            .is_some_and(|p| p.uid().as_deref() == Some(uid));
+        if !matches!(listed, Some(Ok(()))) || alive {
+            return;
+        }
+        for watch in self.all_child_watches() {
+            let children = watch.cache.children_of(uid);
+            if let Some(parent) = children.first().and_then(ParentRef::of) {
+                self.remove_orphans(&watch, &parent).await;
+            }
+        }
     }
 
     async fn remove_orphans(&self, watch: &ChildWatch, parent: &ParentRef) {

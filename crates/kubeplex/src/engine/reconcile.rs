@@ -30,6 +30,7 @@ impl<R: Reconcile> Engine<R> {
             self.failures().remove(&request);
             let parent = format!("{}/{}", namespace.unwrap_or(""), request.object.name);
             self.runtime.metrics.parent_gone(self.plan.name(), &parent);
+            self.remove_orphans_of(&request).await;
             return Next::AwaitChange;
         };
         let span = tracing::info_span!(

@@ -11,7 +11,7 @@
 //! The decisions are a pure function of the Lease read ([`decide`]), tested without a server; the loop that
 //! reads and writes the Lease is tested on real API servers.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -19,6 +19,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use tokio::sync::watch;
+// tokio's clock: the fence's, so paused-time tests drive both.
+use tokio::time::Instant;
 
 use crate::client::{Fence, Role};
 use crate::core::Context;
@@ -252,7 +254,7 @@ pub(super) async fn run(
         };
         let leader = match &outcome {
             Ok(None) => {
-                fence.open_until(sent + election.renew_deadline);
+                fence.open_for(sent, election.renew_deadline);
                 true
             }
             // Until the deadline of the last renewal passes, the holder still is the holder.

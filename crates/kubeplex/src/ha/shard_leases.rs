@@ -14,7 +14,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -22,6 +21,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::leader::{Decision, LeaderElection, Observed, decide, taken_over};
 use super::shard_state::ShardState;
@@ -160,7 +160,7 @@ async fn round(
     let own = sharding.member_lease(&lease.identity);
     let renewed = renew_member(api, sharding, &own, by_name.get(&own)).await;
     if renewed.is_ok() {
-        member.open_until(now + lease.renew_deadline);
+        member.open_for(now, lease.renew_deadline);
     }
     let mut members: Vec<String> = Vec::new();
     memory.members.retain(|name, _| by_name.contains_key(name));
@@ -220,7 +220,7 @@ async fn round(
             }
         };
         match written {
-            Ok(_) => fence.open_until(now + lease.renew_deadline),
+            Ok(_) => fence.open_for(now, lease.renew_deadline),
             // Another replica wrote first: its, for now; we try again next round.
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(error) => return Err(format!("shard Lease {}: {}", election.name, chain(&error))),

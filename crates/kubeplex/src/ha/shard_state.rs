@@ -3,7 +3,9 @@
 //!
 //! Ownership is checked twice: before a reconcile starts (a parent of a shard this replica does not own is
 //! not reconciled) and on every write, in a fence of the shard's own in front of the client the reconcile
-//! uses — so a reconcile that was running when the shard moved writes nothing after its deadline.
+//! uses and again at the socket (the write goes over connections whose bytes pass the shard's fence) — so a
+//! reconcile that was running when the shard moved, or a process stopped mid-write, writes nothing after its
+//! deadline.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,7 +17,7 @@ use tokio::sync::watch;
 use tower::Layer;
 
 use super::rendezvous::ShardBy;
-use crate::client::{Fence, NOT_THE_SHARD_OWNER};
+use crate::client::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER};
 
 tokio::task_local! {
     /// The shard of the parent the current task works for; set around each reconcile and orphan removal,
@@ -118,8 +120,12 @@ impl ShardState {
             .entry((shard, context.to_owned()))
             .or_insert_with(|| {
                 let namespace = base.default_namespace().to_owned();
-                let send = tower::service_fn(move |request: Request<Body>| {
+                let fence = self.fences[shard].clone();
+                // The shard's fence rides with each request down to the base client's write connections:
+                // there its writes go over connections of their own whose bytes pass this fence as well.
+                let send = tower::service_fn(move |mut request: Request<Body>| {
                     let base = base.clone();
+                    request.extensions_mut().insert(AlsoFencedBy(fence.clone()));
                     async move { base.send(request).await }
                 });
                 Client::new(self.fences[shard].layer(send), namespace)
@@ -130,7 +136,9 @@ impl ShardState {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+
+    use tokio::time::Instant;
 
     use super::*;
 
@@ -155,7 +163,7 @@ mod tests {
         assert!(!state.holds(0) && !state.holds(1) && !state.holds(7));
         state
             .fence(1)
-            .open_until(Instant::now() + Duration::from_secs(30));
+            .open_for(Instant::now(), Duration::from_secs(30));
         assert!(state.holds(1) && !state.holds(0));
         state.fence(1).close();
         assert!(!state.holds(1));
@@ -195,7 +203,7 @@ mod tests {
 
         state
             .fence(1)
-            .open_until(Instant::now() + Duration::from_secs(30));
+            .open_for(Instant::now(), Duration::from_secs(30));
         let _ = api.delete("web", &DeleteParams::default()).await;
         assert_eq!(
             requests.all().len(),
@@ -206,7 +214,7 @@ mod tests {
         state.fence(1).close();
         state
             .fence(0)
-            .open_until(Instant::now() + Duration::from_secs(30));
+            .open_for(Instant::now(), Duration::from_secs(30));
         let again: Api<ConfigMap> =
             Api::namespaced(state.fenced_client(1, "control", base), "apps");
         assert!(again.delete("web", &DeleteParams::default()).await.is_err());

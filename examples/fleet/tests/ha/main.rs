@@ -19,6 +19,7 @@ use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
 mod audit;
+mod freezes;
 mod relay;
 mod replica;
 mod sharded;

@@ -27,7 +27,10 @@ async fn settled(replicas: &[&Replica]) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// [`settled`] for `shard_count` shards.
-async fn split(replicas: &[&Replica], shard_count: u16) -> BTreeMap<String, BTreeSet<String>> {
+pub(super) async fn split(
+    replicas: &[&Replica],
+    shard_count: u16,
+) -> BTreeMap<String, BTreeSet<String>> {
     let members: Vec<String> = {
         let mut names: Vec<String> = replicas.iter().map(|r| r.identity.clone()).collect();
         names.sort();

@@ -64,3 +64,55 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
         "{lines:?}"
     );
 }
+
+#[tokio::test]
+async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_event_asks() {
+    let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let mut engine = engine(client);
+    let (listed, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    engine.primaries.insert(
+        (CONTROL_PLACE, Some("other".into())),
+        Arc::new(SharedWatch::new(listed, None)),
+    );
+    let recreated = orphan("recreated", "other");
+    engine.children.push(ChildWatch {
+        context: crate::Context::name(&CLUSTER_A).into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(vec![
+            recreated.clone(),
+            orphan("another", "other"),
+        ])),
+    });
+    let engine = Arc::new(engine);
+    // The request its ADDED event makes: the parent, with the UID the child names.
+    let parent = ParentRef::of(&recreated).unwrap();
+    let request = Request {
+        context: CONTROL_PLACE,
+        object: parent.object_ref(),
+    };
+    let mut without_uid = request.clone();
+    without_uid.object.extra.uid = None;
+    tokio::time::timeout(
+        Duration::from_secs(2),
+        engine.clone().reconcile(without_uid),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        requests.lines(),
+        Vec::<String>::new(),
+        "no UID, no judgement"
+    );
+
+    tokio::time::timeout(Duration::from_secs(2), engine.reconcile(request))
+        .await
+        .unwrap();
+    let lines = requests.lines();
+    assert_eq!(lines.len(), 1, "only the gone parent's child: {lines:?}");
+    assert!(
+        lines[0].starts_with("DELETE /api/v1/namespaces/ns/configmaps/recreated"),
+        "{lines:?}"
+    );
+}

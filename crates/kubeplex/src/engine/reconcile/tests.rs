@@ -341,7 +341,7 @@ async fn a_fenced_write_leaves_the_status_and_the_events_alone() {
     let (control, seen) = fake_api::client(accept);
     let (cluster_a, reached) = fake_api::client(accept);
     let open = crate::client::Fence::closed();
-    open.open_until(std::time::Instant::now() + Duration::from_secs(60));
+    open.open_for(tokio::time::Instant::now(), Duration::from_secs(60));
     reconcile_with(parent(&[&finalizer]), control, behind(&open, cluster_a)).await;
     assert!(
         reached.lines().iter().any(|l| l.starts_with("DELETE ")),

@@ -1,0 +1,252 @@
+//! How a context's client is assembled: kube's own pieces — base URI, retries, authentication (tokens,
+//! token files and exec plugins refreshed as kube does), extra headers, TLS, connect/read/write timeouts —
+//! put together here rather than by `ClientBuilder::try_from`, because kube's builder cannot be given a
+//! connector and the fence must reach the socket ([`super::fenced_io`]).
+//!
+//! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
+//! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
+//! writes ([`AlsoFencedBy`]); they go over a third pool, one per fence, so no connection carries writes of
+//! two shards.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use hyper::Uri;
+use hyper::body::Incoming;
+use hyper::http::{Request, Response};
+use hyper::rt::{Read, Write};
+use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
+use hyper_timeout::TimeoutConnector;
+use hyper_util::client::legacy::connect::{Connection, HttpConnector};
+use hyper_util::rt::TokioExecutor;
+use kube::Client;
+use kube::client::middleware::ExtraHeadersLayer;
+use kube::client::retry::RetryPolicy;
+use kube::client::{Body, ClientBuilder, ConfigExt};
+use tower::retry::RetryLayer;
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
+use tower_http::classify::ServerErrorsFailureClass;
+use tower_http::trace::TraceLayer;
+
+use super::fence::{AlsoFencedBy, Fence, is_read};
+use super::fenced_io::{FencedConnector, Gate};
+use crate::core::{Fenced, chain};
+
+/// One connection pool's way of sending a request.
+type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
+
+/// A client for `config` whose writes pass `fence` when they enter it and when their bytes reach the socket.
+pub(crate) fn client(config: &kube::Config, fence: &Fence) -> Result<Client, String> {
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    client_over(config, fence, tcp)
+}
+
+/// As [`client`], over `tcp` for the connections (tests hold connections back with it).
+pub(crate) fn client_over<C>(config: &kube::Config, fence: &Fence, tcp: C) -> Result<Client, String>
+where
+    C: Service<Uri> + Clone + Send + Sync + 'static,
+    C::Response: Read + Write + Connection + Send + Unpin + 'static,
+    C::Future: Send + 'static,
+    C::Error: Into<BoxError>,
+{
+    if let Some(proxy) = &config.proxy_url {
+        return Err(format!(
+            "a proxy is configured ({proxy}: the kubeconfig's proxy-url or HTTPS_PROXY), but kubeplex's clients \
+             connect to the API server directly (its write fence works on the connections it opens itself); \
+             remove the proxy for this context"
+        ));
+    }
+    let tls = Tls::of(config)?;
+    let pool = Pool {
+        tls,
+        connect: config.connect_timeout,
+        read: config.read_timeout,
+        write: config.write_timeout,
+        reset_reader_on_write: config.reset_reader_on_write,
+    };
+    let reads = pool.sender(tcp.clone());
+    let writes = Writes {
+        fence: fence.clone(),
+        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate))),
+        by_fence: Mutex::default(),
+    };
+    let route = Route {
+        reads,
+        writes: Arc::new(writes),
+    };
+    let auth = config.auth_layer().map_err(|e| chain(&e))?;
+    let headers: ExtraHeadersLayer = config.extra_headers_layer().map_err(|e| chain(&e))?;
+    let retry = config
+        .default_retry
+        .then(|| RetryLayer::new(RetryPolicy::server_retry()));
+    // kube's own stack, in its order; the fence's socket-level half is in the route's write connections.
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(retry)
+        .option_layer(auth)
+        .layer(headers)
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<Body>| {
+                    tracing::debug_span!(
+                        "HTTP",
+                        http.method = %request.method(),
+                        http.url = %request.uri(),
+                        http.status_code = tracing::field::Empty,
+                        otel.name = request.extensions().get::<&'static str>().unwrap_or(&"HTTP"),
+                        otel.kind = "client",
+                        otel.status_code = tracing::field::Empty,
+                    )
+                })
+                .on_request(())
+                .on_response(
+                    |response: &Response<Incoming>, _: Duration, span: &tracing::Span| {
+                        let status = response.status();
+                        span.record("http.status_code", status.as_u16());
+                        if status.is_client_error() || status.is_server_error() {
+                            span.record("otel.status_code", "ERROR");
+                        }
+                    },
+                )
+                .on_body_chunk(())
+                .on_eos(())
+                .on_failure(
+                    |failure: ServerErrorsFailureClass, _: Duration, span: &tracing::Span| {
+                        span.record("otel.status_code", "ERROR");
+                        tracing::debug!(%failure, "request failed");
+                    },
+                ),
+        )
+        .service(route);
+    Ok(ClientBuilder::new(service, config.default_namespace.clone()).build())
+}
+
+/// The TLS settings of a context, read once: building them may run an exec plugin (a client certificate)
+/// and read files, which a request must not wait for.
+struct Tls {
+    config: rustls::ClientConfig,
+    server_name: Option<rustls::pki_types::ServerName<'static>>,
+}
+
+impl Tls {
+    fn of(config: &kube::Config) -> Result<Self, String> {
+        let server_name = match &config.tls_server_name {
+            None => None,
+            Some(name) => Some(
+                rustls::pki_types::ServerName::try_from(name.clone())
+                    .map_err(|e| format!("tls-server-name {name}: {e}"))?,
+            ),
+        };
+        Ok(Self {
+            config: config.rustls_client_config().map_err(|e| chain(&e))?,
+            server_name,
+        })
+    }
+
+    /// As kube's `rustls_https_connector_with_connector`, from the settings read once.
+    fn over<C>(&self, connector: C) -> HttpsConnector<C> {
+        let builder = HttpsConnectorBuilder::new()
+            .with_tls_config(self.config.clone())
+            .https_or_http();
+        let builder = match &self.server_name {
+            Some(name) => {
+                builder.with_server_name_resolver(FixedServerNameResolver::new(name.clone()))
+            }
+            None => builder,
+        };
+        builder.enable_http1().wrap_connector(connector)
+    }
+}
+
+/// What every connection pool of a context is built with.
+struct Pool {
+    tls: Tls,
+    connect: Option<Duration>,
+    read: Option<Duration>,
+    write: Option<Duration>,
+    reset_reader_on_write: bool,
+}
+
+impl Pool {
+    /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one.
+    fn sender<C>(&self, tcp: C) -> Sender
+    where
+        C: Service<Uri> + Clone + Send + Sync + 'static,
+        C::Response: Read + Write + Connection + Send + Unpin + 'static,
+        C::Future: Send + 'static,
+        C::Error: Into<BoxError>,
+    {
+        let mut connector = TimeoutConnector::new(self.tls.over(tcp));
+        connector.set_connect_timeout(self.connect);
+        connector.set_read_timeout(self.read);
+        connector.set_write_timeout(self.write);
+        connector.set_reset_reader_on_write(self.reset_reader_on_write);
+        let client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
+            .build::<_, Body>(connector)
+            .map_err(BoxError::from);
+        BoxCloneSyncService::new(client)
+    }
+}
+
+/// The write connection pools of a context: one per extra fence (none, or a shard's).
+struct Writes {
+    /// The client's own fence.
+    fence: Fence,
+    make: Box<dyn Fn(Gate) -> Sender + Send + Sync>,
+    by_fence: Mutex<HashMap<usize, Sender>>,
+}
+
+impl Writes {
+    fn sender(&self, also: &Fence) -> Sender {
+        let mut senders = self.by_fence.lock().unwrap_or_else(|e| e.into_inner());
+        senders
+            .entry(also.key())
+            .or_insert_with(|| (self.make)(Gate([self.fence.clone(), also.clone()])))
+            .clone()
+    }
+}
+
+/// Sends reads over the read connections, writes over the fenced ones of their fences.
+#[derive(Clone)]
+struct Route {
+    reads: Sender,
+    writes: Arc<Writes>,
+}
+
+impl Service<Request<Body>> for Route {
+    type Response = Response<Incoming>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<Incoming>, BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        // Each pool is made ready when a request is handed to it (hyper's are always ready).
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        if is_read(request.method()) {
+            return Box::pin(self.reads.clone().oneshot(request));
+        }
+        let also = request
+            .extensions()
+            .get::<AlsoFencedBy>()
+            .map(|a| a.0.clone())
+            .unwrap_or_default();
+        // The fast refusal, after authentication (which may have waited for a token): nothing is connected
+        // for a write that may not be sent. Its bytes are fenced again at the socket.
+        if let Some(refusal) = self.writes.fence.refusal().or_else(|| also.refusal()) {
+            return Box::pin(std::future::ready(Err(Fenced(refusal).into())));
+        }
+        Box::pin(self.writes.sender(&also).oneshot(request))
+    }
+}
+
+#[cfg(test)]
+mod tests;
