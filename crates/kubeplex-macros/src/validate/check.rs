@@ -3,14 +3,16 @@
 
 use darling::Error;
 use darling::error::Accumulator;
+use kubeplex_names::{
+    EMPTY_NAMESPACES, MAX_CONTROLLER_NAME, context_name, controller_name, duplicate_namespace,
+    finalizer_name, invalid_namespace,
+};
 use proc_macro2::Span;
 use syn::{Ident, LitInt, LitStr, Path, Type};
 
 use super::{ChildModel, ContextsKind, fleet_of, is_dynamic, path_string};
 use crate::parse::{ContextItem, ContextList, StrList};
-use crate::rules::dns::{EMPTY_NAMESPACES, duplicate_namespace, invalid_namespace};
 use crate::rules::duration::duration_millis;
-use crate::rules::names::{MAX_CONTROLLER_NAME, context_name, controller_name, finalizer_name};
 use crate::rules::selector::{field_selector, label_selector};
 
 /// `crd` is required.

@@ -17,7 +17,7 @@ pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
 pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(5);
 
 /// The longest a controller name may be: it is a label value on every child (63 characters at most).
-pub const MAX_CONTROLLER_NAME: usize = 63;
+pub const MAX_CONTROLLER_NAME: usize = kubeplex_names::MAX_CONTROLLER_NAME;
 
 /// Where a controller's primary resource is watched, where its children live, and how it reconciles.
 ///
