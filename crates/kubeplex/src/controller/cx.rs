@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kube::api::ApiResource;
 use kube::core::NamespaceResourceScope;
 use kube::{Api, Client, Resource};
@@ -207,20 +208,11 @@ impl<C: Context> Cx<C> {
     /// declaration order: loop over these instead of naming the child contexts a second time.
     pub fn contexts_of<K: Resource<DynamicType = ()>>(&self) -> Vec<C> {
         let resource = ApiResource::erase::<K>(&());
-        let mut contexts = Vec::new();
-        for child in self
-            .plan
-            .children()
-            .iter()
+        let contexts: IndexSet<C> = (self.plan.children().iter())
             .filter(|c| c.resource() == &resource)
-        {
-            for &context in child.context_list() {
-                if !contexts.contains(&context) {
-                    contexts.push(context);
-                }
-            }
-        }
-        contexts
+            .flat_map(|c| c.context_list().iter().copied())
+            .collect();
+        contexts.into_iter().collect()
     }
 
     /// Everywhere children of kind `K` live now: the contexts of [`contexts_of`](Self::contexts_of), then
@@ -247,15 +239,10 @@ impl<C: Context> Cx<C> {
         target: impl Into<Target<C>>,
     ) -> Vec<&str> {
         let (target, resource) = (target.into(), ApiResource::erase::<K>(&()));
-        let mut namespaces: Vec<&str> = Vec::new();
-        for child in self.declared(&resource, &target) {
-            for namespace in child.namespace_list() {
-                if !namespaces.contains(&namespace.as_ref()) {
-                    namespaces.push(namespace.as_ref());
-                }
-            }
-        }
-        namespaces
+        let namespaces: IndexSet<&str> = (self.declared(&resource, &target).into_iter())
+            .flat_map(|c| c.namespace_list().iter().map(AsRef::as_ref))
+            .collect();
+        namespaces.into_iter().collect()
     }
 
     /// How many reconciles of this object failed in a row before this one.

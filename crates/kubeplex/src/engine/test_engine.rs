@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use indexmap::IndexSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::ObjectMeta;
@@ -81,17 +82,10 @@ impl ChildCache for FixedCache {
         found.cloned()
     }
     fn parent_uids(&self) -> Vec<String> {
-        let mut uids: Vec<String> = Vec::new();
-        for uid in self
-            .0
-            .iter()
+        let uids: IndexSet<&String> = (self.0.iter())
             .filter_map(|m| m.labels.as_ref()?.get(PARENT_UID_LABEL))
-        {
-            if !uids.contains(uid) {
-                uids.push(uid.clone());
-            }
-        }
-        uids
+            .collect();
+        uids.into_iter().cloned().collect()
     }
     fn ready(&self) -> BoxFuture<'static, ()> {
         async {}.boxed()

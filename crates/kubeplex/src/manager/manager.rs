@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kube::config::Kubeconfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -222,20 +223,11 @@ impl Manager {
                 .collect()
         });
         let registry = Arc::new(std::mem::take(&mut self.registry));
-        let mut contexts: Vec<String> = Vec::new();
-        for registration in &self.controllers {
-            for context in registration.contexts() {
-                if !contexts.contains(&context) {
-                    contexts.push(context);
-                }
-            }
-        }
+        // Every context once, in the order first named.
+        let mut contexts: IndexSet<String> =
+            self.controllers.iter().flat_map(|r| r.contexts()).collect();
         if let Some((provider, _)) = &self.members {
-            for context in provider.contexts() {
-                if !contexts.contains(&context) {
-                    contexts.push(context);
-                }
-            }
+            contexts.extend(provider.contexts());
         }
         if let Some(sharding) = &self.sharding {
             let reason = match &self.election {
@@ -258,9 +250,7 @@ impl Manager {
                 let lease = format!("{}/{}", election.namespace, election.name);
                 return Err(Error::LeaderElection { lease, reason });
             }
-            if !contexts.contains(&election.context) {
-                contexts.push(election.context.clone());
-            }
+            contexts.insert(election.context.clone());
             self.pool.fence = crate::client::Fence::closed();
             let agent = format!(
                 "kubeplex/{} ({})",
@@ -269,6 +259,7 @@ impl Manager {
             );
             self.pool.user_agent.get_or_insert(agent);
         }
+        let contexts = Vec::from_iter(contexts);
         for context in &contexts {
             health.declare(context, !self.optional.contains(context));
         }

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kubeplex_names::{EMPTY_NAMESPACES, controller_name, duplicate_namespace, invalid_namespace};
 
 use super::child::Child;
@@ -104,16 +105,11 @@ fn namespaces_problems(
 
 /// The kinds a plan owns, for a problem that names one it does not.
 fn owned_kinds<C: Context>(children: &[Child<C>]) -> String {
-    let mut kinds: Vec<String> = Vec::new();
-    for kind in children.iter().map(|c| child_kind(&c.resource)) {
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
-        }
-    }
+    let kinds: IndexSet<String> = children.iter().map(|c| child_kind(&c.resource)).collect();
     if kinds.is_empty() {
         "no kind (add it with `owns`)".into()
     } else {
-        kinds.join(", ")
+        Vec::from_iter(kinds).join(", ")
     }
 }
 

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kube::core::ApiResource;
 
 use crate::core::Context;
@@ -305,13 +306,10 @@ impl<C: Context> Plan<C> {
 
     /// Every context children live in, each once.
     pub fn child_contexts(&self) -> Vec<C> {
-        let mut all = Vec::new();
-        for &context in self.children.iter().flat_map(|c| c.contexts.iter()) {
-            if !all.contains(&context) {
-                all.push(context);
-            }
-        }
-        all
+        let all: IndexSet<C> = (self.children.iter())
+            .flat_map(|c| c.contexts.iter().copied())
+            .collect();
+        all.into_iter().collect()
     }
 
     /// Whether some child kind also lives in every member of the fleet.
@@ -327,17 +325,11 @@ impl<C: Context> Plan<C> {
     /// Every context this controller needs: the primary's and every child's, each once, in first-seen order.
     /// These are the contexts it registers with the startup probe.
     pub fn all_contexts(&self) -> Vec<C> {
-        let mut all = Vec::new();
-        let declared = self
-            .contexts
-            .iter()
-            .chain(self.children.iter().flat_map(|c| c.contexts.iter()));
-        for &context in declared {
-            if !all.contains(&context) {
-                all.push(context);
-            }
-        }
-        all
+        let all: IndexSet<C> = (self.contexts.iter())
+            .chain(self.children.iter().flat_map(|c| c.contexts.iter()))
+            .copied()
+            .collect();
+        all.into_iter().collect()
     }
 }
 
