@@ -1,12 +1,12 @@
 //! Configuring and starting a [`TestEnv`]: which clusters, which CRDs, where the kubeconfig goes.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::config::Kubeconfig;
+use parking_lot::Mutex;
 
 use crate::control_plane::{Binaries, Cluster, WorkDir};
 use crate::env::{DEFAULT_START_TIMEOUT, TestEnv};

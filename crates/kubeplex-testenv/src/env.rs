@@ -3,7 +3,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -11,6 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::control_plane::{Cluster, WorkDir};
 use crate::error::{Error, Result};
@@ -110,7 +110,7 @@ impl TestEnv {
     pub fn pids(&self) -> Vec<u32> {
         self.clusters
             .iter()
-            .flat_map(|(_, c)| lock(c).pids())
+            .flat_map(|(_, c)| c.lock().pids())
             .collect()
     }
 
@@ -214,7 +214,7 @@ impl TestEnv {
         let guards: Vec<_> = self
             .clusters
             .iter()
-            .map(|(name, c)| (name, lock(c)))
+            .map(|(name, c)| (name, c.lock()))
             .collect();
         let entries: Vec<ClusterEntry<'_>> = guards
             .iter()
@@ -232,7 +232,7 @@ impl TestEnv {
         self.clusters
             .iter()
             .find(|(name, _)| name == cluster)
-            .map(|(_, c)| lock(c))
+            .map(|(_, c)| c.lock())
             .ok_or_else(|| Error::UnknownCluster {
                 name: cluster.to_owned(),
                 known: self.cluster_names().collect::<Vec<_>>().join(", "),
@@ -272,11 +272,6 @@ pub(crate) async fn client_for(kubeconfig: Kubeconfig, cluster: &str) -> Result<
         cluster: cluster.to_owned(),
         source,
     })
-}
-
-fn lock(cluster: &Mutex<Cluster>) -> MutexGuard<'_, Cluster> {
-    // A test that panicked while holding the lock left the cluster as usable as before.
-    cluster.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

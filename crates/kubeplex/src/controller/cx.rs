@@ -1,13 +1,14 @@
 //! What a reconcile sees besides its object: where it came from and how to reach every context.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexSet;
 use kube::api::ApiResource;
 use kube::core::NamespaceResourceScope;
 use kube::{Api, Client, Resource};
+use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::core::Context;
@@ -185,10 +186,7 @@ impl<C: Context> Cx<C> {
             name,
             object,
         };
-        self.desired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(desired);
+        self.desired.lock().push(desired);
         Ok(())
     }
 
@@ -259,7 +257,7 @@ impl<C: Context> Cx<C> {
 
     /// The children declared so far, taken.
     pub(crate) fn take_children(&self) -> Vec<DesiredChild> {
-        std::mem::take(&mut self.desired.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut self.desired.lock())
     }
 }
 

@@ -69,8 +69,8 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    fn failures(&self) -> parking_lot::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
+        self.failures.lock()
     }
 
     async fn reconcile_object(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
@@ -139,7 +139,7 @@ impl<R: Reconcile> Engine<R> {
         };
         // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
         // and the final status is written over that interim one.
-        let written = std::sync::Mutex::new(None);
+        let written = parking_lot::Mutex::new(None);
         let outcomes = Box::pin(self.per_child_context_with_interim(
             |name, client| {
                 let desired = desired
@@ -164,7 +164,7 @@ impl<R: Reconcile> Engine<R> {
                     let status = self
                         .write_status_over(object, context, &previous, &so_far)
                         .await;
-                    *written.lock().unwrap_or_else(|e| e.into_inner()) = status;
+                    *written.lock() = status;
                 }
             },
         ))
@@ -174,7 +174,7 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
-        let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
+        let interim = written.into_inner();
         for outcome in outcomes
             .values()
             .filter(|o| o.state == ClusterState::Conflict)

@@ -1,11 +1,12 @@
 //! A test engine of [`TestController`]: its caches are given, its clients stand-in servers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use indexmap::IndexSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::ObjectMeta;
+use parking_lot::Mutex;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;

@@ -6,11 +6,11 @@
 //! uses — so a reconcile that was running when the shard moved writes nothing after its deadline.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use hyper::http::Request;
 use kube::Client;
 use kube::client::Body;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tower::Layer;
 
@@ -113,7 +113,7 @@ impl ShardState {
 
     /// `base` (the client of `context`), its writes fenced by shard `shard` as well.
     pub(crate) fn client(&self, shard: usize, context: &str, base: Client) -> Client {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clients = self.clients.lock();
         clients
             .entry((shard, context.to_owned()))
             .or_insert_with(|| {

@@ -413,11 +413,7 @@ impl Metrics {
         &self,
         contexts: impl Fn() -> Vec<(String, bool)> + Send + Sync + 'static,
     ) {
-        *self
-            .live
-            .contexts_up
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(contexts));
+        *self.live.contexts_up.lock() = Some(Box::new(contexts));
     }
 }
 

@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
 
 use kube::Resource;
+use parking_lot::Mutex;
 
 use super::watches::Change;
 
@@ -29,7 +29,7 @@ impl ChangeFilter {
             meta.namespace.clone(),
             meta.name.clone().unwrap_or_default(),
         );
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.seen.lock();
         match change {
             Change::Deleted(_) => {
                 seen.remove(&key);
