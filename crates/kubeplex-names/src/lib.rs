@@ -28,6 +28,12 @@ fn lower_alnum(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
 }
 
+/// Whether `s` is not empty, is made of `edge` and `inner` characters, and starts and ends with an `edge`
+/// one: the shape of every name here.
+fn edged(s: &str, edge: fn(char) -> bool, inner: fn(char) -> bool) -> bool {
+    s.chars().all(|c| edge(c) || inner(c)) && s.starts_with(edge) && s.ends_with(edge)
+}
+
 /// A DNS-1123 label (a namespace name, a member or cluster name): 1–63 of `a-z`, `0-9`, `-`, starting and
 /// ending with a letter or digit.
 pub fn dns_label(s: &str) -> Result<(), String> {
@@ -58,16 +64,13 @@ pub fn dns_subdomain(s: &str) -> Result<(), String> {
             "a DNS subdomain has 1 to {MAX_SUBDOMAIN} characters"
         ));
     }
-    for part in s.split('.') {
-        if part.is_empty()
-            || !part.chars().all(|c| lower_alnum(c) || c == '-')
-            || !part.starts_with(lower_alnum)
-            || !part.ends_with(lower_alnum)
-        {
-            return Err(format!(
-                "{s:?} is not a DNS subdomain (lowercase letters, digits, '-' and '.')"
-            ));
-        }
+    if !s
+        .split('.')
+        .all(|label| edged(label, lower_alnum, |c| c == '-'))
+    {
+        return Err(format!(
+            "{s:?} is not a DNS subdomain (lowercase letters, digits, '-' and '.')"
+        ));
     }
     Ok(())
 }
@@ -75,13 +78,8 @@ pub fn dns_subdomain(s: &str) -> Result<(), String> {
 /// The name part of a qualified name (a label key without its prefix, a finalizer after its `/`): 1–63 of
 /// `A-Za-z0-9-_.`, starting and ending with a letter or digit.
 pub fn qualified_name_part(s: &str) -> Result<(), String> {
-    let alnum = |c: char| c.is_ascii_alphanumeric();
-    if s.is_empty()
-        || s.len() > MAX_LABEL
-        || !s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
-        || !s.starts_with(alnum)
-        || !s.ends_with(alnum)
-    {
+    let inner = |c| matches!(c, '-' | '_' | '.');
+    if s.len() > MAX_LABEL || !edged(s, |c| c.is_ascii_alphanumeric(), inner) {
         return Err(format!(
             "{s:?} must be 1 to {MAX_LABEL} letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
         ));
@@ -141,9 +139,7 @@ pub fn controller_name(name: &str) -> Result<(), String> {
             name.len()
         ));
     }
-    let ok_char = |c: char| lower_alnum(c) || c == '-' || c == '.';
-    if !name.chars().all(ok_char) || !name.starts_with(lower_alnum) || !name.ends_with(lower_alnum)
-    {
+    if !edged(name, lower_alnum, |c| c == '-' || c == '.') {
         return Err(format!(
             "controller name {name:?} must be lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, e.g. \"app-deployer\""
         ));
@@ -197,21 +193,40 @@ pub fn finalizer_name(s: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    const HINT: &str = LABEL_HINT;
+    /// `rule` accepts each of `good`.
+    #[track_caller]
+    fn accepts(rule: fn(&str) -> Result<(), String>, good: &[&str]) {
+        for name in good {
+            assert_eq!(rule(name), Ok(()), "{name:?}");
+        }
+    }
+
+    /// `rule` refuses each of `bad`, saying `words`.
+    #[track_caller]
+    fn refuses(rule: fn(&str) -> Result<(), String>, bad: &[&str], words: &str) {
+        for name in bad {
+            let why = rule(name).expect_err(name);
+            assert!(
+                why.contains(words),
+                "{name:?}: {why:?} does not say {words:?}"
+            );
+        }
+    }
 
     #[test]
     fn dns_labels() {
-        for good in [
-            "a",
-            "0",
-            "crds",
-            "namespace-a",
-            "a-b-c",
-            "1a",
-            &"a".repeat(63),
-        ] {
-            assert_eq!(dns_label(good), Ok(()), "{good:?}");
-        }
+        accepts(
+            dns_label,
+            &[
+                "a",
+                "0",
+                "crds",
+                "namespace-a",
+                "a-b-c",
+                "1a",
+                &"a".repeat(63),
+            ],
+        );
         let cases = [
             ("", "it is empty".to_owned()),
             ("Crds", "it contains 'C' (lowercase it)".to_owned()),
@@ -225,67 +240,54 @@ mod tests {
             (&"a".repeat(64), "it is 64 characters long".to_owned()),
         ];
         for (bad, why) in cases {
-            assert_eq!(dns_label(bad), Err(format!("{why}; {HINT}")), "{bad:?}");
+            assert_eq!(
+                dns_label(bad),
+                Err(format!("{why}; {LABEL_HINT}")),
+                "{bad:?}"
+            );
         }
     }
 
     #[test]
     fn dns_subdomains() {
-        for good in ["a", "demo.kubeplex.dev", "a-b.c1", &"a".repeat(253)] {
-            assert_eq!(dns_subdomain(good), Ok(()), "{good:?}");
-        }
-        for bad in ["a..b", ".a", "a.", "A.dev", "a_b.dev", "-a.dev", "a-.dev"] {
-            let why = dns_subdomain(bad).unwrap_err();
-            assert!(why.contains("is not a DNS subdomain"), "{bad:?}: {why}");
-        }
-        for bad in [String::new(), "a".repeat(254)] {
-            assert_eq!(
-                dns_subdomain(&bad),
-                Err("a DNS subdomain has 1 to 253 characters".into())
-            );
-        }
+        accepts(
+            dns_subdomain,
+            &["a", "demo.kubeplex.dev", "a-b.c1", &"a".repeat(253)],
+        );
+        let bad = ["a..b", ".a", "a.", "A.dev", "a_b.dev", "-a.dev", "a-.dev"];
+        refuses(dns_subdomain, &bad, "is not a DNS subdomain");
+        refuses(
+            dns_subdomain,
+            &["", &"a".repeat(254)],
+            "has 1 to 253 characters",
+        );
     }
 
     #[test]
     fn qualified_name_parts() {
-        for good in ["a", "App_Name.v1", "a-b", "A9", &"a".repeat(63)] {
-            assert_eq!(qualified_name_part(good), Ok(()), "{good:?}");
-        }
-        for bad in ["", "-a", "a_", ".a", "a/b", "a b", &"a".repeat(64)] {
-            assert!(qualified_name_part(bad).is_err(), "{bad:?} accepted");
-        }
+        accepts(
+            qualified_name_part,
+            &["a", "App_Name.v1", "a-b", "A9", &"a".repeat(63)],
+        );
+        let bad = ["", "-a", "a_", ".a", "a/b", "a b", &"a".repeat(64)];
+        refuses(qualified_name_part, &bad, "must be 1 to 63 letters");
     }
 
     #[test]
     fn label_keys_and_values() {
-        for good in ["app", "example.com/team", "kubeplex.dev/parent-uid", "A_b"] {
-            assert_eq!(label_key(good), Ok(()), "{good:?}");
-        }
-        assert!(
-            label_key("App_/x")
-                .unwrap_err()
-                .starts_with("label key \"App_/x\": prefix")
+        accepts(
+            label_key,
+            &["app", "example.com/team", "kubeplex.dev/parent-uid", "A_b"],
         );
-        assert!(
-            label_key("a.dev/-x")
-                .unwrap_err()
-                .starts_with("label key \"a.dev/-x\": name")
+        refuses(label_key, &["App_/x"], "label key \"App_/x\": prefix");
+        refuses(label_key, &["a.dev/-x", "a/b/c"], ": name");
+        refuses(label_key, &[""], "label key \"\" must be");
+        accepts(label_value, &["", "web", "Web_1.x", &"a".repeat(63)]);
+        refuses(
+            label_value,
+            &["-x", "x-", "a b", &"a".repeat(64)],
+            "label value",
         );
-        assert!(
-            label_key("")
-                .unwrap_err()
-                .starts_with("label key \"\" must be")
-        );
-        assert!(label_key("a/b/c").is_err(), "a name holds no '/'");
-        for good in ["", "web", "Web_1.x", &"a".repeat(63)] {
-            assert_eq!(label_value(good), Ok(()), "{good:?}");
-        }
-        for bad in ["-x", "x-", "a b", &"a".repeat(64)] {
-            assert!(
-                label_value(bad).unwrap_err().starts_with("label value"),
-                "{bad:?}"
-            );
-        }
     }
 
     #[test]
@@ -293,7 +295,7 @@ mod tests {
         assert_eq!(invalid_namespace("team-a"), None);
         assert_eq!(
             invalid_namespace("Bad_NS").unwrap(),
-            format!("invalid namespace \"Bad_NS\": it contains 'B' (lowercase it); {HINT}")
+            format!("invalid namespace \"Bad_NS\": it contains 'B' (lowercase it); {LABEL_HINT}")
         );
         assert_eq!(
             duplicate_namespace("a"),
@@ -303,67 +305,45 @@ mod tests {
 
     #[test]
     fn controller_names() {
-        for good in ["app-deployer", "a.b-c1", "x", "0", &"a".repeat(63)] {
-            assert_eq!(controller_name(good), Ok(()), "{good:?}");
-        }
-        assert!(controller_name("").unwrap_err().contains("is empty"));
-        assert!(
-            controller_name(&"a".repeat(64))
-                .unwrap_err()
-                .contains("64 characters long")
+        accepts(
+            controller_name,
+            &["app-deployer", "a.b-c1", "x", "0", &"a".repeat(63)],
         );
-        for bad in ["App", "a_b", "-a", "a-", ".a", "a.", "My Controller", "é"] {
-            let why = controller_name(bad).unwrap_err();
-            assert!(why.contains("must be lowercase letters"), "{bad:?}: {why}");
-        }
+        refuses(controller_name, &[""], "is empty");
+        refuses(controller_name, &[&"a".repeat(64)], "64 characters long");
+        let bad = ["App", "a_b", "-a", "a-", ".a", "a.", "My Controller", "é"];
+        refuses(controller_name, &bad, "must be lowercase letters");
     }
 
     #[test]
     fn context_names() {
-        for good in [
+        let good = [
             "kind-cluster-a",
             "arn:aws:eks:eu-west-1:1234:cluster/prod",
             "A_b",
-            &"a".repeat(253),
-        ] {
-            assert_eq!(context_name(good), Ok(()), "{good:?}");
-        }
-        assert!(context_name("").unwrap_err().contains("is empty"));
-        assert!(
-            context_name(&"a".repeat(254))
-                .unwrap_err()
-                .contains("254 bytes long")
-        );
-        for bad in ["a b", "a\tb", "a\n"] {
-            assert!(
-                context_name(bad).unwrap_err().contains("whitespace"),
-                "{bad:?}"
-            );
-        }
-        assert!(
-            context_name("a\u{7}")
-                .unwrap_err()
-                .contains("a control character")
-        );
+        ];
+        accepts(context_name, &good);
+        accepts(context_name, &[&"a".repeat(253)]);
+        refuses(context_name, &[""], "is empty");
+        refuses(context_name, &[&"a".repeat(254)], "254 bytes long");
+        refuses(context_name, &["a b", "a\tb", "a\n"], "whitespace");
+        refuses(context_name, &["a\u{7}"], "a control character");
     }
 
     #[test]
     fn finalizer_names() {
-        for good in ["demo.kubeplex.dev/cleanup", "a.b/C_d"] {
-            assert_eq!(finalizer_name(good), Ok(()), "{good:?}");
-        }
-        assert!(
-            finalizer_name("cleanup")
-                .unwrap_err()
-                .contains("not domain-qualified")
+        accepts(finalizer_name, &["demo.kubeplex.dev/cleanup", "a.b/C_d"]);
+        refuses(finalizer_name, &["cleanup"], "not domain-qualified");
+        refuses(finalizer_name, &["demo/cleanup"], "is not a domain");
+        refuses(
+            finalizer_name,
+            &["Demo.dev/x", "a..dev/x"],
+            "is not a DNS subdomain",
         );
-        assert!(
-            finalizer_name("demo/cleanup")
-                .unwrap_err()
-                .contains("is not a domain")
+        refuses(
+            finalizer_name,
+            &["a.dev/", "a.dev/-x"],
+            "must be 1 to 63 letters",
         );
-        for bad in ["Demo.dev/x", "a.dev/", "a.dev/-x", "a..dev/x"] {
-            assert!(finalizer_name(bad).is_err(), "{bad:?} accepted");
-        }
     }
 }
