@@ -51,11 +51,7 @@ impl ParentRef {
 
     /// The parent as a cache key of its kind.
     pub(crate) fn object_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
-        let object = ObjectRef::new(&self.name);
-        match &self.namespace {
-            Some(namespace) => object.within(namespace),
-            None => object,
-        }
+        super::object_ref(self.namespace.as_deref(), &self.name)
     }
 
     /// The labels and annotations that link a child to this parent.

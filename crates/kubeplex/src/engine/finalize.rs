@@ -15,8 +15,8 @@ use super::events::{Note, deletion_note};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
-use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{chain, namespaced_name};
 use crate::executor::Next;
 
 /// How often a finalizer patch is tried against a fresh copy when the cached one was stale.
@@ -126,7 +126,7 @@ impl<R: Reconcile> Engine<R> {
                 };
             }
         }
-        let parent = parent_key(&*object);
+        let parent = namespaced_name(object.namespace().as_deref(), &object.name_any());
         for (name, outcome) in &outcomes {
             let waits = outcome.state == ClusterState::Deleting;
             let metrics = &self.runtime.metrics;
@@ -176,14 +176,6 @@ impl<R: Reconcile> Engine<R> {
             })
             .collect()
     }
-}
-
-/// How the blocked-deletion gauge names a parent: `namespace/name` (the reconcile of a parent that is gone
-/// knows no more).
-pub(super) fn parent_key<K: kube::Resource>(object: &K) -> String {
-    let meta = object.meta();
-    let name = meta.name.as_deref().unwrap_or("");
-    format!("{}/{name}", meta.namespace.as_deref().unwrap_or(""))
 }
 
 /// The next step for a requested delay.

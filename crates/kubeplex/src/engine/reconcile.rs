@@ -13,8 +13,8 @@ use super::events::{Note, context_notes};
 use super::finalize::next_of;
 use crate::controller::Cx;
 use crate::controller::Reconcile;
-use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{chain, namespaced_name};
 use crate::executor::Next;
 use crate::metrics::Outcome;
 
@@ -28,7 +28,7 @@ impl<R: Reconcile> Engine<R> {
             .and_then(|cache| cache.store().get(&request.object))
         else {
             self.failures().remove(&request);
-            let parent = format!("{}/{}", namespace.unwrap_or(""), request.object.name);
+            let parent = namespaced_name(namespace, &request.object.name);
             self.runtime.metrics.parent_gone(self.plan.name(), &parent);
             return Next::AwaitChange;
         };

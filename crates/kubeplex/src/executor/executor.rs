@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
-use crate::metrics::QueueMetrics;
+use crate::metrics::{QueueMetrics, gauge_value};
 
 /// What a run asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,10 +202,6 @@ impl<K: Eq + Hash> Waiting<K> {
             self.arrived.shrink_to(self.arrived.len() * 2);
         }
     }
-}
-
-fn gauge_value(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 enum Step<K> {

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use crate::client::{Fence, Role};
 use crate::core::Context;
-use crate::core::chain;
+use crate::core::{chain, namespaced_name};
 
 /// How long a Lease holds without renewal (client-go's default).
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -98,6 +98,11 @@ impl LeaderElection {
     /// This replica's identity.
     pub fn identity_name(&self) -> &str {
         &self.identity
+    }
+
+    /// `namespace/name` of the Lease, as errors name it.
+    pub(crate) fn lease(&self) -> String {
+        namespaced_name(Some(&self.namespace), &self.name)
     }
 
     /// Why these timings cannot fence, if they cannot.

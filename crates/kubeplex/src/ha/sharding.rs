@@ -88,7 +88,7 @@ impl Sharding {
 
     /// `namespace/name` of the group, for errors.
     pub(crate) fn group(&self) -> String {
-        format!("{}/{}", self.lease.namespace, self.lease.name)
+        self.lease.lease()
     }
 
     /// Why this configuration cannot work, if it cannot.

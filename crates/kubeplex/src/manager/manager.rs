@@ -247,7 +247,7 @@ impl Manager {
         let coordination = (self.election.as_ref()).or(self.sharding.as_ref().map(|s| &s.lease));
         if let Some(election) = coordination {
             if let Some(reason) = election.problem() {
-                let lease = format!("{}/{}", election.namespace, election.name);
+                let lease = election.lease();
                 return Err(Error::LeaderElection { lease, reason });
             }
             contexts.insert(election.context.clone());
@@ -332,7 +332,7 @@ impl Manager {
                 Election::start_sharded(sharding, leases, config, member, state, health.clone())?
             }
             (Some(election), None) => {
-                let lease = format!("{}/{}", election.namespace, election.name);
+                let lease = election.lease();
                 let Some(config) = pool.configs().find(|(c, _)| *c == election.context) else {
                     let reason = format!("context {} has no client", election.context);
                     return Err(Error::LeaderElection { lease, reason });

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
+use super::handles::gauge_value;
 use super::live::Labels;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
@@ -37,7 +38,7 @@ impl BlockedDeletions {
             parents.remove(parent)
         };
         if changed {
-            let count = i64::try_from(parents.len()).unwrap_or(i64::MAX);
+            let count = gauge_value(parents.len());
             let labels = [
                 ("controller", controller.to_owned()),
                 ("context", context.to_owned()),

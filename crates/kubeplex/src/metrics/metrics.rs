@@ -16,7 +16,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::blocked::BlockedDeletions;
-use super::handles::{QueueMetrics, WatchMetrics};
+use super::handles::{QueueMetrics, WatchMetrics, gauge_value};
 use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
@@ -285,7 +285,7 @@ impl Metrics {
             ("controller", controller.to_owned()),
         ];
         let worker = [("controller", controller.to_owned())];
-        let limit = concurrency.map_or(0, |c| i64::try_from(c).unwrap_or(i64::MAX));
+        let limit = concurrency.map_or(0, gauge_value);
         self.max_concurrent.get_or_create(&worker).set(limit);
         let running = Arc::new(RunClock::default());
         self.live

@@ -5,5 +5,5 @@ mod handles;
 mod live;
 mod metrics;
 
-pub(crate) use handles::{QueueMetrics, WatchMetrics};
+pub(crate) use handles::{QueueMetrics, WatchMetrics, gauge_value};
 pub(crate) use metrics::{Metrics, Outcome};

@@ -12,16 +12,16 @@ use futures::{Stream, StreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use parking_lot::Mutex;
 use tokio::task::JoinSet;
 
-use super::label_index::{LabelIndex, Name};
-use crate::core::{ApiScope, PrimaryResource, kind_label};
+use super::label_index::LabelIndex;
+use crate::core::{ApiScope, PrimaryResource, kind_label, object_ref};
 use crate::executor::RetryBackoff;
 use crate::executor::{KeySender, KeyStream, key_queue};
 use crate::health::{Health, WatchEntry, WatchHealth};
-use crate::metrics::{Metrics, WatchMetrics};
+use crate::metrics::{Metrics, WatchMetrics, gauge_value};
 
 /// What identifies a watch: two requests with the same key share one watch and one cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -103,7 +103,9 @@ impl<K: PrimaryResource> SharedWatch<K> {
         let Some(index) = &self.index else {
             return Vec::new();
         };
-        index.find(value, |name| self.store.get(&object_ref(name)))
+        index.find(value, |name| {
+            self.store.get(&object_ref(name.0.as_deref(), &name.1))
+        })
     }
 
     /// Every value of the index label in the cache.
@@ -149,14 +151,6 @@ where
         Some(k) => sender.send(k),
         None => sender.is_open(),
     })
-}
-
-fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> ObjectRef<K> {
-    let object = ObjectRef::new(name);
-    match namespace {
-        Some(namespace) => object.within(namespace),
-        None => object,
-    }
 }
 
 /// One open watch: the watch itself (a `SharedWatch` of its key's kind) and what closing it for good takes —
@@ -377,10 +371,6 @@ async fn run<K: PrimaryResource>(
             }
         }
     }
-}
-
-fn gauge_value(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
