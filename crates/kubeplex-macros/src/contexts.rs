@@ -5,13 +5,12 @@
 //! that the rest of the crate does not fail too.
 
 use darling::Error;
+use kubeplex_names::context_name;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, Lit, LitStr, Token, Visibility, braced};
-
-use crate::rules::names::context_name;
 
 /// `$crate; #[attrs] pub enum Fleet { #[attrs] Variant = "name", .. }`.
 struct Input {

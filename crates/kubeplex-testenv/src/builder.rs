@@ -1,15 +1,15 @@
 //! Configuring and starting a [`TestEnv`]: which clusters, which CRDs, where the kubeconfig goes.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::config::Kubeconfig;
+use parking_lot::Mutex;
 
 use crate::control_plane::{Binaries, Cluster, WorkDir};
-use crate::env::{DEFAULT_START_TIMEOUT, TestEnv, invalid_name_reason};
+use crate::env::{DEFAULT_START_TIMEOUT, TestEnv};
 use crate::error::{Error, Result};
 
 /// Configures and starts a [`TestEnv`].
@@ -72,7 +72,8 @@ impl TestEnvBuilder {
             return Err(Error::NoClusters);
         }
         for (i, name) in self.clusters.iter().enumerate() {
-            if let Some(reason) = invalid_name_reason(name) {
+            // It names a directory and a kubeconfig context: a DNS-1123 label.
+            if let Err(reason) = kubeplex_names::dns_label(name) {
                 return Err(Error::InvalidClusterName {
                     name: name.clone(),
                     reason,
@@ -81,7 +82,7 @@ impl TestEnvBuilder {
             if self.clusters[..i].contains(name) {
                 return Err(Error::InvalidClusterName {
                     name: name.clone(),
-                    reason: "named twice",
+                    reason: "named twice".into(),
                 });
             }
         }

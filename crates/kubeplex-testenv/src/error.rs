@@ -14,8 +14,9 @@ pub enum Error {
     InvalidClusterName {
         /// The name as given.
         name: String,
-        /// What is wrong with it.
-        reason: &'static str,
+        /// What is wrong with it (for a name that is not a DNS-1123 label, in the words `#[controller]` and
+        /// the kubeplex runtime use for one).
+        reason: String,
     },
     /// A cluster name that the environment does not have.
     #[error("no cluster named {name:?} in this environment (it has: {known})")]

@@ -67,7 +67,7 @@ impl<F: ContextSet> Fleet for F {
 }
 
 /// The longest context name accepted (a kubeconfig context name is usually a DNS subdomain).
-pub const MAX_CONTEXT_NAME: usize = 253;
+pub const MAX_CONTEXT_NAME: usize = kubeplex_names::MAX_CONTEXT_NAME;
 
 /// Fails compilation unless every name is a context of the fleet `F` (named `fleet` in messages), with a
 /// "did you mean" suggestion for the closest declared name.

@@ -39,7 +39,7 @@ spreader!(Deleting, "spread-delete");
     owns(ConfigMap, members, contexts = [Fleet::Control], namespaces = ["apps"]),
 )]
 struct Local {
-    seen: Arc<std::sync::Mutex<Vec<String>>>,
+    seen: Arc<parking_lot::Mutex<Vec<String>>>,
 }
 
 impl Reconcile for Local {
@@ -52,7 +52,7 @@ impl Reconcile for Local {
         } else {
             "context"
         };
-        self.seen.lock().unwrap().push(format!("{kind} {from}"));
+        self.seen.lock().push(format!("{kind} {from}"));
         cx.child(from, child(&parent, cx.controller()))?;
         Ok(Action::await_change())
     }
@@ -219,7 +219,7 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
     api.create(&PostParams::default(), &spread).await.unwrap();
     create_spread(env, "spread-local", "home").await;
 
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let members = Members::new();
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(Local { seen: seen.clone() })
@@ -244,7 +244,7 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
         }
     })
     .await;
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lock().clone();
     assert!(seen.contains(&"member cluster-c".to_owned()), "{seen:?}");
     assert!(seen.contains(&"context control".to_owned()), "{seen:?}");
     // The control parent's child never went to the member.

@@ -5,11 +5,12 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
+use parking_lot::Mutex;
 use tracing_subscriber::layer::SubscriberExt as _;
 
 /// What the stand-in collector was sent: each request's content type and body.
@@ -25,7 +26,7 @@ fn start_collector(runtime: &tokio::runtime::Runtime, received: Received) -> Str
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_owned();
-            received.lock().unwrap().push((content_type, body));
+            received.lock().push((content_type, body));
             // An empty ExportTraceServiceResponse: everything accepted.
             (
                 StatusCode::OK,
@@ -75,7 +76,7 @@ fn reconcile_spans_reach_the_collector_as_protobuf() {
     // Nothing has been sent yet (the batch waits 5 s); shutting down sends it.
     guard.shutdown().unwrap();
 
-    let received = received.lock().unwrap().clone();
+    let received = received.lock().clone();
     assert!(!received.is_empty(), "the collector received nothing");
     for (content_type, _) in &received {
         assert_eq!(content_type, "application/x-protobuf");
@@ -218,7 +219,7 @@ fn a_real_reconcile_exports_its_span_tree() {
     });
     guard.shutdown().unwrap();
 
-    let received = received.lock().unwrap().clone();
+    let received = received.lock().clone();
     let spans: Vec<decode::Span> = received
         .iter()
         .flat_map(|(_, body)| decode::request(body))

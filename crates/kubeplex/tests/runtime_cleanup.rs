@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -15,6 +15,7 @@ use kubeplex::{
     Reconcile,
 };
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use support::{WAIT, create_namespace, wait_started};
@@ -62,7 +63,7 @@ struct Calls(Arc<Mutex<Vec<Call>>>);
 
 impl Calls {
     fn all(&self) -> Vec<Call> {
-        let mut calls = self.0.lock().unwrap().clone();
+        let mut calls = self.0.lock().clone();
         calls.sort();
         calls
     }
@@ -112,7 +113,7 @@ macro_rules! cleaner {
                     parent: owner.name_any(),
                     children,
                 };
-                self.0.0.lock().unwrap().push(call);
+                self.0.0.lock().push(call);
                 Ok(())
             }
         }

@@ -3,13 +3,14 @@
 mod support;
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Context, Controller, Cx, Manager, Plan, Reconcile};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use parking_lot::Mutex;
 use support::{Fleet, Recorder, WAIT, create_namespace, put_config_map, wait_started};
 
 static CLUSTERS: SharedTestEnv =
@@ -197,7 +198,7 @@ impl Reconcile for Options {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Infallible> {
-        self.started.lock().unwrap().push((
+        self.started.lock().push((
             object.metadata.name.clone().unwrap_or_default(),
             Instant::now(),
         ));
@@ -205,7 +206,6 @@ impl Reconcile for Options {
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
         self.cache_sizes
             .lock()
-            .unwrap()
             .push(cx.cached::<ConfigMap>(Fleet::ClusterA).len());
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.seen.record(cx.context(), &object);
@@ -238,7 +238,6 @@ impl Reconcile for Failing {
     async fn reconcile(&self, _: Arc<ConfigMap>, cx: &Cx<Fleet>) -> Result<Action, AlwaysFails> {
         self.0
             .lock()
-            .unwrap()
             .push((cx.failures(), cx.error_requeue(), Instant::now()));
         Err(AlwaysFails)
     }
@@ -303,12 +302,12 @@ async fn the_plan_options_are_honoured_and_failures_back_off() {
         "concurrency = 1 ran reconciles at once"
     );
     assert!(
-        options.cache_sizes.lock().unwrap().contains(&3),
+        options.cache_sizes.lock().contains(&3),
         "cx.cached sees the selected objects"
     );
     // Bounded from below too: consecutive reconciles of one object (nothing changed it) are at least
     // requeue_after apart, so a hot loop fails here.
-    let started = options.started.lock().unwrap().clone();
+    let started = options.started.lock().clone();
     for name in ["one", "two", "three"] {
         let times: Vec<Instant> = started
             .iter()
@@ -325,14 +324,14 @@ async fn the_plan_options_are_honoured_and_failures_back_off() {
     }
 
     let deadline = tokio::time::Instant::now() + WAIT;
-    while failing.0.lock().unwrap().len() < 4 {
+    while failing.0.lock().len() < 4 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the failing object was not retried"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let attempts = failing.0.lock().unwrap()[..4].to_vec();
+    let attempts = failing.0.lock()[..4].to_vec();
     let said: Vec<(u32, Duration)> = attempts.iter().map(|(n, d, _)| (*n, *d)).collect();
     let expected: Vec<(u32, Duration)> = (0..4)
         .map(|n| (n, Duration::from_millis(50 << n)))

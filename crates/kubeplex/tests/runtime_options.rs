@@ -6,13 +6,14 @@ mod support;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Context, Controller, Cx, Manager, Plan, Reconcile};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use parking_lot::Mutex;
 use support::{Fleet, Recorder, WAIT, create_namespace, put_config_map, wait_started};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| TestEnv::builder().cluster("cluster-a"));
@@ -46,7 +47,7 @@ macro_rules! recording {
             ) -> Result<Action, Infallible> {
                 let name = object.metadata.name.clone().unwrap_or_default();
                 let now = {
-                    let mut running = self.running.lock().unwrap();
+                    let mut running = self.running.lock();
                     let count = running.entry(name.clone()).or_default();
                     *count += 1;
                     *count
@@ -54,7 +55,7 @@ macro_rules! recording {
                 self.most_at_once_per_key.fetch_max(now, Ordering::SeqCst);
                 self.seen.record(cx.context(), &object);
                 tokio::time::sleep($work).await;
-                *self.running.lock().unwrap().get_mut(&name).unwrap() -= 1;
+                *self.running.lock().get_mut(&name).unwrap() -= 1;
                 self.finished.fetch_add(1, Ordering::SeqCst);
                 Ok(Action::await_change())
             }

@@ -3,8 +3,8 @@
 
 use std::collections::HashSet;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -15,6 +15,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::{Controller as KubeController, controller, watcher};
 use kube::{Client, Config};
 use kubeplex::{ContextName, Controller, Cx, Manager, Plan, Reconcile};
+use parking_lot::Mutex;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
@@ -75,11 +76,7 @@ impl Probe {
             }
         }
         if self.distinct {
-            let new = self
-                .seen
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(format!("{context}/{name}"));
+            let new = self.seen.lock().insert(format!("{context}/{name}"));
             if new && self.distinct_count.fetch_add(1, Ordering::Relaxed) + 1 == self.expect {
                 self.reached.notify_one();
             }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use futures::future::{join_all, try_join_all};
 use futures::{FutureExt, StreamExt};
+use indexmap::IndexSet;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -218,14 +219,8 @@ impl ChildCluster {
     /// Deletes every Deployment of the parent here: the ones its spec names, and any other the cache holds.
     async fn remove(&self, app: &FleetApp) -> Result<(), kube::Error> {
         let name = app.name_any();
-        let mut targets: Vec<String> = app.spec.namespaces.clone();
-        for child in self.children_of(app) {
-            if let Some(ns) = child.namespace()
-                && !targets.contains(&ns)
-            {
-                targets.push(ns);
-            }
-        }
+        let mut targets: IndexSet<String> = app.spec.namespaces.iter().cloned().collect();
+        targets.extend(self.children_of(app).iter().filter_map(|c| c.namespace()));
         try_join_all(targets.iter().map(|namespace| {
             let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
             let name = &name;

@@ -3,7 +3,7 @@
 //! counters (409s by side), and `/readyz` polled from outside, as a kubelet would.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -11,6 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
+use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
@@ -180,7 +181,7 @@ impl Observer {
     }
 
     pub fn with<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
-        f(&mut self.world.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.world.lock())
     }
 
     /// Waits until `done` holds; the instant it was seen to.
@@ -227,7 +228,7 @@ async fn follow<K, Key: Clone + Eq + std::hash::Hash>(
     while let Some(event) = events.next().await {
         let Ok(event) = event else { continue };
         {
-            let mut world = world.lock().unwrap_or_else(|e| e.into_inner());
+            let mut world = world.lock();
             match event {
                 watcher::Event::Apply(object) => set(&mut world, Some(&object), key(&object)),
                 watcher::Event::Delete(object) => set(&mut world, None, key(&object)),
@@ -337,7 +338,7 @@ impl ReadyzPoller {
                     Ok(Err(error)) => Some(error.to_string()),
                     Err(_) => Some("no answer within 1 s".to_owned()),
                 };
-                let mut log = shared.lock().unwrap_or_else(|e| e.into_inner());
+                let mut log = shared.lock();
                 log.polls += 1;
                 log.slowest_ms = log.slowest_ms.max(took_ms);
                 if let Some(failure) = failure {
@@ -352,7 +353,7 @@ impl ReadyzPoller {
 
     pub fn stop(self) -> ProbeLog {
         self.task.abort();
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.log.lock().clone()
     }
 }
 

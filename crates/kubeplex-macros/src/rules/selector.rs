@@ -1,6 +1,6 @@
 //! Label and field selectors, parsed as the API server parses them.
 
-use super::dns::{label_key, label_value};
+use kubeplex_names::{label_key, label_value};
 
 /// Checks a label selector as the API server parses it: comma-separated requirements
 /// `key`, `!key`, `key=v`, `key==v`, `key!=v`, `key in (a,b)`, `key notin (a,b)`, `key>1`, `key<1`.

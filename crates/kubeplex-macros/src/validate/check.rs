@@ -1,16 +1,20 @@
 //! One function per rule of the attribute, each pushing a spanned error that names the fix (the way
 //! serde_derive's `check.rs` reads). `push_*` report a missing piece; `check_*` check a given one.
 
+use std::collections::HashSet;
+
 use darling::Error;
 use darling::error::Accumulator;
+use kubeplex_names::{
+    EMPTY_NAMESPACES, MAX_CONTROLLER_NAME, context_name, controller_name, duplicate_namespace,
+    finalizer_name, invalid_namespace,
+};
 use proc_macro2::Span;
 use syn::{Ident, LitInt, LitStr, Path, Type};
 
 use super::{ChildModel, ContextsKind, fleet_of, is_dynamic, path_string};
 use crate::parse::{ContextItem, ContextList, StrList};
-use crate::rules::dns::{EMPTY_NAMESPACES, duplicate_namespace, invalid_namespace};
 use crate::rules::duration::duration_millis;
-use crate::rules::names::{MAX_CONTROLLER_NAME, context_name, controller_name, finalizer_name};
 use crate::rules::selector::{field_selector, label_selector};
 
 /// `crd` is required.
@@ -126,7 +130,7 @@ pub fn check_contexts(
     key: &str,
     errors: &mut Accumulator,
 ) {
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
     for item in &list.items {
         check_context_kind(item, kind, errors);
         let text = context_text(item);
@@ -137,9 +141,8 @@ pub fn check_contexts(
                 ))
                 .with_span(&item.span()),
             );
-        } else {
-            seen.push(text);
         }
+        seen.insert(text);
     }
 }
 
@@ -191,7 +194,7 @@ fn check_context_kind(item: &ContextItem, kind: &ContextsKind, errors: &mut Accu
 
 /// Namespaces are DNS-1123 labels, each listed once, and the list is not empty.
 pub fn check_namespaces(list: StrList, errors: &mut Accumulator) -> Vec<LitStr> {
-    let mut seen = Vec::new();
+    let mut seen = HashSet::new();
     for lit in &list.items {
         let value = lit.value();
         if let Some(why) = invalid_namespace(&value) {
@@ -199,7 +202,7 @@ pub fn check_namespaces(list: StrList, errors: &mut Accumulator) -> Vec<LitStr> 
         } else if seen.contains(&value) {
             errors.push(Error::custom(duplicate_namespace(&value)).with_span(lit));
         }
-        seen.push(value);
+        seen.insert(value);
     }
     if list.items.is_empty() {
         errors.push(

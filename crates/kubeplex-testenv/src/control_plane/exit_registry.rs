@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+
+use parking_lot::Mutex;
 
 use super::process::kill_group;
 
@@ -26,7 +28,7 @@ fn with_registry<T>(f: impl FnOnce(&mut ExitRegistry) -> T) -> T {
             libc::atexit(clean_up_at_exit);
         }
     });
-    let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = REGISTRY.lock();
     f(guard.get_or_insert_with(ExitRegistry::default))
 }
 
@@ -53,7 +55,7 @@ pub(super) fn forget_directory(id: u64) {
 }
 
 extern "C" fn clean_up_at_exit() {
-    let Ok(mut guard) = REGISTRY.try_lock() else {
+    let Some(mut guard) = REGISTRY.try_lock() else {
         return;
     };
     let Some(registry) = guard.as_mut() else {

@@ -10,8 +10,8 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
 use std::thread;
 
 use super::exit_registry;
@@ -101,7 +101,8 @@ pub(super) fn kill_group(pid: u32) {
 /// after each test, so every child is forked from one thread that lives as long as the program.
 fn spawn_from_lasting_thread(command: Command) -> io::Result<Child> {
     type Request = (Command, mpsc::Sender<io::Result<Child>>);
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
+    // A `Sender` is `Sync`: every test thread sends on the one channel, with no lock around it.
+    static SPAWNER: OnceLock<mpsc::Sender<Request>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Request>();
         thread::Builder::new()
@@ -112,12 +113,10 @@ fn spawn_from_lasting_thread(command: Command) -> io::Result<Child> {
                 }
             })
             .expect("cannot start the process spawner thread");
-        Mutex::new(tx)
+        tx
     });
     let (reply, response) = mpsc::channel();
     spawner
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .send((command, reply))
         .map_err(|_| io::Error::other("process spawner thread is gone"))?;
     response

@@ -2,11 +2,12 @@
 //! recorded, so the request paths are tested without a cluster.
 
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use kube::Client;
+use parking_lot::Mutex;
 
 /// One request as the fake server saw it.
 #[derive(Clone, Debug)]
@@ -23,7 +24,7 @@ pub(crate) struct Requests(Arc<Mutex<Vec<Seen>>>);
 
 impl Requests {
     pub(crate) fn all(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().clone()
+        self.0.lock().clone()
     }
 
     /// The requests with this method, as `METHOD uri` lines.
@@ -54,7 +55,7 @@ pub(crate) fn client(
             let body = request.into_body().collect().await.map(|b| b.to_bytes());
             let body = String::from_utf8_lossy(&body.unwrap_or_default()).into_owned();
             let (code, answer) = respond(&method, &uri, &body);
-            recorded.0.lock().unwrap().push(Seen { method, uri, body });
+            recorded.0.lock().push(Seen { method, uri, body });
             let response = http::Response::builder()
                 .status(code)
                 .header("content-type", "application/json")

@@ -9,7 +9,9 @@
 //! two shards.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -202,7 +204,7 @@ struct Writes {
 
 impl Writes {
     fn sender(&self, also: &Fence) -> Sender {
-        let mut senders = self.by_fence.lock().unwrap_or_else(|e| e.into_inner());
+        let mut senders = self.by_fence.lock();
         senders
             .entry(also.key())
             .or_insert_with(|| (self.make)(Gate([self.fence.clone(), also.clone()])))

@@ -1,12 +1,14 @@
 //! What a reconcile sees besides its object: where it came from and how to reach every context.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kube::api::ApiResource;
 use kube::core::NamespaceResourceScope;
 use kube::{Api, Client, Resource};
+use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::core::Context;
@@ -195,10 +197,7 @@ impl<C: Context> Cx<C> {
             name,
             object,
         };
-        self.desired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(desired);
+        self.desired.lock().push(desired);
         Ok(())
     }
 
@@ -218,20 +217,11 @@ impl<C: Context> Cx<C> {
     /// declaration order: loop over these instead of naming the child contexts a second time.
     pub fn contexts_of<K: Resource<DynamicType = ()>>(&self) -> Vec<C> {
         let resource = ApiResource::erase::<K>(&());
-        let mut contexts = Vec::new();
-        for child in self
-            .plan
-            .children()
-            .iter()
+        let contexts: IndexSet<C> = (self.plan.children().iter())
             .filter(|c| c.resource() == &resource)
-        {
-            for &context in child.get_contexts() {
-                if !contexts.contains(&context) {
-                    contexts.push(context);
-                }
-            }
-        }
-        contexts
+            .flat_map(|c| c.get_contexts().iter().copied())
+            .collect();
+        contexts.into_iter().collect()
     }
 
     /// Everywhere children of kind `K` live now: the contexts of [`contexts_of`](Self::contexts_of), then
@@ -258,15 +248,10 @@ impl<C: Context> Cx<C> {
         target: impl Into<Target<C>>,
     ) -> Vec<&str> {
         let (target, resource) = (target.into(), ApiResource::erase::<K>(&()));
-        let mut namespaces: Vec<&str> = Vec::new();
-        for child in self.declared(&resource, &target) {
-            for namespace in child.get_namespaces() {
-                if !namespaces.contains(&namespace.as_ref()) {
-                    namespaces.push(namespace.as_ref());
-                }
-            }
-        }
-        namespaces
+        let namespaces: IndexSet<&str> = (self.declared(&resource, &target).into_iter())
+            .flat_map(|c| c.get_namespaces().iter().map(AsRef::as_ref))
+            .collect();
+        namespaces.into_iter().collect()
     }
 
     /// How many reconciles of this object failed in a row before this one.
@@ -283,7 +268,7 @@ impl<C: Context> Cx<C> {
 
     /// The children declared so far, taken.
     pub(crate) fn take_children(&self) -> Vec<DesiredChild> {
-        std::mem::take(&mut self.desired.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut self.desired.lock())
     }
 }
 

@@ -28,7 +28,7 @@ pub use ownership::{
 };
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
-pub(crate) use resource::{format_kind, kind_label};
+pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub(crate) use status::{ContextOutcome, now};
 pub(crate) use target::name_problem;

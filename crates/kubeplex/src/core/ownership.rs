@@ -52,10 +52,7 @@ impl ParentRef {
     /// The parent as a cache key of its kind, carrying its UID (which keys ignore), so that a request for a
     /// parent that is gone still says which one it was.
     pub(crate) fn object_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
-        let mut object = ObjectRef::new(&self.name);
-        if let Some(namespace) = &self.namespace {
-            object = object.within(namespace);
-        }
+        let mut object = super::object_ref(self.namespace.as_deref(), &self.name);
         object.extra.uid = Some(self.uid.clone());
         object
     }

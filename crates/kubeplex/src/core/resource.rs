@@ -4,6 +4,7 @@
 use std::fmt::Debug;
 
 use kube::core::{ClusterResourceScope, NamespaceResourceScope};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -54,6 +55,24 @@ pub(crate) fn format_kind(kind: &str, group: &str, version: &str) -> String {
     } else {
         format!("{kind}.{group}/{version}")
     }
+}
+
+/// The cache key of the object `name` in `namespace` (`None` for a cluster-scoped kind).
+pub(crate) fn object_ref<K: Resource<DynamicType = ()>>(
+    namespace: Option<&str>,
+    name: &str,
+) -> ObjectRef<K> {
+    let object = ObjectRef::new(name);
+    match namespace {
+        Some(namespace) => object.within(namespace),
+        None => object,
+    }
+}
+
+/// `namespace/name`, as errors name a Lease and the blocked-deletion gauge names a parent (`/name` for a
+/// cluster-scoped object).
+pub(crate) fn namespaced_name(namespace: Option<&str>, name: &str) -> String {
+    format!("{}/{name}", namespace.unwrap_or(""))
 }
 
 /// The scope of a kind (`kube::Resource::Scope`): where its objects live, and so how to address them.

@@ -111,16 +111,9 @@ impl<C: Context> From<&Member> for Target<C> {
 /// Why `name` cannot be a member's name, if it cannot: the rules of a DNS-1123 label (it labels metrics
 /// and names a status entry), and not one of the fixed contexts (a member never shadows a typed context).
 pub(crate) fn name_problem(name: &str, fixed: &[String]) -> Option<String> {
-    let valid = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if !valid {
+    if let Err(why) = kubeplex_names::dns_label(name) {
         return Some(format!(
-            "member name {name:?} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63)"
+            "member name {name:?} is not a DNS-1123 label: {why}"
         ));
     }
     fixed.iter().any(|f| f == name).then(|| {
@@ -148,10 +141,12 @@ mod tests {
     fn member_names_are_labels_and_never_a_fixed_context() {
         let fixed = ["cluster-a".to_owned()];
         assert_eq!(name_problem("cluster-c", &fixed), None);
-        assert!(
-            name_problem("Cluster_C", &fixed)
-                .unwrap()
-                .contains("DNS-1123")
+        assert_eq!(
+            name_problem("Cluster_C", &fixed).unwrap(),
+            format!(
+                "member name \"Cluster_C\" is not a DNS-1123 label: {}",
+                kubeplex_names::dns_label("Cluster_C").unwrap_err()
+            )
         );
         assert!(name_problem("", &fixed).is_some());
         assert!(name_problem(&"a".repeat(64), &fixed).is_some());

@@ -1,9 +1,8 @@
 //! What a sync of children changed in other clusters — created, updated, pruned — and how it is told on the
 //! parent as Events.
 
-use std::sync::Mutex;
-
 use kube::api::ObjectMeta;
+use parking_lot::Mutex;
 
 use super::events::Note;
 
@@ -22,7 +21,7 @@ pub(super) struct Changes(Mutex<Vec<(String, Change, String)>>);
 
 impl Changes {
     pub(crate) fn push(&self, context: &str, change: Change, place: String) {
-        let mut changes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changes = self.0.lock();
         changes.push((context.to_owned(), change, place));
     }
 
@@ -31,7 +30,7 @@ impl Changes {
     pub(crate) fn notes(self) -> Vec<Note> {
         let mut grouped: std::collections::BTreeMap<(String, Change), Vec<String>> =
             Default::default();
-        for (context, change, place) in self.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for (context, change, place) in self.0.into_inner() {
             grouped.entry((context, change)).or_default().push(place);
         }
         grouped

@@ -103,7 +103,7 @@ pub(crate) fn start<R: Reconcile>(
         primaries,
         children,
         member_children: Default::default(),
-        failures: std::sync::Mutex::default(),
+        failures: parking_lot::Mutex::default(),
         no_status: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),

@@ -2,7 +2,7 @@
 //! the request they are keyed by, and the per-context fan-out the child paths use.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,6 +10,7 @@ use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
+use parking_lot::{Mutex, RwLock};
 
 use super::events::{EventPublisher, Note};
 use crate::controller::{Controller, Reconcile};
@@ -101,42 +102,36 @@ pub(crate) struct MemberChildren(
 impl MemberChildren {
     /// The child watches in member `name` (none when it is not one).
     pub(crate) fn of(&self, name: &str) -> Arc<Vec<ChildWatch>> {
-        let members = self.0.read().unwrap_or_else(|e| e.into_inner());
+        let members = self.0.read();
         members.get(name).cloned().unwrap_or_default()
     }
 
     /// Every member's child watches.
     pub(crate) fn all(&self) -> Vec<ChildWatch> {
-        let members = self.0.read().unwrap_or_else(|e| e.into_inner());
+        let members = self.0.read();
         members.values().flat_map(|w| w.iter().cloned()).collect()
     }
 
     pub(crate) fn set(&self, name: &str, watches: Vec<ChildWatch>) {
-        let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let mut members = self.0.write();
         members.insert(name.to_owned(), Arc::new(watches));
     }
 
     pub(crate) fn take(&self, name: &str) -> Option<Arc<Vec<ChildWatch>>> {
-        self.1
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
-        let mut members = self.0.write().unwrap_or_else(|e| e.into_inner());
+        self.1.write().remove(name);
+        let mut members = self.0.write();
         members.remove(name)
     }
 
     /// Member `name`'s child watches have listed (once: a rejoin keeps it so).
     pub(crate) fn listed(&self, name: &str) {
-        let mut listed = self.1.write().unwrap_or_else(|e| e.into_inner());
+        let mut listed = self.1.write();
         listed.insert(name.to_owned());
     }
 
     /// Whether member `name`'s child watches have listed.
     pub(crate) fn has_listed(&self, name: &str) -> bool {
-        self.1
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(name)
+        self.1.read().contains(name)
     }
 }
 

@@ -9,12 +9,12 @@
 //! retry.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use parking_lot::Mutex;
 
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
@@ -93,7 +93,7 @@ impl EventPublisher {
         note: Note,
     ) {
         let recorder = {
-            let mut recorders = self.recorders.lock().unwrap_or_else(|e| e.into_inner());
+            let mut recorders = self.recorders.lock();
             let now = Instant::now();
             recorders.retain(|_, (_, used)| now.duration_since(*used) < RECORDER_IDLE);
             let (recorder, used) = recorders

@@ -16,8 +16,8 @@ use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Error;
-use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{chain, namespaced_name};
 use crate::executor::Next;
 
 /// How soon a deletion is tried again while the member provider has not reported its members.
@@ -143,7 +143,7 @@ impl<R: Reconcile> Engine<R> {
                 };
             }
         }
-        let parent = parent_key(&*object);
+        let parent = namespaced_name(object.namespace().as_deref(), &object.name_any());
         for (name, outcome) in &outcomes {
             let waits = outcome.state == ClusterState::Deleting;
             let metrics = &self.runtime.metrics;
@@ -209,14 +209,6 @@ impl<R: Reconcile> Engine<R> {
             })
             .collect()
     }
-}
-
-/// How the blocked-deletion gauge names a parent: `namespace/name` (the reconcile of a parent that is gone
-/// knows no more).
-pub(super) fn parent_key<K: kube::Resource>(object: &K) -> String {
-    let meta = object.meta();
-    let name = meta.name.as_deref().unwrap_or("");
-    format!("{}/{name}", meta.namespace.as_deref().unwrap_or(""))
 }
 
 /// The next step for a requested delay.

@@ -2,7 +2,9 @@
 //! mode a context's caches come and go with its shard, so the map can change while reconciles read it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use crate::core::Context;
 use crate::core::PrimaryResource;
@@ -32,7 +34,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
         context: &Target<C>,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<K>>> {
-        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        let caches = self.caches.read();
         let key = (context.clone(), namespace.map(str::to_owned));
         (caches.get(&key))
             .or_else(|| caches.get(&(context.clone(), None)))
@@ -41,7 +43,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
 
     /// Every cache, with its context.
     pub(crate) fn all(&self) -> Vec<(Target<C>, Arc<SharedWatch<K>>)> {
-        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        let caches = self.caches.read();
         caches
             .iter()
             .map(|((c, _), w)| (c.clone(), w.clone()))
@@ -50,19 +52,19 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
 
     /// Takes every cache of member `name` out.
     pub(crate) fn remove_member(&self, name: &str) {
-        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        let mut caches = self.caches.write();
         caches.retain(|(place, _), _| place.as_member().is_none_or(|m| m.name() != name));
     }
 
     /// Adds the cache of (`context`, `namespace`), or replaces it.
     pub(crate) fn insert(&self, key: Place<C>, cache: Arc<SharedWatch<K>>) {
-        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        let mut caches = self.caches.write();
         caches.insert(key, cache);
     }
 
     /// Whether the cache of (`context`, `namespace`) is there (exactly that key, no fallback).
     pub(crate) fn has(&self, context: C, namespace: Option<&str>) -> bool {
-        let caches = self.caches.read().unwrap_or_else(|e| e.into_inner());
+        let caches = self.caches.read();
         caches.contains_key(&(Target::Context(context), namespace.map(str::to_owned)))
     }
 
@@ -72,7 +74,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
         context: C,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<K>>> {
-        let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+        let mut caches = self.caches.write();
         caches.remove(&(Target::Context(context), namespace.map(str::to_owned)))
     }
 }

@@ -2,10 +2,10 @@
 //! queued while a write was in flight must not act on the object as it was before that write.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kube::Resource;
+use parking_lot::Mutex;
 
 use crate::core::FleetStatus;
 
@@ -33,7 +33,7 @@ impl WrittenStatus {
         else {
             return;
         };
-        let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut written = self.0.lock();
         written.retain(|_, (_, _, at)| at.elapsed() < REMEMBER_WRITTEN);
         written.insert(uid, (version, status, Instant::now()));
     }
@@ -41,7 +41,7 @@ impl WrittenStatus {
     /// The status last written to `object`, if the cached `object` is older than that write.
     pub(crate) fn newer_than(&self, object: &impl Resource) -> Option<FleetStatus> {
         let uid = object.meta().uid.as_ref()?;
-        let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut written = self.0.lock();
         let cached = parse(object.meta().resource_version.as_deref());
         match (written.get(uid), cached) {
             (Some((version, status, _)), Some(cached)) if cached < *version => Some(status.clone()),
@@ -69,13 +69,13 @@ pub(crate) struct Finalized(Mutex<HashMap<String, Instant>>);
 
 impl Finalized {
     pub(crate) fn insert(&self, uid: &str) {
-        let mut finalized = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut finalized = self.0.lock();
         finalized.retain(|_, at| at.elapsed() < REMEMBER_FINALIZED);
         finalized.insert(uid.to_owned(), Instant::now());
     }
 
     pub(crate) fn contains(&self, uid: &str) -> bool {
-        let finalized = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let finalized = self.0.lock();
         finalized
             .get(uid)
             .is_some_and(|at| at.elapsed() < REMEMBER_FINALIZED)

@@ -13,8 +13,8 @@ use super::events::{Note, context_notes};
 use super::finalize::next_of;
 use crate::controller::Cx;
 use crate::controller::Reconcile;
-use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{chain, namespaced_name};
 use crate::executor::Next;
 use crate::metrics::Outcome;
 
@@ -28,7 +28,7 @@ impl<R: Reconcile> Engine<R> {
             .and_then(|cache| cache.store().get(&request.object))
         else {
             self.failures().remove(&request);
-            let parent = format!("{}/{}", namespace.unwrap_or(""), request.object.name);
+            let parent = namespaced_name(namespace, &request.object.name);
             self.runtime.metrics.parent_gone(self.plan.name(), &parent);
             self.remove_orphans_of(&request).await;
             return Next::AwaitChange;
@@ -70,8 +70,8 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
-        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    fn failures(&self) -> parking_lot::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
+        self.failures.lock()
     }
 
     async fn reconcile_object(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
@@ -140,7 +140,7 @@ impl<R: Reconcile> Engine<R> {
         };
         // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
         // and the final status is written over that interim one.
-        let written = std::sync::Mutex::new(None);
+        let written = parking_lot::Mutex::new(None);
         let outcomes = Box::pin(self.per_child_context_with_interim(
             |name, client| {
                 let desired = desired
@@ -165,7 +165,7 @@ impl<R: Reconcile> Engine<R> {
                     let status = self
                         .write_status_over(object, context, &previous, &so_far)
                         .await;
-                    *written.lock().unwrap_or_else(|e| e.into_inner()) = status;
+                    *written.lock() = status;
                 }
             },
         ))
@@ -175,7 +175,7 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
-        let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
+        let interim = written.into_inner();
         for outcome in outcomes
             .values()
             .filter(|o| o.state == ClusterState::Conflict)

@@ -1,10 +1,12 @@
 //! A test engine of [`TestController`]: its caches are given, its clients stand-in servers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use indexmap::IndexSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::ObjectMeta;
+use parking_lot::Mutex;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -81,17 +83,10 @@ impl ChildCache for FixedCache {
         found.cloned()
     }
     fn parent_uids(&self) -> Vec<String> {
-        let mut uids: Vec<String> = Vec::new();
-        for uid in self
-            .0
-            .iter()
+        let uids: IndexSet<&String> = (self.0.iter())
             .filter_map(|m| m.labels.as_ref()?.get(PARENT_UID_LABEL))
-        {
-            if !uids.contains(uid) {
-                uids.push(uid.clone());
-            }
-        }
-        uids
+            .collect();
+        uids.into_iter().cloned().collect()
     }
     fn ready(&self) -> BoxFuture<'static, ()> {
         async {}.boxed()

@@ -7,16 +7,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{self, FuturesUnordered, StreamExt};
 use futures::{Future, Stream};
 use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
+use parking_lot::Mutex;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
-use crate::metrics::QueueMetrics;
+use crate::metrics::{QueueMetrics, gauge_value};
 
 /// What a run asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +70,7 @@ pub(crate) async fn run<K, W, F>(
             move |message: K| {
                 let now = Instant::now();
                 metrics.adds.inc();
-                let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                let mut waiting = waiting.lock();
                 waiting.arrived.entry(message.clone()).or_insert(now);
                 metrics.depth.set(gauge_value(waiting.arrived.len()));
                 ScheduleRequest {
@@ -119,7 +120,7 @@ pub(crate) async fn run<K, W, F>(
                 if let Next::RequeueAfter(delay) = next {
                     let run_at = deadline(Instant::now(), delay);
                     metrics.adds.inc();
-                    let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut waiting = waiting.lock();
                     waiting.requeued.insert(key.clone(), run_at);
                     drop(waiting);
                     let _ = requeue.send(ScheduleRequest {
@@ -132,10 +133,7 @@ pub(crate) async fn run<K, W, F>(
             Step::Start(_) if *stop.borrow() => break,
             Step::Start(key) => {
                 running.insert(key.clone());
-                waiting
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .started(&key, &metrics);
+                waiting.lock().started(&key, &metrics);
                 let pending = waiting_for_a_worker
                     .clone()
                     .acquire_owned()
@@ -204,10 +202,6 @@ impl<K: Eq + Hash> Waiting<K> {
             self.arrived.shrink_to(self.arrived.len() * 2);
         }
     }
-}
-
-fn gauge_value(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 enum Step<K> {

@@ -7,11 +7,12 @@
 use std::collections::{HashSet, VecDeque};
 use std::hash::Hash;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use futures::Stream;
 use futures::task::AtomicWaker;
+use parking_lot::Mutex;
 
 struct Shared<T> {
     state: Mutex<State<T>>,
@@ -62,7 +63,7 @@ impl<T: Clone + Eq + Hash> KeySender<T> {
         let Some(shared) = self.shared.upgrade() else {
             return false;
         };
-        let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = shared.state.lock();
         if state.queued.insert(key.clone()) {
             state.order.push_back(key);
         }
@@ -81,12 +82,7 @@ impl<T> KeyStream<T> {
     /// How many keys wait.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.shared
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .order
-            .len()
+        self.shared.state.lock().order.len()
     }
 }
 
@@ -96,7 +92,7 @@ impl<T: Clone + Eq + Hash> Stream for KeyStream<T> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let shared = &self.shared;
         let take = |shared: &Shared<T>| {
-            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = shared.state.lock();
             let key = state.order.pop_front()?;
             state.queued.remove(&key);
             // A burst leaves capacity for every key it held: give it back once the queue drains.

@@ -42,7 +42,7 @@ impl Election {
         health: Arc<Health>,
     ) -> crate::Result<Self> {
         let api = lease_api(config, &election).map_err(|reason| crate::Error::LeaderElection {
-            lease: format!("{}/{}", election.namespace, election.name),
+            lease: election.lease(),
             reason,
         })?;
         let (role_sender, role) = watch::channel(Role {

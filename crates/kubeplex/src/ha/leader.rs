@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use crate::client::{Fence, Role};
 use crate::core::Context;
-use crate::core::chain;
+use crate::core::{chain, namespaced_name};
 
 /// How long a Lease holds without renewal (client-go's default).
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -100,6 +100,11 @@ impl LeaderElection {
     /// This replica's identity, as [`identity`](Self::identity) set it or the default.
     pub fn get_identity(&self) -> &str {
         &self.identity
+    }
+
+    /// `namespace/name` of the Lease, as errors name it.
+    pub(crate) fn lease(&self) -> String {
+        namespaced_name(Some(&self.namespace), &self.name)
     }
 
     /// Why these timings cannot fence, if they cannot.

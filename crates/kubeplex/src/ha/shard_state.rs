@@ -8,11 +8,11 @@
 //! deadline.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use hyper::http::Request;
 use kube::Client;
 use kube::client::Body;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tower::Layer;
 
@@ -115,7 +115,7 @@ impl ShardState {
 
     /// `base` (the client of `context`), its writes fenced by shard `shard` as well.
     pub(crate) fn fenced_client(&self, shard: usize, context: &str, base: Client) -> Client {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let mut clients = self.clients.lock();
         clients
             .entry((shard, context.to_owned()))
             .or_insert_with(|| {

@@ -88,7 +88,7 @@ impl Sharding {
 
     /// `namespace/name` of the group, for errors.
     pub(crate) fn group(&self) -> String {
-        format!("{}/{}", self.lease.namespace, self.lease.name)
+        self.lease.lease()
     }
 
     /// Why this configuration cannot work, if it cannot.
@@ -97,15 +97,11 @@ impl Sharding {
             return Some(problem);
         }
         let name = &self.lease.name;
-        if name.is_empty()
-            || name.len() > 40
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        {
+        // A DNS-1123 label, short enough that the Leases named after it are too.
+        if name.len() > 40 || kubeplex_names::dns_label(name).is_err() {
             return Some(format!(
-                "the group name {name:?} must be 1-40 lowercase letters, digits or '-' (it names Leases and \
-                 labels them)"
+                "the group name {name:?} must be 1-40 lowercase letters, digits or '-', starting and ending \
+                 with a letter or digit (it names Leases and labels them)"
             ));
         }
         if self.by == ShardBy::Parent(0) {

@@ -5,10 +5,11 @@
 //! required context was ready at the same time; from then on only readiness changes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use kube::runtime::watcher;
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::report::{
@@ -87,7 +88,7 @@ pub(crate) struct WatchHealth {
 impl Health {
     /// Declares a context, required or not; it is "connecting" until [`Health::connected`].
     pub(crate) fn declare(&self, context: &str, required: bool) {
-        let mut contexts = self.lock();
+        let mut contexts = self.contexts.lock();
         let entry = contexts.entry(context.to_owned()).or_default();
         if required && !entry.required {
             self.not_ready_required.fetch_add(1, Ordering::AcqRel);
@@ -99,7 +100,7 @@ impl Health {
 
     /// Forgets a context for good (a member that left): it leaves the report.
     pub(crate) fn forget_context(&self, context: &str) {
-        let mut contexts = self.lock();
+        let mut contexts = self.contexts.lock();
         if let Some(entry) = contexts.remove(context)
             && entry.required
             && !entry.ready
@@ -116,7 +117,13 @@ impl Health {
             entry.connecting = false;
             entry.config_error = error.map(ToString::to_string);
         });
-        if error.is_some() && self.lock().get(context).is_some_and(|e| e.required) {
+        if error.is_some()
+            && self
+                .contexts
+                .lock()
+                .get(context)
+                .is_some_and(|e| e.required)
+        {
             self.fatal.store(true, Ordering::Release);
         }
     }
@@ -130,7 +137,7 @@ impl Health {
             entry.unreachable = problem;
             if answers {
                 for watch in &entry.watches {
-                    let mut watch = watch.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut watch = watch.lock();
                     if watch.unreachable {
                         watch.unreachable = false;
                         watch.problem = None;
@@ -178,22 +185,18 @@ impl Health {
     pub(crate) fn controller_ended(&self, controller: &str, reason: String) {
         self.dead_controllers
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .insert(controller.to_owned(), reason);
         self.changed.notify_waiters();
     }
 
     /// Why the process is not alive: each controller whose loop ended unexpectedly, with the reason.
     pub(crate) fn liveness_problems(&self) -> BTreeMap<String, String> {
-        self.dead_controllers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.dead_controllers.lock().clone()
     }
 
     /// The report the probes serve; latches `started` the first time every required context is ready.
     pub(crate) fn report(&self) -> HealthReport {
-        let contexts = self.lock();
+        let contexts = self.contexts.lock();
         let mut contexts: BTreeMap<String, ContextReport> = contexts
             .iter()
             .map(|(name, entry)| (name.clone(), entry.report(name)))
@@ -204,11 +207,7 @@ impl Health {
             .filter(|c| c.required)
             .all(|c| c.status == ContextStatus::Ready);
         let started = self.started.fetch_or(ready, Ordering::AcqRel) || ready;
-        let leadership = self
-            .leadership
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let leadership = self.leadership.lock().clone();
         HealthReport {
             started,
             ready,
@@ -220,27 +219,24 @@ impl Health {
 
     /// Records this replica's place in the leader election.
     pub(crate) fn set_leadership(&self, report: LeadershipReport) {
-        *self.leadership.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        *self.leadership.lock() = Some(report);
         self.changed.notify_waiters();
     }
 
     /// This replica's place in sharded mode, as last recorded.
     pub(crate) fn sharding(&self) -> Option<ShardingReport> {
-        self.sharding
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.sharding.lock().clone()
     }
 
     /// Records this replica's place in sharded mode.
     pub(crate) fn set_sharding(&self, report: ShardingReport) {
-        *self.sharding.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        *self.sharding.lock() = Some(report);
         self.changed.notify_waiters();
     }
 
     /// Configuration errors of required contexts: the manager cannot start while there are any.
     pub(crate) fn fatal_errors(&self) -> Vec<String> {
-        let contexts = self.lock();
+        let contexts = self.contexts.lock();
         contexts
             .values()
             .filter(|e| e.required)
@@ -254,7 +250,7 @@ impl Health {
     }
 
     fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
-        let mut contexts = self.lock();
+        let mut contexts = self.contexts.lock();
         let entry = contexts.entry(context.to_owned()).or_default();
         change(entry);
         self.judge(entry);
@@ -302,10 +298,6 @@ impl Health {
     pub(crate) fn has_fatal_errors(&self) -> bool {
         self.fatal.load(Ordering::Acquire)
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ContextEntry>> {
-        self.contexts.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 impl ContextEntry {
@@ -315,7 +307,7 @@ impl ContextEntry {
             && self.unreachable.is_none()
             && !self.connecting
             && self.watches.iter().all(|w| {
-                let w = w.lock().unwrap_or_else(|e| e.into_inner());
+                let w = w.lock();
                 w.synced && w.problem.is_none()
             })
     }
@@ -325,7 +317,7 @@ impl ContextEntry {
             .watches
             .iter()
             .map(|w| {
-                let w = w.lock().unwrap_or_else(|e| e.into_inner());
+                let w = w.lock();
                 WatchReport {
                     kind: w.kind.clone(),
                     namespace: w.namespace.clone().unwrap_or_else(|| "*".into()),
@@ -401,7 +393,7 @@ impl WatchHealth {
             tracing::debug!(context = %self.context, "watch expired; relisting");
             return;
         }
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
         let place = crate::core::WatchPlace {
             kind: &state.kind,
             plural: &state.plural,
@@ -442,7 +434,7 @@ impl WatchHealth {
     }
 
     fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
-        let changed = change(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        let changed = change(&mut self.state.lock());
         if changed {
             self.health.update(&self.context, |_| {});
         }

@@ -1,8 +1,8 @@
 //! Where each member of the fleet stands: joining, ready or leaving, and what it waits for; `/readyz`
 //! shows it beside the member's health.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use super::health::Health;
 use super::report::{ContextReport, ContextStatus, MemberPhase, MemberReport};
@@ -32,7 +32,7 @@ impl MemberPhases {
 
     /// What `/readyz` shows of member `name`, its health being `report`.
     fn report(&self, name: &str, report: &ContextReport) -> Option<MemberReport> {
-        let phases = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let phases = self.0.lock();
         let (phase, waiting_for) = match phases.get(name)? {
             Phase::Queued(why) => (MemberPhase::Joining, Some(why.clone())),
             Phase::Joining if report.status == ContextStatus::Ready => (MemberPhase::Ready, None),
@@ -52,7 +52,7 @@ impl MemberPhases {
 impl Health {
     /// Member `name` is now in `phase`; `None`: it is no member any more.
     pub(crate) fn member_phase(&self, name: &str, phase: Option<Phase>) {
-        let mut phases = self.phases.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut phases = self.phases.0.lock();
         match phase {
             Some(phase) => phases.insert(name.to_owned(), phase),
             None => phases.remove(name),
@@ -61,7 +61,7 @@ impl Health {
 
     /// Member `name`'s phase.
     pub(crate) fn phase_of(&self, name: &str) -> Option<Phase> {
-        let phases = self.phases.0.lock().unwrap_or_else(|e| e.into_inner());
+        let phases = self.phases.0.lock();
         phases.get(name).cloned()
     }
 }

@@ -22,7 +22,7 @@ pub(crate) struct Pings {
     _stop: Option<tokio::sync::oneshot::Sender<()>>,
     /// The thread's runtime, for the pings of members that join later.
     handle: Option<tokio::runtime::Handle>,
-    members: std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
+    members: parking_lot::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
     /// Told the name of a member whose server starts rejecting its credentials.
     rejected: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
     health: Arc<Health>,
@@ -45,7 +45,7 @@ impl Pings {
             rejected,
         );
         let task = handle.spawn(ping);
-        let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        let mut members = self.members.lock();
         if let Some(earlier) = members.insert(name.to_owned(), task.abort_handle()) {
             earlier.abort();
         }
@@ -58,7 +58,7 @@ impl Pings {
 
     /// Stops pinging member `name`.
     pub(crate) fn remove(&self, name: &str) {
-        let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
+        let mut members = self.members.lock();
         if let Some(task) = members.remove(name) {
             task.abort();
         }
@@ -81,7 +81,7 @@ pub(crate) fn start(
     let mut pings = Pings {
         _stop: None,
         handle: None,
-        members: std::sync::Mutex::default(),
+        members: parking_lot::Mutex::default(),
         rejected: std::sync::OnceLock::new(),
         health: health.clone(),
         interval,

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kube::config::Kubeconfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -211,20 +212,11 @@ impl Manager {
                 .collect()
         });
         let registry = Arc::new(std::mem::take(&mut self.registry));
-        let mut contexts: Vec<String> = Vec::new();
-        for registration in &self.controllers {
-            for context in registration.contexts() {
-                if !contexts.contains(&context) {
-                    contexts.push(context);
-                }
-            }
-        }
+        // Every context once, in the order first named.
+        let mut contexts: IndexSet<String> =
+            self.controllers.iter().flat_map(|r| r.contexts()).collect();
         if let Some((provider, _)) = &self.fleet.provider {
-            for context in provider.contexts() {
-                if !contexts.contains(&context) {
-                    contexts.push(context);
-                }
-            }
+            contexts.extend(provider.contexts());
         }
         if let Some(sharding) = &self.sharding {
             let reason = match &self.election {
@@ -244,12 +236,10 @@ impl Manager {
         let coordination = (self.election.as_ref()).or(self.sharding.as_ref().map(|s| &s.lease));
         if let Some(election) = coordination {
             if let Some(reason) = election.problem() {
-                let lease = format!("{}/{}", election.namespace, election.name);
+                let lease = election.lease();
                 return Err(Error::LeaderElection { lease, reason });
             }
-            if !contexts.contains(&election.context) {
-                contexts.push(election.context.clone());
-            }
+            contexts.insert(election.context.clone());
             self.pool.fence = crate::client::Fence::closed();
             let agent = format!(
                 "kubeplex/{} ({})",
@@ -258,6 +248,7 @@ impl Manager {
             );
             self.pool.user_agent.get_or_insert(agent);
         }
+        let contexts = Vec::from_iter(contexts);
         for context in &contexts {
             health.declare(context, !self.optional.contains(context));
         }
@@ -330,7 +321,7 @@ impl Manager {
                 Election::start_sharded(sharding, leases, config, member, state, health.clone())?
             }
             (Some(election), None) => {
-                let lease = format!("{}/{}", election.namespace, election.name);
+                let lease = election.lease();
                 let Some(config) = pool.configs().find(|(c, _)| *c == election.context) else {
                     let reason = format!("context {} has no client", election.context);
                     return Err(Error::LeaderElection { lease, reason });

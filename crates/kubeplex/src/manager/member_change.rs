@@ -2,7 +2,9 @@
 //! leave, each on its own task, so that members never wait for each other.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -140,7 +142,7 @@ impl Changes {
         (self.runtime.watches).release_matching(|key| key.context == name);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
-        self.problems.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<String, String>> {
+        self.problems.lock()
     }
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use indexmap::IndexSet;
 use kube::Resource;
 use tokio::sync::watch;
 
@@ -35,13 +36,10 @@ pub(super) trait Registration: Send {
 
 /// The contexts the primaries of `registrations` live in, each once, in the order first declared.
 pub(super) fn primary_contexts(registrations: &[Box<dyn Registration>]) -> Vec<String> {
-    let mut all: Vec<String> = Vec::new();
-    for context in registrations.iter().flat_map(|r| r.primary_contexts()) {
-        if !all.contains(&context) {
-            all.push(context);
-        }
-    }
-    all
+    let all: IndexSet<String> = (registrations.iter())
+        .flat_map(|r| r.primary_contexts())
+        .collect();
+    all.into_iter().collect()
 }
 
 /// A reconciler with the plan it runs: `R::plan()`, as the registration adjusted it.

@@ -3,9 +3,10 @@
 //! after the leave deleted it.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// The gate of every member.
@@ -31,18 +32,18 @@ pub(crate) struct SyncGuard {
 impl MemberGate {
     /// Whether member `name` is leaving.
     pub(crate) fn is_leaving(&self, name: &str) -> bool {
-        self.lock().leaving.contains(name)
+        self.state.lock().leaving.contains(name)
     }
 
     /// The members leaving now.
     pub(crate) fn leaving(&self) -> BTreeSet<String> {
-        self.lock().leaving.clone()
+        self.state.lock().leaving.clone()
     }
 
     /// A sync begins in each of `names` that is not leaving; decided at once for all of them, so that a
     /// leave either sees the sync or the sync sees the leave.
     pub(crate) fn enter(self: &Arc<Self>, names: Vec<String>) -> Vec<(String, SyncGuard)> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let open: Vec<String> = names
             .into_iter()
             .filter(|n| !state.leaving.contains(n))
@@ -61,12 +62,12 @@ impl MemberGate {
     /// Closes `name`'s gate and waits until its syncs under way have ended, at most `limit` (a sync is
     /// bounded by its context's timeout anyway); whether they did.
     pub(crate) async fn close(&self, name: &str, limit: Duration) -> bool {
-        self.lock().leaving.insert(name.to_owned());
+        self.state.lock().leaving.insert(name.to_owned());
         let drained = async {
             loop {
                 // Registered before the count is read: an end in between still wakes this.
                 let ended = self.idle.notified();
-                if self.lock().busy.get(name).copied().unwrap_or(0) == 0 {
+                if self.state.lock().busy.get(name).copied().unwrap_or(0) == 0 {
                     return;
                 }
                 ended.await;
@@ -77,17 +78,13 @@ impl MemberGate {
 
     /// Opens `name`'s gate again (it left, or joins again).
     pub(crate) fn open(&self, name: &str) {
-        self.lock().leaving.remove(name);
-    }
-
-    fn lock(&self) -> MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().leaving.remove(name);
     }
 }
 
 impl Drop for SyncGuard {
     fn drop(&mut self) {
-        let mut state = self.gate.lock();
+        let mut state = self.gate.state.lock();
         if let Some(count) = state.busy.get_mut(&self.name) {
             *count = count.saturating_sub(1);
             if *count == 0 {

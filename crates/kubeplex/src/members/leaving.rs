@@ -2,7 +2,9 @@
 //! not answer cannot have its children listed, so not deleted), when they give up, and whether they did.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -104,7 +106,7 @@ impl LeaveProgress {
         self.lock().abandoned.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LeaveState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, LeaveState> {
+        self.state.lock()
     }
 }

@@ -2,9 +2,10 @@
 //! left with their children orphaned, and the controllers to tell when a member joins or leaves.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use kube::Client;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
 use super::changes::LeaveOutcome;
@@ -59,42 +60,42 @@ impl MemberSet {
     /// A child sync begins in every member that is not leaving: the names, each with the guard that ends
     /// its sync when dropped.
     pub(crate) fn enter_all(&self) -> Vec<(String, SyncGuard)> {
-        let names = self.read().keys().cloned().collect();
+        let names = self.clients.read().keys().cloned().collect();
         self.gate.enter(names)
     }
 
     /// The client of member `name`, if it is one.
     pub(crate) fn client(&self, name: &str) -> Option<Client> {
-        self.read().get(name).cloned()
+        self.clients.read().get(name).cloned()
     }
 
     /// The names of the joined members that are not leaving, in order: where reconciles put children.
     pub(crate) fn names(&self) -> Vec<String> {
         let leaving = self.gate.leaving();
-        let clients = self.read();
+        let clients = self.clients.read();
         let names = clients.keys().filter(|name| !leaving.contains(*name));
         names.cloned().collect()
     }
 
     /// Whether `name` is a joined member that is not leaving: one reconciles may put children in.
     pub(crate) fn is_current(&self, name: &str) -> bool {
-        !self.gate.is_leaving(name) && self.read().contains_key(name)
+        !self.gate.is_leaving(name) && self.clients.read().contains_key(name)
     }
 
     /// Whether `name` is a joined member.
     pub(crate) fn contains(&self, name: &str) -> bool {
-        self.read().contains_key(name)
+        self.clients.read().contains_key(name)
     }
 
     /// The members that left with their children orphaned (and have not joined again).
     pub(crate) fn orphaned(&self) -> Vec<String> {
-        let orphaned = self.orphaned.lock().unwrap_or_else(|e| e.into_inner());
+        let orphaned = self.orphaned.lock();
         orphaned.iter().cloned().collect()
     }
 
     /// A join of `name` is on its way (`true`), or no longer (`false`: done, or superseded).
     pub(crate) fn expect(&self, name: &str, on: bool) {
-        let mut expected = self.expected.lock().unwrap_or_else(|e| e.into_inner());
+        let mut expected = self.expected.lock();
         match on {
             true => expected.insert(name.to_owned()),
             false => expected.remove(name),
@@ -103,8 +104,8 @@ impl MemberSet {
 
     /// The members about to join: told of, not joined yet.
     pub(crate) fn joining(&self) -> Vec<String> {
-        let expected = self.expected.lock().unwrap_or_else(|e| e.into_inner());
-        let clients = self.read();
+        let expected = self.expected.lock();
+        let clients = self.clients.read();
         let joining = expected.iter().filter(|name| !clients.contains_key(*name));
         joining.cloned().collect()
     }
@@ -122,7 +123,7 @@ impl MemberSet {
 
     /// The members leaving now, each with what its leave waits for (if it waits).
     pub(crate) fn leaving(&self) -> Vec<(String, Option<String>)> {
-        let leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        let leaves = self.leaves.lock();
         let leaving = leaves.iter();
         leaving
             .map(|(name, p)| (name.clone(), p.waiting_for()))
@@ -132,7 +133,7 @@ impl MemberSet {
     /// A controller's stream of changes, from now on.
     pub(crate) fn subscribe(&self) -> mpsc::Receiver<MemberChange> {
         let (changes, received) = mpsc::channel(CHANGES_WAITING);
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut subscribers = self.subscribers.lock();
         subscribers.push(changes);
         received
     }
@@ -140,11 +141,8 @@ impl MemberSet {
     /// `name` joined (or its credentials changed) with `client`; returns once every controller has opened
     /// its watches there, so that a later change never races an earlier one's watches.
     pub(crate) async fn joined(&self, name: &str, client: Client) {
-        self.write().insert(name.to_owned(), client.clone());
-        self.orphaned
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
+        self.clients.write().insert(name.to_owned(), client.clone());
+        self.orphaned.lock().remove(name);
         let mut answers = Vec::new();
         for subscriber in self.subscribers() {
             let (done, answer) = oneshot::channel();
@@ -169,14 +167,13 @@ impl MemberSet {
         policy: LeavePolicy,
         progress: Arc<LeaveProgress>,
     ) -> LeaveOutcome {
-        (self.leaves.lock().unwrap_or_else(|e| e.into_inner()))
-            .insert(name.to_owned(), progress.clone());
+        (self.leaves.lock()).insert(name.to_owned(), progress.clone());
         // From now on reconciles leave it out (and, under the orphan policy, say so in the status).
         if !self.gate.close(name, SYNCS_DRAIN).await {
             tracing::warn!(context = %name, "member leaving while a child sync there has not ended: it may leave a child behind");
         }
         if policy == LeavePolicy::Orphan {
-            let mut orphaned = self.orphaned.lock().unwrap_or_else(|e| e.into_inner());
+            let mut orphaned = self.orphaned.lock();
             orphaned.insert(name.to_owned());
         }
         let mut answers = Vec::new();
@@ -195,9 +192,9 @@ impl MemberSet {
         }
         // A controller that stopped meanwhile drops its `done`: that counts as an answer.
         futures::future::join_all(answers).await;
-        self.write().remove(name);
+        self.clients.write().remove(name);
         self.gate.open(name);
-        (self.leaves.lock().unwrap_or_else(|e| e.into_inner())).remove(name);
+        (self.leaves.lock()).remove(name);
         match progress.abandoned() {
             Some(reason) => LeaveOutcome::Abandoned(reason),
             None => LeaveOutcome::Done,
@@ -205,16 +202,8 @@ impl MemberSet {
     }
 
     fn subscribers(&self) -> Vec<mpsc::Sender<MemberChange>> {
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut subscribers = self.subscribers.lock();
         subscribers.retain(|s| !s.is_closed());
         subscribers.clone()
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Client>> {
-        self.clients.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Client>> {
-        self.clients.write().unwrap_or_else(|e| e.into_inner())
     }
 }

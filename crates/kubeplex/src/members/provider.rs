@@ -185,7 +185,7 @@ pub trait MemberProvider: Send + 'static {
 #[derive(Clone)]
 pub struct Members {
     commands: mpsc::Sender<Request>,
-    requests: Arc<std::sync::Mutex<Option<mpsc::Receiver<Request>>>>,
+    requests: Arc<parking_lot::Mutex<Option<mpsc::Receiver<Request>>>>,
 }
 
 enum Request {
@@ -199,7 +199,7 @@ impl Members {
         let (commands, requests) = mpsc::channel(64);
         Self {
             commands,
-            requests: Arc::new(std::sync::Mutex::new(Some(requests))),
+            requests: Arc::new(parking_lot::Mutex::new(Some(requests))),
         }
     }
 
@@ -227,11 +227,7 @@ impl Default for Members {
 
 impl MemberProvider for Members {
     fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()> {
-        let requests = self
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let requests = self.requests.lock().take();
         Box::pin(async move {
             let Some(mut requests) = requests else {
                 return; // Given to a second manager: the first one has its requests.

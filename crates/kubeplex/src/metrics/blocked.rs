@@ -2,11 +2,13 @@
 //! the set of those parents so that a retry is not counted twice and a parent gone another way is dropped.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
+use super::handles::gauge_value;
 use super::live::Labels;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
@@ -28,7 +30,7 @@ impl BlockedDeletions {
     /// Records whether the deletion of `parent` by `controller` waits for `context`.
     pub(crate) fn set(&self, controller: &str, context: &str, parent: &str, blocked: bool) {
         let key = (controller.to_owned(), context.to_owned());
-        let mut all = self.parents.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self.parents.lock();
         let parents = all.entry(key).or_default();
         let changed = if blocked {
             parents.insert(parent.to_owned())
@@ -36,7 +38,7 @@ impl BlockedDeletions {
             parents.remove(parent)
         };
         if changed {
-            let count = i64::try_from(parents.len()).unwrap_or(i64::MAX);
+            let count = gauge_value(parents.len());
             let labels = [
                 ("controller", controller.to_owned()),
                 ("context", context.to_owned()),
@@ -48,7 +50,7 @@ impl BlockedDeletions {
     /// `parent` of `controller` is gone: it holds back no context any more.
     pub(crate) fn parent_gone(&self, controller: &str, parent: &str) {
         let contexts: Vec<String> = {
-            let all = self.parents.lock().unwrap_or_else(|e| e.into_inner());
+            let all = self.parents.lock();
             all.iter()
                 .filter(|((c, _), parents)| c == controller && parents.contains(parent))
                 .map(|((_, context), _)| context.clone())
@@ -61,7 +63,7 @@ impl BlockedDeletions {
 
     /// `context` left: it holds back no parent, and its series go.
     pub(crate) fn context_left(&self, context: &str) {
-        let mut all = self.parents.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self.parents.lock();
         let gone: Vec<(String, String)> =
             all.keys().filter(|(_, c)| c == context).cloned().collect();
         for key in gone {

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 
@@ -30,17 +32,13 @@ impl ContextSeries {
         let remove: Remove = Box::new(move || {
             family.remove(&labels);
         });
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self.0.lock();
         all.entry(context.to_owned()).or_default().push(remove);
     }
 
     /// Removes every series of `context`.
     pub(super) fn remove(&self, context: &str) {
-        let removes = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(context);
+        let removes = self.0.lock().remove(context);
         for remove in removes.into_iter().flatten() {
             remove();
         }

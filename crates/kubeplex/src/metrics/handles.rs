@@ -11,6 +11,11 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use super::by_context::ContextSeries;
 use super::live::{EventClock, Labels, RunClock};
 
+/// A count as a gauge's value (an `i64`; a count beyond it reads as `i64::MAX`).
+pub(crate) fn gauge_value(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 /// controller-runtime's reconcile time buckets: 5 ms to 60 s.
 const RECONCILE_BUCKETS: [f64; 40] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,

@@ -2,10 +2,11 @@
 //! how old each cache's last event is, whether each context is up. A stuck run or watch changes nothing,
 //! so only a reading at scrape time shows it.
 
+use std::sync::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -27,27 +28,24 @@ impl RunClock {
     /// A run starts now; returns its ticket for [`finish`](Self::finish).
     pub(crate) fn start(&self) -> u64 {
         let ticket = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(ticket, Instant::now());
+        self.started.lock().insert(ticket, Instant::now());
         ticket
     }
 
     /// The run with `ticket` ended.
     pub(crate) fn finish(&self, ticket: u64) {
-        self.lock().remove(&ticket);
+        self.started.lock().remove(&ticket);
     }
 
     /// The oldest run's age and the sum of every run's age, in seconds.
     fn ages(&self, now: Instant) -> (f64, f64) {
-        self.lock()
+        self.started
+            .lock()
             .values()
             .fold((0.0, 0.0), |(longest, sum), started| {
                 let age = now.saturating_duration_since(*started).as_secs_f64();
                 (f64::max(longest, age), sum + age)
             })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Instant>> {
-        self.started.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -96,14 +94,16 @@ impl std::fmt::Debug for Live {
 }
 
 impl Live {
-    pub(crate) fn lock_runs(&self) -> std::sync::MutexGuard<'_, Vec<(Labels<2>, Weak<RunClock>)>> {
-        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn lock_runs(
+        &self,
+    ) -> parking_lot::MutexGuard<'_, Vec<(Labels<2>, Weak<RunClock>)>> {
+        self.runs.lock()
     }
 
     pub(crate) fn lock_watches(
         &self,
-    ) -> std::sync::MutexGuard<'_, Vec<(Labels<3>, Weak<EventClock>)>> {
-        self.watches.lock().unwrap_or_else(|e| e.into_inner())
+    ) -> parking_lot::MutexGuard<'_, Vec<(Labels<3>, Weak<EventClock>)>> {
+        self.watches.lock()
     }
 }
 
@@ -147,7 +147,7 @@ impl Collector for Live {
         )?;
         drop(watches);
 
-        let up = self.contexts_up.lock().unwrap_or_else(|e| e.into_inner());
+        let up = self.contexts_up.lock();
         let contexts = up.as_ref().map(|read| read()).unwrap_or_default();
         gauge_family(
             &mut encoder,

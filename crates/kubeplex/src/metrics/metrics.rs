@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 
 use super::blocked::BlockedDeletions;
 use super::by_context::ContextSeries;
-use super::handles::{QueueMetrics, WatchMetrics};
+use super::handles::{QueueMetrics, WatchMetrics, gauge_value};
 use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
@@ -300,7 +300,7 @@ impl Metrics {
             ("controller", controller.to_owned()),
         ];
         let worker = [("controller", controller.to_owned())];
-        let limit = concurrency.map_or(0, |c| i64::try_from(c).unwrap_or(i64::MAX));
+        let limit = concurrency.map_or(0, gauge_value);
         self.max_concurrent.get_or_create(&worker).set(limit);
         let running = Arc::new(RunClock::default());
         self.live
@@ -433,11 +433,7 @@ impl Metrics {
         &self,
         contexts: impl Fn() -> Vec<(String, bool)> + Send + Sync + 'static,
     ) {
-        *self
-            .live
-            .contexts_up
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(contexts));
+        *self.live.contexts_up.lock() = Some(Box::new(contexts));
     }
 }
 

@@ -7,5 +7,5 @@ mod live;
 mod members;
 mod metrics;
 
-pub(crate) use handles::{QueueMetrics, WatchMetrics};
+pub(crate) use handles::{QueueMetrics, WatchMetrics, gauge_value};
 pub(crate) use metrics::{Metrics, Outcome};

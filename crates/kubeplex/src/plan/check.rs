@@ -1,14 +1,17 @@
 //! What is wrong with a plan: the checks `Manager::start` runs on every plan before it starts anything.
 //!
 //! `#[controller]` checks what is written in its attribute while compiling; these catch plans written by
-//! hand and values given at run time (`Manager::controller_with`). Where the two check the same thing, the
-//! words are the attribute's (`crates/kubeplex-macros/src/rules/dns.rs`, whose tests compare them).
+//! hand and values given at run time (`Manager::controller_with`). Where the two check the same thing, both
+//! call the same rule of `kubeplex-names`, so the words are the same.
 
 use std::borrow::Cow;
 use std::time::Duration;
 
+use indexmap::IndexSet;
+use kubeplex_names::{EMPTY_NAMESPACES, controller_name, duplicate_namespace, invalid_namespace};
+
 use super::child::Child;
-use super::plan::{MAX_CONTROLLER_NAME, Plan, child_kind};
+use super::plan::{Plan, child_kind};
 use crate::core::Context;
 
 impl<C: Context> Plan<C> {
@@ -17,7 +20,7 @@ impl<C: Context> Plan<C> {
     /// run-time configuration earlier.
     pub fn problem(&self) -> Option<String> {
         let mut problems = Vec::new();
-        if let Some(problem) = name_problem(&self.name) {
+        if let Err(problem) = controller_name(&self.name) {
             problems.push(problem);
         }
         if self.contexts.is_empty() {
@@ -64,28 +67,6 @@ pub(crate) fn cluster_scoped(kind: &str) -> String {
     )
 }
 
-/// A controller name is a label value on every child and part of the default finalizer.
-fn name_problem(name: &str) -> Option<String> {
-    let label_value = name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphanumeric())
-        && name
-            .bytes()
-            .last()
-            .is_some_and(|b| b.is_ascii_alphanumeric());
-    (name.len() > MAX_CONTROLLER_NAME || !label_value).then(|| {
-        format!(
-            "the controller name {name:?} is written into a label value on every child and into the \
-             default finalizer: it must be 1 to {MAX_CONTROLLER_NAME} characters of letters, digits, \
-             '-', '_' or '.', starting and ending with a letter or digit; give a shorter `name`"
-        )
-    })
-}
-
 /// The problems of one `owns`: its namespaces, prefixed with `owns(Kind.group/version): `.
 fn child_problems<C: Context>(child: &Child<C>, problems: &mut Vec<String>) {
     let kind = child_kind(&child.resource);
@@ -109,59 +90,27 @@ fn namespaces_problems(
     };
     if namespaces.is_empty() {
         problems.push(format!(
-            "{prefix}`namespaces = []` watches nothing; name at least one namespace, or call \
-             `all_namespaces()` to watch every namespace"
+            "{prefix}{EMPTY_NAMESPACES}; name at least one namespace, or call `all_namespaces()` to \
+             watch every namespace"
         ));
     }
     for (i, namespace) in namespaces.iter().enumerate() {
-        if let Err(why) = dns_label(namespace) {
-            problems.push(format!("{prefix}invalid namespace {namespace:?}: {why}"));
+        if let Some(why) = invalid_namespace(namespace) {
+            problems.push(format!("{prefix}{why}"));
         } else if namespaces[..i].contains(namespace) {
-            problems.push(format!(
-                "{prefix}namespace {namespace:?} is listed twice; remove one"
-            ));
+            problems.push(format!("{prefix}{}", duplicate_namespace(namespace)));
         }
     }
 }
 
 /// The kinds a plan owns, for a problem that names one it does not.
 fn owned_kinds<C: Context>(children: &[Child<C>]) -> String {
-    let mut kinds: Vec<String> = Vec::new();
-    for kind in children.iter().map(|c| child_kind(&c.resource)) {
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
-        }
-    }
+    let kinds: IndexSet<String> = children.iter().map(|c| child_kind(&c.resource)).collect();
     if kinds.is_empty() {
         "no kind (add it with `owns`)".into()
     } else {
-        kinds.join(", ")
+        Vec::from_iter(kinds).join(", ")
     }
-}
-
-/// A DNS-1123 label (a namespace name): 1–63 of `a-z`, `0-9`, `-`, starting and ending alphanumeric. The
-/// same rule, in the same words, as the attribute's (`kubeplex-macros`' `rules::dns::dns_label`).
-fn dns_label(s: &str) -> Result<(), String> {
-    const HINT: &str = "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit";
-    if s.is_empty() {
-        return Err(format!("it is empty; {HINT}"));
-    }
-    if s.len() > 63 {
-        return Err(format!("it is {} characters long; {HINT}", s.len()));
-    }
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    if let Some(c) = s.chars().find(|&c| !alnum(c) && c != '-') {
-        let fix = if c.is_ascii_uppercase() {
-            " (lowercase it)"
-        } else {
-            ""
-        };
-        return Err(format!("it contains {c:?}{fix}; {HINT}"));
-    }
-    if !s.starts_with(alnum) || !s.ends_with(alnum) {
-        return Err(format!("it starts or ends with '-'; {HINT}"));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -171,8 +120,6 @@ mod tests {
 
     use super::*;
     use crate::ContextName;
-
-    const RULE: &str = "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit";
 
     fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
         Plan::new(name).contexts([ContextName::new("control")])
@@ -187,19 +134,20 @@ mod tests {
     }
 
     #[test]
-    fn names_that_cannot_be_label_values_are_refused() {
+    fn controller_names_follow_the_attributes_rule() {
         assert_eq!(plan("app-deployer").problem(), None);
         assert_eq!(plan("a".repeat(63)).problem(), None);
         for bad in [
             "a".repeat(64),
             "-leading".into(),
             "has space".into(),
+            "Upper".into(),
             String::new(),
         ] {
-            let problem = plan(bad.clone()).problem().unwrap_or_default();
-            assert!(
-                problem.contains("give a shorter `name`"),
-                "{bad:?}: {problem}"
+            assert_eq!(
+                plan(bad.clone()).problem(),
+                controller_name(&bad).err(),
+                "{bad:?}"
             );
         }
         assert!(
@@ -213,32 +161,17 @@ mod tests {
     #[test]
     fn namespaces_given_at_run_time_are_checked_in_the_attributes_words() {
         assert_eq!(plan("web").namespaces(["team-a", "b2"]).problem(), None);
-        let problem = plan("web").namespaces(["Bad_NS"]).problem().unwrap();
-        assert_eq!(
-            problem,
-            format!("invalid namespace \"Bad_NS\": it contains 'B' (lowercase it); {RULE}")
-        );
-        let cases = [
-            ("", "it is empty"),
-            ("-a", "it starts or ends with '-'"),
-            ("a_b", "it contains '_'"),
-        ];
-        for (bad, why) in cases {
-            let problem = plan("web").namespaces([bad]).problem().unwrap();
-            assert_eq!(problem, format!("invalid namespace {bad:?}: {why}; {RULE}"));
+        for bad in ["Bad_NS", "", "-a", "a_b", &"a".repeat(64)] {
+            let problem = plan("web").namespaces([bad.to_owned()]).problem();
+            assert_eq!(problem, invalid_namespace(bad), "{bad:?}");
         }
-        let long = "a".repeat(64);
-        let problem = plan("web").namespaces([long.clone()]).problem().unwrap();
-        assert!(problem.contains("it is 64 characters long"), "{problem}");
         assert_eq!(
             plan("web").namespaces(["a", "b", "a"]).problem().unwrap(),
-            "namespace \"a\" is listed twice; remove one"
+            duplicate_namespace("a")
         );
         let empty = plan("web").namespaces(Vec::<String>::new()).problem();
         assert!(
-            empty
-                .unwrap()
-                .starts_with("`namespaces = []` watches nothing"),
+            empty.unwrap().starts_with(EMPTY_NAMESPACES),
             "an empty list is not every namespace"
         );
         // Every problem at once, not only the first.
@@ -256,8 +189,8 @@ mod tests {
         assert_eq!(
             problem,
             format!(
-                "owns(Deployment.apps/v1): invalid namespace \"Bad_NS\": it contains 'B' (lowercase \
-                 it); {RULE}"
+                "owns(Deployment.apps/v1): {}",
+                invalid_namespace("Bad_NS").unwrap()
             )
         );
         let empty = owning()

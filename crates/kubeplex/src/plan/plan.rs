@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use kube::core::ApiResource;
 
 use crate::core::Context;
@@ -17,7 +18,7 @@ pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
 pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(5);
 
 /// The longest a controller name may be: it is a label value on every child (63 characters at most).
-pub const MAX_CONTROLLER_NAME: usize = 63;
+pub const MAX_CONTROLLER_NAME: usize = kubeplex_names::MAX_CONTROLLER_NAME;
 
 /// Where a controller's primary resource is watched, where its children live, and how it reconciles.
 ///
@@ -313,13 +314,10 @@ impl<C: Context> Plan<C> {
 
     /// Every context children live in, each once.
     pub fn child_contexts(&self) -> Vec<C> {
-        let mut all = Vec::new();
-        for &context in self.children.iter().flat_map(|c| c.contexts.iter()) {
-            if !all.contains(&context) {
-                all.push(context);
-            }
-        }
-        all
+        let all: IndexSet<C> = (self.children.iter())
+            .flat_map(|c| c.contexts.iter().copied())
+            .collect();
+        all.into_iter().collect()
     }
 
     /// Whether some child kind also lives in every member of the fleet.
@@ -335,17 +333,11 @@ impl<C: Context> Plan<C> {
     /// Every context this controller needs: the primary's and every child's, each once, in first-seen order.
     /// These are the contexts it registers with the startup probe.
     pub fn all_contexts(&self) -> Vec<C> {
-        let mut all = Vec::new();
-        let declared = self
-            .contexts
-            .iter()
-            .chain(self.children.iter().flat_map(|c| c.contexts.iter()));
-        for &context in declared {
-            if !all.contains(&context) {
-                all.push(context);
-            }
-        }
-        all
+        let all: IndexSet<C> = (self.contexts.iter())
+            .chain(self.children.iter().flat_map(|c| c.contexts.iter()))
+            .copied()
+            .collect();
+        all.into_iter().collect()
     }
 }
 

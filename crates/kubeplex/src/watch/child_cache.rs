@@ -15,8 +15,8 @@ use kube::core::PartialObjectMeta;
 use kube::{Client, ResourceExt};
 
 use super::watches::{SharedWatch, WatchKey, WatchRegistry};
-use crate::core::PrimaryResource;
 use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
+use crate::core::{PrimaryResource, object_ref};
 
 /// Opens the shared watch of one child kind in one (context, namespace), for one controller's children.
 pub(crate) type OpenChildWatch = fn(
@@ -56,12 +56,9 @@ impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
     }
 
     fn get(&self, namespace: Option<&str>, name: &str) -> Option<ObjectMeta> {
-        let object = kube::runtime::reflector::ObjectRef::<K>::new(name);
-        let object = match namespace {
-            Some(namespace) => object.within(namespace),
-            None => object,
-        };
-        self.store().get(&object).map(|child| child.meta().clone())
+        self.store()
+            .get(&object_ref(namespace, name))
+            .map(|child| child.meta().clone())
     }
 
     fn parent_uids(&self) -> Vec<String> {

@@ -1,9 +1,9 @@
 //! A watch cache's objects by the value of one label, so that a parent's children are found without a scan.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 
 use kube::{Resource, ResourceExt};
+use parking_lot::Mutex;
 
 /// A namespace/name pair: the part of an object's reference an index keeps.
 pub(super) type Name = (Option<String>, String);
@@ -31,7 +31,7 @@ impl LabelIndex {
     /// `found` of each name of the objects whose label has `value`, kept while the index is locked (no copy
     /// of the names on a reconcile's path).
     pub(crate) fn find<T>(&self, value: &str, found: impl FnMut(&Name) -> Option<T>) -> Vec<T> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = self.entries.lock();
         entries
             .by_value
             .get(value)
@@ -40,13 +40,13 @@ impl LabelIndex {
 
     /// Every value of the label.
     pub(crate) fn values(&self) -> Vec<String> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = self.entries.lock();
         entries.by_value.keys().cloned().collect()
     }
 
     /// `object` was created or changed (its label may have, too).
     pub(crate) fn applied<K: Resource>(&self, object: &K) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries.lock();
         entries.remove(&name_of(object));
         if let Some(value) = object.labels().get(self.label) {
             entries.insert(name_of(object), value.clone());
@@ -55,7 +55,7 @@ impl LabelIndex {
 
     /// `object` was deleted.
     pub(crate) fn deleted<K: Resource>(&self, object: &K) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.entries.lock();
         entries.remove(&name_of(object));
     }
 
@@ -67,7 +67,7 @@ impl LabelIndex {
                 fresh.insert(name_of(object), value.clone());
             }
         }
-        *self.entries.lock().unwrap_or_else(|e| e.into_inner()) = fresh;
+        *self.entries.lock() = fresh;
     }
 }
 

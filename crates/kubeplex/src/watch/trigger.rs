@@ -1,24 +1,35 @@
 //! Which changes of a primary object trigger a reconcile: a change of what the reconcile acts on, not the
 //! runtime's own status writes.
 //!
-//! kube-runtime's `predicates::generation` and controller-runtime's `GenerationChangedPredicate` do the same
-//! for the spec. Here a change passes when the object's generation (its resourceVersion for kinds without
-//! one), its labels or annotations, or whether it is being deleted changed since it last passed: a status
-//! write (kubeplex's or anyone's) passes none of those, so it does not reconcile the parent again.
+//! A change passes when the object's generation (its resourceVersion for kinds without one), its labels or
+//! annotations, whether it is being deleted, or its uid (it was deleted and created again while the watch
+//! was away) changed since it last passed: a status write (kubeplex's or anyone's) changes none of those,
+//! so it does not reconcile the parent again. controller-runtime's `GenerationChangedPredicate` does the
+//! same for the spec.
+//!
+//! The hash is kube-runtime's: its `predicates` (`generation`, `resource_version`, `labels`,
+//! `annotations`), put together with `Predicate::fallback` and `combine`. Its stream adapter,
+//! `WatchStreamExt::predicate_filter`, does not fit, and so the state is kept here: it filters one
+//! `watcher` stream of objects for one consumer and keeps its hashes per object in that stream, whereas a
+//! primary watch here is shared (one `SharedWatch` per kind, context and namespace feeds every controller
+//! that subscribes, through `Change`s), each controller filters its own subscription, and a deletion must
+//! always pass and be forgotten, which `predicate_filter` may swallow when the hash did not change.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
 
 use kube::Resource;
+use kube::runtime::{Predicate, predicates};
+use parking_lot::Mutex;
 
+use super::label_index::Name;
 use super::watches::Change;
 
 /// Remembers, per object, what its last passing change looked like.
 #[derive(Default)]
 pub(crate) struct ChangeFilter {
-    seen: Mutex<HashMap<(Option<String>, String), u64>>,
+    seen: Mutex<HashMap<Name, Option<u64>>>,
 }
 
 impl ChangeFilter {
@@ -29,28 +40,41 @@ impl ChangeFilter {
             meta.namespace.clone(),
             meta.name.clone().unwrap_or_default(),
         );
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.seen.lock();
         match change {
             Change::Deleted(_) => {
                 seen.remove(&key);
                 true
             }
-            Change::Applied(_) => seen.insert(key, fingerprint(meta)) != Some(fingerprint(meta)),
+            Change::Applied(object) => {
+                let print = fingerprint(*object);
+                seen.insert(key, print) != Some(print)
+            }
         }
     }
 }
 
-/// What a reconcile acts on, hashed.
-fn fingerprint(meta: &kube::api::ObjectMeta) -> u64 {
+/// What a reconcile acts on, hashed: kube-runtime's predicates, and two of this filter's own.
+fn fingerprint<K: Resource>(object: &K) -> Option<u64> {
+    predicates::generation
+        .fallback(predicates::resource_version)
+        .combine(predicates::labels)
+        .combine(predicates::annotations)
+        .combine(deleting)
+        .combine(uid)
+        .hash_property(object)
+}
+
+/// Whether the object is being deleted (its deletion timestamp is set, its generation may not move).
+fn deleting<K: Resource>(object: &K) -> Option<u64> {
+    Some(u64::from(object.meta().deletion_timestamp.is_some()))
+}
+
+/// The object's uid, hashed: the same name with another uid is another object.
+fn uid<K: Resource>(object: &K) -> Option<u64> {
     let mut hasher = DefaultHasher::new();
-    match meta.generation {
-        Some(generation) => generation.hash(&mut hasher),
-        None => meta.resource_version.hash(&mut hasher),
-    }
-    meta.deletion_timestamp.is_some().hash(&mut hasher);
-    meta.labels.hash(&mut hasher);
-    meta.annotations.hash(&mut hasher);
-    hasher.finish()
+    object.meta().uid.as_ref()?.hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 #[cfg(test)]
@@ -101,6 +125,18 @@ mod tests {
             filter.passes(&Change::Applied(&parent)),
             "forgotten after a deletion"
         );
+    }
+
+    #[test]
+    fn the_same_name_created_again_passes() {
+        let filter = ChangeFilter::default();
+        let mut parent = object(Some(1), "10");
+        parent.metadata.uid = Some("first".into());
+        assert!(filter.passes(&Change::Applied(&parent)));
+        assert!(!filter.passes(&Change::Applied(&parent)));
+        // Deleted and created again while the watch was away: the relist shows it applied, never deleted.
+        parent.metadata.uid = Some("second".into());
+        assert!(filter.passes(&Change::Applied(&parent)), "another object");
     }
 
     #[test]

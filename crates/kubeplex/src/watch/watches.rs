@@ -5,22 +5,23 @@
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use futures::{Stream, StreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
+use parking_lot::Mutex;
 use tokio::task::JoinSet;
 
-use super::label_index::{LabelIndex, Name};
-use crate::core::{ApiScope, PrimaryResource, kind_label};
+use super::label_index::LabelIndex;
+use crate::core::{ApiScope, PrimaryResource, kind_label, object_ref};
 use crate::executor::RetryBackoff;
 use crate::executor::{KeySender, KeyStream, key_queue};
 use crate::health::{Health, WatchEntry, WatchHealth};
-use crate::metrics::{Metrics, WatchMetrics};
+use crate::metrics::{Metrics, WatchMetrics, gauge_value};
 
 /// What identifies a watch: two requests with the same key share one watch and one cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,7 +88,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
         T: Clone + Eq + Hash + Send + 'static,
     {
         let (sender, stream) = key_queue();
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut subscribers = self.subscribers.lock();
         for object in self.store.state() {
             if let Some(k) = key(&Change::Applied(&object)) {
                 sender.send(k);
@@ -102,7 +103,9 @@ impl<K: PrimaryResource> SharedWatch<K> {
         let Some(index) = &self.index else {
             return Vec::new();
         };
-        index.find(value, |name| self.store.get(&object_ref(name)))
+        index.find(value, |name| {
+            self.store.get(&object_ref(name.0.as_deref(), &name.1))
+        })
     }
 
     /// Every value of the index label in the cache.
@@ -113,7 +116,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
     }
 
     fn publish(&self, change: &Change<'_, K>) {
-        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut subscribers = self.subscribers.lock();
         subscribers.retain(|subscriber| subscriber(change));
     }
 
@@ -148,14 +151,6 @@ where
         Some(k) => sender.send(k),
         None => sender.is_open(),
     })
-}
-
-fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> ObjectRef<K> {
-    let object = ObjectRef::new(name);
-    match namespace {
-        Some(namespace) => object.within(namespace),
-        None => object,
-    }
 }
 
 /// One open watch: the watch itself (a `SharedWatch` of its key's kind) and what closing it for good takes —
@@ -205,7 +200,7 @@ impl WatchRegistry {
         transform: fn(&mut K),
     ) -> Arc<SharedWatch<K>> {
         debug_assert_eq!(key.kind, TypeId::of::<K>());
-        let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        let mut watches = self.watches.lock();
         if let Some(existing) = watches.get(&key) {
             return Arc::clone(&existing.watch)
                 .downcast()
@@ -243,11 +238,7 @@ impl WatchRegistry {
             metrics,
             RetryBackoff::default(),
         );
-        let task = self
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .spawn(task);
+        let task = self.tasks.lock().spawn(task);
         let opened = Opened {
             watch: watch.clone(),
             task,
@@ -262,11 +253,7 @@ impl WatchRegistry {
     /// and its cache is freed once no one holds it (a reconcile in flight may, until it ends). Nothing
     /// happens if it is not open.
     pub(crate) fn release(&self, key: &WatchKey) {
-        let opened = self
-            .watches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
+        let opened = self.watches.lock().remove(key);
         if let Some(opened) = opened {
             opened.task.abort();
             self.health.forget_watch(&opened.health);
@@ -279,20 +266,20 @@ impl WatchRegistry {
     /// Closes every watch whose key `matches` (see [`release`](Self::release)).
     pub(crate) fn release_matching(&self, matches: impl Fn(&WatchKey) -> bool) {
         let keys: Vec<WatchKey> = {
-            let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+            let watches = self.watches.lock();
             watches.keys().filter(|k| matches(k)).cloned().collect()
         };
         for key in &keys {
             self.release(key);
         }
         // The aborted tasks' slots are freed now, not when the manager stops: members come and go.
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tasks = self.tasks.lock();
         while tasks.try_join_next().is_some() {}
     }
 
     /// Every watch of kind `K` in `context`, whatever its namespace or selectors.
     pub(crate) fn watches_of<K: PrimaryResource>(&self, context: &str) -> Vec<Arc<SharedWatch<K>>> {
-        let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        let watches = self.watches.lock();
         watches
             .iter()
             .filter(|(key, _)| key.context == context && key.kind == TypeId::of::<K>())
@@ -307,10 +294,7 @@ impl WatchRegistry {
 
     /// Ends every watch.
     pub(crate) fn shutdown(&self) {
-        self.tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .abort_all();
+        self.tasks.lock().abort_all();
     }
 }
 
@@ -387,10 +371,6 @@ async fn run<K: PrimaryResource>(
             }
         }
     }
-}
-
-fn gauge_value(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

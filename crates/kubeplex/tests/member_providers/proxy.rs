@@ -2,7 +2,9 @@
 //! or holds every connection without answering (a black hole), and can switch between these on the same port.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
@@ -45,7 +47,7 @@ impl Proxy {
 
     /// Closes the port and every connection: the server is refused until [`listen`](Self::listen).
     pub fn close(&self) {
-        self.tasks.lock().unwrap().abort_all();
+        self.tasks.lock().abort_all();
     }
 
     /// Listens again on the same port, in `mode`.
@@ -58,12 +60,12 @@ impl Proxy {
     fn serve(&self, listener: TcpListener, mode: Mode) {
         let (tasks, target) = (self.tasks.clone(), self.target);
         let spawned = tasks.clone();
-        tasks.lock().unwrap().spawn(async move {
+        tasks.lock().spawn(async move {
             loop {
                 let Ok((mut inbound, _)) = listener.accept().await else {
                     return;
                 };
-                spawned.lock().unwrap().spawn(async move {
+                spawned.lock().spawn(async move {
                     match mode {
                         Mode::Forward => {
                             if let Ok(mut outbound) = TcpStream::connect(target).await {

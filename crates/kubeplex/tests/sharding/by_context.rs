@@ -24,7 +24,7 @@ const ALIASES: [&str; 6] = ["ctx-0", "ctx-1", "ctx-2", "ctx-3", "ctx-4", "ctx-5"
 #[derive(Clone, Default)]
 struct PerContext {
     /// (context, name, data.value) of each reconcile.
-    seen: Arc<std::sync::Mutex<Vec<(String, String, String)>>>,
+    seen: Arc<parking_lot::Mutex<Vec<(String, String, String)>>>,
 }
 
 impl Reconcile for PerContext {
@@ -42,7 +42,7 @@ impl Reconcile for PerContext {
             name,
             value.unwrap_or_default(),
         );
-        self.seen.lock().unwrap().push(seen);
+        self.seen.lock().push(seen);
         Ok(Action::await_change())
     }
 }
@@ -165,7 +165,7 @@ async fn reconciled_by_holders(
         let reconciled: Vec<(&str, (String, String))> = replicas
             .iter()
             .flat_map(|(identity, _, r)| {
-                let seen = r.seen.lock().unwrap().clone();
+                let seen = r.seen.lock().clone();
                 seen.into_iter()
                     .filter(|(_, _, v)| v == value)
                     .map(move |(context, name, _)| (*identity, (context, name)))

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kubeplex_testenv::{Polling, eventually};
+use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 kubeplex::contexts! {
@@ -55,11 +56,11 @@ impl Recorder {
             name: object.metadata.name.clone().unwrap_or_default(),
             value: object.data.as_ref().and_then(|d| d.get("value").cloned()),
         };
-        self.0.lock().unwrap().push(seen);
+        self.0.lock().push(seen);
     }
 
     pub fn all(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().clone()
+        self.0.lock().clone()
     }
 
     /// Waits until `done` holds for the reconciles seen so far; panics with what was seen after `timeout`.

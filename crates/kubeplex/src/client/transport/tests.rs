@@ -1,5 +1,5 @@
+use parking_lot::Mutex;
 use std::convert::Infallible;
-use std::sync::Mutex;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -31,7 +31,7 @@ async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
                     };
                     let line = format!("{} {}{query}", request.method(), uri.path());
                     if request.into_body().collect().await.is_ok() {
-                        recorded.lock().unwrap().push(line);
+                        recorded.lock().push(line);
                     }
                     let status = r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#;
                     let response = Response::builder()
@@ -83,7 +83,7 @@ fn config(url: &str) -> kube::Config {
 async fn seen_until(seen: &Mutex<Vec<String>>, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let now = seen.lock().unwrap().clone();
+        let now = seen.lock().clone();
         if done(&now) || Instant::now() >= deadline {
             return now;
         }
@@ -106,7 +106,7 @@ async fn writes_are_sent_while_the_fence_is_open() {
     .expect("an answer within 10 s")
     .unwrap();
     assert_eq!(
-        seen.lock().unwrap().clone(),
+        seen.lock().clone(),
         ["DELETE /api/v1/namespaces/apps/configmaps/web"]
     );
 }

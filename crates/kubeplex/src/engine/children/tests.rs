@@ -260,10 +260,10 @@ async fn deleting_a_child_that_is_gone_or_replaced_is_done() {
 /// `tests/runtime_cleanup.rs`) refuses it with 409, and the new object stays.
 #[tokio::test]
 async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
-    let current = Arc::new(std::sync::Mutex::new(Some("uid-web".to_owned())));
+    let current = Arc::new(parking_lot::Mutex::new(Some("uid-web".to_owned())));
     let server = current.clone();
     let (client, requests) = fake_api::client(move |method, _, body| {
-        let mut current = server.lock().unwrap();
+        let mut current = server.lock();
         match method {
             "GET" => {
                 let listed = child_meta("web", Some(&parent("uid-1", "crd-a")));
@@ -310,7 +310,7 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(
-        current.lock().unwrap().as_deref(),
+        current.lock().as_deref(),
         Some("uid-web-recreated"),
         "the recreated child was deleted"
     );

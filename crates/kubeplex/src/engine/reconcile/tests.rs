@@ -2,14 +2,15 @@
 //! stand-in API server.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, ObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
+use parking_lot::Mutex;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -112,7 +113,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recording {
                 .collect()
         });
         let message = fields.remove("message").unwrap_or_default();
-        self.events.lock().unwrap().push(EventSeen {
+        self.events.lock().push(EventSeen {
             target: event.metadata().target(),
             message,
             within,
@@ -123,7 +124,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recording {
         if let Some(span) = ctx.span(&id)
             && let Some(seen) = span.extensions().get::<SpanSeen>()
         {
-            self.spans.lock().unwrap().push(seen.clone());
+            self.spans.lock().push(seen.clone());
         }
     }
 }
@@ -220,10 +221,10 @@ async fn a_reconcile_runs_in_a_span_with_its_id_and_its_child_work_in_spans_with
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
     );
     let second = reconcile(deleted).await;
-    let events = recording.events.lock().unwrap().clone();
+    let events = recording.events.lock().clone();
     drop((first, second));
 
-    let spans = recording.spans.lock().unwrap().clone();
+    let spans = recording.spans.lock().clone();
     let named = |name: &str| -> Vec<SpanSeen> {
         spans.iter().filter(|s| s.name == name).cloned().collect()
     };

@@ -1,9 +1,9 @@
 //! The executor with paused time: every test runs in milliseconds of real time.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
@@ -20,7 +20,7 @@ struct Log {
 
 impl Log {
     fn runs_of(&self, key: u32) -> Vec<(Duration, Duration)> {
-        let runs = self.runs.lock().unwrap();
+        let runs = self.runs.lock();
         runs.iter()
             .filter(|(k, ..)| *k == key)
             .map(|&(_, start, end)| (start, end))
@@ -28,7 +28,7 @@ impl Log {
     }
 
     fn count(&self) -> usize {
-        self.runs.lock().unwrap().len()
+        self.runs.lock().len()
     }
 }
 
@@ -70,7 +70,7 @@ fn start(
                 log.most_active.fetch_max(active, Ordering::SeqCst);
                 sleep(took(key)).await;
                 log.active.fetch_sub(1, Ordering::SeqCst);
-                log.runs.lock().unwrap().push((key, start, t0.elapsed()));
+                log.runs.lock().push((key, start, t0.elapsed()));
                 next(key)
             }
         }
@@ -185,8 +185,8 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
             let (versions, seen) = (versions.clone(), seen.clone());
             async move {
                 sleep(Duration::from_millis(100)).await;
-                let version = versions.lock().unwrap()[&key];
-                seen.lock().unwrap().push((key, version));
+                let version = versions.lock()[&key];
+                seen.lock().push((key, version));
                 Next::AwaitChange
             }
         }
@@ -194,13 +194,13 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
     tokio::spawn(run(inputs, config(Some(1)), stopped, work));
     for version in 1..=100 {
         for key in 0..100 {
-            versions.lock().unwrap().insert(key, version);
+            versions.lock().insert(key, version);
             keys.send(key);
         }
         tokio::task::yield_now().await;
     }
     sleep(Duration::from_secs(60)).await;
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock();
     // Each key ran at most twice (once for a version in flight, once with the rest merged), not 100 times.
     assert!(seen.len() <= 200, "{} runs", seen.len());
     for key in 0..100 {

@@ -94,7 +94,7 @@ fn warnings(f: impl FnOnce()) -> Vec<String> {
     struct Lines(Arc<Mutex<Vec<u8>>>);
     impl std::io::Write for Lines {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
+            self.0.lock().extend_from_slice(bytes);
             Ok(bytes.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -109,7 +109,7 @@ fn warnings(f: impl FnOnce()) -> Vec<String> {
         .with_writer(move || writer.clone())
         .finish();
     tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let text = String::from_utf8(lines.0.lock().clone()).unwrap();
     text.lines().map(str::to_owned).collect()
 }
 

@@ -1,4 +1,4 @@
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use super::*;
 
@@ -21,7 +21,7 @@ fn runner(
                 Change::Unhealthy(reason) => format!("unhealthy {reason}"),
                 Change::Leave(_) => "leave".to_owned(),
             };
-            log.lock().unwrap().push(format!("{member} {what} started"));
+            log.lock().push(format!("{member} {what} started"));
             match change {
                 Change::Join(_) => tokio::time::sleep(join).await,
                 Change::Unhealthy(_) => {}
@@ -35,7 +35,7 @@ fn runner(
                     }
                 }
             }
-            log.lock().unwrap().push(format!("{member} {what} ended"));
+            log.lock().push(format!("{member} {what} ended"));
         })
     }
 }
@@ -92,7 +92,7 @@ async fn one_members_changes_run_in_order_and_others_beside_them() {
     assert!(ended.iter().all(|e| !e.cancelled), "{ended:?}");
     // a's 30 s leave and 1 s join; b's second join beside them.
     assert_eq!(started.elapsed(), Duration::from_secs(31));
-    let log = log.lock().unwrap();
+    let log = log.lock();
     let at = |line: &str| log.iter().position(|l| l == line).unwrap();
     assert!(at("b join 2 ended") < at("a leave ended"), "{log:?}");
     assert!(at("a leave ended") < at("a join 2 started"), "{log:?}");
@@ -121,7 +121,7 @@ async fn a_leave_cancels_its_members_join_at_work_and_replaces_those_waiting() {
     // One leave answered both.
     assert_eq!(first_answer.await, Ok(LeaveOutcome::Done));
     assert_eq!(second_answer.await, Ok(LeaveOutcome::Done));
-    assert!(!log.lock().unwrap().iter().any(|l| l.contains("join 2")));
+    assert!(!log.lock().iter().any(|l| l.contains("join 2")));
 }
 
 #[tokio::test(start_paused = true)]
@@ -135,7 +135,7 @@ async fn a_newer_join_replaces_the_one_waiting_and_a_join_after_a_leave_waits_fo
     changes.push("a", Change::Unhealthy("bad".into()));
     changes.push("a", Change::Join(2));
     drain(&mut changes, &mut run).await;
-    let log = log.lock().unwrap();
+    let log = log.lock();
     let started: Vec<&String> = log.iter().filter(|l| l.ends_with("started")).collect();
     assert_eq!(started, ["a leave started", "a join 2 started"]);
     // The join started only once the leave had ended.

@@ -162,7 +162,7 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let recorded = attempts.clone();
     let events = stream::iter(0..).flat_map(move |_| {
-        recorded.lock().unwrap().push(started.elapsed());
+        recorded.lock().push(started.elapsed());
         stream::iter([Ok(Event::Init), Err(watcher::Error::NoResourceVersion)])
     });
     let (store, _writer) = reflector::store::<ConfigMap>();
@@ -184,7 +184,7 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
         ),
     )
     .await;
-    let attempts = attempts.lock().unwrap().clone();
+    let attempts = attempts.lock().clone();
     // 0.5, 1, 2, 4, 8, 8, … seconds (each up to twice that with jitter): at most a dozen tries in a minute.
     assert!((5..=12).contains(&attempts.len()), "{attempts:?}");
     let gaps: Vec<Duration> = attempts.windows(2).map(|w| w[1] - w[0]).collect();
