@@ -174,28 +174,6 @@ impl TestEnv {
         })
     }
 
-    /// Polls an authenticated `/readyz` until it answers `ok`, failing early when a process exits.
-    pub(crate) async fn wait_ready(&self, cluster: &str) -> Result<()> {
-        let client = self.client(cluster).await?;
-        let started = Instant::now();
-        let mut last_problem = String::from("no answer yet");
-        while started.elapsed() < self.start_timeout {
-            self.lock(cluster)?.check_alive()?;
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            match tokio::time::timeout(Duration::from_secs(5), client.request_text(request)).await {
-                Ok(Ok(body)) if body.trim() == "ok" => return Ok(()),
-                Ok(Ok(body)) => last_problem = format!("/readyz answered {body:?}"),
-                Ok(Err(error)) => last_problem = error.to_string(),
-                Err(_) => last_problem = "/readyz did not answer within 5s".into(),
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let problem = format!("not ready after {:?}: {last_problem}", self.start_timeout);
-        Err(self.lock(cluster)?.not_ready("kube-apiserver", problem))
-    }
-
     pub(crate) fn write_kubeconfig(&self) -> Result<Kubeconfig> {
         let (kubeconfig, document) = self.build_kubeconfig(|_| Credential::Admin);
         let text = serde_json::to_string_pretty(&document).expect("JSON values serialize");
