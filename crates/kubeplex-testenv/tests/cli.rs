@@ -49,11 +49,17 @@ fn wait_gone(pids: &[u32]) -> bool {
 
 /// Starts `up` and returns it once it printed its `ready` line (and that line).
 fn up(clusters: &str, kubeconfig: &std::path::Path) -> (Watched, String) {
+    up_with(clusters, kubeconfig, &[])
+}
+
+/// [`up`] with more arguments.
+fn up_with(clusters: &str, kubeconfig: &std::path::Path, more: &[&str]) -> (Watched, String) {
     let mut child = Watched::spawn(
         "kubeplex-testenv up",
         Command::new(CLI)
             .args(["up", "--clusters", clusters, "--kubeconfig"])
-            .arg(kubeconfig),
+            .arg(kubeconfig)
+            .args(more),
     )
     .unwrap();
     let ready = child.wait_for_line(|line| line.starts_with("ready"), WAIT);
@@ -90,9 +96,17 @@ fn up_writes_the_kubeconfig_prints_ready_and_cleans_up_on_sigterm() {
 #[test]
 fn a_killed_cli_leaves_no_cluster_behind() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, _) = up("orphan-check", &dir.path().join("kubeconfig"));
+    let (child, _) = up_with(
+        "orphan-check",
+        &dir.path().join("kubeconfig"),
+        &["--controller-manager", "orphan-check"],
+    );
     let programs = children(child.id());
-    assert_eq!(programs.len(), 2, "{programs:?}");
+    assert_eq!(
+        programs.len(),
+        3,
+        "etcd, kube-apiserver and kube-controller-manager: {programs:?}"
+    );
     // SIGKILL to the CLI alone: no destructor, no atexit; the kernel's parent-death signal must do it.
     // SAFETY: signals our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
@@ -105,7 +119,7 @@ fn a_killed_cli_leaves_no_cluster_behind() {
 
 #[test]
 fn invalid_arguments_exit_2_and_name_the_argument() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&[], "Usage: kubeplex-testenv <COMMAND>"),
         (&["up"], "--clusters <NAME[,NAME...]>"),
         (
@@ -120,6 +134,10 @@ fn invalid_arguments_exit_2_and_name_the_argument() {
         (
             &["up", "--clusters", "a", "--bogus"],
             "unexpected argument '--bogus'",
+        ),
+        (
+            &["up", "--clusters", "a", "--controller-manager", "b"],
+            "--controller-manager: no cluster named \"b\"",
         ),
         (
             &[
@@ -157,7 +175,11 @@ fn help_prints_the_usage_on_stdout() {
         ),
         (
             &["help", "up"],
-            &["--clusters <NAME[,NAME...]>", "--kubeconfig <PATH>"],
+            &[
+                "--clusters <NAME[,NAME...]>",
+                "--kubeconfig <PATH>",
+                "--controller-manager <NAME[,NAME...]>",
+            ],
         ),
         (&["up", "-h"], &["--clusters <NAME[,NAME...]>"]),
     ];
@@ -217,13 +239,17 @@ fn a_first_build_says_what_it_builds_how_long_it_takes_and_how_far_it_is() {
     assert!(output.status.success(), "{stderr}");
     let (kubernetes, etcd) = (Binaries::kubernetes_version(), Binaries::etcd_version());
     for expected in [
-        format!("first run: building kube-apiserver {kubernetes} and etcd {etcd} from Go modules"),
-        "usually takes 8-15 minutes".into(),
-        "[1/2] kube-apiserver: resolving its packages".into(),
-        "[1/2] kube-apiserver: compiling 3 packages".into(),
-        "[1/2] kube-apiserver: 3 packages compiled, linking".into(),
-        "[1/2] kube-apiserver: built in".into(),
-        "[2/2] etcd: built in".into(),
+        format!(
+            "first run: building kube-apiserver {kubernetes}, etcd {etcd} and \
+             kube-controller-manager {kubernetes} from Go modules"
+        ),
+        "usually takes 11-20 minutes".into(),
+        "[1/3] kube-apiserver: resolving its packages".into(),
+        "[1/3] kube-apiserver: compiling 3 packages".into(),
+        "[1/3] kube-apiserver: 3 packages compiled, linking".into(),
+        "[1/3] kube-apiserver: built in".into(),
+        "[2/3] etcd: built in".into(),
+        "[3/3] kube-controller-manager: built in".into(),
     ] {
         assert!(
             stderr.contains(&expected),
@@ -240,7 +266,7 @@ fn a_first_build_says_what_it_builds_how_long_it_takes_and_how_far_it_is() {
         "{dir}"
     );
 
-    // The second run finds both programs: nothing is built, nothing is said.
+    // The second run finds the programs: nothing is built, nothing is said.
     let again = output_within(&mut build_with(go.path(), cache.path()), WAIT);
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stderr), "");
@@ -270,12 +296,14 @@ fn a_build_waiting_for_another_says_so() {
     .unwrap();
     let line = waiting.wait_for_line(|line| !line.trim().is_empty(), WAIT);
     assert!(
-        line.contains("waiting for another process that is building kube-apiserver and etcd")
-            && line.contains("first run only"),
+        line.contains(
+            "waiting for another process that is building kube-apiserver, etcd and \
+             kube-controller-manager"
+        ) && line.contains("first run only"),
         "{line}"
     );
     // The other process finishes: the waiting one uses its programs.
-    for program in ["kube-apiserver", "etcd"] {
+    for program in ["kube-apiserver", "etcd", "kube-controller-manager"] {
         std::fs::write(dir.join(program), "").unwrap();
     }
     drop(lock);
@@ -291,7 +319,7 @@ fn a_build_waiting_for_another_says_so() {
 }
 
 #[test]
-fn build_prints_the_directory_holding_both_programs() {
+fn build_prints_the_directory_holding_the_programs() {
     let output = output_within(Command::new(CLI).arg("build"), BUILD);
     assert!(
         output.status.success(),
@@ -299,11 +327,13 @@ fn build_prints_the_directory_holding_both_programs() {
         String::from_utf8_lossy(&output.stderr)
     );
     let dir = std::path::PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
-    assert!(
-        dir.join("kube-apiserver").is_file() && dir.join("etcd").is_file(),
-        "{}",
-        dir.display()
-    );
+    for program in ["kube-apiserver", "etcd", "kube-controller-manager"] {
+        assert!(
+            dir.join(program).is_file(),
+            "{program} in {}",
+            dir.display()
+        );
+    }
 }
 
 #[test]
@@ -340,6 +370,27 @@ fn kubebuilder_assets_is_used_as_is_when_it_holds_both_programs() {
         String::from_utf8(used.stdout).unwrap().trim(),
         assets.path().display().to_string()
     );
+    // setup-envtest's directories hold no kube-controller-manager: fine, until a cluster asks for one.
+    let stderr = String::from_utf8_lossy(&used.stderr);
+    assert!(
+        stderr.contains("holds no kube-controller-manager"),
+        "{stderr}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let refused = output_within(
+        Command::new(CLI)
+            .args(["up", "--clusters", "a", "--controller-manager", "a"])
+            .arg("--kubeconfig")
+            .arg(dir.path().join("kubeconfig"))
+            .env("KUBEBUILDER_ASSETS", assets.path()),
+        WAIT,
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("holds no kube-controller-manager, which a cluster asks for"),
+        "{stderr}"
+    );
 
     let empty = tempfile::tempdir().unwrap();
     let refused = output_within(
@@ -355,4 +406,52 @@ fn kubebuilder_assets_is_used_as_is_when_it_holds_both_programs() {
             && stderr.contains("does not hold both kube-apiserver and etcd"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_controller_manager_that_exits_fails_the_start_with_its_log() {
+    let built = output_within(
+        Command::new(CLI)
+            .arg("build")
+            .env_remove("KUBEBUILDER_ASSETS"),
+        BUILD,
+    );
+    let cache = String::from_utf8(built.stdout).unwrap().trim().to_owned();
+    let assets = tempfile::tempdir().unwrap();
+    for program in ["kube-apiserver", "etcd"] {
+        std::os::unix::fs::symlink(
+            std::path::Path::new(&cache).join(program),
+            assets.path().join(program),
+        )
+        .unwrap();
+    }
+    let fake = assets.path().join("kube-controller-manager");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"fake controller manager: cannot start ($1)\" >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let failed = output_within(
+        Command::new(CLI)
+            .args(["up", "--clusters", "a,b", "--controller-manager", "b"])
+            .arg("--kubeconfig")
+            .arg(dir.path().join("kubeconfig"))
+            .env("KUBEBUILDER_ASSETS", assets.path()),
+        WAIT,
+    );
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    for expected in [
+        "cluster b: kube-controller-manager exited (exit status: 3)",
+        "last lines of kube-controller-manager's log",
+        "fake controller manager: cannot start (--kubeconfig=",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "expected {expected:?} in\n{stderr}"
+        );
+    }
 }
