@@ -76,7 +76,7 @@ impl TestEnvBuilder {
     /// It starts once the cluster's API server is ready, and `start` waits until its `/healthz` reports
     /// every controller; it is stopped and started again with the API server ([`TestEnv::stop`],
     /// [`TestEnv::start`]). Off by default: other clusters start as fast as before. The first use on a
-    /// machine builds the program (about 5 minutes on 2 cores once kube-apiserver is built); with
+    /// machine builds the program (3-5 minutes on 2 cores once kube-apiserver is built); with
     /// `KUBEBUILDER_ASSETS`, that directory must hold it.
     ///
     /// [`CONTROLLER_MANAGER_CONTROLLERS`]: crate::CONTROLLER_MANAGER_CONTROLLERS

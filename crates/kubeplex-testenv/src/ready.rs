@@ -22,14 +22,14 @@ impl TestEnv {
     pub(crate) async fn wait_ready(&self, cluster: &str) -> Result<()> {
         let deadline = Instant::now() + self.start_timeout;
         self.wait_apiserver_ready(cluster, deadline).await?;
-        let started = self.lock(cluster)?.start_controller_manager()?;
-        match started {
-            Some(url) => {
-                self.wait_controller_manager_ready(cluster, &url, deadline)
-                    .await
-            }
-            None => Ok(()),
-        }
+        let Some(url) = self.lock(cluster)?.start_controller_manager()? else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        self.wait_controller_manager_ready(cluster, &url, deadline)
+            .await?;
+        tracing::debug!(cluster, elapsed = ?started.elapsed(), "kube-controller-manager ready");
+        Ok(())
     }
 
     /// Polls an authenticated `/readyz` (anonymous requests get 403 during RBAC bootstrap) until it
