@@ -79,13 +79,15 @@ impl TestEnv {
         client_for(self.kubeconfig_with(cluster, credential)?, cluster).await
     }
 
-    /// Kills the cluster's API server: requests fail with "connection refused". Its etcd keeps the data.
+    /// Kills the cluster's API server (and its controller manager, if it runs one): requests fail with
+    /// "connection refused". Its etcd keeps the data.
     pub fn stop(&self, cluster: &str) -> Result<()> {
         self.lock(cluster)?.stop_apiserver();
         Ok(())
     }
 
-    /// Starts a stopped API server on the same port and waits until it is ready; earlier data is still there.
+    /// Starts a stopped API server on the same port and waits until it is ready (then starts its controller
+    /// manager, if it runs one, and waits for that too); earlier data is still there.
     pub async fn start(&self, cluster: &str) -> Result<()> {
         self.lock(cluster)?.start_apiserver()?;
         self.wait_ready(cluster).await
@@ -106,7 +108,7 @@ impl TestEnv {
         Ok(self.lock(cluster)?.is_frozen())
     }
 
-    /// Process ids of every running kube-apiserver and etcd.
+    /// Process ids of every running kube-apiserver, etcd and kube-controller-manager.
     pub fn pids(&self) -> Vec<u32> {
         self.clusters
             .iter()
