@@ -79,13 +79,15 @@ impl TestEnv {
         client_for(self.kubeconfig_with(cluster, credential)?, cluster).await
     }
 
-    /// Kills the cluster's API server: requests fail with "connection refused". Its etcd keeps the data.
+    /// Kills the cluster's API server (and its controller manager, if it runs one): requests fail with
+    /// "connection refused". Its etcd keeps the data.
     pub fn stop(&self, cluster: &str) -> Result<()> {
         self.lock(cluster)?.stop_apiserver();
         Ok(())
     }
 
-    /// Starts a stopped API server on the same port and waits until it is ready; earlier data is still there.
+    /// Starts a stopped API server on the same port and waits until it is ready (then starts its controller
+    /// manager, if it runs one, and waits for that too); earlier data is still there.
     pub async fn start(&self, cluster: &str) -> Result<()> {
         self.lock(cluster)?.start_apiserver()?;
         self.wait_ready(cluster).await
@@ -106,7 +108,7 @@ impl TestEnv {
         Ok(self.lock(cluster)?.is_frozen())
     }
 
-    /// Process ids of every running kube-apiserver and etcd.
+    /// Process ids of every running kube-apiserver, etcd and kube-controller-manager.
     pub fn pids(&self) -> Vec<u32> {
         self.clusters
             .iter()
@@ -172,28 +174,6 @@ impl TestEnv {
             crd: name,
             waited: self.start_timeout,
         })
-    }
-
-    /// Polls an authenticated `/readyz` until it answers `ok`, failing early when a process exits.
-    pub(crate) async fn wait_ready(&self, cluster: &str) -> Result<()> {
-        let client = self.client(cluster).await?;
-        let started = Instant::now();
-        let mut last_problem = String::from("no answer yet");
-        while started.elapsed() < self.start_timeout {
-            self.lock(cluster)?.check_alive()?;
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            match tokio::time::timeout(Duration::from_secs(5), client.request_text(request)).await {
-                Ok(Ok(body)) if body.trim() == "ok" => return Ok(()),
-                Ok(Ok(body)) => last_problem = format!("/readyz answered {body:?}"),
-                Ok(Err(error)) => last_problem = error.to_string(),
-                Err(_) => last_problem = "/readyz did not answer within 5s".into(),
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let problem = format!("not ready after {:?}: {last_problem}", self.start_timeout);
-        Err(self.lock(cluster)?.not_ready("kube-apiserver", problem))
     }
 
     pub(crate) fn write_kubeconfig(&self) -> Result<Kubeconfig> {

@@ -26,7 +26,7 @@ pub enum Error {
         /// The environment's clusters, comma-separated.
         known: String,
     },
-    /// The kube-apiserver or etcd programs could not be found or built.
+    /// The kube-apiserver, etcd or kube-controller-manager programs could not be found or built.
     #[error("test cluster binaries: {0}")]
     Binaries(String),
     /// Generating certificates or keys failed.
@@ -55,7 +55,7 @@ pub enum Error {
     NotReady {
         /// The cluster.
         cluster: String,
-        /// `kube-apiserver` or `etcd`.
+        /// `kube-apiserver`, `etcd` or `kube-controller-manager`.
         program: &'static str,
         /// What happened, e.g. "not ready after 60s: connection refused".
         problem: String,

@@ -3,8 +3,10 @@
 //! Each cluster is an upstream `kube-apiserver` with its own `etcd`, certificates and data, on free
 //! loopback ports; the kubeconfig has one context per cluster, named as the cluster. The programs are built
 //! from the Go modules pinned in `assets/go.mod` into a cache on first use (or taken from
-//! `KUBEBUILDER_ASSETS`). No controller manager runs: there is no garbage collection, namespaces stay
-//! `Terminating` after a delete, and Deployments create no Pods.
+//! `KUBEBUILDER_ASSETS`). By default no controller manager runs: there is no garbage collection,
+//! namespaces stay `Terminating` after a delete, and Deployments get no ReplicaSets. A cluster named with
+//! [`TestEnvBuilder::controller_manager`] also runs an upstream `kube-controller-manager` with the
+//! [`CONTROLLER_MANAGER_CONTROLLERS`]; with no kubelet or scheduler anywhere, Pods stay `Pending`.
 //!
 //! The `kubeplex-testenv` command line (`up`, `build`) is built only with the feature `cli`.
 //!
@@ -28,12 +30,16 @@ mod env;
 mod error;
 mod kubeconfig;
 mod polling;
+mod ready;
 mod shared;
 mod tokens;
 mod watched;
 
 pub use builder::TestEnvBuilder;
-pub use control_plane::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS, NO_PERMISSIONS_USER};
+pub use control_plane::{
+    Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, KUBEBUILDER_ASSETS,
+    NO_PERMISSIONS_USER,
+};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::{Credential, set_user};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
-use kubeplex_testenv::{Binaries, Error, TestEnv, TestEnvBuilder};
+use kubeplex_testenv::{Binaries, Error, KUBEBUILDER_ASSETS, TestEnv, TestEnvBuilder};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Real local Kubernetes clusters: one upstream kube-apiserver with its own etcd per cluster.
@@ -22,7 +22,10 @@ enum Command {
     /// Start one real kube-apiserver (with its own etcd) per cluster, write a kubeconfig with one context
     /// per cluster, print a line starting with `ready`, and run until SIGINT or SIGTERM.
     Up(UpArgs),
-    /// Build (or locate) kube-apiserver and etcd, and print their directory.
+    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory.
+    ///
+    /// With KUBEBUILDER_ASSETS set, nothing is built: that directory must hold kube-apiserver and etcd, and
+    /// may hold kube-controller-manager (clusters that ask for one fail to start without it).
     Build,
 }
 
@@ -39,12 +42,18 @@ struct UpArgs {
     /// Where to write the kubeconfig [default: inside the environment's temporary directory].
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
+    /// Clusters that also run a kube-controller-manager (namespace deletion, garbage collection,
+    /// Deployments...), comma-separated.
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    controller_manager: Vec<String>,
 }
 
 impl UpArgs {
     /// The environment to start; names that cannot be clusters are a usage error naming `--clusters`.
     fn builder(self) -> Result<TestEnvBuilder, clap::Error> {
-        let mut builder = TestEnv::builder().clusters(self.clusters);
+        let mut builder = TestEnv::builder()
+            .clusters(self.clusters)
+            .controller_managers(self.controller_manager);
         if let Some(path) = self.kubeconfig {
             builder = builder.kubeconfig_path(path);
         }
@@ -52,7 +61,11 @@ impl UpArgs {
             let mut cli = Cli::command();
             cli.build();
             let up = cli.find_subcommand_mut("up").expect("`up` is a subcommand");
-            up.error(ErrorKind::ValueValidation, format!("--clusters: {error}"))
+            let flag = match error {
+                Error::UnknownCluster { .. } => "--controller-manager",
+                _ => "--clusters",
+            };
+            up.error(ErrorKind::ValueValidation, format!("{flag}: {error}"))
         })?;
         Ok(builder)
     }
@@ -83,9 +96,23 @@ async fn main() -> ExitCode {
 }
 
 async fn build() -> kubeplex_testenv::Result<()> {
-    let binaries = tokio::task::spawn_blocking(Binaries::locate_or_build)
+    // KUBEBUILDER_ASSETS is used as it is: setup-envtest's directories hold no kube-controller-manager.
+    let given = std::env::var_os(KUBEBUILDER_ASSETS).is_some();
+    let locate = if given {
+        Binaries::locate_or_build
+    } else {
+        Binaries::locate_or_build_all
+    };
+    let binaries = tokio::task::spawn_blocking(locate)
         .await
         .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
+    if binaries.kube_controller_manager.is_none() {
+        eprintln!(
+            "kubeplex-testenv: {KUBEBUILDER_ASSETS}={} holds no kube-controller-manager: clusters that \
+             ask for one will not start",
+            binaries.dir.display()
+        );
+    }
     println!("{}", binaries.dir.display());
     Ok(())
 }
@@ -153,5 +180,41 @@ mod tests {
         };
         assert_eq!(args.clusters, ["a", "b"]);
         assert_eq!(args.kubeconfig, None);
+        assert!(args.controller_manager.is_empty());
+    }
+
+    #[test]
+    fn controller_managers_are_named_by_cluster() {
+        let cli = Cli::try_parse_from([
+            "kubeplex-testenv",
+            "up",
+            "--clusters",
+            "a,b",
+            "--controller-manager",
+            "b",
+        ])
+        .unwrap();
+        let Command::Up(args) = cli.command else {
+            panic!("not `up`: {cli:?}");
+        };
+        assert_eq!(args.controller_manager, ["b"]);
+        args.builder().unwrap();
+        let cli = Cli::try_parse_from([
+            "kubeplex-testenv",
+            "up",
+            "--clusters",
+            "a",
+            "--controller-manager",
+            "c",
+        ])
+        .unwrap();
+        let Command::Up(args) = cli.command else {
+            panic!("not `up`: {cli:?}");
+        };
+        let error = args.builder().unwrap_err().to_string();
+        assert!(
+            error.contains("--controller-manager") && error.contains("\"c\""),
+            "{error}"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! Service-account tokens, and kubeconfigs that authenticate with them only.
 //!
 //! Every API server has a service-account signing key, so the TokenRequest API works as in any cluster
-//! (`kubectl create token NAME -n NAMESPACE` does the same). No controller manager runs: a ServiceAccount
-//! gets no token Secret by itself, and nothing creates the ServiceAccount but the test.
+//! (`kubectl create token NAME -n NAMESPACE` does the same). Unless the cluster runs a controller manager
+//! ([`TestEnvBuilder::controller_manager`](crate::TestEnvBuilder::controller_manager)), nothing creates a
+//! ServiceAccount (not even `default`) or fills a token Secret but the test.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -1,5 +1,6 @@
-//! The two upstream programs a cluster runs: found in `KUBEBUILDER_ASSETS`, in the cache, or built from Go
-//! modules (`go_build.rs`) into the cache.
+//! The upstream programs a cluster runs: kube-apiserver and etcd always, kube-controller-manager for the
+//! clusters that ask for it. Found in `KUBEBUILDER_ASSETS`, in the cache, or built from Go modules
+//! (`go_build.rs`) into the cache.
 
 use std::fs::{self, File};
 use std::io;
@@ -7,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::go_build::build_into;
-use super::progress::{self, USUAL_BUILD_TIME};
+use super::progress::{self, USUAL_BUILD_TIME, USUAL_BUILD_TIME_ALL};
 use crate::error::{Error, Result};
 
 /// The Go module that pins k8s.io/kubernetes and etcd; its versions are the single source of truth.
@@ -18,15 +19,23 @@ pub const KUBEBUILDER_ASSETS: &str = "KUBEBUILDER_ASSETS";
 /// Overrides the cache directory the binaries are built into.
 pub const CACHE_DIR_VAR: &str = "KUBEPLEX_TESTENV_CACHE";
 
-/// The `kube-apiserver` and `etcd` programs, ready to run.
+/// The programs' file names, in the cache and in `KUBEBUILDER_ASSETS`.
+pub(super) const KUBE_APISERVER: &str = "kube-apiserver";
+pub(super) const ETCD: &str = "etcd";
+pub(super) const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
+/// The `kube-apiserver` and `etcd` programs, ready to run, and `kube-controller-manager` when it is there.
 #[derive(Clone, Debug)]
 pub struct Binaries {
-    /// The directory holding both programs.
+    /// The directory holding the programs.
     pub dir: PathBuf,
     /// Path of `kube-apiserver`.
     pub kube_apiserver: PathBuf,
     /// Path of `etcd`.
     pub etcd: PathBuf,
+    /// Path of `kube-controller-manager`, if the directory holds it (always after
+    /// [`Binaries::locate_or_build_all`]).
+    pub kube_controller_manager: Option<PathBuf>,
 }
 
 impl Binaries {
@@ -40,50 +49,84 @@ impl Binaries {
         module_version("go.etcd.io/etcd/server/v3")
     }
 
-    /// Uses `KUBEBUILDER_ASSETS` when it names a directory with both programs, else the cache, building
-    /// into it first when the programs are not there yet (minutes on a cold machine; Go caches the rest).
+    /// Uses `KUBEBUILDER_ASSETS` when it names a directory with kube-apiserver and etcd, else the cache,
+    /// building them into it first when they are not there yet (minutes on a cold machine; Go caches the
+    /// rest). kube-controller-manager is found too when it is there, but never built.
     pub fn locate_or_build() -> Result<Self> {
+        Self::locate_or_build_programs(false)
+    }
+
+    /// [`Binaries::locate_or_build`] with kube-controller-manager as well, for clusters that run one
+    /// ([`TestEnvBuilder::controller_manager`](crate::TestEnvBuilder::controller_manager)): it is built
+    /// into the cache when missing there, and a `KUBEBUILDER_ASSETS` directory without it is an error.
+    pub fn locate_or_build_all() -> Result<Self> {
+        Self::locate_or_build_programs(true)
+    }
+
+    fn locate_or_build_programs(with_controller_manager: bool) -> Result<Self> {
         if let Some(dir) = std::env::var_os(KUBEBUILDER_ASSETS) {
             let found = Self::in_dir(PathBuf::from(dir));
-            return if found.complete() {
-                Ok(found)
-            } else {
+            let dir = found.dir.display();
+            return if !found.complete(false) {
                 Err(Error::Binaries(format!(
-                    "{KUBEBUILDER_ASSETS}={} does not hold both kube-apiserver and etcd",
-                    found.dir.display()
+                    "{KUBEBUILDER_ASSETS}={dir} does not hold both kube-apiserver and etcd"
                 )))
+            } else if !found.complete(with_controller_manager) {
+                Err(Error::Binaries(format!(
+                    "{KUBEBUILDER_ASSETS}={dir} holds no kube-controller-manager, which a cluster asks \
+                     for: put one there (`kubeplex-testenv build` builds one into its cache) or unset \
+                     {KUBEBUILDER_ASSETS} to use the cache"
+                )))
+            } else {
+                Ok(found)
             };
         }
         let cached = Self::in_dir(cache_dir()?);
-        if cached.complete() {
+        if cached.complete(with_controller_manager) {
             return Ok(cached);
         }
         fs::create_dir_all(&cached.dir).map_err(|e| build_error(&cached.dir, e))?;
         // Another test binary may be building the same cache: the lock makes the second one wait and reuse it.
+        let (programs, time) = if with_controller_manager {
+            (
+                "kube-apiserver, etcd and kube-controller-manager",
+                USUAL_BUILD_TIME_ALL,
+            )
+        } else {
+            ("kube-apiserver and etcd", USUAL_BUILD_TIME)
+        };
         let _lock = lock(&cached.dir.join(".lock"), || {
             progress::say(&format!(
-                "waiting for another process that is building kube-apiserver and etcd into {} \
-                 (first run only; usually {USUAL_BUILD_TIME})",
+                "waiting for another process that is building {programs} into {} \
+                 (first run only; usually {time})",
                 cached.dir.display()
             ));
         })
         .map_err(|e| build_error(&cached.dir, e))?;
-        if !cached.complete() {
-            build_into(&cached)?;
+        // Looked at again: the process we waited for may have built what we need.
+        if !Self::in_dir(cached.dir.clone()).complete(with_controller_manager) {
+            build_into(&cached.dir, with_controller_manager)?;
         }
-        Ok(cached)
+        Ok(Self::in_dir(cached.dir))
     }
 
+    /// The paths of the programs in `dir`; kube-controller-manager only if it is there.
     fn in_dir(dir: PathBuf) -> Self {
+        let kube_controller_manager =
+            Some(dir.join(KUBE_CONTROLLER_MANAGER)).filter(|p| p.is_file());
         Self {
-            kube_apiserver: dir.join("kube-apiserver"),
-            etcd: dir.join("etcd"),
+            kube_apiserver: dir.join(KUBE_APISERVER),
+            etcd: dir.join(ETCD),
+            kube_controller_manager,
             dir,
         }
     }
 
-    fn complete(&self) -> bool {
-        self.kube_apiserver.is_file() && self.etcd.is_file()
+    /// Whether kube-apiserver and etcd are there, and kube-controller-manager if asked.
+    fn complete(&self, with_controller_manager: bool) -> bool {
+        self.kube_apiserver.is_file()
+            && self.etcd.is_file()
+            && (!with_controller_manager || self.kube_controller_manager.is_some())
     }
 }
 

@@ -1,4 +1,5 @@
-//! One simulated cluster: an etcd and a kube-apiserver process with their own ports, data and certificates.
+//! One simulated cluster: an etcd and a kube-apiserver process with their own ports, data and certificates,
+//! and a kube-controller-manager when the cluster asks for one.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -6,6 +7,7 @@ use std::process::Command;
 
 use super::audit_policy;
 use super::binaries::Binaries;
+use super::controller_manager::{self, ControllerManager};
 use super::pki::ClusterPki;
 use super::process::{self, Process};
 use super::reserved_port::ReservedPort;
@@ -21,6 +23,9 @@ pub(crate) struct Cluster {
     dir: PathBuf,
     binaries: Binaries,
     pub(crate) pki: ClusterPki,
+    /// Prepared when the cluster asks for one; it runs while the API server does (declared first, so that
+    /// it is killed before the API server).
+    controller_manager: Option<ControllerManager>,
     apiserver: Option<Process>,
     etcd: Process,
     // Held for the cluster's whole life, so nobody else can take a port while a program is (re)starting;
@@ -35,14 +40,17 @@ pub(crate) struct Cluster {
 
 impl Cluster {
     /// Writes the cluster's files under `dir` and starts etcd and the API server (without waiting for them).
+    /// With `controller_manager`, its files are written too, but it starts only once the API server is
+    /// ready ([`Cluster::start_controller_manager`]).
     pub(crate) fn launch(
         name: &str,
         dir: &Path,
         binaries: &Binaries,
         audit_log: bool,
+        controller_manager: bool,
     ) -> Result<Self> {
         fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
-        let pki = ClusterPki::generate(name)?;
+        let pki = ClusterPki::generate(name, controller_manager)?;
         // A token authenticator with one unused token: any other bearer token then gets a 401, not a 403.
         let known_token = format!("kubeplex-testenv-{name}-{:016x}", rand_u64());
         let files = [
@@ -82,11 +90,30 @@ impl Cluster {
             ),
             dir,
         )?;
+        let controller_manager = if controller_manager {
+            let program = binaries.kube_controller_manager.clone().ok_or_else(|| {
+                Error::Binaries(format!(
+                    "cluster {name} asks for a kube-controller-manager, but {} holds none",
+                    binaries.dir.display()
+                ))
+            })?;
+            let server_url = format!("https://127.0.0.1:{}", apiserver_port.port());
+            Some(ControllerManager::prepare(
+                name,
+                dir,
+                program,
+                &pki,
+                &server_url,
+            )?)
+        } else {
+            None
+        };
         let mut cluster = Self {
             name: name.to_owned(),
             dir: dir.to_path_buf(),
             binaries: binaries.clone(),
             pki,
+            controller_manager,
             apiserver: None,
             etcd,
             apiserver_port,
@@ -114,10 +141,24 @@ impl Cluster {
         Ok(())
     }
 
-    /// Kills the API server: clients get "connection refused" until [`Cluster::start_apiserver`].
+    /// Kills the API server, and the controller manager with it: clients get "connection refused" until
+    /// [`Cluster::start_apiserver`] (and [`Cluster::start_controller_manager`]).
     pub(crate) fn stop_apiserver(&mut self) {
+        if let Some(controller_manager) = &mut self.controller_manager {
+            controller_manager.stop();
+        }
         self.apiserver = None;
         self.frozen = false;
+    }
+
+    /// Starts the controller manager if the cluster asked for one and it is not running; the API server
+    /// should be ready. Returns where it serves `/healthz`, or `None` for a cluster without one.
+    pub(crate) fn start_controller_manager(&mut self) -> Result<Option<String>> {
+        let Some(controller_manager) = &mut self.controller_manager else {
+            return Ok(None);
+        };
+        controller_manager.start(&self.name, &self.dir)?;
+        Ok(Some(controller_manager.url()))
     }
 
     /// Stops (SIGSTOP) or resumes (SIGCONT) the API server: connections hang, as in a network partition.
@@ -148,6 +189,14 @@ impl Cluster {
                 format!("kube-apiserver exited ({status})"),
             ));
         }
+        let manager = self
+            .controller_manager
+            .as_mut()
+            .and_then(ControllerManager::process);
+        if let Some(status) = manager.and_then(Process::exit_status) {
+            let program = controller_manager::PROGRAM;
+            return Err(self.not_ready(program, format!("{program} exited ({status})")));
+        }
         Ok(())
     }
 
@@ -162,12 +211,17 @@ impl Cluster {
         }
     }
 
-    /// Process ids of the running programs, API server first.
+    /// Process ids of the running programs: API server, etcd, then the controller manager if it runs.
     pub(crate) fn pids(&self) -> Vec<u32> {
+        let manager = self
+            .controller_manager
+            .as_ref()
+            .and_then(ControllerManager::pid);
         self.apiserver
             .iter()
             .chain(Some(&self.etcd))
             .map(Process::pid)
+            .chain(manager)
             .collect()
     }
 

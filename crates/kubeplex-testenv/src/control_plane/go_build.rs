@@ -1,32 +1,35 @@
-//! Building kube-apiserver and etcd from the pinned Go module with the machine's `go`, reporting progress
+//! Building kube-apiserver, etcd and kube-controller-manager from the pinned Go module with the machine's `go`, reporting progress
 //! (a cold build takes minutes).
 
 use std::fs;
 use std::io::{self, BufRead as _, BufReader, Read as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::binaries::{Binaries, build_error};
-use super::progress::{self, Progress, USUAL_BUILD_TIME};
+use super::binaries::{Binaries, ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, build_error};
+use super::progress::{
+    self, Progress, USUAL_BUILD_TIME, USUAL_BUILD_TIME_ALL, USUAL_CONTROLLER_MANAGER_BUILD_TIME,
+};
 use crate::error::{Error, Result};
 
 /// The directory of the Go module, where every go command runs.
 const ASSETS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
 
 /// One program to build from the Go module.
-struct Program<'a> {
+struct Program {
     name: &'static str,
     version: &'static str,
-    path: &'a Path,
+    path: PathBuf,
     package: &'static str,
     ldflags: String,
 }
 
-/// Builds the programs of `target` that are missing into its directory.
-pub(super) fn build_into(target: &Binaries) -> Result<()> {
+/// Builds the programs that are missing from `dir` into it: kube-apiserver and etcd, and
+/// kube-controller-manager if asked.
+pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()> {
     let version = Binaries::kubernetes_version();
     let (major, minor) = major_minor(version);
     let stamp = format!(
@@ -35,34 +38,49 @@ pub(super) fn build_into(target: &Binaries) -> Result<()> {
          -X k8s.io/component-base/version.gitMinor={minor} \
          -X k8s.io/component-base/version.gitTreeState=clean"
     );
-    let programs = [
+    let mut programs = vec![
         Program {
-            name: "kube-apiserver",
+            name: KUBE_APISERVER,
             version,
-            path: &target.kube_apiserver,
+            path: dir.join(KUBE_APISERVER),
             package: "k8s.io/kubernetes/cmd/kube-apiserver",
-            ldflags: stamp,
+            ldflags: stamp.clone(),
         },
         Program {
-            name: "etcd",
+            name: ETCD,
             version: Binaries::etcd_version(),
-            path: &target.etcd,
+            path: dir.join(ETCD),
             package: "go.etcd.io/etcd/server/v3",
             ldflags: "-s -w".into(),
         },
     ];
-    let missing: Vec<&Program<'_>> = programs.iter().filter(|p| !p.path.is_file()).collect();
+    if with_controller_manager {
+        // The same module as kube-apiserver: most of its packages are compiled already once that is built.
+        programs.push(Program {
+            name: KUBE_CONTROLLER_MANAGER,
+            version,
+            path: dir.join(KUBE_CONTROLLER_MANAGER),
+            package: "k8s.io/kubernetes/cmd/kube-controller-manager",
+            ldflags: stamp,
+        });
+    }
+    let missing: Vec<&Program> = programs.iter().filter(|p| !p.path.is_file()).collect();
     let names: Vec<String> = missing
         .iter()
         .map(|p| format!("{} {}", p.name, p.version))
         .collect();
     progress::say(&format!(
         "first run: building {} from Go modules into {}",
-        names.join(" and "),
-        target.dir.display()
+        list(&names),
+        dir.display()
     ));
+    let time = match missing.as_slice() {
+        [only] if only.name == KUBE_CONTROLLER_MANAGER => USUAL_CONTROLLER_MANAGER_BUILD_TIME,
+        _ if with_controller_manager => USUAL_BUILD_TIME_ALL,
+        _ => USUAL_BUILD_TIME,
+    };
     progress::say(&format!(
-        "this happens once per machine and usually takes {USUAL_BUILD_TIME}; later runs start in seconds"
+        "this happens once per machine and usually takes {time}; later runs start in seconds"
     ));
     let started = Instant::now();
     for (i, program) in missing.iter().enumerate() {
@@ -72,13 +90,13 @@ pub(super) fn build_into(target: &Binaries) -> Result<()> {
     progress::say(&format!(
         "built in {}; kept in {}",
         progress::minutes(started.elapsed()),
-        target.dir.display()
+        dir.display()
     ));
     Ok(())
 }
 
 /// `go build -v`, reporting how many of the packages still to compile are done.
-fn build_program(program: &Program<'_>, mut progress: Progress) -> Result<()> {
+fn build_program(program: &Program, mut progress: Progress) -> Result<()> {
     // The packages whose compiled form is not in Go's build cache, i.e. what `go build` will compile
     // (this also downloads the modules). Only an estimate for the progress: a failure here is no error.
     let mut list = go();
@@ -120,7 +138,7 @@ fn build_program(program: &Program<'_>, mut progress: Progress) -> Result<()> {
             output.messages.join("\n")
         )));
     }
-    fs::rename(&partial, program.path).map_err(|e| build_error(program.path, e))?;
+    fs::rename(&partial, &program.path).map_err(|e| build_error(&program.path, e))?;
     progress.done();
     Ok(())
 }
@@ -190,6 +208,15 @@ fn run_go(mut command: Command, progress: &mut Progress) -> io::Result<GoOutput>
     })
 }
 
+/// `a`, `a and b`, `a, b and c`.
+fn list(names: &[String]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 fn major_minor(version: &str) -> (&str, &str) {
     let mut parts = version.trim_start_matches('v').split('.');
     (parts.next().unwrap_or("0"), parts.next().unwrap_or("0"))
@@ -198,6 +225,14 @@ fn major_minor(version: &str) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_are_listed_in_a_sentence() {
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(list(&names(&["a"])), "a");
+        assert_eq!(list(&names(&["a", "b"])), "a and b");
+        assert_eq!(list(&names(&["a", "b", "c"])), "a, b and c");
+    }
 
     #[test]
     fn the_version_stamp_takes_major_and_minor() {

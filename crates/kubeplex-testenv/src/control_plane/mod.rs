@@ -5,6 +5,7 @@
 mod audit_policy;
 mod binaries;
 mod cluster;
+mod controller_manager;
 mod exit_registry;
 mod go_build;
 mod pki;
@@ -15,6 +16,8 @@ mod work_dir;
 
 pub use binaries::{Binaries, CACHE_DIR_VAR, KUBEBUILDER_ASSETS};
 pub(crate) use cluster::Cluster;
+pub use controller_manager::CONTROLLER_MANAGER_CONTROLLERS;
+pub(crate) use controller_manager::controllers_not_healthy;
 pub(crate) use pki::ClusterPki;
 pub use pki::NO_PERMISSIONS_USER;
 pub(crate) use work_dir::WorkDir;

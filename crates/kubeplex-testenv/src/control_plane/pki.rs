@@ -27,13 +27,17 @@ pub(crate) struct ClusterPki {
     pub(crate) no_permissions: CertifiedKey,
     /// The key service-account tokens are signed with (the API server insists on one).
     pub(super) service_account_key: CertifiedKey,
+    /// `system:kube-controller-manager` in group `system:masters`, for a cluster that runs one: its own
+    /// name in audit logs, and every right its controllers need with one client.
+    pub(super) controller_manager: Option<CertifiedKey>,
 }
 
 /// The user name the no-permission credential authenticates as.
 pub const NO_PERMISSIONS_USER: &str = "kubeplex-testenv:no-permissions";
 
 impl ClusterPki {
-    pub(super) fn generate(cluster: &str) -> Result<Self> {
+    /// Everything for `cluster`; the controller manager's certificate only when it runs one.
+    pub(super) fn generate(cluster: &str, controller_manager: bool) -> Result<Self> {
         let pki = |e: rcgen::Error| Error::Pki(format!("cluster {cluster}: {e}"));
         let ca_key = KeyPair::generate().map_err(pki)?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(pki)?;
@@ -93,6 +97,16 @@ impl ClusterPki {
             None,
             ExtendedKeyUsagePurpose::ClientAuth,
         )?;
+        let controller_manager = if controller_manager {
+            Some(leaf(
+                vec![],
+                "system:kube-controller-manager",
+                Some("system:masters"),
+                ExtendedKeyUsagePurpose::ClientAuth,
+            )?)
+        } else {
+            None
+        };
         let sa_key = KeyPair::generate().map_err(pki)?;
         let service_account_key = CertifiedKey {
             cert_pem: sa_key.public_key_pem(),
@@ -104,6 +118,7 @@ impl ClusterPki {
             admin,
             no_permissions,
             service_account_key,
+            controller_manager,
         })
     }
 }

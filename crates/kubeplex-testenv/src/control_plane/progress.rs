@@ -1,4 +1,5 @@
-//! What a first run prints while it builds kube-apiserver and etcd, which takes minutes.
+//! What a first run prints while it builds kube-apiserver and etcd (and kube-controller-manager), which
+//! takes minutes.
 //!
 //! Written straight to stderr rather than through `tracing`: programs using the environment (the demo,
 //! tests) often filter logs down to warnings, and a silent ten-minute wait looks like a hang.
@@ -7,9 +8,15 @@ use std::fmt::Write as _;
 use std::io::{self, IsTerminal as _, Write};
 use std::time::{Duration, Instant};
 
-/// How long a cold build of both programs usually takes, for the first message.
+/// How long a cold build of kube-apiserver and etcd usually takes, for the first message.
 pub(super) const USUAL_BUILD_TIME: &str =
     "8-15 minutes on 2 cores with empty Go caches, less with more cores";
+/// The same with kube-controller-manager: it shares most of its packages with kube-apiserver.
+pub(super) const USUAL_BUILD_TIME_ALL: &str =
+    "11-20 minutes on 2 cores with empty Go caches, less with more cores";
+/// kube-controller-manager alone, once kube-apiserver is built (its packages are in Go's build cache).
+pub(super) const USUAL_CONTROLLER_MANAGER_BUILD_TIME: &str =
+    "3-5 minutes on 2 cores after kube-apiserver's build, seconds when Go's build cache has it all";
 
 /// Without a terminal, a progress line at least this often (besides one per tenth of the packages).
 const LINE_INTERVAL: Duration = Duration::from_secs(30);
