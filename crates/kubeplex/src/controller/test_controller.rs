@@ -13,8 +13,8 @@ use crate::watch::WatchRegistry;
 use crate::{Action, Child, ContextName, Controller, Cx, Plan, Reconcile};
 
 pub(crate) const CONTROL: ContextName = ContextName::new("control");
-/// [`CONTROL`] as the place of a request.
-pub(crate) const CONTROL_PLACE: crate::Target<ContextName> = crate::Target::Context(CONTROL);
+/// [`CONTROL`] as the target a reconcile is keyed by.
+pub(crate) const CONTROL_TARGET: crate::Target<ContextName> = crate::Target::Context(CONTROL);
 pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");
 
 /// Reconciles nothing; its plan owns ConfigMaps in `cluster-a`.

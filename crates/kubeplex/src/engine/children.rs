@@ -9,7 +9,7 @@ use kube::api::{
     Preconditions,
 };
 
-use super::child_changes::{Change, Changes, change_of};
+use super::child_changes::{ChildChange, ChildChanges, change_of};
 use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
@@ -74,7 +74,7 @@ pub(super) async fn sync_context(
     desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
-    changes: &Changes,
+    changes: &ChildChanges,
 ) -> ContextOutcome {
     let span = tracing::info_span!("apply", context, children = desired.len());
     // A sync cut off by the per-context cap (a hung cluster) counts its children not yet applied as errors.
@@ -130,7 +130,7 @@ async fn sync(
     desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
-    changes: &Changes,
+    changes: &ChildChanges,
     unfinished: &Unfinished<'_>,
 ) -> ContextOutcome {
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
@@ -232,7 +232,7 @@ async fn prune(
     context: &str,
     client: &Client,
     stale: Vec<(&ChildWatch, ObjectMeta)>,
-    changes: &Changes,
+    changes: &ChildChanges,
     link: &Parentage<'_>,
 ) -> Result<(), ContextOutcome> {
     for (watch, stale) in stale {
@@ -244,7 +244,7 @@ async fn prune(
                 link.metrics
                     .children_pruned(link.controller, context, &kind, 1);
                 let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
-                changes.push(context, Change::Pruned, place);
+                changes.push(context, ChildChange::Pruned, place);
             }
             Ok(false) => {}
             Err(error) => {

@@ -10,7 +10,7 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::engine::{ChildWatch, Engine, Place, Primary, PrimaryCaches, Request};
+use super::engine::{ChildWatch, Engine, Primary, PrimaryCaches, ReconcileKey};
 use super::events::EventPublisher;
 use super::member_watches::{self, MEMBER_REQUESTS_WAITING};
 use super::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
@@ -124,23 +124,23 @@ type PrimaryWatch<R> = Arc<SharedWatch<Primary<R>>>;
 /// change is a change of its parent). Subscribed anew for each term as leader, so a new term starts with
 /// every cached object.
 struct Sources<R: Reconcile> {
-    primaries: Vec<(Place<R>, PrimaryWatch<R>)>,
+    primaries: Vec<(Target<R::Context>, PrimaryWatch<R>)>,
     children: Vec<Arc<dyn ChildCache>>,
     /// Sharded by context: the primary watches opened while their context's shard is held.
     deferred: Vec<PrimaryWatchKey<R::Context>>,
 }
 
 impl<R: Reconcile> Sources<R> {
-    fn subscribe(&self, plan: &Arc<Plan<R::Context>>) -> Vec<BoxStream<'static, Request<R>>> {
-        let mut inputs: Vec<BoxStream<'static, Request<R>>> = Vec::new();
+    fn subscribe(&self, plan: &Arc<Plan<R::Context>>) -> Vec<BoxStream<'static, ReconcileKey<R>>> {
+        let mut inputs: Vec<BoxStream<'static, ReconcileKey<R>>> = Vec::new();
         for (context, watch) in &self.primaries {
-            inputs.push(Engine::<R>::requests_from(watch, context.clone()).boxed());
+            inputs.push(Engine::<R>::keys_from(watch, context.clone()).boxed());
         }
         for cache in &self.children {
             let plan = plan.clone();
-            let parents = cache.parents().filter_map(move |parent| {
-                std::future::ready(Engine::<R>::request_for(&plan, &parent))
-            });
+            let parents = cache
+                .parents()
+                .filter_map(move |parent| std::future::ready(Engine::<R>::key_for(&plan, &parent)));
             inputs.push(parents.boxed());
         }
         inputs
@@ -209,9 +209,9 @@ async fn lead<R: Reconcile>(
 
 /// The requests for parents the members' changes cause, for one term (the receiver outlives terms).
 fn received<R: Reconcile>(
-    requests: Arc<tokio::sync::Mutex<mpsc::Receiver<Request<R>>>>,
-) -> BoxStream<'static, Request<R>> {
-    let next = |requests: Arc<tokio::sync::Mutex<mpsc::Receiver<Request<R>>>>| async move {
+    requests: Arc<tokio::sync::Mutex<mpsc::Receiver<ReconcileKey<R>>>>,
+) -> BoxStream<'static, ReconcileKey<R>> {
+    let next = |requests: Arc<tokio::sync::Mutex<mpsc::Receiver<ReconcileKey<R>>>>| async move {
         let request = requests.lock().await.recv().await;
         request.map(|request| (request, requests))
     };
@@ -236,7 +236,7 @@ async fn sweeps<R: Reconcile>(engine: Arc<Engine<R>>) {
 fn taken_over<R: Reconcile>(
     engine: &Arc<Engine<R>>,
     sources: &Sources<R>,
-) -> Option<BoxStream<'static, Request<R>>> {
+) -> Option<BoxStream<'static, ReconcileKey<R>>> {
     let shards = engine.runtime.shards.clone()?;
     let mut held = shards.held();
     let before = held.borrow_and_update().clone();
@@ -254,7 +254,7 @@ fn taken_over<R: Reconcile>(
                     let shard = shards.shard_of(context.name(), namespace.as_deref(), &name);
                     if shard.is_some_and(new) {
                         let object = ObjectRef::from_obj(&*object);
-                        requests.push(Request::<R> {
+                        requests.push(ReconcileKey::<R> {
                             context: context.clone(),
                             object,
                         });
@@ -268,9 +268,11 @@ fn taken_over<R: Reconcile>(
 }
 
 /// A reconcile of `engine`, with its panics counted where the context is known (the executor retries it).
-fn work<R: Reconcile>(engine: &Arc<Engine<R>>) -> impl Fn(Request<R>) -> BoxFuture<'static, Next> {
+fn work<R: Reconcile>(
+    engine: &Arc<Engine<R>>,
+) -> impl Fn(ReconcileKey<R>) -> BoxFuture<'static, Next> {
     let engine = engine.clone();
-    move |request: Request<R>| {
+    move |request: ReconcileKey<R>| {
         let engine = engine.clone();
         Box::pin(async move {
             let context = request.context.clone();

@@ -29,9 +29,6 @@ use crate::watch::{SharedWatch, WatchKey};
 
 pub(super) type Primary<R> = <R as Controller>::Resource;
 
-/// Where a controller's object lives: one of its typed contexts, or a member of the fleet.
-pub(super) type Place<R> = Target<<R as Controller>::Context>;
-
 /// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
 /// cluster delays only its own status.
 pub(super) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -41,14 +38,15 @@ pub(super) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
 /// [`CONTEXT_TIMEOUT`] later), so that a hung cluster delays only its own status.
 pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
-/// A reconcile request: the same namespace/name in two contexts are two requests.
-pub(crate) struct Request<R: Controller> {
-    pub(crate) context: Place<R>,
+/// What a reconcile is keyed by: where the object lives (one of the controller's typed contexts, or a
+/// member of the fleet) and its reference; the same namespace/name in two contexts are two keys.
+pub(crate) struct ReconcileKey<R: Controller> {
+    pub(crate) context: Target<R::Context>,
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
 // Derives would demand `R: Clone + Eq + Hash`; only the fields need to be.
-impl<R: Controller> Clone for Request<R> {
+impl<R: Controller> Clone for ReconcileKey<R> {
     fn clone(&self) -> Self {
         Self {
             context: self.context.clone(),
@@ -56,13 +54,13 @@ impl<R: Controller> Clone for Request<R> {
         }
     }
 }
-impl<R: Controller> PartialEq for Request<R> {
+impl<R: Controller> PartialEq for ReconcileKey<R> {
     fn eq(&self, other: &Self) -> bool {
         self.context == other.context && self.object == other.object
     }
 }
-impl<R: Controller> Eq for Request<R> {}
-impl<R: Controller> std::hash::Hash for Request<R> {
+impl<R: Controller> Eq for ReconcileKey<R> {}
+impl<R: Controller> std::hash::Hash for ReconcileKey<R> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.context.hash(state);
         self.object.hash(state);
@@ -131,7 +129,7 @@ pub(crate) struct Engine<R: Reconcile> {
     /// `Kind.group/version` of the primary kind.
     pub(crate) parent_kind: String,
     /// Consecutive failed reconciles per object, for the default error policy's backoff.
-    pub(crate) failures: Mutex<HashMap<Request<R>, u32>>,
+    pub(crate) failures: Mutex<HashMap<ReconcileKey<R>, u32>>,
     pub(crate) events: EventPublisher,
     /// The primary kind turned out to have no status subresource: status writes are skipped.
     pub(crate) no_status: std::sync::atomic::AtomicBool,
@@ -145,7 +143,7 @@ impl<R: Reconcile> Engine<R> {
     /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
     pub(crate) fn primary_cache(
         &self,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<Primary<R>>>> {
         self.primaries.get(context, namespace)
@@ -198,13 +196,13 @@ impl<R: Reconcile> Engine<R> {
 
     /// The requests a primary watch in `place` gives: every cached object first, then each change that
     /// reconciles (see [`ChangeFilter`]).
-    pub(crate) fn requests_from(
+    pub(crate) fn keys_from(
         watch: &SharedWatch<Primary<R>>,
-        place: Place<R>,
-    ) -> impl futures::Stream<Item = Request<R>> + Send + 'static {
+        place: Target<R::Context>,
+    ) -> impl futures::Stream<Item = ReconcileKey<R>> + Send + 'static {
         let changed = ChangeFilter::default();
         watch.subscribe(move |change| {
-            changed.passes(change).then(|| Request::<R> {
+            changed.passes(change).then(|| ReconcileKey::<R> {
                 context: place.clone(),
                 object: ObjectRef::from_obj(change.object()),
             })
@@ -213,7 +211,7 @@ impl<R: Reconcile> Engine<R> {
 
     /// The request a child's parent reference points at, if the parent is one of this controller's.
     /// A parent in a member is one when the plan watches its primaries in every member.
-    pub(crate) fn request_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<Request<R>> {
+    pub(crate) fn key_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<ReconcileKey<R>> {
         let fixed = plan
             .context_list()
             .iter()
@@ -223,7 +221,7 @@ impl<R: Reconcile> Engine<R> {
             None if plan.in_members() => Target::Member(Member::new(parent.context.as_str())),
             None => return None,
         };
-        Some(Request {
+        Some(ReconcileKey {
             context,
             object: parent.object_ref(),
         })
@@ -240,7 +238,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) fn parent_api(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
     ) -> kube::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
             self.client(context.name())?,
@@ -249,7 +247,11 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// The reference its children carry to `object`.
-    pub(crate) fn parent_ref(&self, object: &Primary<R>, context: &Place<R>) -> ParentRef {
+    pub(crate) fn parent_ref(
+        &self,
+        object: &Primary<R>,
+        context: &Target<R::Context>,
+    ) -> ParentRef {
         ParentRef {
             context: context.name().to_owned(),
             namespace: object.namespace(),
@@ -259,7 +261,12 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Publishes an event about `object` in its own context.
-    pub(crate) async fn publish(&self, object: &Primary<R>, context: &Place<R>, note: Note) {
+    pub(crate) async fn publish(
+        &self,
+        object: &Primary<R>,
+        context: &Target<R::Context>,
+        note: Note,
+    ) {
         self.publish_all(object, context, vec![note]).await;
     }
 
@@ -267,7 +274,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn publish_all(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         notes: Vec<Note>,
     ) {
         if notes.is_empty() {
@@ -348,7 +355,7 @@ impl<R: Reconcile> Engine<R> {
     /// nothing, and leaves the parent to the replica that is. Logged once per reconcile, with the refusal.
     pub(crate) fn stands_down(
         &self,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> bool {
         let Some((cluster, refusal)) = outcomes

@@ -10,11 +10,12 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use super::children;
-use super::engine::{Engine, Place, Primary, Verdict};
+use super::engine::{Engine, Primary, Verdict};
 use super::events::{Note, deletion_note};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
+use crate::core::Target;
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::executor::Next;
@@ -30,7 +31,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn set_finalizer(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         present: bool,
     ) -> kube::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::children;
-use super::engine::{ChildWatch, Engine, Primary, Request};
+use super::engine::{ChildWatch, Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::chain;
 use crate::core::{Member, Target};
@@ -33,7 +33,7 @@ pub(super) const MEMBER_REQUESTS_WAITING: usize = 1024;
 pub(super) async fn follow<R: Reconcile>(
     engine: Arc<Engine<R>>,
     mut changes: mpsc::Receiver<MemberChange>,
-    requests: mpsc::Sender<Request<R>>,
+    requests: mpsc::Sender<ReconcileKey<R>>,
 ) {
     // Each member's forwarders of child changes to parent requests; dropping a set aborts them.
     let mut forwarders: BTreeMap<String, JoinSet<()>> = BTreeMap::new();
@@ -88,7 +88,7 @@ fn open_primaries<R: Reconcile>(
     name: &str,
     client: Client,
     forwarding: &mut JoinSet<()>,
-    requests: &mpsc::Sender<Request<R>>,
+    requests: &mpsc::Sender<ReconcileKey<R>>,
 ) {
     let plan = &engine.plan;
     for namespace in plan.member_namespaces() {
@@ -101,7 +101,7 @@ fn open_primaries<R: Reconcile>(
         engine
             .primaries
             .insert((place.clone(), namespace.map(str::to_owned)), watch.clone());
-        let mut changes = Box::pin(Engine::<R>::requests_from(&watch, place));
+        let mut changes = Box::pin(Engine::<R>::keys_from(&watch, place));
         let (engine, requests) = (engine.clone(), requests.clone());
         forwarding.spawn(async move {
             while let Some(request) = changes.next().await {
@@ -167,12 +167,15 @@ async fn delete_children<R: Reconcile>(engine: &Engine<R>, name: &str) {
 
 /// Requests every parent of the controller's primary caches, so that each is reconciled for the members as
 /// they are now. A standby skips this: its next term starts with every cached parent anyway.
-async fn every_parent<R: Reconcile>(engine: &Arc<Engine<R>>, requests: &mpsc::Sender<Request<R>>) {
+async fn every_parent<R: Reconcile>(
+    engine: &Arc<Engine<R>>,
+    requests: &mpsc::Sender<ReconcileKey<R>>,
+) {
     for (context, watch) in engine.primaries.all() {
         for object in watch.store().state() {
             let object = ObjectRef::from_obj(&*object);
             let context = context.clone();
-            if !offer(engine, requests, Request { context, object }).await {
+            if !offer(engine, requests, ReconcileKey { context, object }).await {
                 return;
             }
         }
@@ -183,11 +186,11 @@ async fn every_parent<R: Reconcile>(engine: &Arc<Engine<R>>, requests: &mpsc::Se
 async fn forward<R: Reconcile>(
     engine: Arc<Engine<R>>,
     watch: ChildWatch,
-    requests: mpsc::Sender<Request<R>>,
+    requests: mpsc::Sender<ReconcileKey<R>>,
 ) {
     let mut parents = watch.cache.parents();
     while let Some(parent) = parents.next().await {
-        if let Some(request) = Engine::<R>::request_for(&engine.plan, &parent) {
+        if let Some(request) = Engine::<R>::key_for(&engine.plan, &parent) {
             offer(&engine, &requests, request).await;
         }
     }
@@ -197,8 +200,8 @@ async fn forward<R: Reconcile>(
 /// cached parent). Whether the executor can still be reached.
 async fn offer<R: Reconcile>(
     engine: &Engine<R>,
-    requests: &mpsc::Sender<Request<R>>,
-    request: Request<R>,
+    requests: &mpsc::Sender<ReconcileKey<R>>,
+    request: ReconcileKey<R>,
 ) -> bool {
     let mut role = engine.runtime.role.clone();
     if !role.borrow().leader {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use kube::Resource;
 use tracing::Instrument;
 
-use super::child_changes::Changes;
+use super::child_changes::ChildChanges;
 use super::children::{self, Parentage};
-use super::engine::{Engine, Primary, Request, Verdict};
+use super::engine::{Engine, Primary, ReconcileKey, Verdict};
 use super::events::{Note, context_notes};
 use super::finalize::next_of;
 use crate::controller::Cx;
@@ -20,7 +20,7 @@ use crate::metrics::Outcome;
 
 impl<R: Reconcile> Engine<R> {
     /// Reconciles one request; returns what the executor does next with it.
-    pub(crate) async fn reconcile(self: Arc<Self>, request: Request<R>) -> Next {
+    pub(crate) async fn reconcile(self: Arc<Self>, request: ReconcileKey<R>) -> Next {
         let namespace = request.object.namespace.as_deref();
         // Gone from the cache: deleted (the finalizer keeps objects that still have children).
         let Some(object) = self
@@ -69,7 +69,9 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
+    fn failures(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<ReconcileKey<R>, u32>> {
         self.failures.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -129,7 +131,7 @@ impl<R: Reconcile> Engine<R> {
         let desired = cx.take_children();
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
-        let changes = Changes::default();
+        let changes = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);
         let link = Parentage {
             parent: &parent,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::engine::{Engine, Primary, Request};
+use super::engine::{Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Target;
@@ -25,7 +25,7 @@ pub(super) struct PrimaryWatchKey<C> {
 pub(super) fn held_contexts<R: Reconcile>(
     engine: Arc<Engine<R>>,
     keys: Vec<PrimaryWatchKey<R::Context>>,
-) -> BoxStream<'static, Request<R>> {
+) -> BoxStream<'static, ReconcileKey<R>> {
     let Some(shards) = engine.runtime.shards.clone() else {
         return stream::empty().boxed();
     };
@@ -77,7 +77,7 @@ pub(super) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatc
 fn open<R: Reconcile>(
     engine: &Engine<R>,
     entry: &PrimaryWatchKey<R::Context>,
-) -> Option<BoxStream<'static, Request<R>>> {
+) -> Option<BoxStream<'static, ReconcileKey<R>>> {
     let client = engine.runtime.pool.client(entry.context.name()).ok()?;
     let watch = engine
         .runtime
@@ -90,7 +90,7 @@ fn open<R: Reconcile>(
     engine
         .primaries
         .insert((Target::Context(entry.context), namespace), watch.clone());
-    let requests = Engine::<R>::requests_from(&watch, Target::Context(entry.context));
+    let requests = Engine::<R>::keys_from(&watch, Target::Context(entry.context));
     Some(requests.boxed())
 }
 

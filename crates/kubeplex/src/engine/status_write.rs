@@ -10,8 +10,9 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use super::engine::{Engine, Place, Primary};
+use super::engine::{Engine, Primary};
 use crate::controller::Reconcile;
+use crate::core::Target;
 use crate::core::chain;
 use crate::core::{ContextOutcome, FleetStatus, now};
 
@@ -20,7 +21,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_status(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) {
         self.write_status_over(object, context, &self.previous_status(object), outcomes)
@@ -33,7 +34,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_status_over(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> Option<FleetStatus> {
@@ -48,7 +49,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_failure(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         message: &str,
     ) {
         let previous = self.previous_status(object);
@@ -60,7 +61,7 @@ impl<R: Reconcile> Engine<R> {
     async fn apply_status(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         previous: &FleetStatus,
         status: FleetStatus,
     ) -> bool {
@@ -132,7 +133,7 @@ mod tests {
 
     use crate::client::fake_api::{self, status};
     use crate::core::{ClusterState, ContextOutcome};
-    use crate::engine::test_engine::{CONTROL_PLACE, engine, parent};
+    use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
 
     /// cluster-a synced, with one child.
     fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {
@@ -161,7 +162,7 @@ mod tests {
         let outcomes = ready_in_cluster_a();
         for _ in 0..3 {
             engine
-                .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+                .write_status(&parent(&[]), &CONTROL_TARGET, &outcomes)
                 .await;
         }
         assert_eq!(requests.lines().len(), 1, "tried once, then skipped");
@@ -179,10 +180,10 @@ mod tests {
         let engine = engine(client);
         let outcomes = ready_in_cluster_a();
         engine
-            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .write_status(&parent(&[]), &CONTROL_TARGET, &outcomes)
             .await;
         engine
-            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .write_status(&parent(&[]), &CONTROL_TARGET, &outcomes)
             .await;
         assert_eq!(
             requests.lines().len(),
@@ -192,7 +193,9 @@ mod tests {
         // A later version without kubeplex's status (someone removed it): the cache is the truth again.
         let mut later = parent(&[]);
         later.metadata.resource_version = Some("3".into());
-        engine.write_status(&later, &CONTROL_PLACE, &outcomes).await;
+        engine
+            .write_status(&later, &CONTROL_TARGET, &outcomes)
+            .await;
         assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
     }
 
@@ -211,7 +214,7 @@ mod tests {
         )]
         .into();
         engine
-            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
+            .write_status(&parent(&[]), &CONTROL_TARGET, &outcomes)
             .await;
         let sent = &requests.all()[0];
         assert!(

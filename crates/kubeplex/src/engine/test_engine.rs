@@ -14,7 +14,7 @@ use super::children::is_child_of;
 use super::engine::Engine;
 use super::events::EventPublisher;
 use crate::Controller;
-pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_PLACE, TestController};
+pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_TARGET, TestController};
 use crate::core::{PARENT_UID_LABEL, ParentRef};
 use crate::watch::ChildCache;
 

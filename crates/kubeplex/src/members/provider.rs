@@ -161,11 +161,13 @@ pub trait MemberProvider: Send + 'static {
 /// ```
 #[derive(Clone)]
 pub struct Members {
-    commands: mpsc::Sender<Request>,
-    requests: Arc<std::sync::Mutex<Option<mpsc::Receiver<Request>>>>,
+    edits: mpsc::Sender<Edit>,
+    /// The receiving end, until the manager's provider task takes it.
+    inbox: Arc<std::sync::Mutex<Option<mpsc::Receiver<Edit>>>>,
 }
 
-enum Request {
+/// What the handle asks of the manager.
+enum Edit {
     Add(String, Box<kube::Config>),
     Remove(String, oneshot::Sender<()>),
 }
@@ -173,24 +175,24 @@ enum Request {
 impl Members {
     /// A handle with no members yet.
     pub fn new() -> Self {
-        let (commands, requests) = mpsc::channel(64);
+        let (edits, inbox) = mpsc::channel(64);
         Self {
-            commands,
-            requests: Arc::new(std::sync::Mutex::new(Some(requests))),
+            edits,
+            inbox: Arc::new(std::sync::Mutex::new(Some(inbox))),
         }
     }
 
-    /// Adds `name`, or replaces its credentials; returns once the manager has taken the request.
+    /// Adds `name`, or replaces its credentials; returns once the manager has taken it.
     pub async fn add(&self, name: &str, config: kube::Config) {
-        let request = Request::Add(name.to_owned(), Box::new(config));
-        let _ = self.commands.send(request).await;
+        let edit = Edit::Add(name.to_owned(), Box::new(config));
+        let _ = self.edits.send(edit).await;
     }
 
     /// Removes `name`; returns once the leave policy is carried out.
     pub async fn remove(&self, name: &str) {
         let (done, finished) = oneshot::channel();
-        let request = Request::Remove(name.to_owned(), done);
-        if self.commands.send(request).await.is_ok() {
+        let edit = Edit::Remove(name.to_owned(), done);
+        if self.edits.send(edit).await.is_ok() {
             let _ = finished.await;
         }
     }
@@ -204,19 +206,15 @@ impl Default for Members {
 
 impl MemberProvider for Members {
     fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()> {
-        let requests = self
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner()).take();
         Box::pin(async move {
-            let Some(mut requests) = requests else {
-                return; // Given to a second manager: the first one has its requests.
+            let Some(mut inbox) = inbox else {
+                return; // Given to a second manager: the first one has its edits.
             };
-            while let Some(request) = requests.recv().await {
-                match request {
-                    Request::Add(name, config) => sink.join(&name, *config).await,
-                    Request::Remove(name, done) => {
+            while let Some(edit) = inbox.recv().await {
+                match edit {
+                    Edit::Add(name, config) => sink.join(&name, *config).await,
+                    Edit::Remove(name, done) => {
                         sink.leave(&name).await;
                         let _ = done.send(());
                     }

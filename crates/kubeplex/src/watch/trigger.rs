@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use kube::Resource;
 
-use super::watches::Change;
+use super::watches::ObjectChange;
 
 /// Remembers, per object, what its last passing change looked like.
 #[derive(Default)]
@@ -23,7 +23,7 @@ pub(crate) struct ChangeFilter {
 
 impl ChangeFilter {
     /// Whether this change should trigger a reconcile. A deletion always does (and is forgotten).
-    pub(crate) fn passes<K: Resource>(&self, change: &Change<'_, K>) -> bool {
+    pub(crate) fn passes<K: Resource>(&self, change: &ObjectChange<'_, K>) -> bool {
         let meta = change.object().meta();
         let key = (
             meta.namespace.clone(),
@@ -31,11 +31,13 @@ impl ChangeFilter {
         );
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         match change {
-            Change::Deleted(_) => {
+            ObjectChange::Deleted(_) => {
                 seen.remove(&key);
                 true
             }
-            Change::Applied(_) => seen.insert(key, fingerprint(meta)) != Some(fingerprint(meta)),
+            ObjectChange::Applied(_) => {
+                seen.insert(key, fingerprint(meta)) != Some(fingerprint(meta))
+            }
         }
     }
 }
@@ -78,27 +80,33 @@ mod tests {
     fn a_status_write_does_not_pass_a_spec_change_labels_and_deletion_do() {
         let filter = ChangeFilter::default();
         let mut parent = object(Some(1), "10");
-        assert!(filter.passes(&Change::Applied(&parent)), "first sight");
+        assert!(
+            filter.passes(&ObjectChange::Applied(&parent)),
+            "first sight"
+        );
         parent.metadata.resource_version = Some("11".into());
         assert!(
-            !filter.passes(&Change::Applied(&parent)),
+            !filter.passes(&ObjectChange::Applied(&parent)),
             "a status write: same generation"
         );
         parent.metadata.generation = Some(2);
-        assert!(filter.passes(&Change::Applied(&parent)), "a spec change");
+        assert!(
+            filter.passes(&ObjectChange::Applied(&parent)),
+            "a spec change"
+        );
         parent.metadata.labels = Some(BTreeMap::from([("a".to_owned(), "b".to_owned())]));
-        assert!(filter.passes(&Change::Applied(&parent)), "a label");
+        assert!(filter.passes(&ObjectChange::Applied(&parent)), "a label");
         parent.metadata.deletion_timestamp =
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                 k8s_openapi::jiff::Timestamp::now(),
             ));
         assert!(
-            filter.passes(&Change::Applied(&parent)),
+            filter.passes(&ObjectChange::Applied(&parent)),
             "deletion requested"
         );
-        assert!(filter.passes(&Change::Deleted(&parent)));
+        assert!(filter.passes(&ObjectChange::Deleted(&parent)));
         assert!(
-            filter.passes(&Change::Applied(&parent)),
+            filter.passes(&ObjectChange::Applied(&parent)),
             "forgotten after a deletion"
         );
     }
@@ -106,8 +114,8 @@ mod tests {
     #[test]
     fn kinds_without_a_generation_pass_every_change() {
         let filter = ChangeFilter::default();
-        assert!(filter.passes(&Change::Applied(&object(None, "1"))));
-        assert!(filter.passes(&Change::Applied(&object(None, "2"))));
-        assert!(!filter.passes(&Change::Applied(&object(None, "2"))));
+        assert!(filter.passes(&ObjectChange::Applied(&object(None, "1"))));
+        assert!(filter.passes(&ObjectChange::Applied(&object(None, "2"))));
+        assert!(!filter.passes(&ObjectChange::Applied(&object(None, "2"))));
     }
 }

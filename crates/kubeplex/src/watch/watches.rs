@@ -36,24 +36,24 @@ pub(crate) struct WatchKey {
 
 /// A change seen by a watch, handed to each subscriber's key function.
 #[derive(Debug)]
-pub(crate) enum Change<'a, K> {
+pub(crate) enum ObjectChange<'a, K> {
     /// Created, updated, or listed.
     Applied(&'a K),
     /// Deleted, or gone from a relist.
     Deleted(&'a K),
 }
 
-impl<K> Change<'_, K> {
+impl<K> ObjectChange<'_, K> {
     /// The object, whatever happened to it.
     pub(crate) fn object(&self) -> &K {
         match self {
-            Change::Applied(object) | Change::Deleted(object) => object,
+            ObjectChange::Applied(object) | ObjectChange::Deleted(object) => object,
         }
     }
 }
 
 /// Turns a change into a subscriber's key; `false` once the subscriber is gone.
-type Subscriber<K> = Box<dyn Fn(&Change<'_, K>) -> bool + Send + Sync>;
+type Subscriber<K> = Box<dyn Fn(&ObjectChange<'_, K>) -> bool + Send + Sync>;
 
 /// One running watch of kind `K` and its cache.
 pub(crate) struct SharedWatch<K: PrimaryResource> {
@@ -81,7 +81,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
     /// changes before it is taken; `key` may skip a change by returning `None`.
     pub(crate) fn subscribe<T>(
         &self,
-        key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
+        key: impl Fn(&ObjectChange<'_, K>) -> Option<T> + Send + Sync + 'static,
     ) -> KeyStream<T>
     where
         T: Clone + Eq + Hash + Send + 'static,
@@ -89,7 +89,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
         let (sender, stream) = key_queue();
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
         for object in self.store.state() {
-            if let Some(k) = key(&Change::Applied(&object)) {
+            if let Some(k) = key(&ObjectChange::Applied(&object)) {
                 sender.send(k);
             }
         }
@@ -112,7 +112,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
             .map_or_else(Vec::new, LabelIndex::values)
     }
 
-    fn publish(&self, change: &Change<'_, K>) {
+    fn publish(&self, change: &ObjectChange<'_, K>) {
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
         subscribers.retain(|subscriber| subscriber(change));
     }
@@ -139,7 +139,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
 
 fn subscriber<K, T>(
     sender: KeySender<T>,
-    key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
+    key: impl Fn(&ObjectChange<'_, K>) -> Option<T> + Send + Sync + 'static,
 ) -> Subscriber<K>
 where
     T: Clone + Eq + Hash + Send + 'static,
@@ -350,11 +350,11 @@ async fn run<K: PrimaryResource>(
                         .iter()
                         .filter(|o| !now.contains(&ObjectRef::from_obj(&***o)))
                     {
-                        watch.publish(&Change::Deleted(gone));
+                        watch.publish(&ObjectChange::Deleted(gone));
                     }
                 }
                 for object in &listed {
-                    watch.publish(&Change::Applied(object));
+                    watch.publish(&ObjectChange::Applied(object));
                 }
                 metrics.event();
                 metrics.objects.set(gauge_value(listed.len()));
@@ -364,7 +364,7 @@ async fn run<K: PrimaryResource>(
                 backoff.reset();
                 health.working();
                 watch.index_applied(&object);
-                watch.publish(&Change::Applied(&object));
+                watch.publish(&ObjectChange::Applied(&object));
                 metrics.event();
                 metrics.applied.inc();
                 metrics.objects.set(gauge_value(watch.store.len()));
@@ -373,7 +373,7 @@ async fn run<K: PrimaryResource>(
                 backoff.reset();
                 health.working();
                 watch.index_deleted(&object);
-                watch.publish(&Change::Deleted(&object));
+                watch.publish(&ObjectChange::Deleted(&object));
                 metrics.event();
                 metrics.deleted.inc();
                 metrics.objects.set(gauge_value(watch.store.len()));

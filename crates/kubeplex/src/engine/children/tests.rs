@@ -108,7 +108,7 @@ async fn sync_telling(
         parent_kind: "AppDeployment.demo/v1",
         metrics: &crate::metrics::Metrics::default(),
     };
-    let changes = Changes::default();
+    let changes = ChildChanges::default();
     let outcome = sync_context("cluster-a", client, want, &[&watch], &link, &changes).await;
     let notes = changes.notes();
     (

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::client::fake_api::{self, status};
-use crate::engine::test_engine::{CONTROL_PLACE, engine, parent};
+use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
 
 const OURS: &str = "kubeplex.dev/test-controller";
 
@@ -45,7 +45,7 @@ async fn removing_the_finalizer_of_a_parent_that_is_gone_is_success() {
         fake_api::client(|_, _, _| status(404, "NotFound", "configmaps \"parent\" not found"));
     let engine = engine(client);
     engine
-        .set_finalizer(&parent(&[OURS]), &CONTROL_PLACE, false)
+        .set_finalizer(&parent(&[OURS]), &CONTROL_TARGET, false)
         .await
         .unwrap();
     assert_eq!(requests.lines().len(), 1);
@@ -69,7 +69,7 @@ async fn a_stale_cached_parent_is_retried_at_once_against_a_fresh_copy() {
     });
     let engine = engine(client);
     engine
-        .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
+        .set_finalizer(&parent(&[]), &CONTROL_TARGET, true)
         .await
         .unwrap();
     let seen = requests.all();
@@ -86,7 +86,7 @@ async fn other_failures_are_reported_after_one_try() {
     let (client, requests) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
     let engine = engine(client);
     let error = engine
-        .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
+        .set_finalizer(&parent(&[]), &CONTROL_TARGET, true)
         .await
         .unwrap_err();
     assert!(matches!(error, kube::Error::Api(s) if s.code == 403));
@@ -139,7 +139,7 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
     );
     let deleted = Arc::new(deleted);
     let cx = Cx::new(
-        CONTROL_PLACE,
+        CONTROL_TARGET,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,

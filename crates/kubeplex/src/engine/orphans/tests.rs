@@ -9,7 +9,7 @@ use kube::runtime::watcher::Event;
 
 use super::*;
 use crate::client::fake_api;
-use crate::engine::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, engine};
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, engine};
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
     let parent = ParentRef {
@@ -39,11 +39,11 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     writer.apply_watcher_event(&Event::Init);
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("crds".into())),
+        (CONTROL_TARGET, Some("crds".into())),
         Arc::new(SharedWatch::new(stuck, None)),
     );
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("other".into())),
+        (CONTROL_TARGET, Some("other".into())),
         Arc::new(SharedWatch::new(listed, None)),
     );
     // The child whose parent cache is stuck comes first.

@@ -19,9 +19,9 @@ use tracing_subscriber::registry::LookupSpan;
 use super::requeue_delay;
 use crate::client::fake_api;
 use crate::core::ParentRef;
-use crate::engine::engine::{ChildWatch, Engine, Request};
+use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
 use crate::engine::test_engine::{
-    CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine_with, parent,
+    CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
 };
 use crate::watch::SharedWatch;
 
@@ -187,7 +187,7 @@ async fn reconcile_with(
     let (store, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("crds".into())),
+        (CONTROL_TARGET, Some("crds".into())),
         Arc::new(SharedWatch::new(store, None)),
     );
     engine.children.push(ChildWatch {
@@ -195,8 +195,8 @@ async fn reconcile_with(
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
     });
-    let request: Request<TestController> = Request {
-        context: CONTROL_PLACE,
+    let request: ReconcileKey<TestController> = ReconcileKey {
+        context: CONTROL_TARGET,
         object: ObjectRef::from_obj(&object),
     };
     let engine = Arc::new(engine);

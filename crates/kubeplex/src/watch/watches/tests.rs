@@ -84,7 +84,7 @@ async fn an_object_missing_from_a_relist_is_published_as_deleted() {
     let mut stream = None;
     let watch = drive(events, None, |watch| {
         stream = Some(watch.subscribe(|change| {
-            let deleted = matches!(change, Change::Deleted(_));
+            let deleted = matches!(change, ObjectChange::Deleted(_));
             Some((deleted, change.object().name_any()))
         }));
     })
