@@ -15,10 +15,11 @@ use super::events::EventPublisher;
 use super::member_watches::{self, MEMBER_REQUESTS_WAITING};
 use super::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
 use crate::controller::Reconcile;
+use crate::core::Action;
 use crate::core::Context;
 use crate::core::Target;
 use crate::core::kind_label;
-use crate::executor::{self, ExecutorConfig, Next};
+use crate::executor::{self, ExecutorConfig};
 use crate::ha::WORKING_FOR;
 use crate::members::MemberChange;
 use crate::plan::Plan;
@@ -270,7 +271,7 @@ fn taken_over<R: Reconcile>(
 /// A reconcile of `engine`, with its panics counted where the context is known (the executor retries it).
 fn work<R: Reconcile>(
     engine: &Arc<Engine<R>>,
-) -> impl Fn(ReconcileKey<R>) -> BoxFuture<'static, Next> {
+) -> impl Fn(ReconcileKey<R>) -> BoxFuture<'static, Action> {
     let engine = engine.clone();
     move |request: ReconcileKey<R>| {
         let engine = engine.clone();
@@ -284,7 +285,7 @@ fn work<R: Reconcile>(
                     match shards.shard_of(context.name(), namespace, &object.name) {
                         Some(shard) if shards.holds(shard) => Some(shard),
                         // Another replica's: not reconciled here. Taking its shard over enqueues it again.
-                        _ => return Next::AwaitChange,
+                        _ => return Action::await_change(),
                     }
                 }
             };

@@ -19,7 +19,6 @@ use crate::core::Error;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{Member, Target};
-use crate::executor::Next;
 use crate::members::SyncGuard;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
@@ -65,15 +64,6 @@ impl<R: Controller> std::hash::Hash for ReconcileKey<R> {
         self.context.hash(state);
         self.object.hash(state);
     }
-}
-
-/// How a reconcile (or a deletion) ended, and what next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// The runtime's and the user's work succeeded, or failed in a way the runtime retries itself.
-    Done(Next),
-    /// The user's `reconcile` or `cleanup` failed: counts towards the object's error backoff.
-    Failed(Next),
 }
 
 /// Primary caches by (context, namespace); `None` is the all-namespaces watch.

@@ -10,15 +10,15 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use super::children;
-use super::engine::{Engine, Primary, Verdict};
+use super::engine::{Engine, Primary};
 use super::events::{Note, deletion_note};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Target;
 use crate::core::chain;
+use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
-use crate::executor::Next;
 
 /// How often a finalizer patch is tried against a fresh copy when the cached one was stale.
 const FINALIZER_ATTEMPTS: usize = 3;
@@ -71,12 +71,11 @@ impl<R: Reconcile> Engine<R> {
         if self.finalized.contains(&uid) {
             // Its finalizer is gone already; the cache does not show it yet (a child's deletion queued
             // this reconcile while the finalizer was being removed). Cleanup ran; it is not run again.
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
         if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
             tracing::warn!(context = %context, error = %chain(&error), "cleanup failed");
-            let action = self.reconciler.error_policy(object, &error, cx);
-            return Verdict::Failed(next_of(action.requeue_after()));
+            return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
         }
         // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
         let before = self.previous_status(&object);
@@ -91,7 +90,7 @@ impl<R: Reconcile> Engine<R> {
             })
             .await;
         if self.stands_down(&context, &outcomes) {
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
         let abandon = self
             .plan
@@ -138,7 +137,7 @@ impl<R: Reconcile> Engine<R> {
         }
         if blocked {
             self.write_status(&object, &context, &outcomes).await;
-            return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
+            return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
         }
         // The abandonment is recorded in the status before the parent goes.
         if outcomes
@@ -150,11 +149,11 @@ impl<R: Reconcile> Engine<R> {
         match self.set_finalizer(&object, &context, false).await {
             Ok(()) => {
                 self.finalized.insert(&uid);
-                Verdict::Done(Next::AwaitChange)
+                Verdict::Done(Action::await_change())
             }
             Err(error) => {
                 tracing::warn!(context = %context, error = %chain(&error), "removing the finalizer failed");
-                Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()))
+                Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()))
             }
         }
     }
@@ -185,11 +184,6 @@ pub(super) fn parent_key<K: kube::Resource>(object: &K) -> String {
     let meta = object.meta();
     let name = meta.name.as_deref().unwrap_or("");
     format!("{}/{name}", meta.namespace.as_deref().unwrap_or(""))
-}
-
-/// The next step for a requested delay.
-pub(super) fn next_of(delay: Option<Duration>) -> Next {
-    delay.map_or(Next::AwaitChange, Next::RequeueAfter)
 }
 
 /// The JSON patch that adds (`present`) or removes `finalizer`, testing the list it changes; `None` when

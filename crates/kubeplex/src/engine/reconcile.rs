@@ -8,41 +8,39 @@ use tracing::Instrument;
 
 use super::child_changes::ChildChanges;
 use super::children::{self, Parentage};
-use super::engine::{Engine, Primary, ReconcileKey, Verdict};
+use super::engine::{Engine, Primary, ReconcileKey};
 use super::events::{Note, context_notes};
-use super::finalize::next_of;
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::chain;
+use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
-use crate::executor::Next;
-use crate::metrics::Outcome;
 
 impl<R: Reconcile> Engine<R> {
-    /// Reconciles one request; returns what the executor does next with it.
-    pub(crate) async fn reconcile(self: Arc<Self>, request: ReconcileKey<R>) -> Next {
-        let namespace = request.object.namespace.as_deref();
+    /// Reconciles the object `key` names; returns what the executor does next with the key.
+    pub(crate) async fn reconcile(self: Arc<Self>, key: ReconcileKey<R>) -> Action {
+        let namespace = key.object.namespace.as_deref();
         // Gone from the cache: deleted (the finalizer keeps objects that still have children).
         let Some(object) = self
-            .primary_cache(&request.context, namespace)
-            .and_then(|cache| cache.store().get(&request.object))
+            .primary_cache(&key.context, namespace)
+            .and_then(|cache| cache.store().get(&key.object))
         else {
-            self.failures().remove(&request);
-            let parent = format!("{}/{}", namespace.unwrap_or(""), request.object.name);
+            self.failures().remove(&key);
+            let parent = format!("{}/{}", namespace.unwrap_or(""), key.object.name);
             self.runtime.metrics.parent_gone(self.plan.name(), &parent);
-            return Next::AwaitChange;
+            return Action::await_change();
         };
         let span = tracing::info_span!(
             "reconcile",
             controller = %self.plan.name(),
-            context = %request.context,
+            context = %key.context,
             namespace = namespace.unwrap_or(""),
-            name = %request.object.name,
+            name = %key.object.name,
             reconcile_id = %reconcile_id(),
         );
-        let failures = self.failures().get(&request).copied().unwrap_or(0);
+        let failures = self.failures().get(&key).copied().unwrap_or(0);
         let cx = Cx::new(
-            request.context.clone(),
+            key.context.clone(),
             self.plan.clone(),
             self.runtime.clone(),
             failures,
@@ -50,23 +48,14 @@ impl<R: Reconcile> Engine<R> {
         let began = tokio::time::Instant::now();
         let verdict = self.reconcile_object(object, &cx).instrument(span).await;
         let (metrics, controller) = (&self.runtime.metrics, self.plan.name());
-        let outcome = match verdict {
-            Verdict::Failed(_) => Outcome::Error,
-            Verdict::Done(Next::RequeueAfter(_)) => Outcome::Requeue,
-            Verdict::Done(Next::AwaitChange) => Outcome::Success,
-        };
-        metrics.reconciled(controller, request.context.name(), outcome, began.elapsed());
-        match verdict {
-            Verdict::Failed(next) => {
-                metrics.retried(controller);
-                *self.failures().entry(request).or_insert(0) += 1;
-                next
-            }
-            Verdict::Done(next) => {
-                self.failures().remove(&request);
-                next
-            }
+        metrics.reconciled(controller, key.context.name(), verdict, began.elapsed());
+        if let Verdict::Failed(_) = verdict {
+            metrics.retried(controller);
+            *self.failures().entry(key).or_insert(0) += 1;
+        } else {
+            self.failures().remove(&key);
         }
+        verdict.action()
     }
 
     fn failures(
@@ -89,17 +78,17 @@ impl<R: Reconcile> Engine<R> {
                 return if has_finalizer {
                     Box::pin(self.finalize(object, cx)).await
                 } else {
-                    Verdict::Done(Next::AwaitChange)
+                    Verdict::Done(Action::await_change())
                 };
             }
             if !has_finalizer
                 && let Err(error) = Box::pin(self.set_finalizer(&object, &context, true)).await
             {
                 tracing::warn!(context = %context, error = %chain(&error), "adding the finalizer failed");
-                return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
+                return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
             }
         } else if deleting {
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
 
         let action = match self.reconciler.reconcile(object.clone(), cx).await {
@@ -107,7 +96,7 @@ impl<R: Reconcile> Engine<R> {
             Err(error) => {
                 if let Some(refusal) = crate::core::fenced(&error) {
                     tracing::info!(context = %context, refusal, "the reconcile's write was fenced; the parent is left to the replica that holds the fence");
-                    return Verdict::Done(Next::AwaitChange);
+                    return Verdict::Done(Action::await_change());
                 }
                 let message = chain(&error);
                 tracing::warn!(context = %context, error = %message, "reconcile failed");
@@ -117,16 +106,12 @@ impl<R: Reconcile> Engine<R> {
                 // Repeats of a failure become one event series (the recorder's), not one per retry.
                 let note = Note::warning("ReconcileFailed", "Reconcile", message);
                 Box::pin(self.publish(&object, &context, note)).await;
-                let action = self.reconciler.error_policy(object, &error, cx);
-                return Verdict::Failed(next_of(action.requeue_after()));
+                return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
             }
         };
-        let next = next_of(requeue_delay(
-            action.requeue_after(),
-            self.plan.requeue_delay(),
-        ));
+        let action = with_resync(action, self.plan.requeue_delay());
         if self.plan.children().is_empty() {
-            return Verdict::Done(next);
+            return Verdict::Done(action);
         }
         let desired = cx.take_children();
         // What the status said before this reconcile: events tell changes of it, not every retry.
@@ -172,7 +157,7 @@ impl<R: Reconcile> Engine<R> {
         ))
         .await;
         if self.stands_down(&context, &outcomes) {
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
@@ -196,12 +181,12 @@ impl<R: Reconcile> Engine<R> {
         // A context that failed is retried soon, whatever the reconcile asked for.
         if outcomes.values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();
-            return Verdict::Done(Next::RequeueAfter(match next {
-                Next::RequeueAfter(n) => n.min(retry),
-                Next::AwaitChange => retry,
-            }));
+            let sooner = action
+                .requeue_after()
+                .map_or(retry, |after| after.min(retry));
+            return Verdict::Done(Action::requeue(sooner));
         }
-        Verdict::Done(next)
+        Verdict::Done(action)
     }
 }
 
@@ -243,13 +228,10 @@ fn reconcile_id() -> String {
 /// When to reconcile again after a success: the plan's `requeue_after` is a resync period that holds
 /// whatever the reconcile returned (`Action::await_change()` included), and a shorter `Action::requeue`
 /// comes first.
-pub(super) fn requeue_delay(
-    action: Option<std::time::Duration>,
-    plan: Option<std::time::Duration>,
-) -> Option<std::time::Duration> {
-    match (action, plan) {
-        (Some(a), Some(p)) => Some(a.min(p)),
-        (a, p) => a.or(p),
+pub(super) fn with_resync(action: Action, resync: Option<std::time::Duration>) -> Action {
+    match (action.requeue_after(), resync) {
+        (Some(a), Some(r)) => Action::requeue(a.min(r)),
+        (a, r) => a.or(r).map_or(Action::await_change(), Action::requeue),
     }
 }
 

@@ -16,16 +16,8 @@ use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
+use crate::core::Action;
 use crate::metrics::QueueMetrics;
-
-/// What a run asks for next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Run again only when the key arrives on the input again.
-    AwaitChange,
-    /// Run again after this delay (or sooner, if the key arrives meanwhile).
-    RequeueAfter(Duration),
-}
 
 /// The longest requeue delay honoured; longer ones (up to `Duration::MAX`) are cut to it, so that a deadline
 /// never overflows and the timer wheel can hold it.
@@ -58,7 +50,7 @@ pub(crate) async fn run<K, W, F>(
 ) where
     K: Clone + Eq + Hash + Send + Sync + 'static,
     W: Fn(K) -> F,
-    F: Future<Output = Next> + Send + 'static,
+    F: Future<Output = Action> + Send + 'static,
 {
     let (requeue, requeued) = mpsc::unbounded_channel::<ScheduleRequest<K>>();
     let metrics = config.metrics.clone();
@@ -116,7 +108,7 @@ pub(crate) async fn run<K, W, F>(
                     running.shrink_to(running.len() * 2);
                 }
                 metrics.active.set(gauge_value(in_flight.len()));
-                if let Next::RequeueAfter(delay) = next {
+                if let Some(delay) = next.requeue_after() {
                     let run_at = deadline(Instant::now(), delay);
                     metrics.adds.inc();
                     let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
@@ -153,7 +145,7 @@ pub(crate) async fn run<K, W, F>(
                 in_flight.push(async move {
                     let next = task.await.unwrap_or_else(|panic| {
                         tracing::error!(error = %panic, "reconcile panicked; retrying later");
-                        Next::RequeueAfter(retry)
+                        Action::requeue(retry)
                     });
                     clock.finish(ticket);
                     work_duration.observe(began.elapsed().as_secs_f64());
@@ -211,7 +203,7 @@ fn gauge_value(count: usize) -> i64 {
 }
 
 enum Step<K> {
-    Finished(K, Next),
+    Finished(K, Action),
     Start(K),
 }
 

@@ -6,5 +6,5 @@ mod executor;
 mod key_queue;
 
 pub(crate) use backoff::RetryBackoff;
-pub(crate) use executor::{ExecutorConfig, Next, run};
+pub(crate) use executor::{ExecutorConfig, run};
 pub(crate) use key_queue::{KeySender, KeyStream, key_queue};

@@ -6,4 +6,4 @@ mod live;
 mod metrics;
 
 pub(crate) use handles::{QueueMetrics, WatchMetrics};
-pub(crate) use metrics::{Metrics, Outcome};
+pub(crate) use metrics::Metrics;

@@ -149,7 +149,7 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
     for _ in 0..3 {
         let verdict = engine.finalize(deleted.clone(), &cx).await;
         assert!(
-            matches!(verdict, Verdict::Done(Next::RequeueAfter(_))),
+            matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()),
             "{verdict:?}"
         );
     }
@@ -161,7 +161,7 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
 
     down.store(false, Ordering::SeqCst);
     let verdict = engine.finalize(deleted.clone(), &cx).await;
-    assert_eq!(verdict, Verdict::Done(Next::AwaitChange));
+    assert_eq!(verdict, Verdict::Done(Action::await_change()));
     assert_eq!(
         events_sent(&requests),
         [

@@ -16,8 +16,9 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
-use super::requeue_delay;
+use super::with_resync;
 use crate::client::fake_api;
+use crate::core::Action;
 use crate::core::ParentRef;
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
 use crate::engine::test_engine::{
@@ -28,15 +29,16 @@ use crate::watch::SharedWatch;
 #[test]
 fn the_shorter_of_the_actions_requeue_and_the_plans_resync_wins() {
     let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+    let (wait, requeue) = (Action::await_change(), Action::requeue);
     assert_eq!(
-        requeue_delay(None, Some(hour)),
-        Some(hour),
+        with_resync(wait, Some(hour)),
+        requeue(hour),
         "await_change: the resync holds"
     );
-    assert_eq!(requeue_delay(Some(minute), Some(hour)), Some(minute));
-    assert_eq!(requeue_delay(Some(hour), Some(minute)), Some(minute));
-    assert_eq!(requeue_delay(Some(hour), None), Some(hour));
-    assert_eq!(requeue_delay(None, None), None);
+    assert_eq!(with_resync(requeue(minute), Some(hour)), requeue(minute));
+    assert_eq!(with_resync(requeue(hour), Some(minute)), requeue(minute));
+    assert_eq!(with_resync(requeue(hour), None), requeue(hour));
+    assert_eq!(with_resync(wait, None), wait);
 }
 
 /// A span as the layer saw it: its name, fields, and the spans it is within (nearest first).
@@ -195,12 +197,12 @@ async fn reconcile_with(
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
     });
-    let request: ReconcileKey<TestController> = ReconcileKey {
+    let key: ReconcileKey<TestController> = ReconcileKey {
         context: CONTROL_TARGET,
         object: ObjectRef::from_obj(&object),
     };
     let engine = Arc::new(engine);
-    engine.clone().reconcile(request).await;
+    let _ = engine.clone().reconcile(key).await;
     engine
 }
 

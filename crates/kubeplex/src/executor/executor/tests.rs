@@ -53,7 +53,7 @@ fn config(concurrency: Option<usize>) -> ExecutorConfig {
 fn start(
     config: ExecutorConfig,
     took: impl Fn(u32) -> Duration + Send + Sync + 'static,
-    next: impl Fn(u32) -> Next + Send + Sync + 'static,
+    next: impl Fn(u32) -> Action + Send + Sync + 'static,
 ) -> Harness {
     let (keys, inputs) = key_queue();
     let (stop, stopped) = watch::channel(false);
@@ -90,7 +90,7 @@ const SECOND: Duration = Duration::from_secs(1);
 async fn debounce_merges_arrivals_of_one_key() {
     let mut config = config(None);
     config.debounce = SECOND;
-    let h = start(config, |_| Duration::ZERO, |_| Next::AwaitChange);
+    let h = start(config, |_| Duration::ZERO, |_| Action::await_change());
     for _ in 0..5 {
         h.keys.send(1);
         sleep(Duration::from_millis(300)).await;
@@ -107,7 +107,7 @@ async fn a_requeue_runs_the_key_again_after_its_delay() {
     let h = start(
         config(None),
         |_| Duration::ZERO,
-        |_| Next::RequeueAfter(Duration::from_secs(10)),
+        |_| Action::requeue(Duration::from_secs(10)),
     );
     h.keys.send(1);
     sleep(Duration::from_secs(25)).await;
@@ -120,7 +120,7 @@ async fn a_huge_requeue_neither_panics_nor_runs_again() {
     let h = start(
         config(None),
         |_| Duration::ZERO,
-        |_| Next::RequeueAfter(Duration::MAX),
+        |_| Action::requeue(Duration::MAX),
     );
     h.keys.send(1);
     sleep(Duration::from_secs(60)).await;
@@ -138,7 +138,7 @@ async fn a_huge_requeue_neither_panics_nor_runs_again() {
 
 #[tokio::test(start_paused = true)]
 async fn at_most_concurrency_runs_at_once() {
-    let h = start(config(Some(2)), |_| SECOND, |_| Next::AwaitChange);
+    let h = start(config(Some(2)), |_| SECOND, |_| Action::await_change());
     for key in 0..6 {
         h.keys.send(key);
     }
@@ -153,7 +153,7 @@ async fn a_key_never_runs_twice_at_once_and_an_arrival_during_a_run_is_kept() {
     let h = start(
         config(None),
         |_| Duration::from_secs(2),
-        |_| Next::AwaitChange,
+        |_| Action::await_change(),
     );
     h.keys.send(1);
     sleep(Duration::from_millis(500)).await;
@@ -187,7 +187,7 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
                 sleep(Duration::from_millis(100)).await;
                 let version = versions.lock().unwrap()[&key];
                 seen.lock().unwrap().push((key, version));
-                Next::AwaitChange
+                Action::await_change()
             }
         }
     };
@@ -230,7 +230,7 @@ async fn a_burst_spawns_at_most_max_waiting_runs_ahead_of_the_workers() {
             let started = started.clone();
             async move {
                 started.fetch_add(1, Ordering::SeqCst);
-                Next::AwaitChange
+                Action::await_change()
             }
         }
     };
@@ -250,7 +250,7 @@ async fn stopping_starts_nothing_new_and_waits_for_the_runs_in_flight() {
     let h = start(
         config(Some(1)),
         |_| Duration::from_secs(5),
-        |_| Next::AwaitChange,
+        |_| Action::await_change(),
     );
     for key in 0..10 {
         h.keys.send(key);
@@ -279,7 +279,7 @@ async fn a_panicking_run_is_retried_and_the_executor_lives_on() {
                 if tries.fetch_add(1, Ordering::SeqCst) == 0 {
                     panic!("first try fails");
                 }
-                Next::AwaitChange
+                Action::await_change()
             }
         }
     };
@@ -308,9 +308,9 @@ async fn the_queue_reports_depth_waits_adds_and_workers() {
         |_| 2 * SECOND,
         |key| {
             if key == 1 {
-                Next::RequeueAfter(10 * SECOND)
+                Action::requeue(10 * SECOND)
             } else {
-                Next::AwaitChange
+                Action::await_change()
             }
         },
     );
