@@ -1,5 +1,5 @@
 //! One controller's engine: what its reconciles share (the reconciler, the plan, its caches and clients),
-//! the request they are keyed by, and the per-context fan-out the child paths use.
+//! the key they are reconciled by, and the per-context fan-out the child paths use.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -22,7 +22,6 @@ use crate::core::{Member, Target};
 use crate::members::SyncGuard;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
-use crate::watch::ChangeFilter;
 use crate::watch::ChildCache;
 use crate::watch::{SharedWatch, WatchKey};
 
@@ -123,6 +122,8 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) events: EventPublisher,
     /// The primary kind turned out to have no status subresource: status writes are skipped.
     pub(crate) no_status: std::sync::atomic::AtomicBool,
+    /// The queue of the current term as leader, where every source of keys sends.
+    pub(crate) term_keys: super::sources::TermKeys<R>,
     /// The statuses this controller wrote lately, until the cache shows them.
     pub(crate) written_status: super::own_writes::WrittenStatus,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
@@ -184,22 +185,7 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// The requests a primary watch in `place` gives: every cached object first, then each change that
-    /// reconciles (see [`ChangeFilter`]).
-    pub(crate) fn keys_from(
-        watch: &SharedWatch<Primary<R>>,
-        place: Target<R::Context>,
-    ) -> impl futures::Stream<Item = ReconcileKey<R>> + Send + 'static {
-        let changed = ChangeFilter::default();
-        watch.subscribe(move |change| {
-            changed.passes(change).then(|| ReconcileKey::<R> {
-                context: place.clone(),
-                object: ObjectRef::from_obj(change.object()),
-            })
-        })
-    }
-
-    /// The request a child's parent reference points at, if the parent is one of this controller's.
+    /// The key of the parent a child's reference points at, if the parent is one of this controller's.
     /// A parent in a member is one when the plan watches its primaries in every member.
     pub(crate) fn key_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<ReconcileKey<R>> {
         let fixed = plan

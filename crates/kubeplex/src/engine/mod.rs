@@ -14,6 +14,7 @@ mod own_writes;
 mod primaries;
 mod reconcile;
 mod shard_watches;
+mod sources;
 mod status_write;
 #[cfg(test)]
 mod test_engine;

@@ -40,11 +40,10 @@ impl<R: Reconcile> Engine<R> {
             let Some(parent) = children.first().and_then(ParentRef::of) else {
                 continue;
             };
-            let Some(request) = Self::key_for(&self.plan, &parent) else {
+            let Some(key) = Self::key_for(&self.plan, &parent) else {
                 continue; // Its parent lives in a context this controller does not watch: not ours to judge.
             };
-            let Some(cache) = self.primary_cache(&request.context, parent.namespace.as_deref())
-            else {
+            let Some(cache) = self.primary_cache(&key.context, parent.namespace.as_deref()) else {
                 continue;
             };
             groups

@@ -6,9 +6,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::ObjectMeta;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
 
 use super::children::is_child_of;
 use super::engine::Engine;
@@ -39,6 +38,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         member_children: Default::default(),
         failures: Mutex::default(),
         no_status: Default::default(),
+        term_keys: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),
     }
@@ -63,9 +63,7 @@ pub(crate) fn parent(finalizers: &[&str]) -> ConfigMap {
 pub(crate) struct FixedCache(pub(crate) Vec<ObjectMeta>);
 
 impl ChildCache for FixedCache {
-    fn parents(&self) -> BoxStream<'static, ParentRef> {
-        futures::stream::empty().boxed()
-    }
+    fn subscribe_parents(&self, _: Box<dyn Fn(ParentRef) -> bool + Send + Sync>) {}
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {
         self.0
             .iter()

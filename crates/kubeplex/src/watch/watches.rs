@@ -1,10 +1,9 @@
 //! Shared watches: one watcher and cache per (context, kind, namespace, selectors), however many controllers
-//! need it, each handing the keys of changed objects to every subscriber. A watch of `PartialObjectMeta<K>`
+//! need it, each handing every change to every subscriber (which turns it into a key for its queue). A watch of `PartialObjectMeta<K>`
 //! caches metadata only (kube sends metadata requests for it).
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
-use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +17,6 @@ use tokio::task::JoinSet;
 use super::label_index::{LabelIndex, Name};
 use crate::core::{ApiScope, PrimaryResource, kind_label};
 use crate::executor::RetryBackoff;
-use crate::executor::{KeySender, KeyStream, key_queue};
 use crate::health::{Health, WatchEntry, WatchHealth};
 use crate::metrics::{Metrics, WatchMetrics};
 
@@ -52,7 +50,7 @@ impl<K> ObjectChange<'_, K> {
     }
 }
 
-/// Turns a change into a subscriber's key; `false` once the subscriber is gone.
+/// Takes a change (into its queue, as a key); `false` once the subscriber is gone.
 type Subscriber<K> = Box<dyn Fn(&ObjectChange<'_, K>) -> bool + Send + Sync>;
 
 /// One running watch of kind `K` and its cache.
@@ -76,25 +74,20 @@ impl<K: PrimaryResource> SharedWatch<K> {
         &self.store
     }
 
-    /// The key of every change from now on, preceded by those of the objects already cached (so a late
-    /// subscriber misses nothing). Each key waits in the stream at most once, however often its object
-    /// changes before it is taken; `key` may skip a change by returning `None`.
-    pub(crate) fn subscribe<T>(
+    /// Hands `deliver` every change from now on, preceded by the objects already cached (so a late
+    /// subscriber misses nothing), until it returns `false`. It is called while the watch publishes: it
+    /// queues a key, and waits for nothing.
+    pub(crate) fn subscribe(
         &self,
-        key: impl Fn(&ObjectChange<'_, K>) -> Option<T> + Send + Sync + 'static,
-    ) -> KeyStream<T>
-    where
-        T: Clone + Eq + Hash + Send + 'static,
-    {
-        let (sender, stream) = key_queue();
+        deliver: impl Fn(&ObjectChange<'_, K>) -> bool + Send + Sync + 'static,
+    ) {
         let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
         for object in self.store.state() {
-            if let Some(k) = key(&ObjectChange::Applied(&object)) {
-                sender.send(k);
+            if !deliver(&ObjectChange::Applied(&object)) {
+                return;
             }
         }
-        subscribers.push(subscriber(sender, key));
-        stream
+        subscribers.push(Box::new(deliver));
     }
 
     /// The cached objects whose index label has `value` (empty without an index).
@@ -135,19 +128,6 @@ impl<K: PrimaryResource> SharedWatch<K> {
             index.rebuild(self.store.state().iter().map(|o| &**o));
         }
     }
-}
-
-fn subscriber<K, T>(
-    sender: KeySender<T>,
-    key: impl Fn(&ObjectChange<'_, K>) -> Option<T> + Send + Sync + 'static,
-) -> Subscriber<K>
-where
-    T: Clone + Eq + Hash + Send + 'static,
-{
-    Box::new(move |change| match key(change) {
-        Some(k) => sender.send(k),
-        None => sender.is_open(),
-    })
 }
 
 fn object_ref<K: Resource<DynamicType = ()>>((namespace, name): &Name) -> ObjectRef<K> {

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use super::*;
-use crate::executor::key_queue::{KeySender, key_queue};
+use crate::executor::key_queue::{KeySender, MAX_DELAY, deadline};
 
 /// Every run as the test saw it: the key, when it started and ended (virtual time since the test began).
 #[derive(Default)]
@@ -55,7 +55,7 @@ fn start(
     took: impl Fn(u32) -> Duration + Send + Sync + 'static,
     next: impl Fn(u32) -> Action + Send + Sync + 'static,
 ) -> Harness {
-    let (keys, inputs) = key_queue();
+    let (keys, queue) = config.queue();
     let (stop, stopped) = watch::channel(false);
     let log = Arc::new(Log::default());
     let t0 = Instant::now();
@@ -75,7 +75,7 @@ fn start(
             }
         }
     };
-    let executor = tokio::spawn(run(inputs, config, stopped, work));
+    let executor = tokio::spawn(run(queue, config, stopped, work));
     Harness {
         keys,
         stop,
@@ -132,7 +132,7 @@ async fn a_huge_requeue_neither_panics_nor_runs_again() {
     assert_eq!(h.log.runs_of(1).len(), 2);
     assert_eq!(
         deadline(Instant::now(), Duration::MAX),
-        Instant::now() + MAX_REQUEUE
+        Instant::now() + MAX_DELAY
     );
 }
 
@@ -177,7 +177,8 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
     // Concurrency 1 and a slow run: 10 000 arrivals for 100 keys, each carrying a new version.
     let versions: Arc<Mutex<HashMap<u32, u32>>> = Arc::default();
     let seen: Arc<Mutex<Vec<(u32, u32)>>> = Arc::default();
-    let (keys, inputs) = key_queue();
+    let config = config(Some(1));
+    let (keys, queue) = config.queue();
     let (_stop, stopped) = watch::channel(false);
     let work = {
         let (versions, seen) = (versions.clone(), seen.clone());
@@ -191,7 +192,7 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
             }
         }
     };
-    tokio::spawn(run(inputs, config(Some(1)), stopped, work));
+    tokio::spawn(run(queue, config, stopped, work));
     for version in 1..=100 {
         for key in 0..100 {
             versions.lock().unwrap().insert(key, version);
@@ -218,7 +219,9 @@ async fn a_burst_spawns_at_most_max_waiting_runs_ahead_of_the_workers() {
     let created = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(AtomicUsize::new(0));
     let most_waiting = Arc::new(AtomicUsize::new(0));
-    let (keys, inputs) = key_queue();
+    let mut config = config(None);
+    config.max_waiting = 8;
+    let (keys, queue) = config.queue();
     let (_stop, stopped) = watch::channel(false);
     let work = {
         let (created, started, most_waiting) =
@@ -234,9 +237,7 @@ async fn a_burst_spawns_at_most_max_waiting_runs_ahead_of_the_workers() {
             }
         }
     };
-    let mut config = config(None);
-    config.max_waiting = 8;
-    tokio::spawn(run(inputs, config, stopped, work));
+    tokio::spawn(run(queue, config, stopped, work));
     for key in 0..10_000 {
         keys.send(key);
     }
@@ -269,7 +270,8 @@ async fn stopping_starts_nothing_new_and_waits_for_the_runs_in_flight() {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_run_is_retried_and_the_executor_lives_on() {
     let tries = Arc::new(AtomicUsize::new(0));
-    let (keys, inputs) = key_queue();
+    let config = config(None);
+    let (keys, queue) = config.queue();
     let (_stop, stopped) = watch::channel(false);
     let work = {
         let tries = tries.clone();
@@ -283,7 +285,7 @@ async fn a_panicking_run_is_retried_and_the_executor_lives_on() {
             }
         }
     };
-    let executor = tokio::spawn(run(inputs, config(None), stopped, work));
+    let executor = tokio::spawn(run(queue, config, stopped, work));
     keys.send(1);
     sleep(Duration::from_secs(4)).await;
     assert_eq!(tries.load(Ordering::SeqCst), 1);
