@@ -127,7 +127,7 @@ impl Drop for Unfinished<'_> {
 async fn sync(
     context: &str,
     client: Client,
-    desired: Vec<DesiredChild>,
+    mut desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
     changes: &ChildChanges,
@@ -138,14 +138,14 @@ async fn sync(
     // hand edit of a field it sets) must not block the repair.
     let apply = PatchParams::apply(link.controller).force();
     let mut conflicts = Vec::new();
-    for child in &desired {
+    for child in &mut desired {
         let api = api(client.clone(), &child.resource, child.namespace.as_deref());
         let place = place(
             &child.resource.kind,
             child.namespace.as_deref(),
             &child.name,
         );
-        let before = match claim(&api, watches, child, &link.parent.uid).await {
+        let before = match claim(&api, watches, &*child, &link.parent.uid).await {
             Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
                 unfinished.count("conflict");
@@ -157,14 +157,17 @@ async fn sync(
                 return failure(context, &error, &format!("reading {place}"));
             }
         };
-        let mut object = child.object.clone();
-        let metadata = &mut object["metadata"];
+        // Stamped in place: the child is this sync's own.
+        let metadata = &mut child.object["metadata"];
         for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
             for (key, value) in stamp {
                 metadata[field][key] = serde_json::Value::String(value.clone());
             }
         }
-        match api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
+        match api
+            .patch(&child.name, &apply, &Patch::Apply(&child.object))
+            .await
+        {
             Ok(applied) => {
                 unfinished.count("success");
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {

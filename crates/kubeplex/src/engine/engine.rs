@@ -286,7 +286,7 @@ impl<R: Reconcile> Engine<R> {
     /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded.
     pub(crate) async fn per_child_context_with_interim<'a, F, I>(
         &'a self,
-        work: impl Fn(Arc<str>, Client) -> F,
+        work: impl FnMut(Arc<str>, Client) -> F,
         interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
     ) -> BTreeMap<String, ContextOutcome>
     where
@@ -347,7 +347,7 @@ impl<R: Reconcile> Engine<R> {
     /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
     fn child_context_runs<'a, F>(
         &'a self,
-        work: impl Fn(Arc<str>, Client) -> F,
+        mut work: impl FnMut(Arc<str>, Client) -> F,
     ) -> Vec<impl Future<Output = (String, ContextOutcome)> + 'a>
     where
         F: Future<Output = ContextOutcome> + 'a,

@@ -113,7 +113,7 @@ impl<R: Reconcile> Engine<R> {
         if self.plan.children().is_empty() {
             return Verdict::Done(action);
         }
-        let desired = cx.take_children();
+        let mut desired = cx.take_children();
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
         let changes = ChildChanges::default();
@@ -129,11 +129,7 @@ impl<R: Reconcile> Engine<R> {
         let written = std::sync::Mutex::new(None);
         let outcomes = Box::pin(self.per_child_context_with_interim(
             |name, client| {
-                let desired = desired
-                    .iter()
-                    .filter(|d| *d.context == *name)
-                    .cloned()
-                    .collect();
+                let desired = desired.remove(&*name).unwrap_or_default();
                 let watches = self.child_watches_in(&name);
                 let (link, changes) = (&link, &changes);
                 async move {

@@ -38,7 +38,6 @@ fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
 
 fn desired(name: &str) -> DesiredChild {
     DesiredChild {
-        context: "cluster-a".into(),
         resource: ApiResource::erase::<Deployment>(&()),
         namespace: Some("ns".into()),
         name: name.into(),
