@@ -46,9 +46,16 @@ impl Reconcile for TestController {
 
 /// A runtime that reaches `control` and `cluster-a` through clients of their own.
 pub(crate) fn runtime(control: Client, cluster_a: Client) -> Arc<Runtime> {
+    runtime_of([("control", control), ("cluster-a", cluster_a)])
+}
+
+/// A runtime that reaches each of these contexts through its client.
+pub(crate) fn runtime_of(
+    clients: impl IntoIterator<Item = (&'static str, Client)>,
+) -> Arc<Runtime> {
     let health = Arc::new(Health::default());
     Arc::new(Runtime {
-        pool: ClientPool::from_clients([("control", control), ("cluster-a", cluster_a)]),
+        pool: ClientPool::from_clients(clients),
         watches: WatchRegistry::new(health.clone(), Default::default()),
         health,
         metrics: Default::default(),

@@ -283,20 +283,21 @@ impl<R: Reconcile> Engine<R> {
 
     /// As [`Engine::per_child_context`]; besides, when some contexts are done and others still working
     /// after [`INTERIM_AFTER`], `interim` is given the outcomes so far, the others as not answering yet,
-    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded.
+    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded. Returns
+    /// the outcomes, and what `interim` returned if it ran.
     pub(crate) async fn per_child_context_with_interim<'a, F, I>(
         &'a self,
         work: impl FnMut(Arc<str>, Client) -> F,
         interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
-    ) -> BTreeMap<String, ContextOutcome>
+    ) -> (BTreeMap<String, ContextOutcome>, Option<I::Output>)
     where
         F: Future<Output = ContextOutcome> + 'a,
-        I: Future<Output = ()>,
+        I: Future,
     {
         let mut runs: FuturesUnordered<_> = self.child_context_runs(work).into_iter().collect();
         let all = runs.len();
         let mut outcomes = BTreeMap::new();
-        let mut interim = Some(interim);
+        let (mut interim, mut interim_result) = (Some(interim), None);
         let grace = tokio::time::sleep(INTERIM_AFTER);
         tokio::pin!(grace);
         loop {
@@ -308,22 +309,15 @@ impl<R: Reconcile> Engine<R> {
                 () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
                     let mut so_far = outcomes.clone();
                     for context in self.child_context_names() {
-                        so_far.entry(context.to_string()).or_insert_with(|| ContextOutcome {
-                            fenced: None,
-                            state: ClusterState::Unreachable,
-                            children: 0,
-                            message: Some(format!(
-                                "context {context}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
-                            )),
-                        });
+                        so_far.entry(context.to_string()).or_insert_with(|| not_answering_yet(&context));
                     }
                     if let Some(interim) = interim.take() {
-                        interim(so_far).await;
+                        interim_result = Some(interim(so_far).await);
                     }
                 }
             }
         }
-        outcomes
+        (outcomes, interim_result)
     }
 
     /// Whether a write of this reconcile was refused by this replica's fence. Then the replica is no longer
@@ -374,6 +368,18 @@ impl<R: Reconcile> Engine<R> {
                 }
             })
             .collect()
+    }
+}
+
+/// The interim outcome of a child context still working after [`INTERIM_AFTER`].
+pub(super) fn not_answering_yet(context: &str) -> ContextOutcome {
+    ContextOutcome {
+        fenced: None,
+        state: ClusterState::Unreachable,
+        children: 0,
+        message: Some(format!(
+            "context {context}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
+        )),
     }
 }
 

@@ -136,7 +136,8 @@ impl<R: Reconcile> Engine<R> {
             self.publish(&object, &context, note).await;
         }
         if blocked {
-            self.write_status(&object, &context, &outcomes).await;
+            self.write_status(&object, &context, &before, &outcomes)
+                .await;
             return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
         }
         // The abandonment is recorded in the status before the parent goes.
@@ -144,7 +145,8 @@ impl<R: Reconcile> Engine<R> {
             .values()
             .any(|o| o.state == ClusterState::Abandoned)
         {
-            self.write_status(&object, &context, &outcomes).await;
+            self.write_status(&object, &context, &before, &outcomes)
+                .await;
         }
         match self.set_finalizer(&object, &context, false).await {
             Ok(()) => {

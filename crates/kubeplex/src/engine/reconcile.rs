@@ -124,10 +124,9 @@ impl<R: Reconcile> Engine<R> {
             parent_kind: &self.parent_kind,
             metrics: &self.runtime.metrics,
         };
-        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
-        // and the final status is written over that interim one.
-        let written = std::sync::Mutex::new(None);
-        let outcomes = Box::pin(self.per_child_context_with_interim(
+        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status,
+        // over `before`), and the final status is written over what the interim one left.
+        let (outcomes, interim) = Box::pin(self.per_child_context_with_interim(
             |name, client| {
                 let desired = desired.remove(&*name).unwrap_or_default();
                 let watches = self.child_watches_in(&name);
@@ -138,16 +137,12 @@ impl<R: Reconcile> Engine<R> {
                 }
             },
             |so_far| {
-                let (object, written, context) = (&object, &written, &context);
+                let (object, context, before) = (&object, &context, &before);
                 async move {
                     if so_far.values().any(|o| o.fenced.is_some()) {
-                        return;
+                        return None;
                     }
-                    let previous = super::status_write::owned_status(&**object);
-                    let status = self
-                        .write_status_over(object, context, &previous, &so_far)
-                        .await;
-                    *written.lock().unwrap_or_else(|e| e.into_inner()) = status;
+                    self.write_status(object, context, before, &so_far).await
                 }
             },
         ))
@@ -157,7 +152,6 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
-        let interim = written.into_inner().unwrap_or_else(|e| e.into_inner());
         for outcome in outcomes
             .values()
             .filter(|o| o.state == ClusterState::Conflict)
@@ -168,12 +162,9 @@ impl<R: Reconcile> Engine<R> {
         let mut notes = changes.notes();
         notes.extend(context_notes(&before, &outcomes));
         Box::pin(self.publish_all(&object, &context, notes)).await;
-        match interim {
-            Some(previous) => {
-                Box::pin(self.write_status_over(&object, &context, &previous, &outcomes)).await;
-            }
-            None => Box::pin(self.write_status(&object, &context, &outcomes)).await,
-        }
+        let previous = interim.flatten();
+        let previous = previous.as_ref().unwrap_or(&before);
+        Box::pin(self.write_status(&object, &context, previous, &outcomes)).await;
         // A context that failed is retried soon, whatever the reconcile asked for.
         if outcomes.values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();
