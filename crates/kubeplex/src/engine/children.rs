@@ -35,8 +35,9 @@ fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<D
 }
 
 /// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
-/// replica's own fence refused the write, else failed.
-pub(super) fn failure(context: &str, error: &kube::Error, what: &str) -> ContextOutcome {
+/// replica's own fence refused the write, else failed. Its message says what failed and why; the context
+/// it is kept under names the cluster.
+pub(super) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
     let fenced = crate::core::fenced(error);
     let (state, why) = if let Some(refusal) = fenced {
         (ClusterState::Failed, refusal.to_owned())
@@ -48,7 +49,7 @@ pub(super) fn failure(context: &str, error: &kube::Error, what: &str) -> Context
     ContextOutcome {
         state,
         children: 0,
-        message: Some(format!("context {context}: {what}: {why}")),
+        message: Some(format!("{what}: {why}")),
         fenced,
     }
 }
@@ -154,7 +155,7 @@ async fn sync(
             }
             Err(error) => {
                 unfinished.count("error");
-                return failure(context, &error, &format!("reading {place}"));
+                return failure(&error, &format!("reading {place}"));
             }
         };
         // Stamped in place: the child is this sync's own.
@@ -176,7 +177,7 @@ async fn sync(
             }
             Err(error) => {
                 unfinished.count("error");
-                return failure(context, &error, &format!("applying {place}"));
+                return failure(&error, &format!("applying {place}"));
             }
         }
     }
@@ -204,7 +205,7 @@ async fn sync(
             fenced: None,
             state: ClusterState::Conflict,
             children: (desired.len() - conflicts.len()) as u32,
-            message: Some(format!("context {context}: {}", conflicts.join("; "))),
+            message: Some(conflicts.join("; ")),
         };
     }
     ContextOutcome {
@@ -252,7 +253,7 @@ async fn prune(
             Ok(false) => {}
             Err(error) => {
                 let what = format!("deleting {} {name}", watch.resource.kind);
-                return Err(failure(context, &error, &what));
+                return Err(failure(&error, &what));
             }
         }
     }
@@ -330,7 +331,7 @@ async fn remove_all(
             .await
         {
             Ok(list) => list.items,
-            Err(error) => return failure(context, &error, &format!("listing {}", resource.plural)),
+            Err(error) => return failure(&error, &format!("listing {}", resource.plural)),
         };
         for child in children {
             let name = child.metadata.name.clone().unwrap_or_default();
@@ -344,7 +345,7 @@ async fn remove_all(
                 Err(error) => {
                     span.record("children", deleted);
                     let what = format!("deleting {} {name}", resource.kind);
-                    return failure(context, &error, &what);
+                    return failure(&error, &what);
                 }
             }
         }

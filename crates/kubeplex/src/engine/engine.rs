@@ -309,7 +309,7 @@ impl<R: Reconcile> Engine<R> {
                 () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
                     let mut so_far = outcomes.clone();
                     for context in self.child_context_names() {
-                        so_far.entry(context.to_string()).or_insert_with(|| not_answering_yet(&context));
+                        so_far.entry(context.to_string()).or_insert_with(not_answering_yet);
                     }
                     if let Some(interim) = interim.take() {
                         interim_result = Some(interim(so_far).await);
@@ -360,7 +360,7 @@ impl<R: Reconcile> Engine<R> {
                 let run = (self.runtime.client(&name)).map(|client| work(name.clone(), client));
                 async move {
                     let outcome = match run {
-                        Ok(run) => timed(&name, run).await,
+                        Ok(run) => timed(run).await,
                         Err(error) => unusable(&error),
                     };
                     drop(guard);
@@ -372,28 +372,26 @@ impl<R: Reconcile> Engine<R> {
 }
 
 /// The interim outcome of a child context still working after [`INTERIM_AFTER`].
-pub(super) fn not_answering_yet(context: &str) -> ContextOutcome {
+pub(super) fn not_answering_yet() -> ContextOutcome {
     ContextOutcome {
         fenced: None,
         state: ClusterState::Unreachable,
         children: 0,
         message: Some(format!(
-            "context {context}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
+            "no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
         )),
     }
 }
 
 /// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
-async fn timed(context: &str, work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
+async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
     tokio::time::timeout(CONTEXT_TIMEOUT, work)
         .await
         .unwrap_or_else(|_| ContextOutcome {
             fenced: None,
             state: ClusterState::Unreachable,
             children: 0,
-            message: Some(format!(
-                "context {context}: unreachable: no answer within {CONTEXT_TIMEOUT:?}"
-            )),
+            message: Some(format!("unreachable: no answer within {CONTEXT_TIMEOUT:?}")),
         })
 }
 
@@ -403,6 +401,6 @@ fn unusable(error: &Error) -> ContextOutcome {
         fenced: None,
         state: ClusterState::Failed,
         children: 0,
-        message: Some(error.to_string()),
+        message: Some(error.detail()),
     }
 }

@@ -104,11 +104,12 @@ impl<R: Reconcile> Engine<R> {
             let why = outcome.message.take().unwrap_or_default();
             if abandon {
                 let message = format!(
-                    "context {name} was unreachable for longer than the abandon policy allows; its children were left behind ({why})"
+                    "unreachable for longer than the abandon policy allows; its children were left behind ({why})"
                 );
                 tracing::warn!(context = %name, %message, "abandoning children");
                 let note =
-                    Note::warning("ChildrenAbandoned", "Delete", message.clone()).about(name);
+                    Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
+                        .about(name);
                 self.publish(&object, &context, note).await;
                 *outcome = ContextOutcome {
                     fenced: None,
@@ -122,7 +123,7 @@ impl<R: Reconcile> Engine<R> {
                     fenced: None,
                     state: ClusterState::Deleting,
                     children: outcome.children,
-                    message: Some(format!("blocks deletion: {why}")),
+                    message: Some(why),
                 };
             }
         }

@@ -152,12 +152,12 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
-        for outcome in outcomes
-            .values()
-            .filter(|o| o.state == ClusterState::Conflict)
+        for (cluster, outcome) in outcomes
+            .iter()
+            .filter(|(_, o)| o.state == ClusterState::Conflict)
         {
             let message = outcome.message.as_deref().unwrap_or_default();
-            tracing::warn!(context = %context, %message, "a child's name is taken");
+            tracing::warn!(context = %context, %cluster, %message, "a child's name is taken");
         }
         let mut notes = changes.notes();
         notes.extend(context_notes(&before, &outcomes));
@@ -187,14 +187,13 @@ impl<R: Reconcile> Engine<R> {
             return;
         }
         for name in self.runtime.members.orphaned() {
-            let message = format!(
-                "member {name} left the fleet; its children there stay, no longer managed (leave policy orphan)"
-            );
+            let message =
+                "left the fleet; its children there stay, no longer managed (leave policy orphan)";
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,
                 state: ClusterState::Left,
                 children: 0,
-                message: Some(message),
+                message: Some(message.to_owned()),
             });
         }
     }

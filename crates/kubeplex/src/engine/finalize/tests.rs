@@ -170,3 +170,63 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
         ]
     );
 }
+
+/// A client whose server refuses every connection.
+fn refusing() -> kube::Client {
+    let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+        Err::<http::Response<http_body_util::Full<hyper::body::Bytes>>, _>(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        ))
+    });
+    kube::Client::new(service, "default")
+}
+
+/// Each layer that words a blocked deletion (the failed request, the deletion path, the Event, the status'
+/// condition) used to name the cluster again; each message now names it once, and the cluster's own entry
+/// in the status leaves it to its key.
+#[tokio::test]
+async fn a_blocked_deletion_names_the_cluster_once_in_each_message() {
+    let (control, requests) = fake_api::client(|method, uri, body| match method {
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        _ if uri.contains("/status?") => (
+            200,
+            serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+        ),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    });
+    let engine = crate::engine::test_engine::engine_with(control, refusing());
+    let mut deleted = parent(&[OURS]);
+    deleted.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let cx = Cx::new(
+        CONTROL_TARGET,
+        engine.plan.clone(),
+        engine.runtime.clone(),
+        0,
+    );
+    engine.finalize(Arc::new(deleted), &cx).await;
+
+    let sent = |path: &str| -> serde_json::Value {
+        let request = (requests.all().into_iter())
+            .find(|s| s.uri.contains(path))
+            .unwrap_or_else(|| panic!("nothing sent to {path}: {:?}", requests.lines()));
+        serde_json::from_str(&request.body).unwrap()
+    };
+    let named = |text: &str| text.matches("cluster-a").count();
+    let event = sent("/events");
+    let note = event["note"].as_str().unwrap();
+    assert_eq!(
+        note,
+        "deletion waits for children that cannot be removed yet in cluster-a (listing configmaps: unreachable: connection refused)"
+    );
+    let status = &sent("/status?")["status"];
+    let entry = status["clusters"]["cluster-a"]["message"].as_str().unwrap();
+    assert_eq!(entry, "listing configmaps: unreachable: connection refused");
+    let condition = status["conditions"][0]["message"].as_str().unwrap();
+    assert_eq!(
+        (named(note), named(entry), named(condition)),
+        (1, 0, 1),
+        "{condition}"
+    );
+}

@@ -361,7 +361,7 @@ async fn an_interim_status_the_controller_wrote_last_is_not_written_again() {
                 message: None,
             },
         ),
-        ("cluster-b".to_owned(), not_answering_yet("cluster-b")),
+        ("cluster-b".to_owned(), not_answering_yet()),
     ]);
     let interim = FleetStatus::from_outcomes(&FleetStatus::default(), &so_far, None, "t0");
     let writes = status_writes(Some(interim)).await;
