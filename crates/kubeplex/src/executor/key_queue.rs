@@ -255,7 +255,8 @@ impl<K: Clone + Eq + Hash> State<K> {
         if let Some(at) = requeue {
             let due = (deadline(at, debounce), order);
             match &mut entry.wait {
-                Some(wait) if wait.due.0 >= at => wait.due = due,
+                // Due later (a debounced arrival, say): the requeue brings it forward.
+                Some(wait) if wait.due.0 >= at && wait.due.0 != due.0 => wait.due = due,
                 Some(_) => {}
                 None => {
                     entry.wait = Some(Wait {
