@@ -265,7 +265,7 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
                 Some((ClusterState::Ready, _)),
                 Some((ClusterState::Unreachable, message)),
                 Some((status, _)),
-            ) if message.contains("cluster-b") && status == "False" => Ok(()),
+            ) if message.contains("unreachable") && status == "False" => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })
@@ -311,7 +311,7 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
             );
             match (cluster_state(&app, Fleet::ClusterB), ready(&app)) {
                 (Some((ClusterState::Deleting, message)), Some((_, reason)))
-                    if message.contains("cluster-b") && reason == "DeletionBlocked" =>
+                    if message.contains("unreachable") && reason == "DeletionBlocked" =>
                 {
                     Ok(())
                 }

@@ -1,5 +1,6 @@
 //! What a reconcile sees besides its object: where it came from and how to reach every context.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,15 +21,18 @@ use crate::plan::DEFAULT_ERROR_REQUEUE;
 use crate::plan::{MAX_ERROR_REQUEUE, Plan};
 use crate::runtime::Runtime;
 
-/// A child the reconcile asked for, not yet applied.
+/// A child the reconcile asked for, not yet applied (where it goes is the key it is kept under).
 #[derive(Clone, Debug)]
 pub(crate) struct DesiredChild {
-    pub(crate) context: String,
     pub(crate) resource: ApiResource,
     pub(crate) namespace: Option<String>,
     pub(crate) name: String,
     pub(crate) object: serde_json::Value,
 }
+
+/// The children a reconcile asked for, by the context or member they go to, each in the order declared:
+/// split once, as they are declared, so that each context's sync takes its own.
+pub(crate) type DesiredChildren = BTreeMap<String, Vec<DesiredChild>>;
 
 /// The reconcile context: the context the object came from, access to every declared context, and the
 /// children the reconcile wants.
@@ -36,7 +40,7 @@ pub struct Cx<C> {
     context: Target<C>,
     plan: Arc<Plan<C>>,
     runtime: Arc<Runtime>,
-    desired: Mutex<Vec<DesiredChild>>,
+    desired: Mutex<DesiredChildren>,
     failures: u32,
 }
 
@@ -191,13 +195,18 @@ impl<C: Context> Cx<C> {
             object["metadata"]["namespace"] = serde_json::Value::String(namespace.clone());
         }
         let desired = DesiredChild {
-            context: target.name().to_owned(),
             resource,
             namespace,
             name,
             object,
         };
-        self.desired.lock().push(desired);
+        let mut declared = self.desired.lock();
+        match declared.get_mut(target.name()) {
+            Some(children) => children.push(desired),
+            None => {
+                declared.insert(target.name().to_owned(), vec![desired]);
+            }
+        }
         Ok(())
     }
 
@@ -267,7 +276,7 @@ impl<C: Context> Cx<C> {
     }
 
     /// The children declared so far, taken.
-    pub(crate) fn take_children(&self) -> Vec<DesiredChild> {
+    pub(crate) fn take_children(&self) -> DesiredChildren {
         std::mem::take(&mut self.desired.lock())
     }
 }
@@ -347,11 +356,15 @@ mod tests {
             refused(cx.child(CLUSTER_A, owned)).contains("ownerReferences cannot span clusters")
         );
         let taken = cx.take_children();
-        assert_eq!(taken.len(), 1);
-        assert_eq!(
-            (taken[0].name.as_str(), taken[0].context.as_str()),
-            ("ok", "cluster-a")
-        );
+        let names: Vec<(&str, Vec<&str>)> = (taken.iter())
+            .map(|(context, children)| {
+                (
+                    context.as_str(),
+                    children.iter().map(|c| c.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(names, [("cluster-a", vec!["ok"])]);
     }
 
     #[tokio::test]
@@ -364,8 +377,35 @@ mod tests {
         cx.child(CLUSTER_A, config_map(None, Some("defaulted")))
             .unwrap();
         let taken = cx.take_children();
-        assert_eq!(taken[0].namespace.as_deref(), Some("ns"));
-        assert_eq!(taken[0].object["metadata"]["namespace"], "ns");
+        let child = &taken["cluster-a"][0];
+        assert_eq!(child.namespace.as_deref(), Some("ns"));
+        assert_eq!(child.object["metadata"]["namespace"], "ns");
+    }
+
+    #[tokio::test]
+    async fn children_are_split_by_context_as_they_are_declared() {
+        let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let plan = Plan::new("split")
+            .contexts([CONTROL])
+            .owns(crate::Child::of::<ConfigMap>().contexts([CLUSTER_A, CONTROL]));
+        let cx = Cx::new(
+            Target::Context(CONTROL),
+            Arc::new(plan),
+            runtime(client.clone(), client),
+            0,
+        );
+        for (context, name) in [(CLUSTER_A, "a1"), (CONTROL, "c1"), (CLUSTER_A, "a2")] {
+            cx.child(context, config_map(Some("ns"), Some(name)))
+                .unwrap();
+        }
+        let taken = cx.take_children();
+        let names = |context: &str| -> Vec<&str> {
+            taken[context].iter().map(|c| c.name.as_str()).collect()
+        };
+        assert_eq!(taken.len(), 2);
+        assert_eq!(names("cluster-a"), ["a1", "a2"]);
+        assert_eq!(names("control"), ["c1"]);
+        assert!(cx.take_children().is_empty(), "taken once");
     }
 
     #[tokio::test]

@@ -13,8 +13,8 @@ use crate::watch::WatchRegistry;
 use crate::{Action, Child, ContextName, Controller, Cx, Plan, Reconcile};
 
 pub(crate) const CONTROL: ContextName = ContextName::new("control");
-/// [`CONTROL`] as the place of a request.
-pub(crate) const CONTROL_PLACE: crate::Target<ContextName> = crate::Target::Context(CONTROL);
+/// [`CONTROL`] as the target a reconcile is keyed by.
+pub(crate) const CONTROL_TARGET: crate::Target<ContextName> = crate::Target::Context(CONTROL);
 pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");
 
 /// Reconciles nothing; its plan owns ConfigMaps in `cluster-a`.
@@ -46,9 +46,16 @@ impl Reconcile for TestController {
 
 /// A runtime that reaches `control` and `cluster-a` through clients of their own.
 pub(crate) fn runtime(control: Client, cluster_a: Client) -> Arc<Runtime> {
+    runtime_of([("control", control), ("cluster-a", cluster_a)])
+}
+
+/// A runtime that reaches each of these contexts through its client.
+pub(crate) fn runtime_of(
+    clients: impl IntoIterator<Item = (&'static str, Client)>,
+) -> Arc<Runtime> {
     let health = Arc::new(Health::default());
     Arc::new(Runtime {
-        pool: ClientPool::from_clients([("control", control), ("cluster-a", cluster_a)]),
+        pool: ClientPool::from_clients(clients),
         watches: WatchRegistry::new(health.clone(), Default::default()),
         health,
         metrics: Default::default(),

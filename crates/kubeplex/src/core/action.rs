@@ -31,3 +31,23 @@ impl Action {
         self.requeue_after
     }
 }
+
+/// How one reconcile (or deletion) ended: the [`Action`] the executor carries out, and whether the user's
+/// code failed (which counts towards the object's error backoff). The one decision a run hands on: the
+/// executor reads its action, the metrics its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The runtime's and the user's work succeeded, or failed in a way the runtime retries itself.
+    Done(Action),
+    /// The user's `reconcile` or `cleanup` failed.
+    Failed(Action),
+}
+
+impl Verdict {
+    /// What the executor does next with the object's key.
+    pub(crate) fn action(self) -> Action {
+        match self {
+            Self::Done(action) | Self::Failed(action) => action,
+        }
+    }
+}

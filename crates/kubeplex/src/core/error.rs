@@ -18,7 +18,8 @@ pub enum Error {
     },
     /// A declared context is not in the kubeconfig.
     #[error(
-        "context {context}: {kubeconfig} has no context {kubeconfig_context:?}{remapped} (it has: {available})"
+        "context {context}: {}",
+        no_such_context(kubeconfig, kubeconfig_context, remapped, available)
     )]
     ContextNotFound {
         /// The context as the controller declared it.
@@ -117,6 +118,39 @@ pub enum Error {
     /// The manager could not install its signal handlers.
     #[error("installing signal handlers: {0}")]
     Signals(#[source] std::io::Error),
+}
+
+fn no_such_context(
+    kubeconfig: &str,
+    kubeconfig_context: &str,
+    remapped: &str,
+    available: &str,
+) -> String {
+    format!("{kubeconfig} has no context {kubeconfig_context:?}{remapped} (it has: {available})")
+}
+
+impl Error {
+    /// What is wrong, without naming the context it concerns: for a message that names the context
+    /// already (a parent's status entry for it, an Event about it), so that the context is named once.
+    pub(crate) fn detail(&self) -> String {
+        match self {
+            Self::ContextNotFound {
+                kubeconfig,
+                kubeconfig_context,
+                remapped,
+                available,
+                ..
+            } => no_such_context(kubeconfig, kubeconfig_context, remapped, available),
+            Self::ClientConfig { reason, .. } => format!("cannot configure a client: {reason}"),
+            Self::UndeclaredContext { .. } => {
+                "not declared by any controller of this manager".into()
+            }
+            Self::Member { reason, .. } => reason.clone(),
+            Self::InvalidChild { kind, reason, .. } => format!("child {kind}: {reason}"),
+            Self::Kube { source, .. } => describe_kube(source),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// A result with kubeplex's [`Error`].
@@ -258,6 +292,40 @@ mod tests {
             chain(&wrapped),
             "context cluster-a: deployments.apps \"web\" not found (404 NotFound)"
         );
+    }
+
+    #[test]
+    fn the_detail_of_an_error_about_a_context_leaves_the_context_out() {
+        let errors = [
+            Error::ContextNotFound {
+                context: "cluster-b".into(),
+                kubeconfig_context: "kind-b".into(),
+                remapped: String::new(),
+                kubeconfig: "the kubeconfig".into(),
+                available: "control".into(),
+            },
+            Error::ClientConfig {
+                context: "cluster-b".into(),
+                reason: "no user".into(),
+            },
+        ];
+        for error in errors {
+            let detail = error.detail();
+            assert!(!detail.contains("cluster-b"), "{detail}");
+            assert_eq!(error.to_string(), format!("context cluster-b: {detail}"));
+        }
+        let undeclared = Error::UndeclaredContext {
+            context: "cluster-b".into(),
+        };
+        assert_eq!(
+            undeclared.detail(),
+            "not declared by any controller of this manager"
+        );
+        let member = Error::Member {
+            context: "cluster-c".into(),
+            reason: "its kubeconfig has no server".into(),
+        };
+        assert_eq!(member.detail(), "its kubeconfig has no server");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod status;
 mod target;
 
 pub use action::Action;
+pub(crate) use action::Verdict;
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub(crate) use error::chain;
 pub use error::{Error, Result};

@@ -8,7 +8,7 @@ use super::events::Note;
 
 /// What became of a child in another cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Change {
+pub(crate) enum ChildChange {
     Created,
     Updated,
     Pruned,
@@ -17,10 +17,10 @@ pub(crate) enum Change {
 /// The children a sync changed, in every context, as they happen (so that a context cut off by its cap
 /// still reports what it did before).
 #[derive(Default)]
-pub(super) struct Changes(Mutex<Vec<(String, Change, String)>>);
+pub(super) struct ChildChanges(Mutex<Vec<(String, ChildChange, String)>>);
 
-impl Changes {
-    pub(crate) fn push(&self, context: &str, change: Change, place: String) {
+impl ChildChanges {
+    pub(crate) fn push(&self, context: &str, change: ChildChange, place: String) {
         let mut changes = self.0.lock();
         changes.push((context.to_owned(), change, place));
     }
@@ -28,7 +28,7 @@ impl Changes {
     /// One event per context and kind of change, naming the cluster and the children (`ChildCreated`,
     /// `ChildUpdated`, `ChildPruned`); an event repeated with the same children is a series.
     pub(crate) fn notes(self) -> Vec<Note> {
-        let mut grouped: std::collections::BTreeMap<(String, Change), Vec<String>> =
+        let mut grouped: std::collections::BTreeMap<(String, ChildChange), Vec<String>> =
             Default::default();
         for (context, change, place) in self.0.into_inner() {
             grouped.entry((context, change)).or_default().push(place);
@@ -37,9 +37,9 @@ impl Changes {
             .into_iter()
             .map(|((context, change), places)| {
                 let (reason, action, done) = match change {
-                    Change::Created => ("ChildCreated", "Apply", "created"),
-                    Change::Updated => ("ChildUpdated", "Apply", "updated"),
-                    Change::Pruned => ("ChildPruned", "Delete", "deleted (no longer desired)"),
+                    ChildChange::Created => ("ChildCreated", "Apply", "created"),
+                    ChildChange::Updated => ("ChildUpdated", "Apply", "updated"),
+                    ChildChange::Pruned => ("ChildPruned", "Delete", "deleted (no longer desired)"),
                 };
                 let message = format!("{done} in {context}: {}", places.join(", "));
                 Note::normal(reason, action, message.clone()).about(message)
@@ -50,16 +50,16 @@ impl Changes {
 
 /// What applying did to a child that was `before` (as the cache or the server had it): created, changed
 /// (a new generation, or for kinds without one a new resourceVersion), or nothing.
-pub(super) fn change_of(before: Option<&ObjectMeta>, after: &ObjectMeta) -> Option<Change> {
+pub(super) fn change_of(before: Option<&ObjectMeta>, after: &ObjectMeta) -> Option<ChildChange> {
     let Some(before) = before else {
-        return Some(Change::Created);
+        return Some(ChildChange::Created);
     };
     if before.uid.is_some() && after.uid.is_some() && before.uid != after.uid {
-        return Some(Change::Created);
+        return Some(ChildChange::Created);
     }
     let changed = match (before.generation, after.generation) {
         (Some(old), Some(new)) => old != new,
         _ => before.resource_version != after.resource_version,
     };
-    changed.then_some(Change::Updated)
+    changed.then_some(ChildChange::Updated)
 }

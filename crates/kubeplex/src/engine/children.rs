@@ -9,7 +9,7 @@ use kube::api::{
     Preconditions,
 };
 
-use super::child_changes::{Change, Changes, change_of};
+use super::child_changes::{ChildChange, ChildChanges, change_of};
 use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
@@ -35,8 +35,9 @@ fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<D
 }
 
 /// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
-/// replica's own fence refused the write, else failed.
-pub(super) fn failure(context: &str, error: &kube::Error, what: &str) -> ContextOutcome {
+/// replica's own fence refused the write, else failed. Its message says what failed and why; the context
+/// it is kept under names the cluster.
+pub(super) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
     let fenced = crate::core::fenced(error);
     let (state, why) = if let Some(refusal) = fenced {
         (ClusterState::Failed, refusal.to_owned())
@@ -48,7 +49,7 @@ pub(super) fn failure(context: &str, error: &kube::Error, what: &str) -> Context
     ContextOutcome {
         state,
         children: 0,
-        message: Some(format!("context {context}: {what}: {why}")),
+        message: Some(format!("{what}: {why}")),
         fenced,
     }
 }
@@ -74,7 +75,7 @@ pub(super) async fn sync_context(
     desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
-    changes: &Changes,
+    changes: &ChildChanges,
 ) -> ContextOutcome {
     let span = tracing::info_span!("apply", context, children = desired.len());
     // A sync cut off by the per-context cap (a hung cluster) counts its children not yet applied as errors.
@@ -127,10 +128,10 @@ impl Drop for Unfinished<'_> {
 async fn sync(
     context: &str,
     client: Client,
-    desired: Vec<DesiredChild>,
+    mut desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
-    changes: &Changes,
+    changes: &ChildChanges,
     unfinished: &Unfinished<'_>,
 ) -> ContextOutcome {
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
@@ -138,14 +139,14 @@ async fn sync(
     // hand edit of a field it sets) must not block the repair.
     let apply = PatchParams::apply(link.controller).force();
     let mut conflicts = Vec::new();
-    for child in &desired {
+    for child in &mut desired {
         let api = api(client.clone(), &child.resource, child.namespace.as_deref());
         let place = place(
             &child.resource.kind,
             child.namespace.as_deref(),
             &child.name,
         );
-        let before = match claim(&api, watches, child, &link.parent.uid).await {
+        let before = match claim(&api, watches, &*child, &link.parent.uid).await {
             Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
                 unfinished.count("conflict");
@@ -154,17 +155,20 @@ async fn sync(
             }
             Err(error) => {
                 unfinished.count("error");
-                return failure(context, &error, &format!("reading {place}"));
+                return failure(&error, &format!("reading {place}"));
             }
         };
-        let mut object = child.object.clone();
-        let metadata = &mut object["metadata"];
+        // Stamped in place: the child is this sync's own.
+        let metadata = &mut child.object["metadata"];
         for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
             for (key, value) in stamp {
                 metadata[field][key] = serde_json::Value::String(value.clone());
             }
         }
-        match api.patch(&child.name, &apply, &Patch::Apply(&object)).await {
+        match api
+            .patch(&child.name, &apply, &Patch::Apply(&child.object))
+            .await
+        {
             Ok(applied) => {
                 unfinished.count("success");
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
@@ -173,7 +177,7 @@ async fn sync(
             }
             Err(error) => {
                 unfinished.count("error");
-                return failure(context, &error, &format!("applying {place}"));
+                return failure(&error, &format!("applying {place}"));
             }
         }
     }
@@ -201,7 +205,7 @@ async fn sync(
             fenced: None,
             state: ClusterState::Conflict,
             children: (desired.len() - conflicts.len()) as u32,
-            message: Some(format!("context {context}: {}", conflicts.join("; "))),
+            message: Some(conflicts.join("; ")),
         };
     }
     ContextOutcome {
@@ -232,7 +236,7 @@ async fn prune(
     context: &str,
     client: &Client,
     stale: Vec<(&ChildWatch, ObjectMeta)>,
-    changes: &Changes,
+    changes: &ChildChanges,
     link: &Parentage<'_>,
 ) -> Result<(), ContextOutcome> {
     for (watch, stale) in stale {
@@ -244,12 +248,12 @@ async fn prune(
                 link.metrics
                     .children_pruned(link.controller, context, &kind, 1);
                 let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
-                changes.push(context, Change::Pruned, place);
+                changes.push(context, ChildChange::Pruned, place);
             }
             Ok(false) => {}
             Err(error) => {
                 let what = format!("deleting {} {name}", watch.resource.kind);
-                return Err(failure(context, &error, &what));
+                return Err(failure(&error, &what));
             }
         }
     }
@@ -327,7 +331,7 @@ async fn remove_all(
             .await
         {
             Ok(list) => list.items,
-            Err(error) => return failure(context, &error, &format!("listing {}", resource.plural)),
+            Err(error) => return failure(&error, &format!("listing {}", resource.plural)),
         };
         for child in children {
             let name = child.metadata.name.clone().unwrap_or_default();
@@ -341,7 +345,7 @@ async fn remove_all(
                 Err(error) => {
                     span.record("children", deleted);
                     let what = format!("deleting {} {name}", resource.kind);
-                    return failure(context, &error, &what);
+                    return failure(&error, &what);
                 }
             }
         }

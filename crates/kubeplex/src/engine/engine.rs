@@ -1,5 +1,5 @@
 //! One controller's engine: what its reconciles share (the reconciler, the plan, its caches and clients),
-//! the request they are keyed by, and the per-context fan-out the child paths use.
+//! the key they are reconciled by, and the per-context fan-out the child paths use.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -20,18 +20,13 @@ use crate::core::Error;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{Member, Target};
-use crate::executor::Next;
 use crate::members::SyncGuard;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
-use crate::watch::ChangeFilter;
 use crate::watch::ChildCache;
 use crate::watch::{SharedWatch, WatchKey};
 
 pub(super) type Primary<R> = <R as Controller>::Resource;
-
-/// Where a controller's object lives: one of its typed contexts, or a member of the fleet.
-pub(super) type Place<R> = Target<<R as Controller>::Context>;
 
 /// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
 /// cluster delays only its own status.
@@ -42,14 +37,15 @@ pub(super) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
 /// [`CONTEXT_TIMEOUT`] later), so that a hung cluster delays only its own status.
 pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
-/// A reconcile request: the same namespace/name in two contexts are two requests.
-pub(crate) struct Request<R: Controller> {
-    pub(crate) context: Place<R>,
+/// What a reconcile is keyed by: where the object lives (one of the controller's typed contexts, or a
+/// member of the fleet) and its reference; the same namespace/name in two contexts are two keys.
+pub(crate) struct ReconcileKey<R: Controller> {
+    pub(crate) context: Target<R::Context>,
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
 // Derives would demand `R: Clone + Eq + Hash`; only the fields need to be.
-impl<R: Controller> Clone for Request<R> {
+impl<R: Controller> Clone for ReconcileKey<R> {
     fn clone(&self) -> Self {
         Self {
             context: self.context.clone(),
@@ -57,26 +53,17 @@ impl<R: Controller> Clone for Request<R> {
         }
     }
 }
-impl<R: Controller> PartialEq for Request<R> {
+impl<R: Controller> PartialEq for ReconcileKey<R> {
     fn eq(&self, other: &Self) -> bool {
         self.context == other.context && self.object == other.object
     }
 }
-impl<R: Controller> Eq for Request<R> {}
-impl<R: Controller> std::hash::Hash for Request<R> {
+impl<R: Controller> Eq for ReconcileKey<R> {}
+impl<R: Controller> std::hash::Hash for ReconcileKey<R> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.context.hash(state);
         self.object.hash(state);
     }
-}
-
-/// How a reconcile (or a deletion) ended, and what next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// The runtime's and the user's work succeeded, or failed in a way the runtime retries itself.
-    Done(Next),
-    /// The user's `reconcile` or `cleanup` failed: counts towards the object's error backoff.
-    Failed(Next),
 }
 
 /// Primary caches by (context, namespace); `None` is the all-namespaces watch.
@@ -148,10 +135,12 @@ pub(crate) struct Engine<R: Reconcile> {
     /// `Kind.group/version` of the primary kind.
     pub(crate) parent_kind: String,
     /// Consecutive failed reconciles per object, for the default error policy's backoff.
-    pub(crate) failures: Mutex<HashMap<Request<R>, u32>>,
+    pub(crate) failures: Mutex<HashMap<ReconcileKey<R>, u32>>,
     pub(crate) events: EventPublisher,
     /// The primary kind turned out to have no status subresource: status writes are skipped.
     pub(crate) no_status: std::sync::atomic::AtomicBool,
+    /// The queue of the current term as leader, where every source of keys sends.
+    pub(crate) term_keys: super::sources::TermKeys<R>,
     /// The statuses this controller wrote lately, until the cache shows them.
     pub(crate) written_status: super::recent_writes::WrittenStatus,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
@@ -162,7 +151,7 @@ impl<R: Reconcile> Engine<R> {
     /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
     pub(crate) fn primary_cache(
         &self,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<Primary<R>>>> {
         self.primaries.get(context, namespace)
@@ -215,24 +204,9 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// The requests a primary watch in `place` gives: every cached object first, then each change that
-    /// reconciles (see [`ChangeFilter`]).
-    pub(crate) fn requests_from(
-        watch: &SharedWatch<Primary<R>>,
-        place: Place<R>,
-    ) -> impl futures::Stream<Item = Request<R>> + Send + 'static {
-        let changed = ChangeFilter::default();
-        watch.subscribe(move |change| {
-            changed.passes(change).then(|| Request::<R> {
-                context: place.clone(),
-                object: ObjectRef::from_obj(change.object()),
-            })
-        })
-    }
-
-    /// The request a child's parent reference points at, if the parent is one of this controller's.
+    /// The key of the parent a child's reference points at, if the parent is one of this controller's.
     /// A parent in a member is one when the plan watches its primaries in every member.
-    pub(crate) fn request_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<Request<R>> {
+    pub(crate) fn key_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<ReconcileKey<R>> {
         let fixed = plan
             .get_contexts()
             .iter()
@@ -242,7 +216,7 @@ impl<R: Reconcile> Engine<R> {
             None if plan.in_members() => Target::Member(Member::new(parent.context.as_str())),
             None => return None,
         };
-        Some(Request {
+        Some(ReconcileKey {
             context,
             object: parent.object_ref(),
         })
@@ -257,7 +231,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) fn parent_api(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
     ) -> crate::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
             self.client(context.name())?,
@@ -266,7 +240,11 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// The reference its children carry to `object`.
-    pub(crate) fn parent_ref(&self, object: &Primary<R>, context: &Place<R>) -> ParentRef {
+    pub(crate) fn parent_ref(
+        &self,
+        object: &Primary<R>,
+        context: &Target<R::Context>,
+    ) -> ParentRef {
         ParentRef {
             context: context.name().to_owned(),
             namespace: object.namespace(),
@@ -276,7 +254,12 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Publishes an event about `object` in its own context.
-    pub(crate) async fn publish(&self, object: &Primary<R>, context: &Place<R>, note: Note) {
+    pub(crate) async fn publish(
+        &self,
+        object: &Primary<R>,
+        context: &Target<R::Context>,
+        note: Note,
+    ) {
         self.publish_all(object, context, vec![note]).await;
     }
 
@@ -284,7 +267,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn publish_all(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         notes: Vec<Note>,
     ) {
         if notes.is_empty() {
@@ -317,20 +300,21 @@ impl<R: Reconcile> Engine<R> {
 
     /// As [`Engine::per_child_context`]; besides, when some contexts are done and others still working
     /// after [`INTERIM_AFTER`], `interim` is given the outcomes so far, the others as not answering yet,
-    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded.
+    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded. Returns
+    /// the outcomes, and what `interim` returned if it ran.
     pub(crate) async fn per_child_context_with_interim<'a, F, I>(
         &'a self,
-        work: impl Fn(Arc<str>, Client) -> F,
+        work: impl FnMut(Arc<str>, Client) -> F,
         interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
-    ) -> BTreeMap<String, ContextOutcome>
+    ) -> (BTreeMap<String, ContextOutcome>, Option<I::Output>)
     where
         F: Future<Output = ContextOutcome> + 'a,
-        I: Future<Output = ()>,
+        I: Future,
     {
         let mut runs: FuturesUnordered<_> = self.child_context_runs(work).into_iter().collect();
         let all = runs.len();
         let mut outcomes = BTreeMap::new();
-        let mut interim = Some(interim);
+        let (mut interim, mut interim_result) = (Some(interim), None);
         let grace = tokio::time::sleep(INTERIM_AFTER);
         tokio::pin!(grace);
         loop {
@@ -342,22 +326,15 @@ impl<R: Reconcile> Engine<R> {
                 () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
                     let mut so_far = outcomes.clone();
                     for context in self.child_context_names() {
-                        so_far.entry(context.to_string()).or_insert_with(|| ContextOutcome {
-                            fenced: None,
-                            state: ClusterState::Unreachable,
-                            children: 0,
-                            message: Some(format!(
-                                "context {context}: no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
-                            )),
-                        });
+                        so_far.entry(context.to_string()).or_insert_with(not_answering_yet);
                     }
                     if let Some(interim) = interim.take() {
-                        interim(so_far).await;
+                        interim_result = Some(interim(so_far).await);
                     }
                 }
             }
         }
-        outcomes
+        (outcomes, interim_result)
     }
 
     /// Whether a write of this reconcile was refused by this replica's fence. Then the replica is no longer
@@ -365,7 +342,7 @@ impl<R: Reconcile> Engine<R> {
     /// nothing, and leaves the parent to the replica that is. Logged once per reconcile, with the refusal.
     pub(crate) fn stands_down(
         &self,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> bool {
         let Some((cluster, refusal)) = outcomes
@@ -381,7 +358,7 @@ impl<R: Reconcile> Engine<R> {
     /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
     fn child_context_runs<'a, F>(
         &'a self,
-        work: impl Fn(Arc<str>, Client) -> F,
+        mut work: impl FnMut(Arc<str>, Client) -> F,
     ) -> Vec<impl Future<Output = (String, ContextOutcome)> + 'a>
     where
         F: Future<Output = ContextOutcome> + 'a,
@@ -401,7 +378,7 @@ impl<R: Reconcile> Engine<R> {
                 let run = (self.runtime.client(&name)).map(|client| work(name.clone(), client));
                 async move {
                     let outcome = match run {
-                        Ok(run) => timed(&name, run).await,
+                        Ok(run) => timed(run).await,
                         Err(error) => unusable(&error),
                     };
                     drop(guard);
@@ -412,17 +389,27 @@ impl<R: Reconcile> Engine<R> {
     }
 }
 
+/// The interim outcome of a child context still working after [`INTERIM_AFTER`].
+pub(super) fn not_answering_yet() -> ContextOutcome {
+    ContextOutcome {
+        fenced: None,
+        state: ClusterState::Unreachable,
+        children: 0,
+        message: Some(format!(
+            "no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
+        )),
+    }
+}
+
 /// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
-async fn timed(context: &str, work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
+async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
     tokio::time::timeout(CONTEXT_TIMEOUT, work)
         .await
         .unwrap_or_else(|_| ContextOutcome {
             fenced: None,
             state: ClusterState::Unreachable,
             children: 0,
-            message: Some(format!(
-                "context {context}: unreachable: no answer within {CONTEXT_TIMEOUT:?}"
-            )),
+            message: Some(format!("unreachable: no answer within {CONTEXT_TIMEOUT:?}")),
         })
 }
 
@@ -432,6 +419,6 @@ fn unusable(error: &Error) -> ContextOutcome {
         fenced: None,
         state: ClusterState::Failed,
         children: 0,
-        message: Some(error.to_string()),
+        message: Some(error.detail()),
     }
 }

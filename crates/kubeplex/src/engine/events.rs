@@ -162,6 +162,7 @@ pub(super) fn context_notes(
         let same_conflict = was(ClusterState::Conflict)
             && before.and_then(|b| b.message.as_ref()) == Some(&message);
         if outcome.state == ClusterState::Conflict && !same_conflict {
+            let message = format!("{context}: {message}");
             notes.push(Note::warning("ChildConflict", "Apply", message.clone()).about(message));
         }
     }
@@ -186,14 +187,13 @@ pub(super) fn deletion_note(
     match (was_blocked, blocking.is_empty()) {
         (false, false) => {
             let names: Vec<&str> = blocking.iter().map(|(name, _)| name.as_str()).collect();
-            let why: Vec<String> = blocking
+            let waits: Vec<String> = blocking
                 .iter()
-                .map(|(name, o)| format!("{name}: {}", o.message.as_deref().unwrap_or_default()))
+                .map(|(name, o)| format!("{name} ({})", o.message.as_deref().unwrap_or_default()))
                 .collect();
             let message = format!(
-                "deletion waits for {} (children there cannot be removed yet): {}",
-                names.join(", "),
-                why.join("; ")
+                "deletion waits for children that cannot be removed yet in {}",
+                waits.join("; ")
             );
             Some(Note::warning("DeletionBlocked", "Delete", message).about(names.join(",")))
         }

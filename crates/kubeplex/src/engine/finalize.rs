@@ -10,15 +10,16 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use super::children;
-use super::engine::{Engine, Place, Primary, Verdict};
+use super::engine::{Engine, Primary};
 use super::events::{Note, deletion_note};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Error;
+use crate::core::Target;
+use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
-use crate::executor::Next;
 
 /// How soon a deletion is tried again while the member provider has not reported its members.
 const MEMBERS_UNKNOWN_RETRY: Duration = Duration::from_secs(1);
@@ -34,7 +35,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn set_finalizer(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         present: bool,
     ) -> crate::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
@@ -78,12 +79,11 @@ impl<R: Reconcile> Engine<R> {
         if self.finalized.contains(&uid) {
             // Its finalizer is gone already; the cache does not show it yet (a child's deletion queued
             // this reconcile while the finalizer was being removed). Cleanup ran; it is not run again.
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
         if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
             tracing::warn!(context = %context, error = %chain(&error), "cleanup failed");
-            let action = self.reconciler.error_policy(object, &error, cx);
-            return Verdict::Failed(next_of(action.requeue_after()));
+            return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
         }
         // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
         let before = self.previous_status(&object);
@@ -98,14 +98,14 @@ impl<R: Reconcile> Engine<R> {
             })
             .await;
         if self.stands_down(&context, &outcomes) {
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
         if self.plan.has_member_children() {
             // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
             // waits for it as for an unreachable context.
             if !self.runtime.members.is_settled() {
                 tracing::debug!(context = %context, "deletion waits for the member provider to report its members");
-                return Verdict::Done(Next::RequeueAfter(MEMBERS_UNKNOWN_RETRY));
+                return Verdict::Done(Action::requeue(MEMBERS_UNKNOWN_RETRY));
             }
             self.members_not_listed(&mut outcomes);
         }
@@ -121,11 +121,12 @@ impl<R: Reconcile> Engine<R> {
             let why = outcome.message.take().unwrap_or_default();
             if abandon {
                 let message = format!(
-                    "context {name} was unreachable for longer than the abandon policy allows; its children were left behind ({why})"
+                    "unreachable for longer than the abandon policy allows; its children were left behind ({why})"
                 );
                 tracing::warn!(context = %name, %message, "abandoning children");
                 let note =
-                    Note::warning("ChildrenAbandoned", "Delete", message.clone()).about(name);
+                    Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
+                        .about(name);
                 self.publish(&object, &context, note).await;
                 *outcome = ContextOutcome {
                     fenced: None,
@@ -139,7 +140,7 @@ impl<R: Reconcile> Engine<R> {
                     fenced: None,
                     state: ClusterState::Deleting,
                     children: outcome.children,
-                    message: Some(format!("blocks deletion: {why}")),
+                    message: Some(why),
                 };
             }
         }
@@ -153,24 +154,26 @@ impl<R: Reconcile> Engine<R> {
             self.publish(&object, &context, note).await;
         }
         if blocked {
-            self.write_status(&object, &context, &outcomes).await;
-            return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
+            self.write_status(&object, &context, &before, &outcomes)
+                .await;
+            return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
         }
         // The abandonment is recorded in the status before the parent goes.
         if outcomes
             .values()
             .any(|o| o.state == ClusterState::Abandoned)
         {
-            self.write_status(&object, &context, &outcomes).await;
+            self.write_status(&object, &context, &before, &outcomes)
+                .await;
         }
         match self.set_finalizer(&object, &context, false).await {
             Ok(()) => {
                 self.finalized.insert(&uid);
-                Verdict::Done(Next::AwaitChange)
+                Verdict::Done(Action::await_change())
             }
             Err(error) => {
                 tracing::warn!(context = %context, error = %chain(&error), "removing the finalizer failed");
-                Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()))
+                Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()))
             }
         }
     }
@@ -209,11 +212,6 @@ impl<R: Reconcile> Engine<R> {
             })
             .collect()
     }
-}
-
-/// The next step for a requested delay.
-pub(super) fn next_of(delay: Option<Duration>) -> Next {
-    delay.map_or(Next::AwaitChange, Next::RequeueAfter)
 }
 
 /// The JSON patch that adds (`present`) or removes `finalizer`, testing the list it changes; `None` when

@@ -14,6 +14,7 @@ mod primaries;
 mod recent_writes;
 mod reconcile;
 mod shard_watches;
+mod sources;
 mod status_write;
 #[cfg(test)]
 mod test_engine;

@@ -14,7 +14,7 @@ use futures::future::join_all;
 use kube::{Resource, ResourceExt};
 
 use super::children;
-use super::engine::{ChildWatch, Engine, Primary, Request};
+use super::engine::{ChildWatch, Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::ParentRef;
 use crate::core::chain;
@@ -43,11 +43,10 @@ impl<R: Reconcile> Engine<R> {
             let Some(parent) = children.first().and_then(ParentRef::of) else {
                 continue;
             };
-            let Some(request) = Self::request_for(&self.plan, &parent) else {
+            let Some(key) = Self::key_for(&self.plan, &parent) else {
                 continue; // Its parent lives in a context this controller does not watch: not ours to judge.
             };
-            let Some(cache) = self.primary_cache(&request.context, parent.namespace.as_deref())
-            else {
+            let Some(cache) = self.primary_cache(&key.context, parent.namespace.as_deref()) else {
                 continue;
             };
             groups
@@ -98,7 +97,7 @@ impl<R: Reconcile> Engine<R> {
     /// sweep judges — by the parent's UID (which the event that asked carries), in a cache that has listed
     /// and holds no object of that UID — and run where the request is reconciled (the leader, or the owner
     /// of the parent's shard, fenced by it).
-    pub(crate) async fn remove_orphans_of(&self, request: &Request<R>) {
+    pub(crate) async fn remove_orphans_of(&self, request: &ReconcileKey<R>) {
         let Some(uid) = request.object.extra.uid.as_deref() else {
             return;
         };

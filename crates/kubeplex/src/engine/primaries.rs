@@ -12,11 +12,11 @@ use crate::core::Target;
 use crate::watch::SharedWatch;
 
 /// A typed context or a member, and a namespace (`None`: every namespace).
-type Place<C> = (Target<C>, Option<String>);
+type CacheKey<C> = (Target<C>, Option<String>);
 
 /// The primary caches of one controller; `C` is its context type.
 pub(crate) struct PrimaryCaches<C, K: PrimaryResource> {
-    caches: RwLock<HashMap<Place<C>, Arc<SharedWatch<K>>>>,
+    caches: RwLock<HashMap<CacheKey<C>, Arc<SharedWatch<K>>>>,
 }
 
 impl<C, K: PrimaryResource> Default for PrimaryCaches<C, K> {
@@ -57,7 +57,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
     }
 
     /// Adds the cache of (`context`, `namespace`), or replaces it.
-    pub(crate) fn insert(&self, key: Place<C>, cache: Arc<SharedWatch<K>>) {
+    pub(crate) fn insert(&self, key: CacheKey<C>, cache: Arc<SharedWatch<K>>) {
         let mut caches = self.caches.write();
         caches.insert(key, cache);
     }

@@ -6,44 +6,42 @@ use std::sync::Arc;
 use kube::Resource;
 use tracing::Instrument;
 
-use super::child_changes::Changes;
+use super::child_changes::ChildChanges;
 use super::children::{self, Parentage};
-use super::engine::{Engine, Primary, Request, Verdict};
+use super::engine::{Engine, Primary, ReconcileKey};
 use super::events::{Note, context_notes};
-use super::finalize::next_of;
 use crate::controller::Cx;
 use crate::controller::Reconcile;
+use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
-use crate::executor::Next;
-use crate::metrics::Outcome;
 
 impl<R: Reconcile> Engine<R> {
-    /// Reconciles one request; returns what the executor does next with it.
-    pub(crate) async fn reconcile(self: Arc<Self>, request: Request<R>) -> Next {
-        let namespace = request.object.namespace.as_deref();
+    /// Reconciles the object `key` names; returns what the executor does next with the key.
+    pub(crate) async fn reconcile(self: Arc<Self>, key: ReconcileKey<R>) -> Action {
+        let namespace = key.object.namespace.as_deref();
         // Gone from the cache: deleted (the finalizer keeps objects that still have children).
         let Some(object) = self
-            .primary_cache(&request.context, namespace)
-            .and_then(|cache| cache.store().get(&request.object))
+            .primary_cache(&key.context, namespace)
+            .and_then(|cache| cache.store().get(&key.object))
         else {
-            self.failures().remove(&request);
-            let parent = namespaced_name(namespace, &request.object.name);
+            self.failures().remove(&key);
+            let parent = namespaced_name(namespace, &key.object.name);
             self.runtime.metrics.parent_gone(self.plan.name(), &parent);
-            self.remove_orphans_of(&request).await;
-            return Next::AwaitChange;
+            self.remove_orphans_of(&key).await;
+            return Action::await_change();
         };
         let span = tracing::info_span!(
             "reconcile",
             controller = %self.plan.name(),
-            context = %request.context,
+            context = %key.context,
             namespace = namespace.unwrap_or(""),
-            name = %request.object.name,
+            name = %key.object.name,
             reconcile_id = %reconcile_id(),
         );
-        let failures = self.failures().get(&request).copied().unwrap_or(0);
+        let failures = self.failures().get(&key).copied().unwrap_or(0);
         let cx = Cx::new(
-            request.context.clone(),
+            key.context.clone(),
             self.plan.clone(),
             self.runtime.clone(),
             failures,
@@ -51,26 +49,19 @@ impl<R: Reconcile> Engine<R> {
         let began = tokio::time::Instant::now();
         let verdict = self.reconcile_object(object, &cx).instrument(span).await;
         let (metrics, controller) = (&self.runtime.metrics, self.plan.name());
-        let outcome = match verdict {
-            Verdict::Failed(_) => Outcome::Error,
-            Verdict::Done(Next::RequeueAfter(_)) => Outcome::Requeue,
-            Verdict::Done(Next::AwaitChange) => Outcome::Success,
-        };
-        metrics.reconciled(controller, request.context.name(), outcome, began.elapsed());
-        match verdict {
-            Verdict::Failed(next) => {
-                metrics.retried(controller);
-                *self.failures().entry(request).or_insert(0) += 1;
-                next
-            }
-            Verdict::Done(next) => {
-                self.failures().remove(&request);
-                next
-            }
+        metrics.reconciled(controller, key.context.name(), verdict, began.elapsed());
+        if let Verdict::Failed(_) = verdict {
+            metrics.retried(controller);
+            *self.failures().entry(key).or_insert(0) += 1;
+        } else {
+            self.failures().remove(&key);
         }
+        verdict.action()
     }
 
-    fn failures(&self) -> parking_lot::MutexGuard<'_, std::collections::HashMap<Request<R>, u32>> {
+    fn failures(
+        &self,
+    ) -> parking_lot::MutexGuard<'_, std::collections::HashMap<ReconcileKey<R>, u32>> {
         self.failures.lock()
     }
 
@@ -88,17 +79,17 @@ impl<R: Reconcile> Engine<R> {
                 return if has_finalizer {
                     Box::pin(self.finalize(object, cx)).await
                 } else {
-                    Verdict::Done(Next::AwaitChange)
+                    Verdict::Done(Action::await_change())
                 };
             }
             if !has_finalizer
                 && let Err(error) = Box::pin(self.set_finalizer(&object, &context, true)).await
             {
                 tracing::warn!(context = %context, error = %chain(&error), "adding the finalizer failed");
-                return Verdict::Done(Next::RequeueAfter(self.plan.error_requeue_or_default()));
+                return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
             }
         } else if deleting {
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
 
         let action = match self.reconciler.reconcile(object.clone(), cx).await {
@@ -106,7 +97,7 @@ impl<R: Reconcile> Engine<R> {
             Err(error) => {
                 if let Some(refusal) = crate::core::fenced(&error) {
                     tracing::info!(context = %context, refusal, "the reconcile's write was fenced; the parent is left to the replica that holds the fence");
-                    return Verdict::Done(Next::AwaitChange);
+                    return Verdict::Done(Action::await_change());
                 }
                 let message = chain(&error);
                 tracing::warn!(context = %context, error = %message, "reconcile failed");
@@ -116,21 +107,17 @@ impl<R: Reconcile> Engine<R> {
                 // Repeats of a failure become one event series (the recorder's), not one per retry.
                 let note = Note::warning("ReconcileFailed", "Reconcile", message);
                 Box::pin(self.publish(&object, &context, note)).await;
-                let action = self.reconciler.error_policy(object, &error, cx);
-                return Verdict::Failed(next_of(action.requeue_after()));
+                return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
             }
         };
-        let next = next_of(requeue_delay(
-            action.requeue_after(),
-            self.plan.get_requeue_after(),
-        ));
+        let action = with_resync(action, self.plan.get_requeue_after());
         if self.plan.children().is_empty() {
-            return Verdict::Done(next);
+            return Verdict::Done(action);
         }
-        let desired = cx.take_children();
+        let mut desired = cx.take_children();
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
-        let changes = Changes::default();
+        let changes = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);
         let link = Parentage {
             parent: &parent,
@@ -138,16 +125,11 @@ impl<R: Reconcile> Engine<R> {
             parent_kind: &self.parent_kind,
             metrics: &self.runtime.metrics,
         };
-        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
-        // and the final status is written over that interim one.
-        let written = parking_lot::Mutex::new(None);
-        let outcomes = Box::pin(self.per_child_context_with_interim(
+        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status,
+        // over `before`), and the final status is written over what the interim one left.
+        let (outcomes, interim) = Box::pin(self.per_child_context_with_interim(
             |name, client| {
-                let desired = desired
-                    .iter()
-                    .filter(|d| *d.context == *name)
-                    .cloned()
-                    .collect();
+                let desired = desired.remove(&*name).unwrap_or_default();
                 let watches = self.child_watches_in(&name);
                 let (link, changes) = (&link, &changes);
                 async move {
@@ -156,51 +138,43 @@ impl<R: Reconcile> Engine<R> {
                 }
             },
             |so_far| {
-                let (object, written, context) = (&object, &written, &context);
+                let (object, context, before) = (&object, &context, &before);
                 async move {
                     if so_far.values().any(|o| o.fenced.is_some()) {
-                        return;
+                        return None;
                     }
-                    let previous = super::status_write::owned_status(&**object);
-                    let status = self
-                        .write_status_over(object, context, &previous, &so_far)
-                        .await;
-                    *written.lock() = status;
+                    self.write_status(object, context, before, &so_far).await
                 }
             },
         ))
         .await;
         if self.stands_down(&context, &outcomes) {
-            return Verdict::Done(Next::AwaitChange);
+            return Verdict::Done(Action::await_change());
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
-        let interim = written.into_inner();
-        for outcome in outcomes
-            .values()
-            .filter(|o| o.state == ClusterState::Conflict)
+        for (cluster, outcome) in outcomes
+            .iter()
+            .filter(|(_, o)| o.state == ClusterState::Conflict)
         {
             let message = outcome.message.as_deref().unwrap_or_default();
-            tracing::warn!(context = %context, %message, "a child's name is taken");
+            tracing::warn!(context = %context, %cluster, %message, "a child's name is taken");
         }
         let mut notes = changes.notes();
         notes.extend(context_notes(&before, &outcomes));
         Box::pin(self.publish_all(&object, &context, notes)).await;
-        match interim {
-            Some(previous) => {
-                Box::pin(self.write_status_over(&object, &context, &previous, &outcomes)).await;
-            }
-            None => Box::pin(self.write_status(&object, &context, &outcomes)).await,
-        }
+        let previous = interim.flatten();
+        let previous = previous.as_ref().unwrap_or(&before);
+        Box::pin(self.write_status(&object, &context, previous, &outcomes)).await;
         // A context that failed is retried soon, whatever the reconcile asked for.
         if outcomes.values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();
-            return Verdict::Done(Next::RequeueAfter(match next {
-                Next::RequeueAfter(n) => n.min(retry),
-                Next::AwaitChange => retry,
-            }));
+            let sooner = action
+                .requeue_after()
+                .map_or(retry, |after| after.min(retry));
+            return Verdict::Done(Action::requeue(sooner));
         }
-        Verdict::Done(next)
+        Verdict::Done(action)
     }
 }
 
@@ -215,14 +189,13 @@ impl<R: Reconcile> Engine<R> {
             return;
         }
         for name in self.runtime.members.orphaned() {
-            let message = format!(
-                "member {name} left the fleet; its children there stay, no longer managed (leave policy orphan)"
-            );
+            let message =
+                "left the fleet; its children there stay, no longer managed (leave policy orphan)";
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,
                 state: ClusterState::Left,
                 children: 0,
-                message: Some(message),
+                message: Some(message.to_owned()),
             });
         }
         // And those leaving now, with what their leave waits for.
@@ -260,13 +233,10 @@ fn reconcile_id() -> String {
 /// When to reconcile again after a success: the plan's `requeue_after` is a resync period that holds
 /// whatever the reconcile returned (`Action::await_change()` included), and a shorter `Action::requeue`
 /// comes first.
-pub(super) fn requeue_delay(
-    action: Option<std::time::Duration>,
-    plan: Option<std::time::Duration>,
-) -> Option<std::time::Duration> {
-    match (action, plan) {
-        (Some(a), Some(p)) => Some(a.min(p)),
-        (a, p) => a.or(p),
+pub(super) fn with_resync(action: Action, resync: Option<std::time::Duration>) -> Action {
+    match (action.requeue_after(), resync) {
+        (Some(a), Some(r)) => Action::requeue(a.min(r)),
+        (a, r) => a.or(r).map_or(Action::await_change(), Action::requeue),
     }
 }
 

@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use futures::stream::{self, BoxStream, StreamExt};
-
-use super::engine::{Engine, Primary, Request};
+use super::engine::{Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Target;
+use crate::executor::KeySender;
 use crate::watch::WatchKey;
 
 /// One primary watch of a controller sharded by context: where, and its key in the registry.
@@ -19,45 +18,34 @@ pub(super) struct PrimaryWatchKey<C> {
     pub(crate) key: WatchKey,
 }
 
-/// The requests of the primaries in the contexts this replica holds, as it gains and loses them: on each
-/// change of the held shards, the watches of held contexts are opened (and subscribed once per term), those
-/// of contexts no longer held are closed.
-pub(super) fn held_contexts<R: Reconcile>(
+/// Follows the shards this replica holds, for a term: on each change (and at once), the watches of held
+/// contexts not open yet are opened and send their keys to `keys`; those of contexts no longer held are
+/// closed. A watch open since an earlier term was subscribed when the term began.
+pub(super) async fn held_contexts<R: Reconcile>(
     engine: Arc<Engine<R>>,
-    keys: Vec<PrimaryWatchKey<R::Context>>,
-) -> BoxStream<'static, Request<R>> {
+    watches: Vec<PrimaryWatchKey<R::Context>>,
+    keys: KeySender<ReconcileKey<R>>,
+) {
     let Some(shards) = engine.runtime.shards.clone() else {
-        return stream::empty().boxed();
+        return;
     };
-    let held = shards.held();
-    // Nothing subscribed yet in this term: the first look subscribes to every held context's watches.
-    let subscribed = vec![false; keys.len()];
-    let changes = stream::unfold(
-        (held, subscribed, true),
-        move |(mut held, mut subscribed, first)| {
-            let (engine, keys, shards) = (engine.clone(), keys.clone(), shards.clone());
-            async move {
-                if !first {
-                    held.changed().await.ok()?;
-                }
-                held.borrow_and_update();
-                let mut opened = Vec::new();
-                for (i, entry) in keys.iter().enumerate() {
-                    if !shards.holds_context(entry.context.name()) {
-                        close(&engine, entry);
-                        subscribed[i] = false;
-                    } else if !subscribed[i]
-                        && let Some(requests) = open(&engine, entry)
-                    {
-                        subscribed[i] = true;
-                        opened.push(requests);
-                    }
-                }
-                Some((stream::iter(opened), (held, subscribed, false)))
+    let mut held = shards.held();
+    loop {
+        held.borrow_and_update();
+        for entry in &watches {
+            if !shards.holds_context(entry.context.name()) {
+                close(&engine, entry);
+            } else if !engine
+                .primaries
+                .has(entry.context, entry.key.namespace.as_deref())
+            {
+                open(&engine, entry, &keys);
             }
-        },
-    );
-    changes.flatten().flatten_unordered(None).boxed()
+        }
+        if held.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Closes the watches of contexts this replica does not hold (at the end of a term, when no stream of
@@ -73,25 +61,26 @@ pub(super) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatc
     }
 }
 
-/// Opens (or finds) the watch of `entry`, records it as the controller's cache there, and subscribes.
+/// Opens (or finds) the watch of `entry`, records it as the controller's cache there, and sends its keys
+/// to `keys`.
 fn open<R: Reconcile>(
     engine: &Engine<R>,
     entry: &PrimaryWatchKey<R::Context>,
-) -> Option<BoxStream<'static, Request<R>>> {
-    let client = engine.runtime.pool.client(entry.context.name()).ok()?;
+    keys: &KeySender<ReconcileKey<R>>,
+) {
+    let Ok(client) = engine.runtime.pool.client(entry.context.name()) else {
+        return;
+    };
     let watch = engine
         .runtime
         .watches
         .watch::<Primary<R>>(entry.key.clone(), client);
     let namespace = entry.key.namespace.clone();
-    if !engine.primaries.has(entry.context, namespace.as_deref()) {
-        tracing::info!(context = %entry.context.name(), "watching the primaries of a shard now held");
-    }
+    tracing::info!(context = %entry.context.name(), "watching the primaries of a shard now held");
     engine
         .primaries
         .insert((Target::Context(entry.context), namespace), watch.clone());
-    let requests = Engine::<R>::requests_from(&watch, Target::Context(entry.context));
-    Some(requests.boxed())
+    Engine::<R>::follow_primaries(&watch, Target::Context(entry.context), keys.clone());
 }
 
 /// Closes the watch of `entry` if open: out of the controller's caches, out of the registry (its task ends

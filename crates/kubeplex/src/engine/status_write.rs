@@ -10,30 +10,20 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use super::engine::{Engine, Place, Primary};
+use super::engine::{Engine, Primary};
 use crate::controller::Reconcile;
+use crate::core::Target;
 use crate::core::chain;
 use crate::core::{ContextOutcome, FleetStatus, now};
 
 impl<R: Reconcile> Engine<R> {
-    /// Records the outcome of syncing (or removing) the children per context.
+    /// Records the outcome of syncing (or removing) the children per context, over `previous` (kubeplex's
+    /// part of the status as this reconcile found it, see [`Engine::previous_status`], or as its interim
+    /// write left it); returns the status when it is in place (written, or unchanged).
     pub(crate) async fn write_status(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
-        outcomes: &BTreeMap<String, ContextOutcome>,
-    ) {
-        self.write_status_over(object, context, &self.previous_status(object), outcomes)
-            .await;
-    }
-
-    /// As [`Engine::write_status`], over `previous` (what this reconcile last wrote, when it wrote an
-    /// interim status, since the cached object does not show it yet); returns the status when it is in
-    /// place (written, or unchanged).
-    pub(crate) async fn write_status_over(
-        &self,
-        object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> Option<FleetStatus> {
@@ -48,7 +38,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_failure(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         message: &str,
     ) {
         let previous = self.previous_status(object);
@@ -60,7 +50,7 @@ impl<R: Reconcile> Engine<R> {
     async fn apply_status(
         &self,
         object: &Primary<R>,
-        context: &Place<R>,
+        context: &Target<R::Context>,
         previous: &FleetStatus,
         status: FleetStatus,
     ) -> bool {
@@ -116,7 +106,8 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// kubeplex's part of the object's status: as the cached `object` has it, or as this controller last
-    /// wrote it when the cache does not show that write yet.
+    /// wrote it when the cache does not show that write yet. Read once per reconcile (it serializes the
+    /// object), and handed to the writes and the Events that compare with it.
     pub(crate) fn previous_status(&self, object: &Primary<R>) -> FleetStatus {
         self.written_status
             .newer_than(object)
@@ -125,7 +116,7 @@ impl<R: Reconcile> Engine<R> {
 }
 
 /// kubeplex's part of the object's current status.
-pub(super) fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
+fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
     let value = serde_json::to_value(object).ok();
     FleetStatus::owned_part(value.as_ref().and_then(|v| v.get("status")))
 }
@@ -134,9 +125,24 @@ pub(super) fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
 mod tests {
     use std::collections::BTreeMap;
 
+    use k8s_openapi::api::core::v1::ConfigMap;
+
     use crate::client::fake_api::{self, status};
     use crate::core::{ClusterState, ContextOutcome};
-    use crate::engine::test_engine::{CONTROL_PLACE, engine, parent};
+    use crate::engine::engine::Engine;
+    use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
+
+    /// Writes `outcomes` over the status as a reconcile of `object` would find it.
+    async fn write(
+        engine: &Engine<TestController>,
+        object: &ConfigMap,
+        outcomes: &BTreeMap<String, ContextOutcome>,
+    ) {
+        let previous = engine.previous_status(object);
+        engine
+            .write_status(object, &CONTROL_TARGET, &previous, outcomes)
+            .await;
+    }
 
     /// cluster-a synced, with one child.
     fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {
@@ -164,9 +170,7 @@ mod tests {
         let engine = engine(client);
         let outcomes = ready_in_cluster_a();
         for _ in 0..3 {
-            engine
-                .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
-                .await;
+            write(&engine, &parent(&[]), &outcomes).await;
         }
         assert_eq!(requests.lines().len(), 1, "tried once, then skipped");
     }
@@ -182,12 +186,8 @@ mod tests {
         });
         let engine = engine(client);
         let outcomes = ready_in_cluster_a();
-        engine
-            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
-            .await;
-        engine
-            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
-            .await;
+        write(&engine, &parent(&[]), &outcomes).await;
+        write(&engine, &parent(&[]), &outcomes).await;
         assert_eq!(
             requests.lines().len(),
             1,
@@ -196,7 +196,7 @@ mod tests {
         // A later version without kubeplex's status (someone removed it): the cache is the truth again.
         let mut later = parent(&[]);
         later.metadata.resource_version = Some("3".into());
-        engine.write_status(&later, &CONTROL_PLACE, &outcomes).await;
+        write(&engine, &later, &outcomes).await;
         assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
     }
 
@@ -214,9 +214,7 @@ mod tests {
             },
         )]
         .into();
-        engine
-            .write_status(&parent(&[]), &CONTROL_PLACE, &outcomes)
-            .await;
+        write(&engine, &parent(&[]), &outcomes).await;
         let sent = &requests.all()[0];
         assert!(
             sent.uri.contains("/status?") && sent.uri.contains("fieldManager=test-controller"),

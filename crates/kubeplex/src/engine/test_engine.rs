@@ -8,15 +8,14 @@ use kube::Client;
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
 
 use super::children::is_child_of;
 use super::engine::Engine;
 use super::events::EventPublisher;
 use crate::Controller;
-pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_PLACE, TestController};
+pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_TARGET, TestController};
 use crate::core::{PARENT_UID_LABEL, ParentRef};
 use crate::watch::ChildCache;
 
@@ -41,6 +40,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         member_children: Default::default(),
         failures: Mutex::default(),
         no_status: Default::default(),
+        term_keys: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),
     }
@@ -65,9 +65,7 @@ pub(crate) fn parent(finalizers: &[&str]) -> ConfigMap {
 pub(crate) struct FixedCache(pub(crate) Vec<ObjectMeta>);
 
 impl ChildCache for FixedCache {
-    fn parents(&self) -> BoxStream<'static, ParentRef> {
-        futures::stream::empty().boxed()
-    }
+    fn subscribe_parents(&self, _: Box<dyn Fn(ParentRef) -> bool + Send + Sync>) {}
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {
         self.0
             .iter()

@@ -1,43 +1,29 @@
-//! The executor: runs work for keys from a stream, knowing nothing of Kubernetes.
+//! The executor: runs work for the keys of a [`KeyQueue`], knowing nothing of Kubernetes.
 //!
-//! kube-runtime's scheduler does the queueing (one entry per key, the earliest time wins, optional
-//! debounce). Around it this adds what a controller needs: at most `concurrency` runs at once, a key never
-//! run twice at once (it is held in the scheduler while it runs), requeues after each run, a bounded number
-//! of spawned runs waiting for a worker thread, and a stop that lets runs in flight finish.
+//! The queue holds each key once and knows when it is due (see `key_queue`). Around it this adds what a
+//! controller needs: at most `concurrency` runs at once, requeues after each run (a key never runs twice at
+//! once: the queue counts it as running until the run ends), a bounded number of spawned runs waiting for a
+//! worker thread, and a stop that lets runs in flight finish.
 
-use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::stream::{self, FuturesUnordered, StreamExt};
-use futures::{Future, Stream};
-use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
-use parking_lot::Mutex;
-use tokio::sync::{Semaphore, mpsc, watch};
+use futures::Future;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
+use super::key_queue::{KeyQueue, KeySender, deadline, key_queue};
+use crate::core::Action;
 use crate::metrics::{QueueMetrics, gauge_value};
-
-/// What a run asks for next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Run again only when the key arrives on the input again.
-    AwaitChange,
-    /// Run again after this delay (or sooner, if the key arrives meanwhile).
-    RequeueAfter(Duration),
-}
-
-/// The longest requeue delay honoured; longer ones (up to `Duration::MAX`) are cut to it, so that a deadline
-/// never overflows and the timer wheel can hold it.
-pub(super) const MAX_REQUEUE: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// How the executor runs.
 #[derive(Clone)]
 pub(crate) struct ExecutorConfig {
     /// The most runs at once; `None` is unbounded.
     pub(crate) concurrency: Option<usize>,
-    /// How long a key waits for further arrivals before it runs.
+    /// How long a key waits for further arrivals before it runs (the queue's).
     pub(crate) debounce: Duration,
     /// How many spawned runs may wait for a worker thread at once.
     pub(crate) max_waiting: usize,
@@ -47,93 +33,51 @@ pub(crate) struct ExecutorConfig {
     pub(crate) metrics: QueueMetrics,
 }
 
-/// Runs `work` for every key from `inputs` until `stop` turns true, then waits for the runs in flight.
+impl ExecutorConfig {
+    /// A new, empty queue for [`run`] with this debounce and these figures, and a sender into it.
+    pub(crate) fn queue<K: Clone + Eq + Hash>(&self) -> (KeySender<K>, KeyQueue<K>) {
+        key_queue(self.debounce, self.metrics.clone())
+    }
+}
+
+/// Runs `work` for every key `queue` hands out until `stop` turns true, then waits for the runs in flight.
 ///
 /// Each run is a task of its own (runs use every core, and a panicking run fails its key, retried after
 /// `panic_retry`, not the executor).
 pub(crate) async fn run<K, W, F>(
-    inputs: impl Stream<Item = K> + Send,
+    queue: KeyQueue<K>,
     config: ExecutorConfig,
     mut stop: watch::Receiver<bool>,
     work: W,
 ) where
     K: Clone + Eq + Hash + Send + Sync + 'static,
     W: Fn(K) -> F,
-    F: Future<Output = Next> + Send + 'static,
+    F: Future<Output = Action> + Send + 'static,
 {
-    let (requeue, requeued) = mpsc::unbounded_channel::<ScheduleRequest<K>>();
-    let metrics = config.metrics.clone();
-    let waiting = Arc::new(Mutex::new(Waiting::default()));
-    let requests = stream::select(
-        inputs.map({
-            let (waiting, metrics) = (waiting.clone(), metrics.clone());
-            move |message: K| {
-                let now = Instant::now();
-                metrics.adds.inc();
-                let mut waiting = waiting.lock();
-                waiting.arrived.entry(message.clone()).or_insert(now);
-                metrics.depth.set(gauge_value(waiting.arrived.len()));
-                ScheduleRequest {
-                    message,
-                    run_at: now,
-                }
-            }
-        }),
-        stream::poll_fn({
-            let mut requeued = requeued;
-            move |cx| requeued.poll_recv(cx)
-        }),
-    );
-    let scheduler = debounced_scheduler(requests, config.debounce);
-    futures::pin_mut!(scheduler);
-
+    let metrics = config.metrics;
     // Runs spawned but not yet picked up by a worker thread. Without a bound, a burst of ready keys (every
     // object at startup, with unbounded concurrency) would allocate every task before any runs.
     let waiting_for_a_worker = Arc::new(Semaphore::new(config.max_waiting.max(1)));
-    let mut running: HashSet<K> = HashSet::new();
     let mut in_flight = FuturesUnordered::new();
     loop {
         let has_room = config
             .concurrency
             .is_none_or(|limit| in_flight.len() < limit);
-        let step = {
-            // A key that cannot start now stays in the scheduler, which keeps taking (and merging) arrivals,
-            // so a key that arrives N times while held costs one entry.
-            let mut ready = scheduler
-                .as_mut()
-                .hold_unless(|key| has_room && !running.contains(key));
-            tokio::select! {
-                _ = stop.wait_for(|stopped| *stopped) => break,
-                Some((key, next)) = in_flight.next(), if !in_flight.is_empty() => Step::Finished(key, next),
-                Some(key) = ready.next() => Step::Start(key),
-                else => break,
-            }
+        // A key that cannot start now stays in the queue, which keeps taking (and merging) arrivals.
+        let step = tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => break,
+            Some((key, action)) = in_flight.next(), if !in_flight.is_empty() => Step::Finished(key, action),
+            key = queue.next(), if has_room => Step::Start(key),
         };
         match step {
-            Step::Finished(key, next) => {
-                running.remove(&key);
-                // A burst leaves the set with room for every key it held: give it back once it drains.
-                if running.capacity() > 64 && running.len() < running.capacity() / 4 {
-                    running.shrink_to(running.len() * 2);
-                }
+            Step::Finished(key, action) => {
                 metrics.active.set(gauge_value(in_flight.len()));
-                if let Next::RequeueAfter(delay) = next {
-                    let run_at = deadline(Instant::now(), delay);
-                    metrics.adds.inc();
-                    let mut waiting = waiting.lock();
-                    waiting.requeued.insert(key.clone(), run_at);
-                    drop(waiting);
-                    let _ = requeue.send(ScheduleRequest {
-                        message: key,
-                        run_at,
-                    });
-                }
+                let requeue = action.requeue_after();
+                queue.finished(&key, requeue.map(|delay| deadline(Instant::now(), delay)));
             }
             // A stop that arrived with this key wins: nothing new starts once stopping.
             Step::Start(_) if *stop.borrow() => break,
             Step::Start(key) => {
-                running.insert(key.clone());
-                waiting.lock().started(&key, &metrics);
                 let pending = waiting_for_a_worker
                     .clone()
                     .acquire_owned()
@@ -149,13 +93,13 @@ pub(crate) async fn run<K, W, F>(
                     (metrics.running.clone(), metrics.work_duration.clone());
                 let (ticket, began) = (clock.start(), Instant::now());
                 in_flight.push(async move {
-                    let next = task.await.unwrap_or_else(|panic| {
+                    let action = task.await.unwrap_or_else(|panic| {
                         tracing::error!(error = %panic, "reconcile panicked; retrying later");
-                        Next::RequeueAfter(retry)
+                        Action::requeue(retry)
                     });
                     clock.finish(ticket);
                     work_duration.observe(began.elapsed().as_secs_f64());
-                    (key, next)
+                    (key, action)
                 });
                 metrics.active.set(gauge_value(in_flight.len()));
             }
@@ -170,49 +114,9 @@ pub(crate) async fn run<K, W, F>(
     while in_flight.next().await.is_some() {}
 }
 
-/// Keys waiting to run, for the queue's figures: since when each waits (its arrival from the inputs, or the
-/// time its requeue was due). Depth counts arrivals only, as controller-runtime's queue does not count
-/// requeues before they are due.
-struct Waiting<K> {
-    arrived: HashMap<K, Instant>,
-    requeued: HashMap<K, Instant>,
-}
-
-impl<K> Default for Waiting<K> {
-    fn default() -> Self {
-        Self {
-            arrived: HashMap::new(),
-            requeued: HashMap::new(),
-        }
-    }
-}
-
-impl<K: Eq + Hash> Waiting<K> {
-    /// `key` starts now: it waits no more, however it came.
-    fn started(&mut self, key: &K, metrics: &QueueMetrics) {
-        let now = Instant::now();
-        let arrived = self.arrived.remove(key);
-        let due = self.requeued.remove(key);
-        if let Some(since) = arrived.or(due) {
-            let waited = now.saturating_duration_since(since);
-            metrics.queue_duration.observe(waited.as_secs_f64());
-        }
-        metrics.depth.set(gauge_value(self.arrived.len()));
-        if self.arrived.capacity() > 64 && self.arrived.len() < self.arrived.capacity() / 4 {
-            self.arrived.shrink_to(self.arrived.len() * 2);
-        }
-    }
-}
-
 enum Step<K> {
-    Finished(K, Next),
+    Finished(K, Action),
     Start(K),
-}
-
-/// `now + delay`, with the delay cut to [`MAX_REQUEUE`].
-pub(super) fn deadline(now: Instant, delay: Duration) -> Instant {
-    let delay = delay.min(MAX_REQUEUE);
-    now.checked_add(delay).unwrap_or(now)
 }
 
 #[cfg(test)]

@@ -1,40 +1,58 @@
-//! A queue that holds each key once: what a watch hands to a controller.
+//! The key queue: the one place a key waits, from the moment a source sends it until its run ends.
 //!
-//! A controller reads the object from the cache when it reconciles, so it needs to know *which* keys
-//! changed, not every version in between. Ten thousand updates to a hundred objects, queued while the
-//! controller is busy, cost a hundred entries, and the reconcile sees the latest state.
+//! Every source of a controller's keys (its watches, and what follows members and shards) sends into one
+//! queue, and the executor takes from it. The queue holds each key once, waiting or running: ten thousand
+//! updates to a hundred objects, sent while the controller is busy, cost a hundred entries, and the run
+//! reads the latest state from the cache. It keeps when each key is due (an arrival after the debounce, a
+//! requeue at its time; the earliest wins), holds a key that arrives while it runs until that run ends, and
+//! is where the queue's figures come from (depth, adds, how long keys waited).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
+use std::time::Duration;
 
-use futures::Stream;
-use futures::task::AtomicWaker;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
-struct Shared<T> {
-    state: Mutex<State<T>>,
-    waker: AtomicWaker,
+use crate::metrics::{QueueMetrics, gauge_value};
+
+/// The longest delay honoured (a requeue, a debounce); longer ones (up to `Duration::MAX`) are cut to it, so
+/// that a deadline never overflows and a timer can hold it.
+pub(super) const MAX_DELAY: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// `now + delay`, with the delay cut to [`MAX_DELAY`].
+pub(super) fn deadline(now: Instant, delay: Duration) -> Instant {
+    let delay = delay.min(MAX_DELAY);
+    now.checked_add(delay).unwrap_or(now)
 }
 
-struct State<T> {
-    order: VecDeque<T>,
-    queued: HashSet<T>,
+struct Shared<K> {
+    state: Mutex<State<K>>,
+    /// Wakes the executor when a key arrives.
+    arrived: Notify,
+    debounce: Duration,
+    metrics: QueueMetrics,
 }
 
-/// The receiving end: a stream of keys, each at most once until taken.
-pub(crate) struct KeyStream<T> {
-    shared: Arc<Shared<T>>,
+impl<K> Shared<K> {
+    fn state(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock()
+    }
 }
 
-/// The sending end; it stops accepting keys once the stream is dropped.
-pub(crate) struct KeySender<T> {
-    shared: Weak<Shared<T>>,
+/// The executor's end: takes each key when it is due and not running.
+pub(crate) struct KeyQueue<K> {
+    shared: Arc<Shared<K>>,
 }
 
-impl<T> Clone for KeySender<T> {
+/// A source's end; it stops accepting keys once the queue is dropped.
+pub(crate) struct KeySender<K> {
+    shared: Weak<Shared<K>>,
+}
+
+impl<K> Clone for KeySender<K> {
     fn clone(&self) -> Self {
         Self {
             shared: self.shared.clone(),
@@ -42,108 +60,232 @@ impl<T> Clone for KeySender<T> {
     }
 }
 
-/// A new, empty queue.
-pub(crate) fn key_queue<T: Clone + Eq + Hash>() -> (KeySender<T>, KeyStream<T>) {
+/// A new, empty queue: an arrival is due `debounce` after the last arrival of its key; its figures go to
+/// `metrics`.
+pub(crate) fn key_queue<K: Clone + Eq + Hash>(
+    debounce: Duration,
+    metrics: QueueMetrics,
+) -> (KeySender<K>, KeyQueue<K>) {
     let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            order: VecDeque::new(),
-            queued: HashSet::new(),
-        }),
-        waker: AtomicWaker::new(),
+        state: Mutex::new(State::default()),
+        arrived: Notify::new(),
+        debounce,
+        metrics,
     });
     let sender = KeySender {
         shared: Arc::downgrade(&shared),
     };
-    (sender, KeyStream { shared })
+    (sender, KeyQueue { shared })
 }
 
-impl<T: Clone + Eq + Hash> KeySender<T> {
-    /// Queues `key` unless it is queued already; `false` once the stream is gone.
-    pub(crate) fn send(&self, key: T) -> bool {
+impl<K: Clone + Eq + Hash> KeySender<K> {
+    /// Queues `key`, or merges it into its entry when it waits or runs; `false` once the queue is gone.
+    pub(crate) fn send(&self, key: K) -> bool {
         let Some(shared) = self.shared.upgrade() else {
             return false;
         };
-        let mut state = shared.state.lock();
-        if state.queued.insert(key.clone()) {
-            state.order.push_back(key);
-        }
-        drop(state);
-        shared.waker.wake();
+        let (debounce, metrics) = (shared.debounce, &shared.metrics);
+        shared
+            .state()
+            .arrive(key, Instant::now(), debounce, metrics);
+        shared.arrived.notify_one();
         true
     }
 
-    /// Whether the stream still exists.
+    /// Whether the queue still exists.
     pub(crate) fn is_open(&self) -> bool {
         self.shared.strong_count() > 0
     }
 }
 
-impl<T> KeyStream<T> {
-    /// How many keys wait.
+impl<K: Clone + Eq + Hash> KeyQueue<K> {
+    /// The next key that is due and not running, once there is one; it counts as running from then on.
+    /// Cancel-safe: a key is taken only when this returns it.
+    pub(crate) async fn next(&self) -> K {
+        loop {
+            // A send between the look and the wait leaves a permit: the wait ends at once.
+            let arrived = self.shared.arrived.notified();
+            let now = Instant::now();
+            let earliest = match self.shared.state().take_due(now, &self.shared.metrics) {
+                Ok(key) => return key,
+                Err(earliest) => earliest,
+            };
+            match earliest {
+                Some(at) => tokio::select! {
+                    () = arrived => {}
+                    () = tokio::time::sleep_until(at) => {}
+                },
+                None => arrived.await,
+            }
+        }
+    }
+
+    /// The run of `key` ended; it runs again at `requeue` if given (or sooner, if it arrives meanwhile).
+    pub(crate) fn finished(&self, key: &K, requeue: Option<Instant>) {
+        let (debounce, metrics) = (self.shared.debounce, &self.shared.metrics);
+        self.shared
+            .state()
+            .finished(key, requeue, debounce, metrics);
+    }
+
+    /// The keys waiting (not running), soonest due first.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.shared.state.lock().order.len()
+    pub(crate) fn waiting(&self) -> Vec<K> {
+        self.shared.state().due.values().cloned().collect()
     }
 }
 
-impl<T: Clone + Eq + Hash> Stream for KeyStream<T> {
-    type Item = T;
+/// Every key of the queue, each once, and which of them may start by when.
+struct State<K> {
+    keys: HashMap<K, Entry>,
+    /// The waiting keys that are not running, by due time, then by the order they became due in.
+    due: BTreeMap<(Instant, u64), K>,
+    next_order: u64,
+    /// How many waiting keys arrived from a source (the depth: a requeue counts only once it is due).
+    arrivals: usize,
+}
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let shared = &self.shared;
-        let take = |shared: &Shared<T>| {
-            let mut state = shared.state.lock();
-            let key = state.order.pop_front()?;
-            state.queued.remove(&key);
-            // A burst leaves capacity for every key it held: give it back once the queue drains.
-            if state.order.is_empty() && state.queued.capacity() > 1024 {
-                state.queued.shrink_to_fit();
-                state.order.shrink_to_fit();
-            }
-            Some(key)
-        };
-        if let Some(key) = take(shared) {
-            return Poll::Ready(Some(key));
+impl<K> Default for State<K> {
+    fn default() -> Self {
+        Self {
+            keys: HashMap::new(),
+            due: BTreeMap::new(),
+            next_order: 0,
+            arrivals: 0,
         }
-        shared.waker.register(cx.waker());
-        // A key sent between the first look and the registration would otherwise wait for the next one.
-        match take(shared) {
-            Some(key) => Poll::Ready(Some(key)),
-            None => Poll::Pending,
+    }
+}
+
+/// One key: whether it runs, and its wait for the next run.
+struct Entry {
+    running: bool,
+    wait: Option<Wait>,
+}
+
+struct Wait {
+    /// When it is due, and its place among keys due at the same time.
+    due: (Instant, u64),
+    /// Since when it waits, for the queue's wait times: its first arrival, else when its requeue was due.
+    since: Instant,
+    /// Whether it arrived from a source (not only requeued).
+    arrived: bool,
+}
+
+impl<K: Clone + Eq + Hash> State<K> {
+    fn order(&mut self) -> u64 {
+        self.next_order += 1;
+        self.next_order
+    }
+
+    /// `key` arrived from a source at `now`.
+    fn arrive(&mut self, key: K, now: Instant, debounce: Duration, metrics: &QueueMetrics) {
+        let due = (deadline(now, debounce), self.order());
+        let entry = self.keys.entry(key.clone()).or_insert(Entry {
+            running: false,
+            wait: None,
+        });
+        // Whether the key takes a new place among the due keys, and the place it leaves.
+        let moved = match &mut entry.wait {
+            None => {
+                entry.wait = Some(Wait {
+                    due,
+                    since: now,
+                    arrived: true,
+                });
+                self.arrivals += 1;
+                metrics.adds.inc();
+                Some(None)
+            }
+            Some(wait) => {
+                if !wait.arrived {
+                    (wait.arrived, wait.since) = (true, now);
+                    self.arrivals += 1;
+                }
+                // Not yet due: this arrival decides (with a debounce, it waits a full one again). Due already
+                // (held by the concurrency limit), or due at the same time: it keeps its place.
+                let decides = wait.due.0 >= now && wait.due.0 != due.0;
+                decides.then(|| Some(std::mem::replace(&mut wait.due, due)))
+            }
+        };
+        // A running key's wait joins the due keys when its run ends.
+        if !entry.running
+            && let Some(left) = moved
+        {
+            if let Some(left) = left {
+                self.due.remove(&left);
+            }
+            self.due.insert(due, key);
+        }
+        metrics.depth.set(gauge_value(self.arrivals));
+    }
+
+    /// The first key due at `now`, now running; else when the next one is due (`None`: none waits).
+    fn take_due(&mut self, now: Instant, metrics: &QueueMetrics) -> Result<K, Option<Instant>> {
+        match self.due.first_key_value() {
+            Some((&(at, _), _)) if at <= now => {}
+            first => return Err(first.map(|(&(at, _), _)| at)),
+        }
+        let (_, key) = self.due.pop_first().expect("looked at");
+        let entry = self.keys.get_mut(&key).expect("a due key has an entry");
+        entry.running = true;
+        if let Some(wait) = entry.wait.take() {
+            let waited = now.saturating_duration_since(wait.since);
+            metrics.queue_duration.observe(waited.as_secs_f64());
+            if wait.arrived {
+                self.arrivals -= 1;
+            }
+        }
+        metrics.depth.set(gauge_value(self.arrivals));
+        self.shrink();
+        Ok(key)
+    }
+
+    /// The run of `key` ended; it is due again at `requeue` (plus the debounce), unless it is due sooner.
+    fn finished(
+        &mut self,
+        key: &K,
+        requeue: Option<Instant>,
+        debounce: Duration,
+        metrics: &QueueMetrics,
+    ) {
+        let order = self.order();
+        let Some(entry) = self.keys.get_mut(key) else {
+            return;
+        };
+        entry.running = false;
+        if let Some(at) = requeue {
+            let due = (deadline(at, debounce), order);
+            match &mut entry.wait {
+                // Due later (a debounced arrival, say): the requeue brings it forward.
+                Some(wait) if wait.due.0 >= at && wait.due.0 != due.0 => wait.due = due,
+                Some(_) => {}
+                None => {
+                    entry.wait = Some(Wait {
+                        due,
+                        since: at,
+                        arrived: false,
+                    });
+                    metrics.adds.inc();
+                }
+            }
+        }
+        match &entry.wait {
+            Some(wait) => {
+                self.due.insert(wait.due, key.clone());
+            }
+            None => {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    /// A burst leaves the map with room for every key it held: give it back once it drains.
+    fn shrink(&mut self) {
+        if self.keys.capacity() > 64 && self.keys.len() < self.keys.capacity() / 4 {
+            self.keys.shrink_to(self.keys.len() * 2);
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use futures::StreamExt;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_key_sent_many_times_waits_once_in_first_sent_order() {
-        let (sender, mut stream) = key_queue();
-        for round in 0..100 {
-            for key in 0..100 {
-                assert!(sender.send((key + round) % 100));
-            }
-        }
-        assert_eq!(stream.len(), 100);
-        let drained: Vec<i32> = (&mut stream).take(100).collect().await;
-        assert_eq!(drained, (0..100).collect::<Vec<_>>());
-        // Taken keys can be queued again.
-        sender.send(7);
-        assert_eq!(stream.next().await, Some(7));
-    }
-
-    #[tokio::test]
-    async fn a_waiting_stream_wakes_and_a_dropped_one_refuses_keys() {
-        let (sender, mut stream) = key_queue::<u8>();
-        let waiter = tokio::spawn(async move { stream.next().await });
-        tokio::task::yield_now().await;
-        sender.send(1);
-        assert_eq!(waiter.await.unwrap(), Some(1));
-        assert!(!sender.is_open());
-        assert!(!sender.send(2));
-    }
-}
+mod tests;

@@ -1,10 +1,13 @@
-//! The executor: runs work for keys from a stream (concurrency, dedupe, requeues, stop), the key queue
-//! that feeds it, and the retry backoff. Knows nothing of Kubernetes.
+//! The executor: the key queue every source of a controller's keys sends into (each key once, due times,
+//! debounce), the runs it hands keys to (concurrency, requeues, stop), and the retry backoff. Knows nothing
+//! of Kubernetes.
 
 mod backoff;
 mod executor;
 mod key_queue;
 
 pub(crate) use backoff::RetryBackoff;
-pub(crate) use executor::{ExecutorConfig, Next, run};
-pub(crate) use key_queue::{KeySender, KeyStream, key_queue};
+pub(crate) use executor::{ExecutorConfig, run};
+pub(crate) use key_queue::KeySender;
+#[cfg(test)]
+pub(crate) use key_queue::key_queue;

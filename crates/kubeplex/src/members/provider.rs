@@ -184,11 +184,13 @@ pub trait MemberProvider: Send + 'static {
 /// ```
 #[derive(Clone)]
 pub struct Members {
-    commands: mpsc::Sender<Request>,
-    requests: Arc<parking_lot::Mutex<Option<mpsc::Receiver<Request>>>>,
+    edits: mpsc::Sender<Edit>,
+    /// The receiving end, until the manager's provider task takes it.
+    inbox: Arc<parking_lot::Mutex<Option<mpsc::Receiver<Edit>>>>,
 }
 
-enum Request {
+/// What the handle asks of the manager.
+enum Edit {
     Add(String, Box<kube::Config>),
     Remove(String, oneshot::Sender<()>),
 }
@@ -196,24 +198,24 @@ enum Request {
 impl Members {
     /// A handle with no members yet.
     pub fn new() -> Self {
-        let (commands, requests) = mpsc::channel(64);
+        let (edits, inbox) = mpsc::channel(64);
         Self {
-            commands,
-            requests: Arc::new(parking_lot::Mutex::new(Some(requests))),
+            edits,
+            inbox: Arc::new(parking_lot::Mutex::new(Some(inbox))),
         }
     }
 
-    /// Adds `name`, or replaces its credentials; returns once the manager has taken the request.
+    /// Adds `name`, or replaces its credentials; returns once the manager has taken it.
     pub async fn add(&self, name: &str, config: kube::Config) {
-        let request = Request::Add(name.to_owned(), Box::new(config));
-        let _ = self.commands.send(request).await;
+        let edit = Edit::Add(name.to_owned(), Box::new(config));
+        let _ = self.edits.send(edit).await;
     }
 
     /// Removes `name`; returns once the leave policy is carried out.
     pub async fn remove(&self, name: &str) {
         let (done, finished) = oneshot::channel();
-        let request = Request::Remove(name.to_owned(), done);
-        if self.commands.send(request).await.is_ok() {
+        let edit = Edit::Remove(name.to_owned(), done);
+        if self.edits.send(edit).await.is_ok() {
             let _ = finished.await;
         }
     }
@@ -227,29 +229,29 @@ impl Default for Members {
 
 impl MemberProvider for Members {
     fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()> {
-        let requests = self.requests.lock().take();
+        let inbox = self.inbox.lock().take();
         Box::pin(async move {
-            let Some(mut requests) = requests else {
-                return; // Given to a second manager: the first one has its requests.
+            let Some(mut inbox) = inbox else {
+                return; // Given to a second manager: the first one has its edits.
             };
             // The members added before the manager started are its members as it starts.
-            while let Ok(request) = requests.try_recv() {
-                handle(&sink, request).await;
+            while let Ok(edit) = inbox.try_recv() {
+                handle(&sink, edit).await;
             }
             sink.listed().await;
-            while let Some(request) = requests.recv().await {
-                handle(&sink, request).await;
+            while let Some(edit) = inbox.recv().await {
+                handle(&sink, edit).await;
             }
         })
     }
 }
 
-/// Carries out one request of a [`Members`] handle; a removal is answered once the member left, without
-/// holding back the requests after it.
-async fn handle(sink: &MemberSink, request: Request) {
-    match request {
-        Request::Add(name, config) => sink.join(&name, *config).await,
-        Request::Remove(name, done) => {
+/// Carries out one edit of a [`Members`] handle; a removal is answered once the member left, without
+/// holding back the edits after it.
+async fn handle(sink: &MemberSink, edit: Edit) {
+    match edit {
+        Edit::Add(name, config) => sink.join(&name, *config).await,
+        Edit::Remove(name, done) => {
             let left = sink.leave_started(&name).await;
             tokio::spawn(async move {
                 left.await;

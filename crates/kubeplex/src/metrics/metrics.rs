@@ -22,6 +22,7 @@ use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
 use super::members::MemberChangeMetrics;
+use crate::core::Verdict;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
 type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
@@ -55,24 +56,16 @@ pub(crate) struct Metrics {
     pub(super) member_changes: MemberChangeMetrics,
 }
 
-/// The outcome of a reconcile, as `controller_runtime_reconcile_total` labels it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// Done; runs again on the next change.
-    Success,
-    /// Failed (an error from the reconciler, or a panic).
-    Error,
-    /// Done, and asked to run again after a delay.
-    Requeue,
-}
+/// The values of `controller_runtime_reconcile_total`'s `result` label.
+const RESULTS: [&str; 3] = ["success", "error", "requeue"];
 
-impl Outcome {
-    fn label(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Error => "error",
-            Outcome::Requeue => "requeue",
-        }
+/// How `controller_runtime_reconcile_total` labels a reconcile that ended so: `error` when the user's code
+/// failed, `requeue` when it asked to run again after a delay, else `success`.
+fn result_label(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Failed(_) => "error",
+        Verdict::Done(action) if action.requeue_after().is_some() => "requeue",
+        Verdict::Done(_) => "success",
     }
 }
 
@@ -217,7 +210,7 @@ impl Metrics {
         &self,
         controller: &str,
         context: &str,
-        outcome: Outcome,
+        verdict: Verdict,
         took: Duration,
     ) {
         let labels = [
@@ -228,12 +221,12 @@ impl Metrics {
         self.reconcile_time
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
-        if outcome == Outcome::Error {
+        if matches!(verdict, Verdict::Failed(_)) {
             self.series.track(context, &self.reconcile_errors, &labels);
             self.reconcile_errors.get_or_create(&labels).inc();
         }
         let [controller, c] = labels;
-        let labels = [controller, c, ("result", outcome.label().to_owned())];
+        let labels = [controller, c, ("result", result_label(verdict).to_owned())];
         self.series.track(context, &self.reconciles, &labels);
         self.reconciles.get_or_create(&labels).inc();
     }
@@ -254,9 +247,9 @@ impl Metrics {
             drop(self.reconcile_errors.get_or_create(&labels));
             self.series.track(context, &self.reconcile_panics, &labels);
             drop(self.reconcile_panics.get_or_create(&labels));
-            for result in [Outcome::Success, Outcome::Error, Outcome::Requeue] {
+            for result in RESULTS {
                 let [controller, c] = labels.clone();
-                let labels = [controller, c, ("result", result.label().to_owned())];
+                let labels = [controller, c, ("result", result.to_owned())];
                 self.series.track(context, &self.reconciles, &labels);
                 drop(self.reconciles.get_or_create(&labels));
             }

@@ -8,4 +8,4 @@ mod members;
 mod metrics;
 
 pub(crate) use handles::{QueueMetrics, WatchMetrics, gauge_value};
-pub(crate) use metrics::{Metrics, Outcome};
+pub(crate) use metrics::Metrics;

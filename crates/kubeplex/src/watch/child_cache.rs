@@ -7,9 +7,8 @@
 use std::any::TypeId;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
 use kube::api::ObjectMeta;
 use kube::core::PartialObjectMeta;
 use kube::{Client, ResourceExt};
@@ -27,11 +26,14 @@ pub(crate) type OpenChildWatch = fn(
     client: Client,
 ) -> Arc<dyn ChildCache>;
 
+/// Takes the parent of a changed child (into a queue, as a key); `false` once it takes no more.
+pub(crate) type ParentSink = Box<dyn Fn(ParentRef) -> bool + Send + Sync>;
+
 /// A child kind's cache, through the metadata the runtime needs to link, repair and prune.
 pub(crate) trait ChildCache: Send + Sync {
-    /// The parent of every changed child from now on, preceded by those of the cached ones; a parent
-    /// waits once however many of its children changed.
-    fn parents(&self) -> BoxStream<'static, ParentRef>;
+    /// Hands `deliver` the parent of every changed child from now on, preceded by those of the cached
+    /// ones, until it returns `false` (see [`SharedWatch::subscribe`]).
+    fn subscribe_parents(&self, deliver: ParentSink);
     /// The cached children of the parent with this UID.
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta>;
     /// The cached child called `name` in `namespace`, whoever its parent.
@@ -43,9 +45,9 @@ pub(crate) trait ChildCache: Send + Sync {
 }
 
 impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
-    fn parents(&self) -> BoxStream<'static, ParentRef> {
-        self.subscribe(|change| ParentRef::of(change.object().meta()))
-            .boxed()
+    fn subscribe_parents(&self, deliver: ParentSink) {
+        // A child without a parent reference (edited by hand) is no one's change.
+        self.subscribe(move |change| ParentRef::of(change.object().meta()).is_none_or(&deliver));
     }
 
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {

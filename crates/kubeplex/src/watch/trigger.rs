@@ -24,7 +24,7 @@ use kube::runtime::{Predicate, predicates};
 use parking_lot::Mutex;
 
 use super::label_index::Name;
-use super::watches::Change;
+use super::watches::ObjectChange;
 
 /// Remembers, per object, what its last passing change looked like.
 #[derive(Default)]
@@ -34,7 +34,7 @@ pub(crate) struct ChangeFilter {
 
 impl ChangeFilter {
     /// Whether this change should trigger a reconcile. A deletion always does (and is forgotten).
-    pub(crate) fn passes<K: Resource>(&self, change: &Change<'_, K>) -> bool {
+    pub(crate) fn passes<K: Resource>(&self, change: &ObjectChange<'_, K>) -> bool {
         let meta = change.object().meta();
         let key = (
             meta.namespace.clone(),
@@ -42,11 +42,11 @@ impl ChangeFilter {
         );
         let mut seen = self.seen.lock();
         match change {
-            Change::Deleted(_) => {
+            ObjectChange::Deleted(_) => {
                 seen.remove(&key);
                 true
             }
-            Change::Applied(object) => {
+            ObjectChange::Applied(object) => {
                 let print = fingerprint(*object);
                 seen.insert(key, print) != Some(print)
             }
@@ -102,27 +102,33 @@ mod tests {
     fn a_status_write_does_not_pass_a_spec_change_labels_and_deletion_do() {
         let filter = ChangeFilter::default();
         let mut parent = object(Some(1), "10");
-        assert!(filter.passes(&Change::Applied(&parent)), "first sight");
+        assert!(
+            filter.passes(&ObjectChange::Applied(&parent)),
+            "first sight"
+        );
         parent.metadata.resource_version = Some("11".into());
         assert!(
-            !filter.passes(&Change::Applied(&parent)),
+            !filter.passes(&ObjectChange::Applied(&parent)),
             "a status write: same generation"
         );
         parent.metadata.generation = Some(2);
-        assert!(filter.passes(&Change::Applied(&parent)), "a spec change");
+        assert!(
+            filter.passes(&ObjectChange::Applied(&parent)),
+            "a spec change"
+        );
         parent.metadata.labels = Some(BTreeMap::from([("a".to_owned(), "b".to_owned())]));
-        assert!(filter.passes(&Change::Applied(&parent)), "a label");
+        assert!(filter.passes(&ObjectChange::Applied(&parent)), "a label");
         parent.metadata.deletion_timestamp =
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
                 k8s_openapi::jiff::Timestamp::now(),
             ));
         assert!(
-            filter.passes(&Change::Applied(&parent)),
+            filter.passes(&ObjectChange::Applied(&parent)),
             "deletion requested"
         );
-        assert!(filter.passes(&Change::Deleted(&parent)));
+        assert!(filter.passes(&ObjectChange::Deleted(&parent)));
         assert!(
-            filter.passes(&Change::Applied(&parent)),
+            filter.passes(&ObjectChange::Applied(&parent)),
             "forgotten after a deletion"
         );
     }
@@ -132,18 +138,21 @@ mod tests {
         let filter = ChangeFilter::default();
         let mut parent = object(Some(1), "10");
         parent.metadata.uid = Some("first".into());
-        assert!(filter.passes(&Change::Applied(&parent)));
-        assert!(!filter.passes(&Change::Applied(&parent)));
+        assert!(filter.passes(&ObjectChange::Applied(&parent)));
+        assert!(!filter.passes(&ObjectChange::Applied(&parent)));
         // Deleted and created again while the watch was away: the relist shows it applied, never deleted.
         parent.metadata.uid = Some("second".into());
-        assert!(filter.passes(&Change::Applied(&parent)), "another object");
+        assert!(
+            filter.passes(&ObjectChange::Applied(&parent)),
+            "another object"
+        );
     }
 
     #[test]
     fn kinds_without_a_generation_pass_every_change() {
         let filter = ChangeFilter::default();
-        assert!(filter.passes(&Change::Applied(&object(None, "1"))));
-        assert!(filter.passes(&Change::Applied(&object(None, "2"))));
-        assert!(!filter.passes(&Change::Applied(&object(None, "2"))));
+        assert!(filter.passes(&ObjectChange::Applied(&object(None, "1"))));
+        assert!(filter.passes(&ObjectChange::Applied(&object(None, "2"))));
+        assert!(!filter.passes(&ObjectChange::Applied(&object(None, "2"))));
     }
 }

@@ -1,10 +1,9 @@
 //! Shared watches: one watcher and cache per (context, kind, namespace, selectors), however many controllers
-//! need it, each handing the keys of changed objects to every subscriber. A watch of `PartialObjectMeta<K>`
+//! need it, each handing every change to every subscriber (which turns it into a key for its queue). A watch of `PartialObjectMeta<K>`
 //! caches metadata only (kube sends metadata requests for it).
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
-use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -19,7 +18,6 @@ use tokio::task::JoinSet;
 use super::label_index::LabelIndex;
 use crate::core::{ApiScope, PrimaryResource, kind_label, object_ref};
 use crate::executor::RetryBackoff;
-use crate::executor::{KeySender, KeyStream, key_queue};
 use crate::health::{Health, WatchEntry, WatchHealth};
 use crate::metrics::{Metrics, WatchMetrics, gauge_value};
 
@@ -37,24 +35,24 @@ pub(crate) struct WatchKey {
 
 /// A change seen by a watch, handed to each subscriber's key function.
 #[derive(Debug)]
-pub(crate) enum Change<'a, K> {
+pub(crate) enum ObjectChange<'a, K> {
     /// Created, updated, or listed.
     Applied(&'a K),
     /// Deleted, or gone from a relist.
     Deleted(&'a K),
 }
 
-impl<K> Change<'_, K> {
+impl<K> ObjectChange<'_, K> {
     /// The object, whatever happened to it.
     pub(crate) fn object(&self) -> &K {
         match self {
-            Change::Applied(object) | Change::Deleted(object) => object,
+            ObjectChange::Applied(object) | ObjectChange::Deleted(object) => object,
         }
     }
 }
 
-/// Turns a change into a subscriber's key; `false` once the subscriber is gone.
-type Subscriber<K> = Box<dyn Fn(&Change<'_, K>) -> bool + Send + Sync>;
+/// Takes a change (into its queue, as a key); `false` once the subscriber is gone.
+type Subscriber<K> = Box<dyn Fn(&ObjectChange<'_, K>) -> bool + Send + Sync>;
 
 /// One running watch of kind `K` and its cache.
 pub(crate) struct SharedWatch<K: PrimaryResource> {
@@ -77,25 +75,20 @@ impl<K: PrimaryResource> SharedWatch<K> {
         &self.store
     }
 
-    /// The key of every change from now on, preceded by those of the objects already cached (so a late
-    /// subscriber misses nothing). Each key waits in the stream at most once, however often its object
-    /// changes before it is taken; `key` may skip a change by returning `None`.
-    pub(crate) fn subscribe<T>(
+    /// Hands `deliver` every change from now on, preceded by the objects already cached (so a late
+    /// subscriber misses nothing), until it returns `false`. It is called while the watch publishes: it
+    /// queues a key, and waits for nothing.
+    pub(crate) fn subscribe(
         &self,
-        key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
-    ) -> KeyStream<T>
-    where
-        T: Clone + Eq + Hash + Send + 'static,
-    {
-        let (sender, stream) = key_queue();
+        deliver: impl Fn(&ObjectChange<'_, K>) -> bool + Send + Sync + 'static,
+    ) {
         let mut subscribers = self.subscribers.lock();
         for object in self.store.state() {
-            if let Some(k) = key(&Change::Applied(&object)) {
-                sender.send(k);
+            if !deliver(&ObjectChange::Applied(&object)) {
+                return;
             }
         }
-        subscribers.push(subscriber(sender, key));
-        stream
+        subscribers.push(Box::new(deliver));
     }
 
     /// The cached objects whose index label has `value` (empty without an index).
@@ -115,7 +108,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
             .map_or_else(Vec::new, LabelIndex::values)
     }
 
-    fn publish(&self, change: &Change<'_, K>) {
+    fn publish(&self, change: &ObjectChange<'_, K>) {
         let mut subscribers = self.subscribers.lock();
         subscribers.retain(|subscriber| subscriber(change));
     }
@@ -138,19 +131,6 @@ impl<K: PrimaryResource> SharedWatch<K> {
             index.rebuild(self.store.state().iter().map(|o| &**o));
         }
     }
-}
-
-fn subscriber<K, T>(
-    sender: KeySender<T>,
-    key: impl Fn(&Change<'_, K>) -> Option<T> + Send + Sync + 'static,
-) -> Subscriber<K>
-where
-    T: Clone + Eq + Hash + Send + 'static,
-{
-    Box::new(move |change| match key(change) {
-        Some(k) => sender.send(k),
-        None => sender.is_open(),
-    })
 }
 
 /// One open watch: the watch itself (a `SharedWatch` of its key's kind) and what closing it for good takes —
@@ -334,11 +314,11 @@ async fn run<K: PrimaryResource>(
                         .iter()
                         .filter(|o| !now.contains(&ObjectRef::from_obj(&***o)))
                     {
-                        watch.publish(&Change::Deleted(gone));
+                        watch.publish(&ObjectChange::Deleted(gone));
                     }
                 }
                 for object in &listed {
-                    watch.publish(&Change::Applied(object));
+                    watch.publish(&ObjectChange::Applied(object));
                 }
                 metrics.event();
                 metrics.objects.set(gauge_value(listed.len()));
@@ -348,7 +328,7 @@ async fn run<K: PrimaryResource>(
                 backoff.reset();
                 health.working();
                 watch.index_applied(&object);
-                watch.publish(&Change::Applied(&object));
+                watch.publish(&ObjectChange::Applied(&object));
                 metrics.event();
                 metrics.applied.inc();
                 metrics.objects.set(gauge_value(watch.store.len()));
@@ -357,7 +337,7 @@ async fn run<K: PrimaryResource>(
                 backoff.reset();
                 health.working();
                 watch.index_deleted(&object);
-                watch.publish(&Change::Deleted(&object));
+                watch.publish(&ObjectChange::Deleted(&object));
                 metrics.event();
                 metrics.deleted.inc();
                 metrics.objects.set(gauge_value(watch.store.len()));

@@ -38,7 +38,6 @@ fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
 
 fn desired(name: &str) -> DesiredChild {
     DesiredChild {
-        context: "cluster-a".into(),
         resource: ApiResource::erase::<Deployment>(&()),
         namespace: Some("ns".into()),
         name: name.into(),
@@ -108,7 +107,7 @@ async fn sync_telling(
         parent_kind: "AppDeployment.demo/v1",
         metrics: &crate::metrics::Metrics::default(),
     };
-    let changes = Changes::default();
+    let changes = ChildChanges::default();
     let outcome = sync_context("cluster-a", client, want, &[&watch], &link, &changes).await;
     let notes = changes.notes();
     (
@@ -218,7 +217,8 @@ async fn children_no_longer_desired_are_pruned_by_uid_and_no_others() {
 }
 
 #[tokio::test]
-async fn a_failed_apply_names_the_context_and_the_servers_message() {
+async fn a_failed_apply_names_the_child_and_the_servers_message_and_leaves_the_context_to_its_key()
+{
     let me = parent("uid-1", "crd-a");
     let (client, _) = fake_api::client(|method, _, _| match method {
         "GET" => status(404, "NotFound", "not found"),
@@ -228,9 +228,7 @@ async fn a_failed_apply_names_the_context_and_the_servers_message() {
     assert_eq!(outcome.state, ClusterState::Failed);
     assert_eq!(
         outcome.message.as_deref(),
-        Some(
-            "context cluster-a: applying Deployment ns/web: namespaces \"ns\" not found (404 NotFound)"
-        )
+        Some("applying Deployment ns/web: namespaces \"ns\" not found (404 NotFound)")
     );
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::client::fake_api::{self, status};
-use crate::engine::test_engine::{CONTROL_PLACE, engine, parent};
+use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
 
 const OURS: &str = "kubeplex.dev/test-controller";
 
@@ -45,7 +45,7 @@ async fn removing_the_finalizer_of_a_parent_that_is_gone_is_success() {
         fake_api::client(|_, _, _| status(404, "NotFound", "configmaps \"parent\" not found"));
     let engine = engine(client);
     engine
-        .set_finalizer(&parent(&[OURS]), &CONTROL_PLACE, false)
+        .set_finalizer(&parent(&[OURS]), &CONTROL_TARGET, false)
         .await
         .unwrap();
     assert_eq!(requests.lines().len(), 1);
@@ -69,7 +69,7 @@ async fn a_stale_cached_parent_is_retried_at_once_against_a_fresh_copy() {
     });
     let engine = engine(client);
     engine
-        .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
+        .set_finalizer(&parent(&[]), &CONTROL_TARGET, true)
         .await
         .unwrap();
     let seen = requests.all();
@@ -86,7 +86,7 @@ async fn other_failures_are_reported_after_one_try() {
     let (client, requests) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
     let engine = engine(client);
     let error = engine
-        .set_finalizer(&parent(&[]), &CONTROL_PLACE, true)
+        .set_finalizer(&parent(&[]), &CONTROL_TARGET, true)
         .await
         .unwrap_err();
     let forbidden =
@@ -145,7 +145,7 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
     );
     let deleted = Arc::new(deleted);
     let cx = Cx::new(
-        CONTROL_PLACE,
+        CONTROL_TARGET,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,
@@ -155,7 +155,7 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
     for _ in 0..3 {
         let verdict = engine.finalize(deleted.clone(), &cx).await;
         assert!(
-            matches!(verdict, Verdict::Done(Next::RequeueAfter(_))),
+            matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()),
             "{verdict:?}"
         );
     }
@@ -167,12 +167,72 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
 
     down.store(false, Ordering::SeqCst);
     let verdict = engine.finalize(deleted.clone(), &cx).await;
-    assert_eq!(verdict, Verdict::Done(Next::AwaitChange));
+    assert_eq!(verdict, Verdict::Done(Action::await_change()));
     assert_eq!(
         events_sent(&requests),
         [
             ("POST".to_owned(), "DeletionBlocked".to_owned()),
             ("POST".to_owned(), "DeletionUnblocked".to_owned()),
         ]
+    );
+}
+
+/// A client whose server refuses every connection.
+fn refusing() -> kube::Client {
+    let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+        Err::<http::Response<http_body_util::Full<hyper::body::Bytes>>, _>(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        ))
+    });
+    kube::Client::new(service, "default")
+}
+
+/// Each layer that words a blocked deletion (the failed request, the deletion path, the Event, the status'
+/// condition) used to name the cluster again; each message now names it once, and the cluster's own entry
+/// in the status leaves it to its key.
+#[tokio::test]
+async fn a_blocked_deletion_names_the_cluster_once_in_each_message() {
+    let (control, requests) = fake_api::client(|method, uri, body| match method {
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        _ if uri.contains("/status?") => (
+            200,
+            serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+        ),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    });
+    let engine = crate::engine::test_engine::engine_with(control, refusing());
+    let mut deleted = parent(&[OURS]);
+    deleted.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let cx = Cx::new(
+        CONTROL_TARGET,
+        engine.plan.clone(),
+        engine.runtime.clone(),
+        0,
+    );
+    engine.finalize(Arc::new(deleted), &cx).await;
+
+    let sent = |path: &str| -> serde_json::Value {
+        let request = (requests.all().into_iter())
+            .find(|s| s.uri.contains(path))
+            .unwrap_or_else(|| panic!("nothing sent to {path}: {:?}", requests.lines()));
+        serde_json::from_str(&request.body).unwrap()
+    };
+    let named = |text: &str| text.matches("cluster-a").count();
+    let event = sent("/events");
+    let note = event["note"].as_str().unwrap();
+    assert_eq!(
+        note,
+        "deletion waits for children that cannot be removed yet in cluster-a (listing configmaps: unreachable: connection refused)"
+    );
+    let status = &sent("/status?")["status"];
+    let entry = status["clusters"]["cluster-a"]["message"].as_str().unwrap();
+    assert_eq!(entry, "listing configmaps: unreachable: connection refused");
+    let condition = status["conditions"][0]["message"].as_str().unwrap();
+    assert_eq!(
+        (named(note), named(entry), named(condition)),
+        (1, 0, 1),
+        "{condition}"
     );
 }

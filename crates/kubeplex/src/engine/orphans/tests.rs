@@ -9,7 +9,8 @@ use kube::runtime::watcher::Event;
 
 use super::*;
 use crate::client::fake_api;
-use crate::engine::test_engine::{CLUSTER_A, CONTROL_PLACE, FixedCache, engine};
+use crate::core::Action;
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, engine};
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
     let parent = ParentRef {
@@ -39,11 +40,11 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     writer.apply_watcher_event(&Event::Init);
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("crds".into())),
+        (CONTROL_TARGET, Some("crds".into())),
         Arc::new(SharedWatch::new(stuck, None)),
     );
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("other".into())),
+        (CONTROL_TARGET, Some("other".into())),
         Arc::new(SharedWatch::new(listed, None)),
     );
     // The child whose parent cache is stuck comes first.
@@ -73,7 +74,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     writer.apply_watcher_event(&Event::Init);
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("other".into())),
+        (CONTROL_TARGET, Some("other".into())),
         Arc::new(SharedWatch::new(listed, None)),
     );
     let recreated = orphan("recreated", "other");
@@ -88,27 +89,29 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     let engine = Arc::new(engine);
     // The request its ADDED event makes: the parent, with the UID the child names.
     let parent = ParentRef::of(&recreated).unwrap();
-    let request = Request {
-        context: CONTROL_PLACE,
+    let request = ReconcileKey {
+        context: CONTROL_TARGET,
         object: parent.object_ref(),
     };
     let mut without_uid = request.clone();
     without_uid.object.extra.uid = None;
-    tokio::time::timeout(
+    let action = tokio::time::timeout(
         Duration::from_secs(2),
         engine.clone().reconcile(without_uid),
     )
     .await
     .unwrap();
+    assert_eq!(action, Action::await_change(), "a parent that is gone");
     assert_eq!(
         requests.lines(),
         Vec::<String>::new(),
         "no UID, no judgement"
     );
 
-    tokio::time::timeout(Duration::from_secs(2), engine.reconcile(request))
+    let action = tokio::time::timeout(Duration::from_secs(2), engine.reconcile(request))
         .await
         .unwrap();
+    assert_eq!(action, Action::await_change(), "a parent that is gone");
     let lines = requests.lines();
     assert_eq!(lines.len(), 1, "only the gone parent's child: {lines:?}");
     assert!(

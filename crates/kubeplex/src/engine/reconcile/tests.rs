@@ -1,132 +1,44 @@
-//! The requeue delay, and the spans a reconcile runs in (recorded by a small tracing layer), against a
-//! stand-in API server.
+//! The requeue delay, the spans a reconcile runs in (recorded by a small tracing layer), a fenced write,
+//! and the interim status, against stand-in API servers.
+
+mod recording;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, ObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
-use parking_lot::Mutex;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::layer::SubscriberExt;
 
-use super::requeue_delay;
+use self::recording::{Recording, SpanSeen};
+use super::with_resync;
 use crate::client::fake_api;
+use crate::controller::test_controller::runtime_of;
+use crate::core::Action;
 use crate::core::ParentRef;
-use crate::engine::engine::{ChildWatch, Engine, Request};
+use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+use crate::engine::engine::{ChildWatch, Engine, ReconcileKey, not_answering_yet};
 use crate::engine::test_engine::{
-    CLUSTER_A, CONTROL_PLACE, FixedCache, TestController, engine_with, parent,
+    CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
 };
 use crate::watch::SharedWatch;
 
 #[test]
 fn the_shorter_of_the_actions_requeue_and_the_plans_resync_wins() {
     let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+    let (wait, requeue) = (Action::await_change(), Action::requeue);
     assert_eq!(
-        requeue_delay(None, Some(hour)),
-        Some(hour),
+        with_resync(wait, Some(hour)),
+        requeue(hour),
         "await_change: the resync holds"
     );
-    assert_eq!(requeue_delay(Some(minute), Some(hour)), Some(minute));
-    assert_eq!(requeue_delay(Some(hour), Some(minute)), Some(minute));
-    assert_eq!(requeue_delay(Some(hour), None), Some(hour));
-    assert_eq!(requeue_delay(None, None), None);
-}
-
-/// A span as the layer saw it: its name, fields, and the spans it is within (nearest first).
-#[derive(Clone, Debug)]
-struct SpanSeen {
-    seq: u64,
-    name: &'static str,
-    fields: BTreeMap<String, String>,
-    within: Vec<u64>,
-}
-
-/// A log event: its message and the spans it was within (nearest first).
-#[derive(Clone, Debug)]
-struct EventSeen {
-    target: &'static str,
-    message: String,
-    within: Vec<u64>,
-}
-
-/// Records every span (when it closes) and every event.
-#[derive(Clone, Default)]
-struct Recording {
-    next: Arc<AtomicU64>,
-    spans: Arc<Mutex<Vec<SpanSeen>>>,
-    events: Arc<Mutex<Vec<EventSeen>>>,
-}
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recording {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let span = ctx.span(id).expect("a new span is registered");
-        let within = span.parent().map_or_else(Vec::new, |parent| {
-            let extensions = parent.extensions();
-            let seen = extensions.get::<SpanSeen>().expect("recorded");
-            std::iter::once(seen.seq)
-                .chain(seen.within.iter().copied())
-                .collect()
-        });
-        let mut fields = BTreeMap::new();
-        attrs.record(&mut Fields(&mut fields));
-        span.extensions_mut().insert(SpanSeen {
-            seq: self.next.fetch_add(1, Ordering::Relaxed),
-            name: attrs.metadata().name(),
-            fields,
-            within,
-        });
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id)
-            && let Some(seen) = span.extensions_mut().get_mut::<SpanSeen>()
-        {
-            values.record(&mut Fields(&mut seen.fields));
-        }
-    }
-
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Fields(&mut fields));
-        let within = ctx.event_scope(event).map_or_else(Vec::new, |scope| {
-            scope
-                .filter_map(|span| span.extensions().get::<SpanSeen>().map(|s| s.seq))
-                .collect()
-        });
-        let message = fields.remove("message").unwrap_or_default();
-        self.events.lock().push(EventSeen {
-            target: event.metadata().target(),
-            message,
-            within,
-        });
-    }
-
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id)
-            && let Some(seen) = span.extensions().get::<SpanSeen>()
-        {
-            self.spans.lock().push(seen.clone());
-        }
-    }
+    assert_eq!(with_resync(requeue(minute), Some(hour)), requeue(minute));
+    assert_eq!(with_resync(requeue(hour), Some(minute)), requeue(minute));
+    assert_eq!(with_resync(requeue(hour), None), requeue(hour));
+    assert_eq!(with_resync(wait, None), wait);
 }
 
 /// A child of the test parent in cluster-a that no reconcile wants: the reconcile prunes it.
@@ -188,7 +100,7 @@ async fn reconcile_with(
     let (store, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
-        (CONTROL_PLACE, Some("crds".into())),
+        (CONTROL_TARGET, Some("crds".into())),
         Arc::new(SharedWatch::new(store, None)),
     );
     engine.children.push(ChildWatch {
@@ -196,12 +108,12 @@ async fn reconcile_with(
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
     });
-    let request: Request<TestController> = Request {
-        context: CONTROL_PLACE,
+    let key: ReconcileKey<TestController> = ReconcileKey {
+        context: CONTROL_TARGET,
         object: ObjectRef::from_obj(&object),
     };
     let engine = Arc::new(engine);
-    engine.clone().reconcile(request).await;
+    let _ = engine.clone().reconcile(key).await;
     engine
 }
 
@@ -353,5 +265,113 @@ async fn a_fenced_write_leaves_the_status_and_the_events_alone() {
         seen.lines().iter().any(|l| l.contains("/status?")),
         "{:?}",
         seen.lines()
+    );
+}
+
+/// A client whose server never answers.
+fn hanging() -> kube::Client {
+    let service = tower::service_fn(|_: http::Request<kube::client::Body>| {
+        std::future::pending::<
+            Result<
+                http::Response<http_body_util::Full<hyper::body::Bytes>>,
+                std::convert::Infallible,
+            >,
+        >()
+    });
+    kube::Client::new(service, "default")
+}
+
+/// The status writes of one reconcile of the test parent whose children live in cluster-a (which answers)
+/// and cluster-b (which never answers the prune of a stale child), when the controller last wrote `written`
+/// (the cache does not show it).
+async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
+    let (client, seen) = fake_api::client(accept);
+    let mut engine = engine_with(client.clone(), client.clone());
+    let plan = <TestController as crate::Controller>::plan();
+    let finalizer = plan.managed_finalizer().unwrap().into_owned();
+    let child = crate::Child::of::<ConfigMap>()
+        .contexts([CLUSTER_A, CLUSTER_B])
+        .namespaces(["ns"]);
+    engine.plan = Arc::new(plan.owns(child));
+    engine.runtime = runtime_of([
+        ("control", client.clone()),
+        ("cluster-a", client),
+        ("cluster-b", hanging()),
+    ]);
+    engine.children.push(ChildWatch {
+        context: "cluster-b".into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(vec![stale_child()])),
+    });
+    let object = parent(&[&finalizer]);
+    let (store, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+    engine.primaries.insert(
+        (CONTROL_TARGET, Some("crds".into())),
+        Arc::new(SharedWatch::new(store, None)),
+    );
+    if let Some(written) = written {
+        engine
+            .written_status
+            .record(&object, Some("2".into()), written);
+    }
+    let key = ReconcileKey::<TestController> {
+        context: CONTROL_TARGET,
+        object: ObjectRef::from_obj(&object),
+    };
+    let _ = Arc::new(engine).reconcile(key).await;
+    (seen.all().iter())
+        .filter(|s| s.uri.contains("/status?"))
+        .map(|s| serde_json::from_str(&s.body).unwrap())
+        .collect()
+}
+
+const CLUSTER_B: crate::ContextName = crate::ContextName::new("cluster-b");
+
+/// The interim status is written over what the controller remembers of its own writes, as the final one
+/// is: an interim status that is the controller's last write is not written again while the cache lags.
+#[tokio::test(start_paused = true)]
+async fn an_interim_status_the_controller_wrote_last_is_not_written_again() {
+    // Without a write of its own to remember, the reconcile writes the interim status, then the final one.
+    let writes = status_writes(None).await;
+    assert_eq!(writes.len(), 2, "{writes:#?}");
+    let (interim, last) = (&writes[0]["status"], &writes[1]["status"]);
+    assert_eq!(interim["clusters"]["cluster-a"]["state"], "NotTargeted");
+    assert!(
+        interim["clusters"]["cluster-b"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no answer yet")
+    );
+    assert!(
+        last["clusters"]["cluster-b"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no answer within")
+    );
+
+    // The interim status is what the controller wrote last: only the final one is written.
+    let so_far = BTreeMap::from([
+        (
+            "cluster-a".to_owned(),
+            ContextOutcome {
+                fenced: None,
+                state: ClusterState::NotTargeted,
+                children: 0,
+                message: None,
+            },
+        ),
+        ("cluster-b".to_owned(), not_answering_yet()),
+    ]);
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let interim = FleetStatus::from_outcomes(&FleetStatus::default(), &so_far, None, &now);
+    let writes = status_writes(Some(interim)).await;
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert!(
+        writes[0]["status"]["clusters"]["cluster-b"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no answer within")
     );
 }

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use super::*;
-use crate::executor::key_queue::{KeySender, key_queue};
+use crate::executor::key_queue::{KeySender, MAX_DELAY, deadline};
 
 /// Every run as the test saw it: the key, when it started and ended (virtual time since the test began).
 #[derive(Default)]
@@ -53,9 +53,9 @@ fn config(concurrency: Option<usize>) -> ExecutorConfig {
 fn start(
     config: ExecutorConfig,
     took: impl Fn(u32) -> Duration + Send + Sync + 'static,
-    next: impl Fn(u32) -> Next + Send + Sync + 'static,
+    next: impl Fn(u32) -> Action + Send + Sync + 'static,
 ) -> Harness {
-    let (keys, inputs) = key_queue();
+    let (keys, queue) = config.queue();
     let (stop, stopped) = watch::channel(false);
     let log = Arc::new(Log::default());
     let t0 = Instant::now();
@@ -75,7 +75,7 @@ fn start(
             }
         }
     };
-    let executor = tokio::spawn(run(inputs, config, stopped, work));
+    let executor = tokio::spawn(run(queue, config, stopped, work));
     Harness {
         keys,
         stop,
@@ -90,7 +90,7 @@ const SECOND: Duration = Duration::from_secs(1);
 async fn debounce_merges_arrivals_of_one_key() {
     let mut config = config(None);
     config.debounce = SECOND;
-    let h = start(config, |_| Duration::ZERO, |_| Next::AwaitChange);
+    let h = start(config, |_| Duration::ZERO, |_| Action::await_change());
     for _ in 0..5 {
         h.keys.send(1);
         sleep(Duration::from_millis(300)).await;
@@ -107,7 +107,7 @@ async fn a_requeue_runs_the_key_again_after_its_delay() {
     let h = start(
         config(None),
         |_| Duration::ZERO,
-        |_| Next::RequeueAfter(Duration::from_secs(10)),
+        |_| Action::requeue(Duration::from_secs(10)),
     );
     h.keys.send(1);
     sleep(Duration::from_secs(25)).await;
@@ -120,7 +120,7 @@ async fn a_huge_requeue_neither_panics_nor_runs_again() {
     let h = start(
         config(None),
         |_| Duration::ZERO,
-        |_| Next::RequeueAfter(Duration::MAX),
+        |_| Action::requeue(Duration::MAX),
     );
     h.keys.send(1);
     sleep(Duration::from_secs(60)).await;
@@ -132,13 +132,13 @@ async fn a_huge_requeue_neither_panics_nor_runs_again() {
     assert_eq!(h.log.runs_of(1).len(), 2);
     assert_eq!(
         deadline(Instant::now(), Duration::MAX),
-        Instant::now() + MAX_REQUEUE
+        Instant::now() + MAX_DELAY
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn at_most_concurrency_runs_at_once() {
-    let h = start(config(Some(2)), |_| SECOND, |_| Next::AwaitChange);
+    let h = start(config(Some(2)), |_| SECOND, |_| Action::await_change());
     for key in 0..6 {
         h.keys.send(key);
     }
@@ -153,7 +153,7 @@ async fn a_key_never_runs_twice_at_once_and_an_arrival_during_a_run_is_kept() {
     let h = start(
         config(None),
         |_| Duration::from_secs(2),
-        |_| Next::AwaitChange,
+        |_| Action::await_change(),
     );
     h.keys.send(1);
     sleep(Duration::from_millis(500)).await;
@@ -177,7 +177,8 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
     // Concurrency 1 and a slow run: 10 000 arrivals for 100 keys, each carrying a new version.
     let versions: Arc<Mutex<HashMap<u32, u32>>> = Arc::default();
     let seen: Arc<Mutex<Vec<(u32, u32)>>> = Arc::default();
-    let (keys, inputs) = key_queue();
+    let config = config(Some(1));
+    let (keys, queue) = config.queue();
     let (_stop, stopped) = watch::channel(false);
     let work = {
         let (versions, seen) = (versions.clone(), seen.clone());
@@ -187,11 +188,11 @@ async fn a_slow_busy_executor_holds_each_waiting_key_once_and_runs_it_with_the_l
                 sleep(Duration::from_millis(100)).await;
                 let version = versions.lock()[&key];
                 seen.lock().push((key, version));
-                Next::AwaitChange
+                Action::await_change()
             }
         }
     };
-    tokio::spawn(run(inputs, config(Some(1)), stopped, work));
+    tokio::spawn(run(queue, config, stopped, work));
     for version in 1..=100 {
         for key in 0..100 {
             versions.lock().insert(key, version);
@@ -218,7 +219,9 @@ async fn a_burst_spawns_at_most_max_waiting_runs_ahead_of_the_workers() {
     let created = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(AtomicUsize::new(0));
     let most_waiting = Arc::new(AtomicUsize::new(0));
-    let (keys, inputs) = key_queue();
+    let mut config = config(None);
+    config.max_waiting = 8;
+    let (keys, queue) = config.queue();
     let (_stop, stopped) = watch::channel(false);
     let work = {
         let (created, started, most_waiting) =
@@ -230,13 +233,11 @@ async fn a_burst_spawns_at_most_max_waiting_runs_ahead_of_the_workers() {
             let started = started.clone();
             async move {
                 started.fetch_add(1, Ordering::SeqCst);
-                Next::AwaitChange
+                Action::await_change()
             }
         }
     };
-    let mut config = config(None);
-    config.max_waiting = 8;
-    tokio::spawn(run(inputs, config, stopped, work));
+    tokio::spawn(run(queue, config, stopped, work));
     for key in 0..10_000 {
         keys.send(key);
     }
@@ -250,7 +251,7 @@ async fn stopping_starts_nothing_new_and_waits_for_the_runs_in_flight() {
     let h = start(
         config(Some(1)),
         |_| Duration::from_secs(5),
-        |_| Next::AwaitChange,
+        |_| Action::await_change(),
     );
     for key in 0..10 {
         h.keys.send(key);
@@ -269,7 +270,8 @@ async fn stopping_starts_nothing_new_and_waits_for_the_runs_in_flight() {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_run_is_retried_and_the_executor_lives_on() {
     let tries = Arc::new(AtomicUsize::new(0));
-    let (keys, inputs) = key_queue();
+    let config = config(None);
+    let (keys, queue) = config.queue();
     let (_stop, stopped) = watch::channel(false);
     let work = {
         let tries = tries.clone();
@@ -279,11 +281,11 @@ async fn a_panicking_run_is_retried_and_the_executor_lives_on() {
                 if tries.fetch_add(1, Ordering::SeqCst) == 0 {
                     panic!("first try fails");
                 }
-                Next::AwaitChange
+                Action::await_change()
             }
         }
     };
-    let executor = tokio::spawn(run(inputs, config(None), stopped, work));
+    let executor = tokio::spawn(run(queue, config, stopped, work));
     keys.send(1);
     sleep(Duration::from_secs(4)).await;
     assert_eq!(tries.load(Ordering::SeqCst), 1);
@@ -308,9 +310,9 @@ async fn the_queue_reports_depth_waits_adds_and_workers() {
         |_| 2 * SECOND,
         |key| {
             if key == 1 {
-                Next::RequeueAfter(10 * SECOND)
+                Action::requeue(10 * SECOND)
             } else {
-                Next::AwaitChange
+                Action::await_change()
             }
         },
     );

@@ -1,6 +1,7 @@
 use std::sync::atomic::Ordering;
 
 use super::*;
+use crate::core::Action;
 
 fn scrape(registry: &Registry) -> String {
     let mut text = String::new();
@@ -15,16 +16,21 @@ fn reconciles_are_counted_per_context_and_result() {
     metrics.reconciled(
         "apps",
         "cluster-a",
-        Outcome::Success,
+        Verdict::Done(Action::await_change()),
         Duration::from_millis(20),
     );
     metrics.reconciled(
         "apps",
         "cluster-a",
-        Outcome::Requeue,
+        Verdict::Done(Action::requeue(Duration::from_secs(1))),
         Duration::from_millis(20),
     );
-    metrics.reconciled("apps", "cluster-b", Outcome::Error, Duration::from_secs(2));
+    metrics.reconciled(
+        "apps",
+        "cluster-b",
+        Verdict::Failed(Action::requeue(Duration::from_secs(5))),
+        Duration::from_secs(2),
+    );
     metrics.panicked("apps", "cluster-b");
     let text = scrape(&registry);
     for line in [
@@ -160,7 +166,12 @@ async fn a_context_that_left_has_no_series_in_any_family() {
     let metrics = Metrics::register(&mut registry);
     for context in ["cluster-a", "member-m"] {
         metrics.controller_started("apps", [context]);
-        metrics.reconciled("apps", context, Outcome::Error, Duration::from_millis(20));
+        metrics.reconciled(
+            "apps",
+            context,
+            Verdict::Failed(Action::requeue(Duration::from_secs(5))),
+            Duration::from_millis(20),
+        );
         metrics.panicked("apps", context);
         metrics.pinged(context, true, Duration::from_millis(3));
         metrics.pinged(context, false, Duration::from_secs(5));

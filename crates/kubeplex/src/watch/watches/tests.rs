@@ -9,6 +9,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::*;
+use crate::executor::key_queue;
 
 fn config_map(name: &str, value: &str, parent: Option<&str>) -> ConfigMap {
     ConfigMap {
@@ -66,31 +67,24 @@ fn listed(objects: Vec<ConfigMap>) -> Vec<Result<Event<ConfigMap>, watcher::Erro
     events
 }
 
-fn drain<T>(stream: &mut KeyStream<T>) -> Vec<T>
-where
-    T: Clone + Eq + Hash,
-{
-    let mut taken = Vec::new();
-    while let Some(Some(key)) = futures::FutureExt::now_or_never(stream.next()) {
-        taken.push(key);
-    }
-    taken
-}
-
 #[tokio::test]
 async fn an_object_missing_from_a_relist_is_published_as_deleted() {
     let mut events = listed(vec![config_map("a", "1", None), config_map("b", "1", None)]);
     events.extend(listed(vec![config_map("b", "2", None)]));
-    let mut stream = None;
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let watch = drive(events, None, |watch| {
-        stream = Some(watch.subscribe(|change| {
-            let deleted = matches!(change, Change::Deleted(_));
-            Some((deleted, change.object().name_any()))
-        }));
+        let seen = seen.clone();
+        watch.subscribe(move |change| {
+            let deleted = matches!(change, ObjectChange::Deleted(_));
+            let mut seen = seen.lock();
+            seen.push((deleted, change.object().name_any()));
+            true
+        });
     })
     .await;
-    let mut seen = drain(stream.as_mut().unwrap());
+    let mut seen = seen.lock().clone();
     seen.sort();
+    seen.dedup();
     assert_eq!(
         seen,
         [
@@ -114,18 +108,18 @@ async fn ten_thousand_updates_to_a_hundred_objects_wait_as_a_hundred_keys() {
             ))));
         }
     }
-    let mut stream = None;
+    let (keys, queue) = key_queue(Duration::ZERO, Default::default());
     let watch = drive(events, None, |watch| {
-        stream = Some(watch.subscribe(|change| Some(ObjectRef::from_obj(change.object()))));
+        watch.subscribe(move |change| keys.send(ObjectRef::from_obj(change.object())));
     })
     .await;
-    let stream = stream.as_mut().unwrap();
+    let waiting = queue.waiting();
     assert_eq!(
-        stream.len(),
+        waiting.len(),
         100,
         "a key waits once however often it changed"
     );
-    for key in drain(stream) {
+    for key in waiting {
         let latest = watch.store().get(&key).unwrap();
         assert_eq!(
             latest.data.as_ref().unwrap()["value"],

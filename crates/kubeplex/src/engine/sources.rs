@@ -1,0 +1,103 @@
+//! Where a controller's keys come from, and where they go: each primary watch gives the keys of its
+//! objects, each child cache the keys of the parents of its children (a child's change is a change of its
+//! parent), and they all send into the key queue of the current term as leader, which holds each key once.
+//! A standby has no queue: a new term subscribes every cache anew, so it starts with every cached object.
+
+use parking_lot::RwLock;
+
+use kube::runtime::reflector::ObjectRef;
+
+use super::engine::{Engine, Primary, ReconcileKey};
+use crate::controller::Reconcile;
+use crate::core::Target;
+use crate::executor::KeySender;
+use crate::watch::{ChangeFilter, ChildCache, SharedWatch};
+
+/// The current term's queue; `None` while this replica stands by.
+pub(crate) struct TermKeys<R: Reconcile>(RwLock<Option<KeySender<ReconcileKey<R>>>>);
+
+impl<R: Reconcile> Default for TermKeys<R> {
+    fn default() -> Self {
+        Self(RwLock::new(None))
+    }
+}
+
+impl<R: Reconcile> TermKeys<R> {
+    /// The current term's queue, if this replica leads.
+    pub(crate) fn get(&self) -> Option<KeySender<ReconcileKey<R>>> {
+        self.0.read().clone()
+    }
+
+    /// A term begins (`Some`) or ends (`None`).
+    pub(crate) fn set(&self, keys: Option<KeySender<ReconcileKey<R>>>) {
+        *self.0.write() = keys;
+    }
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// Subscribes `keys` to the primary watch of `context`: every cached object first, then each change
+    /// that reconciles (see [`ChangeFilter`]).
+    pub(crate) fn follow_primaries(
+        watch: &SharedWatch<Primary<R>>,
+        context: Target<R::Context>,
+        keys: KeySender<ReconcileKey<R>>,
+    ) {
+        let changed = ChangeFilter::default();
+        watch.subscribe(move |change| {
+            if !changed.passes(change) {
+                return keys.is_open();
+            }
+            keys.send(ReconcileKey {
+                context: context.clone(),
+                object: ObjectRef::from_obj(change.object()),
+            })
+        });
+    }
+
+    /// Subscribes `keys` to a child cache: the parent of every cached child first, then of each child
+    /// that changes, when the parent is one of this controller's.
+    pub(crate) fn follow_children(&self, cache: &dyn ChildCache, keys: KeySender<ReconcileKey<R>>) {
+        let plan = self.plan.clone();
+        cache.subscribe_parents(Box::new(move |parent| {
+            match Self::key_for(&plan, &parent) {
+                Some(key) => keys.send(key),
+                None => keys.is_open(),
+            }
+        }));
+    }
+
+    /// A term begins: `keys` is its queue, and every cache the controller has now (its contexts', its
+    /// members', the held shards') sends into it, every cached object first. A cache opened later in the
+    /// term is subscribed by whoever opens it, after this queue is known: none is missed.
+    pub(crate) fn begin_term(&self, keys: &KeySender<ReconcileKey<R>>) {
+        self.term_keys.set(Some(keys.clone()));
+        for (context, watch) in self.primaries.all() {
+            Self::follow_primaries(&watch, context, keys.clone());
+        }
+        for watch in self.all_child_watches() {
+            self.follow_children(&*watch.cache, keys.clone());
+        }
+    }
+
+    /// Queues every parent of the controller's primary caches, so that each is reconciled for the members as
+    /// they are now. A standby skips this: its next term starts with every cached parent anyway.
+    pub(crate) fn queue_every_parent(&self) {
+        let Some(keys) = self.term_keys.get() else {
+            return;
+        };
+        for (context, watch) in self.primaries.all() {
+            for object in watch.store().state() {
+                let object = ObjectRef::from_obj(&*object);
+                if !keys.send(ReconcileKey {
+                    context: context.clone(),
+                    object,
+                }) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
