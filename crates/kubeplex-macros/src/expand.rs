@@ -176,24 +176,28 @@ fn context_type(model: &Model, kind: &ContextsKind) -> TokenStream {
 /// Checks, placed before the `impl` so that rustc reports them first, that every kind is a resource type
 /// (and a namespaced one where `namespaces` is given). That a fleet was declared with `contexts!` is checked
 /// by `type Context` itself (see [`context_type`]).
-/// Each is the well-formedness of a function signature, reported with kubeplex's
-/// `#[diagnostic::on_unimplemented]` message at the user's tokens.
+/// Each kind check is the well-formedness of a function signature, the namespaced checks one block of
+/// method calls ([`namespaced_check`]); all are reported with kubeplex's `#[diagnostic::on_unimplemented]`
+/// messages at the user's tokens.
 fn checks(model: &Model) -> TokenStream {
     let mut checks = Vec::new();
+    let mut namespaced = Vec::new();
     if let Some(resource) = &model.resource {
-        checks.push(kind_check(model, resource, model.namespaces_key));
+        checks.push(kind_check(model, resource));
+        namespaced.extend(model.namespaces_key.map(|key| (resource.clone(), key)));
     }
     for child in &model.children {
         let kind = path_type(&child.kind);
-        checks.push(kind_check(model, &kind, child.namespaces_key));
+        checks.push(kind_check(model, &kind));
+        namespaced.extend(child.namespaces_key.map(|key| (kind, key)));
     }
-    quote!(#(#checks)*)
+    let namespaced = namespaced_check(model, &namespaced);
+    quote!(#(#checks)* #namespaced)
 }
 
-/// The check of one kind: `<K as Resource>::Itself` is well-formed only for a resource type; followed by
-/// [`namespaced_check`] when namespaces are given. A name ending in `Spec` gets its own trait, whose
-/// message suggests the name without it.
-fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> TokenStream {
+/// The check of one kind: `<K as Resource>::Itself` is well-formed only for a resource type. A name
+/// ending in `Spec` gets its own trait, whose message suggests the name without it.
+fn kind_check(model: &Model, kind: &Type) -> TokenStream {
     let krate = &model.krate;
     let span = kind.span();
     if is_dynamic(kind) {
@@ -210,7 +214,6 @@ fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> Token
         None => quote!(#krate::__private::Resource),
     };
     let itself = respan(quote!(<#kind as #trait_path>::Itself), span);
-    let namespaced = namespaces_key.map(|key| namespaced_check(model, kind, key));
     let local_trait = spec_hint.map(|(written, suggested)| {
         let message = format!(
             "`{written}` is not a Kubernetes resource type; did you mean `{suggested}`?"
@@ -234,19 +237,27 @@ fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> Token
             #local_trait
             fn kind(_: #itself) {}
         };
-        #namespaced
     }
 }
 
-/// Where `namespaces` is given: the kind is namespaced, reported at the key. Checked only for a resource
-/// type (the inherent `namespaced` applies to those; the trait's, a no-op, to any other type), so that a
-/// type that is not a resource is reported once, by [`kind_check`], at the type.
-fn namespaced_check(model: &Model, kind: &Type, key: Span) -> TokenStream {
+/// For the kinds given `namespaces`: each is namespaced, reported at its `namespaces` key. Checked only for
+/// resource types (the inherent `namespaced` applies to those; the trait's, a no-op, to any other type),
+/// so that a type that is not a resource is reported once, by [`kind_check`], at the type.
+fn namespaced_check(model: &Model, kinds: &[(Type, Span)]) -> TokenStream {
     let krate = &model.krate;
-    let call = respan(
-        quote!(Kind::<#kind>(::core::marker::PhantomData).namespaced();),
-        key,
-    );
+    let calls: Vec<TokenStream> = kinds
+        .iter()
+        .filter(|(kind, _)| !is_dynamic(kind))
+        .map(|(kind, key)| {
+            respan(
+                quote!(Kind::<#kind>(::core::marker::PhantomData).namespaced();),
+                *key,
+            )
+        })
+        .collect();
+    if calls.is_empty() {
+        return TokenStream::new();
+    }
     quote! {
         const _: () = {
             struct Kind<K>(::core::marker::PhantomData<K>);
@@ -258,7 +269,7 @@ fn namespaced_check(model: &Model, kind: &Type, key: Span) -> TokenStream {
             }
             impl<K> NotAResource for Kind<K> {}
             fn namespaced() {
-                #call
+                #(#calls)*
             }
         };
     }

@@ -22,10 +22,8 @@ use crate::rules::names::kebab_case;
 pub struct Model {
     /// The path of the kubeplex crate.
     pub krate: TokenStream,
-    /// The struct the attribute is on.
-    pub ident: Ident,
-    /// The type `impl Controller` is for: the struct, or the self type of an `impl Reconcile` the attribute
-    /// was wrongly put on (for the fallback).
+    /// The type `impl Controller` is for: the struct the attribute is on, or the self type of an
+    /// `impl Reconcile` it was wrongly put on (for the fallback).
     pub self_ty: Type,
     /// The primary resource type.
     pub resource: Option<Type>,
@@ -301,7 +299,6 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
 
     Model {
         krate,
-        ident: ident.clone(),
         self_ty: syn::parse_quote!(#ident),
         resource,
         namespaces_key,

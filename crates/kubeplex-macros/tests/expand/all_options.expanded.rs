@@ -7,23 +7,6 @@ const _: () = {
     ) {}
 };
 const _: () = {
-    struct Kind<K>(::core::marker::PhantomData<K>);
-    impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
-        fn namespaced(&self)
-        where
-            K::Scope: ::kubeplex::__private::NamespacedScope<K>,
-        {}
-    }
-    trait NotAResource {
-        fn namespaced(&self) {}
-    }
-    impl<K> NotAResource for Kind<K> {}
-    fn namespaced() {
-        Kind::<k8s_openapi::api::apps::v1::Deployment>(::core::marker::PhantomData)
-            .namespaced();
-    }
-};
-const _: () = {
     fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
@@ -42,6 +25,8 @@ const _: () = {
     }
     impl<K> NotAResource for Kind<K> {}
     fn namespaced() {
+        Kind::<k8s_openapi::api::apps::v1::Deployment>(::core::marker::PhantomData)
+            .namespaced();
         Kind::<Secret>(::core::marker::PhantomData).namespaced();
     }
 };

@@ -3,6 +3,15 @@ const _: () = {
     fn kind(_: <AppDeployment as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
+    fn kind(_: <Deployment as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    fn kind(_: <Secret as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
     struct Kind<K>(::core::marker::PhantomData<K>);
     impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
         fn namespaced(&self)
@@ -16,48 +25,9 @@ const _: () = {
     impl<K> NotAResource for Kind<K> {}
     fn namespaced() {
         Kind::<AppDeployment>(::core::marker::PhantomData).namespaced();
-    }
-};
-const _: () = {
-    fn kind(_: <Deployment as ::kubeplex::__private::Resource>::Itself) {}
-};
-const _: () = {
-    struct Kind<K>(::core::marker::PhantomData<K>);
-    impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
-        fn namespaced(&self)
-        where
-            K::Scope: ::kubeplex::__private::NamespacedScope<K>,
-        {}
-    }
-    trait NotAResource {
-        fn namespaced(&self) {}
-    }
-    impl<K> NotAResource for Kind<K> {}
-    fn namespaced() {
         Kind::<Deployment>(::core::marker::PhantomData).namespaced();
-    }
-};
-const _: () = {
-    fn kind(_: <Secret as ::kubeplex::__private::Resource>::Itself) {}
-};
-const _: () = {
-    struct Kind<K>(::core::marker::PhantomData<K>);
-    impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
-        fn namespaced(&self)
-        where
-            K::Scope: ::kubeplex::__private::NamespacedScope<K>,
-        {}
-    }
-    trait NotAResource {
-        fn namespaced(&self) {}
-    }
-    impl<K> NotAResource for Kind<K> {}
-    fn namespaced() {
         Kind::<Secret>(::core::marker::PhantomData).namespaced();
     }
-};
-const _: () = {
-    fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
 };
 impl ::kubeplex::Controller for AppDeployer {
     type Resource = AppDeployment;

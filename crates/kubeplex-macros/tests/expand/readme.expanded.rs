@@ -3,22 +3,6 @@ const _: () = {
     fn kind(_: <AppDeployment as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
-    struct Kind<K>(::core::marker::PhantomData<K>);
-    impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
-        fn namespaced(&self)
-        where
-            K::Scope: ::kubeplex::__private::NamespacedScope<K>,
-        {}
-    }
-    trait NotAResource {
-        fn namespaced(&self) {}
-    }
-    impl<K> NotAResource for Kind<K> {}
-    fn namespaced() {
-        Kind::<AppDeployment>(::core::marker::PhantomData).namespaced();
-    }
-};
-const _: () = {
     fn kind(_: <Deployment as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
@@ -34,6 +18,7 @@ const _: () = {
     }
     impl<K> NotAResource for Kind<K> {}
     fn namespaced() {
+        Kind::<AppDeployment>(::core::marker::PhantomData).namespaced();
         Kind::<Deployment>(::core::marker::PhantomData).namespaced();
     }
 };
