@@ -14,16 +14,16 @@ use crate::validate::{ContextsKind, Model, fleet_of, is_dynamic, path_string, pa
 /// The generated items for a controller without errors (the user's struct is emitted separately, always).
 pub fn expand(model: &Model) -> TokenStream {
     let krate = &model.krate;
-    let ident = &model.ident;
+    let ident = &model.self_ty;
     let name = &model.name;
     let (Some(resource), Some(kind)) = (&model.resource, &model.contexts_kind) else {
         // Unreachable: a model without errors has both; the fallback copes with either missing.
         return fallback(model);
     };
     let context_type = context_type(model, kind);
+    let resource_item = resource_item(resource);
 
-    let contexts = context_exprs(model, &model.contexts);
-    let mut calls = vec![quote!(.contexts([#(#contexts),*]))];
+    let mut calls = Vec::new();
     if !model.namespaces.is_empty() {
         let namespaces = &model.namespaces;
         calls.push(quote!(.namespaces([#(#namespaces),*])));
@@ -61,7 +61,7 @@ pub fn expand(model: &Model) -> TokenStream {
     for child in &model.children {
         let kind = &child.kind;
         // Children only in the members have no `.contexts(..)`: the context type is the plan's, inferred
-        // from `Plan::owns`.
+        // from `Plan::owns`. Contexts last, as the plan's (below).
         let contexts = (!child.contexts.is_empty()).then(|| {
             let contexts = context_exprs(model, &child.contexts);
             quote!(.contexts([#(#contexts),*]))
@@ -72,9 +72,14 @@ pub fn expand(model: &Model) -> TokenStream {
             quote!(.namespaces([#(#namespaces),*]))
         });
         calls.push(quote! {
-            .owns(#krate::Child::of::<#kind>() #contexts #members #namespaces)
+            .owns(#krate::Child::of::<#kind>() #members #namespaces #contexts)
         });
     }
+
+    // The primary's contexts last: were the fleet not declared with `contexts!` (reported by `type
+    // Context`), the calls after them would each also be reported, for a `Plan<Fleet>`.
+    let contexts = context_exprs(model, &model.contexts);
+    calls.push(quote!(.contexts([#(#contexts),*])));
 
     let checks = checks(model);
     let membership = membership_check(model);
@@ -82,7 +87,7 @@ pub fn expand(model: &Model) -> TokenStream {
     quote! {
         #checks
         impl #krate::Controller for #ident {
-            type Resource = #resource;
+            #resource_item
             type Context = #context_type;
             fn plan() -> #krate::Plan<Self::Context> {
                 #krate::Plan::new(#name) #(#calls)*
@@ -98,7 +103,7 @@ pub fn expand(model: &Model) -> TokenStream {
 /// also reported for a missing `Controller`.
 pub fn fallback(model: &Model) -> TokenStream {
     let krate = &model.krate;
-    let ident = &model.ident;
+    let ident = &model.self_ty;
     let checks = checks(model);
     let (Some(resource), Some(kind)) = (&model.resource, &model.contexts_kind) else {
         return checks;
@@ -107,6 +112,7 @@ pub fn fallback(model: &Model) -> TokenStream {
         return checks;
     }
     let context_type = context_type(model, kind);
+    let resource_item = resource_item(resource);
     // Typed contexts are still resolved, so that a misspelled variant is reported with the other errors.
     let typed = model
         .contexts
@@ -123,13 +129,34 @@ pub fn fallback(model: &Model) -> TokenStream {
     quote! {
         #checks
         impl #krate::Controller for #ident {
-            type Resource = #resource;
+            #resource_item
             type Context = #context_type;
             fn plan() -> #krate::Plan<Self::Context> {
                 #(let _ = #typed;)*
                 ::core::unreachable!("#[controller] was rejected at compile time")
             }
         }
+    }
+}
+
+/// `type Resource = ..;`, located at the type the user wrote: rustc's errors about it (a private type under
+/// a public controller) then point at `crd = ..` rather than at the whole attribute.
+fn resource_item(resource: &Type) -> TokenStream {
+    let span = resource.span();
+    let open = respan(quote!(type Resource =), span);
+    let semi = respan(quote!(;), span);
+    quote!(#open #resource #semi)
+}
+
+/// Uses the types of a rejected attribute, so that their imports are not also reported unused.
+pub fn uses(types: &[Type]) -> TokenStream {
+    if types.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        const _: () = {
+            fn kinds(_: ::core::marker::PhantomData<(#(#types,)*)>) {}
+        };
     }
 }
 
@@ -149,24 +176,28 @@ fn context_type(model: &Model, kind: &ContextsKind) -> TokenStream {
 /// Checks, placed before the `impl` so that rustc reports them first, that every kind is a resource type
 /// (and a namespaced one where `namespaces` is given). That a fleet was declared with `contexts!` is checked
 /// by `type Context` itself (see [`context_type`]).
-/// Each is the well-formedness of a function signature, reported with kubeplex's
-/// `#[diagnostic::on_unimplemented]` message at the user's tokens.
+/// Each kind check is the well-formedness of a function signature, the namespaced checks one block of
+/// method calls ([`namespaced_check`]); all are reported with kubeplex's `#[diagnostic::on_unimplemented]`
+/// messages at the user's tokens.
 fn checks(model: &Model) -> TokenStream {
     let mut checks = Vec::new();
+    let mut namespaced = Vec::new();
     if let Some(resource) = &model.resource {
-        checks.push(kind_check(model, resource, model.namespaces_key));
+        checks.push(kind_check(model, resource));
+        namespaced.extend(model.namespaces_key.map(|key| (resource.clone(), key)));
     }
     for child in &model.children {
         let kind = path_type(&child.kind);
-        checks.push(kind_check(model, &kind, child.namespaces_key));
+        checks.push(kind_check(model, &kind));
+        namespaced.extend(child.namespaces_key.map(|key| (kind, key)));
     }
-    quote!(#(#checks)*)
+    let namespaced = namespaced_check(model, &namespaced);
+    quote!(#(#checks)* #namespaced)
 }
 
-/// The check of one kind: `<K as Resource>::Itself` is well-formed only for a resource type; wrapped in
-/// `Namespaced<..>` (located at the `namespaces` key) when namespaces are given. A name ending in `Spec`
-/// gets its own trait, whose message suggests the name without it.
-fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> TokenStream {
+/// The check of one kind: `<K as Resource>::Itself` is well-formed only for a resource type. A name
+/// ending in `Spec` gets its own trait, whose message suggests the name without it.
+fn kind_check(model: &Model, kind: &Type) -> TokenStream {
     let krate = &model.krate;
     let span = kind.span();
     if is_dynamic(kind) {
@@ -183,14 +214,6 @@ fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> Token
         None => quote!(#krate::__private::Resource),
     };
     let itself = respan(quote!(<#kind as #trait_path>::Itself), span);
-    let checked = match namespaces_key {
-        Some(key) => {
-            let open = respan(quote!(#krate::__private::Namespaced<), key);
-            let close = respan(quote!(>), key);
-            quote!(#open #itself #close)
-        }
-        None => itself,
-    };
     let local_trait = spec_hint.map(|(written, suggested)| {
         let message = format!(
             "`{written}` is not a Kubernetes resource type; did you mean `{suggested}`?"
@@ -212,7 +235,42 @@ fn kind_check(model: &Model, kind: &Type, namespaces_key: Option<Span>) -> Token
     quote! {
         const _: () = {
             #local_trait
-            fn kind(_: #checked) {}
+            fn kind(_: #itself) {}
+        };
+    }
+}
+
+/// For the kinds given `namespaces`: each is namespaced, reported at its `namespaces` key. Checked only for
+/// resource types (the inherent `namespaced` applies to those; the trait's, a no-op, to any other type),
+/// so that a type that is not a resource is reported once, by [`kind_check`], at the type.
+fn namespaced_check(model: &Model, kinds: &[(Type, Span)]) -> TokenStream {
+    let krate = &model.krate;
+    let calls: Vec<TokenStream> = kinds
+        .iter()
+        .filter(|(kind, _)| !is_dynamic(kind))
+        .map(|(kind, key)| {
+            respan(
+                quote!(Kind::<#kind>(::core::marker::PhantomData).namespaced();),
+                *key,
+            )
+        })
+        .collect();
+    if calls.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        const _: () = {
+            struct Kind<K>(::core::marker::PhantomData<K>);
+            impl<K: #krate::__private::KubeResource> Kind<K> {
+                fn namespaced(&self) where K::Scope: #krate::__private::NamespacedScope<K> {}
+            }
+            trait NotAResource {
+                fn namespaced(&self) {}
+            }
+            impl<K> NotAResource for Kind<K> {}
+            fn namespaced() {
+                #(#calls)*
+            }
         };
     }
 }

@@ -22,8 +22,9 @@ use crate::rules::names::kebab_case;
 pub struct Model {
     /// The path of the kubeplex crate.
     pub krate: TokenStream,
-    /// The struct the attribute is on.
-    pub ident: Ident,
+    /// The type `impl Controller` is for: the struct the attribute is on, or the self type of an
+    /// `impl Reconcile` it was wrongly put on (for the fallback).
+    pub self_ty: Type,
     /// The primary resource type.
     pub resource: Option<Type>,
     /// The key `namespaces` of the primary resource, if given (for the namespaced-kind check).
@@ -116,6 +117,70 @@ pub fn target<'a>(item: &'a Item, errors: &mut Accumulator) -> Option<&'a ItemSt
         .with_span(&span),
     );
     None
+}
+
+/// A struct is one controller: every further `#[controller]` on it (the attribute sees the attributes
+/// below it) is reported at its path. Returns the struct without them, if there were any, and the kinds
+/// they name (still used, so that their imports are not reported unused).
+pub fn one_controller(
+    target: &ItemStruct,
+    errors: &mut Accumulator,
+) -> Option<(ItemStruct, Vec<Type>)> {
+    let is_controller = |attr: &syn::Attribute| {
+        attr.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "controller")
+    };
+    if !target.attrs.iter().any(is_controller) {
+        return None;
+    }
+    for attr in target.attrs.iter().filter(|a| is_controller(a)) {
+        errors.push(
+            Error::custom(format!(
+                "one `#[controller]` per struct: `{}` already has the `#[controller]` above, and a struct implements `Controller` once; \
+                 remove this one, or put it on a struct of its own for a second controller",
+                target.ident
+            ))
+            .with_span(attr.path()),
+        );
+    }
+    let mut kinds = Vec::new();
+    for attr in target.attrs.iter().filter(|a| is_controller(a)) {
+        if let syn::Meta::List(list) = &attr.meta {
+            // Its own mistakes are not reported: the attribute is rejected as a whole.
+            let mut ignored = Error::accumulator();
+            let args = crate::parse::parse_args(list.tokens.clone(), &mut ignored);
+            drop(ignored.into_inner());
+            kinds.extend(args.crd.0);
+            kinds.extend(args.owns.iter().map(|owns| path_type(&owns.kind)));
+        }
+    }
+    let mut single = target.clone();
+    single.attrs.retain(|a| !is_controller(a));
+    Some((single, kinds))
+}
+
+/// For an attribute put on `impl Reconcile for MyController` instead of on the struct (already reported
+/// by [`target`]): the struct, so that the fallback still implements `Controller` for it and the impl is
+/// not also reported for a missing `Controller`. `None` for generic impls and other items.
+pub fn reconcile_impl_self(item: &Item) -> Option<(Ident, Type)> {
+    let Item::Impl(imp) = item else { return None };
+    let (trait_path, _) = imp.trait_.as_ref()?;
+    if trait_path.segments.last()?.ident != "Reconcile" || !imp.generics.params.is_empty() {
+        return None;
+    }
+    let Type::Path(path) = &*imp.self_ty else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    let last = path.path.segments.last()?;
+    if !last.arguments.is_none() {
+        return None;
+    }
+    Some((last.ident.clone(), (*imp.self_ty).clone()))
 }
 
 /// Checks every key and the rules between keys.
@@ -234,7 +299,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
 
     Model {
         krate,
-        ident: ident.clone(),
+        self_ty: syn::parse_quote!(#ident),
         resource,
         namespaces_key,
         contexts_kind,

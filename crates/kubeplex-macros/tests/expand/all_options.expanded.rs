@@ -3,27 +3,38 @@ pub struct DeploymentAuditor {
 }
 const _: () = {
     fn kind(
-        _: ::kubeplex::__private::Namespaced<
-            <k8s_openapi::api::apps::v1::Deployment as ::kubeplex::__private::Resource>::Itself,
-        >,
+        _: <k8s_openapi::api::apps::v1::Deployment as ::kubeplex::__private::Resource>::Itself,
     ) {}
 };
 const _: () = {
     fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
-    fn kind(
-        _: ::kubeplex::__private::Namespaced<
-            <Secret as ::kubeplex::__private::Resource>::Itself,
-        >,
-    ) {}
+    fn kind(_: <Secret as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    struct Kind<K>(::core::marker::PhantomData<K>);
+    impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
+        fn namespaced(&self)
+        where
+            K::Scope: ::kubeplex::__private::NamespacedScope<K>,
+        {}
+    }
+    trait NotAResource {
+        fn namespaced(&self) {}
+    }
+    impl<K> NotAResource for Kind<K> {}
+    fn namespaced() {
+        Kind::<k8s_openapi::api::apps::v1::Deployment>(::core::marker::PhantomData)
+            .namespaced();
+        Kind::<Secret>(::core::marker::PhantomData).namespaced();
+    }
 };
 impl ::kubeplex::Controller for DeploymentAuditor {
     type Resource = k8s_openapi::api::apps::v1::Deployment;
     type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("deployment-auditor")
-            .contexts([Fleet::ClusterA, Fleet::ClusterB])
             .namespaces(["team-a", "team-b"])
             .label_selector("app.kubernetes.io/managed-by=kubeplex,tier in (web, api)")
             .field_selector("metadata.namespace!=kube-system")
@@ -36,8 +47,9 @@ impl ::kubeplex::Controller for DeploymentAuditor {
             .owns(::kubeplex::Child::of::<ConfigMap>().contexts([Fleet::Control]))
             .owns(
                 ::kubeplex::Child::of::<Secret>()
-                    .contexts([Fleet::Control])
-                    .namespaces(["audit"]),
+                    .namespaces(["audit"])
+                    .contexts([Fleet::Control]),
             )
+            .contexts([Fleet::ClusterA, Fleet::ClusterB])
     }
 }

@@ -10,7 +10,6 @@ impl ::kubeplex::Controller for Mirror {
     type Context = <crate::fleet::Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("mirror")
-            .contexts([::kubeplex::__private::member::<crate::fleet::Fleet>("control")])
             .owns(
                 ::kubeplex::Child::of::<Secret>()
                     .contexts([
@@ -20,6 +19,7 @@ impl ::kubeplex::Controller for Mirror {
                         ::kubeplex::__private::member::<crate::fleet::Fleet>("cluster-b"),
                     ]),
             )
+            .contexts([::kubeplex::__private::member::<crate::fleet::Fleet>("control")])
     }
 }
 const _: () = {

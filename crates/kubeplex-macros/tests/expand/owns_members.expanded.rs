@@ -1,44 +1,50 @@
 pub struct AppDeployer;
 const _: () = {
-    fn kind(
-        _: ::kubeplex::__private::Namespaced<
-            <AppDeployment as ::kubeplex::__private::Resource>::Itself,
-        >,
-    ) {}
+    fn kind(_: <AppDeployment as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
-    fn kind(
-        _: ::kubeplex::__private::Namespaced<
-            <Deployment as ::kubeplex::__private::Resource>::Itself,
-        >,
-    ) {}
+    fn kind(_: <Deployment as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
-    fn kind(
-        _: ::kubeplex::__private::Namespaced<
-            <Secret as ::kubeplex::__private::Resource>::Itself,
-        >,
-    ) {}
+    fn kind(_: <Secret as ::kubeplex::__private::Resource>::Itself) {}
 };
 const _: () = {
     fn kind(_: <ConfigMap as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    struct Kind<K>(::core::marker::PhantomData<K>);
+    impl<K: ::kubeplex::__private::KubeResource> Kind<K> {
+        fn namespaced(&self)
+        where
+            K::Scope: ::kubeplex::__private::NamespacedScope<K>,
+        {}
+    }
+    trait NotAResource {
+        fn namespaced(&self) {}
+    }
+    impl<K> NotAResource for Kind<K> {}
+    fn namespaced() {
+        Kind::<AppDeployment>(::core::marker::PhantomData).namespaced();
+        Kind::<Deployment>(::core::marker::PhantomData).namespaced();
+        Kind::<Secret>(::core::marker::PhantomData).namespaced();
+    }
 };
 impl ::kubeplex::Controller for AppDeployer {
     type Resource = AppDeployment;
     type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("app-deployer")
-            .contexts([Fleet::Control])
             .namespaces(["crds"])
             .owns(
                 ::kubeplex::Child::of::<Deployment>()
-                    .contexts([Fleet::ClusterA, Fleet::ClusterB])
                     .members()
-                    .namespaces(["namespace-a", "namespace-b"]),
+                    .namespaces(["namespace-a", "namespace-b"])
+                    .contexts([Fleet::ClusterA, Fleet::ClusterB]),
             )
             .owns(
                 ::kubeplex::Child::of::<Secret>().members().namespaces(["namespace-a"]),
             )
             .owns(::kubeplex::Child::of::<ConfigMap>().members())
+            .contexts([Fleet::Control])
     }
 }
