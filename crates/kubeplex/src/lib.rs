@@ -94,6 +94,7 @@ pub mod __private;
 
 pub use crate::core::Action;
 pub use crate::core::DEFAULT_LOG_FILTER;
+pub use crate::core::Grant;
 pub use crate::core::{ApiScope, PrimaryResource};
 pub use crate::core::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
@@ -149,6 +150,7 @@ pub use health::{
 pub use kubeplex_macros::controller;
 pub use manager::Manager;
 pub use manager::Running;
+pub use manager::{ContextRbac, Rbac};
 pub use members::KubeconfigFile;
 pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};

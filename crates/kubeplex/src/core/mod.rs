@@ -7,6 +7,7 @@ mod context;
 mod contexts_macro;
 mod error;
 mod failure;
+mod grant;
 mod logging;
 mod ownership;
 mod redact;
@@ -21,6 +22,8 @@ pub use error::{Error, Result};
 pub(crate) use failure::{
     Fenced, WatchPlace, fenced, is_transport, transport, watch_failure, watch_failure_label,
 };
+pub use grant::Grant;
+pub(crate) use grant::events_grant;
 pub use logging::DEFAULT_LOG_FILTER;
 pub(crate) use ownership::ParentRef;
 pub use ownership::{
