@@ -31,7 +31,8 @@ const VERB_ORDER: [&str; 8] = [
 impl Manager {
     /// The RBAC this manager needs to run, per context, bound to the ServiceAccount `service_account` in
     /// `namespace` ([docs/rbac.md]): read from the controllers' plans as registered (their run-time
-    /// namespaces included), the member provider and the leader election or sharding. Print it with
+    /// namespaces included), the member provider and the leader election or sharding. What members need
+    /// is there only with a member provider ([`Manager::members`]). Print it with
     /// [`ContextRbac::objects`]; nothing is contacted.
     ///
     /// ```
@@ -61,8 +62,10 @@ impl Manager {
     /// [docs/rbac.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/rbac.md
     pub fn rbac(&self, service_account: &str, namespace: &str) -> Rbac {
         let mut grants: Vec<Grant> = self.controllers.iter().flat_map(|c| c.grants()).collect();
-        if let Some((provider, _)) = &self.fleet.provider {
-            grants.extend(provider.grants());
+        match &self.fleet.provider {
+            Some((provider, _)) => grants.extend(provider.grants()),
+            // Without a member provider there are no members to grant anything in.
+            None => grants.retain(|g| g.context.is_some()),
         }
         let leases = (self.election.as_ref().map(|e| (e, &ELECTION_VERBS[..]))).or(self
             .sharding

@@ -276,3 +276,17 @@ fn leader_election_and_sharding_need_their_leases() {
         "{found:?}"
     );
 }
+
+#[test]
+fn without_a_member_provider_members_need_nothing() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .namespaces(["crds"])
+            .owns(Child::of::<ConfigMap>().members().namespaces(["a"]))
+    })
+    .rbac("operator", "ops");
+    assert!(!rbac.in_members());
+    assert!(rbac.for_members().is_empty());
+    assert_eq!(rbac.contexts(), ["control"]);
+}
