@@ -93,7 +93,6 @@ pub mod otlp;
 pub mod __private;
 
 pub use crate::core::Action;
-pub use crate::core::DEFAULT_LOG_FILTER;
 pub use crate::core::Grant;
 pub use crate::core::{ApiScope, PrimaryResource};
 pub use crate::core::{
@@ -101,6 +100,7 @@ pub use crate::core::{
 };
 pub use crate::core::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
+pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use crate::core::{Error, Result};
 pub use crate::core::{Member, Target};
 pub use client::CONTEXT_ENV_PREFIX;
@@ -162,8 +162,28 @@ pub use prometheus_client;
 /// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose
 /// names you rarely write come in as `_`, so that your own `Context` (or `anyhow::Context`) does not
 /// collide.
+///
+/// Besides the controller's own names, what a fleet operator uses: the status it reports
+/// ([`FleetStatus`](crate::FleetStatus), [`ClusterState`](crate::ClusterState)), the places children go
+/// ([`Target`](crate::Target)), members from kubeconfig Secrets ([`KubeconfigSecrets`](crate::KubeconfigSecrets),
+/// [`LeavePolicy`](crate::LeavePolicy)) and [`LeaderElection`](crate::LeaderElection).
+///
+/// ```
+/// use kubeplex::prelude::*;
+///
+/// let _manager = Manager::new()
+///     .leader_election(LeaderElection::new(kubeplex::ContextName::new("control"), "ops", "op"))
+///     .members(
+///         KubeconfigSecrets::new(kubeplex::ContextName::new("control"), "ops", "fleet=prod"),
+///         LeavePolicy::Delete,
+///     );
+/// let status = FleetStatus::default();
+/// assert!(status.clusters.values().all(|c| c.state != ClusterState::Failed));
+/// let _: Option<Target<kubeplex::ContextName>> = None;
+/// ```
 pub mod prelude {
     pub use crate::{
-        Action, Context as _, ContextSet as _, Controller as _, Cx, Manager, Reconcile, controller,
+        Action, ClusterState, Context as _, ContextSet as _, Controller as _, Cx, FleetStatus,
+        KubeconfigSecrets, LeaderElection, LeavePolicy, Manager, Reconcile, Target, controller,
     };
 }

@@ -270,7 +270,9 @@ where
 {
     // kubeplex reports each failure once, naming its context; the client libraries' own per-request lines
     // would only repeat them.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    // RUST_LOG's directives keep kubeplex's quiet ones unless they name those targets themselves.
+    let rust_log = std::env::var("RUST_LOG").unwrap_or_default();
+    let filter = tracing_subscriber::EnvFilter::try_new(kubeplex::log_filter(&rust_log))
         .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
     let lines = tracing_subscriber::fmt::layer().with_writer(writer);
     let lines = match format {

@@ -24,7 +24,7 @@ pub(crate) use failure::{
 };
 pub use grant::Grant;
 pub(crate) use grant::events_grant;
-pub use logging::DEFAULT_LOG_FILTER;
+pub use logging::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub(crate) use ownership::ParentRef;
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
