@@ -16,6 +16,7 @@
 //! - `fleet rbac --context NAME [run's flags]`: prints the Roles, ClusterRoles and bindings `fleet run` with
 //!   those flags needs in the cluster NAME, derived from the plan (`deploy/*/20-rbac.yaml` are its output).
 
+use kube::CustomResourceExt as _;
 use std::error::Error;
 use std::io::{self, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
@@ -153,7 +154,7 @@ async fn main() -> ExitCode {
 
 fn print_crd() -> Result<(), DemoError> {
     // Serialized first, so that a closed stdout shows as the io::Error it is.
-    let crd = serde_json::to_string_pretty(&AppDeployment::installable_crd())?;
+    let crd = serde_json::to_string_pretty(&AppDeployment::crd())?;
     let mut out = io::stdout().lock();
     writeln!(out, "{crd}")?;
     out.flush()?;

@@ -15,6 +15,7 @@ mod rbac;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
+use kube::CustomResourceExt as _;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
@@ -31,7 +32,7 @@ const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
+        .crd("control", AppDeployment::crd())
 });
 /// The tests share the manifests' namespaces, ServiceAccounts and Roles, so they run one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
