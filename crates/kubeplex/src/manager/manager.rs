@@ -339,6 +339,10 @@ impl Manager {
             shards,
             members: Default::default(),
         });
+        if self.fleet.provider.is_none() {
+            // No provider, no members: none can hold children a deletion must wait for.
+            runtime.members.settle();
+        }
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();
         for registration in self.controllers {
