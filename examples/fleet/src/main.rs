@@ -60,8 +60,6 @@ struct Cli {
     command: Command,
 }
 
-// One value, parsed once at start: the size of `Run` costs nothing worth a Box.
-#[expect(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the operator against the kubeconfig as kubectl finds it, until SIGTERM or Ctrl-C.

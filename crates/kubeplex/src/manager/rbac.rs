@@ -158,10 +158,10 @@ impl Rbac {
         self.build(|g| g.context.is_none())
     }
 
+    /// The Roles and bindings of the grants `wanted` picks.
     fn build(&self, wanted: impl Fn(&Grant) -> bool) -> ContextRbac {
         // Namespace (None: cluster-wide) → (group, resource) → verbs.
-        let mut scopes: BTreeMap<Option<&str>, BTreeMap<(&str, &str), BTreeSet<&str>>> =
-            BTreeMap::new();
+        let mut scopes: BTreeMap<Option<&str>, Rules<'_>> = BTreeMap::new();
         for grant in self.grants.iter().filter(|g| wanted(g)) {
             let rules = scopes.entry(grant.namespace.as_deref()).or_default();
             let verbs = rules.entry((&grant.group, &grant.resource)).or_default();
@@ -214,6 +214,7 @@ impl Rbac {
         out
     }
 
+    /// The metadata of every object: the name, labels and (for a Role) `namespace`.
     fn metadata(&self, namespace: Option<&str>) -> ObjectMeta {
         ObjectMeta {
             name: Some(self.name.clone()),
@@ -223,6 +224,9 @@ impl Rbac {
         }
     }
 }
+
+/// The verbs granted on each (group, resource) of one scope.
+type Rules<'a> = BTreeMap<(&'a str, &'a str), BTreeSet<&'a str>>;
 
 /// One rule: `verbs` on `resource` of `group`, the verbs in the usual order.
 fn rule(group: &str, resource: &str, verbs: BTreeSet<&str>) -> PolicyRule {
