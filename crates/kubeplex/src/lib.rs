@@ -164,9 +164,9 @@ pub use prometheus_client;
 /// collide.
 ///
 /// Besides the controller's own names, what a fleet operator uses: the status it reports
-/// ([`FleetStatus`](crate::FleetStatus), [`ClusterState`](crate::ClusterState)), the places children go
-/// ([`Target`](crate::Target)), members from kubeconfig Secrets ([`KubeconfigSecrets`](crate::KubeconfigSecrets),
-/// [`LeavePolicy`](crate::LeavePolicy)) and [`LeaderElection`](crate::LeaderElection).
+/// ([`FleetStatus`], [`ClusterState`]), the places children go
+/// ([`Target`]), members from kubeconfig Secrets ([`KubeconfigSecrets`],
+/// [`LeavePolicy`]) and [`LeaderElection`].
 ///
 /// ```
 /// use kubeplex::prelude::*;
