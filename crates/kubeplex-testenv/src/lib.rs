@@ -29,6 +29,7 @@ mod control_plane;
 mod env;
 mod error;
 mod kubeconfig;
+mod members;
 mod polling;
 mod ready;
 mod shared;
@@ -43,6 +44,7 @@ pub use control_plane::{
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::{Credential, set_user};
+pub use members::MEMBER_KUBECONFIG_KEY;
 pub use polling::{DEFAULT_POLL_INTERVAL, Observation, Polling, eventually, try_eventually};
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};

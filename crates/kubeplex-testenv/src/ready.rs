@@ -7,6 +7,7 @@ use kube::Client;
 use kube::config::Kubeconfig;
 use serde_json::json;
 use tokio::time::Instant;
+use tracing::instrument::WithSubscriber as _;
 
 use crate::control_plane::controllers_not_healthy;
 use crate::env::{TestEnv, client_for};
@@ -99,15 +100,19 @@ impl TestEnv {
             let request = http::Request::get(path)
                 .body(Vec::new())
                 .expect("a static request is valid");
-            let problem =
-                match tokio::time::timeout(ANSWER_TIMEOUT, client.request_text(request)).await {
-                    Ok(Ok(body)) => match ready(&body) {
-                        Ok(()) => return Ok(None),
-                        Err(problem) => problem,
-                    },
-                    Ok(Err(error)) => error.to_string(),
-                    Err(_) => format!("{path} did not answer within {ANSWER_TIMEOUT:?}"),
-                };
+            // Not ready yet is a 500 or 403, which kube's client logs at ERROR (`failed with status 500`);
+            // here it is expected, so the request runs with no subscriber: nothing of it is logged.
+            let answer = client
+                .request_text(request)
+                .with_subscriber(tracing::subscriber::NoSubscriber::default());
+            let problem = match tokio::time::timeout(ANSWER_TIMEOUT, answer).await {
+                Ok(Ok(body)) => match ready(&body) {
+                    Ok(()) => return Ok(None),
+                    Err(problem) => problem,
+                },
+                Ok(Err(error)) => error.to_string(),
+                Err(_) => format!("{path} did not answer within {ANSWER_TIMEOUT:?}"),
+            };
             if Instant::now() >= deadline {
                 return Ok(Some(format!(
                     "not ready after {:?}: {problem}",

@@ -190,6 +190,47 @@ async fn the_kubeconfig_file_has_one_context_per_cluster() {
     );
 }
 
+#[tokio::test]
+async fn one_clusters_kubeconfig_reaches_it_alone_and_a_member_secret_carries_it() {
+    let env = CLUSTERS.get().await.unwrap();
+    let alone = env.kubeconfig_for("cluster-b").unwrap();
+    assert_eq!(alone.current_context.as_deref(), Some("cluster-b"));
+    assert_eq!(
+        (
+            alone.contexts.len(),
+            alone.clusters.len(),
+            alone.auth_infos.len()
+        ),
+        (1, 1, 1)
+    );
+    let secret = env.member_secret("cluster-b", "member-b", "fleet").unwrap();
+    assert_eq!(secret.metadata.name.as_deref(), Some("member-b"));
+    assert_eq!(secret.metadata.namespace.as_deref(), Some("fleet"));
+    let data = secret.string_data.unwrap();
+    let carried: Kubeconfig =
+        serde_json::from_str(&data[kubeplex_testenv::MEMBER_KUBECONFIG_KEY]).unwrap();
+    let json = |k: &Kubeconfig| serde_json::to_value(k).unwrap();
+    assert_eq!(json(&carried), json(&alone));
+    // It works: a client from it reaches cluster-b, where a ConfigMap written through the admin client is.
+    let admin: Api<ConfigMap> = Api::namespaced(env.client("cluster-b").await.unwrap(), "default");
+    admin
+        .create(&PostParams::default(), &config_map("alone", "b"))
+        .await
+        .unwrap();
+    let config = kube::Config::from_custom_kubeconfig(carried, &Default::default())
+        .await
+        .unwrap();
+    let through: Api<ConfigMap> =
+        Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let read = through.get("alone").await.unwrap();
+    assert_eq!(read.data.unwrap()["cluster"], "b");
+    admin
+        .delete("alone", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(env.kubeconfig_for("cluster-z").is_err());
+}
+
 /// `verb name code` of the ConfigMap requests in `namespace` that the audit log of `cluster` holds.
 fn config_map_requests(env: &TestEnv, cluster: &str, namespace: &str) -> Vec<String> {
     env.audit_events(cluster)

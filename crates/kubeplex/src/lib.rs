@@ -93,13 +93,14 @@ pub mod otlp;
 pub mod __private;
 
 pub use crate::core::Action;
-pub use crate::core::DEFAULT_LOG_FILTER;
+pub use crate::core::Grant;
 pub use crate::core::{ApiScope, PrimaryResource};
 pub use crate::core::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
 pub use crate::core::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
+pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use crate::core::{Error, Result};
 pub use crate::core::{Member, Target};
 pub use client::CONTEXT_ENV_PREFIX;
@@ -149,6 +150,7 @@ pub use health::{
 pub use kubeplex_macros::controller;
 pub use manager::Manager;
 pub use manager::Running;
+pub use manager::{ContextRbac, Rbac};
 pub use members::KubeconfigFile;
 pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};
@@ -160,8 +162,28 @@ pub use prometheus_client;
 /// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose
 /// names you rarely write come in as `_`, so that your own `Context` (or `anyhow::Context`) does not
 /// collide.
+///
+/// Besides the controller's own names, what a fleet operator uses: the status it reports
+/// ([`FleetStatus`], [`ClusterState`]), the places children go
+/// ([`Target`]), members from kubeconfig Secrets ([`KubeconfigSecrets`],
+/// [`LeavePolicy`]) and [`LeaderElection`].
+///
+/// ```
+/// use kubeplex::prelude::*;
+///
+/// let _manager = Manager::new()
+///     .leader_election(LeaderElection::new(kubeplex::ContextName::new("control"), "ops", "op"))
+///     .members(
+///         KubeconfigSecrets::new(kubeplex::ContextName::new("control"), "ops", "fleet=prod"),
+///         LeavePolicy::Delete,
+///     );
+/// let status = FleetStatus::default();
+/// assert!(status.clusters.values().all(|c| c.state != ClusterState::Failed));
+/// let _: Option<Target<kubeplex::ContextName>> = None;
+/// ```
 pub mod prelude {
     pub use crate::{
-        Action, Context as _, ContextSet as _, Controller as _, Cx, Manager, Reconcile, controller,
+        Action, ClusterState, Context as _, ContextSet as _, Controller as _, Cx, FleetStatus,
+        KubeconfigSecrets, LeaderElection, LeavePolicy, Manager, Reconcile, Target, controller,
     };
 }

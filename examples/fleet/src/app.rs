@@ -1,10 +1,8 @@
 //! The custom resource: an application to run in every child cluster.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::{CustomResource, CustomResourceExt as _};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// An application to run as a Deployment in each target namespace of every child cluster.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -92,132 +90,43 @@ pub struct AppDeploymentStatus {
     pub fleet: kubeplex::FleetStatus,
 }
 
-impl AppDeployment {
-    /// The CustomResourceDefinition to install (what `fleet crd` prints): [`kube::CustomResourceExt::crd`]
-    /// with its schema's formats changed to ones the API server knows.
-    ///
-    /// schemars names Rust's types in `format` (`uint32` for kubeplex's `children: u32`), but the API server
-    /// knows only `int32` and `int64` for integers, `float` and `double` for numbers and a fixed list for
-    /// strings, and answers every other format with a warning (`unrecognized format "uint32"`).
-    pub fn installable_crd() -> CustomResourceDefinition {
-        let mut crd = serde_json::to_value(Self::crd()).expect("a CRD serializes");
-        kubernetes_formats(&mut crd);
-        serde_json::from_value(crd).expect("changing formats keeps a CRD well-formed")
-    }
-}
-
-/// The string formats the API server knows, written as it compares them: without dashes
-/// (k8s.io/apiextensions-apiserver, `pkg/apiserver/validation/formats.go`, as of Kubernetes 1.34).
-const STRING_FORMATS: [&str; 26] = [
-    "bsonobjectid",
-    "uri",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "cidr",
-    "mac",
-    "uuid",
-    "uuid3",
-    "uuid4",
-    "uuid5",
-    "isbn",
-    "isbn10",
-    "isbn13",
-    "creditcard",
-    "ssn",
-    "hexcolor",
-    "rgbcolor",
-    "byte",
-    "password",
-    "date",
-    "duration",
-    "datetime",
-    "k8sshortname",
-    "k8slongname",
-];
-
-/// Rewrites, in every schema under `value`, a `format` the API server does not know into one it does (an
-/// integer format into the narrowest of `int32`/`int64` that holds its values), or removes it.
-fn kubernetes_formats(value: &mut Value) {
-    match value {
-        Value::Object(object) => {
-            let format = object.get("format").and_then(Value::as_str);
-            if let Some(format) = format.map(str::to_owned) {
-                let kind = object.get("type").and_then(Value::as_str);
-                match kubernetes_format(kind, &format) {
-                    Some(known) => object.insert("format".into(), known.into()),
-                    None => object.remove("format"),
-                };
-            }
-            for (key, value) in object.iter_mut() {
-                // Values, not schemas.
-                if !matches!(key.as_str(), "default" | "enum" | "example") {
-                    kubernetes_formats(value);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(kubernetes_formats),
-        _ => {}
-    }
-}
-
-/// The format the API server knows for `format` on a schema of type `kind`, if there is one.
-fn kubernetes_format(kind: Option<&str>, format: &str) -> Option<String> {
-    match kind {
-        Some("integer") => Some(match format {
-            "int8" | "int16" | "int32" | "uint8" | "uint16" => "int32".into(),
-            _ => "int64".into(),
-        }),
-        Some("number") => ["float", "double"]
-            .contains(&format)
-            .then(|| format.to_owned()),
-        None | Some("string") => STRING_FORMATS
-            .contains(&format.replace('-', "").as_str())
-            .then(|| format.to_owned()),
-        Some(_) => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use kube::CustomResourceExt as _;
+    use serde_json::Value;
 
     use super::*;
 
-    #[test]
-    fn integer_formats_become_int32_or_int64_and_unknown_formats_go() {
-        let mut schema = json!({
-            "type": "object",
-            "properties": {
-                "children": { "type": "integer", "format": "uint32", "minimum": 0.0 },
-                "small": { "type": "integer", "format": "uint16" },
-                "replicas": { "type": "integer", "format": "int32" },
-                "ratio": { "type": "number", "format": "double" },
-                "when": { "type": "string", "format": "date-time" },
-                "address": { "type": "string", "format": "ip" },
-                "flag": { "type": "boolean", "format": "bool" },
-                "list": { "type": "array", "items": { "type": "integer", "format": "uint64" } },
-                // A property named `format` is a schema, not a format.
-                "format": { "type": "string", "default": { "format": "uint32" } },
-            }
-        });
-        kubernetes_formats(&mut schema);
-        assert_eq!(
-            schema["properties"],
-            json!({
-                "children": { "type": "integer", "format": "int64", "minimum": 0.0 },
-                "small": { "type": "integer", "format": "int32" },
-                "replicas": { "type": "integer", "format": "int32" },
-                "ratio": { "type": "number", "format": "double" },
-                "when": { "type": "string", "format": "date-time" },
-                "address": { "type": "string" },
-                "flag": { "type": "boolean" },
-                "list": { "type": "array", "items": { "type": "integer", "format": "int64" } },
-                "format": { "type": "string", "default": { "format": "uint32" } },
-            })
-        );
-    }
+    /// The string formats the API server knows, written as it compares them: without dashes
+    /// (k8s.io/apiextensions-apiserver, `pkg/apiserver/validation/formats.go`, as of Kubernetes 1.34).
+    const STRING_FORMATS: [&str; 26] = [
+        "bsonobjectid",
+        "uri",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "cidr",
+        "mac",
+        "uuid",
+        "uuid3",
+        "uuid4",
+        "uuid5",
+        "isbn",
+        "isbn10",
+        "isbn13",
+        "creditcard",
+        "ssn",
+        "hexcolor",
+        "rgbcolor",
+        "byte",
+        "password",
+        "date",
+        "duration",
+        "datetime",
+        "k8sshortname",
+        "k8slongname",
+    ];
 
     /// Every `format` under `value`, with its schema's `type`.
     fn formats(value: &Value, found: &mut Vec<(Option<String>, String)>) {
@@ -234,11 +143,14 @@ mod tests {
         }
     }
 
+    /// What `kube::CustomResourceExt::crd` gives is installed as it is (what `fleet crd` prints): the API
+    /// server warns about a `format` it does not know (`unrecognized format "uint32"`, which schemars
+    /// writes for a `u32`), and there is none. kubeplex's status counts children as `int32`.
     #[test]
-    fn the_installable_crd_has_only_formats_the_api_server_knows() {
+    fn the_crd_has_only_formats_the_api_server_knows() {
         let mut found = Vec::new();
         formats(
-            &serde_json::to_value(AppDeployment::installable_crd()).unwrap(),
+            &serde_json::to_value(AppDeployment::crd()).unwrap(),
             &mut found,
         );
         assert!(!found.is_empty(), "replicas has a format");

@@ -3,6 +3,7 @@
 
 pub mod members;
 
+use kube::CustomResourceExt as _;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Duration;
@@ -107,7 +108,7 @@ async fn start_clusters(extra: &[&str]) -> Result<TestEnv, DemoError> {
         .map(|c| c.name());
     let env = TestEnv::builder()
         .clusters(fleet.chain(extra.iter().copied()))
-        .crd(Fleet::Control.name(), AppDeployment::installable_crd())
+        .crd(Fleet::Control.name(), AppDeployment::crd())
         .start()
         .await?;
     create_namespaces(&env).await?;

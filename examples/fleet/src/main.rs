@@ -13,25 +13,33 @@
 //! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
 //!   leaving the fleet included.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
+//! - `fleet rbac --context NAME [run's flags]`: prints the Roles, ClusterRoles and bindings `fleet run` with
+//!   those flags needs in the cluster NAME, derived from the plan (`deploy/*/20-rbac.yaml` are its output).
 
+use kube::CustomResourceExt as _;
 use std::error::Error;
 use std::io::{self, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+#[cfg(test)]
 use std::time::Duration;
 
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
-use k8s_openapi::api::apps::v1::Deployment;
-use kubeplex::{LeaderElection, Manager, Sharding};
+use kubeplex::Manager;
+use kubeplex_fleet::AppDeployment;
 use kubeplex_fleet::demo::{self, DemoError};
-use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{Layer, Registry};
 
 mod members_cli;
+mod operator_cli;
+mod rbac_cli;
+#[cfg(test)]
 use members_cli::MemberFlags;
+use operator_cli::OperatorFlags;
+use rbac_cli::RbacFlags;
 
 /// The kubeplex example operator: each AppDeployment in namespace `crds` of the control cluster becomes a
 /// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b (`fleet run` takes other
@@ -52,8 +60,6 @@ struct Cli {
     command: Command,
 }
 
-// One value, parsed once at start: the size of `Run` costs nothing worth a Box.
-#[expect(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the operator against the kubeconfig as kubectl finds it, until SIGTERM or Ctrl-C.
@@ -70,62 +76,8 @@ enum Command {
         /// appended); needs a build with `--features otlp`.
         #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
         otlp_endpoint: Option<String>,
-        /// The namespace of the control cluster whose AppDeployments are reconciled.
-        #[arg(
-            long,
-            value_name = "NAMESPACE",
-            default_value = "crds",
-            env = "FLEET_NAMESPACE"
-        )]
-        namespace: String,
-        /// The namespaces of the child clusters that receive the Deployments, comma-separated.
-        #[arg(
-            long,
-            value_name = "NAMESPACES",
-            value_delimiter = ',',
-            default_value = "namespace-a,namespace-b",
-            env = "FLEET_CHILD_NAMESPACES"
-        )]
-        child_namespaces: Vec<String>,
-        /// Run as one of several replicas: only the holder of the Lease `<control>/<NAMESPACE>/<NAME>`
-        /// reconciles, the others stand by with warm caches (docs/ha.md).
-        #[arg(long, env = "FLEET_LEADER_ELECTION")]
-        leader_election: bool,
-        /// Run as one of several replicas that split the AppDeployments between them: by a hash of each
-        /// one's namespace/name into SHARDS shards, each shard owned by one replica at a time and fenced by
-        /// the Lease `fleet-operator-shard-<i>` (docs/ha.md). A few shards per replica you expect.
-        #[arg(
-            long,
-            value_name = "SHARDS",
-            env = "FLEET_SHARDS",
-            conflicts_with = "leader_election",
-            value_parser = clap::value_parser!(u16).range(1..)
-        )]
-        shards: Option<u16>,
-        /// The namespace of the leader election's (or the shards') Leases in the control cluster.
-        #[arg(
-            long,
-            value_name = "NAMESPACE",
-            default_value = "crds",
-            env = "FLEET_LEASE_NAMESPACE"
-        )]
-        lease_namespace: String,
-        /// This replica's identity in the Lease [default: POD_NAME or the host name, plus a random suffix].
-        #[arg(long, value_name = "NAME", env = "FLEET_IDENTITY")]
-        identity: Option<String>,
-        /// How long the Lease holds without renewal, in whole seconds [default: 15].
-        #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_LEASE_DURATION")]
-        lease_duration: Option<Duration>,
-        /// How long the leader goes on writing after it sent its last successful renewal, in seconds;
-        /// shorter than the lease duration [default: 10].
-        #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RENEW_DEADLINE")]
-        renew_deadline: Option<Duration>,
-        /// How often the Lease is renewed, or tried by a standby, in seconds; shorter than the renew deadline
-        /// [default: 2].
-        #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RETRY_PERIOD")]
-        retry_period: Option<Duration>,
         #[command(flatten)]
-        members: MemberFlags,
+        operator: OperatorFlags,
     },
     /// Run the whole scenario on local real clusters and print what exists where, then let cluster-c join
     /// the fleet and leave it again (its kubeconfig Secret created, then deleted); until Ctrl-C.
@@ -136,6 +88,14 @@ enum Command {
     },
     /// Print the AppDeployment CustomResourceDefinition (JSON) to install in the control cluster.
     Crd,
+    /// Print the RBAC (YAML) `fleet run` with these flags needs in one cluster, derived from the
+    /// controller's plan: Roles where the plan names namespaces, ClusterRoles where it does not (docs/rbac.md).
+    Rbac {
+        #[command(flatten)]
+        rbac: RbacFlags,
+        #[command(flatten)]
+        operator: OperatorFlags,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -166,69 +126,16 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run {
             probe_address,
-            namespace,
-            child_namespaces,
-            leader_election,
-            shards,
-            lease_namespace,
-            identity,
-            lease_duration,
-            renew_deadline,
-            retry_period,
-            members,
+            operator,
             ..
-        } => {
-            // Timings that cannot fence are refused when the manager starts, in words.
-            macro_rules! configure {
-                ($leases:expr) => {{
-                    let mut leases = $leases;
-                    if let Some(identity) = identity {
-                        leases = leases.identity(identity);
-                    }
-                    if let Some(duration) = lease_duration {
-                        leases = leases.lease_duration(duration);
-                    }
-                    if let Some(deadline) = renew_deadline {
-                        leases = leases.renew_deadline(deadline);
-                    }
-                    if let Some(period) = retry_period {
-                        leases = leases.retry_period(period);
-                    }
-                    leases
-                }};
-            }
-            let manager = Manager::new().probes(probe_address.to_string());
-            let (namespace_of_leases, name) = (lease_namespace, "fleet-operator");
-            let manager = match (leader_election, shards) {
-                (_, Some(shards)) => manager.sharding(configure!(Sharding::by_parent(
-                    Fleet::Control,
-                    namespace_of_leases,
-                    name,
-                    shards
-                ))),
-                (true, None) => manager.leader_election(configure!(LeaderElection::new(
-                    Fleet::Control,
-                    namespace_of_leases,
-                    name
-                ))),
-                (false, None) => manager,
-            };
-            let manager = match members.provider() {
-                Some((secrets, policy)) => manager.members(secrets, policy),
-                None => manager,
-            };
-            manager
-                // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
-                .controller_with(AppDeployer, |plan| {
-                    plan.namespaces([namespace])
-                        .child_namespaces::<Deployment>(child_namespaces)
-                })
-                .run()
-                .await
-                .map_err(Into::into)
-        }
+        } => operator
+            .manager(Manager::new().probes(probe_address.to_string()))
+            .run()
+            .await
+            .map_err(Into::into),
         Command::Demo { exit_after_table } => demo::run(exit_after_table).await,
         Command::Crd => print_crd(),
+        Command::Rbac { rbac, operator } => rbac.print(operator),
     };
     // The last batch of spans, with the reconciles of the shutdown.
     let result = result.and(exporter.stop());
@@ -243,17 +150,9 @@ async fn main() -> ExitCode {
     }
 }
 
-/// A timing flag: a positive number of seconds (`1.5` allowed where the runtime takes it).
-fn seconds(text: &str) -> Result<Duration, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 && s < 86_400.0 => Ok(Duration::from_secs_f64(s)),
-        _ => Err("a positive number of seconds (below a day)".into()),
-    }
-}
-
 fn print_crd() -> Result<(), DemoError> {
     // Serialized first, so that a closed stdout shows as the io::Error it is.
-    let crd = serde_json::to_string_pretty(&AppDeployment::installable_crd())?;
+    let crd = serde_json::to_string_pretty(&AppDeployment::crd())?;
     let mut out = io::stdout().lock();
     writeln!(out, "{crd}")?;
     out.flush()?;
@@ -370,7 +269,9 @@ where
 {
     // kubeplex reports each failure once, naming its context; the client libraries' own per-request lines
     // would only repeat them.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    // RUST_LOG's directives keep kubeplex's quiet ones unless they name those targets themselves.
+    let rust_log = std::env::var("RUST_LOG").unwrap_or_default();
+    let filter = tracing_subscriber::EnvFilter::try_new(kubeplex::log_filter(&rust_log))
         .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
     let lines = tracing_subscriber::fmt::layer().with_writer(writer);
     let lines = match format {

@@ -41,16 +41,19 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
     let Command::Run {
         probe_address,
         otlp_endpoint: None,
-        namespace,
-        child_namespaces,
-        leader_election: false,
-        shards: None,
-        lease_namespace,
-        identity: None,
-        lease_duration: None,
-        renew_deadline: None,
-        retry_period: None,
-        members,
+        operator:
+            OperatorFlags {
+                namespace,
+                child_namespaces,
+                leader_election: false,
+                shards: None,
+                lease_namespace,
+                identity: None,
+                lease_duration: None,
+                renew_deadline: None,
+                retry_period: None,
+                members,
+            },
     } = cli.command
     else {
         panic!("not `run`: {cli:?}");
@@ -87,8 +90,12 @@ fn run_takes_its_namespaces_from_flags() {
     ])
     .unwrap();
     let Command::Run {
-        namespace,
-        child_namespaces,
+        operator:
+            OperatorFlags {
+                namespace,
+                child_namespaces,
+                ..
+            },
         ..
     } = cli.command
     else {
@@ -185,9 +192,13 @@ fn run_takes_leader_election_from_flags() {
     ])
     .unwrap();
     let Command::Run {
-        leader_election: true,
-        lease_namespace,
-        identity: Some(identity),
+        operator:
+            OperatorFlags {
+                leader_election: true,
+                lease_namespace,
+                identity: Some(identity),
+                ..
+            },
         ..
     } = cli.command
     else {
@@ -203,8 +214,12 @@ fn run_takes_leader_election_from_flags() {
 fn run_takes_the_shards_and_refuses_them_with_leader_election() {
     let cli = Cli::try_parse_from(["fleet", "run", "--shards", "12", "--identity", "r-1"]).unwrap();
     let Command::Run {
-        shards: Some(12),
-        leader_election: false,
+        operator:
+            OperatorFlags {
+                shards: Some(12),
+                leader_election: false,
+                ..
+            },
         ..
     } = cli.command
     else {
@@ -232,9 +247,13 @@ fn run_takes_the_election_timings_in_seconds() {
     ])
     .unwrap();
     let Command::Run {
-        lease_duration: Some(lease),
-        renew_deadline: Some(renew),
-        retry_period: Some(retry),
+        operator:
+            OperatorFlags {
+                lease_duration: Some(lease),
+                renew_deadline: Some(renew),
+                retry_period: Some(retry),
+                ..
+            },
         ..
     } = cli.command
     else {
@@ -260,7 +279,7 @@ fn run_takes_the_election_timings_in_seconds() {
 fn members_of(args: &[&str]) -> Result<MemberFlags, clap::Error> {
     let cli = Cli::try_parse_from(["fleet", "run"].iter().chain(args))?;
     match cli.command {
-        Command::Run { members, .. } => Ok(members),
+        Command::Run { operator, .. } => Ok(operator.members),
         other => panic!("not `run`: {other:?}"),
     }
 }
@@ -300,7 +319,10 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     assert!(matches!(
         cli.unwrap().command,
         Command::Run {
-            leader_election: true,
+            operator: OperatorFlags {
+                leader_election: true,
+                ..
+            },
             ..
         }
     ));

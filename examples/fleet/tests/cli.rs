@@ -182,7 +182,8 @@ fn crd_prints_the_installable_definition() {
     let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         printed,
-        serde_json::to_value(kubeplex_fleet::AppDeployment::installable_crd()).unwrap()
+        serde_json::to_value(<kubeplex_fleet::AppDeployment as kube::CustomResourceExt>::crd())
+            .unwrap()
     );
     assert_eq!(
         printed["metadata"]["name"],

@@ -1,6 +1,7 @@
 //! AppDeployments whose spec cannot be fulfilled: the API server refuses them with the schema's reason; one
 //! stored before the schema had its rules gets a status and an Event that say why, and no hot loop.
 
+use kube::CustomResourceExt as _;
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
@@ -30,7 +31,7 @@ fn spec(image: &str, replicas: i32, namespaces: &[&str]) -> AppDeploymentSpec {
 async fn the_api_server_refuses_specs_that_cannot_be_fulfilled_with_the_reason() {
     let env = TestEnv::builder()
         .cluster("control")
-        .crd("control", AppDeployment::installable_crd())
+        .crd("control", AppDeployment::crd())
         .start()
         .await
         .unwrap();
@@ -79,7 +80,7 @@ async fn the_api_server_refuses_specs_that_cannot_be_fulfilled_with_the_reason()
 
 /// The CRD as an earlier version of the operator installed it: no validation rules.
 fn crd_without_rules() -> CustomResourceDefinition {
-    let mut crd = serde_json::to_value(AppDeployment::installable_crd()).unwrap();
+    let mut crd = serde_json::to_value(AppDeployment::crd()).unwrap();
     let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
     let properties = spec["properties"].as_object_mut().unwrap();
     for rule in [

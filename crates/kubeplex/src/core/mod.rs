@@ -7,6 +7,7 @@ mod context;
 mod contexts_macro;
 mod error;
 mod failure;
+mod grant;
 mod logging;
 mod ownership;
 mod redact;
@@ -22,7 +23,9 @@ pub use error::{Error, Result};
 pub(crate) use failure::{
     Fenced, WatchPlace, fenced, is_transport, transport, watch_failure, watch_failure_label,
 };
-pub use logging::DEFAULT_LOG_FILTER;
+pub use grant::Grant;
+pub(crate) use grant::events_grant;
+pub use logging::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub(crate) use ownership::ParentRef;
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,

@@ -127,7 +127,8 @@ impl EventPublisher {
 
 /// The events a reconcile's outcomes call for, compared with the status before it (`previous`): a child
 /// context that became unreachable (`ClusterUnreachable`) or answers again (`ClusterReachable`), and a
-/// child name newly taken by someone else (`ChildConflict`). A state that stays is not told again.
+/// child name newly taken by someone else (`ChildConflict`), and a context whose apply failed
+/// (`ChildApplyFailed`, again only when its message changes). A state that stays is not told again.
 pub(super) fn context_notes(
     previous: &FleetStatus,
     outcomes: &BTreeMap<String, ContextOutcome>,
@@ -164,6 +165,12 @@ pub(super) fn context_notes(
         if outcome.state == ClusterState::Conflict && !same_conflict {
             let message = format!("{context}: {message}");
             notes.push(Note::warning("ChildConflict", "Apply", message.clone()).about(message));
+        }
+        let same_failure =
+            was(ClusterState::Failed) && before.and_then(|b| b.message.as_ref()) == Some(&message);
+        if outcome.state == ClusterState::Failed && !same_failure {
+            let text = format!("applying the children in {context} failed: {message}");
+            notes.push(Note::warning("ChildApplyFailed", "Apply", text).about(context));
         }
     }
     notes

@@ -45,13 +45,13 @@ use crate::health::DEFAULT_PING_INTERVAL;
 #[must_use = "a manager does nothing until it is run"]
 pub struct Manager {
     pool: PoolConfig,
-    controllers: Vec<Box<dyn Registration>>,
+    pub(super) controllers: Vec<Box<dyn Registration>>,
     optional: BTreeSet<String>,
     probes: Option<String>,
     registry: prometheus_client::registry::Registry,
     ping_interval: Duration,
-    election: Option<LeaderElection>,
-    sharding: Option<Sharding>,
+    pub(super) election: Option<LeaderElection>,
+    pub(super) sharding: Option<Sharding>,
     pub(super) fleet: super::fleet::FleetOptions,
 }
 

@@ -5,10 +5,12 @@ mod fleet;
 mod manager;
 mod member_change;
 mod member_runner;
+mod rbac;
 mod registration;
 mod running;
 mod signals;
 mod supervise;
 
 pub use manager::Manager;
+pub use rbac::{ContextRbac, Rbac};
 pub use running::Running;

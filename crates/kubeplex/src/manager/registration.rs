@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::{ApiScope, kind_label};
-use crate::core::{Error, Result};
+use crate::core::{Error, Grant, Result};
 use crate::plan::{Plan, cluster_scoped};
 use crate::runtime::Runtime;
 
@@ -26,6 +26,8 @@ pub(super) trait Registration: Send {
     fn primary_contexts(&self) -> Vec<String>;
     /// Whether its primaries are also watched in every member of the fleet.
     fn primaries_in_members(&self) -> bool;
+    /// Every permission it needs, where.
+    fn grants(&self) -> Vec<Grant>;
     /// Opens its watches and returns its loop.
     fn start(
         self: Box<Self>,
@@ -95,6 +97,12 @@ impl<R: Reconcile> Registration for Registered<R> {
 
     fn primaries_in_members(&self) -> bool {
         self.plan.in_members()
+    }
+
+    fn grants(&self) -> Vec<Grant> {
+        let namespaced = <<R::Resource as Resource>::Scope as ApiScope>::NAMESPACED;
+        let primary = kube::core::ApiResource::erase::<R::Resource>(&());
+        self.plan.grants(&primary, namespaced)
     }
 
     fn start(

@@ -166,6 +166,12 @@ pub trait MemberProvider: Send + 'static {
         Vec::new()
     }
 
+    /// What the provider itself reads and writes in its fixed contexts, for
+    /// [`Manager::rbac`](crate::Manager::rbac) (e.g. the kubeconfig Secrets it watches); nothing by default.
+    fn grants(&self) -> Vec<crate::core::Grant> {
+        Vec::new()
+    }
+
     /// Reports members to `sink` until the manager stops (the future is dropped then).
     fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()>;
 }

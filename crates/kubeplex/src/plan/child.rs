@@ -95,6 +95,11 @@ impl<C: Context> Child<C> {
         &self.resource
     }
 
+    /// Whether objects of the kind live in a namespace (`false`: a cluster-scoped kind).
+    pub fn is_namespaced(&self) -> bool {
+        self.namespaced
+    }
+
     /// The contexts children live in (set by [`contexts`](Self::contexts)).
     pub fn get_contexts(&self) -> &[C] {
         &self.contexts

@@ -3,6 +3,7 @@
 
 mod check;
 mod child;
+mod grants;
 mod plan;
 
 pub(crate) use check::cluster_scoped;

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube::config::Kubeconfig;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kubeplex::{Context as _, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 use kubeplex_testenv::TestEnv;
 
@@ -82,40 +81,9 @@ fn member_secret(env: &TestEnv, cluster: &str) -> Result<Secret, DemoError> {
         (key.to_owned(), value.to_owned()),
         (MEMBER_NAME_LABEL.to_owned(), cluster.to_owned()),
     ];
-    Ok(Secret {
-        metadata: ObjectMeta {
-            name: Some(cluster.to_owned()),
-            labels: Some(labels.into()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("Opaque".into()),
-        string_data: Some([("kubeconfig".to_owned(), kubeconfig_of(env, cluster)?)].into()),
-        ..Secret::default()
-    })
-}
-
-/// The environment's kubeconfig cut down to `cluster`'s context, cluster and user (JSON, which is YAML).
-fn kubeconfig_of(env: &TestEnv, cluster: &str) -> Result<String, DemoError> {
-    let all = env.kubeconfig();
-    let context = (all.contexts.iter())
-        .find(|c| c.name == cluster)
-        .ok_or_else(|| format!("the test clusters' kubeconfig has no context {cluster}"))?;
-    let inner = context.context.as_ref();
-    let user = inner.and_then(|c| c.user.as_deref());
-    let kubeconfig = Kubeconfig {
-        clusters: (all.clusters.iter())
-            .filter(|c| inner.is_some_and(|i| i.cluster == c.name))
-            .cloned()
-            .collect(),
-        auth_infos: (all.auth_infos.iter())
-            .filter(|a| user == Some(a.name.as_str()))
-            .cloned()
-            .collect(),
-        contexts: vec![context.clone()],
-        current_context: Some(cluster.to_owned()),
-        ..Kubeconfig::default()
-    };
-    Ok(serde_json::to_string(&kubeconfig)?)
+    let mut secret = env.member_secret(cluster, cluster, MEMBERS_NAMESPACE)?;
+    secret.metadata.labels = Some(labels.into());
+    Ok(secret)
 }
 
 /// Waits until cluster-c's Secret is gone (its finalizer removed once the cleanup was done), cluster-c has

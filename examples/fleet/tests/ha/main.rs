@@ -8,6 +8,7 @@
 //! children's), so their replicas never meet. Timings are the defaults (lease 15 s, renew deadline 10 s,
 //! retry 2 s): what a deployment runs.
 
+use kube::CustomResourceExt as _;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -40,7 +41,7 @@ const CLUSTERS: [Fleet; 3] = [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB];
 static ENV: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(CLUSTERS.map(|c| c.name()))
-        .crd(Fleet::Control.name(), AppDeployment::installable_crd())
+        .crd(Fleet::Control.name(), AppDeployment::crd())
         .audit_log(true)
 });
 

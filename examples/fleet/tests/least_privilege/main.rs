@@ -1,7 +1,9 @@
-//! The operator runs under the deploy manifests' own grants, and needs them.
+//! The operator runs under the grants `fleet rbac` generates from its plan (which `deploy/*/20-rbac.yaml`
+//! are), and needs them.
 //!
-//! Each test applies the Namespaces, ServiceAccounts and (Cluster)Roles/Bindings of `deploy/control` to the
-//! cluster `control` and of `deploy/child` to `cluster-a` and `cluster-b`, gets a token of each cluster's
+//! Each test applies the Namespaces and ServiceAccounts of `deploy/control` and the (Cluster)Roles/Bindings
+//! `fleet rbac --context control` prints to the cluster `control`, those of `deploy/child` and `fleet rbac
+//! --context cluster-a` to `cluster-a` and `cluster-b`, gets a token of each cluster's
 //! ServiceAccount `kubeplex-system/kubeplex-fleet` from the TokenRequest API, and runs the operator with
 //! those tokens only: create, update, narrow (prune), conflict (status and an Event), delete. A test runs
 //! with a grant removed and must fail with the API server's 403 naming it; another runs the `fleet run`
@@ -13,6 +15,7 @@ mod rbac;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
+use kube::CustomResourceExt as _;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
@@ -29,7 +32,7 @@ const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
+        .crd("control", AppDeployment::crd())
 });
 /// The tests share the manifests' namespaces, ServiceAccounts and Roles, so they run one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

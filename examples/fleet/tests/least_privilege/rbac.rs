@@ -1,5 +1,6 @@
-//! The RBAC side of `least_privilege/main.rs`: the deploy manifests' grants (one removed on request) applied
-//! to the test clusters, in force, and a ServiceAccount token per cluster.
+//! The RBAC side of `least_privilege/main.rs`: the grants `fleet rbac` generates from the plan (one removed
+//! on request) and the deploy manifests' Namespaces and ServiceAccounts applied to the test clusters, in
+//! force, and a ServiceAccount token per cluster.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -35,7 +36,38 @@ const RBAC_KINDS: [&str; 6] = [
 /// A grant: (manifest set, apiGroup, resource, verb).
 pub type Grant = (&'static str, &'static str, &'static str, &'static str);
 
-/// The RBAC documents of `deploy/<set>/*.yaml`, in file order; `removed` taken out of every (Cluster)Role.
+/// The `fleet rbac` arguments that generate the grants of each manifest set: those `fleet run` gets in
+/// `deploy/control/40-deployment.yaml` for the control cluster; a child cluster's for the children.
+fn generator(set: &str) -> &'static [&'static str] {
+    match set {
+        "control" => &[
+            "rbac",
+            "--context",
+            "control",
+            "--leader-election",
+            "--members-from-secrets",
+            "kubeplex.io/fleet=kubeplex-fleet",
+        ],
+        _ => &["rbac", "--context", "cluster-a"],
+    }
+}
+
+/// The (Cluster)Roles and bindings `fleet rbac` generates from the plan for `set`.
+fn generated(set: &str) -> Vec<Value> {
+    let args = generator(set);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fleet"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("fleet runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "fleet {args:?}: {stderr}");
+    let yaml = String::from_utf8(output.stdout).expect("UTF-8");
+    serde_saphyr::from_multiple(&yaml).unwrap_or_else(|e| panic!("fleet {args:?}: not YAML: {e}"))
+}
+
+/// The Namespaces and ServiceAccount of `deploy/<set>/*.yaml`, in file order, then the RBAC `fleet rbac`
+/// generates from the plan for it; `removed` taken out of every (Cluster)Role.
 fn rbac_manifests(set: &str, removed: Option<Grant>) -> Vec<Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("deploy")
@@ -54,9 +86,14 @@ fn rbac_manifests(set: &str, removed: Option<Grant>) -> Vec<Value> {
         manifests.extend(
             documents
                 .into_iter()
-                .filter(|d| RBAC_KINDS.iter().any(|k| d["kind"] == *k)),
+                .filter(|d| d["kind"] == "Namespace" || d["kind"] == "ServiceAccount"),
         );
     }
+    manifests.extend(
+        generated(set)
+            .into_iter()
+            .filter(|d| RBAC_KINDS.iter().any(|k| d["kind"] == *k)),
+    );
     for kind in ["ServiceAccount", "RoleBinding"] {
         assert!(
             manifests.iter().any(|m| m["kind"] == kind),

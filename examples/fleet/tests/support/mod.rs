@@ -2,6 +2,7 @@
 //! process, and polling until a condition holds.
 #![allow(dead_code)] // Each test binary uses a different part.
 
+use kube::CustomResourceExt as _;
 use std::time::Duration;
 
 use kubeplex::{Manager, Running};
@@ -20,7 +21,7 @@ pub async fn clusters() -> TestEnv {
 pub async fn audited_clusters() -> TestEnv {
     let env = TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::installable_crd())
+        .crd("control", AppDeployment::crd())
         .audit_log(true)
         .start()
         .await

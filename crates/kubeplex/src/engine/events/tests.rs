@@ -112,6 +112,22 @@ fn a_conflict_is_told_when_it_appears_or_changes() {
 }
 
 #[test]
+fn a_failed_apply_is_told_once_per_message_about_its_cluster() {
+    use ClusterState::{Failed, Ready};
+    let refused = Some("cannot patch deployments in namespace-a (403 Forbidden)");
+    let now = outcomes(&[("cluster-a", Failed, refused), ("cluster-b", Ready, None)]);
+    let notes = context_notes(&status(&[("cluster-a", Ready, None)]), &now);
+    assert_eq!(reasons(&notes), ["ChildApplyFailed"]);
+    assert_eq!(notes[0].about.as_deref(), Some("cluster-a"));
+    assert!(notes[0].message.contains("cluster-a") && notes[0].message.contains("403 Forbidden"));
+    // Stuck at the same failure: nothing more; a different failure is told.
+    assert!(context_notes(&status(&[("cluster-a", Failed, refused)]), &now).is_empty());
+    let other = outcomes(&[("cluster-a", Failed, Some("admission webhook denied it"))]);
+    let notes = context_notes(&status(&[("cluster-a", Failed, refused)]), &other);
+    assert_eq!(reasons(&notes), ["ChildApplyFailed"]);
+}
+
+#[test]
 fn a_deletion_is_told_blocked_once_and_unblocked_once() {
     use ClusterState::{Abandoned, Deleting, Ready};
     let why = Some("listing configmaps: unreachable: connection refused");

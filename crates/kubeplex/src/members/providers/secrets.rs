@@ -120,6 +120,17 @@ impl MemberProvider for KubeconfigSecrets {
         vec![self.context.clone()]
     }
 
+    /// The Secrets are watched, and read and patched for the finalizer; an abandoned member's Secret gets
+    /// an Event.
+    fn grants(&self) -> Vec<crate::core::Grant> {
+        let (context, namespace) = (Some(self.context.as_str()), Some(self.namespace.as_str()));
+        let verbs = ["get", "list", "watch", "patch"];
+        vec![
+            crate::core::Grant::new(context, namespace, "", "secrets", &verbs),
+            crate::core::events_grant(context, namespace),
+        ]
+    }
+
     fn run(self: Box<Self>, sink: MemberSink) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let client = match sink.client(&self.context) {

@@ -1,0 +1,292 @@
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+use super::*;
+use crate::{
+    Action, Child, ContextName, Controller, Cx, KubeconfigSecrets, LeaderElection, LeavePolicy,
+    Plan, Reconcile, Sharding,
+};
+
+/// A controller of Deployments; each test gives it its plan.
+struct Planned;
+
+impl Controller for Planned {
+    type Resource = Deployment;
+    type Context = ContextName;
+    fn plan() -> Plan<ContextName> {
+        Plan::new("planned")
+    }
+}
+
+impl Reconcile for Planned {
+    type Error = Infallible;
+    async fn reconcile(
+        &self,
+        _: Arc<Deployment>,
+        _: &Cx<ContextName>,
+    ) -> Result<Action, Infallible> {
+        Ok(Action::await_change())
+    }
+}
+
+fn ctx(name: &'static str) -> ContextName {
+    ContextName::new(name)
+}
+
+/// A manager running `plan`.
+fn manager(plan: fn() -> Plan<ContextName>) -> Manager {
+    Manager::new().controller_with(Planned, move |_| plan())
+}
+
+/// The rules of a role: (group, resource, verbs).
+fn rules(rules: &Option<Vec<PolicyRule>>) -> Vec<(String, String, Vec<String>)> {
+    let rules = rules.as_deref().unwrap_or_default();
+    let one = |v: &Option<Vec<String>>| v.as_ref().unwrap().join(",");
+    rules
+        .iter()
+        .map(|r| (one(&r.api_groups), one(&r.resources), r.verbs.clone()))
+        .collect()
+}
+
+fn triple(group: &str, resource: &str, verbs: &str) -> (String, String, Vec<String>) {
+    (
+        group.into(),
+        resource.into(),
+        verbs.split(',').map(str::to_owned).collect(),
+    )
+}
+
+fn namespaces_of(rbac: &ContextRbac) -> Vec<Option<String>> {
+    rbac.roles
+        .iter()
+        .map(|r| r.metadata.namespace.clone())
+        .collect()
+}
+
+#[test]
+fn named_namespaces_give_a_role_in_each() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .namespaces(["crds"])
+            .owns(
+                Child::of::<ConfigMap>()
+                    .contexts([ctx("edge")])
+                    .namespaces(["a", "b"]),
+            )
+    })
+    .rbac("operator", "ops");
+    assert_eq!(rbac.contexts(), ["control", "edge"]);
+    assert!(!rbac.in_members());
+    let control = rbac.for_context("control");
+    assert!(control.cluster_roles.is_empty() && control.cluster_role_bindings.is_empty());
+    assert_eq!(namespaces_of(&control), [Some("crds".to_owned())]);
+    assert_eq!(
+        rules(&control.roles[0].rules),
+        [
+            triple("apps", "deployments", "get,list,watch,patch"),
+            triple("apps", "deployments/finalizers", "update,patch"),
+            triple("apps", "deployments/status", "patch"),
+            triple("events.k8s.io", "events", "create,patch"),
+        ]
+    );
+    let edge = rbac.for_context("edge");
+    assert_eq!(
+        namespaces_of(&edge),
+        [Some("a".to_owned()), Some("b".to_owned())]
+    );
+    for role in &edge.roles {
+        assert_eq!(
+            rules(&role.rules),
+            [triple(
+                "",
+                "configmaps",
+                "get,list,watch,create,patch,delete"
+            )]
+        );
+    }
+    let binding = &edge.role_bindings[1];
+    assert_eq!(binding.metadata.namespace.as_deref(), Some("b"));
+    assert_eq!(
+        (
+            binding.role_ref.kind.as_str(),
+            binding.role_ref.name.as_str()
+        ),
+        ("Role", "operator")
+    );
+    let subject = &binding.subjects.as_ref().unwrap()[0];
+    assert_eq!(
+        (
+            subject.kind.as_str(),
+            subject.name.as_str(),
+            subject.namespace.as_deref()
+        ),
+        ("ServiceAccount", "operator", Some("ops"))
+    );
+    assert!(rbac.for_context("elsewhere").is_empty());
+}
+
+#[test]
+fn without_namespaces_the_grants_are_cluster_wide() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .owns(Child::of::<ConfigMap>().contexts([ctx("control")]))
+    })
+    .rbac("operator", "ops")
+    .name("web-operator")
+    .label("app", "web");
+    let control = rbac.for_context("control");
+    assert!(control.roles.is_empty());
+    let role = &control.cluster_roles[0];
+    assert_eq!(role.metadata.name.as_deref(), Some("web-operator"));
+    assert_eq!(role.metadata.labels.as_ref().unwrap()["app"], "web");
+    let found = rules(&role.rules);
+    assert!(
+        found.contains(&triple(
+            "",
+            "configmaps",
+            "get,list,watch,create,patch,delete"
+        )),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&triple("apps", "deployments", "get,list,watch,patch")),
+        "{found:?}"
+    );
+    let binding = &control.cluster_role_bindings[0];
+    assert_eq!(binding.role_ref.kind, "ClusterRole");
+    let kinds: Vec<_> = control
+        .objects()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"]);
+}
+
+#[test]
+fn a_cluster_scoped_child_gets_a_cluster_role_beside_the_namespaced_roles() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .namespaces(["crds"])
+            .owns(Child::of::<Namespace>().contexts([ctx("edge")]))
+            .owns(
+                Child::of::<ConfigMap>()
+                    .contexts([ctx("edge")])
+                    .namespaces(["a"]),
+            )
+    })
+    .rbac("operator", "ops");
+    let edge = rbac.for_context("edge");
+    assert_eq!(
+        rules(&edge.cluster_roles[0].rules),
+        [triple(
+            "",
+            "namespaces",
+            "get,list,watch,create,patch,delete"
+        )]
+    );
+    assert_eq!(namespaces_of(&edge), [Some("a".to_owned())]);
+    assert_eq!(
+        rules(&edge.roles[0].rules),
+        [triple(
+            "",
+            "configmaps",
+            "get,list,watch,create,patch,delete"
+        )]
+    );
+}
+
+#[test]
+fn members_need_the_children_and_the_secrets_provider_its_secrets() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .namespaces(["crds"])
+            .owns(Child::of::<ConfigMap>().members().namespaces(["a"]))
+    })
+    .members(
+        KubeconfigSecrets::new(ctx("control"), "ops", "fleet=x"),
+        LeavePolicy::Delete,
+    )
+    .rbac("operator", "ops");
+    assert!(rbac.in_members());
+    let members = rbac.for_members();
+    assert_eq!(namespaces_of(&members), [Some("a".to_owned())]);
+    assert_eq!(
+        rules(&members.roles[0].rules),
+        [triple(
+            "",
+            "configmaps",
+            "get,list,watch,create,patch,delete"
+        )]
+    );
+    let control = rbac.for_context("control");
+    assert_eq!(
+        namespaces_of(&control),
+        [Some("crds".to_owned()), Some("ops".to_owned())]
+    );
+    assert_eq!(
+        rules(&control.roles[1].rules),
+        [
+            triple("", "secrets", "get,list,watch,patch"),
+            triple("events.k8s.io", "events", "create,patch")
+        ]
+    );
+}
+
+#[test]
+fn leader_election_and_sharding_need_their_leases() {
+    let plan = || {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .namespaces(["crds"])
+    };
+    let elected =
+        manager(plan).leader_election(LeaderElection::new(ctx("control"), "leases", "web"));
+    let control = elected.rbac("operator", "ops").for_context("control");
+    assert_eq!(
+        namespaces_of(&control),
+        [Some("crds".to_owned()), Some("leases".to_owned())]
+    );
+    assert_eq!(
+        rules(&control.roles[1].rules),
+        [triple("coordination.k8s.io", "leases", "get,create,update")]
+    );
+    // Without children there is no finalizer to keep.
+    assert!(
+        !rules(&control.roles[0].rules)
+            .iter()
+            .any(|r| r.1.ends_with("/finalizers"))
+    );
+    let sharded = manager(plan).sharding(Sharding::by_parent(ctx("control"), "crds", "web", 4));
+    let control = sharded.rbac("operator", "ops").for_context("control");
+    assert_eq!(namespaces_of(&control), [Some("crds".to_owned())]);
+    let found = rules(&control.roles[0].rules);
+    assert!(
+        found.contains(&triple(
+            "coordination.k8s.io",
+            "leases",
+            "get,list,create,update,delete"
+        )),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn without_a_member_provider_members_need_nothing() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .contexts([ctx("control")])
+            .namespaces(["crds"])
+            .owns(Child::of::<ConfigMap>().members().namespaces(["a"]))
+    })
+    .rbac("operator", "ops");
+    assert!(!rbac.in_members());
+    assert!(rbac.for_members().is_empty());
+    assert_eq!(rbac.contexts(), ["control"]);
+}

@@ -1,0 +1,141 @@
+//! The flags that say what `fleet run` runs (namespaces, leader election or shards, members), shared with
+//! `fleet rbac`, which prints what that needs.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kubeplex::{LeaderElection, Manager, Sharding};
+use kubeplex_fleet::{AppDeployer, Fleet};
+
+use crate::members_cli::MemberFlags;
+
+/// What the operator runs: where its AppDeployments and Deployments are, how its replicas share the work,
+/// and which members it takes.
+#[derive(Debug, clap::Args)]
+pub struct OperatorFlags {
+    /// The namespace of the control cluster whose AppDeployments are reconciled.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        default_value = "crds",
+        env = "FLEET_NAMESPACE"
+    )]
+    pub namespace: String,
+    /// The namespaces of the child clusters that receive the Deployments, comma-separated.
+    #[arg(
+        long,
+        value_name = "NAMESPACES",
+        value_delimiter = ',',
+        default_value = "namespace-a,namespace-b",
+        env = "FLEET_CHILD_NAMESPACES"
+    )]
+    pub child_namespaces: Vec<String>,
+    /// Run as one of several replicas: only the holder of the Lease `<control>/<NAMESPACE>/<NAME>`
+    /// reconciles, the others stand by with warm caches (docs/ha.md).
+    #[arg(long, env = "FLEET_LEADER_ELECTION")]
+    pub leader_election: bool,
+    /// Run as one of several replicas that split the AppDeployments between them: by a hash of each
+    /// one's namespace/name into SHARDS shards, each shard owned by one replica at a time and fenced by
+    /// the Lease `fleet-operator-shard-<i>` (docs/ha.md). A few shards per replica you expect.
+    #[arg(
+        long,
+        value_name = "SHARDS",
+        env = "FLEET_SHARDS",
+        conflicts_with = "leader_election",
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub shards: Option<u16>,
+    /// The namespace of the leader election's (or the shards') Leases in the control cluster.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        default_value = "crds",
+        env = "FLEET_LEASE_NAMESPACE"
+    )]
+    pub lease_namespace: String,
+    /// This replica's identity in the Lease [default: POD_NAME or the host name, plus a random suffix].
+    #[arg(long, value_name = "NAME", env = "FLEET_IDENTITY")]
+    pub identity: Option<String>,
+    /// How long the Lease holds without renewal, in whole seconds [default: 15].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_LEASE_DURATION")]
+    pub lease_duration: Option<Duration>,
+    /// How long the leader goes on writing after it sent its last successful renewal, in seconds;
+    /// shorter than the lease duration [default: 10].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RENEW_DEADLINE")]
+    pub renew_deadline: Option<Duration>,
+    /// How often the Lease is renewed, or tried by a standby, in seconds; shorter than the renew deadline
+    /// [default: 2].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RETRY_PERIOD")]
+    pub retry_period: Option<Duration>,
+    #[command(flatten)]
+    pub members: MemberFlags,
+}
+
+impl OperatorFlags {
+    /// `manager` with the controller, its leader election or shards and its members as the flags say.
+    pub fn manager(self, manager: Manager) -> Manager {
+        let Self {
+            namespace,
+            child_namespaces,
+            leader_election,
+            shards,
+            lease_namespace,
+            identity,
+            lease_duration,
+            renew_deadline,
+            retry_period,
+            members,
+        } = self;
+        // Timings that cannot fence are refused when the manager starts, in words.
+        macro_rules! configure {
+            ($leases:expr) => {{
+                let mut leases = $leases;
+                if let Some(identity) = identity {
+                    leases = leases.identity(identity);
+                }
+                if let Some(duration) = lease_duration {
+                    leases = leases.lease_duration(duration);
+                }
+                if let Some(deadline) = renew_deadline {
+                    leases = leases.renew_deadline(deadline);
+                }
+                if let Some(period) = retry_period {
+                    leases = leases.retry_period(period);
+                }
+                leases
+            }};
+        }
+        let (namespace_of_leases, name) = (lease_namespace, "fleet-operator");
+        let manager = match (leader_election, shards) {
+            (_, Some(shards)) => manager.sharding(configure!(Sharding::by_parent(
+                Fleet::Control,
+                namespace_of_leases,
+                name,
+                shards
+            ))),
+            (true, None) => manager.leader_election(configure!(LeaderElection::new(
+                Fleet::Control,
+                namespace_of_leases,
+                name
+            ))),
+            (false, None) => manager,
+        };
+        let manager = match members.provider() {
+            Some((secrets, policy)) => manager.members(secrets, policy),
+            None => manager,
+        };
+        // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
+        manager.controller_with(AppDeployer, |plan| {
+            plan.namespaces([namespace])
+                .child_namespaces::<Deployment>(child_namespaces)
+        })
+    }
+}
+
+/// A timing flag: a positive number of seconds (`1.5` allowed where the runtime takes it).
+pub fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 86_400.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err("a positive number of seconds (below a day)".into()),
+    }
+}
