@@ -98,6 +98,7 @@ pub(crate) fn start<R: Reconcile>(
         term_keys: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),
+        abandoned: Default::default(),
     });
     let span = tracing::info_span!("controller", controller = %name);
     // Subscribed now, before the manager's member provider starts: no join is missed.

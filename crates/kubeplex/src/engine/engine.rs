@@ -145,6 +145,9 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) written_status: super::recent_writes::WrittenStatus,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
     pub(crate) finalized: super::recent_writes::Finalized,
+    /// The parents (UIDs) whose children in some context were abandoned by the abandon policy: a child of
+    /// theirs that shows up again (its cluster answers again) is left where it is, as recorded.
+    pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,
 }
 
 impl<R: Reconcile> Engine<R> {

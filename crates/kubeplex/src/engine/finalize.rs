@@ -163,6 +163,7 @@ impl<R: Reconcile> Engine<R> {
             .values()
             .any(|o| o.state == ClusterState::Abandoned)
         {
+            self.abandoned.lock().insert(uid.clone());
             self.write_status(&object, &context, &before, &outcomes)
                 .await;
         }

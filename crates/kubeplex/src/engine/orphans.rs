@@ -101,6 +101,9 @@ impl<R: Reconcile> Engine<R> {
         let Some(uid) = request.object.extra.uid.as_deref() else {
             return;
         };
+        if self.abandoned.lock().contains(uid) {
+            return; // Left behind by the abandon policy, as its status and Event said.
+        }
         let namespace = request.object.namespace.as_deref();
         let Some(cache) = self.primary_cache(&request.context, namespace) else {
             return;

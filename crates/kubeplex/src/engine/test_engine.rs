@@ -43,6 +43,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         term_keys: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),
+        abandoned: Default::default(),
     }
 }
 
