@@ -131,7 +131,10 @@ fn invalid_arguments_exit_2_and_name_the_argument() {
             &["up", "--clusters", "a,b,a"],
             "--clusters: invalid cluster name \"a\": named twice",
         ),
-        (&["up", "--clusters", "Cluster_A"], "only lowercase letters"),
+        (
+            &["up", "--clusters", "Cluster_A"],
+            "it contains 'C' (lowercase it)",
+        ),
         (
             &["up", "--clusters", "a", "--bogus"],
             "unexpected argument '--bogus'",
