@@ -1,11 +1,17 @@
 //! Sets `cfg(kubeplex_pinned_rustc)` when this rustc is the one the ui tests' `.stderr` files were made
 //! with (`tests/ui/RUSTC_VERSION`), so that `tests/ui.rs` is reported as ignored, with the reason, on any
-//! other rustc instead of failing on rustc's changed wording.
+//! other rustc instead of failing on rustc's changed wording — except in CI (`CI` set to `true`), where
+//! `cfg(kubeplex_ui_required)` makes that test run and fail on a rustc that is not the pinned one.
 
 use std::process::Command;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(kubeplex_pinned_rustc)");
+    println!("cargo::rustc-check-cfg=cfg(kubeplex_ui_required)");
+    println!("cargo::rerun-if-env-changed=CI");
+    if std::env::var("CI").is_ok_and(|ci| ci.eq_ignore_ascii_case("true") || ci == "1") {
+        println!("cargo::rustc-cfg=kubeplex_ui_required");
+    }
     println!("cargo::rerun-if-changed=tests/ui/RUSTC_VERSION");
     println!("cargo::rerun-if-env-changed=RUSTC");
     let pinned = std::fs::read_to_string("tests/ui/RUSTC_VERSION").unwrap_or_default();

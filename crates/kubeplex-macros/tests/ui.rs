@@ -4,15 +4,23 @@
 //! each `tests/ui/pass/*.rs` must compile and run. rustc's wording changes between releases, so the
 //! `.stderr` files are only meaningful for the rustc recorded in `tests/ui/RUSTC_VERSION`: on another
 //! rustc the build script leaves `kubeplex_pinned_rustc` unset and this test is reported as *ignored*
-//! (neither failed nor silently passed); CI runs it on the pinned rustc. Regenerate the files after a
-//! deliberate change with `TRYBUILD=overwrite cargo test -p kubeplex-macros --test ui`, and review the diff.
+//! (neither failed nor silently passed). Under `CI=true` it is never ignored: on another rustc it fails,
+//! naming the pinned one. `rust-toolchain.toml` selects the pinned rustc for contributors and CI.
+//! Regenerate the files after a deliberate change with `TRYBUILD=overwrite cargo test -p kubeplex-macros --test ui`, and review the diff.
 
 #[test]
 #[cfg_attr(
-    not(kubeplex_pinned_rustc),
+    all(not(kubeplex_pinned_rustc), not(kubeplex_ui_required)),
     ignore = "the ui .stderr files are pinned to the rustc in tests/ui/RUSTC_VERSION; run with that rustc"
 )]
 fn ui() {
+    if !cfg!(kubeplex_pinned_rustc) {
+        panic!(
+            "CI=true: the ui .stderr files are pinned to rustc {}, and this build's rustc is another; \
+             build with the toolchain in rust-toolchain.toml",
+            include_str!("ui/RUSTC_VERSION").trim()
+        );
+    }
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/*.rs");

@@ -107,15 +107,16 @@ pub use client::CONTEXT_ENV_PREFIX;
 pub use client::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use controller::Cx;
 pub use controller::{Controller, Reconcile};
+pub use engine::CONTEXT_TIMEOUT;
 pub use ha::Sharding;
 pub use ha::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
 };
-pub use health::DEFAULT_PING_INTERVAL;
 pub use health::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
     ShardingReport, WatchReport,
 };
+pub use health::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
 /// ```text

@@ -105,7 +105,7 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
 
     // Hand the Lease over: the leader gives it up on shutdown, the standby reconciles what is cached at once
     // (without waiting for the Lease to expire) and what changes next.
-    a.shutdown().await;
+    support::stop(a).await;
     eventually("replica-b holds the Lease", WAIT, async || {
         holder(env).await.as_deref() == Some("replica-b")
     })
@@ -125,7 +125,7 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
         .await;
     let (_, body) = probe(b.probe_address().unwrap(), "/readyz").await;
     assert_eq!(body["leadership"]["role"], "leader", "{body}");
-    b.shutdown().await;
+    support::stop(b).await;
 }
 
 #[tokio::test]

@@ -166,7 +166,7 @@ async fn a_cluster_joins_by_its_secret_leaves_when_the_secret_is_deleted_and_joi
         .unwrap();
     wait_child(env, MEMBER, child, true).await;
     member_status(&running, "ready").await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -206,7 +206,7 @@ async fn a_malformed_member_secret_fails_only_its_member_with_a_reason_naming_th
     }
     member_status(&running, "ready").await;
     assert_eq!(probe(address, "/startupz").await.0, 200);
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -243,7 +243,7 @@ async fn a_context_of_a_kubeconfig_file_joins_leaves_when_removed_and_joins_agai
     write(&path, &kubeconfig);
     wait_child(env, MEMBER, child, true).await;
     member_status(&running, "ready").await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -290,7 +290,7 @@ async fn a_token_rotated_in_the_secret_with_the_old_one_revoked_keeps_the_member
     wait_child_value(env, MEMBER, child, "v2").await;
     wait_child_value(env, "cluster-a", child, "v2").await;
     member_status(&running, "ready").await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -344,5 +344,5 @@ async fn a_rejected_token_makes_the_file_be_read_again_and_one_still_rejected_is
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -98,13 +98,7 @@ async fn wait_cluster_state(
 
 /// The text of `/metrics`.
 async fn metrics(address: std::net::SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = "GET /metrics HTTP/1.0\r\nHost: probe\r\n\r\n";
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
+    support::http_get(address, "/metrics").await
 }
 
 #[tokio::test]
@@ -178,7 +172,7 @@ async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_join
     wait_child(env, "cluster-c", "web-deleting", true).await;
     wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Ready")).await;
     members.remove("cluster-c").await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -203,7 +197,7 @@ async fn a_member_that_leaves_under_orphan_keeps_its_children_and_the_status_say
     let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
     assert!(api.get_opt("db-orphaning").await.unwrap().is_some());
     assert!(!running.health().contexts.contains_key("cluster-c"));
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -252,5 +246,5 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
         Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
     assert!(control_child.get_opt("home-local").await.unwrap().is_none());
     members.remove("cluster-c").await;
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -215,7 +215,7 @@ fn a_real_reconcile_exports_its_span_tree() {
             );
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        running.shutdown().await;
+        support::stop(running).await;
     });
     guard.shutdown().unwrap();
 

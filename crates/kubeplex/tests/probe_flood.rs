@@ -110,5 +110,7 @@ async fn a_flood_of_idle_connections_at_the_descriptor_limit_neither_spins_nor_s
         cpu < Duration::from_millis(500),
         "{cpu:?} of CPU while flooded"
     );
-    running.shutdown().await;
+    tokio::time::timeout(Duration::from_secs(60), running.shutdown())
+        .await
+        .expect("the operator shuts down within 60 s");
 }

@@ -61,7 +61,7 @@ async fn the_users_own_condition_and_the_runtimes_ready_live_side_by_side() {
         "the two writers ping-pong: {:#?}",
         later.status
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -112,7 +112,7 @@ async fn a_failed_reconcile_turns_ready_false_with_the_servers_message() {
     // The clusters keep their last known state.
     let clusters = &parent.status.as_ref().unwrap().fleet.clusters;
     assert_eq!(clusters["cluster-a"].state, kubeplex::ClusterState::Ready);
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -208,7 +208,7 @@ async fn a_child_whose_name_is_taken_is_a_conflict_and_is_left_alone() {
             .unwrap_or_default()
             .contains("conflicts-theirs")
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -241,7 +241,7 @@ async fn children_of_a_parent_in_a_context_named_with_slashes_reach_their_parent
         .unwrap();
     let back = wait_child(&kids, "slashes-child").await;
     assert_ne!(back.uid(), child.uid());
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -306,5 +306,5 @@ async fn a_context_the_parent_stops_targeting_is_pruned_and_says_not_targeted() 
     .await;
     assert!(kids.get_opt("narrowing-kept").await.unwrap().is_none());
     assert_eq!(condition(&parent, "Ready").unwrap().status, "True");
-    running.shutdown().await;
+    support::stop(running).await;
 }

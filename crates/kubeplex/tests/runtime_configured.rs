@@ -149,5 +149,5 @@ async fn namespaces_chosen_at_run_time_replace_the_attributes() {
     let attribute_kids: Api<ServiceAccount> =
         Api::namespaced(cluster_a.clone(), "kids-from-the-attribute");
     assert!(attribute_kids.get_opt("chosen").await.unwrap().is_none());
-    running.shutdown().await;
+    support::stop(running).await;
 }

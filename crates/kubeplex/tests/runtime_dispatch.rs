@@ -116,7 +116,7 @@ async fn each_request_carries_its_context_and_only_declared_namespaces_are_recon
         seen.all().iter().all(|s| s.namespace != "fan-other"),
         "reconciled an undeclared namespace"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -148,7 +148,7 @@ async fn controllers_on_the_same_kind_context_and_namespace_share_one_watch() {
         1,
         "two controllers, one (context, kind, namespace): one watch"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 
     // A different namespace is a different watch.
     let other = Recorder::default();
@@ -164,7 +164,7 @@ async fn controllers_on_the_same_kind_context_and_namespace_share_one_watch() {
         })
         .await;
     assert_eq!(running.watches_opened(), 2);
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 /// Honours the plan's options: selector, concurrency, requeue; sees the cache.
@@ -350,7 +350,7 @@ async fn the_plan_options_are_honoured_and_failures_back_off() {
             pair[1].0
         );
     }
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 /// Panics on its first reconcile, then works.
@@ -410,5 +410,5 @@ async fn a_panicking_reconcile_is_retried_and_the_controller_lives_on() {
             all.iter().any(|s| s.value.as_deref() == Some("2"))
         })
         .await;
-    running.shutdown().await;
+    support::stop(running).await;
 }

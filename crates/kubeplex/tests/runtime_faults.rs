@@ -88,7 +88,7 @@ async fn startupz_answers_503_until_a_hanging_context_has_synced() {
     env.thaw("cluster-b").unwrap();
     wait_started(&running, "started after the thaw").await;
     probe_until(address, "/startupz", 200, WAIT).await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -130,7 +130,7 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
 
     env.start("cluster-b").await.unwrap();
     wait_started(&running, "started once cluster-b is back").await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -184,5 +184,5 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
         })
         .await;
     probe_until(address, "/readyz", 200, WAIT).await;
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -149,7 +149,7 @@ async fn a_field_selector_reconciles_only_what_it_selects() {
         values_of(&controller.seen, "other").is_empty(),
         "reconciled an object the field selector excludes"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -184,7 +184,7 @@ async fn debounce_merges_a_burst_of_changes_into_one_reconcile() {
         "a burst of 10 changes within the debounce took {} reconciles: {during:?}",
         during.len()
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -214,7 +214,7 @@ async fn with_unbounded_concurrency_one_object_is_never_reconciled_twice_at_once
         1,
         "one object was reconciled twice at once"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -257,5 +257,5 @@ async fn a_slow_controller_does_not_hold_back_another_on_the_same_watch() {
         0,
         "the fast controller waited for the slow one"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -103,7 +103,7 @@ async fn a_context_missing_from_the_kubeconfig_is_named_by_the_probe_and_the_sta
         reasons(&body, "cluster-b").contains("has no context \"cluster-z\""),
         "{body:#}"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 
     let run = manager().run().await.unwrap_err().to_string();
     assert!(
@@ -132,7 +132,7 @@ async fn a_kind_not_served_in_one_context_is_named_with_the_context() {
         running.health().contexts["cluster-b"].status,
         kubeplex::ContextStatus::Failing
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -153,7 +153,7 @@ async fn missing_permissions_and_rejected_credentials_are_named_without_revealin
         "{body:#}"
     );
     assert_eq!(probe(address, "/startupz").await.0, 503);
-    running.shutdown().await;
+    support::stop(running).await;
 
     let rejected = env
         .kubeconfig_with("cluster-b", Credential::Invalid)
@@ -181,7 +181,7 @@ async fn missing_permissions_and_rejected_credentials_are_named_without_revealin
         200,
         "a remote failure is not a reason to restart"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -208,7 +208,7 @@ async fn startup_succeeds_once_every_context_is_ready() {
     }
     assert_eq!(probe(address, "/readyz").await.0, 200);
     assert_eq!(probe(address, "/nope").await.0, 404);
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 /// Polls `/startupz` until a reason of `context` contains `needle`.
@@ -253,7 +253,7 @@ async fn an_optional_context_is_reported_but_does_not_hold_back_startup() {
         "{body:#}"
     );
     assert_eq!(body["contexts"]["cluster-a"]["status"], "ready", "{body:#}");
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -297,7 +297,7 @@ async fn a_server_certificate_the_kubeconfig_does_not_trust_is_named_as_such() {
         !reasons.contains("unreachable"),
         "a TLS failure is not an unreachable cluster: {reasons}"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 /// A credential plugin (`users[].user.exec`) whose output carries a token and that fails: by exiting non-zero
@@ -362,5 +362,5 @@ async fn a_failing_credential_plugin_is_named_without_its_output() {
         "the probe body repeats the plugin's output: {text}"
     );
     assert_eq!(probe(address, "/startupz").await.0, 503);
-    running.shutdown().await;
+    support::stop(running).await;
 }

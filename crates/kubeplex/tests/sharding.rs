@@ -230,7 +230,7 @@ async fn replicas_split_the_parents_and_only_a_leaving_replicas_shards_move() {
 
     // replica-b leaves: only its shards move, and their parents are reconciled by the new owners at once,
     // without a change to them.
-    b.running.shutdown().await;
+    support::stop(b.running).await;
     let two = [("replica-a", &a), ("replica-c", &c)];
     let after = settled(&two).await;
     for name in ["replica-a", "replica-c"] {
@@ -268,7 +268,7 @@ async fn replicas_split_the_parents_and_only_a_leaving_replicas_shards_move() {
     assert_eq!(settled(&three).await, before);
     assert_eq!(round(env, "4").await, owners);
     for replica in [a, b, c] {
-        replica.running.shutdown().await;
+        support::stop(replica.running).await;
     }
 }
 

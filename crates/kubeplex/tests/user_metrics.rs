@@ -15,7 +15,6 @@ use kubeplex::prometheus_client::metrics::counter::Counter;
 use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
 use kubeplex_testenv::{TestEnv, eventually};
 use support::{Fleet, WAIT, create_namespace, put_config_map, wait_started};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const NAMESPACE: &str = "user-metrics";
 
@@ -42,11 +41,7 @@ impl Reconcile for Deployer {
 
 /// GETs `/metrics` with a plain HTTP/1.1 request; returns the body, after checking the status and type.
 async fn scrape(address: SocketAddr) -> String {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = "GET /metrics HTTP/1.1\r\nHost: operator\r\nConnection: close\r\n\r\n";
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    let response = support::http_get(address, "/metrics").await;
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(
@@ -136,5 +131,5 @@ async fn a_registered_metric_is_served_with_kubeplexs_own() {
         assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
     }
     assert!(body.ends_with("# EOF\n"), "{body}");
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -2,6 +2,9 @@
 //! cluster-c joining the fleet by its Secret (its Deployments appear) and leaving it (they are gone).
 
 use std::process::Command;
+use std::time::Duration;
+
+use kubeplex_testenv::output_within;
 
 const INSTANCES: [(&str, &str, i32); 2] = [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 const NAMESPACES: [&str; 2] = ["namespace-a", "namespace-b"];
@@ -43,10 +46,11 @@ fn status_row<'a>(section: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
-    let output = Command::new(env!("CARGO_BIN_EXE_fleet"))
-        .args(["demo", "--exit-after-table"])
-        .output()
-        .unwrap();
+    // Several clusters start, the scenario runs and a member joins and leaves: minutes, not ten.
+    let output = output_within(
+        Command::new(env!("CARGO_BIN_EXE_fleet")).args(["demo", "--exit-after-table"]),
+        Duration::from_secs(10 * 60),
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

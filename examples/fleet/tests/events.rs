@@ -199,5 +199,5 @@ async fn children_and_deletion_changes_are_told_on_the_parent_once_each() {
         1,
         "{events:#?}"
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -140,8 +140,9 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         "invalid spec: namespaces kube-system are not owned by this operator (it owns namespace-a, namespace-b)"
     );
 
-    // No hot loop: nothing changes while the spec stays as it is.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // No retry and no hot loop: nothing changes while the spec stays as it is — watched past two error
+    // requeues, when a retry would have come (and recorded a second Event) had the spec been retried.
+    tokio::time::sleep(2 * kubeplex::DEFAULT_ERROR_REQUEUE + Duration::from_secs(1)).await;
     let later = api.get("invalid").await.unwrap();
     assert_eq!(
         later.resource_version(),
@@ -189,5 +190,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         }
     })
     .await;
-    running.shutdown().await;
+    tokio::time::timeout(std::time::Duration::from_secs(60), running.shutdown())
+        .await
+        .expect("the operator shuts down within 60 s");
 }

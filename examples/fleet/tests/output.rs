@@ -4,8 +4,8 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead as _, BufReader};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -156,18 +156,22 @@ async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
     wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.30").await;
 }
 
-/// `GET path` on the probe server: the status code and the body (empty when nothing answers yet).
-fn get(port: u16, path: &str) -> (u16, String) {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+/// `GET path` on the probe server: the status code and the body (`0` and empty when nothing answers
+/// within 5 s, as before the server listens).
+async fn get(port: u16, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        let request =
+            format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        std::io::Result::Ok(response)
+    };
+    let Ok(Ok(response)) = tokio::time::timeout(Duration::from_secs(5), exchange).await else {
         return (0, String::new());
     };
-    let request = format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");
-    let mut response = String::new();
-    if stream.write_all(request.as_bytes()).is_err()
-        || stream.read_to_string(&mut response).is_err()
-    {
-        return (0, String::new());
-    }
     let code = response
         .split_whitespace()
         .nth(1)
@@ -287,7 +291,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     let operator = Operator::start_with(&rejected, &format!("127.0.0.1:{port}"), Some("debug"));
     let deadline = tokio::time::Instant::now() + WAIT;
     let startup = loop {
-        let (_, body) = get(port, "/startupz");
+        let (_, body) = get(port, "/startupz").await;
         if body.contains("credentials were rejected") {
             break body;
         }
@@ -317,8 +321,8 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     }
     all.extend([
         ("/startupz".to_owned(), startup),
-        ("/readyz".to_owned(), get(port, "/readyz").1),
-        ("/livez".to_owned(), get(port, "/livez").1),
+        ("/readyz".to_owned(), get(port, "/readyz").await.1),
+        ("/livez".to_owned(), get(port, "/livez").await.1),
     ]);
     all.extend(outputs_of_cluster(&control).await);
     let log = operator.lines().join("\n");

@@ -2,6 +2,9 @@
 //! operator starts (before it connects to any cluster) in the words of `#[controller]`'s own checks.
 
 use std::process::Command;
+use std::time::Duration;
+
+use kubeplex_testenv::output_within;
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
 
@@ -11,16 +14,18 @@ const RULE: &str =
 
 /// Runs `fleet run` with `args` and `env`, with no kubeconfig to reach; its exit code and stderr.
 fn fleet_run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let output = Command::new(FLEET)
-        .arg("run")
-        .args(["--probe-address", "127.0.0.1:0"])
-        .args(args)
-        .env_remove("FLEET_NAMESPACE")
-        .env_remove("FLEET_CHILD_NAMESPACES")
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
+    // It exits before connecting anywhere; the limit only keeps a hang from holding CI.
+    let output = output_within(
+        Command::new(FLEET)
+            .arg("run")
+            .args(["--probe-address", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("FLEET_NAMESPACE")
+            .env_remove("FLEET_CHILD_NAMESPACES")
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .envs(env.iter().copied()),
+        Duration::from_secs(60),
+    );
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stderr).into_owned(),

@@ -204,7 +204,7 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
         children_match(&env, &CHILDREN, "crd-b", "redis:7.4", 1)
     })
     .await;
-    running.shutdown().await;
+    support::stop(running).await;
     let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
     apps(&env)
         .await
@@ -233,7 +233,7 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
         }
     })
     .await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -284,7 +284,7 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
         }
     })
     .await;
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -333,7 +333,7 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
             "orphans left in {cluster}"
         );
     }
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 /// The fleet controller with the opt-in abandon policy.
@@ -423,5 +423,5 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
         "the abandoned children are left as recorded"
     );
     assert!(linked_children(&env, Fleet::ClusterA).await.is_empty());
-    running.shutdown().await;
+    support::stop(running).await;
 }

@@ -173,5 +173,5 @@ async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconci
         changed.status,
         trail(&env)
     );
-    running.shutdown().await;
+    support::stop(running).await;
 }

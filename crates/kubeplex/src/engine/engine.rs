@@ -28,9 +28,9 @@ use crate::watch::{SharedWatch, WatchKey};
 
 pub(super) type Primary<R> = <R as Controller>::Resource;
 
-/// How long syncing or cleaning up one context may take before it counts as unreachable, so that a hung
-/// cluster delays only its own status.
-pub(super) const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long syncing or cleaning up one context in one reconcile may take before it counts as unreachable,
+/// so that a hung cluster delays only its own status.
+pub const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long the child contexts that answered wait for the others before their outcomes are written: a
 /// context still working then is reported as not answering yet (until its own outcome, at most

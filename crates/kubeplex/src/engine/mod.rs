@@ -20,3 +20,4 @@ mod status_write;
 mod test_engine;
 
 pub(crate) use controller_loop::start as start_controller;
+pub use engine::CONTEXT_TIMEOUT;

@@ -9,7 +9,7 @@ mod report;
 
 pub(crate) use health::{Health, WatchEntry, WatchHealth, is_expired};
 pub(crate) use phases::Phase;
-pub use ping::DEFAULT_PING_INTERVAL;
+pub use ping::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 pub(crate) use ping::{Pings, start as start_pings};
 pub(crate) use probes::serve as serve_probes;
 pub use report::{

@@ -13,7 +13,7 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
 /// How often the ping thread looks whether the manager has started, before the first round.
 const STARTED_POLL: Duration = Duration::from_millis(100);
 /// How long a ping may take before the context counts as unreachable.
-const PING_TIMEOUT: Duration = Duration::from_secs(5);
+pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a ping reports when the server refuses the credentials.
 const REJECTED: &str = "credentials were rejected (401 Unauthorized)";
 

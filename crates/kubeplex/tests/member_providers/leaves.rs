@@ -118,7 +118,7 @@ async fn three_bad_members_deleted_with_a_good_one_do_not_hold_back_its_leave() 
         took < Duration::from_secs(15),
         "the good member's leave took {took:?}"
     );
-    running.shutdown().await;
+    crate::support::stop(running).await;
 }
 
 #[tokio::test]
@@ -175,5 +175,5 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
         "the healthy member's child took {took:?}"
     );
     drop(silent);
-    running.shutdown().await;
+    crate::support::stop(running).await;
 }

@@ -129,7 +129,7 @@ async fn an_unreachable_members_leave_keeps_its_secret_and_says_leaving_until_it
     .await;
     let report = running.health();
     assert!(!report.contexts.contains_key(MEMBER), "{report:#?}");
-    running.shutdown().await;
+    crate::support::stop(running).await;
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn a_leave_gives_up_on_a_member_that_does_not_answer_after_the_time_allowe
     let regarding = event.regarding.unwrap_or_default();
     assert_eq!(regarding.name.as_deref(), Some(VIA_PROXY));
     assert!(event.note.unwrap_or_default().contains(MEMBER));
-    running.shutdown().await;
+    crate::support::stop(running).await;
     children(env, MEMBER)
         .await
         .delete(child, &DeleteParams::default())
@@ -216,7 +216,7 @@ async fn a_parent_deleted_while_the_operator_was_down_loses_its_children_in_memb
         .unwrap();
     wait_child(env, MEMBER, child, true).await;
     wait_child(env, "cluster-a", child, true).await;
-    running.shutdown().await;
+    crate::support::stop(running).await;
 
     // Deleted while no operator runs: its finalizer keeps it.
     let parents: Api<Spread> =
@@ -247,5 +247,5 @@ async fn a_parent_deleted_while_the_operator_was_down_loses_its_children_in_memb
         left.is_none_or(|c| c.metadata.deletion_timestamp.is_some()),
         "the parent's finalizer went while its child in the member stayed"
     );
-    running.shutdown().await;
+    crate::support::stop(running).await;
 }

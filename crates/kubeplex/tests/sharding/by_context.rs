@@ -106,14 +106,14 @@ async fn sharded_by_context_each_context_is_reconciled_by_one_replica() {
 
     // replica-b leaves: the others take its contexts over, watch them, and reconcile there.
     let (_, b, _) = replicas.remove(1);
-    b.shutdown().await;
+    crate::support::stop(b).await;
     let running: Vec<(&str, &kubeplex::Running)> =
         replicas.iter().map(|(n, r, _)| (*n, r)).collect();
     let after = split(&running, ALIASES.len()).await;
     watching_what_they_hold(&replicas, &after).await;
     reconciled_by_holders(&control, &replicas, &after, "3").await;
     for (_, running, _) in replicas {
-        running.shutdown().await;
+        crate::support::stop(running).await;
     }
 }
 

@@ -119,15 +119,42 @@ pub async fn put_config_map(client: &Client, namespace: &str, name: &str, value:
     .unwrap();
 }
 
+/// How long one request to the probe port may take, connection included: a probe server that stops
+/// answering fails the test instead of hanging it.
+pub const HTTP_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long `Running::shutdown` may take before the test fails: the reconciles in flight are bounded by
+/// their own deadlines, so a longer shutdown is a hang.
+pub const SHUTDOWN_LIMIT: Duration = Duration::from_secs(60);
+
+/// GETs `path` on the probe port with a plain HTTP/1.1 request (`Connection: close`); returns the whole
+/// response, head and body. Panics if connecting, sending or reading takes longer than [`HTTP_LIMIT`].
+pub async fn http_get(address: SocketAddr, path: &str) -> String {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        std::io::Result::Ok(response)
+    };
+    match tokio::time::timeout(HTTP_LIMIT, exchange).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => panic!("GET {path} on {address}: {error}"),
+        Err(_) => panic!("GET {path} on {address}: no whole answer within {HTTP_LIMIT:?}"),
+    }
+}
+
+/// Shuts `running` down; fails the test if that takes longer than [`SHUTDOWN_LIMIT`].
+pub async fn stop(running: kubeplex::Running) {
+    tokio::time::timeout(SHUTDOWN_LIMIT, running.shutdown())
+        .await
+        .unwrap_or_else(|_| panic!("the operator did not shut down within {SHUTDOWN_LIMIT:?}"));
+}
+
 /// GETs a probe; returns the status code and the parsed JSON body.
 pub async fn probe(address: SocketAddr, path: &str) -> (u16, serde_json::Value) {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: probe\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    let response = http_get(address, path).await;
     let status = response.split(' ').nth(1).unwrap().parse().unwrap();
     let body = response
         .split_once("\r\n\r\n")

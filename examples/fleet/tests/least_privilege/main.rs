@@ -273,7 +273,9 @@ async fn scenario(env: &TestEnv) {
             }
         }
     }
-    running.shutdown().await;
+    tokio::time::timeout(std::time::Duration::from_secs(60), running.shutdown())
+        .await
+        .expect("the operator shuts down within 60 s");
 }
 
 /// The test above can fail: without `patch` on Deployments in the child clusters' Roles, applying a
@@ -315,7 +317,9 @@ async fn without_patch_on_deployments_the_children_are_refused_with_403() {
             "{cluster}: a child was created without the grant"
         );
     }
-    running.shutdown().await;
+    tokio::time::timeout(std::time::Duration::from_secs(60), running.shutdown())
+        .await
+        .expect("the operator shuts down within 60 s");
     // Out of the next test's way: without the operator the finalizer is removed by hand.
     let unfinalize = json!({ "metadata": { "finalizers": null } });
     apps(env)

@@ -48,3 +48,14 @@ pub async fn operator(env: &TestEnv, ping: Option<Duration>) -> Running {
 pub async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Result<T, String>) -> T {
     kubeplex_testenv::eventually(what, WAIT, check).await
 }
+
+/// How long `Running::shutdown` may take before the test fails: the reconciles in flight are bounded by
+/// their own deadlines, so a longer shutdown is a hang.
+pub const SHUTDOWN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Shuts `running` down; fails the test if that takes longer than [`SHUTDOWN_LIMIT`].
+pub async fn stop(running: Running) {
+    tokio::time::timeout(SHUTDOWN_LIMIT, running.shutdown())
+        .await
+        .unwrap_or_else(|_| panic!("the operator did not shut down within {SHUTDOWN_LIMIT:?}"));
+}
