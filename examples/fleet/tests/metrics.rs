@@ -15,6 +15,7 @@ use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CRD_NAMESPACE};
 use kubeplex_testenv::Polling;
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
+use support::exposed_metrics::{METRICS, Type};
 use support::{WAIT, clusters};
 
 /// Pings this often, so a frozen cluster shows within seconds (the 5 s ping timeout included).
@@ -23,14 +24,21 @@ const CONTROLLER: &str = "app-deployer";
 
 type Exposition = MetricsExposition<OpenMetricsType, OpenMetricsValue>;
 
-/// Scrapes `/metrics` with a plain HTTP/1.1 request and parses the body as OpenMetrics.
+/// Scrapes `/metrics` with a plain HTTP/1.1 request (10 s at most) and parses the body as OpenMetrics.
 async fn scrape(address: SocketAddr) -> Exposition {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = "GET /metrics HTTP/1.1\r\nHost: operator\r\nConnection: close\r\n\r\n";
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        let request = "GET /metrics HTTP/1.1\r\nHost: operator\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        std::io::Result::Ok(response)
+    };
+    let response = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .expect("/metrics answers within 10 s")
+        .expect("/metrics answers");
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(
@@ -40,6 +48,61 @@ async fn scrape(address: SocketAddr) -> Exposition {
     );
     openmetrics_parser::openmetrics::parse_openmetrics(body)
         .unwrap_or_else(|error| panic!("/metrics is not valid OpenMetrics ({error:?}):\n{body}"))
+}
+
+/// Checks a real scrape against the list the dashboard, the alerts and the docs are checked against
+/// (`support/exposed_metrics.rs`): every runtime family on the list is exposed with its type, each with
+/// series has exactly the listed labels, and no runtime family is exposed that the list lacks.
+fn exposed_as_listed(metrics: &Exposition) {
+    let runtime = |name: &str| {
+        ["kubeplex_", "controller_runtime_", "workqueue_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+    };
+    for (listed, kind, labels) in METRICS {
+        // OpenMetrics names a counter's family without the `_total` of its samples.
+        let family_name = match kind {
+            Type::Counter => listed.strip_suffix("_total").unwrap_or(listed),
+            _ => listed,
+        };
+        // A family without series is not in the exposition; this one's come with the first member
+        // change, and the scenario has no members.
+        if *listed == "kubeplex_member_changes_total" {
+            continue;
+        }
+        let family = metrics
+            .families
+            .get(family_name)
+            .unwrap_or_else(|| panic!("{listed} is listed but not exposed"));
+        let exposed = match family.family_type {
+            OpenMetricsType::Counter => Type::Counter,
+            OpenMetricsType::Gauge => Type::Gauge,
+            OpenMetricsType::Histogram => Type::Histogram,
+            ref other => panic!("{listed} is exposed as a {other:?}"),
+        };
+        assert_eq!(exposed, *kind, "{listed}'s type");
+        if family.iter_samples().next().is_some() {
+            let mut names: Vec<&str> = family
+                .get_label_names()
+                .iter()
+                .map(String::as_str)
+                .filter(|name| *name != "le")
+                .collect();
+            names.sort_unstable();
+            let mut expected = labels.to_vec();
+            expected.sort_unstable();
+            assert_eq!(names, expected, "{listed}'s labels");
+        }
+    }
+    for name in metrics.families.keys().filter(|name| runtime(name)) {
+        assert!(
+            METRICS.iter().any(
+                |(listed, _, _)| listed.strip_suffix("_total").unwrap_or(listed) == name.as_str()
+                    || *listed == name.as_str()
+            ),
+            "{name} is exposed but not in support/exposed_metrics.rs (nor, then, in the docs' list)"
+        );
+    }
 }
 
 /// The value of `family`'s sample whose labels include `labels` (counters, gauges), if any.
@@ -237,6 +300,9 @@ async fn metrics_follow_each_context_through_the_scenario() {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+
+    // After the scenario (reconciles, a frozen cluster, a blocked deletion) every family has series.
+    exposed_as_listed(&scrape(address).await);
 
     for name in ["metrics-2", "metrics-3"] {
         apps.delete(name, &DeleteParams::default()).await.unwrap();

@@ -10,12 +10,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 mod files;
-mod metrics;
 mod promql;
+#[path = "../support/mod.rs"]
+mod support;
 
 use files::{dashboard, exprs, monitoring, panels, read, title, yaml};
-use metrics::{METRICS, series_labels};
 use promql::{check_expr, ident_char, refs};
+use support::exposed_metrics::{METRICS, series_labels};
 
 #[test]
 fn the_lexer_finds_metrics_labels_and_functions() {
@@ -335,6 +336,7 @@ fn the_docs_describe_every_metric_and_no_other() {
             "kubeplex_cache_",
             "kubeplex_children_",
             "kubeplex_parent_",
+            "kubeplex_member_",
         ]
         .iter()
         .any(|prefix| word.starts_with(prefix))

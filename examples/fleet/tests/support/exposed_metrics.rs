@@ -1,4 +1,6 @@
-//! The metrics `/metrics` exposes (names, types and labels), and the labels of each series name PromQL sees.
+//! The metrics `/metrics` exposes (names, types and labels), and the labels of each series name PromQL sees:
+//! the one list the monitoring files and docs are checked against (`tests/dashboard/`), and a real scrape
+//! too (`tests/metrics.rs`).
 
 use std::collections::BTreeSet;
 
@@ -121,6 +123,13 @@ pub(crate) const METRICS: &[(&str, Type, &[&str])] = &[
         Type::Gauge,
         &["controller", "context"],
     ),
+    (
+        "kubeplex_member_changes_total",
+        Type::Counter,
+        &["change", "result"],
+    ),
+    ("kubeplex_member_changes_in_flight", Type::Gauge, &[]),
+    ("kubeplex_member_changes_waiting", Type::Gauge, &[]),
 ];
 
 /// The labels of a series name as PromQL sees it (a histogram's `_bucket` has `le` too), or `None` when no
