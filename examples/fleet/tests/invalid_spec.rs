@@ -4,6 +4,7 @@
 use kube::CustomResourceExt as _;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -190,6 +191,35 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         }
     })
     .await;
+
+    // Broken again, now with a child in place: the failed reconcile declares nothing, and nothing is
+    // pruned. Had the runtime taken the failure for "no children", namespace-a's Deployment would go
+    // in the same reconcile that writes Ready=False.
+    let child = || async {
+        let cluster = env.client("cluster-a").await.unwrap();
+        Api::<Deployment>::namespaced(cluster, "namespace-a")
+            .get_opt("invalid")
+            .await
+            .unwrap()
+    };
+    assert!(child().await.is_some(), "the fixed spec's child in cluster-a");
+    let broken = serde_json::json!({ "spec": { "namespaces": ["namespace-b", "kube-system"] } });
+    api.patch("invalid", &PatchParams::default(), &Patch::Merge(&broken))
+        .await
+        .unwrap();
+    eventually("Ready=False again", polling(), async || {
+        let app = api.get("invalid").await.unwrap();
+        match ready(&app).is_some_and(|c| c.status == "False") {
+            true => Ok(()),
+            false => Err(format!("{:?}", app.status)),
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        child().await.is_some(),
+        "a failed reconcile pruned the parent's child in namespace-a"
+    );
     tokio::time::timeout(std::time::Duration::from_secs(60), running.shutdown())
         .await
         .expect("the operator shuts down within 60 s");
