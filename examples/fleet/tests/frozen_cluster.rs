@@ -215,7 +215,6 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
 }
 
 #[tokio::test]
-#[ignore = "known regression: after the control cluster thaws, the parents' cache does not list within 60 s, so the sweep waiting for it removes no orphan"]
 async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let env = clusters().await;

@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use futures::future::join_all;
 use kube::{Resource, ResourceExt};
 
@@ -56,7 +55,7 @@ impl<R: Reconcile> Engine<R> {
                 .push(parent);
         }
         join_all(groups.into_values().map(|(cache, parents)| async move {
-            if cache.store().wait_until_ready().await.is_err() {
+            if !cache.listed().await {
                 return;
             }
             for parent in parents {
@@ -108,12 +107,13 @@ impl<R: Reconcile> Engine<R> {
         let Some(cache) = self.primary_cache(&request.context, namespace) else {
             return;
         };
-        let listed = cache.store().wait_until_ready().now_or_never();
+        // Listed first: a cache that lists between the two reads would otherwise be judged by its empty past.
+        let listed = cache.has_listed();
         let alive = cache
             .store()
             .get(&request.object)
             .is_some_and(|p| p.uid().as_deref() == Some(uid));
-        if !matches!(listed, Some(Ok(()))) || alive {
+        if !listed || alive {
             return;
         }
         for watch in self.all_child_watches() {

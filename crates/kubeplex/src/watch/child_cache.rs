@@ -68,11 +68,7 @@ impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
     }
 
     fn ready(&self) -> BoxFuture<'static, ()> {
-        let store = self.store().clone();
-        async move {
-            let _ = store.wait_until_ready().await;
-        }
-        .boxed()
+        self.listed().map(|_| ()).boxed()
     }
 }
 

@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use futures::{Stream, StreamExt};
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, Stream, StreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
@@ -57,14 +58,27 @@ type Subscriber<K> = Box<dyn Fn(&ObjectChange<'_, K>) -> bool + Send + Sync>;
 /// One running watch of kind `K` and its cache.
 pub(crate) struct SharedWatch<K: PrimaryResource> {
     store: Store<K>,
+    listed: Shared<BoxFuture<'static, bool>>,
     subscribers: Mutex<Vec<Subscriber<K>>>,
     index: Option<LabelIndex>,
 }
 
 impl<K: PrimaryResource> SharedWatch<K> {
     pub(crate) fn new(store: Store<K>, index_label: Option<&'static str>) -> Self {
+        // `Store::wait_until_ready` keeps one waker: of several tasks waiting for the same store, only the
+        // one that polled last is woken when it lists (and a `now_or_never` leaves no one to wake). So the
+        // store is waited for once, here, and every waiter waits for that; nothing else may call it.
+        let ready = store.clone();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the one wait for the store, which `listed` shares"
+        )]
+        let listed = async move { ready.wait_until_ready().await.is_ok() }
+            .boxed()
+            .shared();
         Self {
             store,
+            listed,
             subscribers: Mutex::default(),
             index: index_label.map(LabelIndex::new),
         }
@@ -73,6 +87,17 @@ impl<K: PrimaryResource> SharedWatch<K> {
     /// The watch's cache.
     pub(crate) fn store(&self) -> &Store<K> {
         &self.store
+    }
+
+    /// Resolves once the first list is in the cache (`true`), or once the watch has ended without one
+    /// (`false`). Any number of tasks may wait at once.
+    pub(crate) fn listed(&self) -> impl Future<Output = bool> + Send + 'static {
+        self.listed.clone()
+    }
+
+    /// Whether the first list is in the cache now.
+    pub(crate) fn has_listed(&self) -> bool {
+        self.listed.clone().now_or_never() == Some(true)
     }
 
     /// Hands `deliver` every change from now on, preceded by the objects already cached (so a late

@@ -119,3 +119,48 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
         "{lines:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_request_looked_meanwhile()
+ {
+    let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let mut engine = engine(client);
+    let (parents, mut writer) = reflector::store::<ConfigMap>();
+    engine.primaries.insert(
+        (CONTROL_TARGET, Some("crds".into())),
+        Arc::new(SharedWatch::new(parents, None)),
+    );
+    let gone = orphan("gone", "crds");
+    engine.children.push(ChildWatch {
+        context: crate::Context::name(&CLUSTER_A).into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(vec![gone.clone()])),
+    });
+    let engine = Arc::new(engine);
+    let sweep = tokio::spawn(engine.clone().sweep_orphans());
+    tokio::time::sleep(Duration::from_millis(10)).await; // the sweep waits for the parents' cache
+
+    // The child's event asks for its parent before the parents' cache has listed: nothing is judged.
+    let request = ReconcileKey {
+        context: CONTROL_TARGET,
+        object: ParentRef::of(&gone).unwrap().object_ref(),
+    };
+    let action = tokio::time::timeout(Duration::from_secs(2), engine.clone().reconcile(request))
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(requests.lines(), Vec::<String>::new(), "judged unlisted");
+
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    tokio::time::timeout(Duration::from_secs(10), sweep)
+        .await
+        .expect("the sweep goes on once the parents' cache has listed")
+        .unwrap();
+    let lines = requests.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("DELETE /api/v1/namespaces/ns/configmaps/gone"),
+        "{lines:?}"
+    );
+}

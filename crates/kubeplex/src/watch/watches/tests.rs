@@ -250,10 +250,8 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
         index_label: None,
     };
     let watch = watches.watch::<ConfigMap>(key.clone(), client);
-    tokio::time::timeout(Duration::from_secs(10), watch.store().wait_until_ready())
-        .await
-        .unwrap()
-        .unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(10), watch.listed()).await;
+    assert_eq!(listed, Ok(true));
     let watched = || health.report().contexts["test"].watches.len();
     assert_eq!(watched(), 1);
     let scrape = || {
@@ -276,4 +274,37 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
     .await
     .expect("the cache was not freed: its task still holds it");
     watches.release(&key); // closing a closed watch does nothing
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_task_waiting_for_a_watch_to_list_is_woken_when_it_lists() {
+    let (store, mut writer) = reflector::store::<ConfigMap>();
+    let watch = Arc::new(SharedWatch::new(store, None));
+    let waiting: Vec<_> = (0..3).map(|_| tokio::spawn(watch.listed())).collect();
+    tokio::time::sleep(Duration::from_millis(10)).await; // each has polled, and waits
+    // A look that does not wait (a request for a gone parent asks whether the cache has listed).
+    assert!(!watch.has_listed());
+
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    assert!(watch.has_listed());
+    for (i, waiter) in waiting.into_iter().enumerate() {
+        let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+        assert!(
+            matches!(woken, Ok(Ok(true))),
+            "waiter {i} was not woken: {woken:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_that_ends_before_it_lists_tells_its_waiters() {
+    let (store, writer) = reflector::store::<ConfigMap>();
+    let watch = Arc::new(SharedWatch::new(store, None));
+    let waiter = tokio::spawn(watch.listed());
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    drop(writer); // the watch task ended (its watch was released)
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+    assert!(matches!(woken, Ok(Ok(false))), "{woken:?}");
+    assert!(!watch.has_listed());
 }
