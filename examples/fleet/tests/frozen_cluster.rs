@@ -18,8 +18,8 @@ use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE
 use kubeplex_testenv::TestEnv;
 use support::{WAIT, clusters, eventually};
 
-/// The runtime's per-context cap (`CONTEXT_TIMEOUT`): a context that has not answered by then is unreachable.
-const CAP: Duration = Duration::from_secs(15);
+/// The runtime's per-context cap: a context that has not answered by then is unreachable.
+const CAP: Duration = kubeplex::CONTEXT_TIMEOUT;
 /// "Normal time": well below the cap, so a sync that waited for the frozen cluster cannot make it.
 const NORMAL: Duration = Duration::from_secs(10);
 
@@ -211,7 +211,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         .await;
         assert_eq!(ready_condition(&app).as_deref(), Some("True"), "{name}");
     }
-    running.shutdown().await;
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -236,7 +236,7 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
         .await;
     }
     let gone_uid = apps(&env).await.get("gone").await.unwrap().uid().unwrap();
-    running.shutdown().await;
+    support::stop(running).await;
 
     // "gone" is deleted while the operator is not running: its children are orphans now.
     let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
@@ -324,5 +324,5 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
              only they are left"
         );
     }
-    running.shutdown().await;
+    support::stop(running).await;
 }
