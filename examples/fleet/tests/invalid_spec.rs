@@ -202,7 +202,10 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
             .await
             .unwrap()
     };
-    assert!(child().await.is_some(), "the fixed spec's child in cluster-a");
+    assert!(
+        child().await.is_some(),
+        "the fixed spec's child in cluster-a"
+    );
     let broken = serde_json::json!({ "spec": { "namespaces": ["namespace-b", "kube-system"] } });
     api.patch("invalid", &PatchParams::default(), &Patch::Merge(&broken))
         .await

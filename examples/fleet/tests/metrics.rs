@@ -5,17 +5,22 @@
 //! waits on a stopped cluster, then back to 0.
 
 mod support;
+/// The list of exposed metrics the dashboard test checks the monitoring files against, shared here.
+#[allow(dead_code)] // Only the list is used here, not the PromQL helpers beside it.
+mod dashboard {
+    pub(crate) mod metrics;
+}
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use dashboard::metrics::{METRICS, Type};
 use kube::api::{Api, DeleteParams};
 use kubeplex::Manager;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CRD_NAMESPACE};
 use kubeplex_testenv::Polling;
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
-use support::exposed_metrics::{METRICS, Type};
 use support::{WAIT, clusters};
 
 /// Pings this often, so a frozen cluster shows within seconds (the 5 s ping timeout included).
@@ -51,7 +56,7 @@ async fn scrape(address: SocketAddr) -> Exposition {
 }
 
 /// Checks a real scrape against the list the dashboard, the alerts and the docs are checked against
-/// (`support/exposed_metrics.rs`): every runtime family on the list is exposed with its type, each with
+/// (`tests/dashboard/metrics.rs`): every runtime family on the list is exposed with its type, each with
 /// series has exactly the listed labels, and no runtime family is exposed that the list lacks.
 fn exposed_as_listed(metrics: &Exposition) {
     let runtime = |name: &str| {
@@ -100,7 +105,7 @@ fn exposed_as_listed(metrics: &Exposition) {
                 |(listed, _, _)| listed.strip_suffix("_total").unwrap_or(listed) == name.as_str()
                     || *listed == name.as_str()
             ),
-            "{name} is exposed but not in support/exposed_metrics.rs (nor, then, in the docs' list)"
+            "{name} is exposed but not in tests/dashboard/metrics.rs (nor, then, in the docs' list)"
         );
     }
 }

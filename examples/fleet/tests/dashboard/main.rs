@@ -10,13 +10,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 mod files;
+mod metrics;
 mod promql;
-#[path = "../support/mod.rs"]
-mod support;
 
 use files::{dashboard, exprs, monitoring, panels, read, title, yaml};
+use metrics::{METRICS, series_labels};
 use promql::{check_expr, ident_char, refs};
-use support::exposed_metrics::{METRICS, series_labels};
 
 #[test]
 fn the_lexer_finds_metrics_labels_and_functions() {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::support::exposed_metrics::series_labels;
+use super::metrics::series_labels;
 
 /// PromQL functions and aggregations the files may use.
 const FUNCTIONS: &[&str] = &[

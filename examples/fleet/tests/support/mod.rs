@@ -2,8 +2,6 @@
 //! process, and polling until a condition holds.
 #![allow(dead_code)] // Each test binary uses a different part.
 
-pub mod exposed_metrics;
-
 use kube::CustomResourceExt as _;
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The metrics `/metrics` exposes (names, types and labels), and the labels of each series name PromQL sees:
-//! the one list the monitoring files and docs are checked against (`tests/dashboard/`), and a real scrape
-//! too (`tests/metrics.rs`).
+//! the one list the monitoring files and docs are checked against (here), and a real scrape too
+//! (`tests/metrics.rs`).
 
 use std::collections::BTreeSet;
 
