@@ -1,6 +1,7 @@
 //! The deletion path on real clusters: `Reconcile::cleanup` runs once per deleted parent, while its children
 //! still exist; a controller without a declared finalizer keeps `kubeplex.dev/<name>` on its parents; and a
-//! delete carries the child's UID as a precondition, so a same-name object created since is left alone.
+//! delete carries the child's UID as a precondition, so a same-name object created since is left alone; and
+//! a child of a deleted parent that comes back (a late apply of a replica that lost the Lease) is removed.
 
 mod support;
 
@@ -122,6 +123,7 @@ macro_rules! cleaner {
 
 cleaner!(Cleaner, "cleaner", "cleanup");
 cleaner!(Defaults, "defaults", "cleanup-defaults");
+cleaner!(Late, "late", "cleanup-late");
 
 fn declare_children(owner: &Owner, cx: &Cx<ContextName>) -> kubeplex::Result<()> {
     for name in &owner.spec.children {
@@ -332,4 +334,75 @@ async fn a_delete_with_a_stale_uid_leaves_a_recreated_object_alone() {
         status.message
     );
     assert_eq!(api.get("recreated").await.unwrap().uid(), again.uid());
+}
+
+/// A replica frozen while applying can send its apply after its successor deleted the parent and its
+/// children (docs/ha.md): the child comes back, linked to a parent that is gone. The running operator
+/// removes it on its event, and leaves a living parent's child alone.
+#[tokio::test]
+async fn a_child_that_comes_back_for_a_deleted_parent_is_removed() {
+    let env = CLUSTERS.get().await.unwrap();
+    setup(env, "cleanup-late").await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Late::default())
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "late started").await;
+    let gone = create_owner(env, "cleanup-late", "gone", &["gone-child".to_owned()]).await;
+    let kept = create_owner(env, "cleanup-late", "kept", &["kept-child".to_owned()]).await;
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), KIDS);
+    let applied = kids.get("gone-child").await.unwrap();
+
+    let owners: Api<Owner> = Api::namespaced(env.client("control").await.unwrap(), "cleanup-late");
+    owners
+        .delete("gone", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("gone and its child deleted", || async {
+        let parent = owners.get_opt("gone").await.unwrap();
+        let left = children_of(cluster_a.clone(), &gone).await;
+        match (parent, left.is_empty()) {
+            (None, true) => Ok(()),
+            (_, _) => Err(format!("children left: {left:?}")),
+        }
+    })
+    .await;
+
+    // The late apply: the same object, link and field manager as the frozen replica's.
+    let late = ConfigMap {
+        metadata: ObjectMeta {
+            name: applied.metadata.name.clone(),
+            namespace: applied.metadata.namespace.clone(),
+            labels: applied.metadata.labels.clone(),
+            annotations: applied.metadata.annotations.clone(),
+            ..ObjectMeta::default()
+        },
+        data: applied.data.clone(),
+        ..ConfigMap::default()
+    };
+    kids.patch(
+        "gone-child",
+        &kube::api::PatchParams::apply("late").force(),
+        &kube::api::Patch::Apply(&late),
+    )
+    .await
+    .unwrap();
+    eventually("the child that came back removed", || async {
+        match kids.get_opt("gone-child").await.unwrap() {
+            None => Ok(()),
+            Some(child) if child.metadata.deletion_timestamp.is_some() => Ok(()),
+            Some(_) => Err("gone-child is back and stays".to_owned()),
+        }
+    })
+    .await;
+    assert_eq!(
+        children_of(cluster_a, &kept).await,
+        ["kept-child"],
+        "a living parent's child stays"
+    );
+    tokio::time::timeout(WAIT, running.shutdown())
+        .await
+        .expect("shut down in time");
 }
