@@ -49,6 +49,10 @@ pub fn expand(model: &Model) -> TokenStream {
             quote!(abandon_unreachable_after),
             model.abandon_unreachable_after,
         ),
+        (
+            quote!(abandon_terminating_after),
+            model.abandon_terminating_after,
+        ),
     ] {
         if let Some(ms) = value {
             let ms = Literal::u64_unsuffixed(ms);

@@ -135,6 +135,7 @@ pub use health::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 ///     error_requeue = "30s",               // default: 5s
 ///     finalizer = "example.com/cleanup",   // optional, domain-qualified
 ///     abandon_unreachable_after = "1h",    // optional: give up on an unreachable context's children on deletion
+///     abandon_terminating_after = "1h",    // optional: stop waiting on deletion for children still terminating
 ///     owns(Kind, members, contexts = [..], namespaces = [..]),  // repeatable: a child kind and where it lives
 ///                                          // `members` (a flag): also in every member of the fleet
 ///     crate = path,                        // default: ::kubeplex

@@ -43,6 +43,10 @@ pub struct ControllerArgs {
     /// `abandon_unreachable_after = "1h"` (default: never): on deletion, give up on a child context that
     /// stays unreachable this long, leaving its children (recorded in status and an event).
     pub abandon_unreachable_after: Option<Str>,
+    /// `abandon_terminating_after = "1h"` (default: never): on deletion, stop waiting for children that
+    /// were deleted but are still there this long after (kept by finalizers of their own), leaving them
+    /// (recorded in status and an event).
+    pub abandon_terminating_after: Option<Str>,
     /// `crate = path` (default: `::kubeplex`): where the kubeplex crate is, for a renamed dependency.
     #[darling(rename = "crate")]
     pub krate: Option<PathArg>,

@@ -24,12 +24,12 @@ fn every_key_parses() {
         crd = App, contexts = [Fleet::A], fleet = Fleet, namespaces = ["a"], name = "n",
         label_selector = "a=b", field_selector = "x=y", concurrency = 3, debounce = "1s",
         requeue_after = "1h", error_requeue = "5s", finalizer = "a.b/c", crate = kp,
-        abandon_unreachable_after = "1h", members,
+        abandon_unreachable_after = "1h", abandon_terminating_after = "10m", members,
         owns(Deployment, contexts = [Fleet::B], namespaces = ["b"]), owns(Service, contexts = [Fleet::B])
     });
     assert!(errors.is_empty(), "{errors:?}");
     assert!(args.crd.0.is_some() && args.fleet.is_some() && args.krate.is_some());
-    assert!(args.abandon_unreachable_after.is_some());
+    assert!(args.abandon_unreachable_after.is_some() && args.abandon_terminating_after.is_some());
     assert!(args.members.0.is_some());
     assert_eq!(args.owns.len(), 2);
     assert_eq!(

@@ -294,13 +294,14 @@ pub fn check_duration(lit: &LitStr, key: &str, errors: &mut Accumulator) -> Opti
     }
 }
 
-/// `abandon_unreachable_after` only means something with children.
-pub fn check_abandon_needs_owns(lit: &LitStr, no_owns: bool, errors: &mut Accumulator) {
+/// `abandon_unreachable_after` and `abandon_terminating_after` (the `key`) only mean something with
+/// children.
+pub fn check_abandon_needs_owns(key: &str, lit: &LitStr, no_owns: bool, errors: &mut Accumulator) {
     if no_owns {
         errors.push(
-            Error::custom(
-                "`abandon_unreachable_after` only applies to children in other clusters: add `owns(..)` or remove it",
-            )
+            Error::custom(format!(
+                "`{key}` only applies to children in other clusters: add `owns(..)` or remove it"
+            ))
             .with_span(lit),
         );
     }

@@ -53,6 +53,8 @@ pub struct Model {
     pub error_requeue: Option<u64>,
     /// `abandon_unreachable_after`, in milliseconds.
     pub abandon_unreachable_after: Option<u64>,
+    /// `abandon_terminating_after`, in milliseconds.
+    pub abandon_terminating_after: Option<u64>,
     /// `finalizer`.
     pub finalizer: Option<LitStr>,
     /// The `owns(..)` entries.
@@ -247,8 +249,13 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         .concurrency
         .and_then(|int| check::check_concurrency(&int.0, errors));
 
-    if let Some(Str(lit)) = &args.abandon_unreachable_after {
-        check::check_abandon_needs_owns(lit, args.owns.is_empty(), errors);
+    for (key, value) in [
+        ("abandon_unreachable_after", &args.abandon_unreachable_after),
+        ("abandon_terminating_after", &args.abandon_terminating_after),
+    ] {
+        if let Some(Str(lit)) = value {
+            check::check_abandon_needs_owns(key, lit, args.owns.is_empty(), errors);
+        }
     }
     let mut duration = |value: Option<Str>, key: &str| {
         value.and_then(|Str(lit)| check::check_duration(&lit, key, errors))
@@ -258,6 +265,8 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
     let error_requeue = duration(args.error_requeue, "error_requeue");
     let abandon_unreachable_after =
         duration(args.abandon_unreachable_after, "abandon_unreachable_after");
+    let abandon_terminating_after =
+        duration(args.abandon_terminating_after, "abandon_terminating_after");
 
     let finalizer = args.finalizer.map(|Str(lit)| {
         check::check_finalizer(&lit, errors);
@@ -314,6 +323,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         requeue_after,
         error_requeue,
         abandon_unreachable_after,
+        abandon_terminating_after,
         finalizer,
         children,
     }

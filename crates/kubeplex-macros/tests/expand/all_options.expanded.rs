@@ -43,6 +43,7 @@ impl ::kubeplex::Controller for DeploymentAuditor {
             .requeue_after(::core::time::Duration::from_millis(5400000))
             .error_requeue(::core::time::Duration::from_millis(30000))
             .abandon_unreachable_after(::core::time::Duration::from_millis(7200000))
+            .abandon_terminating_after(::core::time::Duration::from_millis(1800000))
             .finalizer("audit.example.com/report")
             .owns(::kubeplex::Child::of::<ConfigMap>().contexts([Fleet::Control]))
             .owns(

@@ -12,6 +12,7 @@
     error_requeue = "30s",
     finalizer = "audit.example.com/report",
     abandon_unreachable_after = "2h",
+    abandon_terminating_after = "30m",
     owns(ConfigMap, contexts = [Fleet::Control]),
     owns(Secret, contexts = [Fleet::Control], namespaces = ["audit"]),
 )]

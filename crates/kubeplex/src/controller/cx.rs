@@ -121,6 +121,15 @@ impl<C: Context> Cx<C> {
     /// time, and records the outcome per context in the parent's status. Each context is synced on its own:
     /// an unreachable one never holds back the others.
     ///
+    /// The order of the calls does not matter. Within one context the children are applied in dependency
+    /// order, as Helm and kubectl order them: Namespaces, then CustomResourceDefinitions, then
+    /// PriorityClasses, StorageClasses, ResourceQuotas, LimitRanges and NetworkPolicies, then
+    /// ServiceAccounts, then ClusterRoles and Roles, then their bindings, then ConfigMaps and Secrets, then
+    /// every other kind, and webhook configurations and APIServices last; children of one rank in the
+    /// order declared. They are deleted in the reverse order. A child the API server refuses does not stop
+    /// the others: the context's status is `Failed`, naming each child that failed and why, and the next
+    /// try applies them again (`docs/ownership.md`).
+    ///
     /// Fails when the kind is not declared with `owns(..)` for that context (or with `members` for a
     /// member), the member is not one now, its namespace is not one of the declared namespaces, or the child
     /// has no name.

@@ -80,10 +80,12 @@ pub enum ClusterState {
     Unreachable,
     /// The context answered but applying or deleting a child failed.
     Failed,
-    /// The parent is being deleted and this context still has children (it blocks the deletion).
+    /// The parent is being deleted and this context still has children (it blocks the deletion): they
+    /// could not be deleted yet (the context is unreachable, a delete failed), or were deleted and are
+    /// still there, kept by finalizers of their own. The message names them and says why.
     Deleting,
-    /// The parent was deleted while this context was unreachable for longer than the abandon policy allows:
-    /// its children were left behind.
+    /// The parent was deleted while this context was unreachable, or its children there still terminating,
+    /// for longer than the abandon policy allows: its children were left behind.
     Abandoned,
     /// A child's name is taken by an object that is not this parent's (another parent's child, or one
     /// created by someone else): it was left alone.

@@ -1,14 +1,16 @@
-//! Children in one cluster: applying the desired ones, pruning the rest, removing them all when the parent
-//! goes. Nothing here knows the controller's types; the engine calls it once per child context.
+//! Children in one cluster: applying the desired ones in the apply order, pruning the rest, removing them
+//! all when the parent goes. Nothing here knows the controller's types; the engine calls it once per child
+//! context.
+
+mod removal;
+mod tally;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
-    Preconditions,
-};
+use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
 
+use super::apply_order::{sort_for_apply, sort_for_delete};
 use super::child_changes::{ChildChange, ChildChanges, change_of};
 use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
@@ -17,6 +19,9 @@ use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{PARENT_UID_LABEL, ParentRef};
 use crate::core::{is_transport, transport};
 use crate::metrics::Metrics;
+use removal::{Deleted, try_delete};
+pub(super) use removal::{delete, remove_children};
+use tally::Tally;
 
 /// What linking needs to know of the parent and its controller.
 pub(super) struct Parentage<'a> {
@@ -62,21 +67,24 @@ enum Claim {
     Taken(String),
 }
 
-/// Applies the desired children of one context (server-side apply, the controller as field manager) and
-/// deletes the parent's children there that are no longer desired. `watches` are this context's child
-/// caches. A child whose name is taken by an object that is not this parent's is left alone and reported
-/// as a conflict. The children created, changed or deleted are added to `changes`.
+/// Applies the desired children of one context (server-side apply, the controller as field manager), in
+/// the apply order, and deletes the parent's children there that are no longer desired, in its reverse.
+/// `watches` are this context's child caches. A child whose name is taken by an object that is not this
+/// parent's is left alone and reported as a conflict; a child the server refuses is reported with why,
+/// and the others are applied all the same. The children created, changed or deleted are added to
+/// `changes`.
 ///
 /// Runs in an `apply` span (the context, how many children it wants there); the pruning in a `prune` span
 /// within it (how many it deletes).
 pub(super) async fn sync_context(
     context: &str,
     client: Client,
-    desired: Vec<DesiredChild>,
+    mut desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
     link: &Parentage<'_>,
     changes: &ChildChanges,
 ) -> ContextOutcome {
+    sort_for_apply(&mut desired, |child| &child.resource);
     let span = tracing::info_span!("apply", context, children = desired.len());
     // A sync cut off by the per-context cap (a hung cluster) counts its children not yet applied as errors.
     let unfinished = Unfinished {
@@ -138,7 +146,7 @@ async fn sync(
     // Forcing is safe: ownership was checked first, and the controller's own earlier writes (or a
     // hand edit of a field it sets) must not block the repair.
     let apply = PatchParams::apply(link.controller).force();
-    let mut conflicts = Vec::new();
+    let mut tally = Tally::default();
     for child in &mut desired {
         let api = api(client.clone(), &child.resource, child.namespace.as_deref());
         let place = place(
@@ -150,12 +158,15 @@ async fn sync(
             Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
                 unfinished.count("conflict");
-                conflicts.push(format!("{place} already exists and belongs to {owner}"));
+                tally.conflict(format!("{place} already exists and belongs to {owner}"));
                 continue;
             }
             Err(error) => {
                 unfinished.count("error");
-                return failure(&error, &format!("reading {place}"));
+                match tally.fail(context, &error, &format!("reading {place}")) {
+                    Some(stop) => return stop,
+                    None => continue,
+                }
             }
         };
         // Stamped in place: the child is this sync's own.
@@ -171,17 +182,20 @@ async fn sync(
         {
             Ok(applied) => {
                 unfinished.count("success");
+                tally.done += 1;
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
                     changes.push(context, change, place);
                 }
             }
             Err(error) => {
                 unfinished.count("error");
-                return failure(&error, &format!("applying {place}"));
+                if let Some(stop) = tally.fail(context, &error, &format!("applying {place}")) {
+                    return stop;
+                }
             }
         }
     }
-    let stale: Vec<(&ChildWatch, ObjectMeta)> = watches
+    let mut stale: Vec<(&ChildWatch, ObjectMeta)> = watches
         .iter()
         .flat_map(|watch| {
             watch
@@ -193,31 +207,15 @@ async fn sync(
         })
         .collect();
     if !stale.is_empty() {
+        sort_for_delete(&mut stale, |(watch, _)| &watch.resource);
         let span = tracing::info_span!("prune", context, children = stale.len());
-        let pruned = prune(context, &client, stale, changes, link);
+        let pruned = prune(context, &client, stale, changes, link, &mut tally);
         let pruned = tracing::Instrument::instrument(pruned, span);
-        if let Err(outcome) = pruned.await {
-            return outcome;
+        if let Some(stop) = pruned.await {
+            return stop;
         }
     }
-    if !conflicts.is_empty() {
-        return ContextOutcome {
-            fenced: None,
-            state: ClusterState::Conflict,
-            children: (desired.len() - conflicts.len()) as u32,
-            message: Some(conflicts.join("; ")),
-        };
-    }
-    ContextOutcome {
-        fenced: None,
-        state: if desired.is_empty() {
-            ClusterState::NotTargeted
-        } else {
-            ClusterState::Ready
-        },
-        children: desired.len() as u32,
-        message: None,
-    }
+    tally.applied(desired.len())
 }
 
 /// `Kind.group/version`, as the metrics label kinds.
@@ -231,33 +229,37 @@ fn place(kind: &str, namespace: Option<&str>, name: &str) -> String {
     format!("{kind} {namespace}{name}")
 }
 
-/// Deletes the children no longer desired; the failure's outcome if one fails.
+/// Deletes the children no longer desired, each failure recorded in `tally`; the outcome to report when
+/// one stops the pruning (the cluster cannot be reached).
 async fn prune(
     context: &str,
     client: &Client,
     stale: Vec<(&ChildWatch, ObjectMeta)>,
     changes: &ChildChanges,
     link: &Parentage<'_>,
-) -> Result<(), ContextOutcome> {
+    tally: &mut Tally,
+) -> Option<ContextOutcome> {
     for (watch, stale) in stale {
         let name = stale.name.clone().unwrap_or_default();
         tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
         match try_delete(client.clone(), &watch.resource, &stale).await {
-            Ok(true) => {
+            Ok(Deleted::NotThere) => {}
+            Ok(Deleted::Gone | Deleted::Accepted) => {
                 let kind = kind_of(&watch.resource);
                 link.metrics
                     .children_pruned(link.controller, context, &kind, 1);
                 let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
                 changes.push(context, ChildChange::Pruned, place);
             }
-            Ok(false) => {}
             Err(error) => {
                 let what = format!("deleting {} {name}", watch.resource.kind);
-                return Err(failure(&error, &what));
+                if let Some(stop) = tally.fail(context, &error, &what) {
+                    return Some(stop);
+                }
             }
         }
     }
-    Ok(())
+    None
 }
 
 fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> bool {
@@ -298,99 +300,6 @@ async fn claim(
             None => "no kubeplex parent (it was created by someone else)".into(),
         }),
     })
-}
-
-/// Deletes every child of the parent in one context, found by listing (not the cache, which may lag):
-/// `Ready` with no children left, or why not. Runs in a `prune` span (the context, how many children it
-/// deleted).
-pub(super) async fn remove_children(
-    context: &str,
-    client: Client,
-    targets: &[(ApiResource, Option<String>)],
-    parent_uid: &str,
-    counted: (&Metrics, &str),
-) -> ContextOutcome {
-    let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
-    let removal = remove_all(context, client, targets, parent_uid, span.clone(), counted);
-    tracing::Instrument::instrument(removal, span).await
-}
-
-async fn remove_all(
-    context: &str,
-    client: Client,
-    targets: &[(ApiResource, Option<String>)],
-    parent_uid: &str,
-    span: tracing::Span,
-    (metrics, controller): (&Metrics, &str),
-) -> ContextOutcome {
-    let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
-    let mut deleted = 0_usize;
-    for (resource, namespace) in targets {
-        let children = match api(client.clone(), resource, namespace.as_deref())
-            .list_metadata(&selector)
-            .await
-        {
-            Ok(list) => list.items,
-            Err(error) => return failure(&error, &format!("listing {}", resource.plural)),
-        };
-        for child in children {
-            let name = child.metadata.name.clone().unwrap_or_default();
-            tracing::info!(%context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
-            match try_delete(client.clone(), resource, &child.metadata).await {
-                Ok(gone) => {
-                    deleted += usize::from(gone);
-                    let kind = kind_of(resource);
-                    metrics.children_pruned(controller, context, &kind, u64::from(gone));
-                }
-                Err(error) => {
-                    span.record("children", deleted);
-                    let what = format!("deleting {} {name}", resource.kind);
-                    return failure(&error, &what);
-                }
-            }
-        }
-    }
-    span.record("children", deleted);
-    ContextOutcome {
-        fenced: None,
-        state: ClusterState::Ready,
-        children: 0,
-        message: None,
-    }
-}
-
-/// Deletes a child, only if it is still the object we saw (same UID); already gone, or replaced by another
-/// object of the same name, counts as done.
-pub(super) async fn delete(
-    client: Client,
-    resource: &ApiResource,
-    child: &ObjectMeta,
-) -> Result<(), kube::Error> {
-    try_delete(client, resource, child).await.map(|_| ())
-}
-
-/// As [`delete`]; whether this call deleted it (not: it was gone or replaced already).
-async fn try_delete(
-    client: Client,
-    resource: &ApiResource,
-    child: &ObjectMeta,
-) -> Result<bool, kube::Error> {
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: child.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::background()
-    };
-    let api = api(client, resource, child.namespace.as_deref());
-    match api
-        .delete(child.name.as_deref().unwrap_or_default(), &params)
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
-        Err(error) => Err(error),
-    }
 }
 
 /// Whether `meta` is a child of the parent with this UID.

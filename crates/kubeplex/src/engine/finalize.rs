@@ -71,8 +71,10 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// The parent is being deleted: runs the user's cleanup, removes the children in every context, then the
-    /// finalizer. A context that cannot be reached keeps the finalizer (and says so in the status) until it
-    /// returns, or until the abandon policy gives up on it.
+    /// finalizer once they are gone. A context that cannot be reached keeps the finalizer (and says so in
+    /// the status) until it returns, or until the abandon policy gives up on it; so does a child deleted but
+    /// still there (kept by its own finalizers), until it goes (its deletion is an event of the parent, and
+    /// the parent is checked again after `error_requeue` besides) or the terminating bound gives up on it.
     pub(crate) async fn finalize(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
         let context = cx.context();
         let uid = object.uid().unwrap_or_default();
@@ -109,40 +111,44 @@ impl<R: Reconcile> Engine<R> {
             }
             self.members_not_listed(&mut outcomes);
         }
-        let abandon = self
-            .plan
-            .get_abandon_unreachable_after()
-            .is_some_and(|after| deleted_for(&*object) >= after);
+        let deleted_for = deleted_for(&*object);
+        let past = |bound: Option<Duration>| bound.is_some_and(|after| deleted_for >= after);
+        let abandon_unreachable = past(self.plan.get_abandon_unreachable_after());
+        let abandon_terminating = past(self.plan.get_abandon_terminating_after());
         let mut blocked = false;
         for (name, outcome) in &mut outcomes {
-            if outcome.state == ClusterState::Ready {
-                continue;
-            }
-            let why = outcome.message.take().unwrap_or_default();
-            if abandon {
-                let message = format!(
-                    "unreachable for longer than the abandon policy allows; its children were left behind ({why})"
-                );
-                tracing::warn!(context = %name, %message, "abandoning children");
-                let note =
-                    Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
-                        .about(name);
-                self.publish(&object, &context, note).await;
-                *outcome = ContextOutcome {
-                    fenced: None,
-                    state: ClusterState::Abandoned,
-                    children: 0,
-                    message: Some(message),
-                };
-            } else {
-                blocked = true;
-                *outcome = ContextOutcome {
-                    fenced: None,
-                    state: ClusterState::Deleting,
-                    children: outcome.children,
-                    message: Some(why),
-                };
-            }
+            // Reachable, its children deleted, some still there: the terminating bound applies to it.
+            let going = outcome.state == ClusterState::Deleting;
+            let why = match outcome.state {
+                ClusterState::Ready => continue,
+                _ if going && abandon_terminating => {
+                    "children still there longer than the abandon policy allows; they were left to finish on their own"
+                }
+                _ if !going && abandon_unreachable => {
+                    "unreachable for longer than the abandon policy allows; its children were left behind"
+                }
+                _ => {
+                    blocked = true;
+                    *outcome = ContextOutcome {
+                        fenced: None,
+                        state: ClusterState::Deleting,
+                        children: outcome.children,
+                        message: outcome.message.take(),
+                    };
+                    continue;
+                }
+            };
+            let message = format!("{why} ({})", outcome.message.take().unwrap_or_default());
+            tracing::warn!(context = %name, %message, "abandoning children");
+            let note = Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
+                .about(name);
+            self.publish(&object, &context, note).await;
+            *outcome = ContextOutcome {
+                fenced: None,
+                state: ClusterState::Abandoned,
+                children: outcome.children,
+                message: Some(message),
+            };
         }
         let parent = namespaced_name(object.namespace().as_deref(), &object.name_any());
         for (name, outcome) in &outcomes {

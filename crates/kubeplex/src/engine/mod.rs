@@ -1,7 +1,8 @@
-//! One controller at work: its engine, the loop that feeds its executor, reconcile, children (apply,
-//! prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
+//! One controller at work: its engine, the loop that feeds its executor, reconcile, children (apply order,
+//! apply, prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
 //! shard watches. A test engine (`test_engine`) serves the unit tests here.
 
+mod apply_order;
 mod child_changes;
 mod children;
 mod controller_loop;

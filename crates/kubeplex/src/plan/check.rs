@@ -48,6 +48,7 @@ impl<C: Context> Plan<C> {
             ("requeue_after", self.requeue_after),
             ("error_requeue", self.error_requeue),
             ("abandon_unreachable_after", self.abandon_unreachable_after),
+            ("abandon_terminating_after", self.abandon_terminating_after),
         ];
         for (key, delay) in durations {
             if delay == Some(Duration::ZERO) {

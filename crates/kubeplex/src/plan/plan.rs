@@ -61,6 +61,7 @@ pub struct Plan<C> {
     pub(super) error_requeue: Option<Duration>,
     pub(super) finalizer: Option<Cow<'static, str>>,
     pub(super) abandon_unreachable_after: Option<Duration>,
+    pub(super) abandon_terminating_after: Option<Duration>,
     pub(super) children: Vec<Child<C>>,
     /// Kinds `child_namespaces` was given that the plan does not own (a problem, reported at start).
     pub(super) unowned: Vec<String>,
@@ -82,6 +83,7 @@ impl<C: Context> Plan<C> {
             error_requeue: None,
             finalizer: None,
             abandon_unreachable_after: None,
+            abandon_terminating_after: None,
             children: Vec::new(),
             unowned: Vec::new(),
         }
@@ -188,6 +190,17 @@ impl<C: Context> Plan<C> {
     #[must_use]
     pub fn abandon_unreachable_after(mut self, timeout: Duration) -> Self {
         self.abandon_unreachable_after = Some(timeout);
+        self
+    }
+
+    /// When a parent is deleted and some of its children are still there `timeout` after the deletion
+    /// (deleted, but kept by finalizers of their own: a Namespace whose content is still being deleted, an
+    /// object another controller guards), stops waiting for them: the parent's finalizer is removed, a
+    /// `Warning` event `ChildrenAbandoned` names the children that stay, and they are left to finish on
+    /// their own. Without this, the parent stays until they are gone (nothing is left behind unseen).
+    #[must_use]
+    pub fn abandon_terminating_after(mut self, timeout: Duration) -> Self {
+        self.abandon_terminating_after = Some(timeout);
         self
     }
 
@@ -310,6 +323,11 @@ impl<C: Context> Plan<C> {
     /// The timeout set by [`abandon_unreachable_after`](Self::abandon_unreachable_after), if any.
     pub fn get_abandon_unreachable_after(&self) -> Option<Duration> {
         self.abandon_unreachable_after
+    }
+
+    /// The timeout set by [`abandon_terminating_after`](Self::abandon_terminating_after), if any.
+    pub fn get_abandon_terminating_after(&self) -> Option<Duration> {
+        self.abandon_terminating_after
     }
 
     /// Every context children live in, each once.

@@ -8,7 +8,7 @@ use super::*;
 use crate::client::fake_api::{self, status};
 use crate::engine::test_engine::FixedCache;
 
-fn parent(uid: &str, name: &str) -> ParentRef {
+pub(super) fn parent(uid: &str, name: &str) -> ParentRef {
     ParentRef {
         context: "control".into(),
         namespace: Some("crds".into()),
@@ -18,7 +18,7 @@ fn parent(uid: &str, name: &str) -> ParentRef {
 }
 
 /// A child's metadata as the cache or the server has it, linked to `parent` when given.
-fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
+pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
     let (labels, annotations) = match parent {
         Some(p) => {
             let (l, a) = p.stamp("app-deployer", "AppDeployment.demo/v1");
@@ -233,93 +233,95 @@ async fn a_failed_apply_names_the_child_and_the_servers_message_and_leaves_the_c
 }
 
 #[tokio::test]
-async fn deleting_a_child_that_is_gone_or_replaced_is_done() {
-    for code in [404, 409] {
-        let (client, _) = fake_api::client(move |_, _, _| status(code, "Gone", "gone"));
-        let resource = ApiResource::erase::<Deployment>(&());
-        assert!(
-            delete(client, &resource, &child_meta("web", None))
-                .await
-                .is_ok(),
-            "{code}"
-        );
-    }
-    let (client, _) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
-    let resource = ApiResource::erase::<Deployment>(&());
-    assert!(
-        delete(client, &resource, &child_meta("web", None))
-            .await
-            .is_err()
+async fn a_child_the_server_refuses_does_not_stop_the_others_and_each_refusal_is_named() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = fake_api::client(|method, uri, _| {
+        let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
+        match method {
+            "GET" => status(404, "NotFound", "not found"),
+            _ if name.starts_with("bad") => status(422, "Invalid", &format!("{name} is invalid")),
+            _ => (
+                200,
+                serde_json::json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": name } }),
+            ),
+        }
+    });
+    let want = vec![desired("bad-one"), desired("good"), desired("bad-two")];
+    let outcome = sync(client, want, Vec::new(), &me).await;
+    let applied: Vec<String> = (requests.all().into_iter())
+        .filter(|s| s.method == "PATCH")
+        .map(|s| s.uri.split('?').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            "/apis/apps/v1/namespaces/ns/deployments/bad-one",
+            "/apis/apps/v1/namespaces/ns/deployments/good",
+            "/apis/apps/v1/namespaces/ns/deployments/bad-two",
+        ]
+    );
+    assert_eq!(outcome.state, ClusterState::Failed);
+    assert_eq!(outcome.children, 1, "the one applied");
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some(
+            "applying Deployment ns/bad-one: bad-one is invalid (422 Invalid); \
+             applying Deployment ns/bad-two: bad-two is invalid (422 Invalid)"
+        )
     );
 }
 
-/// Someone deletes the child and creates another of the same name between the runtime's list and its
-/// delete: the delete names the UID the list showed, so the server (as a real one does; see
-/// `tests/runtime_cleanup.rs`) refuses it with 409, and the new object stays.
 #[tokio::test]
-async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
-    let current = Arc::new(parking_lot::Mutex::new(Some("uid-web".to_owned())));
-    let server = current.clone();
-    let (client, requests) = fake_api::client(move |method, _, body| {
-        let mut current = server.lock();
-        match method {
-            "GET" => {
-                let listed = child_meta("web", Some(&parent("uid-1", "crd-a")));
-                // Replaced as soon as it was listed.
-                *current = Some("uid-web-recreated".into());
-                (
-                    200,
-                    serde_json::json!({
-                        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
-                        "metadata": {},
-                        "items": [{
-                            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-                            "metadata": listed,
-                        }],
-                    }),
-                )
-            }
-            "DELETE" => {
-                let sent: serde_json::Value = serde_json::from_str(body).unwrap();
-                let precondition = sent["preconditions"]["uid"].as_str().map(str::to_owned);
-                match (precondition, current.clone()) {
-                    (Some(wanted), Some(actual)) if wanted != actual => status(
-                        409,
-                        "Conflict",
-                        &format!(
-                            "Operation cannot be fulfilled on deployments.apps \"web\": the UID in the precondition ({wanted}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
-                        ),
-                    ),
-                    _ => {
-                        *current = None;
-                        (
-                            200,
-                            serde_json::json!({ "kind": "Status", "apiVersion": "v1", "status": "Success" }),
-                        )
-                    }
-                }
-            }
-            _ => status(405, "MethodNotAllowed", "unexpected"),
+async fn a_namespace_declared_after_what_lives_in_it_is_applied_first() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = server(Vec::new());
+    let namespace = DesiredChild {
+        resource: ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+        namespace: None,
+        name: "ns".into(),
+        object: serde_json::json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "ns" } }),
+    };
+    let outcome = sync(client, vec![desired("web"), namespace], Vec::new(), &me).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    let applied: Vec<String> = (requests.all().into_iter())
+        .filter(|s| s.method == "PATCH")
+        .map(|s| s.uri.split('?').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        applied,
+        [
+            "/api/v1/namespaces/ns",
+            "/apis/apps/v1/namespaces/ns/deployments/web"
+        ]
+    );
+}
+
+/// A client whose server refuses every connection, counting the attempts.
+fn refusing(attempts: Arc<std::sync::atomic::AtomicUsize>) -> Client {
+    let service = tower::service_fn(move |_: http::Request<kube::client::Body>| {
+        attempts.fetch_add(1, Ordering::SeqCst);
+        async {
+            Err::<http::Response<http_body_util::Full<hyper::body::Bytes>>, _>(
+                std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+            )
         }
     });
-    let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
-    let metrics = crate::metrics::Metrics::default();
-    let counted = (&metrics, "app-deployer");
-    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    Client::new(service, "default")
+}
+
+#[tokio::test]
+async fn a_cluster_that_cannot_be_reached_stops_the_pass_at_the_first_child() {
+    let me = parent("uid-1", "crd-a");
+    let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let client = refusing(attempts.clone());
+    let cached = vec![child_meta("web", Some(&me)), child_meta("api", Some(&me))];
+    let outcome = sync(client, vec![desired("web"), desired("api")], cached, &me).await;
+    assert_eq!(outcome.state, ClusterState::Unreachable, "{outcome:?}");
     assert_eq!(
-        current.lock().as_deref(),
-        Some("uid-web-recreated"),
-        "the recreated child was deleted"
+        attempts.load(Ordering::SeqCst),
+        1,
+        "every other child would meet the same"
     );
-    let deletes: Vec<fake_api::Seen> = requests
-        .all()
-        .into_iter()
-        .filter(|s| s.method == "DELETE")
-        .collect();
-    assert_eq!(deletes.len(), 1, "{deletes:?}");
-    let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
-    assert_eq!(body["preconditions"]["uid"], "uid-web");
 }
 
 /// Answers a child's apply with `generation` (and a resourceVersion), deletes as `delete` says.

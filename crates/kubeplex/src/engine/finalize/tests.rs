@@ -1,8 +1,9 @@
 //! The finalizer patches and the deletion path's events, against a stand-in API server.
 
 use super::*;
+use crate::Controller;
 use crate::client::fake_api::{self, status};
-use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
+use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
 
 const OURS: &str = "kubeplex.dev/test-controller";
 
@@ -235,4 +236,149 @@ async fn a_blocked_deletion_names_the_cluster_once_in_each_message() {
         (1, 0, 1),
         "{condition}"
     );
+}
+
+/// A parent deleted `ago`, with the controller's finalizer.
+fn deleted_parent(ago: Duration) -> Arc<k8s_openapi::api::core::v1::ConfigMap> {
+    let mut deleted = parent(&[OURS]);
+    let when = k8s_openapi::jiff::Timestamp::now() - ago;
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(when));
+    Arc::new(deleted)
+}
+
+/// A server where the parent's child `ns/held` in cluster-a is deleted but kept by its finalizer while
+/// `held`; the requests it was sent.
+fn holding(held: Arc<std::sync::atomic::AtomicBool>) -> (kube::Client, fake_api::Requests) {
+    use std::sync::atomic::Ordering;
+    fake_api::client(move |method, uri, body| match method {
+        "GET" if uri.starts_with("/api/v1/namespaces/ns/configmaps?") => {
+            let items = if held.load(Ordering::SeqCst) {
+                vec![serde_json::json!({
+                    "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                    "metadata": {
+                        "name": "held", "namespace": "ns", "uid": "uid-held",
+                        "deletionTimestamp": "2026-01-01T00:00:00Z",
+                        "finalizers": ["example.com/hold"],
+                    },
+                })]
+            } else {
+                Vec::new()
+            };
+            (
+                200,
+                serde_json::json!({
+                    "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                    "metadata": {}, "items": items,
+                }),
+            )
+        }
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        _ if uri.contains("/status?") => (
+            200,
+            serde_json::json!({ "metadata": { "resourceVersion": "2" } }),
+        ),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    })
+}
+
+/// Whether the parent's finalizer was removed (a JSON patch of the parent itself, not its status).
+fn released(requests: &fake_api::Requests) -> bool {
+    requests.all().iter().any(|s| {
+        s.method == "PATCH"
+            && s.uri
+                .starts_with("/api/v1/namespaces/crds/configmaps/parent?")
+            && s.body.contains("\"remove\"")
+    })
+}
+
+/// The last status the fake server was sent.
+fn last_status(requests: &fake_api::Requests) -> serde_json::Value {
+    let sent = (requests.all().into_iter().rev())
+        .find(|s| s.uri.contains("/status?"))
+        .expect("a status written");
+    serde_json::from_str(&sent.body).unwrap()
+}
+
+#[tokio::test]
+async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let held = Arc::new(AtomicBool::new(true));
+    let (client, requests) = holding(held.clone());
+    let mut engine = engine(client);
+    // Long past the unreachable bound: it is not what decides about a child still terminating.
+    let plan = TestController::plan().abandon_unreachable_after(Duration::from_secs(60));
+    engine.plan = Arc::new(plan);
+    let deleted = deleted_parent(Duration::from_secs(3600));
+    let cx = Cx::new(
+        CONTROL_TARGET,
+        engine.plan.clone(),
+        engine.runtime.clone(),
+        0,
+    );
+
+    let verdict = engine.finalize(deleted.clone(), &cx).await;
+    assert!(
+        matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()),
+        "{verdict:?}"
+    );
+    assert!(
+        !released(&requests),
+        "released while a child is still there"
+    );
+    let status = last_status(&requests)["status"].clone();
+    let cluster = &status["clusters"]["cluster-a"];
+    assert_eq!(cluster["state"], "Deleting");
+    assert_eq!(
+        cluster["message"],
+        "waiting for children to go: ConfigMap ns/held (Terminating; finalizers: example.com/hold)"
+    );
+    assert_eq!(status["conditions"][0]["reason"], "DeletionBlocked");
+
+    held.store(false, Ordering::SeqCst);
+    let verdict = engine.finalize(deleted, &cx).await;
+    assert_eq!(verdict, Verdict::Done(Action::await_change()));
+    assert!(released(&requests), "{:?}", requests.lines());
+}
+
+#[tokio::test]
+async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_what_stays() {
+    let held = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (client, requests) = holding(held);
+    let mut engine = engine(client);
+    let plan = TestController::plan().abandon_terminating_after(Duration::from_secs(60));
+    engine.plan = Arc::new(plan);
+    let cx = Cx::new(
+        CONTROL_TARGET,
+        engine.plan.clone(),
+        engine.runtime.clone(),
+        0,
+    );
+
+    // Within the bound: it waits.
+    let verdict = engine
+        .finalize(deleted_parent(Duration::from_secs(1)), &cx)
+        .await;
+    assert!(matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()));
+    assert!(!released(&requests));
+
+    let verdict = engine
+        .finalize(deleted_parent(Duration::from_secs(3600)), &cx)
+        .await;
+    assert_eq!(verdict, Verdict::Done(Action::await_change()));
+    assert!(released(&requests), "{:?}", requests.lines());
+    let abandoned = (requests.all().into_iter())
+        .filter(|s| s.uri.contains("/events"))
+        .map(|s| serde_json::from_str::<serde_json::Value>(&s.body).unwrap())
+        .find(|event| event["reason"] == "ChildrenAbandoned")
+        .expect("a ChildrenAbandoned event");
+    assert_eq!(abandoned["type"], "Warning");
+    let note = abandoned["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("cluster-a: children still there longer than the abandon policy allows")
+            && note.contains("ConfigMap ns/held (Terminating; finalizers: example.com/hold)"),
+        "{note}"
+    );
+    let status = last_status(&requests)["status"].clone();
+    assert_eq!(status["clusters"]["cluster-a"]["state"], "Abandoned");
 }

@@ -1,0 +1,173 @@
+//! Removing every child of a deleted parent in one context, and deleting one child. A child counts as
+//! removed once it is gone, not once its delete was accepted: one that carries a finalizer (a Namespace
+//! whose content is still being deleted, a PersistentVolumeClaim in use, anything another controller
+//! guards) stays, `Terminating`, and the parent's deletion waits for it.
+
+use kube::Client;
+use kube::api::{
+    ApiResource, DeleteParams, ListParams, ObjectMeta, PartialObjectMeta, Preconditions,
+};
+
+use super::tally::Tally;
+use super::{api, kind_of, place};
+use crate::core::{ContextOutcome, PARENT_UID_LABEL};
+use crate::engine::apply_order::sort_for_delete;
+use crate::metrics::Metrics;
+
+/// Deletes every child of the parent in one context, found by listing (not the cache, which may lag), the
+/// kinds in the reverse of the apply order: `Ready` once none is left, `Deleting` naming those still going
+/// (and why), or why they could not be deleted. Runs in a `prune` span (the context, how many children it
+/// deleted).
+pub(in crate::engine) async fn remove_children(
+    context: &str,
+    client: Client,
+    targets: &[(ApiResource, Option<String>)],
+    parent_uid: &str,
+    counted: (&Metrics, &str),
+) -> ContextOutcome {
+    let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
+    let removal = remove_all(context, client, targets, parent_uid, span.clone(), counted);
+    tracing::Instrument::instrument(removal, span).await
+}
+
+async fn remove_all(
+    context: &str,
+    client: Client,
+    targets: &[(ApiResource, Option<String>)],
+    parent_uid: &str,
+    span: tracing::Span,
+    (metrics, controller): (&Metrics, &str),
+) -> ContextOutcome {
+    let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
+    let mut targets: Vec<&(ApiResource, Option<String>)> = targets.iter().collect();
+    sort_for_delete(&mut targets, |(resource, _)| resource);
+    let mut tally = Tally::default();
+    let stopped = 'kinds: {
+        for (resource, namespace) in targets {
+            let api = api(client.clone(), resource, namespace.as_deref());
+            let listing = format!("listing {}", resource.plural);
+            let children = match api.list_metadata(&selector).await {
+                Ok(list) => list.items,
+                Err(error) => match tally.fail(context, &error, &listing) {
+                    Some(stop) => break 'kinds Some(stop),
+                    None => continue,
+                },
+            };
+            // Whether a child may still be there: one already going, or one whose delete the server
+            // answered with the object (it keeps it while finalizers or a grace period hold it).
+            let mut recheck = false;
+            for child in children {
+                if child.metadata.deletion_timestamp.is_some() {
+                    recheck = true;
+                    continue;
+                }
+                let name = child.metadata.name.clone().unwrap_or_default();
+                tracing::info!(%context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
+                match try_delete(client.clone(), resource, &child.metadata).await {
+                    Ok(deleted) => {
+                        let counts = deleted != Deleted::NotThere;
+                        tally.done += u32::from(counts);
+                        recheck |= deleted == Deleted::Accepted;
+                        let kind = kind_of(resource);
+                        metrics.children_pruned(controller, context, &kind, u64::from(counts));
+                    }
+                    Err(error) => {
+                        let what = format!("deleting {} {name}", resource.kind);
+                        if let Some(stop) = tally.fail(context, &error, &what) {
+                            break 'kinds Some(stop);
+                        }
+                    }
+                }
+            }
+            if !recheck {
+                continue;
+            }
+            match api.list_metadata(&selector).await {
+                Ok(left) => {
+                    for child in left.items {
+                        tally.going(going(resource, &child));
+                    }
+                }
+                Err(error) => {
+                    if let Some(stop) = tally.fail(context, &error, &listing) {
+                        break 'kinds Some(stop);
+                    }
+                }
+            }
+        }
+        None
+    };
+    span.record("children", tally.done);
+    stopped.unwrap_or_else(|| tally.removed())
+}
+
+/// A child still there after its delete, and why: `ConfigMap kids/web (Terminating; finalizers:
+/// example.com/hold)`.
+fn going(resource: &ApiResource, child: &PartialObjectMeta<kube::api::DynamicObject>) -> String {
+    let meta = &child.metadata;
+    let place = place(
+        &resource.kind,
+        meta.namespace.as_deref(),
+        meta.name.as_deref().unwrap_or_default(),
+    );
+    let finalizers = meta.finalizers.as_deref().unwrap_or_default();
+    let why = match (&meta.deletion_timestamp, finalizers) {
+        (None, _) => "not deleted yet".to_owned(),
+        (Some(_), []) => "Terminating".to_owned(),
+        (Some(_), finalizers) => format!("Terminating; finalizers: {}", finalizers.join(", ")),
+    };
+    format!("{place} ({why})")
+}
+
+/// Deletes a child, only if it is still the object we saw (same UID); already gone, or replaced by another
+/// object of the same name, counts as done.
+pub(in crate::engine) async fn delete(
+    client: Client,
+    resource: &ApiResource,
+    child: &ObjectMeta,
+) -> Result<(), kube::Error> {
+    try_delete(client, resource, child).await.map(|_| ())
+}
+
+/// What a delete did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Deleted {
+    /// The server deleted the child.
+    Gone,
+    /// The server accepted the delete and answered with the object: it may still be there (finalizers, a
+    /// grace period), which only a read tells.
+    Accepted,
+    /// It was gone already, or replaced by another object of the same name.
+    NotThere,
+}
+
+/// As [`delete`]; what the delete did.
+pub(super) async fn try_delete(
+    client: Client,
+    resource: &ApiResource,
+    child: &ObjectMeta,
+) -> Result<Deleted, kube::Error> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: child.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    let api = api(client, resource, child.namespace.as_deref());
+    match api
+        .delete(child.name.as_deref().unwrap_or_default(), &params)
+        .await
+    {
+        // A `Status` says the object was deleted; the object itself, that it may be kept a while.
+        Ok(answer) if answer.is_right() => Ok(Deleted::Gone),
+        Ok(_) => Ok(Deleted::Accepted),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+            Ok(Deleted::NotThere)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests;

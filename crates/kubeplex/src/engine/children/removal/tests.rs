@@ -1,0 +1,266 @@
+//! Removing a deleted parent's children in one cluster, against a stand-in API server: what counts as
+//! gone, what is waited for, and the order.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::*;
+use crate::client::fake_api::{self, status};
+use crate::core::ClusterState;
+use crate::engine::children::tests::{child_meta, parent};
+
+/// A metadata list of these children.
+fn list(items: &[ObjectMeta]) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = (items.iter())
+        .map(|meta| {
+            serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": meta,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": {},
+        "items": items,
+    })
+}
+
+/// What a server answers a delete that deleted the object.
+fn deleted() -> (u16, serde_json::Value) {
+    let status = serde_json::json!({ "kind": "Status", "apiVersion": "v1", "status": "Success" });
+    (200, status)
+}
+
+/// `parent`'s child `name` (a ConfigMap in `ns`), deleted and kept by `example.com/hold`.
+fn held(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        deletion_timestamp: Some(Time(k8s_openapi::jiff::Timestamp::now())),
+        finalizers: Some(vec!["example.com/hold".into()]),
+        ..child_meta(name, Some(&parent("uid-1", "crd-a")))
+    }
+}
+
+async fn remove(
+    client: Client,
+    targets: &[(ApiResource, Option<String>)],
+) -> crate::core::ContextOutcome {
+    let metrics = crate::metrics::Metrics::default();
+    remove_children(
+        "cluster-a",
+        client,
+        targets,
+        "uid-1",
+        (&metrics, "app-deployer"),
+    )
+    .await
+}
+
+fn config_maps() -> Vec<(ApiResource, Option<String>)> {
+    vec![(ApiResource::erase::<ConfigMap>(&()), Some("ns".to_owned()))]
+}
+
+#[tokio::test]
+async fn a_child_whose_delete_was_accepted_but_that_is_still_there_holds_the_deletion() {
+    let lists = Arc::new(AtomicUsize::new(0));
+    let counted = lists.clone();
+    let (client, requests) = fake_api::client(move |method, _, _| match method {
+        // The first list finds it as it was; the delete is answered with the object, kept by its
+        // finalizer; the second list still has it.
+        "GET" if counted.fetch_add(1, Ordering::SeqCst) == 0 => (
+            200,
+            list(&[child_meta("held", Some(&parent("uid-1", "crd-a")))]),
+        ),
+        "GET" => (200, list(&[held("held")])),
+        "DELETE" => (
+            200,
+            serde_json::json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": held("held") }),
+        ),
+        _ => status(405, "MethodNotAllowed", "unexpected"),
+    });
+    let outcome = remove(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Deleting, "{outcome:?}");
+    assert_eq!(outcome.children, 1);
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some(
+            "waiting for children to go: ConfigMap ns/held (Terminating; finalizers: example.com/hold)"
+        )
+    );
+    let methods: Vec<String> = requests.all().into_iter().map(|s| s.method).collect();
+    assert_eq!(methods, ["GET", "DELETE", "GET"]);
+}
+
+#[tokio::test]
+async fn a_child_already_going_is_not_deleted_again_and_counts_as_removed_once_no_list_has_it() {
+    let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = gone.clone();
+    let (client, requests) = fake_api::client(move |method, _, _| match method {
+        "GET" if server.load(Ordering::SeqCst) => (200, list(&[])),
+        "GET" => (200, list(&[held("held")])),
+        _ => status(405, "MethodNotAllowed", "unexpected"),
+    });
+    let outcome = remove(client.clone(), &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Deleting, "{outcome:?}");
+
+    // Its finalizer was removed: the next pass finds nothing left.
+    gone.store(true, Ordering::SeqCst);
+    let outcome = remove(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert!(
+        requests.all().iter().all(|s| s.method == "GET"),
+        "a child already going is deleted again: {:?}",
+        requests.lines()
+    );
+}
+
+#[tokio::test]
+async fn a_child_the_server_says_it_deleted_is_gone_without_a_second_look() {
+    let (client, requests) = fake_api::client(|method, _, _| match method {
+        "GET" => (
+            200,
+            list(&[child_meta("web", Some(&parent("uid-1", "crd-a")))]),
+        ),
+        "DELETE" => deleted(),
+        _ => status(405, "MethodNotAllowed", "unexpected"),
+    });
+    let outcome = remove(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
+}
+
+#[tokio::test]
+async fn kinds_are_deleted_in_the_reverse_of_the_apply_order_and_a_refused_delete_skips_none() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = fake_api::client(move |method, uri, _| {
+        let path = uri.split('?').next().unwrap_or_default();
+        match method {
+            "GET" if path == "/api/v1/namespaces" => (
+                200,
+                list(&[ObjectMeta {
+                    namespace: None,
+                    ..child_meta("team", Some(&me))
+                }]),
+            ),
+            "GET" => (200, list(&[child_meta("settings", Some(&me))])),
+            // The ConfigMap's delete is refused; the namespace is deleted all the same.
+            "DELETE" if path.contains("/configmaps/") => status(403, "Forbidden", "not allowed"),
+            "DELETE" => deleted(),
+            _ => status(405, "MethodNotAllowed", "unexpected"),
+        }
+    });
+    // Declared namespace first, as a plan would.
+    let targets = [
+        (ApiResource::erase::<Namespace>(&()), None),
+        (ApiResource::erase::<ConfigMap>(&()), Some("ns".to_owned())),
+    ];
+    let outcome = remove(client, &targets).await;
+    let deletes: Vec<String> = (requests.all().into_iter())
+        .filter(|s| s.method == "DELETE")
+        .map(|s| s.uri.split('?').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        deletes,
+        [
+            "/api/v1/namespaces/ns/configmaps/settings",
+            "/api/v1/namespaces/team"
+        ]
+    );
+    assert_eq!(outcome.state, ClusterState::Failed, "{outcome:?}");
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some("deleting ConfigMap settings: not allowed (403 Forbidden)")
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_child_that_is_gone_or_replaced_is_done() {
+    for code in [404, 409] {
+        let (client, _) = fake_api::client(move |_, _, _| status(code, "Gone", "gone"));
+        let resource = ApiResource::erase::<Deployment>(&());
+        assert!(
+            delete(client, &resource, &child_meta("web", None))
+                .await
+                .is_ok(),
+            "{code}"
+        );
+    }
+    let (client, _) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
+    let resource = ApiResource::erase::<Deployment>(&());
+    assert!(
+        delete(client, &resource, &child_meta("web", None))
+            .await
+            .is_err()
+    );
+}
+
+/// Someone deletes the child and creates another of the same name between the runtime's list and its
+/// delete: the delete names the UID the list showed, so the server (as a real one does; see
+/// `tests/runtime_cleanup.rs`) refuses it with 409, and the new object stays.
+#[tokio::test]
+async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
+    let current = Arc::new(parking_lot::Mutex::new(Some("uid-web".to_owned())));
+    let server = current.clone();
+    let (client, requests) = fake_api::client(move |method, _, body| {
+        let mut current = server.lock();
+        match method {
+            "GET" => {
+                let listed = child_meta("web", Some(&parent("uid-1", "crd-a")));
+                // Replaced as soon as it was listed.
+                *current = Some("uid-web-recreated".into());
+                (
+                    200,
+                    serde_json::json!({
+                        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                        "metadata": {},
+                        "items": [{
+                            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                            "metadata": listed,
+                        }],
+                    }),
+                )
+            }
+            "DELETE" => {
+                let sent: serde_json::Value = serde_json::from_str(body).unwrap();
+                let precondition = sent["preconditions"]["uid"].as_str().map(str::to_owned);
+                match (precondition, current.clone()) {
+                    (Some(wanted), Some(actual)) if wanted != actual => status(
+                        409,
+                        "Conflict",
+                        &format!(
+                            "Operation cannot be fulfilled on deployments.apps \"web\": the UID in the precondition ({wanted}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
+                        ),
+                    ),
+                    _ => {
+                        *current = None;
+                        (
+                            200,
+                            serde_json::json!({ "kind": "Status", "apiVersion": "v1", "status": "Success" }),
+                        )
+                    }
+                }
+            }
+            _ => status(405, "MethodNotAllowed", "unexpected"),
+        }
+    });
+    let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
+    let metrics = crate::metrics::Metrics::default();
+    let counted = (&metrics, "app-deployer");
+    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(
+        current.lock().as_deref(),
+        Some("uid-web-recreated"),
+        "the recreated child was deleted"
+    );
+    let deletes: Vec<fake_api::Seen> = requests
+        .all()
+        .into_iter()
+        .filter(|s| s.method == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
+    assert_eq!(body["preconditions"]["uid"], "uid-web");
+}
