@@ -164,7 +164,5 @@ async fn a_quota_declared_before_its_namespace_is_ready_in_every_cluster_at_the_
         .filter_map(|e| e.note)
         .collect();
     assert!(failed.is_empty(), "{failed:?}");
-    tokio::time::timeout(WAIT, running.shutdown())
-        .await
-        .expect("shut down in time");
+    support::stop(running).await;
 }

@@ -195,9 +195,7 @@ async fn a_child_held_by_its_own_finalizer_holds_its_parent_until_it_is_gone() {
     release(&kids, "kept").await;
     wait_gone(&holders, "kept", "the parent gone once its child is").await;
     assert!(kids.get_opt("kept").await.unwrap().is_none());
-    tokio::time::timeout(WAIT, running.shutdown())
-        .await
-        .expect("shut down in time");
+    support::stop(running).await;
 }
 
 #[tokio::test]
@@ -240,7 +238,5 @@ async fn past_abandon_terminating_after_the_parent_goes_with_an_event_naming_the
     assert!(child.metadata.deletion_timestamp.is_some());
     release(&kids, "let-go").await;
     wait_gone(&kids, "let-go", "the child gone once released").await;
-    tokio::time::timeout(WAIT, running.shutdown())
-        .await
-        .expect("shut down in time");
+    support::stop(running).await;
 }
