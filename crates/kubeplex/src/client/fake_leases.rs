@@ -20,6 +20,9 @@ use super::fake_api::{self, Seen, status};
 /// A write that wins the race against the next write of a replica: it reaches the Leases just before it.
 type Interloper = Box<dyn FnOnce(&FakeLeases) + Send>;
 
+/// Told of each request of a link the moment it arrives.
+type Observer = Arc<dyn Fn(&Seen) + Send + Sync>;
+
 /// The Leases of one namespace, as the API server keeps them.
 #[derive(Clone, Default)]
 pub(crate) struct FakeLeases(Arc<Mutex<Store>>);
@@ -47,7 +50,7 @@ struct LinkState {
     /// Each request that arrives is answered with this code instead, when set.
     failing: Mutex<Option<u16>>,
     /// Told of each request the moment it arrives, before it is carried out.
-    observer: Mutex<Option<Arc<dyn Fn(&Seen) + Send + Sync>>>,
+    observer: Mutex<Option<Observer>>,
     /// The requests that arrived, in order.
     arrived: Mutex<Vec<Seen>>,
 }
