@@ -42,9 +42,23 @@ pub(crate) fn client(
 ) -> (Client, Requests) {
     let requests = Requests::default();
     let recorded = requests.clone();
-    let respond = Arc::new(respond);
+    let client = answered_by(move |seen: Seen| {
+        let answer = respond(&seen.method, &seen.uri, &seen.body);
+        recorded.0.lock().push(seen);
+        std::future::ready(answer)
+    });
+    (client, requests)
+}
+
+/// A client whose requests are answered by `answer`, which may take its time or never answer: a request
+/// whose caller gives up (a timeout) is dropped with its answer, as one on a link that went silent.
+pub(crate) fn answered_by<F>(answer: impl Fn(Seen) -> F + Send + Sync + 'static) -> Client
+where
+    F: Future<Output = (u16, serde_json::Value)> + Send + 'static,
+{
+    let answer = Arc::new(answer);
     let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
-        let (recorded, respond) = (recorded.clone(), respond.clone());
+        let answer = answer.clone();
         async move {
             let method = request.method().to_string();
             let uri = request
@@ -54,8 +68,7 @@ pub(crate) fn client(
                 .unwrap_or_default();
             let body = request.into_body().collect().await.map(|b| b.to_bytes());
             let body = String::from_utf8_lossy(&body.unwrap_or_default()).into_owned();
-            let (code, answer) = respond(&method, &uri, &body);
-            recorded.0.lock().push(Seen { method, uri, body });
+            let (code, answer) = answer(Seen { method, uri, body }).await;
             let response = http::Response::builder()
                 .status(code)
                 .header("content-type", "application/json")
@@ -64,7 +77,7 @@ pub(crate) fn client(
             Ok::<_, Infallible>(response)
         }
     });
-    (Client::new(service, "default"), requests)
+    Client::new(service, "default")
 }
 
 /// A `Status` body as the API server sends with an error code.

@@ -10,6 +10,8 @@ mod transport;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
 #[cfg(test)]
 pub(crate) mod fake_api;
+#[cfg(test)]
+pub(crate) mod fake_leases;
 
 pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use pool::CONTEXT_ENV_PREFIX;

@@ -9,12 +9,14 @@
 //! retry.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use parking_lot::Mutex;
+// tokio's clock, so paused-time tests drive the expiry.
+use tokio::time::Instant;
 
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};

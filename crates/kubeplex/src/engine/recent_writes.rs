@@ -2,10 +2,12 @@
 //! queued while a write was in flight must not act on the object as it was before that write.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::Resource;
 use parking_lot::Mutex;
+// tokio's clock, so paused-time tests drive the expiry.
+use tokio::time::Instant;
 
 use crate::core::FleetStatus;
 

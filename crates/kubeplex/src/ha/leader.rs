@@ -8,8 +8,8 @@
 //! duration the old holder's fence ([`Fence`]) closes before anyone else can hold the lease — also when the
 //! holder was frozen or cut off and never learnt it lost: its monotonic clock ran on.
 //!
-//! The decisions are a pure function of the Lease read ([`decide`]), tested without a server; the loop that
-//! reads and writes the Lease is tested on real API servers.
+//! The decisions are a pure function of the Lease read ([`decide`]); the loop that reads and writes the Lease
+//! is tested in paused time against a stand-in Lease server, and on real API servers.
 
 use std::time::Duration;
 
@@ -195,9 +195,12 @@ pub(super) fn decide(
             ..spec
         }),
         Some(holder) => {
+            // A duration the API server would refuse (0 or negative) counts as none: this replica's own,
+            // never a take-over at once from a holder that may still be writing.
             let duration = spec
                 .lease_duration_seconds
                 .and_then(|s| u64::try_from(s).ok())
+                .filter(|s| *s > 0)
                 .map_or(election.lease_duration, Duration::from_secs);
             let seen = observed.since.unwrap_or(now);
             if now.saturating_duration_since(seen) < duration {

@@ -339,3 +339,6 @@ async fn leave(
     // Bounded: a control cluster that does not answer must not hold the shutdown.
     let _ = tokio::time::timeout(lease.renew_deadline, leaving).await;
 }
+
+#[cfg(test)]
+mod tests;

@@ -61,7 +61,7 @@ struct WatchState {
     unreachable: bool,
     /// Retries of the same problem since it was last logged, and when that was.
     retries: u32,
-    logged: Option<std::time::Instant>,
+    logged: Option<tokio::time::Instant>,
 }
 
 /// How often a problem that persists is logged again.
@@ -407,7 +407,7 @@ impl WatchHealth {
                 | watcher::Error::WatchFailed(e) if crate::core::is_transport(e)
         );
         let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         // Each of a context's watches fails on its own: the line names which.
         let kind = state.kind.clone();
         let namespace = state.namespace.clone().unwrap_or_default();

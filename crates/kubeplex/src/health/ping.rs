@@ -255,7 +255,9 @@ mod tests {
         let before = answered.load(Ordering::SeqCst);
         // A reconcile burst that holds every worker of the operator's runtime (here: its only thread) until
         // three more pings were answered; a ping that ran on this runtime could not be answered at all. The
-        // deadline only bounds a failing run (a loaded machine may slow the pings, never stop them).
+        // deadline only bounds a failing run (a loaded machine may slow the pings, never stop them). It is
+        // wall-clock time, as the sleeps are: this thread blocks its runtime on purpose, so tokio's clock
+        // is not the one that measures it.
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         let mut during = 0;
         while during < 3 && std::time::Instant::now() < deadline {

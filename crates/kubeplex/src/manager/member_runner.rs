@@ -217,3 +217,6 @@ fn log_slow(
         tracing::warn!(context = %change.member, change = change.kind, waited = ?change.waited, %waits_for, "member change is taking long");
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -51,6 +51,7 @@ impl<J> Change<J> {
 
 /// A running change's hold on a slot; [`park`](Self::park) gives the slot back while it only waits.
 #[derive(Clone)]
+#[cfg_attr(test, derive(Default))]
 pub(crate) struct Slot {
     parked: Arc<AtomicBool>,
     wake: Arc<Notify>,

@@ -97,40 +97,4 @@ impl Drop for SyncGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn a_leave_waits_for_the_syncs_under_way_and_no_new_one_enters() {
-        let gate = Arc::new(MemberGate::default());
-        let mut entered = gate.enter(vec!["m".into(), "n".into()]);
-        let (_, in_m) = entered.remove(0);
-        let closing = {
-            let gate = gate.clone();
-            tokio::spawn(async move { gate.close("m", Duration::from_secs(15)).await })
-        };
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        assert!(
-            !closing.is_finished(),
-            "the leave did not wait for the sync under way"
-        );
-        // Leaving: no new sync enters m; n is not affected.
-        let later = gate.enter(vec!["m".into(), "n".into()]);
-        assert_eq!(
-            later.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-            ["n"]
-        );
-        drop(in_m);
-        assert!(closing.await.unwrap());
-        assert!(gate.is_leaving("m"));
-        gate.open("m");
-        assert_eq!(gate.enter(vec!["m".into()]).len(), 1);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_sync_that_never_ends_holds_a_leave_back_only_until_its_limit() {
-        let gate = Arc::new(MemberGate::default());
-        let _stuck = gate.enter(vec!["m".into()]);
-        assert!(!gate.close("m", Duration::from_secs(15)).await);
-    }
-}
+mod tests;

@@ -207,3 +207,6 @@ impl MemberSet {
         subscribers.clone()
     }
 }
+
+#[cfg(test)]
+mod tests;

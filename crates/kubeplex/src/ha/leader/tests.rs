@@ -1,3 +1,7 @@
+//! The election's decisions as pure functions; its loop in [`running`].
+
+mod running;
+
 use super::*;
 use crate::core::ContextName;
 

@@ -1,5 +1,7 @@
 //! Health: readiness per context, how failures are phrased and logged.
 
+use std::time::Duration;
+
 use super::*;
 
 fn api_error(code: u16) -> watcher::Error {
@@ -88,29 +90,45 @@ fn a_required_context_without_a_client_is_fatal_and_an_optional_one_is_not() {
     assert_eq!(health.fatal_errors().len(), 1);
 }
 
+/// What is logged at WARN and above, as lines.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Lines {
+    /// Captures what this thread logs at WARN and above until the guard is dropped.
+    fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (lines, tracing::subscriber::set_default(subscriber))
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let text = String::from_utf8(self.0.lock().clone()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+}
+
 /// Captures what is logged at WARN and above while `f` runs.
 fn warnings(f: impl FnOnce()) -> Vec<String> {
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8(lines.0.lock().clone()).unwrap();
-    text.lines().map(str::to_owned).collect()
+    let (lines, guard) = Lines::capture();
+    f();
+    drop(guard);
+    lines.lines()
 }
 
 #[test]
@@ -142,6 +160,34 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
             .reasons
             .iter()
             .any(|r| r.contains("410"))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_since() {
+    let health = Arc::new(Health::default());
+    let watch = health.watch_started(
+        "cluster-b",
+        Some("ns"),
+        "Deployment.apps/v1".into(),
+        "deployments".into(),
+    );
+    let (lines, _guard) = Lines::capture();
+    watch.failed(&api_error(403));
+    for _ in 0..5 {
+        tokio::time::advance(Duration::from_secs(10)).await;
+        watch.failed(&api_error(403));
+    }
+    assert_eq!(lines.lines().len(), 1, "{:#?}", lines.lines());
+    // A minute after the first line: logged again, with the retries since.
+    tokio::time::advance(Duration::from_secs(10)).await;
+    watch.failed(&api_error(403));
+    watch.failed(&api_error(403));
+    let logged = lines.lines();
+    assert_eq!(logged.len(), 2, "{logged:#?}");
+    assert!(
+        logged[1].contains("watch still failing") && logged[1].contains("retries=6"),
+        "{logged:#?}"
     );
 }
 
