@@ -45,8 +45,15 @@ fn election(identity: &str) -> LeaderElection {
         .identity(identity)
         .lease_duration(Duration::from_secs(4))
         .renew_deadline(Duration::from_secs(3))
-        .retry_period(Duration::from_millis(500))
+        .retry_period(RETRY)
 }
+
+/// How often a standby looks at the Lease.
+const RETRY: Duration = Duration::from_millis(500);
+/// How long a standby may take to lead once the leader released the Lease: its next look, one more for
+/// a look that raced the release, and a second for the requests on a loaded machine. Waiting the Lease
+/// out instead would take most of its 4 s duration.
+const HAND_OVER: Duration = Duration::from_millis(2 * 500 + 1000);
 
 async fn replica(env: &TestEnv, identity: &str, reconciler: Elected) -> kubeplex::Running {
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
@@ -106,9 +113,11 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
     // Hand the Lease over: the leader gives it up on shutdown, the standby reconciles what is cached at once
     // (without waiting for the Lease to expire) and what changes next.
     support::stop(a).await;
-    eventually("replica-b holds the Lease", WAIT, async || {
-        holder(env).await.as_deref() == Some("replica-b")
-    })
+    eventually(
+        "replica-b holds the released Lease",
+        HAND_OVER,
+        async || holder(env).await.as_deref() == Some("replica-b"),
+    )
     .await;
     second
         .seen
