@@ -52,15 +52,32 @@ async fn the_users_own_condition_and_the_runtimes_ready_live_side_by_side() {
             && condition(p, "Ready").is_some_and(|c| c.status == "True")
     };
     let parent = wait_parent(&control, "status-writers", "both", "both conditions", both).await;
-    // Settled: neither writer removes the other's condition, so the status stops changing.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let later = wait_parent(&control, "status-writers", "both", "both conditions", both).await;
-    assert_eq!(
-        parent.resource_version(),
-        later.resource_version(),
-        "the two writers ping-pong: {:#?}",
-        later.status
-    );
+    // Settled: each reconcile writes both conditions again (the annotation below triggers one, twice), and
+    // neither writer removes the other's, so the status stays as it was; nothing else writes the parent
+    // after the reconcile it triggered.
+    let parents: Api<Parent> = Api::namespaced(control.clone(), "status-writers");
+    for round in ["1", "2"] {
+        let nudge = serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/nudge": round } } });
+        parents
+            .patch("both", &PatchParams::default(), &Patch::Merge(&nudge))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let nudged = parents.get("both").await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&nudged.status).unwrap(),
+            serde_json::to_value(&parent.status).unwrap(),
+            "a reconcile changed the status, round {round}"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let later = parents.get("both").await.unwrap();
+        assert_eq!(
+            nudged.resource_version(),
+            later.resource_version(),
+            "the two writers ping-pong: {:#?}",
+            later.status
+        );
+    }
     support::stop(running).await;
 }
 
