@@ -28,7 +28,9 @@ impl TestEnv {
     ) -> Result<String> {
         let api: Api<ServiceAccount> = Api::namespaced(self.client(cluster).await?, namespace);
         let request = TokenRequest {
-            spec: Some(TokenRequestSpec::default()),
+            // `.into()`: the field is optional from Kubernetes 1.34 on, required before (k8s-openapi's
+            // `v1_*` feature is the application's choice).
+            spec: TokenRequestSpec::default().into(),
             ..TokenRequest::default()
         };
         let answer = api
@@ -38,9 +40,11 @@ impl TestEnv {
                 cluster: cluster.to_owned(),
                 source,
             })?;
-        answer
-            .status
-            .and_then(|status| status.token)
+        // The token is a `String` before Kubernetes 1.34 and optional from then on: `.into()` takes either,
+        // and is a no-op with the newer versions.
+        #[allow(clippy::useless_conversion)]
+        let token: Option<String> = answer.status.and_then(|status| status.token.into());
+        token
             .filter(|token| !token.is_empty())
             .ok_or_else(|| Error::Token {
                 cluster: cluster.to_owned(),

@@ -65,6 +65,8 @@
 //! The keys of `#[controller]` are listed on [its page](macro@controller) and in
 //! `docs/controller-attribute.md`; what it expands to is shown in `docs/expansion.md`.
 #![deny(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly) marks what a feature gates, such as `otlp`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // A subsystem's main file is named after the noun it defines (`plan/plan.rs` defines `Plan`); its folder's
 // face re-exports it, so no path ever reads `plan::plan`.
 #![allow(clippy::module_inception)]
@@ -87,6 +89,7 @@ mod watch;
 
 // Span export over OTLP, off by default (docs/observability.md).
 #[cfg(feature = "otlp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otlp")))]
 pub mod otlp;
 
 #[doc(hidden)]

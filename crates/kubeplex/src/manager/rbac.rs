@@ -181,7 +181,9 @@ impl Rbac {
                 ..Subject::default()
             }]);
             let role_ref = |kind: &str| RoleRef {
-                api_group: Some("rbac.authorization.k8s.io".into()),
+                // `.into()`: optional from Kubernetes 1.34 on, a `String` before (the application
+                // chooses k8s-openapi's version).
+                api_group: String::from("rbac.authorization.k8s.io").into(),
                 kind: kind.into(),
                 name: self.name.clone(),
             };
