@@ -1,12 +1,16 @@
-//! Clients: the pool of one `kube::Client` per context, in-cluster configuration, and the fence every write
-//! goes through, from the request down to the socket.
+//! Clients: the pool of one `kube::Client` per context, in-cluster configuration, the credentials every
+//! client of a context shares, and the fence every write goes through, from the request down to the socket.
 
+mod access;
+mod authorization;
 mod fence;
 mod fenced_io;
 mod in_cluster;
 mod pool;
+mod tls;
 mod transport;
 
+pub(crate) use access::Access;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
 #[cfg(test)]
 pub(crate) mod fake_api;

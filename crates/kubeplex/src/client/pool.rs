@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
+use super::access::Access;
 use super::fence::Fence;
 use super::in_cluster::IN_CLUSTER;
 use crate::core::kubeconfig_error;
@@ -46,8 +46,9 @@ pub(crate) struct PoolConfig {
 /// One client per context, or why there is none.
 pub(crate) struct ClientPool {
     clients: BTreeMap<String, std::result::Result<Client, String>>,
-    /// Each client's configuration, so that the health pings can build clients of their own.
-    configs: BTreeMap<String, Arc<kube::Config>>,
+    /// Each client's configuration and credentials, so that the health pings (and the leases) can build
+    /// clients of their own that share them.
+    access: BTreeMap<String, Access>,
 }
 
 impl PoolConfig {
@@ -119,13 +120,13 @@ impl PoolConfig {
         )
         .await;
         let mut clients = BTreeMap::new();
-        let mut configs = BTreeMap::new();
+        let mut access = BTreeMap::new();
         let mut errors = Vec::new();
         for (context, client) in contexts.iter().zip(built) {
             match client {
-                Ok((client, config)) => {
+                Ok((client, reached)) => {
                     clients.insert(context.clone(), Ok(client));
-                    configs.insert(context.clone(), Arc::new(config));
+                    access.insert(context.clone(), reached);
                 }
                 Err(error) => {
                     clients.insert(context.clone(), Err(error.to_string()));
@@ -133,7 +134,7 @@ impl PoolConfig {
                 }
             }
         }
-        Ok((ClientPool { clients, configs }, errors))
+        Ok((ClientPool { clients, access }, errors))
     }
 
     fn load(&self) -> Result<Kubeconfig> {
@@ -146,12 +147,12 @@ impl PoolConfig {
         }
     }
 
-    /// The client of `context` and the configuration it was built from, or why it cannot have one.
+    /// The client of `context` and what it was built from, or why it cannot have one.
     async fn build_client(
         &self,
         context: &str,
         kubeconfig: Option<&Kubeconfig>,
-    ) -> Result<(Client, kube::Config)> {
+    ) -> Result<(Client, Access)> {
         let kubeconfig_context = self.kubeconfig_context(context);
         let config_error = |reason: String| Error::ClientConfig {
             context: context.to_owned(),
@@ -208,12 +209,13 @@ impl PoolConfig {
 
     /// A client for `context` from its configuration, as every client of the pool is built: with a read
     /// timeout, the replica's `User-Agent`, and its writes behind the fence down to the socket. Members'
-    /// clients are built here too.
+    /// clients are built here too. Its credentials (an exec plugin's token) are read now, and shared with
+    /// the clients built from the [`Access`] returned.
     pub(crate) fn finish(
         &self,
         context: &str,
         mut config: kube::Config,
-    ) -> Result<(Client, kube::Config)> {
+    ) -> Result<(Client, Access)> {
         let config_error = |reason: String| Error::ClientConfig {
             context: context.to_owned(),
             reason,
@@ -232,8 +234,9 @@ impl PoolConfig {
                 .headers
                 .push((hyper::http::header::USER_AGENT, value));
         }
-        let client = super::transport::client(&config, &self.fence).map_err(config_error)?;
-        Ok((client, config))
+        let access = Access::of(context, config).map_err(config_error)?;
+        let client = super::transport::client(&access, &self.fence).map_err(config_error)?;
+        Ok((client, access))
     }
 }
 
@@ -275,15 +278,15 @@ impl ClientPool {
                 .into_iter()
                 .map(|(context, client)| (context.to_owned(), Ok(client)))
                 .collect(),
-            configs: BTreeMap::new(),
+            access: BTreeMap::new(),
         }
     }
 
-    /// The configuration of every context that has a client.
-    pub(crate) fn configs(&self) -> impl Iterator<Item = (&str, &Arc<kube::Config>)> {
-        self.configs
+    /// The configuration and credentials of every context that has a client.
+    pub(crate) fn access(&self) -> impl Iterator<Item = (&str, &Access)> {
+        self.access
             .iter()
-            .map(|(context, config)| (context.as_str(), config))
+            .map(|(context, access)| (context.as_str(), access))
     }
 }
 

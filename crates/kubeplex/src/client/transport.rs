@@ -1,7 +1,8 @@
-//! How a context's client is assembled: kube's own pieces — base URI, retries, authentication (tokens,
-//! token files and exec plugins refreshed as kube does), extra headers, TLS, connect/read/write timeouts —
-//! put together here rather than by `ClientBuilder::try_from`, because kube's builder cannot be given a
-//! connector and the fence must reach the socket ([`super::fenced_io`]).
+//! How a context's client is assembled: kube's own pieces — base URI, retries, extra headers, TLS,
+//! connect/read/write timeouts — put together here rather than by `ClientBuilder::try_from`, because kube's
+//! builder cannot be given a connector and the fence must reach the socket ([`super::fenced_io`]). The
+//! authentication is the context's shared [`Authorization`](super::authorization) in kube's layer's place:
+//! kube's, plus an exec plugin run again when its token is rejected.
 //!
 //! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
 //! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
@@ -19,7 +20,6 @@ use hyper::Uri;
 use hyper::body::Incoming;
 use hyper::http::{Request, Response};
 use hyper::rt::{Read, Write};
-use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
 use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::connect::{Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
@@ -27,34 +27,40 @@ use kube::Client;
 use kube::client::middleware::ExtraHeadersLayer;
 use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ClientBuilder, ConfigExt};
+
 use tower::retry::RetryLayer;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Service, ServiceBuilder, ServiceExt};
 use tower_http::classify::ServerErrorsFailureClass;
 use tower_http::trace::TraceLayer;
 
+use super::access::Access;
+use super::authorization::AuthorizeLayer;
 use super::fence::{AlsoFencedBy, Fence, is_read};
 use super::fenced_io::{FencedConnector, Gate};
+use super::tls::Tls;
 use crate::core::{Fenced, chain};
 
 /// One connection pool's way of sending a request.
 type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
 
-/// A client for `config` whose writes pass `fence` when they enter it and when their bytes reach the socket.
-pub(crate) fn client(config: &kube::Config, fence: &Fence) -> Result<Client, String> {
+/// A client of `access` whose writes pass `fence` when they enter it and when their bytes reach the
+/// socket.
+pub(crate) fn client(access: &Access, fence: &Fence) -> Result<Client, String> {
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
-    client_over(config, fence, tcp)
+    client_over(access, fence, tcp)
 }
 
 /// As [`client`], over `tcp` for the connections (tests hold connections back with it).
-pub(crate) fn client_over<C>(config: &kube::Config, fence: &Fence, tcp: C) -> Result<Client, String>
+pub(crate) fn client_over<C>(access: &Access, fence: &Fence, tcp: C) -> Result<Client, String>
 where
     C: Service<Uri> + Clone + Send + Sync + 'static,
     C::Response: Read + Write + Connection + Send + Unpin + 'static,
     C::Future: Send + 'static,
     C::Error: Into<BoxError>,
 {
+    let config = access.config();
     if let Some(proxy) = &config.proxy_url {
         return Err(format!(
             "a proxy is configured ({proxy}: the kubeconfig's proxy-url or HTTPS_PROXY), but kubeplex's clients \
@@ -62,9 +68,8 @@ where
              remove the proxy for this context"
         ));
     }
-    let tls = Tls::of(config)?;
     let pool = Pool {
-        tls,
+        tls: access.tls.clone(),
         connect: config.connect_timeout,
         read: config.read_timeout,
         write: config.write_timeout,
@@ -80,7 +85,7 @@ where
         reads,
         writes: Arc::new(writes),
     };
-    let auth = config.auth_layer().map_err(|e| chain(&e))?;
+    let auth = AuthorizeLayer(access.authorization.clone());
     let headers: ExtraHeadersLayer = config.extra_headers_layer().map_err(|e| chain(&e))?;
     let retry = config
         .default_retry
@@ -89,7 +94,7 @@ where
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(retry)
-        .option_layer(auth)
+        .layer(auth)
         .layer(headers)
         .layer(
             TraceLayer::new_for_http()
@@ -127,46 +132,9 @@ where
     Ok(ClientBuilder::new(service, config.default_namespace.clone()).build())
 }
 
-/// The TLS settings of a context, read once: building them may run an exec plugin (a client certificate)
-/// and read files, which a request must not wait for.
-struct Tls {
-    config: rustls::ClientConfig,
-    server_name: Option<rustls::pki_types::ServerName<'static>>,
-}
-
-impl Tls {
-    fn of(config: &kube::Config) -> Result<Self, String> {
-        let server_name = match &config.tls_server_name {
-            None => None,
-            Some(name) => Some(
-                rustls::pki_types::ServerName::try_from(name.clone())
-                    .map_err(|e| format!("tls-server-name {name}: {e}"))?,
-            ),
-        };
-        Ok(Self {
-            config: config.rustls_client_config().map_err(|e| chain(&e))?,
-            server_name,
-        })
-    }
-
-    /// As kube's `rustls_https_connector_with_connector`, from the settings read once.
-    fn over<C>(&self, connector: C) -> HttpsConnector<C> {
-        let builder = HttpsConnectorBuilder::new()
-            .with_tls_config(self.config.clone())
-            .https_or_http();
-        let builder = match &self.server_name {
-            Some(name) => {
-                builder.with_server_name_resolver(FixedServerNameResolver::new(name.clone()))
-            }
-            None => builder,
-        };
-        builder.enable_http1().wrap_connector(connector)
-    }
-}
-
 /// What every connection pool of a context is built with.
 struct Pool {
-    tls: Tls,
+    tls: Arc<Tls>,
     connect: Option<Duration>,
     read: Option<Duration>,
     write: Option<Duration>,

@@ -10,8 +10,7 @@ use tokio::sync::watch;
 use super::leader::{LeaderElection, run};
 use super::shard_state::ShardState;
 use super::sharding::Sharding;
-use crate::client::{Fence, Role};
-use crate::core::chain;
+use crate::client::{Access, Fence, Role};
 use crate::health::{Health, LeadershipReport, ShardingReport};
 
 /// The election a manager runs, or none: the role its controllers follow, and how to end it.
@@ -33,15 +32,15 @@ impl Election {
         }
     }
 
-    /// Starts `election` with a client of its own built from `config` (the Lease's writes are the only ones
-    /// that must pass while the fence is closed); `health` reports the role.
+    /// Starts `election` with a client of its own on `access` (the Lease's writes are the only ones that
+    /// must pass while the fence is closed); `health` reports the role.
     pub(crate) fn start(
         election: LeaderElection,
-        config: kube::Config,
+        access: Access,
         fence: Fence,
         health: Arc<Health>,
     ) -> crate::Result<Self> {
-        let api = lease_api(config, &election).map_err(|reason| crate::Error::LeaderElection {
+        let api = lease_api(&access, &election).map_err(|reason| crate::Error::LeaderElection {
             lease: election.lease(),
             reason,
         })?;
@@ -82,12 +81,12 @@ impl Election {
     pub(crate) fn start_sharded(
         sharding: Sharding,
         leases: Vec<String>,
-        config: kube::Config,
+        access: Access,
         member: Fence,
         state: Arc<ShardState>,
         health: Arc<Health>,
     ) -> crate::Result<Self> {
-        let api = lease_api(config, &sharding.lease).map_err(|reason| crate::Error::Sharding {
+        let api = lease_api(&access, &sharding.lease).map_err(|reason| crate::Error::Sharding {
             group: sharding.group(),
             reason,
         })?;
@@ -132,15 +131,11 @@ impl Election {
     }
 }
 
-/// An `Api` of Leases in `election`'s namespace, over a client of its own built from `config` (the Leases'
-/// writes are the only ones that must pass while the pool's fence is closed); why not, in words.
-fn lease_api(config: kube::Config, election: &LeaderElection) -> Result<Api<Lease>, String> {
-    let client = kube::Client::try_from(config).map_err(|e| {
-        format!(
-            "context {}: cannot build a client: {}",
-            election.context,
-            chain(&e)
-        )
-    })?;
+/// An `Api` of Leases in `election`'s namespace, over a client of its own on `access` (the Leases' writes
+/// are the only ones that must pass while the pool's fence is closed); why not, in words.
+fn lease_api(access: &Access, election: &LeaderElection) -> Result<Api<Lease>, String> {
+    let client = access
+        .own_client()
+        .map_err(|e| format!("context {}: cannot build a client: {e}", election.context,))?;
     Ok(Api::namespaced(client, &election.namespace))
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::health::Health;
+use crate::client::Access;
 use crate::core::chain;
 use crate::metrics::Metrics;
 
@@ -32,13 +33,13 @@ pub(crate) struct Pings {
 
 impl Pings {
     /// Pings member `name` from now on (anew, when its configuration changed).
-    pub(crate) fn add(&self, name: &str, config: Arc<kube::Config>) {
+    pub(crate) fn add(&self, name: &str, access: Access) {
         let Some(handle) = &self.handle else { return };
         let (health, metrics) = (self.health.clone(), self.metrics.clone());
         let rejected = self.rejected.get().cloned();
         let ping = ping(
             name.to_owned(),
-            config,
+            access,
             health,
             self.interval,
             metrics,
@@ -69,10 +70,11 @@ impl Pings {
 /// cluster answers, so it must not wait behind the operator's own work (a reconcile burst that saturates
 /// the workers would otherwise mark healthy clusters unreachable). Each ping builds a client and drops it
 /// after the answer, so an idle context holds no connection for its pings: a handshake every interval
-/// costs less than a standing TLS connection per context. With `members`, the thread runs even without
-/// targets, for the members that join later.
+/// costs less than a standing TLS connection per context. That client has the credentials of the
+/// controllers' client (the same token, renewed by either on a 401), so a ping is refused when their
+/// requests are. With `members`, the thread runs even without targets, for the members that join later.
 pub(crate) fn start(
-    targets: Vec<(String, Arc<kube::Config>)>,
+    targets: Vec<(String, Access)>,
     health: Arc<Health>,
     interval: Duration,
     metrics: Metrics,
@@ -114,9 +116,9 @@ pub(crate) fn start(
                     tokio::time::sleep(STARTED_POLL.min(interval)).await;
                 }
                 let mut pings = tokio::task::JoinSet::new();
-                for (context, config) in targets {
+                for (context, access) in targets {
                     let (health, metrics) = (health.clone(), metrics.clone());
-                    pings.spawn(ping(context, config, health, interval, metrics, None));
+                    pings.spawn(ping(context, access, health, interval, metrics, None));
                 }
                 // Ends when the manager stops or is dropped.
                 let _ = stopped.await;
@@ -134,7 +136,7 @@ pub(crate) fn start(
 /// A member's pings name it to `rejected` when its server starts refusing its credentials.
 async fn ping(
     context: String,
-    config: Arc<kube::Config>,
+    access: Access,
     health: Arc<Health>,
     interval: Duration,
     metrics: Metrics,
@@ -149,7 +151,7 @@ async fn ping(
         // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room
         // for it while it sleeps between pings would hold that much per idle context (a heap profile of
         // many idle contexts showed it: docs/performance.md).
-        let problem = Box::pin(once(&config)).await;
+        let problem = Box::pin(once(&access)).await;
         metrics.pinged(&context, problem.is_none(), began.elapsed());
         if problem != last {
             match &problem {
@@ -171,10 +173,10 @@ async fn ping(
 }
 
 /// One ping: a client built for it, and what the API server answered.
-async fn once(config: &kube::Config) -> Option<String> {
-    match kube::Client::try_from(config.clone()) {
+async fn once(access: &Access) -> Option<String> {
+    match access.own_client() {
         Ok(client) => answer(&client).await,
-        Err(error) => Some(format!("cannot build a client: {}", chain(&error))),
+        Err(error) => Some(format!("cannot build a client: {error}")),
     }
 }
 
@@ -242,10 +244,11 @@ mod tests {
         let (url, answered) = version_server();
         assert!(first_delay("cluster-a", Duration::from_millis(200)) < Duration::from_millis(200));
         let config = kube::Config::new(url.parse().unwrap());
+        let access = Access::of("cluster-a", config).unwrap();
         let health = Arc::new(Health::default());
         health.declare("cluster-a", true);
         let _pings = start(
-            vec![("cluster-a".into(), Arc::new(config))],
+            vec![("cluster-a".into(), access)],
             health.clone(),
             Duration::from_millis(200),
             Metrics::default(),

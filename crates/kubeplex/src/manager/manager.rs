@@ -296,8 +296,8 @@ impl Manager {
             health.connected(context, error);
         }
         let targets = pool
-            .configs()
-            .map(|(context, config)| (context.to_owned(), config.clone()))
+            .access()
+            .map(|(context, access)| (context.to_owned(), access.clone()))
             .collect();
         let (interval, members) = (self.ping_interval, self.fleet.provider.is_some());
         let pings =
@@ -308,8 +308,7 @@ impl Manager {
         let election = match (self.election, self.sharding) {
             (None, None) => Election::none(),
             (_, Some(sharding)) => {
-                let Some(config) = pool.configs().find(|(c, _)| *c == sharding.lease.context)
-                else {
+                let Some(access) = pool.access().find(|(c, _)| *c == sharding.lease.context) else {
                     let reason = format!("context {} has no client", sharding.lease.context);
                     let group = sharding.group();
                     return Err(Error::Sharding { group, reason });
@@ -317,17 +316,17 @@ impl Manager {
                 let (names, leases) = sharding.shards(&primary_contexts).into_iter().unzip();
                 let state = Arc::new(ShardState::new(sharding.by, names));
                 shards = Some(state.clone());
-                let (config, member) = (kube::Config::clone(config.1), self.pool.fence.clone());
-                Election::start_sharded(sharding, leases, config, member, state, health.clone())?
+                let (access, member) = (access.1.clone(), self.pool.fence.clone());
+                Election::start_sharded(sharding, leases, access, member, state, health.clone())?
             }
             (Some(election), None) => {
                 let lease = election.lease();
-                let Some(config) = pool.configs().find(|(c, _)| *c == election.context) else {
+                let Some(access) = pool.access().find(|(c, _)| *c == election.context) else {
                     let reason = format!("context {} has no client", election.context);
                     return Err(Error::LeaderElection { lease, reason });
                 };
-                let (config, fence) = (kube::Config::clone(config.1), self.pool.fence.clone());
-                Election::start(election, config, fence, health.clone())?
+                let (access, fence) = (access.1.clone(), self.pool.fence.clone());
+                Election::start(election, access, fence, health.clone())?
             }
         };
         let runtime = Arc::new(Runtime {

@@ -39,7 +39,7 @@ impl Changes {
             Some(problem) => Err(problem),
             None => self.pool.finish(&name, *config).map_err(|e| e.to_string()),
         };
-        let (client, config) = match built {
+        let (client, access) = match built {
             Ok(built) => built,
             Err(reason) => {
                 self.unhealthy(&name, reason);
@@ -51,7 +51,7 @@ impl Changes {
         health.declare(&name, false);
         health.connected(&name, None);
         self.lock().remove(&name);
-        self.pings.add(&name, Arc::new(config));
+        self.pings.add(&name, access);
         if rejoined {
             // Its watches list again with the new client: nothing is missed.
             self.close_watches(&name);

@@ -148,7 +148,8 @@ async fn every_client_gives_up_on_an_answer_after_the_read_timeout() {
     };
     let (pool, errors) = config.connect(&["control".to_owned()]).await.unwrap();
     assert!(errors.is_empty(), "{errors:?}");
-    let (_, config) = pool.configs().next().unwrap();
+    let (_, access) = pool.access().next().unwrap();
+    let config = access.config();
     assert_eq!(config.read_timeout, Some(READ_TIMEOUT));
     assert!(
         config.reset_reader_on_write,
@@ -199,6 +200,7 @@ async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
     );
     let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
     let (_, built) = PoolConfig::default().finish("cluster-b", config).unwrap();
+    let built = built.config();
     let sent: Vec<_> = built
         .headers
         .iter()
@@ -213,6 +215,7 @@ async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
     };
     let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
     let (_, built) = elected.finish("cluster-b", config).unwrap();
+    let built = built.config();
     assert!(
         built
             .headers

@@ -79,6 +79,10 @@ fn config(url: &str) -> kube::Config {
     kube::Config::new(url.parse().unwrap())
 }
 
+fn access(url: &str) -> Access {
+    Access::of("cluster-a", config(url)).unwrap()
+}
+
 /// Polls the server's record until `done` holds, for at most 10 s.
 async fn seen_until(seen: &Mutex<Vec<String>>, done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -96,7 +100,7 @@ async fn writes_are_sent_while_the_fence_is_open() {
     let (url, seen) = server().await;
     let fence = Fence::closed();
     fence.open_for(Instant::now(), Duration::from_secs(60));
-    let client = client(&config(&url), &fence).unwrap();
+    let client = client(&access(&url), &fence).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "apps");
     tokio::time::timeout(
         Duration::from_secs(10),
@@ -117,7 +121,7 @@ async fn a_write_held_past_the_deadline_is_never_received_and_reads_still_are() 
     let fence = Fence::closed();
     // Open when the write enters the client; closed by the time its connection is up.
     fence.open_for(Instant::now(), Duration::from_millis(300));
-    let client = client_over(&config(&url), &fence, slow_tcp(Duration::from_millis(600))).unwrap();
+    let client = client_over(&access(&url), &fence, slow_tcp(Duration::from_millis(600))).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "apps");
 
     let refused = tokio::time::timeout(
@@ -162,7 +166,7 @@ async fn a_shards_write_passes_its_shards_fence_at_the_socket() {
     );
     fence.open_for(Instant::now(), Duration::from_secs(60));
     shard.open_for(Instant::now(), Duration::from_millis(300));
-    let base = client_over(&config(&url), &fence, slow_tcp(Duration::from_millis(600))).unwrap();
+    let base = client_over(&access(&url), &fence, slow_tcp(Duration::from_millis(600))).unwrap();
     let send = tower::service_fn(move |mut request: Request<Body>| {
         let base = base.clone();
         request.extensions_mut().insert(AlsoFencedBy(shard.clone()));
@@ -191,7 +195,8 @@ async fn a_shards_write_passes_its_shards_fence_at_the_socket() {
 fn a_proxy_is_refused_in_words() {
     let mut config = config("https://127.0.0.1:6443");
     config.proxy_url = Some("http://proxy:3128".parse().unwrap());
-    let error = client(&config, &Fence::default()).err().expect("refused");
+    let access = Access::of("cluster-a", config).unwrap();
+    let error = client(&access, &Fence::default()).err().expect("refused");
     assert!(
         error.contains("a proxy is configured (http://proxy:3128/"),
         "{error}"
