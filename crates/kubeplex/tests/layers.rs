@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["core"],
     &["metrics"],
-    &["client", "executor", "health"],
+    &["client", "executor"],
+    &["health"],
     &["watch"],
     &["ha", "members", "plan"],
     &["runtime"],
@@ -177,9 +178,9 @@ fn an_upward_import_is_found() {
         "use crate::engine::Engine;\nuse crate::core::Error;\n",
     )
     .expect("a file");
-    fs::write(dir.path().join("health.rs"), "use crate::client::Fence;\n").expect("a file");
+    fs::write(dir.path().join("executor.rs"), "use crate::client::Fence;\n").expect("a file");
     let problems = violations(dir.path());
     assert_eq!(problems.len(), 2, "{problems:#?}");
-    assert!(problems[0].starts_with("health.rs: imports `crate::client` (layer 2) from `health` (layer 2): a folder beside it"), "{}", problems[0]);
-    assert!(problems[1].starts_with("watch/mod.rs: imports `crate::engine` (layer 7) from `watch` (layer 3): a folder above it"), "{}", problems[1]);
+    assert!(problems[0].starts_with("executor.rs: imports `crate::client` (layer 2) from `executor` (layer 2): a folder beside it"), "{}", problems[0]);
+    assert!(problems[1].starts_with("watch/mod.rs: imports `crate::engine` (layer 8) from `watch` (layer 4): a folder above it"), "{}", problems[1]);
 }
