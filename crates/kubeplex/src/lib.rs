@@ -101,11 +101,12 @@ pub use crate::core::{
 pub use crate::core::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
 pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
+pub use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub use crate::core::{Error, Result};
 pub use crate::core::{Member, Target};
 pub use client::CONTEXT_ENV_PREFIX;
 pub use client::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
-pub use controller::Cx;
+pub use controller::{ChildOptions, Cx};
 pub use controller::{Controller, Reconcile};
 pub use engine::CONTEXT_TIMEOUT;
 pub use ha::Sharding;
