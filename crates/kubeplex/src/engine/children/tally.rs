@@ -177,15 +177,19 @@ mod tests {
     }
 
     fn ready() -> BTreeMap<String, ContextOutcome> {
-        let mut tally = Tally::default();
-        tally.done = 1;
+        let tally = Tally {
+            done: 1,
+            ..Tally::default()
+        };
         BTreeMap::from([("cluster-a".to_owned(), tally.applied(1))])
     }
 
     #[test]
     fn the_children_kept_are_told_until_the_spec_changes() {
-        let mut tally = Tally::default();
-        tally.done = 1;
+        let mut tally = Tally {
+            done: 1,
+            ..Tally::default()
+        };
         tally.kept("Namespace team-blue".into());
         tally.kept("ConfigMap team-blue/settings".into());
         let kept = tally.applied(1);

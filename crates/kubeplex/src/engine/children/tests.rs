@@ -36,7 +36,7 @@ pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
     }
 }
 
-fn desired(name: &str) -> DesiredChild {
+pub(super) fn desired(name: &str) -> DesiredChild {
     DesiredChild {
         resource: ApiResource::erase::<Deployment>(&()),
         namespace: Some("ns".into()),
@@ -57,7 +57,7 @@ fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
 }
 
 /// Answers GETs from `existing` (404 otherwise) and accepts every write.
-fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
+pub(super) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
     fake_api::client(move |method, uri, _| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
         match method {
@@ -84,7 +84,7 @@ fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
     })
 }
 
-async fn sync(
+pub(super) async fn sync(
     client: Client,
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
@@ -94,7 +94,7 @@ async fn sync(
 }
 
 /// As `sync`; also the events its changes call for, as (reason, message).
-async fn sync_telling(
+pub(super) async fn sync_telling(
     client: Client,
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
@@ -325,7 +325,7 @@ async fn a_cluster_that_cannot_be_reached_stops_the_pass_at_the_first_child() {
 }
 
 /// Answers a child's apply with `generation` (and a resourceVersion), deletes as `delete` says.
-fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
+pub(super) fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
     fake_api::client(move |method, uri, _| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
         match method {
@@ -349,7 +349,7 @@ fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
     })
 }
 
-fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
+pub(super) fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
     ObjectMeta {
         generation: Some(generation),
         resource_version: Some("42".into()),
@@ -404,105 +404,6 @@ async fn only_children_created_changed_or_deleted_are_told() {
     let (client, _) = applying(3, 404);
     let (_, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
     assert!(told.is_empty(), "{told:?}");
-}
-
-/// `parent`'s child `name`, cached, whose prune policy keeps it.
-fn kept_at(name: &str, parent: &ParentRef) -> ObjectMeta {
-    let mut meta = cached_at(name, parent, 1);
-    let annotations = meta.annotations.get_or_insert_default();
-    annotations.insert(crate::core::ON_PRUNE_ANNOTATION.into(), "keep".into());
-    meta
-}
-
-#[tokio::test]
-async fn a_child_no_longer_desired_that_its_policy_keeps_is_unlinked_not_deleted_and_told() {
-    let me = parent("uid-1", "crd-a");
-    let cached = vec![
-        cached_at("web", &me, 3),
-        kept_at("team", &me),
-        cached_at("old", &me, 1),
-    ];
-    let (client, requests) = applying(3, 200);
-    let (outcome, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
-    assert_eq!(outcome.children, 1);
-    assert_eq!(
-        outcome.message.as_deref(),
-        Some("1 child kept (no longer declared; left in place, unlinked): Deployment ns/team")
-    );
-    let writes: Vec<(String, String)> = (requests.all().into_iter())
-        .filter(|s| s.method != "GET")
-        .map(|s| {
-            (
-                s.method,
-                s.uri.split('?').next().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
-    let path = |name: &str| format!("/apis/apps/v1/namespaces/ns/deployments/{name}");
-    assert_eq!(
-        writes,
-        [
-            ("PATCH".to_owned(), path("web")),
-            ("PATCH".to_owned(), path("team")),
-            ("DELETE".to_owned(), path("old")),
-        ]
-    );
-    let unlink = &requests.all()[1];
-    let body: serde_json::Value = serde_json::from_str(&unlink.body).unwrap();
-    assert_eq!(body["metadata"]["uid"], "uid-team");
-    assert!(body["metadata"]["labels"][crate::core::CONTROLLER_LABEL].is_null());
-    assert_eq!(
-        told,
-        [
-            (
-                "ChildPruned",
-                "deleted (no longer desired) in cluster-a: Deployment ns/old".to_owned()
-            ),
-            (
-                "ChildrenKept",
-                "kept, unlinked and left in place (no longer declared; prune policy keep) in cluster-a: Deployment ns/team"
-                    .to_owned()
-            ),
-        ]
-    );
-    // Gone already: nothing kept, nothing told.
-    let (client, _) = fake_api::client(|_, _, _| status(404, "NotFound", "gone"));
-    let (outcome, told) = sync_telling(client, Vec::new(), vec![kept_at("team", &me)], &me).await;
-    assert_eq!(
-        (outcome.state, outcome.message),
-        (ClusterState::NotTargeted, None)
-    );
-    assert!(told.is_empty(), "{told:?}");
-}
-
-#[tokio::test]
-async fn a_child_unlinked_from_this_parent_or_its_predecessor_is_taken_back_and_no_other() {
-    let me = parent("uid-1", "crd-a");
-    let unlinked = |name: &str, from: &ParentRef| ObjectMeta {
-        labels: None,
-        ..child_meta(name, Some(from))
-    };
-    // Kept by this parent; orphaned by the parent of this name before it (another UID); another's.
-    let (client, requests) = server(vec![
-        unlinked("kept", &me),
-        unlinked("orphaned", &parent("uid-0", "crd-a")),
-        unlinked("others", &parent("uid-2", "crd-b")),
-    ]);
-    let want = vec![desired("kept"), desired("orphaned"), desired("others")];
-    let outcome = sync(client, want, Vec::new(), &me).await;
-    assert_eq!(outcome.state, ClusterState::Conflict, "{outcome:?}");
-    assert_eq!(outcome.children, 2);
-    assert_eq!(
-        outcome.message.as_deref(),
-        Some(
-            "Deployment ns/others already exists and belongs to no kubeplex parent (another parent, control/crds/crd-b, left it in place)"
-        )
-    );
-    let applied: Vec<String> = (requests.lines().into_iter())
-        .filter(|l| l.starts_with("PATCH"))
-        .collect();
-    assert_eq!(applied.len(), 2, "{applied:?}");
 }
 
 #[test]

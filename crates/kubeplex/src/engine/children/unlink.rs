@@ -37,3 +37,6 @@ pub(in crate::engine) async fn unlink(
         Err(error) => Err(error),
     }
 }
+
+#[cfg(test)]
+mod tests;
