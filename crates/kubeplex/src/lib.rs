@@ -139,6 +139,8 @@ pub use health::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 ///     abandon_terminating_after = "1h",    // optional: stop waiting on deletion for children still terminating
 ///     owns(Kind, members, contexts = [..], namespaces = [..]),  // repeatable: a child kind and where it lives
 ///                                          // `members` (a flag): also in every member of the fleet
+///                                          // `prune = keep`: unlinked and left, not deleted, once no longer declared
+///                                          // `on_delete = orphan`: unlinked and left, not deleted, with the parent
 ///     crate = path,                        // default: ::kubeplex
 /// )]
 /// ```
