@@ -104,11 +104,10 @@ impl<R: Reconcile> Engine<R> {
                 }
             })
             .await;
-        // Told even when this replica stands down: those children are unlinked already.
-        self.publish_all(&object, &context, orphaned.notes()).await;
         if self.stands_down(&context, &outcomes) {
             return Verdict::Done(Action::await_change());
         }
+        self.publish_all(&object, &context, orphaned.notes()).await;
         if self.plan.has_member_children() {
             // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
             // waits for it as for an unreachable context.
