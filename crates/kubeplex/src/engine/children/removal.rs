@@ -30,24 +30,27 @@ pub(in crate::engine) async fn remove_children(
     changes: &ChildChanges,
 ) -> ContextOutcome {
     let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
-    let removal = remove_all(context, client, targets, parent_uid, counted, changes);
-    let removal = async {
-        let (outcome, deleted) = removal.await;
-        span.record("children", deleted);
-        outcome
-    };
-    tracing::Instrument::instrument(removal, span.clone()).await
+    let removal = remove_all(
+        context,
+        client,
+        targets,
+        parent_uid,
+        span.clone(),
+        counted,
+        changes,
+    );
+    tracing::Instrument::instrument(removal, span).await
 }
 
-/// As [`remove_children`]; also how many children it deleted.
 async fn remove_all(
     context: &str,
     client: Client,
     targets: &[(ApiResource, Option<String>)],
     parent_uid: &str,
+    span: tracing::Span,
     (metrics, controller): (&Metrics, &str),
     changes: &ChildChanges,
-) -> (ContextOutcome, u32) {
+) -> ContextOutcome {
     let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
     let mut targets: Vec<&(ApiResource, Option<String>)> = targets.iter().collect();
     sort_for_delete(&mut targets, |(resource, _)| resource);
@@ -124,12 +127,12 @@ async fn remove_all(
         }
         None
     };
-    let deleted = tally.done;
-    (stopped.unwrap_or_else(|| tally.removed()), deleted)
+    span.record("children", tally.done);
+    stopped.unwrap_or_else(|| tally.removed())
 }
 
-/// Unlinks a child of a deleted parent that its delete policy orphans: where it is (`Ns/name`) when
-/// done, `None` when it was gone already, or the error and what failed.
+/// Unlinks a child of a deleted parent that its delete policy orphans: how messages name it
+/// (`ConfigMap ns/name`) when done, `None` when it was gone already, or the error and what failed.
 async fn orphan(
     context: &str,
     client: &Client,
