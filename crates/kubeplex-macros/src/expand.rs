@@ -75,8 +75,10 @@ pub fn expand(model: &Model) -> TokenStream {
             let namespaces = &child.namespaces;
             quote!(.namespaces([#(#namespaces),*]))
         });
+        let keep = child.keep_on_prune.then(|| quote!(.keep_on_prune()));
+        let orphan = child.orphan_on_delete.then(|| quote!(.orphan_on_delete()));
         calls.push(quote! {
-            .owns(#krate::Child::of::<#kind>() #members #namespaces #contexts)
+            .owns(#krate::Child::of::<#kind>() #members #namespaces #keep #orphan #contexts)
         });
     }
 

@@ -104,11 +104,12 @@ pub use crate::core::{
 pub use crate::core::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
 pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
+pub use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub use crate::core::{Error, Result};
 pub use crate::core::{Member, Target};
 pub use client::CONTEXT_ENV_PREFIX;
 pub use client::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
-pub use controller::Cx;
+pub use controller::{ChildOptions, Cx};
 pub use controller::{Controller, Reconcile};
 pub use engine::CONTEXT_TIMEOUT;
 pub use ha::Sharding;
@@ -141,6 +142,8 @@ pub use health::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 ///     abandon_terminating_after = "1h",    // optional: stop waiting on deletion for children still terminating
 ///     owns(Kind, members, contexts = [..], namespaces = [..]),  // repeatable: a child kind and where it lives
 ///                                          // `members` (a flag): also in every member of the fleet
+///                                          // `prune = keep`: unlinked and left, not deleted, once no longer declared
+///                                          // `on_delete = orphan`: unlinked and left, not deleted, with the parent
 ///     crate = path,                        // default: ::kubeplex
 /// )]
 /// ```

@@ -13,7 +13,7 @@ mod owns;
 mod values;
 
 pub use args::{ControllerArgs, parse_args};
-pub use values::{ContextItem, ContextList, Str, StrList};
+pub use values::{ContextItem, ContextList, Str, StrList, Word};
 
 #[cfg(test)]
 mod tests;

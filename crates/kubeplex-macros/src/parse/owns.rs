@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Meta, Path};
 
 use super::keys::{key_of, path_of};
-use super::values::{ContextList, Flag, StrList};
+use super::values::{ContextList, Flag, StrList, Word};
 
 /// The inside of `owns(Kind, ...)`, after the kind.
 #[derive(Debug, Default, FromMeta)]
@@ -21,9 +21,15 @@ pub struct OwnsOptions {
     pub contexts: Option<ContextList>,
     /// `namespaces = [..]` (default: every namespace): the namespaces children of this kind live in.
     pub namespaces: Option<StrList>,
+    /// `prune = keep` (default: `delete`): a child of this kind no longer declared is unlinked and left in
+    /// place instead of deleted.
+    pub prune: Option<Word>,
+    /// `on_delete = orphan` (default: `delete`): when the parent is deleted, a child of this kind is
+    /// unlinked and left in place instead of deleted.
+    pub on_delete: Option<Word>,
 }
 
-/// `owns(Kind, members, contexts = [..], namespaces = [..])`.
+/// `owns(Kind, members, contexts = [..], namespaces = [..], prune = keep, on_delete = orphan)`.
 #[derive(Debug)]
 pub struct Owns {
     /// The whole `owns(...)`, for errors about it as a whole.

@@ -25,7 +25,8 @@ fn every_key_parses() {
         label_selector = "a=b", field_selector = "x=y", concurrency = 3, debounce = "1s",
         requeue_after = "1h", error_requeue = "5s", finalizer = "a.b/c", crate = kp,
         abandon_unreachable_after = "1h", abandon_terminating_after = "10m", members,
-        owns(Deployment, contexts = [Fleet::B], namespaces = ["b"]), owns(Service, contexts = [Fleet::B])
+        owns(Deployment, contexts = [Fleet::B], namespaces = ["b"]),
+        owns(Service, contexts = [Fleet::B], prune = keep, on_delete = orphan)
     });
     assert!(errors.is_empty(), "{errors:?}");
     assert!(args.crd.0.is_some() && args.fleet.is_some() && args.krate.is_some());
@@ -43,6 +44,10 @@ fn every_key_parses() {
         1
     );
     assert_eq!(args.concurrency.unwrap().0.base10_digits(), "3");
+    let service = &args.owns[1].options;
+    let word = |w: &Option<crate::parse::Word>| w.as_ref().map(|w| w.0.to_string());
+    assert_eq!(word(&service.prune).as_deref(), Some("keep"));
+    assert_eq!(word(&service.on_delete).as_deref(), Some("orphan"));
 }
 
 #[test]

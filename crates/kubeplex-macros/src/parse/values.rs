@@ -238,6 +238,35 @@ impl FromMeta for Str {
     }
 }
 
+/// `key = word`: one bare identifier, such as `prune = keep`; which words a key takes is checked in
+/// `validate/`.
+#[derive(Debug, Clone)]
+pub struct Word(pub syn::Ident);
+
+impl FromMeta for Word {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        let key = path_to_string(meta.path());
+        let expr = value_of(meta, "word")?;
+        match expr {
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                Ok(Word(p.path.get_ident().cloned().expect("checked")))
+            }
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Err(Error::custom(format!(
+                "`{key}` takes a word, not a string: write `{key} = {}` without the quotes",
+                s.value()
+            ))
+            .with_span(s)),
+            _ => Err(Error::custom(format!(
+                "`{key}` takes a single word, such as `{key} = delete`"
+            ))
+            .with_span(expr)),
+        }
+    }
+}
+
 /// `key = 123`.
 #[derive(Debug, Clone)]
 pub struct Int(pub LitInt);

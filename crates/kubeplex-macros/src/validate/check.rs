@@ -13,7 +13,7 @@ use proc_macro2::Span;
 use syn::{Ident, LitInt, LitStr, Path, Type};
 
 use super::{ChildModel, ContextsKind, fleet_of, is_dynamic, path_string};
-use crate::parse::{ContextItem, ContextList, StrList};
+use crate::parse::{ContextItem, ContextList, StrList, Word};
 use crate::rules::duration::duration_millis;
 use crate::rules::selector::{field_selector, label_selector};
 
@@ -358,5 +358,43 @@ pub fn check_owns_overlap(children: &[ChildModel], errors: &mut Accumulator) {
             ))
             .with_span(&later.kind),
         );
+    }
+}
+
+/// `owns(.., prune = ..)` is `keep` or `delete`; `Some(true)` for keep.
+pub fn check_prune(word: &Word, errors: &mut Accumulator) -> Option<bool> {
+    let what = "a child no longer declared is unlinked and left in place";
+    let hint = "`orphan` is what `on_delete` takes: `on_delete = orphan`";
+    check_policy(word, ("prune", "keep", what), ("orphan", hint), errors)
+}
+
+/// `owns(.., on_delete = ..)` is `orphan` or `delete`; `Some(true)` for orphan.
+pub fn check_on_delete(word: &Word, errors: &mut Accumulator) -> Option<bool> {
+    let what = "when the parent is deleted, the child is unlinked and left in place";
+    let hint = "`keep` is what `prune` takes: `prune = keep`";
+    check_policy(word, ("on_delete", "orphan", what), ("keep", hint), errors)
+}
+
+/// A policy key (`key`) takes `spares` (which does `what`) or `delete`; `other` is the word of the other
+/// policy key, with a hint to use it there.
+fn check_policy(
+    Word(word): &Word,
+    (key, spares, what): (&str, &str, &str),
+    (other, hint): (&str, &str),
+    errors: &mut Accumulator,
+) -> Option<bool> {
+    match word.to_string().as_str() {
+        "delete" => Some(false),
+        value if value == spares => Some(true),
+        value => {
+            let mut message = format!(
+                "`{value}` is not a policy of `{key}`: write `{key} = {spares}` ({what}) or `{key} = delete` (the default)"
+            );
+            if value == other {
+                message = format!("{message}; {hint}");
+            }
+            errors.push(Error::custom(message).with_span(word));
+            None
+        }
     }
 }

@@ -85,6 +85,10 @@ pub struct ChildModel {
     pub namespaces: Vec<LitStr>,
     /// The key `namespaces` of this `owns`, if given.
     pub namespaces_key: Option<Span>,
+    /// `prune = keep`: a child no longer declared is kept, unlinked.
+    pub keep_on_prune: bool,
+    /// `on_delete = orphan`: a child is left in place, unlinked, when the parent is deleted.
+    pub orphan_on_delete: bool,
 }
 
 /// Checks that the attribute is on a struct it supports; returns that struct.
@@ -296,12 +300,20 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
             .namespaces
             .map(|list| check::check_namespaces(list, errors))
             .unwrap_or_default();
+        let keep_on_prune = (owns.options.prune)
+            .and_then(|word| check::check_prune(&word, errors))
+            .unwrap_or(false);
+        let orphan_on_delete = (owns.options.on_delete)
+            .and_then(|word| check::check_on_delete(&word, errors))
+            .unwrap_or(false);
         children.push(ChildModel {
             kind: owns.kind,
             contexts,
             members,
             namespaces,
             namespaces_key,
+            keep_on_prune,
+            orphan_on_delete,
         });
     }
     check::check_owns_overlap(&children, errors);

@@ -49,6 +49,8 @@ impl ::kubeplex::Controller for DeploymentAuditor {
             .owns(
                 ::kubeplex::Child::of::<Secret>()
                     .namespaces(["audit"])
+                    .keep_on_prune()
+                    .orphan_on_delete()
                     .contexts([Fleet::Control]),
             )
             .contexts([Fleet::ClusterA, Fleet::ClusterB])

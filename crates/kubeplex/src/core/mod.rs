@@ -3,6 +3,7 @@
 //! redaction and logging defaults. Imports nothing of the crate.
 
 mod action;
+mod child_policy;
 mod context;
 mod contexts_macro;
 mod error;
@@ -17,6 +18,7 @@ mod target;
 
 pub use action::Action;
 pub(crate) use action::Verdict;
+pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub(crate) use error::chain;
 pub use error::{Error, Result};
@@ -26,10 +28,10 @@ pub(crate) use failure::{
 pub use grant::Grant;
 pub(crate) use grant::events_grant;
 pub use logging::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
-pub(crate) use ownership::ParentRef;
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
+pub(crate) use ownership::{ParentRef, unlink_patch};
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref};

@@ -2,12 +2,18 @@
 //!
 //! Kubernetes' ownerReferences only work within one cluster: a cross-cluster one names a UID the child's
 //! garbage collector cannot find, and it deletes the child as an orphan. So the runtime never writes one.
+//!
+//! A child its policy spares (kept when no longer declared, orphaned when its parent is deleted) is
+//! unlinked: the labels go, so that no watch or list of the controller finds it any more; the annotations
+//! naming the parent stay, as a record of where it came from, and let the same parent take it back.
 
 use std::collections::BTreeMap;
 
 use kube::Resource;
 use kube::api::ObjectMeta;
 use kube::runtime::reflector::ObjectRef;
+
+use super::child_policy::{ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION};
 
 /// Label on every child: the name of the controller that manages it (children are watched by it).
 pub const CONTROLLER_LABEL: &str = "kubeplex.dev/controller";
@@ -18,6 +24,19 @@ pub const PARENT_UID_LABEL: &str = "kubeplex.dev/parent-uid";
 pub const PARENT_ANNOTATION: &str = "kubeplex.dev/parent";
 /// Annotation on every child: the parent's kind, `Kind.group/version`.
 pub const PARENT_KIND_ANNOTATION: &str = "kubeplex.dev/parent-kind";
+
+/// The merge patch that unlinks a child: its link labels and its policy annotations removed (the
+/// annotations naming the parent stay, a record). Carries the child's UID, which the API server refuses
+/// to change: a patch meant for a child deleted and replaced by another object of its name fails.
+pub(crate) fn unlink_patch(uid: Option<&str>) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {
+            "uid": uid,
+            "labels": { CONTROLLER_LABEL: null, PARENT_UID_LABEL: null },
+            "annotations": { ON_PRUNE_ANNOTATION: null, ON_DELETE_ANNOTATION: null },
+        }
+    })
+}
 
 /// Where a child's parent lives.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -57,6 +76,26 @@ impl ParentRef {
         object
     }
 
+    /// The value of [`PARENT_ANNOTATION`] on this parent's children: `context/namespace/name`.
+    fn annotation(&self) -> String {
+        let namespace = self.namespace.as_deref().unwrap_or("");
+        format!("{}/{namespace}/{}", self.context, self.name)
+    }
+
+    /// Whether `child` was unlinked from this parent, or from one of its kind and place (deleted and
+    /// created again): it has no link labels, and its annotations name this parent. Such a child is this
+    /// parent's to take back when it declares it again, as Helm adopts what an earlier release kept.
+    pub(crate) fn was_unlinked_from(&self, child: &ObjectMeta, parent_kind: &str) -> bool {
+        let labels = child.labels.as_ref();
+        let label = |key| labels.is_some_and(|l| l.contains_key(key));
+        let annotations = child.annotations.as_ref();
+        let annotation = |key| annotations.and_then(|a| a.get(key)).map(String::as_str);
+        !label(CONTROLLER_LABEL)
+            && !label(PARENT_UID_LABEL)
+            && annotation(PARENT_ANNOTATION) == Some(self.annotation().as_str())
+            && annotation(PARENT_KIND_ANNOTATION) == Some(parent_kind)
+    }
+
     /// The labels and annotations that link a child to this parent.
     pub(crate) fn stamp(
         &self,
@@ -67,12 +106,7 @@ impl ParentRef {
             (CONTROLLER_LABEL, controller),
             (PARENT_UID_LABEL, self.uid.as_str()),
         ];
-        let parent = format!(
-            "{}/{}/{}",
-            self.context,
-            self.namespace.as_deref().unwrap_or(""),
-            self.name
-        );
+        let parent = self.annotation();
         let annotations = [
             (PARENT_ANNOTATION, parent.as_str()),
             (PARENT_KIND_ANNOTATION, parent_kind),
@@ -109,6 +143,57 @@ mod tests {
         };
         assert_eq!(ParentRef::of(&meta), Some(parent));
         assert_eq!(ParentRef::of(&ObjectMeta::default()), None);
+    }
+
+    #[test]
+    fn an_unlinked_child_keeps_only_the_record_of_its_parent_which_may_take_it_back() {
+        let parent = ParentRef {
+            context: "control".into(),
+            namespace: Some("crds".into()),
+            name: "crd-a".into(),
+            uid: "6f1c".into(),
+        };
+        let (labels, mut annotations) = parent.stamp("app-deployer", "App.demo/v1");
+        annotations.insert(ON_PRUNE_ANNOTATION.into(), "keep".into());
+        let mut child = serde_json::json!({ "metadata": {
+            "uid": "c-1", "labels": labels, "annotations": annotations,
+        }});
+        json_patch::merge(&mut child, &unlink_patch(Some("c-1")));
+        let meta: ObjectMeta = serde_json::from_value(child["metadata"].clone()).unwrap();
+        assert_eq!(
+            meta.labels,
+            Some(BTreeMap::new()),
+            "watched and listed by nothing"
+        );
+        let kept: Vec<&str> = meta
+            .annotations
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(kept, [PARENT_ANNOTATION, PARENT_KIND_ANNOTATION]);
+        assert_eq!(ParentRef::of(&meta), None, "no longer a child");
+        assert!(parent.was_unlinked_from(&meta, "App.demo/v1"));
+        // A parent of that kind and place created again may take it back; another may not.
+        let again = ParentRef {
+            uid: "7a2d".into(),
+            ..parent.clone()
+        };
+        assert!(again.was_unlinked_from(&meta, "App.demo/v1"));
+        let other = ParentRef {
+            name: "crd-b".into(),
+            ..parent.clone()
+        };
+        assert!(!other.was_unlinked_from(&meta, "App.demo/v1"));
+        assert!(!parent.was_unlinked_from(&meta, "Other.demo/v1"));
+        // A linked child is not an unlinked one.
+        let (labels, annotations) = parent.stamp("app-deployer", "App.demo/v1");
+        let linked = ObjectMeta {
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        };
+        assert!(!parent.was_unlinked_from(&linked, "App.demo/v1"));
     }
 
     #[test]

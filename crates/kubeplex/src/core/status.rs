@@ -43,7 +43,8 @@ pub struct ClusterStatus {
     /// How many children the parent has there.
     #[schemars(with = "i32")]
     pub children: u32,
-    /// Why, when not `Ready`.
+    /// Why, when not `Ready`; when `Ready`, the children a policy left in place, if any (kept once no
+    /// longer declared, told until the parent's spec changes again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// When `state` last changed.
@@ -226,6 +227,12 @@ impl FleetStatus {
             clusters,
             conditions,
         }
+    }
+
+    /// The generation of the parent the `Ready` condition was written for, if it says.
+    pub(crate) fn observed_generation(&self) -> Option<i64> {
+        let ready = self.conditions.iter().find(|c| c.type_ == READY);
+        ready.and_then(|c| c.observed_generation)
     }
 
     /// After a failed reconcile: the clusters as they were, and `Ready=False` saying why.

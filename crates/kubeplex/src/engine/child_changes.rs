@@ -1,5 +1,5 @@
-//! What a sync of children changed in other clusters — created, updated, pruned — and how it is told on the
-//! parent as Events.
+//! What a sync of children changed in other clusters — created, updated, pruned, kept or orphaned — and how
+//! it is told on the parent as Events.
 
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
@@ -12,6 +12,10 @@ pub(crate) enum ChildChange {
     Created,
     Updated,
     Pruned,
+    /// No longer declared, unlinked and left in place (prune policy keep).
+    Kept,
+    /// Its parent deleted, unlinked and left in place (delete policy orphan).
+    Orphaned,
 }
 
 /// The children a sync changed, in every context, as they happen (so that a context cut off by its cap
@@ -26,7 +30,8 @@ impl ChildChanges {
     }
 
     /// One event per context and kind of change, naming the cluster and the children (`ChildCreated`,
-    /// `ChildUpdated`, `ChildPruned`); an event repeated with the same children is a series.
+    /// `ChildUpdated`, `ChildPruned`, `ChildrenKept`, `ChildrenOrphaned`); an event repeated with the same
+    /// children is a series.
     pub(crate) fn notes(self) -> Vec<Note> {
         let mut grouped: std::collections::BTreeMap<(String, ChildChange), Vec<String>> =
             Default::default();
@@ -40,6 +45,16 @@ impl ChildChanges {
                     ChildChange::Created => ("ChildCreated", "Apply", "created"),
                     ChildChange::Updated => ("ChildUpdated", "Apply", "updated"),
                     ChildChange::Pruned => ("ChildPruned", "Delete", "deleted (no longer desired)"),
+                    ChildChange::Kept => (
+                        "ChildrenKept",
+                        "Unlink",
+                        "kept, unlinked and left in place (no longer declared; prune policy keep)",
+                    ),
+                    ChildChange::Orphaned => (
+                        "ChildrenOrphaned",
+                        "Unlink",
+                        "orphaned, unlinked and left in place (the parent is deleted; delete policy orphan)",
+                    ),
                 };
                 let message = format!("{done} in {context}: {}", places.join(", "));
                 Note::normal(reason, action, message.clone()).about(message)

@@ -4,6 +4,7 @@
 
 mod removal;
 mod tally;
+mod unlink;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -16,12 +17,14 @@ use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
-use crate::core::{PARENT_UID_LABEL, ParentRef};
+use crate::core::{PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, PrunePolicy};
 use crate::core::{is_transport, transport};
 use crate::metrics::Metrics;
 use removal::{Deleted, try_delete};
-pub(super) use removal::{delete, remove_children};
+pub(super) use removal::{Removed, remove, remove_children};
 use tally::Tally;
+pub(super) use tally::carry_kept;
+use unlink::unlink;
 
 /// What linking needs to know of the parent and its controller.
 pub(super) struct Parentage<'a> {
@@ -68,7 +71,8 @@ enum Claim {
 }
 
 /// Applies the desired children of one context (server-side apply, the controller as field manager), in
-/// the apply order, and deletes the parent's children there that are no longer desired, in its reverse.
+/// the apply order, and deletes the parent's children there that are no longer desired, in its reverse
+/// (or unlinks and leaves those whose prune policy keeps them).
 /// `watches` are this context's child caches. A child whose name is taken by an object that is not this
 /// parent's is left alone and reported as a conflict; a child the server refuses is reported with why,
 /// and the others are applied all the same. The children created, changed or deleted are added to
@@ -154,7 +158,7 @@ async fn sync(
             child.namespace.as_deref(),
             &child.name,
         );
-        let before = match claim(&api, watches, &*child, &link.parent.uid).await {
+        let before = match claim(&api, watches, &*child, link).await {
             Ok(Claim::Ours(before)) => before,
             Ok(Claim::Taken(owner)) => {
                 unfinished.count("conflict");
@@ -229,8 +233,8 @@ fn place(kind: &str, namespace: Option<&str>, name: &str) -> String {
     format!("{kind} {namespace}{name}")
 }
 
-/// Deletes the children no longer desired, each failure recorded in `tally`; the outcome to report when
-/// one stops the pruning (the cluster cannot be reached).
+/// Deletes the children no longer desired (unlinks those their prune policy keeps), each failure recorded
+/// in `tally`; the outcome to report when one stops the pruning (the cluster cannot be reached).
 async fn prune(
     context: &str,
     client: &Client,
@@ -241,6 +245,24 @@ async fn prune(
 ) -> Option<ContextOutcome> {
     for (watch, stale) in stale {
         let name = stale.name.clone().unwrap_or_default();
+        if PrunePolicy::of(&stale) == PrunePolicy::Keep {
+            tracing::info!(%context, kind = %watch.resource.kind, %name, "keeping a child no longer desired: unlinked, left in place");
+            match unlink(client.clone(), &watch.resource, &stale, link.controller).await {
+                Ok(false) => {}
+                Ok(true) => {
+                    let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
+                    changes.push(context, ChildChange::Kept, place.clone());
+                    tally.kept(place);
+                }
+                Err(error) => {
+                    let what = format!("unlinking {} {name}", watch.resource.kind);
+                    if let Some(stop) = tally.fail(context, &error, &what) {
+                        return Some(stop);
+                    }
+                }
+            }
+            continue;
+        }
         tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
         match try_delete(client.clone(), &watch.resource, &stale).await {
             Ok(Deleted::NotThere) => {}
@@ -269,13 +291,15 @@ fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> 
 }
 
 /// Whether the child may be applied: the cache knows this controller's children; anything else with the
-/// name is looked up once (only a child not yet cached, so normally only at its creation).
+/// name is looked up once (only a child not yet cached, so normally only at its creation). One unlinked
+/// from this parent, or from its kind and place (kept or orphaned before), is taken back.
 async fn claim(
     api: &Api<DynamicObject>,
     watches: &[&ChildWatch],
     child: &DesiredChild,
-    parent_uid: &str,
+    link: &Parentage<'_>,
 ) -> kube::Result<Claim> {
+    let parent_uid = link.parent.uid.as_str();
     let cached = watches
         .iter()
         .filter(|w| w.resource == child.resource)
@@ -287,6 +311,9 @@ async fn claim(
     Ok(match existing {
         None => Claim::Ours(None),
         Some(meta) if is_child_of(&meta, parent_uid) => Claim::Ours(Some(Box::new(meta))),
+        Some(meta) if link.parent.was_unlinked_from(&meta, link.parent_kind) => {
+            Claim::Ours(Some(Box::new(meta)))
+        }
         Some(meta) => Claim::Taken(match ParentRef::of(&meta) {
             Some(other) => format!(
                 "another parent ({}/{}{})",
@@ -297,7 +324,16 @@ async fn claim(
                     .unwrap_or_default(),
                 other.name
             ),
-            None => "no kubeplex parent (it was created by someone else)".into(),
+            None => match meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(PARENT_ANNOTATION))
+            {
+                Some(was) => {
+                    format!("no kubeplex parent (another parent, {was}, left it in place)")
+                }
+                None => "no kubeplex parent (it was created by someone else)".into(),
+            },
         }),
     })
 }

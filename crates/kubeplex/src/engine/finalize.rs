@@ -1,5 +1,6 @@
 //! The finalizer and the deletion path: keep the finalizer on every parent, and when a parent is deleted
-//! run the user's cleanup, remove its children in every context, then let it go.
+//! run the user's cleanup, remove its children in every context (leaving in place, unlinked, those whose
+//! delete policy orphans them), then let it go.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
+use super::child_changes::ChildChanges;
 use super::children;
 use super::engine::{Engine, Primary};
 use super::events::{Note, deletion_note};
@@ -89,19 +91,23 @@ impl<R: Reconcile> Engine<R> {
         }
         // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
         let before = self.previous_status(&object);
+        let orphaned = ChildChanges::default();
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
             .per_child_context(|name, client| {
                 let targets = self.child_targets(&name);
                 let uid = uid.clone();
                 let counted = (&self.runtime.metrics, self.plan.name());
+                let orphaned = &orphaned;
                 async move {
-                    children::remove_children(&name, client, &targets, &uid, counted).await
+                    children::remove_children(&name, client, &targets, &uid, counted, orphaned)
+                        .await
                 }
             })
             .await;
         if self.stands_down(&context, &outcomes) {
             return Verdict::Done(Action::await_change());
         }
+        self.publish_all(&object, &context, orphaned.notes()).await;
         if self.plan.has_member_children() {
             // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
             // waits for it as for an unreachable context.

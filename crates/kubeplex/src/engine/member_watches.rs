@@ -176,7 +176,7 @@ async fn delete_children<R: Reconcile>(
                 let why = reasons.and_then(|r| r.into_iter().next());
                 why.unwrap_or_else(|| "its children are not listed yet".to_owned())
             }
-            Ok(_) => match delete_cached(&client, &watches).await {
+            Ok(_) => match delete_cached(&client, &watches, controller).await {
                 Ok(deleted) => {
                     if waited {
                         progress.answered(controller);
@@ -206,21 +206,27 @@ async fn delete_children<R: Reconcile>(
     }
 }
 
-/// Deletes the children in `watches`' caches; how many, or why one could not be (the member does not
-/// answer, or refuses), each attempt bounded so that a member that stopped answering is told soon.
-async fn delete_cached(client: &Client, watches: &[ChildWatch]) -> Result<usize, String> {
+/// Deletes the children in `watches`' caches (unlinks those whose delete policy orphans them); how many,
+/// or why one could not be (the member does not answer, or refuses), each attempt bounded so that a member
+/// that stopped answering is told soon.
+async fn delete_cached(
+    client: &Client,
+    watches: &[ChildWatch],
+    controller: &str,
+) -> Result<usize, String> {
     let mut deleted = 0_usize;
     for watch in watches {
         for uid in watch.cache.parent_uids() {
             for child in watch.cache.children_of(&uid) {
-                let deletion = children::delete(client.clone(), &watch.resource, &child);
+                let deletion =
+                    children::remove(client.clone(), &watch.resource, &child, controller);
                 let what = format!(
                     "deleting {} {}",
                     watch.resource.kind,
                     child.name.as_deref().unwrap_or("")
                 );
                 match tokio::time::timeout(CONTEXT_TIMEOUT, deletion).await {
-                    Ok(Ok(())) => deleted += 1,
+                    Ok(Ok(_)) => deleted += 1,
                     Ok(Err(error)) => {
                         return Err(format!("{what} failed: {}", chain(&error)));
                     }

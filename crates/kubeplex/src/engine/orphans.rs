@@ -1,5 +1,7 @@
 //! The orphan sweep: once the caches have listed, delete the children whose parent no longer exists
-//! (deleted while the operator was not running, so its finalizer path never ran). A child that appears for
+//! (deleted while the operator was not running, so its finalizer path never ran), or unlink those whose
+//! delete policy orphans them. Children unlinked before (kept, orphaned) carry no controller label: no
+//! cache of the controller holds them, so the sweep never sees them. A child that appears for
 //! a parent already gone (a late apply of a replica that lost its Lease re-created it) is removed when its
 //! event asks for the parent, not at the next sweep.
 //!
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 use kube::{Resource, ResourceExt};
 
-use super::children;
+use super::children::{self, Removed};
 use super::engine::{ChildWatch, Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::ParentRef;
@@ -131,8 +133,16 @@ impl<R: Reconcile> Engine<R> {
         for child in watch.cache.children_of(&parent.uid) {
             let name = child.name.clone().unwrap_or_default();
             tracing::info!(context = %watch.context, kind = %watch.resource.kind, %name, parent = %parent.name, "removing an orphaned child");
-            if let Err(error) = children::delete(client.clone(), &watch.resource, &child).await {
-                tracing::warn!(context = %watch.context, error = %chain(&error), "removing an orphaned child failed");
+            let removal =
+                children::remove(client.clone(), &watch.resource, &child, self.plan.name());
+            match removal.await {
+                Ok(Removed::Deleted) => {}
+                Ok(Removed::Orphaned) => {
+                    tracing::info!(context = %watch.context, kind = %watch.resource.kind, %name, "its delete policy orphans it: unlinked, left in place");
+                }
+                Err(error) => {
+                    tracing::warn!(context = %watch.context, error = %chain(&error), "removing an orphaned child failed");
+                }
             }
         }
     }

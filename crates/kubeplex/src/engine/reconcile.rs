@@ -143,6 +143,8 @@ impl<R: Reconcile> Engine<R> {
                     if so_far.values().any(|o| o.fenced.is_some()) {
                         return None;
                     }
+                    let mut so_far = so_far;
+                    children::carry_kept(before, object.meta().generation, &mut so_far);
                     self.write_status(object, context, before, &so_far).await
                 }
             },
@@ -153,6 +155,7 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut outcomes = outcomes;
         self.record_orphaned_members(&mut outcomes);
+        children::carry_kept(&before, object.meta().generation, &mut outcomes);
         for (cluster, outcome) in outcomes
             .iter()
             .filter(|(_, o)| o.state == ClusterState::Conflict)

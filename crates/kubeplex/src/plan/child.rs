@@ -7,6 +7,7 @@ use kube::core::ApiResource;
 use super::plan::expand_namespaces;
 use crate::core::Context;
 use crate::core::{ApiScope, PrimaryResource};
+use crate::core::{DeletePolicy, PrunePolicy};
 use crate::watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 
 /// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
@@ -23,6 +24,10 @@ pub struct Child<C> {
     pub(super) members: bool,
     /// `None`: every namespace.
     pub(super) namespaces: Option<Vec<Cow<'static, str>>>,
+    /// What becomes of a child no longer declared.
+    pub(super) prune: PrunePolicy,
+    /// What becomes of a child when its parent is deleted.
+    pub(super) on_delete: DeletePolicy,
     /// Opens the typed watch of this kind, chosen where the type is known.
     pub(crate) open: OpenChildWatch,
     /// Opens a watch that caches whole objects (see [`Child::cache_objects`]).
@@ -38,6 +43,8 @@ impl<C: Context> Child<C> {
             contexts: Vec::new(),
             members: false,
             namespaces: None,
+            prune: PrunePolicy::Delete,
+            on_delete: DeletePolicy::Delete,
             open: open_child_watch::<K>,
             open_full: open_full_child_watch::<K>,
         }
@@ -88,6 +95,52 @@ impl<C: Context> Child<C> {
     pub fn all_namespaces(mut self) -> Self {
         self.namespaces = None;
         self
+    }
+
+    /// What becomes of a child of this kind that its parent no longer declares (the attribute's
+    /// `prune`): deleted (the default), or kept — unlinked and left in place, never deleted by the runtime.
+    /// Recorded on each child ([`ON_PRUNE_ANNOTATION`](crate::ON_PRUNE_ANNOTATION)); one child can be
+    /// chosen otherwise with [`ChildOptions`](crate::ChildOptions).
+    #[must_use]
+    pub fn prune(mut self, policy: PrunePolicy) -> Self {
+        self.prune = policy;
+        self
+    }
+
+    /// A child of this kind that its parent no longer declares is kept: unlinked (no longer watched or
+    /// owned) and left in place, where the default deletes it; `prune = keep` in the attribute. For
+    /// what must outlive a change of the spec: a Namespace whose name comes from the spec, with what others
+    /// put in it.
+    #[must_use]
+    pub fn keep_on_prune(self) -> Self {
+        self.prune(PrunePolicy::Keep)
+    }
+
+    /// What becomes of a child of this kind when its parent is deleted (the attribute's `on_delete`):
+    /// deleted, the parent waiting until it is gone (the default), or orphaned — unlinked and left in
+    /// place. Recorded on each child ([`ON_DELETE_ANNOTATION`](crate::ON_DELETE_ANNOTATION)); one child
+    /// can be chosen otherwise with [`ChildOptions`](crate::ChildOptions).
+    #[must_use]
+    pub fn on_delete(mut self, policy: DeletePolicy) -> Self {
+        self.on_delete = policy;
+        self
+    }
+
+    /// A child of this kind is left in place, unlinked, when its parent is deleted, where the default
+    /// deletes it; `on_delete = orphan` in the attribute.
+    #[must_use]
+    pub fn orphan_on_delete(self) -> Self {
+        self.on_delete(DeletePolicy::Orphan)
+    }
+
+    /// What becomes of a child no longer declared (set by [`prune`](Self::prune)).
+    pub fn get_prune(&self) -> PrunePolicy {
+        self.prune
+    }
+
+    /// What becomes of a child when its parent is deleted (set by [`on_delete`](Self::on_delete)).
+    pub fn get_on_delete(&self) -> DeletePolicy {
+        self.on_delete
     }
 
     /// The child kind's group, version, kind and plural.

@@ -1,7 +1,8 @@
 //! Removing every child of a deleted parent in one context, and deleting one child. A child counts as
 //! removed once it is gone, not once its delete was accepted: one that carries a finalizer (a Namespace
 //! whose content is still being deleted, a PersistentVolumeClaim in use, anything another controller
-//! guards) stays, `Terminating`, and the parent's deletion waits for it.
+//! guards) stays, `Terminating`, and the parent's deletion waits for it. A child whose delete policy says
+//! orphan is unlinked and left in place instead, and the parent does not wait for it.
 
 use kube::Client;
 use kube::api::{
@@ -9,24 +10,35 @@ use kube::api::{
 };
 
 use super::tally::Tally;
+use super::unlink::unlink;
 use super::{api, kind_of, place};
-use crate::core::{ContextOutcome, PARENT_UID_LABEL};
+use crate::core::{ContextOutcome, DeletePolicy, PARENT_UID_LABEL};
 use crate::engine::apply_order::sort_for_delete;
+use crate::engine::child_changes::{ChildChange, ChildChanges};
 use crate::metrics::Metrics;
 
 /// Deletes every child of the parent in one context, found by listing (not the cache, which may lag), the
 /// kinds in the reverse of the apply order: `Ready` once none is left, `Deleting` naming those still going
-/// (and why), or why they could not be deleted. Runs in a `prune` span (the context, how many children it
-/// deleted).
+/// (and why), or why they could not be deleted. Those whose delete policy says orphan are unlinked
+/// instead, and added to `changes`. Runs in a `prune` span (the context, how many children it deleted).
 pub(in crate::engine) async fn remove_children(
     context: &str,
     client: Client,
     targets: &[(ApiResource, Option<String>)],
     parent_uid: &str,
     counted: (&Metrics, &str),
+    changes: &ChildChanges,
 ) -> ContextOutcome {
     let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
-    let removal = remove_all(context, client, targets, parent_uid, span.clone(), counted);
+    let removal = remove_all(
+        context,
+        client,
+        targets,
+        parent_uid,
+        span.clone(),
+        counted,
+        changes,
+    );
     tracing::Instrument::instrument(removal, span).await
 }
 
@@ -37,6 +49,7 @@ async fn remove_all(
     parent_uid: &str,
     span: tracing::Span,
     (metrics, controller): (&Metrics, &str),
+    changes: &ChildChanges,
 ) -> ContextOutcome {
     let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
     let mut targets: Vec<&(ApiResource, Option<String>)> = targets.iter().collect();
@@ -57,6 +70,23 @@ async fn remove_all(
             // answered with the object (it keeps it while finalizers or a grace period hold it).
             let mut recheck = false;
             for child in children {
+                if DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan {
+                    let orphaned = orphan(context, &client, resource, &child.metadata, controller);
+                    let orphaned = orphaned.await;
+                    match orphaned {
+                        Ok(Some(place)) => {
+                            changes.push(context, ChildChange::Orphaned, place.clone());
+                            tally.orphaned(place);
+                        }
+                        Ok(None) => {}
+                        Err((error, what)) => {
+                            if let Some(stop) = tally.fail(context, &error, &what) {
+                                break 'kinds Some(stop);
+                            }
+                        }
+                    }
+                    continue;
+                }
                 if child.metadata.deletion_timestamp.is_some() {
                     recheck = true;
                     continue;
@@ -101,6 +131,28 @@ async fn remove_all(
     stopped.unwrap_or_else(|| tally.removed())
 }
 
+/// Unlinks a child of a deleted parent that its delete policy orphans: how messages name it
+/// (`ConfigMap ns/name`) when done, `None` when it was gone already, or the error and what failed.
+async fn orphan(
+    context: &str,
+    client: &Client,
+    resource: &ApiResource,
+    child: &ObjectMeta,
+    controller: &str,
+) -> Result<Option<String>, (kube::Error, String)> {
+    let name = child.name.as_deref().unwrap_or_default();
+    tracing::info!(%context, kind = %resource.kind, %name, "orphaning a child of a deleted parent: unlinked, left in place");
+    match unlink(client.clone(), resource, child, controller).await {
+        Ok(true) => Ok(Some(place(
+            &resource.kind,
+            child.namespace.as_deref(),
+            name,
+        ))),
+        Ok(false) => Ok(None),
+        Err(error) => Err((error, format!("unlinking {} {name}", resource.kind))),
+    }
+}
+
 /// A child still there after its delete, and why: `ConfigMap kids/web (Terminating; finalizers:
 /// example.com/hold)`.
 fn going(resource: &ApiResource, child: &PartialObjectMeta<kube::api::DynamicObject>) -> String {
@@ -119,14 +171,30 @@ fn going(resource: &ApiResource, child: &PartialObjectMeta<kube::api::DynamicObj
     format!("{place} ({why})")
 }
 
-/// Deletes a child, only if it is still the object we saw (same UID); already gone, or replaced by another
-/// object of the same name, counts as done.
-pub(in crate::engine) async fn delete(
+/// What [`remove`] did with a child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::engine) enum Removed {
+    /// Deleted (or gone already).
+    Deleted,
+    /// Unlinked and left in place: its delete policy says orphan.
+    Orphaned,
+}
+
+/// Removes a child whose parent is gone (or whose cluster leaves the fleet): deletes it, only if it is
+/// still the object we saw (same UID; already gone, or replaced by another object of the same name, counts
+/// as done), or, when its delete policy says orphan, unlinks it and leaves it in place.
+pub(in crate::engine) async fn remove(
     client: Client,
     resource: &ApiResource,
     child: &ObjectMeta,
-) -> Result<(), kube::Error> {
-    try_delete(client, resource, child).await.map(|_| ())
+    controller: &str,
+) -> Result<Removed, kube::Error> {
+    if DeletePolicy::of(child) == DeletePolicy::Orphan {
+        unlink(client, resource, child, controller).await?;
+        return Ok(Removed::Orphaned);
+    }
+    try_delete(client, resource, child).await?;
+    Ok(Removed::Deleted)
 }
 
 /// What a delete did.
@@ -141,7 +209,7 @@ pub(super) enum Deleted {
     NotThere,
 }
 
-/// As [`delete`]; what the delete did.
+/// Deletes a child, only if it is still the object we saw (same UID); what the delete did.
 pub(super) async fn try_delete(
     client: Client,
     resource: &ApiResource,

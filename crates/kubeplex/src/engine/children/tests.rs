@@ -36,7 +36,7 @@ pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
     }
 }
 
-fn desired(name: &str) -> DesiredChild {
+pub(super) fn desired(name: &str) -> DesiredChild {
     DesiredChild {
         resource: ApiResource::erase::<Deployment>(&()),
         namespace: Some("ns".into()),
@@ -57,7 +57,7 @@ fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
 }
 
 /// Answers GETs from `existing` (404 otherwise) and accepts every write.
-fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
+pub(super) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
     fake_api::client(move |method, uri, _| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
         match method {
@@ -84,7 +84,7 @@ fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
     })
 }
 
-async fn sync(
+pub(super) async fn sync(
     client: Client,
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
@@ -94,7 +94,7 @@ async fn sync(
 }
 
 /// As `sync`; also the events its changes call for, as (reason, message).
-async fn sync_telling(
+pub(super) async fn sync_telling(
     client: Client,
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
@@ -325,7 +325,7 @@ async fn a_cluster_that_cannot_be_reached_stops_the_pass_at_the_first_child() {
 }
 
 /// Answers a child's apply with `generation` (and a resourceVersion), deletes as `delete` says.
-fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
+pub(super) fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
     fake_api::client(move |method, uri, _| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
         match method {
@@ -349,7 +349,7 @@ fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
     })
 }
 
-fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
+pub(super) fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
     ObjectMeta {
         generation: Some(generation),
         resource_version: Some("42".into()),

@@ -382,3 +382,66 @@ async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_
     let status = last_status(&requests)["status"].clone();
     assert_eq!(status["clusters"]["cluster-a"]["state"], "Abandoned");
 }
+
+#[tokio::test]
+async fn a_child_its_policy_orphans_is_unlinked_told_and_does_not_hold_the_parent() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let unlinked = Arc::new(AtomicBool::new(false));
+    let server = unlinked.clone();
+    let (client, requests) = fake_api::client(move |method, uri, body| match method {
+        // Listed by the parent's label until unlinked.
+        "GET" if uri.starts_with("/api/v1/namespaces/ns/configmaps?") => {
+            let items = if server.load(Ordering::SeqCst) {
+                Vec::new()
+            } else {
+                vec![serde_json::json!({
+                    "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                    "metadata": {
+                        "name": "team", "namespace": "ns", "uid": "uid-team",
+                        "annotations": { crate::core::ON_DELETE_ANNOTATION: "orphan" },
+                    },
+                })]
+            };
+            let list = serde_json::json!({
+                "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                "metadata": {}, "items": items,
+            });
+            (200, list)
+        }
+        "PATCH" if uri.starts_with("/api/v1/namespaces/ns/configmaps/team?") => {
+            server.store(true, Ordering::SeqCst);
+            (
+                200,
+                serde_json::json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": {} }),
+            )
+        }
+        "DELETE" => status(
+            405,
+            "MethodNotAllowed",
+            "an orphaned child is never deleted",
+        ),
+        "POST" => (201, serde_json::from_str(body).unwrap()),
+        _ => (200, serde_json::to_value(parent(&[])).unwrap()),
+    });
+    let engine = engine(client);
+    let cx = Cx::new(
+        CONTROL_TARGET,
+        engine.plan.clone(),
+        engine.runtime.clone(),
+        0,
+    );
+    let verdict = engine
+        .finalize(deleted_parent(Duration::from_secs(1)), &cx)
+        .await;
+    assert_eq!(verdict, Verdict::Done(Action::await_change()));
+    assert!(unlinked.load(Ordering::SeqCst), "{:?}", requests.lines());
+    assert!(released(&requests), "{:?}", requests.lines());
+    let orphaned = (requests.all().into_iter())
+        .filter(|s| s.uri.contains("/events"))
+        .map(|s| serde_json::from_str::<serde_json::Value>(&s.body).unwrap())
+        .find(|event| event["reason"] == "ChildrenOrphaned")
+        .expect("a ChildrenOrphaned event");
+    assert_eq!(orphaned["type"], "Normal");
+    let note = orphaned["note"].as_str().unwrap();
+    assert!(note.ends_with("in cluster-a: ConfigMap ns/team"), "{note}");
+}

@@ -164,3 +164,44 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
         "{lines:?}"
     );
 }
+
+#[tokio::test]
+async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
+    let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let mut engine = engine(client);
+    let (listed, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    engine.primaries.insert(
+        (CONTROL_TARGET, Some("other".into())),
+        Arc::new(SharedWatch::new(listed, None)),
+    );
+    let mut spared = orphan("spared", "other");
+    let annotations = spared.annotations.get_or_insert_default();
+    annotations.insert(crate::core::ON_DELETE_ANNOTATION.into(), "orphan".into());
+    engine.children.push(ChildWatch {
+        context: crate::Context::name(&CLUSTER_A).into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(vec![spared, orphan("deleted", "other")])),
+    });
+    let engine = Arc::new(engine);
+    tokio::time::timeout(Duration::from_secs(2), engine.sweep_orphans())
+        .await
+        .unwrap();
+    let mut lines: Vec<String> = (requests.lines().into_iter())
+        .map(|l| l.split('?').next().unwrap_or_default().to_owned())
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "DELETE /api/v1/namespaces/ns/configmaps/deleted",
+            "PATCH /api/v1/namespaces/ns/configmaps/spared",
+        ]
+    );
+    let unlink = (requests.all().into_iter())
+        .find(|s| s.method == "PATCH")
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_str(&unlink.body).unwrap();
+    assert!(body["metadata"]["labels"][crate::core::CONTROLLER_LABEL].is_null());
+}

@@ -43,19 +43,24 @@ fn held(name: &str) -> ObjectMeta {
     }
 }
 
-async fn remove(
+async fn remove_all_of(
     client: Client,
     targets: &[(ApiResource, Option<String>)],
 ) -> crate::core::ContextOutcome {
+    remove_telling(client, targets).await.0
+}
+
+/// As `remove_all_of`; also the events the children orphaned call for, as (reason, message).
+async fn remove_telling(
+    client: Client,
+    targets: &[(ApiResource, Option<String>)],
+) -> (crate::core::ContextOutcome, Vec<(&'static str, String)>) {
     let metrics = crate::metrics::Metrics::default();
-    remove_children(
-        "cluster-a",
-        client,
-        targets,
-        "uid-1",
-        (&metrics, "app-deployer"),
-    )
-    .await
+    let changes = ChildChanges::default();
+    let counted = (&metrics, "app-deployer");
+    let outcome = remove_children("cluster-a", client, targets, "uid-1", counted, &changes).await;
+    let notes = changes.notes().into_iter();
+    (outcome, notes.map(|n| (n.reason, n.message)).collect())
 }
 
 fn config_maps() -> Vec<(ApiResource, Option<String>)> {
@@ -80,7 +85,7 @@ async fn a_child_whose_delete_was_accepted_but_that_is_still_there_holds_the_del
         ),
         _ => status(405, "MethodNotAllowed", "unexpected"),
     });
-    let outcome = remove(client, &config_maps()).await;
+    let outcome = remove_all_of(client, &config_maps()).await;
     assert_eq!(outcome.state, ClusterState::Deleting, "{outcome:?}");
     assert_eq!(outcome.children, 1);
     assert_eq!(
@@ -102,12 +107,12 @@ async fn a_child_already_going_is_not_deleted_again_and_counts_as_removed_once_n
         "GET" => (200, list(&[held("held")])),
         _ => status(405, "MethodNotAllowed", "unexpected"),
     });
-    let outcome = remove(client.clone(), &config_maps()).await;
+    let outcome = remove_all_of(client.clone(), &config_maps()).await;
     assert_eq!(outcome.state, ClusterState::Deleting, "{outcome:?}");
 
     // Its finalizer was removed: the next pass finds nothing left.
     gone.store(true, Ordering::SeqCst);
-    let outcome = remove(client, &config_maps()).await;
+    let outcome = remove_all_of(client, &config_maps()).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert!(
         requests.all().iter().all(|s| s.method == "GET"),
@@ -126,7 +131,7 @@ async fn a_child_the_server_says_it_deleted_is_gone_without_a_second_look() {
         "DELETE" => deleted(),
         _ => status(405, "MethodNotAllowed", "unexpected"),
     });
-    let outcome = remove(client, &config_maps()).await;
+    let outcome = remove_all_of(client, &config_maps()).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
 }
@@ -156,7 +161,7 @@ async fn kinds_are_deleted_in_the_reverse_of_the_apply_order_and_a_refused_delet
         (ApiResource::erase::<Namespace>(&()), None),
         (ApiResource::erase::<ConfigMap>(&()), Some("ns".to_owned())),
     ];
-    let outcome = remove(client, &targets).await;
+    let outcome = remove_all_of(client, &targets).await;
     let deletes: Vec<String> = (requests.all().into_iter())
         .filter(|s| s.method == "DELETE")
         .map(|s| s.uri.split('?').next().unwrap_or_default().to_owned())
@@ -180,20 +185,119 @@ async fn deleting_a_child_that_is_gone_or_replaced_is_done() {
     for code in [404, 409] {
         let (client, _) = fake_api::client(move |_, _, _| status(code, "Gone", "gone"));
         let resource = ApiResource::erase::<Deployment>(&());
-        assert!(
-            delete(client, &resource, &child_meta("web", None))
-                .await
-                .is_ok(),
-            "{code}"
-        );
+        let removed = remove(client, &resource, &child_meta("web", None), "app-deployer").await;
+        assert_eq!(removed.ok(), Some(Removed::Deleted), "{code}");
     }
     let (client, _) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
     let resource = ApiResource::erase::<Deployment>(&());
-    assert!(
-        delete(client, &resource, &child_meta("web", None))
-            .await
-            .is_err()
+    let removed = remove(client, &resource, &child_meta("web", None), "app-deployer").await;
+    assert!(removed.is_err());
+}
+
+/// `parent`'s child `name` (a ConfigMap in `ns`), whose delete policy orphans it.
+fn orphan_policy(name: &str) -> ObjectMeta {
+    let mut meta = child_meta(name, Some(&parent("uid-1", "crd-a")));
+    let annotations = meta.annotations.get_or_insert_default();
+    annotations.insert(crate::core::ON_DELETE_ANNOTATION.into(), "orphan".into());
+    meta
+}
+
+/// Answers a list with `children` (an empty one once `unlinked`, as a list by the parent's label would),
+/// deletes, and patches (recording that it did).
+fn policy_server(children: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
+    fake_api::client(move |method, _, _| match method {
+        "GET" => (200, list(&children)),
+        "DELETE" => deleted(),
+        "PATCH" => (
+            200,
+            serde_json::json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "x" } }),
+        ),
+        _ => status(405, "MethodNotAllowed", "unexpected"),
+    })
+}
+
+/// The PATCHes sent, as (path, body).
+fn patches(requests: &fake_api::Requests) -> Vec<(String, serde_json::Value)> {
+    (requests.all().into_iter())
+        .filter(|s| s.method == "PATCH")
+        .map(|s| {
+            let path = s.uri.split('?').next().unwrap_or_default().to_owned();
+            (path, serde_json::from_str(&s.body).unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_child_whose_delete_policy_orphans_it_is_unlinked_and_left_while_its_sibling_is_deleted()
+{
+    let (client, requests) = policy_server(vec![
+        orphan_policy("team"),
+        child_meta("web", Some(&parent("uid-1", "crd-a"))),
+    ]);
+    let (outcome, notes) = remove_telling(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some("1 child left in place, unlinked (delete policy orphan): ConfigMap ns/team")
     );
+    let deletes: Vec<String> = (requests.all().into_iter())
+        .filter(|s| s.method == "DELETE")
+        .map(|s| s.uri.split('?').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(deletes, ["/api/v1/namespaces/ns/configmaps/web"]);
+    let patches = patches(&requests);
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    let (path, body) = &patches[0];
+    assert_eq!(path, "/api/v1/namespaces/ns/configmaps/team");
+    assert_eq!(body["metadata"]["uid"], "uid-team", "only the child listed");
+    assert!(body["metadata"]["labels"][crate::core::PARENT_UID_LABEL].is_null());
+    assert!(body["metadata"]["labels"][crate::core::CONTROLLER_LABEL].is_null());
+    let line = requests
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("PATCH"));
+    assert!(
+        line.as_deref()
+            .unwrap_or_default()
+            .contains("fieldManager=app-deployer"),
+        "{line:?}"
+    );
+    assert_eq!(
+        notes,
+        [(
+            "ChildrenOrphaned",
+            "orphaned, unlinked and left in place (the parent is deleted; delete policy orphan) in cluster-a: ConfigMap ns/team"
+                .to_owned()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_child_already_going_that_its_policy_orphans_is_unlinked_not_waited_for() {
+    let going = ObjectMeta {
+        deletion_timestamp: Some(Time(k8s_openapi::jiff::Timestamp::now())),
+        finalizers: Some(vec!["example.com/hold".into()]),
+        ..orphan_policy("team")
+    };
+    let (client, requests) = policy_server(vec![going]);
+    let outcome = remove_all_of(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    let methods: Vec<String> = requests.all().into_iter().map(|s| s.method).collect();
+    assert_eq!(methods, ["GET", "PATCH"]);
+}
+
+#[tokio::test]
+async fn removing_a_child_of_a_gone_parent_honours_its_delete_policy() {
+    let resource = ApiResource::erase::<ConfigMap>(&());
+    let (client, requests) = policy_server(Vec::new());
+    let removed = remove(client, &resource, &orphan_policy("team"), "app-deployer").await;
+    assert_eq!(removed.ok(), Some(Removed::Orphaned));
+    let methods: Vec<String> = requests.all().into_iter().map(|s| s.method).collect();
+    assert_eq!(methods, ["PATCH"], "unlinked, not deleted");
+    // Gone already: nothing to unlink, done.
+    let (client, _) = fake_api::client(|_, _, _| status(404, "NotFound", "gone"));
+    let removed = remove(client, &resource, &orphan_policy("team"), "app-deployer").await;
+    assert_eq!(removed.ok(), Some(Removed::Orphaned));
 }
 
 /// Someone deletes the child and creates another of the same name between the runtime's list and its
@@ -248,7 +352,8 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
     let metrics = crate::metrics::Metrics::default();
     let counted = (&metrics, "app-deployer");
-    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted).await;
+    let changes = ChildChanges::default();
+    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted, &changes).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(
         current.lock().as_deref(),
