@@ -178,7 +178,11 @@ fn an_upward_import_is_found() {
         "use crate::engine::Engine;\nuse crate::core::Error;\n",
     )
     .expect("a file");
-    fs::write(dir.path().join("executor.rs"), "use crate::client::Fence;\n").expect("a file");
+    fs::write(
+        dir.path().join("executor.rs"),
+        "use crate::client::Fence;\n",
+    )
+    .expect("a file");
     let problems = violations(dir.path());
     assert_eq!(problems.len(), 2, "{problems:#?}");
     assert!(problems[0].starts_with("executor.rs: imports `crate::client` (layer 2) from `executor` (layer 2): a folder beside it"), "{}", problems[0]);
