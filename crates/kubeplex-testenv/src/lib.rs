@@ -38,7 +38,7 @@ mod watched;
 
 pub use builder::TestEnvBuilder;
 pub use control_plane::{
-    Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, KUBEBUILDER_ASSETS,
+    Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, HELM_VAR, Helm, KUBEBUILDER_ASSETS,
     NO_PERMISSIONS_USER,
 };
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};

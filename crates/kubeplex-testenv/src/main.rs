@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
-use kubeplex_testenv::{Binaries, Error, KUBEBUILDER_ASSETS, TestEnv, TestEnvBuilder};
+use kubeplex_testenv::{Binaries, Error, Helm, KUBEBUILDER_ASSETS, TestEnv, TestEnvBuilder};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Real local Kubernetes clusters: one upstream kube-apiserver with its own etcd per cluster.
@@ -22,7 +22,8 @@ enum Command {
     /// Start one real kube-apiserver (with its own etcd) per cluster, write a kubeconfig with one context
     /// per cluster, print a line starting with `ready`, and run until SIGINT or SIGTERM.
     Up(UpArgs),
-    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory.
+    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory; then
+    /// build (or locate) helm, for the tests of Helm charts.
     ///
     /// With KUBEBUILDER_ASSETS set, nothing is built: that directory must hold kube-apiserver and etcd, and
     /// may hold kube-controller-manager (clusters that ask for one fail to start without it).
@@ -113,6 +114,14 @@ async fn build() -> kubeplex_testenv::Result<()> {
             binaries.dir.display()
         );
     }
+    let helm = tokio::task::spawn_blocking(Helm::locate_or_build)
+        .await
+        .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
+    eprintln!(
+        "kubeplex-testenv: helm {}: {}",
+        Helm::version(),
+        helm.display()
+    );
     println!("{}", binaries.dir.display());
     Ok(())
 }

@@ -134,6 +134,15 @@ impl Binaries {
 /// then one directory per pinned version pair, so a version bump never reuses stale programs. The cache
 /// lives outside the checkout so that fresh clones (CI) reuse it.
 fn cache_dir() -> Result<PathBuf> {
+    Ok(cache_root()?.join(format!(
+        "kubernetes-{}-etcd-{}",
+        Binaries::kubernetes_version(),
+        Binaries::etcd_version()
+    )))
+}
+
+/// `$KUBEPLEX_TESTENV_CACHE`, else `$XDG_CACHE_HOME/kubeplex-testenv`, else `~/.cache/kubeplex-testenv`.
+pub(super) fn cache_root() -> Result<PathBuf> {
     let root = if let Some(dir) = std::env::var_os(CACHE_DIR_VAR) {
         PathBuf::from(dir)
     } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
@@ -145,30 +154,28 @@ fn cache_dir() -> Result<PathBuf> {
             "no cache directory: set {CACHE_DIR_VAR} or HOME"
         )));
     };
-    Ok(root.join(format!(
-        "kubernetes-{}-etcd-{}",
-        Binaries::kubernetes_version(),
-        Binaries::etcd_version()
-    )))
+    Ok(root)
 }
 
 fn module_version(module: &str) -> &'static str {
-    GO_MOD
-        .lines()
-        .map(str::trim)
-        .find_map(|line| {
-            let rest = line
-                .strip_prefix(module)?
-                .strip_prefix(char::is_whitespace)?;
-            rest.split_whitespace()
-                .next()
-                .filter(|v| v.starts_with('v'))
-        })
+    required_version(GO_MOD, module)
         .unwrap_or_else(|| panic!("assets/go.mod does not require {module}"))
 }
 
+/// The version of `module` a go.mod's text requires.
+pub(super) fn required_version(go_mod: &'static str, module: &str) -> Option<&'static str> {
+    go_mod.lines().map(str::trim).find_map(|line| {
+        let rest = line
+            .strip_prefix(module)?
+            .strip_prefix(char::is_whitespace)?;
+        rest.split_whitespace()
+            .next()
+            .filter(|v| v.starts_with('v'))
+    })
+}
+
 /// Takes an exclusive lock on `path`, calling `waiting` first if someone else holds it.
-fn lock(path: &Path, waiting: impl FnOnce()) -> io::Result<File> {
+pub(super) fn lock(path: &Path, waiting: impl FnOnce()) -> io::Result<File> {
     let file = File::create(path)?;
     // SAFETY: flock on a descriptor we own; the lock is released when `file` is closed.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {

@@ -15,16 +15,21 @@ use super::progress::{
 };
 use crate::error::{Error, Result};
 
-/// The directory of the Go module, where every go command runs.
+/// The directory of the Go module of the cluster's programs, where their go commands run.
 const ASSETS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
+/// The Go module of the tools that test what runs on a cluster (helm), apart from the cluster's programs so
+/// that their Kubernetes libraries' versions are not unified with kube-apiserver's.
+pub(super) const TOOLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/tools");
 
 /// One program to build from the Go module.
-struct Program {
-    name: &'static str,
-    version: &'static str,
-    path: PathBuf,
-    package: &'static str,
-    ldflags: String,
+pub(super) struct Program {
+    pub(super) name: &'static str,
+    pub(super) version: &'static str,
+    pub(super) path: PathBuf,
+    pub(super) package: &'static str,
+    pub(super) ldflags: String,
+    /// The Go module's directory: [`ASSETS_DIR`] or [`TOOLS_DIR`].
+    pub(super) module: &'static str,
 }
 
 /// Builds the programs that are missing from `dir` into it: kube-apiserver and etcd, and
@@ -45,6 +50,7 @@ pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()
             path: dir.join(KUBE_APISERVER),
             package: "k8s.io/kubernetes/cmd/kube-apiserver",
             ldflags: stamp.clone(),
+            module: ASSETS_DIR,
         },
         Program {
             name: ETCD,
@@ -52,6 +58,7 @@ pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()
             path: dir.join(ETCD),
             package: "go.etcd.io/etcd/server/v3",
             ldflags: "-s -w".into(),
+            module: ASSETS_DIR,
         },
     ];
     if with_controller_manager {
@@ -62,6 +69,7 @@ pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()
             path: dir.join(KUBE_CONTROLLER_MANAGER),
             package: "k8s.io/kubernetes/cmd/kube-controller-manager",
             ldflags: stamp,
+            module: ASSETS_DIR,
         });
     }
     let missing: Vec<&Program> = programs.iter().filter(|p| !p.path.is_file()).collect();
@@ -96,10 +104,10 @@ pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()
 }
 
 /// `go build -v`, reporting how many of the packages still to compile are done.
-fn build_program(program: &Program, mut progress: Progress) -> Result<()> {
+pub(super) fn build_program(program: &Program, mut progress: Progress) -> Result<()> {
     // The packages whose compiled form is not in Go's build cache, i.e. what `go build` will compile
     // (this also downloads the modules). Only an estimate for the progress: a failure here is no error.
-    let mut list = go();
+    let mut list = go(program.module);
     list.args([
         "list",
         "-deps",
@@ -116,7 +124,7 @@ fn build_program(program: &Program, mut progress: Progress) -> Result<()> {
 
     // Build beside the target and rename, so an interrupted build never leaves a half-written program.
     let partial = program.path.with_extension("partial");
-    let mut build = go();
+    let mut build = go(program.module);
     build
         .args([
             "build",
@@ -133,7 +141,8 @@ fn build_program(program: &Program, mut progress: Progress) -> Result<()> {
         .map_err(|e| Error::Binaries(format!("cannot run `go` to build {package}: {e}")))?;
     if !output.status.success() {
         return Err(Error::Binaries(format!(
-            "`go build {package}` in {ASSETS_DIR} failed ({}):\n{}",
+            "`go build {package}` in {} failed ({}):\n{}",
+            program.module,
             output.status,
             output.messages.join("\n")
         )));
@@ -143,11 +152,11 @@ fn build_program(program: &Program, mut progress: Progress) -> Result<()> {
     Ok(())
 }
 
-/// The go command, in the assets module, with the settings every build uses.
-fn go() -> Command {
+/// The go command, in the Go module `module`, with the settings every build uses.
+fn go(module: &str) -> Command {
     let mut command = Command::new("go");
     command
-        .current_dir(ASSETS_DIR)
+        .current_dir(module)
         .env("CGO_ENABLED", "0")
         .env("GOTOOLCHAIN", "local")
         .env("GOFLAGS", "-mod=readonly");

@@ -15,7 +15,7 @@ pub(crate) fn read(path: &Path) -> String {
 }
 
 pub(crate) fn dashboard() -> Value {
-    let path = monitoring("grafana-dashboard.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("chart/dashboards/kubeplex-fleet.json");
     serde_json::from_str(&read(&path))
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }

@@ -1,4 +1,5 @@
-//! The monitoring files in `examples/fleet/deploy/monitoring/` use only the metrics the runtime exports.
+//! The monitoring files (`examples/fleet/deploy/monitoring/`, rendered from the chart, and the chart's Grafana
+//! dashboard) use only the metrics the runtime exports.
 //!
 //! The Grafana dashboard, the alert rules and docs/observability.md are checked against one list of metric
 //! names, types and labels (`METRICS`, as `/metrics` exposes them: docs/observability.md). A renamed metric

@@ -1,4 +1,5 @@
-//! The deployment manifests in `examples/fleet/deploy/` stay valid and least-privileged.
+//! The deployment manifests in `examples/fleet/deploy/` (the charts rendered with its values, and the
+//! hand-written Namespaces and placeholder Secrets) stay valid and least-privileged.
 //!
 //! `manifests_are_complete_and_least_privileged` reads the YAML only (including the high-availability parts:
 //! 3 replicas, a surge-first rolling update, a PodDisruptionBudget, the Lease rights; and the members: the
@@ -199,9 +200,21 @@ fn manifests_are_complete_and_least_privileged() {
         container["args"],
         json!([
             "run",
+            "--probe-address",
+            "0.0.0.0:8080",
+            "--namespace",
+            "crds",
+            "--child-namespaces",
+            "namespace-a,namespace-b",
             "--leader-election",
+            "--lease-namespace",
+            "crds",
             "--members-from-secrets",
-            kubeplex_fleet::MEMBER_SELECTOR
+            kubeplex_fleet::MEMBER_SELECTOR,
+            "--members-namespace",
+            OPERATOR_NAMESPACE,
+            "--member-leave-policy",
+            "delete"
         ])
     );
     members::assert_member_secrets(&load("members"), container);

@@ -1,15 +1,17 @@
-//! The operator runs under the grants `fleet rbac` generates from its plan (which `deploy/*/20-rbac.yaml`
-//! are), and needs them.
+//! The operator runs under the grants the Helm charts render (`chart/`, `chart-child/`, with `deploy/`'s
+//! values), and needs them.
 //!
-//! Each test applies the Namespaces and ServiceAccounts of `deploy/control` and the (Cluster)Roles/Bindings
-//! `fleet rbac --context control` prints to the cluster `control`, those of `deploy/child` and `fleet rbac
-//! --context cluster-a` to `cluster-a` and `cluster-b`, gets a token of each cluster's
+//! Each test applies the Namespaces of `deploy/control` and the ServiceAccount and (Cluster)Roles/Bindings
+//! the operator's chart renders to the cluster `control`, those of `deploy/child` and the child clusters'
+//! chart to `cluster-a` and `cluster-b`, gets a token of each cluster's
 //! ServiceAccount `kubeplex-system/kubeplex-fleet` from the TokenRequest API, and runs the operator with
 //! those tokens only: create, update, narrow (prune), conflict (status and an Event), delete. A test runs
 //! with a grant removed and must fail with the API server's 403 naming it; another runs the `fleet run`
 //! binary as the manifests do, `control` through the in-cluster service account, members from Secrets
 //! included (it puts its finalizer on a member Secret and lets it go when it is deleted).
 
+#[path = "../support/chart.rs"]
+mod chart;
 mod rbac;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -375,7 +377,8 @@ async fn member_secret_handled(env: &TestEnv) -> Result<(), String> {
     .await
 }
 
-/// `fleet run` as `deploy/control/40-deployment.yaml` runs it: `control` through the in-cluster service
+/// `fleet run` as the chart's Deployment runs it (its arguments, with `deploy/`'s values; the probes on a free
+/// local port): `control` through the in-cluster service
 /// account (`KUBEPLEX_CONTEXT_CONTROL=in-cluster`; the token, CA and namespace in the directory
 /// `KUBEPLEX_SERVICE_ACCOUNT_DIR` names, the API server at `KUBERNETES_SERVICE_HOST/PORT`), the children
 /// through a kubeconfig with their tokens. Its own process, since the environment is the process's.
@@ -400,9 +403,14 @@ async fn fleet_run_reaches_control_through_the_in_cluster_service_account() {
     let server: http::Uri = env.server_url("control").unwrap().parse().unwrap();
 
     let log_path = dir.path().join("fleet.log");
+    let args = rbac::deployment_args();
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--members-from-secrets", kubeplex_fleet::MEMBER_SELECTOR]),
+        "{args:?}"
+    );
     let mut fleet = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleet"))
-        .args(["run", "--probe-address", "127.0.0.1:0"])
-        .args(["--members-from-secrets", kubeplex_fleet::MEMBER_SELECTOR])
+        .args(args)
         .env("KUBECONFIG", &kubeconfig)
         .env("KUBEPLEX_CONTEXT_CONTROL", kubeplex::IN_CLUSTER)
         .env("KUBEPLEX_SERVICE_ACCOUNT_DIR", &account)

@@ -1,6 +1,6 @@
-//! The RBAC side of `least_privilege/main.rs`: the grants `fleet rbac` generates from the plan (one removed
-//! on request) and the deploy manifests' Namespaces and ServiceAccounts applied to the test clusters, in
-//! force, and a ServiceAccount token per cluster.
+//! The RBAC side of `least_privilege/main.rs`: the ServiceAccounts and grants the charts render (one removed
+//! on request; `tests/chart` checks they are what `fleet rbac` derives from the plan) and the deploy
+//! manifests' Namespaces applied to the test clusters, in force, and a ServiceAccount token per cluster.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,8 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
 use kubeplex_testenv::{Polling, TestEnv};
 use serde_json::{Value, json};
+
+use crate::chart;
 
 /// How long anything the clusters do may take.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -36,38 +38,47 @@ const RBAC_KINDS: [&str; 6] = [
 /// A grant: (manifest set, apiGroup, resource, verb).
 pub type Grant = (&'static str, &'static str, &'static str, &'static str);
 
-/// The `fleet rbac` arguments that generate the grants of each manifest set: those `fleet run` gets in
-/// `deploy/control/40-deployment.yaml` for the control cluster; a child cluster's for the children.
-fn generator(set: &str) -> &'static [&'static str] {
-    match set {
-        "control" => &[
-            "rbac",
-            "--context",
-            "control",
-            "--leader-election",
-            "--members-from-secrets",
-            "kubeplex.io/fleet=kubeplex-fleet",
-        ],
-        _ => &["rbac", "--context", "cluster-a"],
-    }
+/// The RBAC the charts render for `set`, with `deploy/`'s values: the operator's chart (leader election,
+/// members from Secrets; what the least-privilege tests run) for the control cluster, the child clusters'
+/// chart for the children.
+fn rendered(set: &str) -> Vec<Value> {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    let (chart, values) = match set {
+        "control" => (chart::CONTROL_CHART, deploy.join("values.yaml")),
+        _ => (chart::CHILD_CHART, deploy.join("child-values.yaml")),
+    };
+    chart::template(chart, &["--values", values.to_str().expect("a UTF-8 path")])
+        .into_iter()
+        .map(|document| document.value)
+        .collect()
 }
 
-/// The (Cluster)Roles and bindings `fleet rbac` generates from the plan for `set`.
-fn generated(set: &str) -> Vec<Value> {
-    let args = generator(set);
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fleet"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("fleet runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "fleet {args:?}: {stderr}");
-    let yaml = String::from_utf8(output.stdout).expect("UTF-8");
-    serde_saphyr::from_multiple(&yaml).unwrap_or_else(|e| panic!("fleet {args:?}: not YAML: {e}"))
+/// The `fleet run` arguments of the Deployment the operator's chart renders with `deploy/`'s values, the
+/// probes moved to a free local port.
+pub fn deployment_args() -> Vec<String> {
+    let values = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/values.yaml");
+    let documents = chart::template(
+        chart::CONTROL_CHART,
+        &["--values", values.to_str().expect("a UTF-8 path")],
+    );
+    let deployment = documents
+        .iter()
+        .find(|d| d.kind() == "Deployment")
+        .expect("the chart renders a Deployment");
+    let mut args: Vec<String> = serde_json::from_value(
+        deployment.value["spec"]["template"]["spec"]["containers"][0]["args"].clone(),
+    )
+    .expect("the container's args");
+    let probes = args
+        .iter()
+        .position(|a| a == "--probe-address")
+        .expect("the chart passes --probe-address");
+    args[probes + 1] = "127.0.0.1:0".into();
+    args
 }
 
-/// The Namespaces and ServiceAccount of `deploy/<set>/*.yaml`, in file order, then the RBAC `fleet rbac`
-/// generates from the plan for it; `removed` taken out of every (Cluster)Role.
+/// The Namespaces of `deploy/<set>/*.yaml`, in file order, then the ServiceAccount and RBAC the chart
+/// renders for it; `removed` taken out of every (Cluster)Role.
 fn rbac_manifests(set: &str, removed: Option<Grant>) -> Vec<Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("deploy")
@@ -83,14 +94,10 @@ fn rbac_manifests(set: &str, removed: Option<Grant>) -> Vec<Value> {
         let text = std::fs::read_to_string(&file).expect("a readable manifest");
         let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
             .unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", file.display()));
-        manifests.extend(
-            documents
-                .into_iter()
-                .filter(|d| d["kind"] == "Namespace" || d["kind"] == "ServiceAccount"),
-        );
+        manifests.extend(documents.into_iter().filter(|d| d["kind"] == "Namespace"));
     }
     manifests.extend(
-        generated(set)
+        rendered(set)
             .into_iter()
             .filter(|d| RBAC_KINDS.iter().any(|k| d["kind"] == *k)),
     );
