@@ -22,12 +22,19 @@ enum Command {
     /// Start one real kube-apiserver (with its own etcd) per cluster, write a kubeconfig with one context
     /// per cluster, print a line starting with `ready`, and run until SIGINT or SIGTERM.
     Up(UpArgs),
-    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory; then
-    /// build (or locate) helm, for the tests of Helm charts.
+    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory.
     ///
     /// With KUBEBUILDER_ASSETS set, nothing is built: that directory must hold kube-apiserver and etcd, and
     /// may hold kube-controller-manager (clusters that ask for one fail to start without it).
-    Build,
+    Build(BuildArgs),
+}
+
+#[derive(Debug, Args)]
+struct BuildArgs {
+    /// Also build (or locate) helm, for tests of Helm charts, and print its path on a second line
+    /// (KUBEPLEX_HELM names a ready one).
+    #[arg(long)]
+    helm: bool,
 }
 
 #[derive(Debug, Args)]
@@ -76,7 +83,7 @@ impl UpArgs {
 async fn main() -> ExitCode {
     tracing_subscriber_init();
     let result = match Cli::parse().command {
-        Command::Build => build().await,
+        Command::Build(args) => build(args).await,
         Command::Up(args) => match args.builder() {
             Ok(builder) => up(builder).await,
             Err(usage) => usage.exit(),
@@ -96,7 +103,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn build() -> kubeplex_testenv::Result<()> {
+async fn build(args: BuildArgs) -> kubeplex_testenv::Result<()> {
     // KUBEBUILDER_ASSETS is used as it is: setup-envtest's directories hold no kube-controller-manager.
     let given = std::env::var_os(KUBEBUILDER_ASSETS).is_some();
     let locate = if given {
@@ -114,15 +121,13 @@ async fn build() -> kubeplex_testenv::Result<()> {
             binaries.dir.display()
         );
     }
-    let helm = tokio::task::spawn_blocking(Helm::locate_or_build)
-        .await
-        .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
-    eprintln!(
-        "kubeplex-testenv: helm {}: {}",
-        Helm::version(),
-        helm.display()
-    );
     println!("{}", binaries.dir.display());
+    if args.helm {
+        let helm = tokio::task::spawn_blocking(Helm::locate_or_build)
+            .await
+            .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
+        println!("{}", helm.display());
+    }
     Ok(())
 }
 

@@ -14,7 +14,7 @@
 //!   leaving the fleet included.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 //! - `fleet rbac --context NAME [run's flags]`: prints the Roles, ClusterRoles and bindings `fleet run` with
-//!   those flags needs in the cluster NAME, derived from the plan (`deploy/*/20-rbac.yaml` are its output).
+//!   those flags needs in the cluster NAME, derived from the plan (the Helm charts render the same rules).
 
 use kube::CustomResourceExt as _;
 use std::error::Error;

@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Command;
 
-use kubeplex_testenv::{Binaries, Watched, output_within};
+use kubeplex_testenv::{Binaries, HELM_VAR, Helm, Watched, output_within};
 
 use super::{BUILD, CLI, WAIT};
 
@@ -80,6 +80,38 @@ fn a_first_build_says_what_it_builds_how_long_it_takes_and_how_far_it_is() {
 
     // The second run finds the programs: nothing is built, nothing is said.
     let again = output_within(&mut build_with(go.path(), cache.path()), WAIT);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+}
+
+#[test]
+fn build_with_helm_builds_it_into_the_cache_and_prints_its_path() {
+    let go = fake_go();
+    let cache = tempfile::tempdir().unwrap();
+    let mut command = build_with(go.path(), cache.path());
+    command.arg("--helm").env_remove(HELM_VAR);
+    let output = output_within(&mut command, WAIT);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "first run: building helm {} from Go modules",
+            Helm::version()
+        )),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let helm = cache
+        .path()
+        .join(format!("helm-{}", Helm::version()))
+        .join("helm");
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[1], helm.display().to_string());
+    assert!(helm.is_file());
+
+    // The second run finds it: nothing is built, nothing is said.
+    let again = output_within(&mut command, WAIT);
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stderr), "");
 }
