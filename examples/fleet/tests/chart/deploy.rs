@@ -6,8 +6,11 @@ use std::path::Path;
 
 use crate::chart::{CHILD_CHART, CONTROL_CHART, template};
 
+/// Which file of `deploy/` each template goes to.
+type Targets = &'static [(&'static str, &'static str)];
+
 /// Each chart, its values file under `deploy/`, and which file of `deploy/` each template goes to.
-const RENDERED: [(&str, &str, &[(&str, &str)]); 2] = [
+const RENDERED: [(&str, &str, Targets); 2] = [
     (
         CONTROL_CHART,
         "values.yaml",
