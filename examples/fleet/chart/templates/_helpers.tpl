@@ -42,11 +42,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default .Values.namespace .Values.leaseNamespace }}
 {{- end }}
 
-{{/* The port /metrics is served on: the secure one, or the probe port. */}}
-{{- define "kubeplex-fleet.metricsPort" -}}
-{{- if .Values.metrics.secure }}{{ .Values.metrics.securePort }}{{ else }}{{ .Values.probes.port }}{{ end }}
-{{- end }}
-
 {{/* Refuses values that cannot work, in words. */}}
 {{- define "kubeplex-fleet.validate" -}}
 {{- if not (has .Values.mode (list "single" "leaderElection" "shards")) }}
