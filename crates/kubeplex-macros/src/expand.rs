@@ -41,6 +41,10 @@ pub fn expand(model: &Model) -> TokenStream {
         let limit = Literal::u16_unsuffixed(limit);
         calls.push(quote!(.concurrency(#limit)));
     }
+    if let Some(limit) = model.concurrency_per_target {
+        let limit = Literal::u16_unsuffixed(limit);
+        calls.push(quote!(.concurrency_per_target(#limit)));
+    }
     for (method, value) in [
         (quote!(debounce), model.debounce),
         (quote!(requeue_after), model.requeue_after),

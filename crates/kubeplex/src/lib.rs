@@ -162,7 +162,9 @@ pub use manager::{ContextRbac, Rbac};
 pub use members::KubeconfigFile;
 pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};
-pub use plan::{Child, DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
+pub use plan::{
+    Child, DEFAULT_ERROR_REQUEUE, Dispatch, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan,
+};
 /// The Prometheus client kubeplex registers its metrics with, for registering your own
 /// ([`Manager::register_metrics`]).
 pub use prometheus_client;

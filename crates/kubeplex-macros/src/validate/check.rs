@@ -251,33 +251,23 @@ pub fn check_field_selector(lit: &LitStr, errors: &mut Accumulator) {
     }
 }
 
-/// `concurrency` is 1..=65535.
-pub fn check_concurrency(int: &LitInt, errors: &mut Accumulator) -> Option<u16> {
+/// `concurrency` (or `concurrency_per_target`, as `key`) is 1..=65535.
+pub fn check_concurrency(int: &LitInt, key: &str, errors: &mut Accumulator) -> Option<u16> {
+    let too_large =
+        || Error::custom(format!("`{key}` is at most 65535; omit it for unbounded")).with_span(int);
     match int.base10_parse::<u64>() {
         Ok(0) => {
             errors.push(
-                Error::custom(
-                    "`concurrency = 0` would never reconcile; omit `concurrency` for unbounded, or give a limit from 1 to 65535",
-                )
+                Error::custom(format!(
+                    "`{key} = 0` would never reconcile; omit `{key}` for unbounded, or give a limit from 1 to 65535",
+                ))
                 .with_span(int),
             );
             None
         }
-        Ok(n) => match u16::try_from(n) {
-            Ok(n) => Some(n),
-            Err(_) => {
-                errors.push(
-                    Error::custom("`concurrency` is at most 65535; omit it for unbounded")
-                        .with_span(int),
-                );
-                None
-            }
-        },
+        Ok(n) => u16::try_from(n).map_err(|_| errors.push(too_large())).ok(),
         Err(_) => {
-            errors.push(
-                Error::custom("`concurrency` is at most 65535; omit it for unbounded")
-                    .with_span(int),
-            );
+            errors.push(too_large());
             None
         }
     }

@@ -19,9 +19,10 @@ use crate::core::Action;
 use crate::core::Context;
 use crate::core::Target;
 use crate::core::kind_label;
-use crate::executor::{self, ExecutorConfig, KeySender};
+use crate::executor::{self, ExecutorConfig, Fairness, KeySender};
 use crate::ha::WORKING_FOR;
 use crate::members::MemberChange;
+use crate::plan::Dispatch;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
 
@@ -75,6 +76,10 @@ pub(crate) fn start<R: Reconcile>(
     let config = ExecutorConfig {
         concurrency: shared_plan.get_concurrency().map(usize::from),
         debounce: shared_plan.get_debounce().unwrap_or_default(),
+        fairness: Fairness {
+            fair: shared_plan.get_dispatch() == Dispatch::Fair,
+            per_group: shared_plan.get_concurrency_per_target().map(usize::from),
+        },
         max_waiting: MAX_WAITING_FOR_A_WORKER,
         panic_retry: shared_plan.error_requeue_or_default(),
         metrics: runtime

@@ -20,6 +20,7 @@ use crate::core::Error;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{Member, Target};
+use crate::executor::QueueKey;
 use crate::members::SyncGuard;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
@@ -59,6 +60,18 @@ impl<R: Controller> PartialEq for ReconcileKey<R> {
     }
 }
 impl<R: Controller> Eq for ReconcileKey<R> {}
+/// A controller's reconciles take turns by the context or member their object came from.
+impl<R: Controller> QueueKey for ReconcileKey<R> {
+    type Group = Target<R::Context>;
+
+    fn group(&self) -> Self::Group {
+        self.context.clone()
+    }
+
+    fn group_name(group: &Self::Group) -> String {
+        group.name().to_owned()
+    }
+}
 impl<R: Controller> std::hash::Hash for ReconcileKey<R> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.context.hash(state);

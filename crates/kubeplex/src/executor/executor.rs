@@ -5,7 +5,6 @@
 //! once: the queue counts it as running until the run ends), a bounded number of spawned runs waiting for a
 //! worker thread, and a stop that lets runs in flight finish.
 
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
-use super::key_queue::{KeyQueue, KeySender, deadline, key_queue};
+use super::key_queue::{Fairness, KeyQueue, KeySender, QueueKey, deadline, key_queue};
 use crate::core::Action;
 use crate::metrics::{QueueMetrics, gauge_value};
 
@@ -25,6 +24,8 @@ pub(crate) struct ExecutorConfig {
     pub(crate) concurrency: Option<usize>,
     /// How long a key waits for further arrivals before it runs (the queue's).
     pub(crate) debounce: Duration,
+    /// How keys of different groups take turns (the queue's).
+    pub(crate) fairness: Fairness,
     /// How many spawned runs may wait for a worker thread at once.
     pub(crate) max_waiting: usize,
     /// When a run panicked, retry the key after this long.
@@ -35,8 +36,8 @@ pub(crate) struct ExecutorConfig {
 
 impl ExecutorConfig {
     /// A new, empty queue for [`run`] with this debounce and these figures, and a sender into it.
-    pub(crate) fn queue<K: Clone + Eq + Hash>(&self) -> (KeySender<K>, KeyQueue<K>) {
-        key_queue(self.debounce, self.metrics.clone())
+    pub(crate) fn queue<K: QueueKey>(&self) -> (KeySender<K>, KeyQueue<K>) {
+        key_queue(self.debounce, self.fairness, self.metrics.clone())
     }
 }
 
@@ -50,7 +51,7 @@ pub(crate) async fn run<K, W, F>(
     mut stop: watch::Receiver<bool>,
     work: W,
 ) where
-    K: Clone + Eq + Hash + Send + Sync + 'static,
+    K: QueueKey + Send + Sync + 'static,
     W: Fn(K) -> F,
     F: Future<Output = Action> + Send + 'static,
 {

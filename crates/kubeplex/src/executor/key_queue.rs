@@ -7,8 +7,7 @@
 //! requeue at its time; the earliest wins), holds a key that arrives while it runs until that run ends, and
 //! is where the queue's figures come from (depth, adds, how long keys waited).
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::Hash;
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -16,7 +15,12 @@ use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::metrics::{QueueMetrics, gauge_value};
+use crate::metrics::{QueueGroups, QueueMetrics, gauge_value};
+
+mod turns;
+
+use turns::{Due, Turns};
+pub(crate) use turns::{Fairness, QueueKey};
 
 /// The longest delay honoured (a requeue, a debounce); longer ones (up to `Duration::MAX`) are cut to it, so
 /// that a deadline never overflows and a timer can hold it.
@@ -28,7 +32,7 @@ pub(super) fn deadline(now: Instant, delay: Duration) -> Instant {
     now.checked_add(delay).unwrap_or(now)
 }
 
-struct Shared<K> {
+struct Shared<K: QueueKey> {
     state: Mutex<State<K>>,
     /// Wakes the executor when a key arrives.
     arrived: Notify,
@@ -36,23 +40,23 @@ struct Shared<K> {
     metrics: QueueMetrics,
 }
 
-impl<K> Shared<K> {
+impl<K: QueueKey> Shared<K> {
     fn state(&self) -> MutexGuard<'_, State<K>> {
         self.state.lock()
     }
 }
 
 /// The executor's end: takes each key when it is due and not running.
-pub(crate) struct KeyQueue<K> {
+pub(crate) struct KeyQueue<K: QueueKey> {
     shared: Arc<Shared<K>>,
 }
 
 /// A source's end; it stops accepting keys once the queue is dropped.
-pub(crate) struct KeySender<K> {
+pub(crate) struct KeySender<K: QueueKey> {
     shared: Weak<Shared<K>>,
 }
 
-impl<K> Clone for KeySender<K> {
+impl<K: QueueKey> Clone for KeySender<K> {
     fn clone(&self) -> Self {
         Self {
             shared: self.shared.clone(),
@@ -60,14 +64,15 @@ impl<K> Clone for KeySender<K> {
     }
 }
 
-/// A new, empty queue: an arrival is due `debounce` after the last arrival of its key; its figures go to
-/// `metrics`.
-pub(crate) fn key_queue<K: Clone + Eq + Hash>(
+/// A new, empty queue: an arrival is due `debounce` after the last arrival of its key; keys take their
+/// turns as `dispatch` says; its figures go to `metrics`.
+pub(crate) fn key_queue<K: QueueKey>(
     debounce: Duration,
+    dispatch: Fairness,
     metrics: QueueMetrics,
 ) -> (KeySender<K>, KeyQueue<K>) {
     let shared = Arc::new(Shared {
-        state: Mutex::new(State::default()),
+        state: Mutex::new(State::new(dispatch)),
         arrived: Notify::new(),
         debounce,
         metrics,
@@ -75,10 +80,27 @@ pub(crate) fn key_queue<K: Clone + Eq + Hash>(
     let sender = KeySender {
         shared: Arc::downgrade(&shared),
     };
+    let groups: Weak<dyn QueueGroups> = Arc::downgrade(&shared) as Weak<dyn QueueGroups>;
+    shared.metrics.report_groups(groups);
     (sender, KeyQueue { shared })
 }
 
-impl<K: Clone + Eq + Hash> KeySender<K> {
+impl<K: QueueKey> QueueGroups for Shared<K> {
+    fn waiting_by_group(&self) -> Vec<(String, usize)> {
+        let mut by_group: HashMap<K::Group, usize> = HashMap::new();
+        for (key, entry) in &self.state().keys {
+            if entry.wait.as_ref().is_some_and(|wait| wait.arrived) {
+                *by_group.entry(key.group()).or_default() += 1;
+            }
+        }
+        by_group
+            .into_iter()
+            .map(|(group, keys)| (K::group_name(&group), keys))
+            .collect()
+    }
+}
+
+impl<K: QueueKey> KeySender<K> {
     /// Queues `key`, or merges it into its entry when it waits or runs; `false` once the queue is gone.
     pub(crate) fn send(&self, key: K) -> bool {
         let Some(shared) = self.shared.upgrade() else {
@@ -98,7 +120,7 @@ impl<K: Clone + Eq + Hash> KeySender<K> {
     }
 }
 
-impl<K: Clone + Eq + Hash> KeyQueue<K> {
+impl<K: QueueKey> KeyQueue<K> {
     /// The next key that is due and not running, once there is one; it counts as running from then on.
     /// Cancel-safe: a key is taken only when this returns it.
     pub(crate) async fn next(&self) -> K {
@@ -131,25 +153,28 @@ impl<K: Clone + Eq + Hash> KeyQueue<K> {
     /// The keys waiting (not running), soonest due first.
     #[cfg(test)]
     pub(crate) fn waiting(&self) -> Vec<K> {
-        self.shared.state().due.values().cloned().collect()
+        let state = self.shared.state();
+        let mut waiting: Vec<(&Due, &K)> = state.turns.iter().collect();
+        waiting.sort_by_key(|(due, _)| **due);
+        waiting.into_iter().map(|(_, key)| key.clone()).collect()
     }
 }
 
 /// Every key of the queue, each once, and which of them may start by when.
-struct State<K> {
+struct State<K: QueueKey> {
     keys: HashMap<K, Entry>,
-    /// The waiting keys that are not running, by due time, then by the order they became due in.
-    due: BTreeMap<(Instant, u64), K>,
+    /// The waiting keys that are not running, by group, and whose turn it is.
+    turns: Turns<K>,
     next_order: u64,
     /// How many waiting keys arrived from a source (the depth: a requeue counts only once it is due).
     arrivals: usize,
 }
 
-impl<K> Default for State<K> {
-    fn default() -> Self {
+impl<K: QueueKey> State<K> {
+    fn new(dispatch: Fairness) -> Self {
         Self {
             keys: HashMap::new(),
-            due: BTreeMap::new(),
+            turns: Turns::new(dispatch),
             next_order: 0,
             arrivals: 0,
         }
@@ -164,14 +189,14 @@ struct Entry {
 
 struct Wait {
     /// When it is due, and its place among keys due at the same time.
-    due: (Instant, u64),
+    due: Due,
     /// Since when it waits, for the queue's wait times: its first arrival, else when its requeue was due.
     since: Instant,
     /// Whether it arrived from a source (not only requeued).
     arrived: bool,
 }
 
-impl<K: Clone + Eq + Hash> State<K> {
+impl<K: QueueKey> State<K> {
     fn order(&mut self) -> u64 {
         self.next_order += 1;
         self.next_order
@@ -212,20 +237,16 @@ impl<K: Clone + Eq + Hash> State<K> {
             && let Some(left) = moved
         {
             if let Some(left) = left {
-                self.due.remove(&left);
+                self.turns.remove(left, &key);
             }
-            self.due.insert(due, key);
+            self.turns.insert(due, key);
         }
         metrics.depth.set(gauge_value(self.arrivals));
     }
 
     /// The first key due at `now`, now running; else when the next one is due (`None`: none waits).
     fn take_due(&mut self, now: Instant, metrics: &QueueMetrics) -> Result<K, Option<Instant>> {
-        match self.due.first_key_value() {
-            Some((&(at, _), _)) if at <= now => {}
-            first => return Err(first.map(|(&(at, _), _)| at)),
-        }
-        let (_, key) = self.due.pop_first().expect("looked at");
+        let key = self.turns.take(now)?;
         let entry = self.keys.get_mut(&key).expect("a due key has an entry");
         entry.running = true;
         if let Some(wait) = entry.wait.take() {
@@ -249,6 +270,7 @@ impl<K: Clone + Eq + Hash> State<K> {
         metrics: &QueueMetrics,
     ) {
         let order = self.order();
+        self.turns.ended(key);
         let Some(entry) = self.keys.get_mut(key) else {
             return;
         };
@@ -271,7 +293,7 @@ impl<K: Clone + Eq + Hash> State<K> {
         }
         match &entry.wait {
             Some(wait) => {
-                self.due.insert(wait.due, key.clone());
+                self.turns.insert(wait.due, key.clone());
             }
             None => {
                 self.keys.remove(key);
@@ -289,3 +311,5 @@ impl<K: Clone + Eq + Hash> State<K> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod turns_tests;

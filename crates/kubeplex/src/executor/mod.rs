@@ -8,6 +8,6 @@ mod key_queue;
 
 pub(crate) use backoff::RetryBackoff;
 pub(crate) use executor::{ExecutorConfig, run};
-pub(crate) use key_queue::KeySender;
 #[cfg(test)]
 pub(crate) use key_queue::key_queue;
+pub(crate) use key_queue::{Fairness, KeySender, QueueKey};

@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use super::by_context::ContextSeries;
-use super::live::{EventClock, Labels, RunClock};
+use super::live::{EventClock, Labels, Live, QueueGroups, RunClock};
 
 /// A count as a gauge's value (an `i64`; a count beyond it reads as `i64::MAX`).
 pub(crate) fn gauge_value(count: usize) -> i64 {
@@ -46,6 +46,17 @@ pub(crate) struct QueueMetrics {
     pub(crate) work_duration: Histogram,
     pub(crate) active: Gauge,
     pub(crate) running: Arc<RunClock>,
+    /// Where the queue's waiting keys per group are read at scrape time, with the controller's name.
+    pub(super) live: Option<(String, Arc<Live>)>,
+}
+
+impl QueueMetrics {
+    /// Reads `queue`'s waiting keys per group at each scrape, for as long as it exists.
+    pub(crate) fn report_groups(&self, queue: std::sync::Weak<dyn QueueGroups>) {
+        if let Some((controller, live)) = &self.live {
+            live.queues.lock().push((controller.clone(), queue));
+        }
+    }
 }
 
 impl Default for QueueMetrics {
@@ -58,6 +69,7 @@ impl Default for QueueMetrics {
             work_duration: queue_histogram(),
             active: Gauge::default(),
             running: Arc::default(),
+            live: None,
         }
     }
 }

@@ -79,12 +79,21 @@ impl EventClock {
 
 pub(super) type ContextsUp = Box<dyn Fn() -> Vec<(String, bool)> + Send + Sync>;
 
+/// A queue's keys that arrived and wait, by the context or member they came from, read at scrape time
+/// (counting them as they change would cost the hot path a label lookup per key).
+pub(crate) trait QueueGroups: Send + Sync {
+    /// `(group, waiting keys)` for every group with a waiting key.
+    fn waiting_by_group(&self) -> Vec<(String, usize)>;
+}
+
 /// The figures read at scrape time. Sources are held weakly: a queue or watch that ends drops out.
 #[derive(Default)]
 pub(super) struct Live {
     pub(crate) runs: Mutex<Vec<(Labels<2>, Weak<RunClock>)>>,
     pub(crate) watches: Mutex<Vec<(Labels<3>, Weak<EventClock>)>>,
     pub(crate) contexts_up: Mutex<Option<ContextsUp>>,
+    /// Each queue by its controller.
+    pub(crate) queues: Mutex<Vec<(String, Weak<dyn QueueGroups>)>>,
 }
 
 impl std::fmt::Debug for Live {
@@ -146,6 +155,28 @@ impl Collector for Live {
             ages.into_iter().map(|(labels, age)| (labels.clone(), age)),
         )?;
         drop(watches);
+
+        let mut queues = self.queues.lock();
+        queues.retain(|(_, queue)| queue.strong_count() > 0);
+        let depths: Vec<(Labels<2>, f64)> = queues
+            .iter()
+            .filter_map(|(controller, queue)| Some((controller, queue.upgrade()?)))
+            .flat_map(|(controller, queue)| {
+                let waiting = queue.waiting_by_group();
+                waiting.into_iter().map(move |(group, keys)| {
+                    let labels = [("controller", controller.clone()), ("context", group)];
+                    #[allow(clippy::cast_precision_loss)]
+                    (labels, keys as f64)
+                })
+            })
+            .collect();
+        drop(queues);
+        gauge_family(
+            &mut encoder,
+            "kubeplex_queue_depth",
+            "Keys that arrived from a watch and wait to run, by the context or member their object came from",
+            depths.into_iter(),
+        )?;
 
         let up = self.contexts_up.lock();
         let contexts = up.as_ref().map(|read| read()).unwrap_or_default();

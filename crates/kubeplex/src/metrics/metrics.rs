@@ -306,6 +306,7 @@ impl Metrics {
             work_duration: self.work_duration.get_or_create_owned(&labels),
             active: self.active_workers.get_or_create_owned(&worker),
             running,
+            live: Some((controller.to_owned(), self.live.clone())),
         }
     }
 

@@ -8,4 +8,5 @@ mod members;
 mod metrics;
 
 pub(crate) use handles::{QueueMetrics, WatchMetrics, gauge_value};
+pub(crate) use live::QueueGroups;
 pub(crate) use metrics::Metrics;

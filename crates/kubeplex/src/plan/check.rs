@@ -11,6 +11,7 @@ use indexmap::IndexSet;
 use kubeplex_names::{EMPTY_NAMESPACES, controller_name, duplicate_namespace, invalid_namespace};
 
 use super::child::Child;
+use super::dispatch::Dispatch;
 use super::plan::{Plan, child_kind};
 use crate::core::Context;
 
@@ -40,6 +41,20 @@ impl<C: Context> Plan<C> {
             problems.push(
                 "`concurrency = 0` would never reconcile; omit `concurrency` for unbounded, or give a \
                  limit from 1 to 65535"
+                    .into(),
+            );
+        }
+        if self.concurrency_per_target == Some(0) {
+            problems.push(
+                "`concurrency_per_target = 0` would never reconcile; omit `concurrency_per_target` for \
+                 unbounded, or give a limit from 1 to 65535"
+                    .into(),
+            );
+        }
+        if self.concurrency_per_target.is_some() && self.dispatch == Dispatch::Fifo {
+            problems.push(
+                "`concurrency_per_target` needs `Dispatch::Fair` (the default): in due order the \
+                 reconciles do not take turns by target"
                     .into(),
             );
         }

@@ -3,9 +3,11 @@
 
 mod check;
 mod child;
+mod dispatch;
 mod grants;
 mod plan;
 
 pub(crate) use check::cluster_scoped;
 pub use child::Child;
+pub use dispatch::Dispatch;
 pub use plan::{DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};

@@ -10,6 +10,7 @@ use crate::core::Context;
 use crate::core::{PrimaryResource, format_kind};
 
 use super::child::Child;
+use super::dispatch::Dispatch;
 
 /// The longest the default error policy waits between retries of an object that keeps failing.
 pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
@@ -56,6 +57,8 @@ pub struct Plan<C> {
     pub(super) label_selector: Option<Cow<'static, str>>,
     pub(super) field_selector: Option<Cow<'static, str>>,
     pub(super) concurrency: Option<u16>,
+    pub(super) concurrency_per_target: Option<u16>,
+    pub(super) dispatch: Dispatch,
     pub(super) debounce: Option<Duration>,
     pub(super) requeue_after: Option<Duration>,
     pub(super) error_requeue: Option<Duration>,
@@ -78,6 +81,8 @@ impl<C: Context> Plan<C> {
             label_selector: None,
             field_selector: None,
             concurrency: None,
+            concurrency_per_target: None,
+            dispatch: Dispatch::Fair,
             debounce: None,
             requeue_after: None,
             error_requeue: None,
@@ -153,6 +158,23 @@ impl<C: Context> Plan<C> {
     #[must_use]
     pub fn concurrency(mut self, limit: u16) -> Self {
         self.concurrency = Some(limit);
+        self
+    }
+
+    /// Runs at most this many reconciles of objects from one context or member at once, so that one busy
+    /// place cannot take every run ([`concurrency`](Self::concurrency) still bounds the total). Needs
+    /// [`Dispatch::Fair`], the default.
+    #[must_use]
+    pub fn concurrency_per_target(mut self, limit: u16) -> Self {
+        self.concurrency_per_target = Some(limit);
+        self
+    }
+
+    /// How due reconciles take turns between contexts and members: [`Dispatch::Fair`] (the default) or
+    /// [`Dispatch::Fifo`].
+    #[must_use]
+    pub fn dispatch(mut self, dispatch: Dispatch) -> Self {
+        self.dispatch = dispatch;
         self
     }
 
@@ -286,6 +308,16 @@ impl<C: Context> Plan<C> {
     /// The most reconciles run at once, set by [`concurrency`](Self::concurrency); `None` is unbounded.
     pub fn get_concurrency(&self) -> Option<u16> {
         self.concurrency
+    }
+
+    /// The per-target limit set by [`concurrency_per_target`](Self::concurrency_per_target), if any.
+    pub fn get_concurrency_per_target(&self) -> Option<u16> {
+        self.concurrency_per_target
+    }
+
+    /// The dispatch order set by [`dispatch`](Self::dispatch).
+    pub fn get_dispatch(&self) -> Dispatch {
+        self.dispatch
     }
 
     /// The delay set by [`debounce`](Self::debounce), if any.

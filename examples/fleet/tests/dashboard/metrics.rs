@@ -76,6 +76,12 @@ pub(crate) const METRICS: &[(&str, Type, &[&str])] = &[
         Type::Gauge,
         &["name", "controller"],
     ),
+    // Keys waiting per context or member (fair dispatch's groups).
+    (
+        "kubeplex_queue_depth",
+        Type::Gauge,
+        &["controller", "context"],
+    ),
     // kubeplex's own, per context.
     ("kubeplex_context_up", Type::Gauge, &["context"]),
     (

@@ -57,7 +57,7 @@ async fn a_term_queues_each_cached_parent_once_whichever_caches_name_it() {
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: cached(vec![child("a"), child("b")], Some(PARENT_UID_LABEL)),
     });
-    let (keys, queue) = key_queue(Duration::ZERO, Default::default());
+    let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
     engine.begin_term(&keys);
     let parent_key = ReconcileKey::<TestController> {
         context: CONTROL_TARGET,

@@ -43,6 +43,7 @@ fn config(concurrency: Option<usize>) -> ExecutorConfig {
     ExecutorConfig {
         concurrency,
         debounce: Duration::ZERO,
+        fairness: Fairness::default(),
         max_waiting: 64,
         panic_retry: Duration::from_secs(5),
         metrics: QueueMetrics::default(),
@@ -351,6 +352,37 @@ async fn the_queue_reports_depth_waits_adds_and_workers() {
     ] {
         assert!(text.contains(&line), "missing {line} in\n{text}");
     }
+    h.stop.send(true).unwrap();
+    h.executor.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_fair_dispatch_a_flood_in_one_group_holds_another_groups_key_for_one_run_at_most() {
+    let mut config = config(Some(1));
+    config.fairness = Fairness {
+        fair: true,
+        per_group: None,
+    };
+    let quiet = 1_000_000;
+    let h = start(config, |_| SECOND, |_| Action::await_change());
+    for key in 0..10_000 {
+        h.keys.send(key);
+    }
+    // Runs of the flood start at 0 s, 1 s, 2 s, …; the quiet key arrives during the third.
+    sleep(Duration::from_millis(2_500)).await;
+    h.keys.send(quiet);
+    sleep(3 * SECOND).await;
+    let starts = h.log.runs_of(quiet);
+    assert_eq!(
+        starts.first().map(|(start, _)| *start),
+        Some(4 * SECOND),
+        "one run of the flood (3 s to 4 s) at most before it"
+    );
+    assert_eq!(
+        h.log.most_active.load(Ordering::SeqCst),
+        1,
+        "the limit holds"
+    );
     h.stop.send(true).unwrap();
     h.executor.await.unwrap();
 }

@@ -8,7 +8,7 @@ const SECOND: Duration = Duration::from_secs(1);
 
 fn queue(debounce: Duration) -> (KeySender<u32>, KeyQueue<u32>, QueueMetrics) {
     let metrics = QueueMetrics::default();
-    let (sender, queue) = key_queue(debounce, metrics.clone());
+    let (sender, queue) = key_queue(debounce, Fairness::default(), metrics.clone());
     (sender, queue, metrics)
 }
 
@@ -89,7 +89,7 @@ async fn the_earliest_due_time_wins_between_an_arrival_and_a_requeue() {
 async fn depth_counts_arrivals_and_adds_and_waits_count_each_wait_once() {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = crate::metrics::Metrics::register(&mut registry).queue("q", None);
-    let (sender, queue) = key_queue(Duration::ZERO, metrics.clone());
+    let (sender, queue) = key_queue(Duration::ZERO, Fairness::default(), metrics.clone());
     sender.send(1);
     queue.next().await;
     queue.finished(&1, Some(Instant::now() + 10 * SECOND));

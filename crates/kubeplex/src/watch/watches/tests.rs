@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::*;
-use crate::executor::key_queue;
+use crate::executor::{QueueKey, key_queue};
 
 fn config_map(name: &str, value: &str, parent: Option<&str>) -> ConfigMap {
     ConfigMap {
@@ -108,7 +108,7 @@ async fn ten_thousand_updates_to_a_hundred_objects_wait_as_a_hundred_keys() {
             ))));
         }
     }
-    let (keys, queue) = key_queue(Duration::ZERO, Default::default());
+    let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
     let watch = drive(events, None, |watch| {
         watch.subscribe(move |change| keys.send(ObjectRef::from_obj(change.object())));
     })
@@ -307,4 +307,13 @@ async fn a_watch_that_ends_before_it_lists_tells_its_waiters() {
     let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
     assert!(matches!(woken, Ok(Ok(false))), "{woken:?}");
     assert!(!watch.has_listed());
+}
+
+/// The queue above groups nothing: every object in one group.
+impl QueueKey for ObjectRef<ConfigMap> {
+    type Group = ();
+    fn group(&self) -> Self::Group {}
+    fn group_name((): &Self::Group) -> String {
+        String::new()
+    }
 }

@@ -1,0 +1,10 @@
+use kubeplex::controller;
+
+#[controller(
+    crd = k8s_openapi::api::core::v1::ConfigMap,
+    contexts = ["control"],
+    concurrency_per_target = 0
+)]
+struct Zero;
+
+fn main() {}
