@@ -52,6 +52,8 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
                 lease_duration: None,
                 renew_deadline: None,
                 retry_period: None,
+                secure_metrics_port: None,
+                secure_metrics_cert_dir: None,
                 members,
             },
     } = cli.command
@@ -389,4 +391,44 @@ fn the_member_flags_are_also_environment_variables() {
         env_of("member_leave_policy").as_deref(),
         Some("FLEET_MEMBER_LEAVE_POLICY")
     );
+}
+
+#[test]
+fn run_takes_the_secure_metrics_port_and_its_certificate() {
+    let cli = Cli::try_parse_from([
+        "fleet",
+        "run",
+        "--secure-metrics-port",
+        "8443",
+        "--secure-metrics-cert-dir",
+        "/certs",
+    ])
+    .unwrap();
+    let Command::Run {
+        operator:
+            OperatorFlags {
+                secure_metrics_port: Some(8443),
+                secure_metrics_cert_dir: Some(dir),
+                ..
+            },
+        ..
+    } = cli.command
+    else {
+        panic!("secure metrics not taken: {cli:?}");
+    };
+    assert_eq!(dir, std::path::Path::new("/certs"));
+    let alone = Cli::try_parse_from(["fleet", "run", "--secure-metrics-cert-dir", "/certs"]);
+    let refused = alone.unwrap_err().to_string();
+    assert!(
+        refused.contains("--secure-metrics-port <PORT>"),
+        "{refused}"
+    );
+    let command = Cli::command();
+    let run = command.find_subcommand("run").unwrap();
+    let env = run
+        .get_arguments()
+        .find(|a| a.get_id() == "secure_metrics_port")
+        .and_then(|a| a.get_env())
+        .map(|e| e.to_string_lossy().into_owned());
+    assert_eq!(env.as_deref(), Some("FLEET_SECURE_METRICS_PORT"));
 }
