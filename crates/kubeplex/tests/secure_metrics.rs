@@ -16,7 +16,9 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kubeplex::{Manager, SecureMetrics};
 use kubeplex_testenv::{TestEnv, eventually};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use support::{Fleet, HTTP_LIMIT, WAIT, create_namespace};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
@@ -42,25 +44,84 @@ fn certificates() -> (tempfile::TempDir, CertificateDer<'static>) {
     (dir, ca_cert.der().clone())
 }
 
-/// GET `/metrics` over HTTPS, trusting `ca` for `localhost`, with `authorization` as the header if given;
-/// the status code and the body. Fails the test after [`HTTP_LIMIT`].
-async fn scrape(
-    address: SocketAddr,
-    ca: &CertificateDer<'static>,
-    authorization: Option<&str>,
-) -> (u16, String) {
+/// A client that trusts `ca`.
+fn trusting(ca: &CertificateDer<'static>) -> Arc<ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
+    Arc::new(config)
+}
+
+/// A client that takes any certificate (one signed by itself, made at start), as a scraper configured
+/// with `insecureSkipVerify`; the handshake's signatures are still checked.
+fn trusting_any() -> Arc<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(AnyCertificate(provider.clone()));
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signed: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, certificate, signed, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signed: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, certificate, signed, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// GET `/metrics` over HTTPS as `client` for `localhost`, with `authorization` as the header if given;
+/// the status code and the body. Fails the test after [`HTTP_LIMIT`].
+async fn scrape(
+    address: SocketAddr,
+    client: &Arc<ClientConfig>,
+    authorization: Option<&str>,
+) -> (u16, String) {
     let exchange = async {
         let tcp = tokio::net::TcpStream::connect(address).await?;
         let name = ServerName::try_from("localhost").unwrap();
-        let mut tls = TlsConnector::from(Arc::new(config))
+        let mut tls = TlsConnector::from(client.clone())
             .connect(name, tcp)
             .await?;
         let header = authorization
@@ -169,7 +230,8 @@ async fn scrapes_are_authenticated_and_authorised_by_the_control_cluster() {
     let operator = env
         .kubeconfig_with_tokens(&[("control", &token(OPERATOR).await.unwrap())])
         .unwrap();
-    let running = manager(operator).start().await.unwrap();
+    let running = manager(operator.clone()).start().await.unwrap();
+    let ca = trusting(&ca);
     let address = running.secure_metrics_address().expect("secure metrics");
 
     // No token, a token the API server does not know, a user without the role, and the reader.
@@ -214,5 +276,17 @@ async fn scrapes_are_authenticated_and_authorised_by_the_control_cluster() {
         matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
         "still open: {closed:?}"
     );
+    support::stop(running).await;
+
+    // Without a certificate directory, one signed by itself.
+    let running = Manager::with_kubeconfig(operator)
+        .secure_metrics(SecureMetrics::new(Fleet::Control, "127.0.0.1:0"))
+        .start()
+        .await
+        .unwrap();
+    let address = running.secure_metrics_address().unwrap();
+    let (code, body) = scrape(address, &trusting_any(), Some(&reader)).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(scrape(address, &trusting_any(), None).await.0, 401);
     support::stop(running).await;
 }
