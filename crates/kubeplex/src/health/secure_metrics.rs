@@ -50,7 +50,8 @@ impl SecureMetrics {
     }
 
     /// Presents the certificate in `dir`: `tls.crt` (PEM, the chain) and `tls.key` (PEM), the files a
-    /// `kubernetes.io/tls` Secret mounts. They are read at start.
+    /// `kubernetes.io/tls` Secret mounts. They are read at start: a renewed certificate is served after a
+    /// restart.
     pub fn cert_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cert_dir = Some(dir.into());
         self
