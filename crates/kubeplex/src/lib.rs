@@ -116,6 +116,7 @@ pub use ha::Sharding;
 pub use ha::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
 };
+pub use health::SecureMetrics;
 pub use health::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
     ShardingReport, WatchReport,

@@ -10,6 +10,8 @@
 //!   (docs/ha.md); `--shards N` instead of `--leader-election`: replicas that split the AppDeployments.
 //!   `--members-from-secrets SELECTOR [--members-namespace NAMESPACE] [--member-leave-policy delete|orphan]`:
 //!   more child clusters, each from a kubeconfig Secret in the control cluster (docs/fleets.md).
+//!   `--secure-metrics-port PORT [--secure-metrics-cert-dir DIR]`: /metrics over HTTPS on its own port, to
+//!   scrapers the control cluster authenticates and authorises (docs/observability.md).
 //! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
 //!   leaving the fleet included.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
@@ -64,7 +66,8 @@ struct Cli {
 enum Command {
     /// Run the operator against the kubeconfig as kubectl finds it, until SIGTERM or Ctrl-C.
     Run {
-        /// Where to serve the probes (/startupz, /readyz, /livez).
+        /// Where to serve the probes (/startupz, /readyz, /livez), and /metrics without
+        /// --secure-metrics-port.
         #[arg(
             long,
             value_name = "ADDRESS",

@@ -1,10 +1,11 @@
 //! The flags that say what `fleet run` runs (namespaces, leader election or shards, members), shared with
 //! `fleet rbac`, which prints what that needs.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kubeplex::{LeaderElection, Manager, Sharding};
+use kubeplex::{LeaderElection, Manager, SecureMetrics, Sharding};
 use kubeplex_fleet::{AppDeployer, Fleet};
 
 use crate::members_cli::MemberFlags;
@@ -67,6 +68,20 @@ pub struct OperatorFlags {
     /// [default: 2].
     #[arg(long, value_name = "SECONDS", value_parser = seconds, env = "FLEET_RETRY_PERIOD")]
     pub retry_period: Option<Duration>,
+    /// Serve /metrics over HTTPS on this port (on every address) instead of the probe port, only to
+    /// scrapers whose bearer token the control cluster authenticates and allows `get` on /metrics
+    /// (docs/observability.md, "Secure metrics").
+    #[arg(long, value_name = "PORT", env = "FLEET_SECURE_METRICS_PORT")]
+    pub secure_metrics_port: Option<u16>,
+    /// The secure metrics' certificate: `tls.crt` and `tls.key` in this directory [default: a certificate
+    /// signed by itself, made at start].
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "FLEET_SECURE_METRICS_CERT_DIR",
+        requires = "secure_metrics_port"
+    )]
+    pub secure_metrics_cert_dir: Option<PathBuf>,
     #[command(flatten)]
     pub members: MemberFlags,
 }
@@ -84,6 +99,8 @@ impl OperatorFlags {
             lease_duration,
             renew_deadline,
             retry_period,
+            secure_metrics_port,
+            secure_metrics_cert_dir,
             members,
         } = self;
         // Timings that cannot fence are refused when the manager starts, in words.
@@ -119,6 +136,16 @@ impl OperatorFlags {
                 name
             ))),
             (false, None) => manager,
+        };
+        let manager = match secure_metrics_port {
+            Some(port) => {
+                let metrics = SecureMetrics::new(Fleet::Control, format!("0.0.0.0:{port}"));
+                manager.secure_metrics(match secure_metrics_cert_dir {
+                    Some(dir) => metrics.cert_dir(dir),
+                    None => metrics,
+                })
+            }
+            None => manager,
         };
         let manager = match members.provider() {
             Some((secrets, policy)) => manager.members(secrets, policy),

@@ -85,6 +85,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The secure metrics server cannot start: its address cannot be bound, its certificate cannot be
+    /// read, or its context has no client.
+    #[error("secure metrics on {address}: {reason}")]
+    SecureMetrics {
+        /// The address asked for.
+        address: String,
+        /// Why, in words naming the file or the context.
+        reason: String,
+    },
     /// A required context cannot be used, so the manager cannot start; each reason names its context.
     #[error("cannot start: {reasons}")]
     Startup {

@@ -1,11 +1,16 @@
-//! Per-context health: the state the probes report, the health report types, the pings, and the probe
-//! server.
+//! Per-context health: the state the probes report, the health report types, the pings, the probe
+//! server, and the secure metrics server.
 
+mod connections;
 mod health;
 mod phases;
 mod ping;
 mod probes;
 mod report;
+mod review_cache;
+mod scrape_review;
+mod secure_metrics;
+mod serving_certificate;
 
 pub(crate) use health::{Health, WatchEntry, WatchHealth, is_expired};
 pub(crate) use phases::Phase;
@@ -16,3 +21,5 @@ pub use report::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
     ShardingReport, WatchReport,
 };
+pub(crate) use secure_metrics::BoundSecureMetrics;
+pub use secure_metrics::SecureMetrics;

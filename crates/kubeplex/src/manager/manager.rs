@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use indexmap::IndexSet;
 use kube::config::Kubeconfig;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -22,7 +21,7 @@ use crate::ha::Election;
 use crate::ha::LeaderElection;
 use crate::ha::ShardState;
 use crate::ha::Sharding;
-use crate::health::Health;
+use crate::health::{Health, SecureMetrics};
 use crate::metrics::Metrics;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
@@ -48,6 +47,7 @@ pub struct Manager {
     pub(super) controllers: Vec<Box<dyn Registration>>,
     optional: BTreeSet<String>,
     probes: Option<String>,
+    pub(super) secure_metrics: Option<SecureMetrics>,
     registry: prometheus_client::registry::Registry,
     ping_interval: Duration,
     pub(super) election: Option<LeaderElection>,
@@ -70,6 +70,7 @@ impl Manager {
             controllers: Vec::new(),
             optional: BTreeSet::new(),
             probes: None,
+            secure_metrics: None,
             ping_interval: DEFAULT_PING_INTERVAL,
             registry: prometheus_client::registry::Registry::default(),
             election: None,
@@ -113,9 +114,20 @@ impl Manager {
     }
 
     /// Serves `/startupz`, `/readyz`, `/livez` and `/metrics` on `address`, e.g. `0.0.0.0:8080` (port 0 picks
-    /// one).
+    /// one); without `/metrics` when [`secure_metrics`](Self::secure_metrics) serves it.
     pub fn probes(mut self, address: impl Into<String>) -> Self {
         self.probes = Some(address.into());
+        self
+    }
+
+    /// Serves `/metrics` over HTTPS on an address of its own, only to scrapers whose bearer token the
+    /// context's API server authenticates and allows `get` on `/metrics` ([docs/observability.md]); the
+    /// probe port then serves the probes only, over plain HTTP as kubelet asks them. The context joins the
+    /// manager's, like a Lease's.
+    ///
+    /// [docs/observability.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/observability.md#secure-metrics
+    pub fn secure_metrics(mut self, metrics: SecureMetrics) -> Self {
+        self.secure_metrics = Some(metrics);
         self
     }
 
@@ -234,6 +246,9 @@ impl Manager {
             }
         }
         let coordination = (self.election.as_ref()).or(self.sharding.as_ref().map(|s| &s.lease));
+        if let Some(metrics) = &self.secure_metrics {
+            contexts.insert(metrics.context.clone());
+        }
         if let Some(election) = coordination {
             if let Some(reason) = election.problem() {
                 let lease = election.lease();
@@ -253,24 +268,12 @@ impl Manager {
             health.declare(context, !self.optional.contains(context));
         }
         let mut background = JoinSet::new();
-        let probe_address = match &self.probes {
-            Some(address) => {
-                let probe_error = |source| Error::Probes {
-                    address: address.clone(),
-                    source,
-                };
-                let listener = TcpListener::bind(address).await.map_err(probe_error)?;
-                let bound = listener.local_addr().map_err(probe_error)?;
-                background.spawn(crate::health::serve_probes(
-                    listener,
-                    health.clone(),
-                    registry,
-                ));
-                tracing::info!(address = %bound, "serving /startupz /readyz /livez /metrics");
-                Some(bound)
-            }
-            None => None,
-        };
+        let probes = self.probes.as_deref();
+        let secure = self.secure_metrics.as_ref();
+        let servers =
+            super::servers::Servers::bind(probes, secure, &health, registry, &mut background);
+        let servers = servers.await?;
+        let probe_address = servers.probe_address;
 
         let (pool, errors) = match self.pool.connect(&contexts).await {
             Ok(connected) => connected,
@@ -295,6 +298,7 @@ impl Manager {
             }
             health.connected(context, error);
         }
+        let secure_metrics_address = servers.serve_metrics(&pool, &mut background)?;
         let targets = pool
             .access()
             .map(|(context, access)| (context.to_owned(), access.clone()))
@@ -376,6 +380,7 @@ impl Manager {
             controllers,
             background,
             probe_address,
+            secure_metrics_address,
         })
     }
 

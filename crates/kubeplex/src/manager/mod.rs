@@ -8,6 +8,7 @@ mod member_runner;
 mod rbac;
 mod registration;
 mod running;
+mod servers;
 mod signals;
 mod supervise;
 

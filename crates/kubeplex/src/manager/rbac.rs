@@ -81,11 +81,24 @@ impl Manager {
                 verbs,
             ));
         }
+        let metrics = self.secure_metrics.as_ref().map(|m| m.context.clone());
+        if let Some(context) = &metrics {
+            // Each scrape's token is reviewed, and its user's access to /metrics.
+            let place = (Some(context.as_str()), None);
+            let reviews = [
+                ("authentication.k8s.io", "tokenreviews"),
+                ("authorization.k8s.io", "subjectaccessreviews"),
+            ];
+            for (group, resource) in reviews {
+                grants.push(Grant::new(place.0, place.1, group, resource, &["create"]));
+            }
+        }
         Rbac {
             name: service_account.to_owned(),
             subject: (service_account.to_owned(), namespace.to_owned()),
             labels: BTreeMap::new(),
             grants,
+            metrics,
         }
     }
 }
@@ -97,6 +110,8 @@ pub struct Rbac {
     subject: (String, String),
     labels: BTreeMap<String, String>,
     grants: Vec<Grant>,
+    /// The context that reviews scrapes of the secure metrics, if they are on.
+    metrics: Option<String>,
 }
 
 /// One context's share of [`Rbac`]: a Role and a RoleBinding per namespace, a ClusterRole and its binding
@@ -111,6 +126,9 @@ pub struct ContextRbac {
     pub roles: Vec<Role>,
     /// The Roles bound to the ServiceAccount, each in its Role's namespace.
     pub role_bindings: Vec<RoleBinding>,
+    /// In the context that reviews the secure metrics' scrapes: the ClusterRole `<name>-metrics-reader`
+    /// (`get` on the non-resource URL `/metrics`), for you to bind to the scraper's ServiceAccount.
+    pub metrics_reader: Option<ClusterRole>,
 }
 
 impl Rbac {
@@ -150,7 +168,21 @@ impl Rbac {
 
     /// What the fixed context `context` needs (nothing for a context the manager does not use).
     pub fn for_context(&self, context: &str) -> ContextRbac {
-        self.build(|g| g.context.as_deref() == Some(context))
+        let mut rbac = self.build(|g| g.context.as_deref() == Some(context));
+        if self.metrics.as_deref() == Some(context) {
+            let mut metadata = self.metadata(None);
+            metadata.name = Some(format!("{}-metrics-reader", self.name));
+            rbac.metrics_reader = Some(ClusterRole {
+                metadata,
+                rules: Some(vec![PolicyRule {
+                    non_resource_urls: Some(vec!["/metrics".into()]),
+                    verbs: vec!["get".into()],
+                    ..PolicyRule::default()
+                }]),
+                ..ClusterRole::default()
+            });
+        }
+        rbac
     }
 
     /// What every member of the fleet needs: the same in each, whichever joins.
@@ -251,7 +283,7 @@ fn rule(group: &str, resource: &str, verbs: BTreeSet<&str>) -> PolicyRule {
 impl ContextRbac {
     /// Whether the context needs nothing.
     pub fn is_empty(&self) -> bool {
-        self.cluster_roles.is_empty() && self.roles.is_empty()
+        self.cluster_roles.is_empty() && self.roles.is_empty() && self.metrics_reader.is_none()
     }
 
     /// Every object, in the order to apply them (roles before their bindings), each with its `apiVersion`
@@ -266,6 +298,9 @@ impl ContextRbac {
         for (role, binding) in self.roles.iter().zip(&self.role_bindings) {
             all.push(json(serde_json::to_value(role)));
             all.push(json(serde_json::to_value(binding)));
+        }
+        if let Some(reader) = &self.metrics_reader {
+            all.push(json(serde_json::to_value(reader)));
         }
         all
     }

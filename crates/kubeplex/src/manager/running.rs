@@ -21,6 +21,7 @@ pub struct Running {
     pub(crate) controllers: JoinSet<()>,
     pub(crate) background: JoinSet<()>,
     pub(crate) probe_address: Option<SocketAddr>,
+    pub(crate) secure_metrics_address: Option<SocketAddr>,
 }
 
 impl Running {
@@ -64,13 +65,19 @@ impl Running {
         self.probe_address
     }
 
+    /// Where the secure metrics server listens, if it was asked for
+    /// ([`Manager::secure_metrics`](crate::Manager::secure_metrics)).
+    pub fn secure_metrics_address(&self) -> Option<SocketAddr> {
+        self.secure_metrics_address
+    }
+
     /// How many watches the manager opened: one per distinct (context, kind, namespace, selectors),
     /// however many controllers share it.
     pub fn watches_opened(&self) -> usize {
         self.runtime.watches.opened()
     }
 
-    /// Stops taking new reconciles, waits for those in flight, then ends the watches and the probe server.
+    /// Stops taking new reconciles, waits for those in flight, then ends the watches and the servers.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         while self.controllers.join_next().await.is_some() {}

@@ -290,3 +290,44 @@ fn without_a_member_provider_members_need_nothing() {
     assert!(rbac.for_members().is_empty());
     assert_eq!(rbac.contexts(), ["control"]);
 }
+
+#[test]
+fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
+    let plan = || {
+        Plan::new("web")
+            .contexts([ctx("control"), ctx("edge")])
+            .namespaces(["crds"])
+    };
+    let secure = manager(plan).secure_metrics(crate::SecureMetrics::new(ctx("control"), ":8443"));
+    let rbac = secure.rbac("operator", "ops");
+    let control = rbac.for_context("control");
+    assert_eq!(control.cluster_roles.len(), 1);
+    assert_eq!(
+        rules(&control.cluster_roles[0].rules),
+        [
+            triple("authentication.k8s.io", "tokenreviews", "create"),
+            triple("authorization.k8s.io", "subjectaccessreviews", "create"),
+        ]
+    );
+    let reader = control
+        .metrics_reader
+        .as_ref()
+        .expect("a metrics reader role");
+    assert_eq!(
+        reader.metadata.name.as_deref(),
+        Some("operator-metrics-reader")
+    );
+    let rule = &reader.rules.as_ref().unwrap()[0];
+    assert_eq!(rule.non_resource_urls, Some(vec!["/metrics".to_owned()]));
+    assert_eq!(rule.verbs, ["get"]);
+    let objects = control.objects();
+    assert_eq!(
+        objects.last().unwrap()["metadata"]["name"],
+        "operator-metrics-reader"
+    );
+    // Only where the scrapes are reviewed; and nothing without secure metrics.
+    let edge = rbac.for_context("edge");
+    assert!(edge.cluster_roles.is_empty() && edge.metrics_reader.is_none());
+    let plain = manager(plan).rbac("operator", "ops").for_context("control");
+    assert!(plain.cluster_roles.is_empty() && plain.metrics_reader.is_none());
+}
