@@ -13,9 +13,12 @@ mod support;
 /// make a test target of it); `spread` and `support` above are shared with other test binaries.
 mod member_providers {
     pub mod accounts;
+    pub mod audit;
     pub mod exec;
     pub mod leaves;
     pub mod proxy;
+    pub mod refused;
+    pub mod replicas;
     pub mod unreachable;
 }
 
@@ -41,6 +44,7 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-c"])
         .crd("control", Spread::crd())
+        .audit_log(true)
 });
 
 /// What the Secret provider selects.

@@ -197,9 +197,9 @@ async fn delete_children<R: Reconcile>(
         if give_up.is_some_and(|at| tokio::time::Instant::now() >= at) {
             let after = progress.give_up_after().unwrap_or_default();
             let reason = format!(
-                "member {name} did not answer within {after:?} of its leave: its children there were left behind ({problem})"
+                "member {name}'s children could not be deleted within {after:?} of its leave: they were left behind ({problem})"
             );
-            tracing::warn!(context = %name, controller, %problem, "giving up on a leaving member that does not answer: its children there are abandoned");
+            tracing::warn!(context = %name, controller, %problem, "giving up on a leaving member whose children cannot be deleted: they are abandoned");
             progress.abandon(controller, reason);
             return;
         }

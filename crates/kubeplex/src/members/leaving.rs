@@ -58,7 +58,7 @@ impl LeaveProgress {
         self.give_up_after
     }
 
-    /// `controller`'s part waits for `reason` (the member does not answer): the leave stops taking a slot
+    /// `controller`'s part waits for `reason` (the member does not answer, or refuses): the leave stops taking a slot
     /// of the member changes, and `/readyz` and the parents' status say why it waits.
     pub(crate) fn waits(&self, controller: &str, reason: String) {
         let mut state = self.lock();
@@ -66,14 +66,18 @@ impl LeaveProgress {
             return;
         }
         let give_up = match self.give_up_after {
-            Some(after) => format!("its children are abandoned {after:?} after the leave began"),
-            None => "it waits for as long as it takes".to_owned(),
+            Some(after) => {
+                format!("until {after:?} after the leave began, then they are abandoned")
+            }
+            None => "for as long as it takes".to_owned(),
         };
-        tracing::warn!(context = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted while it does not answer; {give_up}");
+        tracing::warn!(context = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted yet (the member does not answer, or refuses); tried again {give_up}");
         state.waits.insert(controller.to_owned(), reason.clone());
         drop(state);
         self.slot.park();
-        let why = format!("its children to be deleted, which waits for it to answer: {reason}");
+        let why = format!(
+            "its children to be deleted, tried again until the member answers and allows it: {reason}"
+        );
         self.health
             .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
     }
