@@ -12,6 +12,9 @@ use tokio::time::Instant;
 use super::changes::Slot;
 use crate::health::{Health, Phase};
 
+/// Why a standby's part of a leave waits.
+pub(crate) const STANDS_BY: &str = "this replica stands by: the leader deletes them";
+
 /// One member's leave, shared by every controller.
 pub(crate) struct LeaveProgress {
     name: String,
@@ -82,12 +85,32 @@ impl LeaveProgress {
             .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
     }
 
+    /// `controller`'s part waits for the leader to delete the children (this replica stands by): shown as
+    /// [`waits`](Self::waits) shows it, logged at `debug` only, since nothing is wrong.
+    pub(crate) fn waits_for_the_leader(&self, controller: &str) {
+        let reason = STANDS_BY.to_owned();
+        let mut state = self.lock();
+        if state.waits.get(controller) == Some(&reason) {
+            return;
+        }
+        tracing::debug!(context = %self.name, controller, "member's leave: its children are deleted by the leader");
+        state.waits.insert(controller.to_owned(), reason.clone());
+        drop(state);
+        self.slot.park();
+        let why = format!("its children to be deleted: {reason}");
+        self.health
+            .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
+    }
+
     /// `controller`'s part no longer waits: the member answered.
     pub(crate) fn answered(&self, controller: &str) {
         let mut state = self.lock();
-        if state.waits.remove(controller).is_some() && state.waits.is_empty() {
+        let waited = state.waits.remove(controller);
+        if waited.is_some() && state.waits.is_empty() {
             drop(state);
-            tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
+            if waited.as_deref() != Some(STANDS_BY) {
+                tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
+            }
             self.health
                 .member_phase(&self.name, Some(Phase::Leaving(None)));
         }

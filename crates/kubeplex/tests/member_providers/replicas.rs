@@ -167,8 +167,8 @@ async fn a_standby_neither_deletes_a_leaving_members_children_nor_releases_its_s
         .await
         .unwrap();
     wait_leaving_for(&a, "403").await;
-    let standby_waits = wait_leaving_for(&b, "").await;
-    println!("the standby's leave waits for {standby_waits}");
+    // The standby follows the leave, and says that it leaves the deletes to the leader.
+    wait_leaving_for(&b, "this replica stands by: the leader deletes them").await;
     eventually("the leader's deletes refused twice", WAIT, async || {
         let count = deletes_by(&writes(env, MEMBER), ia, child).len();
         if count >= 2 {
@@ -287,7 +287,7 @@ async fn a_leader_cut_off_in_a_leave_writes_nothing_to_the_member_after_the_take
         .await
         .unwrap();
     assert_eq!(holder.spec.unwrap().holder_identity.as_deref(), Some(ib));
-    // B carries the leave on: its own deletes are refused now, until allowed.
+    // B carries the leave on (it stood by until it led): its own deletes are refused now, until allowed.
     wait_leaving_for(&b, "403").await;
     grant_delete(env, &accounts, "member").await;
     wait_left(env, &secrets, child).await;
