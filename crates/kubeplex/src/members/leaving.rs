@@ -137,3 +137,6 @@ impl LeaveProgress {
         self.state.lock()
     }
 }
+
+#[cfg(test)]
+mod tests;
