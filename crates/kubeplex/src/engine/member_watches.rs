@@ -17,7 +17,7 @@ use crate::controller::Reconcile;
 use crate::core::chain;
 use crate::core::{Member, Target};
 use crate::members::LeavePolicy;
-use crate::members::{LeaveProgress, MemberChange};
+use crate::members::{LeaveProgress, MemberChange, STANDS_BY};
 use crate::watch::SharedWatch;
 
 /// How long a leaving member's child caches may take to list before its leave is said to wait for it (one
@@ -155,7 +155,9 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
 /// Deletes every child this controller has in member `name`, from its caches once they have listed. A
 /// member that does not answer (its caches do not list, or a deletion fails) makes the leave wait, said in
 /// `progress` (so in `/readyz` and, through a reconcile of every parent, in their status), trying again
-/// until it answers, or until the leave gives up: its children there are then abandoned.
+/// until it answers, or until the leave gives up: its children there are then abandoned. A replica whose
+/// fence is closed (a standby) sends no delete: it waits until its caches show the children gone (the
+/// leader deleted them) or until it may write.
 async fn delete_children<R: Reconcile>(
     engine: &Arc<Engine<R>>,
     name: &str,
@@ -166,16 +168,19 @@ async fn delete_children<R: Reconcile>(
     };
     let controller = engine.plan.name();
     let watches = engine.member_children.of(name);
+    let mut role = engine.runtime.role.clone();
     let mut waited = false;
     loop {
         let listed = futures::future::join_all(watches.iter().map(|w| w.cache.ready()));
+        let leads = role.borrow().leader;
         let problem = match tokio::time::timeout(LIST_PATIENCE, listed).await {
             Err(_) => {
                 let health = engine.runtime.health.report();
                 let reasons = health.contexts.get(name).map(|c| c.reasons.clone());
                 let why = reasons.and_then(|r| r.into_iter().next());
-                why.unwrap_or_else(|| "its children are not listed yet".to_owned())
+                Some(why.unwrap_or_else(|| "its children are not listed yet".to_owned()))
             }
+            Ok(_) if !leads && cached(&watches) > 0 => None,
             Ok(_) => match delete_cached(&client, &watches, controller).await {
                 Ok(deleted) => {
                     if waited {
@@ -184,26 +189,52 @@ async fn delete_children<R: Reconcile>(
                     tracing::info!(context = %name, controller, deleted, "member left: its children are deleted");
                     return;
                 }
-                Err(problem) => problem,
+                Err(problem) => Some(problem),
             },
         };
-        progress.waits(controller, problem.clone());
+        match &problem {
+            Some(problem) => progress.waits(controller, problem.clone()),
+            None => progress.waits_for_the_leader(controller),
+        }
         if !std::mem::replace(&mut waited, true) {
             engine.queue_every_parent(); // Their status says the member is leaving, and why.
         }
         let again = tokio::time::Instant::now() + LIST_PATIENCE;
         let give_up = progress.give_up_at();
-        tokio::time::sleep_until(give_up.map_or(again, |at| at.min(again))).await;
+        let next = tokio::time::sleep_until(give_up.map_or(again, |at| at.min(again)));
+        // A standby tries at once when it becomes the leader.
+        let leading = async {
+            if leads || role.wait_for(|r| r.leader).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = next => {}
+            () = leading => {}
+        }
         if give_up.is_some_and(|at| tokio::time::Instant::now() >= at) {
+            let problem = problem.unwrap_or_else(|| STANDS_BY.to_owned());
             let after = progress.give_up_after().unwrap_or_default();
             let reason = format!(
-                "member {name} did not answer within {after:?} of its leave: its children there were left behind ({problem})"
+                "member {name}'s children could not be deleted within {after:?} of its leave: they were left behind ({problem})"
             );
-            tracing::warn!(context = %name, controller, %problem, "giving up on a leaving member that does not answer: its children there are abandoned");
+            tracing::warn!(context = %name, controller, %problem, "giving up on a leaving member whose children cannot be deleted: they are abandoned");
             progress.abandon(controller, reason);
             return;
         }
     }
+}
+
+/// How many children `watches`' caches hold.
+fn cached(watches: &[ChildWatch]) -> usize {
+    let per_parent = watches.iter().flat_map(|w| {
+        let cache = &w.cache;
+        cache
+            .parent_uids()
+            .into_iter()
+            .map(|uid| cache.children_of(&uid).len())
+    });
+    per_parent.sum()
 }
 
 /// Deletes the children in `watches`' caches (unlinks those whose delete policy orphans them); how many,

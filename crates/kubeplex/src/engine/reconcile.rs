@@ -205,7 +205,7 @@ impl<R: Reconcile> Engine<R> {
         for (name, waits) in self.runtime.members.leaving() {
             let message = match waits {
                 Some(why) => format!(
-                    "member {name} is leaving the fleet; its children there are deleted once it answers: {why}"
+                    "member {name} is leaving the fleet; its children there are deleted once it answers and allows it: {why}"
                 ),
                 None => {
                     format!("member {name} is leaving the fleet; no child is put there any more")

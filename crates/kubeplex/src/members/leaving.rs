@@ -12,6 +12,9 @@ use tokio::time::Instant;
 use super::changes::Slot;
 use crate::health::{Health, Phase};
 
+/// Why a standby's part of a leave waits.
+pub(crate) const STANDS_BY: &str = "this replica stands by: the leader deletes them";
+
 /// One member's leave, shared by every controller.
 pub(crate) struct LeaveProgress {
     name: String,
@@ -58,7 +61,7 @@ impl LeaveProgress {
         self.give_up_after
     }
 
-    /// `controller`'s part waits for `reason` (the member does not answer): the leave stops taking a slot
+    /// `controller`'s part waits for `reason` (the member does not answer, or refuses): the leave stops taking a slot
     /// of the member changes, and `/readyz` and the parents' status say why it waits.
     pub(crate) fn waits(&self, controller: &str, reason: String) {
         let mut state = self.lock();
@@ -66,14 +69,35 @@ impl LeaveProgress {
             return;
         }
         let give_up = match self.give_up_after {
-            Some(after) => format!("its children are abandoned {after:?} after the leave began"),
-            None => "it waits for as long as it takes".to_owned(),
+            Some(after) => {
+                format!("until {after:?} after the leave began, then they are abandoned")
+            }
+            None => "for as long as it takes".to_owned(),
         };
-        tracing::warn!(context = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted while it does not answer; {give_up}");
+        tracing::warn!(context = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted yet (the member does not answer, or refuses); tried again {give_up}");
         state.waits.insert(controller.to_owned(), reason.clone());
         drop(state);
         self.slot.park();
-        let why = format!("its children to be deleted, which waits for it to answer: {reason}");
+        let why = format!(
+            "its children to be deleted, tried again until the member answers and allows it: {reason}"
+        );
+        self.health
+            .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
+    }
+
+    /// `controller`'s part waits for the leader to delete the children (this replica stands by): shown as
+    /// [`waits`](Self::waits) shows it, logged at `debug` only, since nothing is wrong.
+    pub(crate) fn waits_for_the_leader(&self, controller: &str) {
+        let reason = STANDS_BY.to_owned();
+        let mut state = self.lock();
+        if state.waits.get(controller) == Some(&reason) {
+            return;
+        }
+        tracing::debug!(context = %self.name, controller, "member's leave: its children are deleted by the leader");
+        state.waits.insert(controller.to_owned(), reason.clone());
+        drop(state);
+        self.slot.park();
+        let why = format!("its children to be deleted: {reason}");
         self.health
             .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
     }
@@ -81,9 +105,12 @@ impl LeaveProgress {
     /// `controller`'s part no longer waits: the member answered.
     pub(crate) fn answered(&self, controller: &str) {
         let mut state = self.lock();
-        if state.waits.remove(controller).is_some() && state.waits.is_empty() {
+        let waited = state.waits.remove(controller);
+        if waited.is_some() && state.waits.is_empty() {
             drop(state);
-            tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
+            if waited.as_deref() != Some(STANDS_BY) {
+                tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
+            }
             self.health
                 .member_phase(&self.name, Some(Phase::Leaving(None)));
         }
@@ -110,3 +137,6 @@ impl LeaveProgress {
         self.state.lock()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,7 +11,7 @@ mod providers;
 pub use changes::LeaveOutcome;
 pub(crate) use changes::{Change, DEFAULT_MEMBER_CHANGES_AT_ONCE, MemberChanges, Slot};
 pub(crate) use gate::SyncGuard;
-pub(crate) use leaving::LeaveProgress;
+pub(crate) use leaving::{LeaveProgress, STANDS_BY};
 pub(crate) use member_set::{MemberChange, MemberSet};
 pub(crate) use provider::{Command, FixedClients};
 pub use provider::{LeavePolicy, MemberProvider, MemberSink, Members};

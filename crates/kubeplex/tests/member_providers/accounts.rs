@@ -1,9 +1,11 @@
 //! Credentials for cluster-c as a member: the admin's, or a ServiceAccount token that can be revoked (by
-//! deleting its ServiceAccount), as kubeconfig text a provider reads.
+//! deleting its ServiceAccount) or that may do everything to the children but delete them, as kubeconfig
+//! text a provider reads.
 
+use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use kubeplex_testenv::TestEnv;
@@ -47,19 +49,7 @@ async fn token_client(env: &TestEnv, token: &str) -> Client {
 /// Creates the ServiceAccount `namespace/name` in cluster-c, bound to `cluster-admin`, and returns a token
 /// of it once that token can list the children (RBAC follows its objects through a watch).
 pub async fn account_token(env: &TestEnv, namespace: &str, name: &str) -> String {
-    let admin = env.client(MEMBER).await.unwrap();
-    let account = ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        ..ServiceAccount::default()
-    };
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
-    accounts
-        .create(&PostParams::default(), &account)
-        .await
-        .unwrap();
+    let admin = create_account(env, namespace, name).await;
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "metadata": { "name": format!("{namespace}-{name}") },
         "roleRef": {
@@ -73,6 +63,101 @@ pub async fn account_token(env: &TestEnv, namespace: &str, name: &str) -> String
         .create(&PostParams::default(), &binding)
         .await
         .unwrap();
+    granted_token(env, namespace, name).await
+}
+
+/// The verbs on the children of an account that may not delete them.
+const ALL_BUT_DELETE: [&str; 6] = ["get", "list", "watch", "create", "update", "patch"];
+
+/// Creates the ServiceAccount `namespace/name` in cluster-c with a Role in namespace `apps` that lets it do
+/// everything to ConfigMaps (the children) but delete them; returns a token of it once that token can list
+/// them. [`grant_delete`] adds `delete`.
+pub async fn account_token_without_delete(env: &TestEnv, namespace: &str, name: &str) -> String {
+    let admin = create_account(env, namespace, name).await;
+    let role = format!("{namespace}-{name}");
+    let rules =
+        json!([{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_BUT_DELETE }]);
+    let role_object: Role = serde_json::from_value(json!({
+        "metadata": { "name": role }, "rules": rules,
+    }))
+    .unwrap();
+    let roles: Api<Role> = Api::namespaced(admin.clone(), APPS);
+    roles
+        .create(&PostParams::default(), &role_object)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": role },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role },
+        "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": namespace }],
+    }))
+    .unwrap();
+    let bindings: Api<RoleBinding> = Api::namespaced(admin, APPS);
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    granted_token(env, namespace, name).await
+}
+
+/// Adds `delete` to the Role of [`account_token_without_delete`]'s account `namespace/name`, and waits until
+/// the API server's authorizer allows it (it follows Roles through a watch).
+pub async fn grant_delete(env: &TestEnv, namespace: &str, name: &str) {
+    let admin = env.client(MEMBER).await.unwrap();
+    let role = format!("{namespace}-{name}");
+    let mut verbs = ALL_BUT_DELETE.to_vec();
+    verbs.push("delete");
+    let rules =
+        json!({ "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": verbs }] });
+    let roles: Api<Role> = Api::namespaced(admin.clone(), APPS);
+    roles
+        .patch(&role, &PatchParams::default(), &Patch::Merge(&rules))
+        .await
+        .unwrap();
+    let user = format!("system:serviceaccount:{namespace}:{name}");
+    let what = format!("{user} may delete ConfigMaps in {APPS}");
+    wait_until(&what, async || {
+        let review: SubjectAccessReview = serde_json::from_value(json!({
+            "spec": { "user": user, "resourceAttributes": {
+                "namespace": APPS, "verb": "delete", "resource": "configmaps" } },
+        }))
+        .unwrap();
+        let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
+        let answer = reviews.create(&PostParams::default(), &review).await;
+        let allowed = answer
+            .map_err(|e| e.to_string())?
+            .status
+            .is_some_and(|s| s.allowed);
+        if allowed {
+            Ok(())
+        } else {
+            Err("not yet".into())
+        }
+    })
+    .await;
+}
+
+/// Creates the ServiceAccount `namespace/name` in cluster-c; returns an admin client of cluster-c.
+async fn create_account(env: &TestEnv, namespace: &str, name: &str) -> Client {
+    let admin = env.client(MEMBER).await.unwrap();
+    let account = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..ServiceAccount::default()
+    };
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap();
+    admin
+}
+
+/// A token of the ServiceAccount `namespace/name` of cluster-c, once it can list the children (RBAC follows
+/// its objects through a watch).
+async fn granted_token(env: &TestEnv, namespace: &str, name: &str) -> String {
     let token = env.service_account_token(MEMBER, namespace, name);
     let token = token.await.unwrap();
     let children: Api<ConfigMap> = Api::namespaced(token_client(env, &token).await, APPS);

@@ -52,7 +52,10 @@ impl Proxy {
 
     /// Listens again on the same port, in `mode`.
     pub async fn listen(&self, mode: Mode) {
-        self.close();
+        // Aborted and awaited, so that the port is free again (an aborted task is dropped when the
+        // runtime next gets to it, on another thread maybe).
+        let mut old = std::mem::take(&mut *self.tasks.lock());
+        old.shutdown().await;
         let listener = TcpListener::bind(self.address).await.unwrap();
         self.serve(listener, mode);
     }

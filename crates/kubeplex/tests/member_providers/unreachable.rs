@@ -29,7 +29,7 @@ spreader!(DownDelete, "spread-down-delete");
 const VIA_PROXY: &str = "cluster-c-via-proxy";
 
 /// Polls until `running` shows `member` leaving with a reason; returns the reason.
-async fn wait_leaving(running: &kubeplex::Running, member: &str) -> String {
+pub async fn wait_leaving(running: &kubeplex::Running, member: &str) -> String {
     eventually(format!("{member} leaving in /readyz"), WAIT, async || {
         let report = running.health();
         let phase = report.contexts.get(member).and_then(|c| c.member.clone());
@@ -44,7 +44,7 @@ async fn wait_leaving(running: &kubeplex::Running, member: &str) -> String {
 }
 
 /// Polls the parent `namespace/web` until `member`'s entry in its status is `state`; returns its message.
-async fn wait_state(env: &TestEnv, namespace: &str, member: &str, state: &str) -> String {
+pub async fn wait_state(env: &TestEnv, namespace: &str, member: &str, state: &str) -> String {
     let api: Api<Spread> = Api::namespaced(env.client("control").await.unwrap(), namespace);
     eventually(
         format!("{member} {state} in the status"),
@@ -64,7 +64,7 @@ async fn wait_state(env: &TestEnv, namespace: &str, member: &str, state: &str) -
 }
 
 /// The Secret's finalizers, or `None` once it is gone.
-async fn finalizers(secrets: &Api<Secret>, name: &str) -> Option<Vec<String>> {
+pub async fn finalizers(secrets: &Api<Secret>, name: &str) -> Option<Vec<String>> {
     let found = secrets.get_opt(name).await.unwrap();
     found.map(|s| s.finalizers().to_vec())
 }

@@ -32,7 +32,7 @@ fn a_member_shows_joining_ready_and_leaving_with_what_it_waits_for() {
         (MemberPhase::Ready, None)
     );
 
-    let why = "its children to be deleted, which waits for it to answer: context m: unreachable"
+    let why = "its children to be deleted, tried again until the member answers and allows it: context m: unreachable"
         .to_owned();
     health.member_phase("m", Some(Phase::Leaving(Some(why.clone()))));
     let report = phase(&health).unwrap();

@@ -1,0 +1,87 @@
+//! What an API server's audit log says was written: each create, update, patch or delete it received, by
+//! whom (the user, and the `User-Agent` that names a replica: `kubeplex/<version> (<identity>)`), when, and
+//! how it was answered.
+
+use k8s_openapi::jiff::Timestamp;
+use kubeplex_testenv::TestEnv;
+
+const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+/// One request that changed, or tried to change, something.
+#[derive(Clone, Debug)]
+pub struct Write {
+    pub verb: String,
+    /// `resource[/subresource] namespace/name`.
+    pub what: String,
+    pub user: String,
+    pub agent: String,
+    /// When the server received it.
+    pub at: Timestamp,
+    pub code: i64,
+}
+
+impl Write {
+    /// Whether the replica `identity` sent it (its `User-Agent` names it).
+    pub fn by(&self, identity: &str) -> bool {
+        self.agent.ends_with(&format!("({identity})"))
+    }
+
+    /// Whether it was accepted.
+    pub fn accepted(&self) -> bool {
+        (200..300).contains(&self.code)
+    }
+}
+
+impl std::fmt::Display for Write {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            verb,
+            what,
+            user,
+            agent,
+            at,
+            code,
+        } = self;
+        write!(f, "{at} {verb} {what} -> {code} by {user} ({agent})")
+    }
+}
+
+/// Every write `cluster`'s API server received so far, oldest first.
+pub fn writes(env: &TestEnv, cluster: &str) -> Vec<Write> {
+    let mut writes = Vec::new();
+    for event in env.audit_events(cluster).unwrap() {
+        let verb = event["verb"].as_str().unwrap_or_default();
+        // One event per request: the last stage's (a watch also has `ResponseStarted`).
+        if !WRITE_VERBS.contains(&verb) || event["stage"] != "ResponseComplete" {
+            continue;
+        }
+        let object = &event["objectRef"];
+        let field = |k: &str| object[k].as_str().unwrap_or_default().to_owned();
+        let subresource = match field("subresource") {
+            none if none.is_empty() => none,
+            some => format!("/{some}"),
+        };
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+        writes.push(Write {
+            verb: verb.to_owned(),
+            what: format!(
+                "{}{subresource} {}/{}",
+                field("resource"),
+                field("namespace"),
+                field("name")
+            ),
+            user: text(&event["user"]["username"]),
+            agent: text(&event["userAgent"]),
+            at: text(&event["requestReceivedTimestamp"]).parse().unwrap(),
+            code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
+        });
+    }
+    writes.sort_by_key(|w| w.at);
+    writes
+}
+
+/// `writes` as lines, for a failure's message.
+pub fn lines<'a>(writes: impl IntoIterator<Item = &'a Write>) -> String {
+    let lines: Vec<String> = writes.into_iter().map(Write::to_string).collect();
+    lines.join("\n")
+}
