@@ -4,7 +4,8 @@
 //! rotated in the Secret with the old one revoked keeps the member working with no manual step; and a
 //! token revoked under the file provider is read again from the file at the manager's request (a 401), while
 //! one still rejected after that is reported and not reloaded in a loop. The typed context cluster-a keeps
-//! its child throughout. (More in `member_providers/`: exec credential plugins, leaves, unreachable members.)
+//! its child throughout. (More in `member_providers/`: exec credential plugins, ClusterProfiles, Cluster API's Secrets,
+//! leaves, unreachable members.)
 
 mod spread;
 mod support;
@@ -13,6 +14,8 @@ mod support;
 /// make a test target of it); `spread` and `support` above are shared with other test binaries.
 mod member_providers {
     pub mod accounts;
+    pub mod cluster_api;
+    pub mod cluster_profiles;
     pub mod exec;
     pub mod leaves;
     pub mod proxy;
@@ -41,6 +44,7 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-c"])
         .crd("control", Spread::crd())
+        .crd("control", member_providers::cluster_profiles::crd())
 });
 
 /// What the Secret provider selects.

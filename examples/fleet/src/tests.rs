@@ -58,7 +58,7 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
     else {
         panic!("not `run`: {cli:?}");
     };
-    assert!(members.provider().is_none(), "no members unless asked");
+    assert!(!members.takes_members(), "no members unless asked");
     assert_eq!(lease_namespace, "crds");
     assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
     assert_eq!(namespace, "crds");
@@ -293,8 +293,8 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     assert_eq!(members.members_from_secrets.as_deref(), Some(selector));
     assert_eq!(members.members_namespace, kubeplex_fleet::MEMBERS_NAMESPACE);
     assert_eq!(members.member_leave_policy, MemberLeavePolicy::Delete);
-    let (_, policy) = members.provider().expect("a provider");
-    assert_eq!(policy, kubeplex::LeavePolicy::Delete);
+    assert!(members.takes_members());
+    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Delete);
 
     let members = members_of(&[
         "--members-from-secrets",
@@ -306,8 +306,7 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     ])
     .unwrap();
     assert_eq!(members.members_namespace, "fleet-system");
-    let (_, policy) = members.provider().expect("a provider");
-    assert_eq!(policy, kubeplex::LeavePolicy::Orphan);
+    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Orphan);
     // With the typed contexts' other flags.
     let cli = Cli::try_parse_from([
         "fleet",
