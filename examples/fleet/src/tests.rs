@@ -389,3 +389,54 @@ fn the_member_flags_are_also_environment_variables() {
         Some("FLEET_MEMBER_LEAVE_POLICY")
     );
 }
+
+#[test]
+fn run_takes_members_from_cluster_profiles_or_cluster_api_one_source_at_a_time() {
+    let members = members_of(&[
+        "--members-from-cluster-profiles",
+        "fleet-system",
+        "--access-providers",
+        "/etc/fleet/access-providers.json",
+    ])
+    .unwrap();
+    assert_eq!(
+        members.members_from_cluster_profiles.as_deref(),
+        Some("fleet-system")
+    );
+    assert!(members.takes_members());
+    let members = members_of(&["--members-from-cluster-api", "capi-system"]).unwrap();
+    assert_eq!(
+        members.members_from_cluster_api.as_deref(),
+        Some("capi-system")
+    );
+    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Delete);
+    // Two sources, or an access-providers file without profiles: refused.
+    let both = members_of(&[
+        "--members-from-cluster-api",
+        "a",
+        "--members-from-cluster-profiles",
+        "b",
+    ]);
+    assert_eq!(
+        both.unwrap_err().kind(),
+        clap::error::ErrorKind::ArgumentConflict
+    );
+    let alone = members_of(&["--access-providers", "f.json"]);
+    assert_eq!(
+        alone.unwrap_err().kind(),
+        clap::error::ErrorKind::MissingRequiredArgument
+    );
+    // An access-providers file that cannot be read fails the manager's assembly, saying which file.
+    let flags = members_of(&[
+        "--members-from-cluster-profiles",
+        "b",
+        "--access-providers",
+        "/nonexistent/access.json",
+    ])
+    .unwrap();
+    let error = flags.add_to(kubeplex::Manager::new()).unwrap_err();
+    assert!(
+        error.to_string().contains("/nonexistent/access.json"),
+        "{error}"
+    );
+}

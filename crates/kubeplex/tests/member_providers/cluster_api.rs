@@ -38,12 +38,12 @@ async fn a_cluster_api_kubeconfig_secret_joins_its_cluster_and_its_deletion_make
     wait_child(env, "cluster-a", child, true).await;
 
     // Cluster API's other Secrets of the cluster: a user kubeconfig that does not work, a CA of another
-    // type. Neither is a member, nor a rival for the cluster's name.
+    // type (Cluster API labels its CA Secrets so too). Neither is a member, nor a rival for the cluster's name.
     let params = PostParams::default();
     let broken = "not: [a kubeconfig";
     let user = capi_secret("cluster-c-user-kubeconfig", "cluster.x-k8s.io/secret", broken);
     secrets.create(&params, &user).await.unwrap();
-    let ca = capi_secret("cluster-c-ca", "kubernetes.io/tls", broken);
+    let ca = capi_secret("cluster-c-ca", "Opaque", broken);
     secrets.create(&params, &ca).await.unwrap();
     let kubeconfig = text(&admin_kubeconfig(env));
     let secret = capi_secret("cluster-c-kubeconfig", "cluster.x-k8s.io/secret", &kubeconfig);
