@@ -13,7 +13,7 @@ use kubeplex_fleet::Fleet;
 /// runs, each given by a kubeconfig Secret, a ClusterProfile or a Cluster API cluster's Secret in the control
 /// cluster (docs/fleets.md). One source at a time.
 #[derive(Debug, clap::Args)]
-#[group(id = "member_source", multiple = false)]
+#[group(skip)]
 pub struct MemberFlags {
     /// Also put the Deployments in every cluster whose kubeconfig Secret in the control cluster matches this
     /// label selector, e.g. `kubeplex.io/fleet=prod`: one Secret, one member, named by its
@@ -79,6 +79,7 @@ pub struct MemberFlags {
 
 impl MemberFlags {
     /// Whether a member source is given.
+    #[cfg(test)]
     pub fn takes_members(&self) -> bool {
         self.members_from_secrets.is_some()
             || self.members_from_cluster_profiles.is_some()

@@ -434,7 +434,9 @@ fn run_takes_members_from_cluster_profiles_or_cluster_api_one_source_at_a_time()
         "/nonexistent/access.json",
     ])
     .unwrap();
-    let error = flags.add_to(kubeplex::Manager::new()).unwrap_err();
+    let Err(error) = flags.add_to(kubeplex::Manager::new()) else {
+        panic!("an unreadable access-providers file was taken");
+    };
     assert!(
         error.to_string().contains("/nonexistent/access.json"),
         "{error}"

@@ -41,12 +41,20 @@ async fn a_cluster_api_kubeconfig_secret_joins_its_cluster_and_its_deletion_make
     // type (Cluster API labels its CA Secrets so too). Neither is a member, nor a rival for the cluster's name.
     let params = PostParams::default();
     let broken = "not: [a kubeconfig";
-    let user = capi_secret("cluster-c-user-kubeconfig", "cluster.x-k8s.io/secret", broken);
+    let user = capi_secret(
+        "cluster-c-user-kubeconfig",
+        "cluster.x-k8s.io/secret",
+        broken,
+    );
     secrets.create(&params, &user).await.unwrap();
     let ca = capi_secret("cluster-c-ca", "Opaque", broken);
     secrets.create(&params, &ca).await.unwrap();
     let kubeconfig = text(&admin_kubeconfig(env));
-    let secret = capi_secret("cluster-c-kubeconfig", "cluster.x-k8s.io/secret", &kubeconfig);
+    let secret = capi_secret(
+        "cluster-c-kubeconfig",
+        "cluster.x-k8s.io/secret",
+        &kubeconfig,
+    );
     secrets.create(&params, &secret).await.unwrap();
     wait_child(env, MEMBER, child, true).await;
     assert_eq!(member_status(&running, "ready").await, "");
@@ -55,7 +63,14 @@ async fn a_cluster_api_kubeconfig_secret_joins_its_cluster_and_its_deletion_make
     assert_eq!(reasons(&ready, MEMBER), "", "{ready:#}");
     let held = secrets.get("cluster-c-kubeconfig").await.unwrap();
     assert_eq!(held.finalizers(), [MEMBER_FINALIZER]);
-    assert!(secrets.get("cluster-c-user-kubeconfig").await.unwrap().finalizers().is_empty());
+    assert!(
+        secrets
+            .get("cluster-c-user-kubeconfig")
+            .await
+            .unwrap()
+            .finalizers()
+            .is_empty()
+    );
 
     // The cluster deleted (Cluster API deletes its Secret): the member leaves, its children go first.
     secrets

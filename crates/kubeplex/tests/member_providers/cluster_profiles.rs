@@ -31,13 +31,14 @@ const PLUGIN_OUTPUT: &str = "plugin-output-with-a-s3cr3t";
 
 /// The ClusterProfile resource.
 fn resource() -> kube::core::ApiResource {
-    let gvk = kube::core::GroupVersionKind::gvk("multicluster.x-k8s.io", "v1alpha1", "ClusterProfile");
+    let gvk =
+        kube::core::GroupVersionKind::gvk("multicluster.x-k8s.io", "v1alpha1", "ClusterProfile");
     kube::core::ApiResource::from_gvk_with_plural(&gvk, "clusterprofiles")
 }
 
 /// The ClusterProfile CRD, written from the Cluster Inventory API's documented fields.
-pub fn crd() -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition
-{
+pub fn crd()
+-> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
     serde_json::from_str(include_str!("clusterprofile-crd.json")).unwrap()
 }
 
@@ -79,7 +80,8 @@ fn access_providers(dir: &Path) -> AccessProviders {
 /// An access provider `name` reaching cluster-c, its exec extension naming `token_file`.
 fn offer(env: &TestEnv, name: &str, token_file: &Path) -> Value {
     let kubeconfig = admin_kubeconfig(env);
-    let mut cluster = serde_json::to_value(kubeconfig.clusters[0].cluster.clone().unwrap()).unwrap();
+    let mut cluster =
+        serde_json::to_value(kubeconfig.clusters[0].cluster.clone().unwrap()).unwrap();
     cluster["extensions"] = json!([{ "name": "client.authentication.k8s.io/exec",
         "extension": { "tokenFile": token_file.to_string_lossy() } }]);
     json!({ "name": name, "cluster": cluster })
@@ -93,7 +95,10 @@ fn healthy(status: &str) -> Value {
 
 /// The ClusterProfiles of a fresh namespace of `control`.
 async fn profiles(env: &TestEnv) -> Api<DynamicObject> {
-    let namespace = env.create_namespace(&["control"], "profiles").await.unwrap();
+    let namespace = env
+        .create_namespace(&["control"], "profiles")
+        .await
+        .unwrap();
     let client = env.client("control").await.unwrap();
     Api::namespaced_with(client, &namespace, &resource())
 }
@@ -116,7 +121,10 @@ async fn set_status(api: &Api<DynamicObject>, name: &str, status: Value) {
 /// The member's reasons in `/readyz`, once it shows `status`.
 async fn status_of(running: &Running, member: &str, status: &str) -> String {
     let address = running.probe_address().unwrap();
-    reasons(&wait_context_status(address, "/readyz", member, status).await, member)
+    reasons(
+        &wait_context_status(address, "/readyz", member, status).await,
+        member,
+    )
 }
 
 #[tokio::test]
@@ -137,24 +145,35 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     wait_child(env, "cluster-a", child, true).await;
 
     // Published with its control plane not healthy yet: reported, not joined.
-    let status = |health: &str| json!({ "conditions": healthy(health),
-        "accessProviders": [offer(env, "secretreader", &token)] });
+    let status = |health: &str| {
+        json!({ "conditions": healthy(health),
+        "accessProviders": [offer(env, "secretreader", &token)] })
+    };
     create_profile(&api, "cluster-c", status("False")).await;
     let reason = status_of(&running, &member, "failing").await;
-    assert!(reason.contains("its ControlPlaneHealthy condition is False (Probed"), "{reason}");
+    assert!(
+        reason.contains("its ControlPlaneHealthy condition is False (Probed"),
+        "{reason}"
+    );
     assert!(!has_child(env, MEMBER, child).await);
 
     // Healthy: it joins with the plugin's token, and its child appears.
     let healthy_at = tokio::time::Instant::now();
     set_status(&api, "cluster-c", status("True")).await;
     wait_child(env, MEMBER, child, true).await;
-    println!("ClusterProfile join: ControlPlaneHealthy=True to the first child in {:?}", healthy_at.elapsed());
+    println!(
+        "ClusterProfile join: ControlPlaneHealthy=True to the first child in {:?}",
+        healthy_at.elapsed()
+    );
     status_of(&running, &member, "ready").await;
 
     // Unhealthy again: it stays a member (its child stays) and is reported; healthy, it is ready again.
     set_status(&api, "cluster-c", status("False")).await;
     let reason = status_of(&running, &member, "failing").await;
-    assert!(reason.contains("ControlPlaneHealthy condition is False"), "{reason}");
+    assert!(
+        reason.contains("ControlPlaneHealthy condition is False"),
+        "{reason}"
+    );
     assert!(has_child(env, MEMBER, child).await);
     set_status(&api, "cluster-c", status("True")).await;
     status_of(&running, &member, "ready").await;
@@ -168,14 +187,17 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     status_of(&running, &member, "ready").await;
 
     // Deleted: the member leaves under `delete` (its children go), and nothing holds the profile.
-    api.delete("cluster-c", &DeleteParams::default()).await.unwrap();
+    api.delete("cluster-c", &DeleteParams::default())
+        .await
+        .unwrap();
     wait_child(env, MEMBER, child, false).await;
-    wait_until("the member gone from the health report", async || {
-        match running.health().contexts.contains_key(&member) {
+    wait_until(
+        "the member gone from the health report",
+        async || match running.health().contexts.contains_key(&member) {
             true => Err("still there".into()),
             false => Ok(()),
-        }
-    })
+        },
+    )
     .await;
     assert!(api.get_opt("cluster-c").await.unwrap().is_none());
     assert!(has_child(env, "cluster-a", child).await);
@@ -224,8 +246,10 @@ async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_an
     let running = start(env, ProfilesReported, provider, LeavePolicy::Orphan).await;
     create_spread(env, "spread-profiles-reported", "web").await;
 
-    let offered = |name: &str| json!({ "conditions": healthy("True"),
-        "accessProviders": [offer(env, name, &token)] });
+    let offered = |name: &str| {
+        json!({ "conditions": healthy("True"),
+        "accessProviders": [offer(env, name, &token)] })
+    };
     create_profile(&api, "unknown", offered("theirs")).await;
     create_profile(&api, "failing", offered("broken")).await;
     create_profile(&api, "good", offered("secretreader")).await;
@@ -246,6 +270,9 @@ async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_an
     assert!(!ready.to_string().contains(PLUGIN_OUTPUT), "{ready:#}");
     crate::support::stop(running).await;
     let logged = String::from_utf8_lossy(&logs.0.lock()).into_owned();
-    assert!(logged.contains("exit status: 3"), "the failure was not logged");
+    assert!(
+        logged.contains("exit status: 3"),
+        "the failure was not logged"
+    );
     assert!(!logged.contains(PLUGIN_OUTPUT), "{logged}");
 }

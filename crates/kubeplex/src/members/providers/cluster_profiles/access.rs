@@ -14,9 +14,11 @@ use serde::Deserialize;
 use super::profile::Offered;
 
 /// The cluster extension of extra plugin arguments a ClusterProfile may carry (a JSON list of strings).
-pub(super) const ADDITIONAL_ARGS: &str = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args";
+pub(super) const ADDITIONAL_ARGS: &str =
+    "clusterprofiles.multicluster.x-k8s.io/exec/additional-args";
 /// The cluster extension of extra plugin environment variables (a JSON object of strings).
-pub(super) const ADDITIONAL_ENVS: &str = "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs";
+pub(super) const ADDITIONAL_ENVS: &str =
+    "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs";
 
 /// The exec credential plugins a consumer knows, by access provider name, in its order of preference: the
 /// access-providers file of sig-multicluster's Cluster Inventory API.
@@ -103,7 +105,12 @@ impl AccessProviders {
             ))
         })?;
         for provider in &providers.providers {
-            if provider.exec_config.command.as_deref().is_none_or(str::is_empty) {
+            if provider
+                .exec_config
+                .command
+                .as_deref()
+                .is_none_or(str::is_empty)
+            {
                 let name = &provider.name;
                 return Err(AccessProvidersError::Parse(format!(
                     "provider {name}'s execConfig has no command"

@@ -64,6 +64,9 @@ mod tests {
         for name in [dotted, named, member_name("ns", "Upper.Case")] {
             assert_eq!(kubeplex_names::dns_label(&name), Ok(()), "{name}");
         }
-        assert_eq!(member_name("fleet", "eu.cluster-1"), member_name("fleet", "eu.cluster-1"));
+        assert_eq!(
+            member_name("fleet", "eu.cluster-1"),
+            member_name("fleet", "eu.cluster-1")
+        );
     }
 }

@@ -100,7 +100,12 @@ fn cluster_profile_extensions_change_the_plugin_only_under_the_files_policies() 
     let offered = profile(json!({ "accessProviders": [offer("ours", "https://ours")] }));
     let exec = |policies| {
         let kubeconfig = file(policies).kubeconfig("m", &offered.offered).unwrap();
-        kubeconfig.auth_infos[0].auth_info.clone().unwrap().exec.unwrap()
+        kubeconfig.auth_infos[0]
+            .auth_info
+            .clone()
+            .unwrap()
+            .exec
+            .unwrap()
     };
     let appended = exec(json!({ "profileSourcedCLIArgsPolicy": "Append",
         "profileSourcedEnvVarsPolicy": "AppendIfNotExists" }));
@@ -146,7 +151,10 @@ fn access_providers_file_errors_do_not_quote_the_file() {
         r#"{{"providers": [{{"name": "x", "execConfig": {{"command": 1, "env": "{TOKEN}"}}}}]}}"#
     );
     let error = AccessProviders::from_json(&text).unwrap_err().to_string();
-    assert!(error.starts_with("not an access-providers file: "), "{error}");
+    assert!(
+        error.starts_with("not an access-providers file: "),
+        "{error}"
+    );
     assert!(!error.contains(TOKEN), "{error}");
     let bad_policy = r#"{"providers": [{"name": "x", "execConfig": {"command": "c"},
         "profileSourcedCLIArgsPolicy": "Sometimes"}]}"#;
