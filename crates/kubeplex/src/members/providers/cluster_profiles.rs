@@ -331,3 +331,6 @@ impl Profiles {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
