@@ -4,8 +4,8 @@
 //! rotated in the Secret with the old one revoked keeps the member working with no manual step; and a
 //! token revoked under the file provider is read again from the file at the manager's request (a 401), while
 //! one still rejected after that is reported and not reloaded in a loop. The typed context cluster-a keeps
-//! its child throughout. (More in `member_providers/`: exec credential plugins, ClusterProfiles, Cluster API's Secrets,
-//! leaves, unreachable members.)
+//! its child throughout. (More in `member_providers/`: exec credential plugins, ClusterProfiles, Cluster
+//! API's Secrets, leaves, unreachable members.)
 
 mod spread;
 mod support;

@@ -238,7 +238,8 @@ impl Profiles {
             if self.clashes.insert(name.clone(), object).is_none() {
                 let namespace = &self.provider.namespace;
                 tracing::warn!(context = %member, profile = %name, %owner,
-                    "ClusterProfiles {namespace}/{owner} and {namespace}/{name} give one member name; {name} is ignored");
+                    "ClusterProfiles {namespace}/{owner} and {namespace}/{name} give one member name; \
+                     {name} is ignored");
             }
             return;
         }
