@@ -161,6 +161,7 @@ pub use manager::Manager;
 pub use manager::Running;
 pub use manager::{ContextRbac, Rbac};
 pub use members::KubeconfigFile;
+pub use members::{AccessProviders, AccessProvidersError, ClusterProfiles};
 pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};
 pub use plan::{

@@ -4,8 +4,9 @@
 //! rotated in the Secret with the old one revoked keeps the member working with no manual step; and a
 //! token revoked under the file provider is read again from the file at the manager's request (a 401), while
 //! one still rejected after that is reported and not reloaded in a loop. The typed context cluster-a keeps
-//! its child throughout. (More in `member_providers/`: exec credential plugins, leaves, unreachable members,
-//! a leave whose deletes are refused, two replicas under leader election; the clusters write audit logs.)
+//! its child throughout. (More in `member_providers/`: exec credential plugins, ClusterProfiles, Cluster
+//! API's Secrets, leaves, unreachable members, a leave whose deletes are refused, two replicas under leader
+//! election; the clusters write audit logs.)
 
 mod spread;
 mod support;
@@ -15,6 +16,8 @@ mod support;
 mod member_providers {
     pub mod accounts;
     pub mod audit;
+    pub mod cluster_api;
+    pub mod cluster_profiles;
     pub mod exec;
     pub mod leaves;
     pub mod proxy;
@@ -46,6 +49,7 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
         .clusters(["control", "cluster-a", "cluster-c"])
         .crd("control", Spread::crd())
         .audit_log(true)
+        .crd("control", member_providers::cluster_profiles::crd())
 });
 
 /// What the Secret provider selects.

@@ -9,7 +9,9 @@
 //!   [--identity NAME] [--lease-duration S] [--renew-deadline S] [--retry-period S]`: one of several replicas
 //!   (docs/ha.md); `--shards N` instead of `--leader-election`: replicas that split the AppDeployments.
 //!   `--members-from-secrets SELECTOR [--members-namespace NAMESPACE] [--member-leave-policy delete|orphan]`:
-//!   more child clusters, each from a kubeconfig Secret in the control cluster (docs/fleets.md).
+//!   more child clusters, each from a kubeconfig Secret in the control cluster (docs/fleets.md);
+//!   `--members-from-cluster-profiles NAMESPACE [--access-providers FILE]` instead: each from a ClusterProfile;
+//!   `--members-from-cluster-api NAMESPACE`: each from a Cluster API cluster's kubeconfig Secret.
 //!   `--secure-metrics-port PORT [--secure-metrics-cert-dir DIR]`: /metrics over HTTPS on its own port, to
 //!   scrapers the control cluster authenticates and authorises (docs/observability.md).
 //! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
@@ -131,11 +133,10 @@ async fn main() -> ExitCode {
             probe_address,
             operator,
             ..
-        } => operator
-            .manager(Manager::new().probes(probe_address.to_string()))
-            .run()
-            .await
-            .map_err(Into::into),
+        } => match operator.manager(Manager::new().probes(probe_address.to_string())) {
+            Ok(manager) => manager.run().await.map_err(Into::into),
+            Err(error) => Err(error.into()),
+        },
         Command::Demo { exit_after_table } => demo::run(exit_after_table).await,
         Command::Crd => print_crd(),
         Command::Rbac { rbac, operator } => rbac.print(operator),

@@ -1,12 +1,19 @@
-//! `fleet run --members-from-secrets`: child clusters beside the typed ones, joining and leaving at run time.
+//! `fleet run --members-from-secrets`, `--members-from-cluster-profiles`, `--members-from-cluster-api`:
+//! child clusters beside the typed ones, joining and leaving at run time.
+
+use std::path::PathBuf;
 
 use clap::ValueEnum;
-use kubeplex::{Context as _, KubeconfigSecrets, LeavePolicy};
+use kubeplex::{
+    AccessProviders, ClusterProfiles, Context as _, KubeconfigSecrets, LeavePolicy, Manager,
+};
 use kubeplex_fleet::Fleet;
 
 /// Child clusters beside cluster-a and cluster-b: members of the fleet that join and leave while the operator
-/// runs, each given by a kubeconfig Secret in the control cluster (docs/fleets.md).
+/// runs, each given by a kubeconfig Secret, a ClusterProfile or a Cluster API cluster's Secret in the control
+/// cluster (docs/fleets.md). One source at a time.
 #[derive(Debug, clap::Args)]
+#[group(skip)]
 pub struct MemberFlags {
     /// Also put the Deployments in every cluster whose kubeconfig Secret in the control cluster matches this
     /// label selector, e.g. `kubeplex.io/fleet=prod`: one Secret, one member, named by its
@@ -16,9 +23,39 @@ pub struct MemberFlags {
         long,
         value_name = "SELECTOR",
         value_parser = label_selector,
-        env = "FLEET_MEMBERS_FROM_SECRETS"
+        env = "FLEET_MEMBERS_FROM_SECRETS",
+        group = "member_source"
     )]
     pub members_from_secrets: Option<String>,
+    /// Also put the Deployments in every cluster published as a ClusterProfile (sig-multicluster's Cluster
+    /// Inventory API) in this namespace of the control cluster, once its `ControlPlaneHealthy` condition is
+    /// `True`; reached through the exec plugins of `--access-providers`.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "FLEET_MEMBERS_FROM_CLUSTER_PROFILES",
+        group = "member_source"
+    )]
+    pub members_from_cluster_profiles: Option<String>,
+    /// The access-providers file (`{"providers": [{"name": .., "execConfig": {..}}]}`): the exec plugin for
+    /// each access provider a ClusterProfile may offer. Without it, no profile can be reached (each is
+    /// reported).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "FLEET_ACCESS_PROVIDERS",
+        requires = "members_from_cluster_profiles"
+    )]
+    pub access_providers: Option<PathBuf>,
+    /// Also put the Deployments in every cluster Cluster API manages in this namespace of the control
+    /// cluster, from its `<cluster>-kubeconfig` Secret; the member is named as the cluster.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "FLEET_MEMBERS_FROM_CLUSTER_API",
+        group = "member_source"
+    )]
+    pub members_from_cluster_api: Option<String>,
     /// The namespace of the control cluster holding the member Secrets (the operator's own in deploy/).
     #[arg(
         long,
@@ -35,29 +72,63 @@ pub struct MemberFlags {
         value_name = "POLICY",
         default_value_t = MemberLeavePolicy::Delete,
         env = "FLEET_MEMBER_LEAVE_POLICY",
-        requires = "members_from_secrets"
+        requires = "member_source"
     )]
     pub member_leave_policy: MemberLeavePolicy,
 }
 
 impl MemberFlags {
-    /// The member provider and leave policy the flags ask for; none without `--members-from-secrets`.
-    pub fn provider(self) -> Option<(KubeconfigSecrets, LeavePolicy)> {
-        let selector = self.members_from_secrets?;
-        let policy = match self.member_leave_policy {
+    /// Whether a member source is given.
+    #[cfg(test)]
+    pub fn takes_members(&self) -> bool {
+        self.members_from_secrets.is_some()
+            || self.members_from_cluster_profiles.is_some()
+            || self.members_from_cluster_api.is_some()
+    }
+
+    /// What happens to a leaving member's Deployments.
+    pub fn leave_policy(&self) -> LeavePolicy {
+        match self.member_leave_policy {
             MemberLeavePolicy::Delete => LeavePolicy::Delete,
             MemberLeavePolicy::Orphan => LeavePolicy::Orphan,
-        };
-        tracing::info!(context = Fleet::Control.name(), namespace = %self.members_namespace, %selector,
-            ?policy, "members of the fleet from kubeconfig Secrets");
-        let secrets = KubeconfigSecrets::new(Fleet::Control, self.members_namespace, selector);
-        Some((secrets, policy))
+        }
+    }
+
+    /// `manager` with the members the flags ask for; as it is without a member source.
+    pub fn add_to(self, manager: Manager) -> Result<Manager, kubeplex::AccessProvidersError> {
+        let policy = self.leave_policy();
+        let context = Fleet::Control.name();
+        if let Some(selector) = self.members_from_secrets {
+            let namespace = self.members_namespace;
+            tracing::info!(%context, %namespace, %selector, ?policy,
+                "members of the fleet from kubeconfig Secrets");
+            let secrets = KubeconfigSecrets::new(Fleet::Control, namespace, selector);
+            return Ok(manager.members(secrets, policy));
+        }
+        if let Some(namespace) = self.members_from_cluster_profiles {
+            let access = match &self.access_providers {
+                Some(path) => AccessProviders::from_file(path)?,
+                None => AccessProviders::default(),
+            };
+            let providers = access.names().join(", ");
+            tracing::info!(%context, %namespace, %providers, ?policy,
+                "members of the fleet from ClusterProfiles");
+            let profiles = ClusterProfiles::new(Fleet::Control, namespace, access);
+            return Ok(manager.members(profiles, policy));
+        }
+        if let Some(namespace) = self.members_from_cluster_api {
+            tracing::info!(%context, %namespace, ?policy,
+                "members of the fleet from Cluster API's kubeconfig Secrets");
+            let secrets = KubeconfigSecrets::cluster_api(Fleet::Control, namespace);
+            return Ok(manager.members(secrets, policy));
+        }
+        Ok(manager)
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MemberLeavePolicy {
-    /// Its Deployments are deleted first; its Secret keeps a finalizer until they are.
+    /// Its Deployments are deleted first (a Secret keeps a finalizer until they are).
     Delete,
     /// Its Deployments stay, no longer managed; the AppDeployments' status says `Left`.
     Orphan,

@@ -88,7 +88,8 @@ pub struct OperatorFlags {
 
 impl OperatorFlags {
     /// `manager` with the controller, its leader election or shards and its members as the flags say.
-    pub fn manager(self, manager: Manager) -> Manager {
+    /// Fails when the access-providers file cannot be used.
+    pub fn manager(self, manager: Manager) -> Result<Manager, kubeplex::AccessProvidersError> {
         let Self {
             namespace,
             child_namespaces,
@@ -147,15 +148,12 @@ impl OperatorFlags {
             }
             None => manager,
         };
-        let manager = match members.provider() {
-            Some((secrets, policy)) => manager.members(secrets, policy),
-            None => manager,
-        };
+        let manager = members.add_to(manager)?;
         // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
-        manager.controller_with(AppDeployer, |plan| {
+        Ok(manager.controller_with(AppDeployer, |plan| {
             plan.namespaces([namespace])
                 .child_namespaces::<Deployment>(child_namespaces)
-        })
+        }))
     }
 }
 

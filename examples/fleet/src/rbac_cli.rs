@@ -14,7 +14,7 @@ const APP: &str = "kubeplex-fleet";
 #[derive(Debug, clap::Args)]
 pub struct RbacFlags {
     /// The cluster the RBAC is for: `control`, `cluster-a`, `cluster-b`, or any other name for a member
-    /// (with `--members-from-secrets`).
+    /// (with a member source such as `--members-from-secrets`).
     #[arg(long, value_name = "NAME")]
     pub context: String,
     /// The ServiceAccount the operator runs as; the Roles and bindings are named after it.
@@ -29,7 +29,7 @@ impl RbacFlags {
     /// The YAML documents for the context, with a header saying how to regenerate them.
     pub fn yaml(&self, operator: OperatorFlags, command: &str) -> Result<String, DemoError> {
         let rbac = operator
-            .manager(Manager::new())
+            .manager(Manager::new())?
             .rbac(&self.service_account, &self.service_account_namespace)
             .label("app.kubernetes.io/name", APP)
             .label("app.kubernetes.io/part-of", APP);
@@ -42,7 +42,7 @@ impl RbacFlags {
             let known = fixed.join(", ");
             return Err(format!(
                 "--context {}: not a cluster of the operator ({known}), and no members are taken \
-                 (--members-from-secrets)",
+                 (--members-from-secrets, --members-from-cluster-profiles, --members-from-cluster-api)",
                 self.context
             )
             .into());

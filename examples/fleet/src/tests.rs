@@ -60,7 +60,7 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
     else {
         panic!("not `run`: {cli:?}");
     };
-    assert!(members.provider().is_none(), "no members unless asked");
+    assert!(!members.takes_members(), "no members unless asked");
     assert_eq!(lease_namespace, "crds");
     assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
     assert_eq!(namespace, "crds");
@@ -295,8 +295,8 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     assert_eq!(members.members_from_secrets.as_deref(), Some(selector));
     assert_eq!(members.members_namespace, kubeplex_fleet::MEMBERS_NAMESPACE);
     assert_eq!(members.member_leave_policy, MemberLeavePolicy::Delete);
-    let (_, policy) = members.provider().expect("a provider");
-    assert_eq!(policy, kubeplex::LeavePolicy::Delete);
+    assert!(members.takes_members());
+    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Delete);
 
     let members = members_of(&[
         "--members-from-secrets",
@@ -308,8 +308,7 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     ])
     .unwrap();
     assert_eq!(members.members_namespace, "fleet-system");
-    let (_, policy) = members.provider().expect("a provider");
-    assert_eq!(policy, kubeplex::LeavePolicy::Orphan);
+    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Orphan);
     // With the typed contexts' other flags.
     let cli = Cli::try_parse_from([
         "fleet",
@@ -472,5 +471,58 @@ fn rbac_with_secure_metrics_adds_the_reviews_and_a_metrics_reader() {
     assert!(
         !plain.contains("tokenreviews") && !plain.contains("metrics-reader"),
         "{plain}"
+    );
+}
+
+#[test]
+fn run_takes_members_from_cluster_profiles_or_cluster_api_one_source_at_a_time() {
+    let members = members_of(&[
+        "--members-from-cluster-profiles",
+        "fleet-system",
+        "--access-providers",
+        "/etc/fleet/access-providers.json",
+    ])
+    .unwrap();
+    assert_eq!(
+        members.members_from_cluster_profiles.as_deref(),
+        Some("fleet-system")
+    );
+    assert!(members.takes_members());
+    let members = members_of(&["--members-from-cluster-api", "capi-system"]).unwrap();
+    assert_eq!(
+        members.members_from_cluster_api.as_deref(),
+        Some("capi-system")
+    );
+    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Delete);
+    // Two sources, or an access-providers file without profiles: refused.
+    let both = members_of(&[
+        "--members-from-cluster-api",
+        "a",
+        "--members-from-cluster-profiles",
+        "b",
+    ]);
+    assert_eq!(
+        both.unwrap_err().kind(),
+        clap::error::ErrorKind::ArgumentConflict
+    );
+    let alone = members_of(&["--access-providers", "f.json"]);
+    assert_eq!(
+        alone.unwrap_err().kind(),
+        clap::error::ErrorKind::MissingRequiredArgument
+    );
+    // An access-providers file that cannot be read fails the manager's assembly, saying which file.
+    let flags = members_of(&[
+        "--members-from-cluster-profiles",
+        "b",
+        "--access-providers",
+        "/nonexistent/access.json",
+    ])
+    .unwrap();
+    let Err(error) = flags.add_to(kubeplex::Manager::new()) else {
+        panic!("an unreadable access-providers file was taken");
+    };
+    assert!(
+        error.to_string().contains("/nonexistent/access.json"),
+        "{error}"
     );
 }

@@ -15,4 +15,7 @@ pub(crate) use leaving::{LeaveProgress, STANDS_BY};
 pub(crate) use member_set::{MemberChange, MemberSet};
 pub(crate) use provider::{Command, FixedClients};
 pub use provider::{LeavePolicy, MemberProvider, MemberSink, Members};
-pub use providers::{KubeconfigFile, KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
+pub use providers::{
+    AccessProviders, AccessProvidersError, ClusterProfiles, KubeconfigFile, KubeconfigSecrets,
+    MEMBER_FINALIZER, MEMBER_NAME_LABEL,
+};

@@ -70,10 +70,9 @@ const RETRY: Duration = Duration::from_secs(10);
 /// # kubeplex::contexts! { pub enum Fleet { Control = "control" } }
 /// use kubeplex::{KubeconfigSecrets, LeavePolicy, Manager};
 /// let secrets = KubeconfigSecrets::new(Fleet::Control, "fleet-system", "fleet.example.com/cluster=true");
-/// // Cluster API's Secrets: the kubeconfig under `value`, the cluster's name in a label.
-/// let name = "cluster.x-k8s.io/cluster-name";
-/// let capi = KubeconfigSecrets::new(Fleet::Control, "fleet-system", name).key("value").name_label(name);
 /// let manager = Manager::new().members(secrets, LeavePolicy::Delete);
+/// // Or Cluster API's `<cluster>-kubeconfig` Secrets, one member per cluster.
+/// let capi = KubeconfigSecrets::cluster_api(Fleet::Control, "fleet-system");
 /// ```
 #[derive(Clone, Debug)]
 pub struct KubeconfigSecrets {
@@ -82,6 +81,10 @@ pub struct KubeconfigSecrets {
     selector: String,
     key: String,
     name_label: String,
+    /// A field selector too (Cluster API's Secret type).
+    fields: Option<String>,
+    /// A Secret counts only when named `<member><suffix>` (Cluster API's `<cluster>-kubeconfig`).
+    name_suffix: Option<String>,
 }
 
 impl KubeconfigSecrets {
@@ -98,6 +101,8 @@ impl KubeconfigSecrets {
             selector: label_selector.into(),
             key: DEFAULT_KEY.to_owned(),
             name_label: MEMBER_NAME_LABEL.to_owned(),
+            fields: None,
+            name_suffix: None,
         }
     }
 
@@ -142,7 +147,10 @@ impl MemberProvider for KubeconfigSecrets {
                 }
             };
             let api: Api<Secret> = Api::namespaced(client, &self.namespace);
-            let config = watcher::Config::default().labels(&self.selector);
+            let mut config = watcher::Config::default().labels(&self.selector);
+            if let Some(fields) = &self.fields {
+                config = config.fields(fields);
+            }
             let mut events = watcher(api.clone(), config).default_backoff().boxed();
             let mut secrets = Secrets::new(*self, api, sink);
             let mut failing: Option<String> = None;
@@ -246,7 +254,10 @@ impl Secrets {
             Event::Init => self.relisted.clear(),
             Event::InitApply(secret) => {
                 self.relisted.insert(secret.name_any());
-                self.apply(secret).await;
+                match self.provider.takes(&secret) {
+                    true => self.apply(secret).await,
+                    false => self.unselected(secret).await,
+                }
             }
             Event::InitDone => {
                 let listed = std::mem::take(&mut self.relisted);
@@ -259,14 +270,17 @@ impl Secrets {
                     self.sink.listed().await;
                 }
             }
-            Event::Apply(secret) => self.apply(secret).await,
-            Event::Delete(secret) => {
-                self.gone(&secret.name_any()).await;
-                // Still there but no longer selected: it holds no member's credentials now.
-                if secret.meta().deletion_timestamp.is_none() {
-                    self.set_finalizer(&secret, false).await;
-                }
-            }
+            Event::Apply(secret) if self.provider.takes(&secret) => self.apply(secret).await,
+            Event::Apply(secret) | Event::Delete(secret) => self.unselected(secret).await,
+        }
+    }
+
+    /// A Secret deleted, or not (or no longer) selected.
+    async fn unselected(&mut self, secret: Secret) {
+        self.gone(&secret.name_any()).await;
+        // Still there but no longer selected: it holds no member's credentials now.
+        if secret.meta().deletion_timestamp.is_none() {
+            self.set_finalizer(&secret, false).await;
         }
     }
 
@@ -422,6 +436,7 @@ fn both(namespace: &str, member: &str, owner: &str, other: &str) -> String {
     )
 }
 
+mod cluster_api;
 mod leaves;
 #[cfg(test)]
 mod tests;
