@@ -288,30 +288,40 @@ fn the_service_monitor_scrapes_the_operators_service() {
         .find(|p| p["name"] == endpoint["port"])
         .unwrap_or_else(|| panic!("the Service has no port named {}", endpoint["port"]));
 
-    // The Service reaches the probe port, where /metrics is served; so does the Pod's scrape annotation.
+    // The Service reaches the secure metrics port the operator serves /metrics on, over HTTPS with the
+    // scraper's token (no Pod annotation: annotation-based discovery presents no token).
     let pod = &deployment["spec"]["template"];
     for (key, value) in service["spec"]["selector"].as_object().expect("selector") {
         assert_eq!(&pod["metadata"]["labels"][key], value);
     }
     let container = &pod["spec"]["containers"][0];
-    let probes = container["ports"]
+    let metrics = container["ports"]
         .as_array()
         .unwrap()
         .iter()
         .find(|p| p["name"] == port["targetPort"])
         .unwrap_or_else(|| panic!("no container port named {}", port["targetPort"]));
-    let number = probes["containerPort"].as_i64().unwrap();
+    let number = metrics["containerPort"].as_i64().unwrap().to_string();
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let flag = args
+        .iter()
+        .position(|a| *a == "--secure-metrics-port")
+        .expect("the operator serves secure metrics");
+    assert_eq!(args.get(flag + 1), Some(&number.as_str()));
+    assert_eq!(endpoint["scheme"], "https");
     assert_eq!(
-        container["readinessProbe"]["httpGet"]["port"],
-        port["targetPort"]
+        endpoint["bearerTokenFile"],
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
     );
-    let annotations = &pod["metadata"]["annotations"];
-    assert_eq!(annotations["prometheus.io/scrape"], "true");
-    assert_eq!(annotations["prometheus.io/port"], number.to_string());
-    assert_eq!(annotations["prometheus.io/path"], "/metrics");
     assert!(
-        service["metadata"]["annotations"]["prometheus.io/scrape"].is_null(),
-        "annotations on both the Pod and the Service scrape the operator twice"
+        pod["metadata"]["annotations"]["prometheus.io/scrape"].is_null()
+            && service["metadata"]["annotations"]["prometheus.io/scrape"].is_null(),
+        "a scrape by annotation presents no token"
     );
 }
 

@@ -59,6 +59,8 @@ fn manifests_are_complete_and_least_privileged() {
                 "ServiceAccount",
                 "Role",
                 "RoleBinding",
+                "ClusterRole",
+                "ClusterRoleBinding",
                 "Secret",
                 "Deployment",
                 "Service",
@@ -129,12 +131,21 @@ fn manifests_are_complete_and_least_privileged() {
     .concat()
     .into_iter()
     .collect();
+    // Secure metrics: each scrape's token reviewed and its access checked by the control cluster.
+    let review_grants: Grants = [
+        triples("authentication.k8s.io", "tokenreviews", &["create"]),
+        triples("authorization.k8s.io", "subjectaccessreviews", &["create"]),
+    ]
+    .concat()
+    .into_iter()
+    .collect();
     assert_rbac(
         &control,
         &[
             ("crds", &control_grants),
             (OPERATOR_NAMESPACE, &member_grants),
         ],
+        &review_grants,
     );
 
     // Least privilege, child clusters: Deployments in namespace-a and namespace-b only.
@@ -151,6 +162,7 @@ fn manifests_are_complete_and_least_privileged() {
             ("namespace-a", &child_grants),
             ("namespace-b", &child_grants),
         ],
+        &Grants::new(),
     );
 
     // The kubeconfig Secret: a placeholder, but a well-formed kubeconfig with the two child contexts.
@@ -214,7 +226,9 @@ fn manifests_are_complete_and_least_privileged() {
             "--members-namespace",
             OPERATOR_NAMESPACE,
             "--member-leave-policy",
-            "delete"
+            "delete",
+            "--secure-metrics-port",
+            "8443"
         ])
     );
     members::assert_member_secrets(&load("members"), container);
@@ -287,8 +301,8 @@ fn manifests_are_complete_and_least_privileged() {
         }
     }
 
-    // The Service a ServiceMonitor scrapes /metrics through: the probe port of the Deployment's Pods
-    // (tests/dashboard/main.rs checks the ServiceMonitor and the scrape annotations against it).
+    // The Service a ServiceMonitor scrapes /metrics through: the secure metrics port of the Deployment's Pods
+    // (tests/dashboard/main.rs checks the ServiceMonitor against it); the probes stay on their own port.
     let service = one(
         &control,
         "Service",
@@ -306,8 +320,13 @@ fn manifests_are_complete_and_least_privileged() {
     }
     assert_eq!(
         service.value["spec"]["ports"],
-        json!([{ "name": "metrics", "port": 8080, "targetPort": "probes", "protocol": "TCP" }])
+        json!([{ "name": "https", "port": 8443, "targetPort": "metrics", "protocol": "TCP" }])
     );
+    let metrics_port = container["ports"]
+        .as_array()
+        .and_then(|ports| ports.iter().find(|p| p["name"] == "metrics"))
+        .expect("a container port named metrics");
+    assert_eq!(metrics_port["containerPort"], 8443);
     assert_eq!(probe_port(container, "readinessProbe"), 8080);
     assert_eq!(container["readinessProbe"]["httpGet"]["port"], "probes");
 

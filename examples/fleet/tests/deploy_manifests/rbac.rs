@@ -65,18 +65,34 @@ pub(crate) type Grants = BTreeSet<(String, String, String)>;
 
 /// The Roles are in exactly the namespaces of `expected` and grant there exactly what it says; each is
 /// bound, by a RoleBinding in the same namespace, to the ServiceAccount kubeplex-system/kubeplex-fleet and
-/// nothing else; nothing cluster-wide.
-pub(crate) fn assert_rbac(manifests: &[Manifest], expected: &[(&str, &Grants)]) {
+/// nothing else. Cluster-wide, the operator is granted exactly `cluster` (the secure metrics' reviews, or
+/// nothing), and the only other ClusterRole is the unbound metrics reader a scraper is bound to.
+pub(crate) fn assert_rbac(manifests: &[Manifest], expected: &[(&str, &Grants)], cluster: &Grants) {
     let namespaces: Vec<&str> = expected.iter().map(|(namespace, _)| *namespace).collect();
-    for kind in ["ClusterRole", "ClusterRoleBinding"] {
-        assert!(
-            of_kind(manifests, kind).is_empty(),
-            "least privilege: no {kind} expected, found {:?}",
-            of_kind(manifests, kind)
-                .iter()
-                .map(|m| m.describe())
-                .collect::<Vec<_>>()
+    let mut bound = Grants::new();
+    let mut bound_roles = BTreeSet::new();
+    for binding in of_kind(manifests, "ClusterRoleBinding") {
+        assert_eq!(
+            binding.value["subjects"],
+            json!([{ "kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": OPERATOR_NAMESPACE }]),
+            "{}: must bind the operator's ServiceAccount only",
+            binding.describe()
         );
+        let role_name = binding.value["roleRef"]["name"].as_str().unwrap();
+        bound.extend(grants(one(manifests, "ClusterRole", None, role_name)));
+        bound_roles.insert(role_name.to_owned());
+    }
+    assert_eq!(&bound, cluster, "what the operator is granted cluster-wide");
+    for role in of_kind(manifests, "ClusterRole") {
+        let name = role.value["metadata"]["name"].as_str().unwrap_or_default();
+        if !bound_roles.contains(name) {
+            assert_eq!(
+                role.value["rules"],
+                json!([{ "nonResourceURLs": ["/metrics"], "verbs": ["get"] }]),
+                "{}: an unbound ClusterRole other than the metrics reader",
+                role.describe()
+            );
+        }
     }
     let role_namespaces: BTreeSet<_> = of_kind(manifests, "Role")
         .iter()

@@ -54,7 +54,7 @@ fn rendered(set: &str) -> Vec<Value> {
 }
 
 /// The `fleet run` arguments of the Deployment the operator's chart renders with `deploy/`'s values, the
-/// probes moved to a free local port.
+/// probes and the secure metrics moved to free ports.
 pub fn deployment_args() -> Vec<String> {
     let values = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/values.yaml");
     let documents = chart::template(
@@ -74,6 +74,10 @@ pub fn deployment_args() -> Vec<String> {
         .position(|a| a == "--probe-address")
         .expect("the chart passes --probe-address");
     args[probes + 1] = "127.0.0.1:0".into();
+    // Any free port for the secure metrics, so that runs side by side do not collide.
+    if let Some(metrics) = args.iter().position(|a| a == "--secure-metrics-port") {
+        args[metrics + 1] = "0".into();
+    }
     args
 }
 
@@ -119,8 +123,10 @@ fn rbac_manifests(set: &str, removed: Option<Grant>) -> Vec<Value> {
                 .filter(|g| (g.0.as_str(), g.1.as_str(), g.2.as_str()) != (group, resource, verb))
                 .cloned()
                 .collect();
-            found |= after.len() < before.len();
-            role["rules"] = rules(&after);
+            if after.len() < before.len() {
+                found = true;
+                role["rules"] = rules(&after);
+            }
         }
         assert!(
             found,
@@ -143,7 +149,11 @@ fn grants(role: &Value) -> BTreeSet<(String, String, String)> {
     };
     let mut triples = BTreeSet::new();
     for rule in role["rules"].as_array().into_iter().flatten() {
-        assert!(rule.get("resourceNames").is_none() && rule.get("nonResourceURLs").is_none());
+        assert!(rule.get("resourceNames").is_none());
+        // The metrics reader's `/metrics`: a URL, not a resource; nothing here runs as its scraper.
+        if rule.get("nonResourceURLs").is_some() {
+            continue;
+        }
         for group in list(rule, "apiGroups") {
             for resource in list(rule, "resources") {
                 for verb in list(rule, "verbs") {
