@@ -317,10 +317,18 @@ async fn a_watch_counts_as_listed_only_once_its_list_was_handed_out_and_indexed(
     ]);
     let seen_listed = Arc::new(Mutex::new(Vec::new()));
     let watch = drive(events, Some("parent"), |watch| {
-        let (seen_listed, listed) = (seen_listed.clone(), Mutex::new(Box::pin(watch.listed())));
+        let seen_listed = seen_listed.clone();
+        let listed = Mutex::new(Some(Box::pin(watch.listed())));
         watch.subscribe(move |_| {
             // What a task waiting for the list would see while the list is being handed out.
-            let done = futures::FutureExt::now_or_never(&mut *listed.lock()).is_some();
+            let mut waiting = listed.lock();
+            let done = match waiting.as_mut() {
+                Some(wait) => futures::FutureExt::now_or_never(wait).is_some(),
+                None => true,
+            };
+            if done {
+                *waiting = None; // a finished wait is not polled again
+            }
             seen_listed.lock().push(done);
             true
         });
