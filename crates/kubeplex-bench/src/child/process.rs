@@ -20,7 +20,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::spec::{LatencySpec, Outcome, Side, Spec};
-use crate::system::{live_bytes, rss_bytes};
+use crate::system::{live_bytes, rss_anon_bytes, rss_bytes};
 
 /// How long any wait in a child may take before the measurement counts as failed.
 const CHILD_WAIT: Duration = Duration::from_secs(300);
@@ -40,7 +40,10 @@ struct Probe {
     reached: Notify,
     first_start: AtomicU64,
     last_end: AtomicU64,
-    /// Per write sequence number: 1 + ns (since `base`) at which a reconcile first saw it.
+    /// Per write sequence number: 1 + ns (since `base`) at which it was sent; 0 until then.
+    sent_at: Vec<AtomicU64>,
+    /// Per write sequence number: 1 + ns (since `base`) at which a reconcile that began after it was sent
+    /// first saw it.
     seen_at: Vec<AtomicU64>,
     /// A limit shared by the baseline's per-cluster controllers, so both sides run `concurrency` at once.
     global: Option<Semaphore>,
@@ -62,7 +65,12 @@ impl Probe {
             .and_then(|s| s.parse::<usize>().ok())
             && let Some(slot) = self.seen_at.get(seq)
         {
-            let _ = slot.compare_exchange(0, start + 1, Ordering::Relaxed, Ordering::Relaxed);
+            // A reconcile counts for a write only if it began after the write was sent: one that began
+            // earlier cannot have been caused by it.
+            let sent = self.sent_at[seq].load(Ordering::Acquire);
+            if sent != 0 && start + 1 >= sent {
+                let _ = slot.compare_exchange(0, start + 1, Ordering::Relaxed, Ordering::Relaxed);
+            }
         }
         let name = object.metadata.name.as_deref().unwrap_or_default();
         {
@@ -276,28 +284,29 @@ impl Running {
     }
 }
 
-/// Writes `lat-N` objects at a steady rate; returns the response instant (ns since `probe.base`) per write.
+/// Writes `lat-N` objects at a steady rate, each stamped in `probe.sent_at` just before its request is
+/// sent: the watch event of a write can reach a reconcile before the write's own response reaches the
+/// writer, so the response is no start to time from.
 async fn write_steadily(
     probe: &Probe,
     client: Client,
     namespace: &str,
     latency: &LatencySpec,
-) -> Result<Vec<u64>, String> {
+) -> Result<(), String> {
     let api: Api<ConfigMap> = Api::namespaced(client, namespace);
     let total = (latency.rate_per_s * latency.seconds) as usize;
-    let mut written = Vec::with_capacity(total);
     let mut tick = tokio::time::interval(Duration::from_secs(1) / latency.rate_per_s);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for seq in 0..total {
         tick.tick().await;
         let name = format!("lat-{}", seq % latency.objects);
         let patch = serde_json::json!({ "data": { "seq": format!("{}{seq}", probe.token) } });
+        probe.sent_at[seq].store(probe.ns() + 1, Ordering::Release);
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| format!("writing {name}: {e}"))?;
-        written.push(probe.ns());
     }
-    Ok(written)
+    Ok(())
 }
 
 pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
@@ -320,6 +329,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         reached: Notify::new(),
         first_start: AtomicU64::new(u64::MAX),
         last_end: AtomicU64::new(0),
+        sent_at: (0..writes).map(|_| AtomicU64::new(0)).collect(),
         seen_at: (0..writes).map(|_| AtomicU64::new(0)).collect(),
         global: match spec.side {
             Side::Baseline if spec.contexts.len() > 1 => spec
@@ -337,6 +347,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
 
     let heap_before = live_bytes() as u64;
     let rss_before = rss_bytes();
+    let rss_anon_before = rss_anon_bytes();
     let running = match spec.side {
         Side::Baseline => start_baseline(&spec, kubeconfig, &probe).await?,
         Side::Kubeplex => start_kubeplex(&spec, kubeconfig, &probe).await?,
@@ -364,17 +375,18 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let mut latencies_ms = Vec::new();
     let mut missed = 0;
     if let (Some(latency), Some(client)) = (&spec.latency, writer_client) {
-        let written = write_steadily(&probe, client, &spec.namespace, latency).await?;
+        write_steadily(&probe, client, &spec.namespace, latency).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
-        for (seq, at) in written.iter().enumerate() {
-            match probe.seen_at[seq].load(Ordering::Relaxed) {
-                0 => missed += 1,
-                seen => latencies_ms.push(((seen - 1) as f64 - *at as f64) / 1e6),
+        for (sent, seen) in probe.sent_at.iter().zip(&probe.seen_at) {
+            match (sent.load(Ordering::Acquire), seen.load(Ordering::Relaxed)) {
+                (_, 0) => missed += 1,
+                (sent, seen) => latencies_ms.push(seen.saturating_sub(sent) as f64 / 1e6),
             }
         }
     }
     tokio::time::sleep(Duration::from_millis(spec.settle_ms)).await;
     let rss_after = rss_bytes();
+    let rss_anon_after = rss_anon_bytes();
     let heap_after = live_bytes() as u64;
     let seconds = |ns: u64| ns as f64 / 1e9;
     let first = probe.first_start.load(Ordering::Relaxed);
@@ -389,6 +401,8 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         last_reconcile_s: (last != 0).then(|| seconds(last)),
         rss_before,
         rss_after,
+        rss_anon_before,
+        rss_anon_after,
         heap_before,
         heap_after,
         watches_opened: running.watches_opened(),

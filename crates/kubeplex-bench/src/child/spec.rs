@@ -59,11 +59,16 @@ pub(crate) struct Outcome {
     pub last_reconcile_s: Option<f64>,
     pub rss_before: u64,
     pub rss_after: u64,
+    /// `RssAnon` before and after: the resident set without file pages.
+    #[serde(default)]
+    pub rss_anon_before: u64,
+    #[serde(default)]
+    pub rss_anon_after: u64,
     pub heap_before: u64,
     pub heap_after: u64,
     pub watches_opened: usize,
     pub reconciles: usize,
-    /// Write response → start of the reconcile that saw it, in ms (negative: the watch event beat the response).
+    /// Write sent → start of the first reconcile that saw it and began after it was sent, in ms.
     pub latencies_ms: Vec<f64>,
     /// Writes whose value no reconcile saw (coalesced with a later one).
     pub missed: usize,

@@ -1,6 +1,6 @@
 //! The `__child_cache` process of section `child_cache` ([`super::heap`]): a kubeplex operator whose
 //! ConfigMap parents each want K Deployments, caching them by metadata or whole; it waits until every child
-//! exists and was applied, settles, and prints one [`CacheOutcome`] line with its heap.
+//! exists and was applied and the writes have stopped, settles, and prints one [`CacheOutcome`] line with its heap.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -132,22 +132,31 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let waited = Instant::now();
     // Every parent reconciled and every child applied once: the reconciles' writes are done, and what is
     // left on the heap is what the process keeps.
+    // Then the writes have stopped: the applies the server counted and the reconciles both stayed the same
+    // over the last readings, so no request is in flight when the heap is read.
+    let mut quiet: Vec<(f64, usize)> = Vec::new();
     let children = loop {
         let children = count().await?;
-        if children >= expected
-            && reconciled.load(Ordering::Relaxed) >= spec.parents
-            && applied().await? - applied_before >= expected as f64
-        {
-            break children;
+        let (applies, reconciles) = (
+            applied().await? - applied_before,
+            reconciled.load(Ordering::Relaxed),
+        );
+        if children >= expected && reconciles >= spec.parents && applies >= expected as f64 {
+            quiet.push((applies, reconciles));
+            if writes_stopped(&quiet) {
+                break children;
+            }
+        } else {
+            quiet.clear();
         }
         if waited.elapsed() > WAIT {
             return Err(format!(
-                "{children} of {expected} children, {} of {} parents reconciled in time",
-                reconciled.load(Ordering::Relaxed),
+                "{children} of {expected} children, {reconciles} of {} parents reconciled in time \
+                 ({applies} applies)",
                 spec.parents
             ));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(QUIET_STEP).await;
     };
     let settled_s = settle(Duration::from_millis(spec.settle_ms)).await;
     let outcome = CacheOutcome {
@@ -165,6 +174,18 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let _ = std::io::stdout().flush();
     // Exit without tearing down: the parent has what it needs.
     std::process::exit(0);
+}
+
+/// How often the applies and reconciles are read until they stop, and how many readings in a row must agree.
+const QUIET_STEP: Duration = Duration::from_millis(250);
+const QUIET_READINGS: usize = 4;
+
+/// Whether the last [`QUIET_READINGS`] readings of (applies, reconciles) are all the same.
+fn writes_stopped(readings: &[(f64, usize)]) -> bool {
+    readings.len() >= QUIET_READINGS
+        && readings[readings.len() - QUIET_READINGS..]
+            .windows(2)
+            .all(|pair| pair[0] == pair[1])
 }
 
 /// How often the heap is read while it settles, and how many readings in a row must agree.
@@ -240,6 +261,30 @@ mod tests {
         assert!(!settled(&[300.0, 200.0, 100.0, 100.0, 100.0]));
         assert!(settled(&[300.0, 101.0, 100.0, 100.0, 100.0]));
         assert!(!settled(&[100.0, 100.0, 100.0, 90.0]));
+    }
+
+    #[test]
+    fn the_writes_have_stopped_when_the_last_readings_are_the_same() {
+        assert!(!writes_stopped(&[(10.0, 5), (10.0, 5), (10.0, 5)]));
+        assert!(writes_stopped(&[
+            (9.0, 5),
+            (10.0, 5),
+            (10.0, 5),
+            (10.0, 5),
+            (10.0, 5)
+        ]));
+        assert!(!writes_stopped(&[
+            (10.0, 5),
+            (10.0, 5),
+            (10.0, 5),
+            (12.0, 5)
+        ]));
+        assert!(!writes_stopped(&[
+            (10.0, 5),
+            (10.0, 5),
+            (10.0, 5),
+            (10.0, 6)
+        ]));
     }
 
     #[test]

@@ -45,8 +45,9 @@ pub(crate) async fn latency(
             title: "event -> reconcile latency".into(),
             method: format!(
                 "one context (cluster-0, namespace bench-lat, {} objects); after sync the child merge-patches \
-                 data.seq on lat-(seq mod {}) at {}/s for {} s; latency = write response -> start of the first \
-                 reconcile that sees that seq (the same process's monotonic clock); percentiles per run, spread over runs.",
+                 data.seq on lat-(seq mod {}) at {}/s for {} s; latency = write sent -> start of the first \
+                 reconcile that sees that seq and began after it was sent (the same process's monotonic clock); \
+                 percentiles per run, spread over runs.",
                 options.latency_objects, options.latency_objects, options.latency_rate_per_s, options.latency_seconds
             ),
             figures: vec![p50, p99, missed],

@@ -27,7 +27,8 @@ pub(crate) async fn run(
         title: "many contexts".into(),
         method: "C idle contexts (ctx-i -> cluster i mod 3, empty namespace bench-idle) in one process. Baseline: one \
                  Client and kube-runtime Controller per context. kubeplex: one controller over C contexts (one \
-                 client, watch and ping per context). Per-context = (RSS after - RSS before) / C."
+                 client, watch and ping per context). Per-context = (RSS after - RSS before) / C, for VmRSS and for \
+                 RssAnon (without the file pages, which shared libraries blur)."
             .into(),
         ..Section::default()
     };
@@ -46,6 +47,12 @@ pub(crate) async fn run(
         let rss = figure(format!("RSS per context, C={count}"), "KB", &runs, |o| {
             (o.rss_after as f64 - o.rss_before as f64) / c / 1024.0
         });
+        let anon = figure(
+            format!("RssAnon per context, C={count}"),
+            "KB",
+            &runs,
+            |o| (o.rss_anon_after as f64 - o.rss_anon_before as f64) / c / 1024.0,
+        );
         let heap = figure(format!("heap per context, C={count}"), "KB", &runs, |o| {
             (o.heap_after as f64 - o.heap_before as f64) / c / 1024.0
         });
@@ -57,7 +64,7 @@ pub(crate) async fn run(
         if largest.as_ref().is_none_or(|l| l.0 < count) {
             largest = Some((count, ready.clone(), rss.clone(), heap.clone()));
         }
-        section.figures.extend([ready, rss, heap]);
+        section.figures.extend([ready, rss, anon, heap]);
     }
     let marginal = (totals.len() >= 2).then(|| {
         let baseline = linear_fit(&totals.iter().map(|t| (t.0, t.1)).collect::<Vec<_>>());

@@ -50,14 +50,25 @@ pub(crate) fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// The resident set size of this process in bytes, from `/proc/self/status`.
+/// The resident set size of this process in bytes (`VmRSS` in `/proc/self/status`).
 pub(crate) fn rss_bytes() -> u64 {
+    status_bytes("VmRSS:")
+}
+
+/// The anonymous part of the resident set in bytes (`RssAnon`): the heap and stacks, without the file
+/// pages (the binary, shared libraries) that `VmRSS` also counts and that other processes may share.
+pub(crate) fn rss_anon_bytes() -> u64 {
+    status_bytes("RssAnon:")
+}
+
+/// The field `name` (in KB) of `/proc/self/status`, in bytes; 0 if it cannot be read.
+fn status_bytes(name: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(name))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })

@@ -4,5 +4,5 @@
 mod alloc;
 mod cpu;
 
-pub(crate) use alloc::{Counting, live_bytes, rss_bytes};
+pub(crate) use alloc::{Counting, live_bytes, rss_anon_bytes, rss_bytes};
 pub(crate) use cpu::{own_seconds, processes_seconds};

@@ -3,6 +3,7 @@
 //! reconcile; the orphan sweep runs beside.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kube::ResourceExt;
@@ -28,6 +29,9 @@ use crate::runtime::Runtime;
 
 /// How many of a controller's reconciles may wait for a worker thread at once.
 const MAX_WAITING_FOR_A_WORKER: usize = 64;
+
+/// How long a term's first reconciles wait for the child caches' first lists.
+const FIRST_LISTS_WAIT: Duration = Duration::from_secs(2);
 
 /// Opens (or joins) the controller's watches now, so that the health report knows every watch before the
 /// manager's start returns; the returned future runs the controller until `stop` turns true, then lets the
@@ -162,6 +166,8 @@ async fn lead<R: Reconcile>(
         } else {
             beside.spawn(held_contexts(engine.clone(), deferred.clone(), keys));
         }
+        let caches = engine.children.iter().map(|w| w.cache.ready()).collect();
+        first_lists(caches, term.clone()).await;
         executor::run(queue, config.clone(), term, work(&engine)).await;
         engine.term_keys.set(None);
         drop(beside);
@@ -170,6 +176,19 @@ async fn lead<R: Reconcile>(
             return;
         }
         tracing::info!("no longer the leader: standing by, watches kept");
+    }
+}
+
+/// Waits until every child cache has handed out its first list, for at most [`FIRST_LISTS_WAIT`] and not
+/// past the term's end. A parent reconciled before its children are cached finds none, reads each before
+/// creating it, and is queued again when their list arrives; waiting, each parent is reconciled once at
+/// start. The keys meanwhile wait in the queue, each once. A cache that cannot list (its context down)
+/// holds the term back no longer than the bound.
+async fn first_lists(caches: Vec<BoxFuture<'static, ()>>, mut term: watch::Receiver<bool>) {
+    let listed = tokio::time::timeout(FIRST_LISTS_WAIT, futures::future::join_all(caches));
+    tokio::select! {
+        _ = listed => {}
+        _ = term.wait_for(|ended| *ended) => {}
     }
 }
 
@@ -257,3 +276,6 @@ fn work<R: Reconcile>(
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

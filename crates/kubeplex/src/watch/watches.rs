@@ -59,6 +59,9 @@ type Subscriber<K> = Box<dyn Fn(&ObjectChange<'_, K>) -> bool + Send + Sync>;
 pub(crate) struct SharedWatch<K: PrimaryResource> {
     store: Store<K>,
     listed: Shared<BoxFuture<'static, bool>>,
+    /// Turns true once the first list has been handed to the subscribers and indexed: the store alone is
+    /// ready a moment earlier, when a reader would still find the index empty and its keys unsent.
+    handed_out: tokio::sync::watch::Sender<bool>,
     subscribers: Mutex<Vec<Subscriber<K>>>,
     index: Option<LabelIndex>,
 }
@@ -69,19 +72,34 @@ impl<K: PrimaryResource> SharedWatch<K> {
         // one that polled last is woken when it lists (and a `now_or_never` leaves no one to wake). So the
         // store is waited for once, here, and every waiter waits for that; nothing else may call it.
         let ready = store.clone();
+        let (handed_out, mut handed) = tokio::sync::watch::channel(false);
         #[expect(
             clippy::disallowed_methods,
             reason = "the one wait for the store, which `listed` shares"
         )]
-        let listed = async move { ready.wait_until_ready().await.is_ok() }
-            .boxed()
-            .shared();
+        let listed = async move {
+            // A watch that ends before it lists fails the store's wait; once listed, the handing out
+            // follows in the same step of the watch's task.
+            ready.wait_until_ready().await.is_ok() && handed.wait_for(|done| *done).await.is_ok()
+        }
+        .boxed()
+        .shared();
         Self {
             store,
             listed,
+            handed_out,
             subscribers: Mutex::default(),
             index: index_label.map(LabelIndex::new),
         }
+    }
+
+    /// A watch over a cache its caller fills (a test's), whose first list counts as handed out as soon as
+    /// the cache has it.
+    #[cfg(test)]
+    pub(crate) fn fed(store: Store<K>, index_label: Option<&'static str>) -> Self {
+        let watch = Self::new(store, index_label);
+        watch.handed_out.send_replace(true);
+        watch
     }
 
     /// The watch's cache.
@@ -89,13 +107,13 @@ impl<K: PrimaryResource> SharedWatch<K> {
         &self.store
     }
 
-    /// Resolves once the first list is in the cache (`true`), or once the watch has ended without one
-    /// (`false`). Any number of tasks may wait at once.
+    /// Resolves once the first list is in the cache, indexed, and handed to every subscriber (`true`), or
+    /// once the watch has ended without one (`false`). Any number of tasks may wait at once.
     pub(crate) fn listed(&self) -> impl Future<Output = bool> + Send + 'static {
         self.listed.clone()
     }
 
-    /// Whether the first list is in the cache now.
+    /// Whether the first list is in the cache and handed out now.
     pub(crate) fn has_listed(&self) -> bool {
         self.listed.clone().now_or_never() == Some(true)
     }
@@ -345,6 +363,7 @@ async fn run<K: PrimaryResource>(
                 for object in &listed {
                     watch.publish(&ObjectChange::Applied(object));
                 }
+                watch.handed_out.send_replace(true);
                 metrics.event();
                 metrics.objects.set(gauge_value(listed.len()));
                 health.synced();

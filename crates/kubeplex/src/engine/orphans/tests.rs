@@ -41,11 +41,11 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
         (CONTROL_TARGET, Some("crds".into())),
-        Arc::new(SharedWatch::new(stuck, None)),
+        Arc::new(SharedWatch::fed(stuck, None)),
     );
     engine.primaries.insert(
         (CONTROL_TARGET, Some("other".into())),
-        Arc::new(SharedWatch::new(listed, None)),
+        Arc::new(SharedWatch::fed(listed, None)),
     );
     // The child whose parent cache is stuck comes first.
     engine.children.push(ChildWatch {
@@ -75,7 +75,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
         (CONTROL_TARGET, Some("other".into())),
-        Arc::new(SharedWatch::new(listed, None)),
+        Arc::new(SharedWatch::fed(listed, None)),
     );
     let recreated = orphan("recreated", "other");
     engine.children.push(ChildWatch {
@@ -128,7 +128,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
     let (parents, mut writer) = reflector::store::<ConfigMap>();
     engine.primaries.insert(
         (CONTROL_TARGET, Some("crds".into())),
-        Arc::new(SharedWatch::new(parents, None)),
+        Arc::new(SharedWatch::fed(parents, None)),
     );
     let gone = orphan("gone", "crds");
     engine.children.push(ChildWatch {
@@ -174,7 +174,7 @@ async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
         (CONTROL_TARGET, Some("other".into())),
-        Arc::new(SharedWatch::new(listed, None)),
+        Arc::new(SharedWatch::fed(listed, None)),
     );
     let mut spared = orphan("spared", "other");
     let annotations = spared.annotations.get_or_insert_default();

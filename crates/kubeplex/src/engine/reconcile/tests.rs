@@ -101,7 +101,7 @@ async fn reconcile_with(
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
         (CONTROL_TARGET, Some("crds".into())),
-        Arc::new(SharedWatch::new(store, None)),
+        Arc::new(SharedWatch::fed(store, None)),
     );
     engine.children.push(ChildWatch {
         context: crate::Context::name(&CLUSTER_A).into(),
@@ -308,7 +308,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
         (CONTROL_TARGET, Some("crds".into())),
-        Arc::new(SharedWatch::new(store, None)),
+        Arc::new(SharedWatch::fed(store, None)),
     );
     if let Some(written) = written {
         engine

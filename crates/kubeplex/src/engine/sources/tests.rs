@@ -20,7 +20,7 @@ fn cached(objects: Vec<ConfigMap>, index: Option<&'static str>) -> Arc<SharedWat
     for object in objects {
         writer.apply_watcher_event(&watcher::Event::Apply(object));
     }
-    Arc::new(SharedWatch::new(store, index))
+    Arc::new(SharedWatch::fed(store, index))
 }
 
 /// A child of the test parent in cluster-a, called `name`.

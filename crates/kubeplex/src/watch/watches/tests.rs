@@ -279,7 +279,7 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
 #[tokio::test(start_paused = true)]
 async fn every_task_waiting_for_a_watch_to_list_is_woken_when_it_lists() {
     let (store, mut writer) = reflector::store::<ConfigMap>();
-    let watch = Arc::new(SharedWatch::new(store, None));
+    let watch = Arc::new(SharedWatch::fed(store, None));
     let waiting: Vec<_> = (0..3).map(|_| tokio::spawn(watch.listed())).collect();
     tokio::time::sleep(Duration::from_millis(10)).await; // each has polled, and waits
     // A look that does not wait (a request for a gone parent asks whether the cache has listed).
@@ -300,13 +300,43 @@ async fn every_task_waiting_for_a_watch_to_list_is_woken_when_it_lists() {
 #[tokio::test(start_paused = true)]
 async fn a_watch_that_ends_before_it_lists_tells_its_waiters() {
     let (store, writer) = reflector::store::<ConfigMap>();
-    let watch = Arc::new(SharedWatch::new(store, None));
+    let watch = Arc::new(SharedWatch::fed(store, None));
     let waiter = tokio::spawn(watch.listed());
     tokio::time::sleep(Duration::from_millis(10)).await;
     drop(writer); // the watch task ended (its watch was released)
     let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
     assert!(matches!(woken, Ok(Ok(false))), "{woken:?}");
     assert!(!watch.has_listed());
+}
+
+#[tokio::test]
+async fn a_watch_counts_as_listed_only_once_its_list_was_handed_out_and_indexed() {
+    let events = listed(vec![
+        config_map("a", "1", Some("p")),
+        config_map("b", "1", Some("p")),
+    ]);
+    let seen_listed = Arc::new(Mutex::new(Vec::new()));
+    let watch = drive(events, Some("parent"), |watch| {
+        let seen_listed = seen_listed.clone();
+        let listed = Mutex::new(Some(Box::pin(watch.listed())));
+        watch.subscribe(move |_| {
+            // What a task waiting for the list would see while the list is being handed out.
+            let mut waiting = listed.lock();
+            let done = match waiting.as_mut() {
+                Some(wait) => futures::FutureExt::now_or_never(wait).is_some(),
+                None => true,
+            };
+            if done {
+                *waiting = None; // a finished wait is not polled again
+            }
+            seen_listed.lock().push(done);
+            true
+        });
+    })
+    .await;
+    assert_eq!(*seen_listed.lock(), [false, false]);
+    assert!(watch.has_listed());
+    assert_eq!(watch.indexed("p").len(), 2);
 }
 
 /// The queue above groups nothing: every object in one group.
