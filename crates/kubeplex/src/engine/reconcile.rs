@@ -13,7 +13,7 @@ use super::events::{Note, context_notes};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::{Action, Verdict};
-use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 use crate::core::{chain, namespaced_name};
 
 impl<R: Reconcile> Engine<R> {
@@ -154,7 +154,7 @@ impl<R: Reconcile> Engine<R> {
             return Verdict::Done(Action::await_change());
         }
         let mut outcomes = outcomes;
-        self.record_orphaned_members(&mut outcomes);
+        let leave_notes = self.record_orphaned_members(&before, &mut outcomes);
         children::carry_kept(&before, object.meta().generation, &mut outcomes);
         for (cluster, outcome) in outcomes
             .iter()
@@ -165,6 +165,7 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut notes = changes.notes();
         notes.extend(context_notes(&before, &outcomes));
+        notes.extend(leave_notes);
         Box::pin(self.publish_all(&object, &context, notes)).await;
         let previous = interim.flatten();
         let previous = previous.as_ref().unwrap_or(&before);
@@ -183,13 +184,16 @@ impl<R: Reconcile> Engine<R> {
 
 impl<R: Reconcile> Engine<R> {
     /// Adds the members that left with their children orphaned, so that the status says where they stayed,
-    /// and those leaving.
+    /// and those leaving; returns a `MemberLeaveWaits` warning for each leave that newly waits (or waits for
+    /// something else than the status `before` says): its children cannot be deleted yet.
     fn record_orphaned_members(
         &self,
+        before: &FleetStatus,
         outcomes: &mut std::collections::BTreeMap<String, ContextOutcome>,
-    ) {
+    ) -> Vec<Note> {
+        let mut notes = Vec::new();
         if !self.plan.has_member_children() {
-            return;
+            return notes;
         }
         for name in self.runtime.members.orphaned() {
             let message =
@@ -203,7 +207,7 @@ impl<R: Reconcile> Engine<R> {
         }
         // And those leaving now, with what their leave waits for.
         for (name, waits) in self.runtime.members.leaving() {
-            let message = match waits {
+            let message = match &waits {
                 Some(why) => format!(
                     "member {name} is leaving the fleet; its children there are deleted once it answers and allows it: {why}"
                 ),
@@ -211,6 +215,17 @@ impl<R: Reconcile> Engine<R> {
                     format!("member {name} is leaving the fleet; no child is put there any more")
                 }
             };
+            let told = before.clusters.get(&name).is_some_and(|c| {
+                c.state == ClusterState::Leaving && c.message.as_deref() == Some(message.as_str())
+            });
+            if let Some(why) = waits
+                && !told
+            {
+                let text = format!(
+                    "member {name} is leaving the fleet, but this parent's children there cannot be deleted yet; tried again until it answers and allows it: {why}"
+                );
+                notes.push(Note::warning("MemberLeaveWaits", "Delete", text).about(name.clone()));
+            }
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,
                 state: ClusterState::Leaving,
@@ -218,6 +233,7 @@ impl<R: Reconcile> Engine<R> {
                 message: Some(message),
             });
         }
+        notes
     }
 }
 

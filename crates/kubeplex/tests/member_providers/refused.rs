@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::watcher;
 use kubeplex::prelude::*;
@@ -106,6 +108,32 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
     assert!(why.contains("403") && why.contains(child), "{why}");
     let message = wait_state(env, "spread-refused", REFUSING, "Leaving").await;
     assert!(message.contains("403"), "{message}");
+    // And an Event on the parent: what `kubectl describe` shows.
+    let events: Api<Event> =
+        Api::namespaced(env.client("control").await.unwrap(), "spread-refused");
+    let event = eventually("a MemberLeaveWaits Event on the parent", WAIT, async || {
+        let list = events.list(&Default::default()).await;
+        let items = list.map_err(|e| e.to_string())?.items;
+        let seen: Vec<String> = items
+            .iter()
+            .map(|e| {
+                format!(
+                    "{:?} on {:?}",
+                    e.reason,
+                    e.regarding.as_ref().and_then(|r| r.name.clone())
+                )
+            })
+            .collect();
+        let found = items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("MemberLeaveWaits")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web")
+        });
+        found.ok_or_else(|| format!("none yet among {seen:?}"))
+    })
+    .await;
+    let note = event.note.unwrap_or_default();
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert!(note.contains(REFUSING) && note.contains("403"), "{note}");
     let context = format!("context={REFUSING}");
     let warning = eventually("a warning naming the member", WAIT, async || {
         let lines = logs.lines();
