@@ -18,6 +18,8 @@ use crate::metrics::Metrics;
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
 
+mod retries;
+
 /// A member runner at work, and the test's ends of its channels.
 struct Runner {
     runtime: Arc<Runtime>,
