@@ -2,7 +2,8 @@
 //! pings, and the controllers' watches; a leave runs the leave policy before the member is forgotten.
 //!
 //! Each member's changes are carried out in the order reported; different members' side by side, at most
-//! [`MemberRunner::at_once`] at work at once (see [`MemberChanges`]).
+//! [`MemberRunner::at_once`] at work at once (see [`MemberChanges`]). A join that failed for a cause that
+//! may pass is tried again as the member's next change, after a backoff (see [`JoinRetries`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
