@@ -14,6 +14,43 @@ use kube::Client;
 use super::authorization::{Authorization, RENEW_AT_MOST_EVERY};
 use super::fence::Fence;
 use super::tls::Tls;
+use crate::core::{chain, may_pass};
+
+/// Why a context's credentials could not be read, and whether that may pass by itself (an exec plugin
+/// that failed) or lasts until the configuration changes (one kube cannot use).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NoAccess {
+    /// The failure in words, without an exec plugin's output.
+    pub(crate) reason: String,
+    /// Trying again, with the same configuration, may succeed.
+    pub(crate) may_pass: bool,
+}
+
+impl NoAccess {
+    /// The failure `error` describes.
+    pub(crate) fn of(error: &(dyn std::error::Error + 'static)) -> Self {
+        Self {
+            reason: chain(error),
+            may_pass: may_pass(error),
+        }
+    }
+}
+
+/// A failure of the configuration itself: it lasts until the configuration changes.
+impl From<String> for NoAccess {
+    fn from(reason: String) -> Self {
+        Self {
+            reason,
+            may_pass: false,
+        }
+    }
+}
+
+impl std::fmt::Display for NoAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
 
 /// A context's configuration and credentials.
 #[derive(Clone)]
@@ -25,7 +62,7 @@ pub(crate) struct Access {
 
 impl Access {
     /// The access `config` gives `context` (an exec plugin is run now), or why it gives none.
-    pub(crate) fn of(context: &str, config: kube::Config) -> Result<Self, String> {
+    pub(crate) fn of(context: &str, config: kube::Config) -> Result<Self, NoAccess> {
         Self::renewing_every(context, config, RENEW_AT_MOST_EVERY)
     }
 
@@ -34,7 +71,7 @@ impl Access {
         context: &str,
         config: kube::Config,
         every: Duration,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, NoAccess> {
         let tls = Tls::of(&config)?;
         let authorization = Authorization::of(context, &config, every)?;
         Ok(Self {

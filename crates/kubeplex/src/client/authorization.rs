@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
+use super::access::NoAccess;
 use crate::core::chain;
 
 /// How often, at most, a rejected token makes its exec plugin run again: a plugin that keeps handing out
@@ -105,8 +106,8 @@ impl Authorization {
         context: &str,
         config: &kube::Config,
         renew_every: Duration,
-    ) -> Result<Self, String> {
-        let layer = config.auth_layer().map_err(|e| chain(&e))?;
+    ) -> Result<Self, NoAccess> {
+        let layer = config.auth_layer().map_err(|e| NoAccess::of(&e))?;
         // A plugin that gave a client certificate authenticates on the TLS connection, not here.
         let renewal = (from_exec(&config.auth_info) && layer.is_some()).then(|| {
             let mut only_user = kube::Config::new(config.cluster_url.clone());

@@ -10,7 +10,7 @@ mod pool;
 mod tls;
 mod transport;
 
-pub(crate) use access::Access;
+pub(crate) use access::{Access, NoAccess};
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
 #[cfg(test)]
 pub(crate) mod fake_api;

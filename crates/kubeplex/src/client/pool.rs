@@ -8,7 +8,7 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
-use super::access::Access;
+use super::access::{Access, NoAccess};
 use super::fence::Fence;
 use super::in_cluster::IN_CLUSTER;
 use crate::core::kubeconfig_error;
@@ -211,15 +211,21 @@ impl PoolConfig {
     /// timeout, the replica's `User-Agent`, and its writes behind the fence down to the socket. Members'
     /// clients are built here too. Its credentials (an exec plugin's token) are read now, and shared with
     /// the clients built from the [`Access`] returned.
-    pub(crate) fn finish(
+    pub(crate) fn finish(&self, context: &str, config: kube::Config) -> Result<(Client, Access)> {
+        self.build(context, config)
+            .map_err(|failed| Error::ClientConfig {
+                context: context.to_owned(),
+                reason: failed.reason,
+            })
+    }
+
+    /// As [`finish`](Self::finish), saying whether the failure may pass by itself (an exec plugin that
+    /// failed) or lasts until the configuration changes.
+    pub(crate) fn build(
         &self,
         context: &str,
         mut config: kube::Config,
-    ) -> Result<(Client, Access)> {
-        let config_error = |reason: String| Error::ClientConfig {
-            context: context.to_owned(),
-            reason,
-        };
+    ) -> std::result::Result<(Client, Access), NoAccess> {
         // kube sets no read timeout: a request to a server that stopped answering without closing the
         // connection (frozen, black-holed) would wait for ever, holding its key and a worker. 295 s is
         // above the watches' 290 s, which the server ends itself, so no healthy watch is cut.
@@ -234,8 +240,8 @@ impl PoolConfig {
                 .headers
                 .push((hyper::http::header::USER_AGENT, value));
         }
-        let access = Access::of(context, config).map_err(config_error)?;
-        let client = super::transport::client(&access, &self.fence).map_err(config_error)?;
+        let access = Access::of(context, config)?;
+        let client = super::transport::client(&access, &self.fence)?;
         Ok((client, access))
     }
 }

@@ -7,7 +7,7 @@ use hyper_rustls::{
 };
 use kube::client::ConfigExt;
 
-use crate::core::chain;
+use super::access::NoAccess;
 
 /// The TLS settings of a context, read once: building them may run an exec plugin (a client certificate)
 /// and read files, which a request must not wait for. Every connection pool of the context holds the same
@@ -19,7 +19,7 @@ pub(crate) struct Tls {
 
 impl Tls {
     /// The settings `config` gives, or why they cannot be used.
-    pub(crate) fn of(config: &kube::Config) -> Result<Self, String> {
+    pub(crate) fn of(config: &kube::Config) -> Result<Self, NoAccess> {
         let server_name: Arc<dyn ResolveServerName + Send + Sync> = match &config.tls_server_name {
             None => Arc::new(DefaultServerNameResolver::default()),
             Some(name) => Arc::new(FixedServerNameResolver::new(
@@ -28,7 +28,11 @@ impl Tls {
             )),
         };
         Ok(Self {
-            config: Arc::new(config.rustls_client_config().map_err(|e| chain(&e))?),
+            config: Arc::new(
+                config
+                    .rustls_client_config()
+                    .map_err(|e| NoAccess::of(&e))?,
+            ),
             server_name,
         })
     }

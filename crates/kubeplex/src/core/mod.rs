@@ -20,8 +20,8 @@ pub use action::Action;
 pub(crate) use action::Verdict;
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
-pub(crate) use error::chain;
 pub use error::{Error, Result};
+pub(crate) use error::{chain, may_pass};
 pub(crate) use failure::{
     Fenced, WatchPlace, fenced, is_transport, transport, watch_failure, watch_failure_label,
 };

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::client::PoolConfig;
+use crate::client::{NoAccess, PoolConfig};
 use crate::core::Error;
 use crate::core::name_problem;
 use crate::health::{Phase, Pings};
@@ -28,6 +28,9 @@ pub(super) struct Changes {
     pub(super) give_up_after: Option<Duration>,
     /// The last problem reported per member, so that a provider repeating it is logged once.
     pub(super) problems: Mutex<BTreeMap<String, String>>,
+    /// The joins that failed for a cause that may pass, with their configuration and the cause, until the
+    /// runner takes them to try again.
+    pub(super) may_retry: Mutex<BTreeMap<String, (Box<kube::Config>, String)>>,
 }
 
 impl Changes {
@@ -36,13 +39,29 @@ impl Changes {
         let rejoined = self.runtime.members.client(&name).is_some();
         let change = if rejoined { "credentials" } else { "join" };
         let built = match name_problem(&name, &self.fixed) {
-            Some(problem) => Err(problem),
-            None => self.pool.finish(&name, *config).map_err(|e| e.to_string()),
+            Some(problem) => Err(NoAccess::from(problem)),
+            // Kept for a retry: the plugin runs again with the same configuration.
+            None => self.pool.build(&name, (*config).clone()).map_err(|failed| {
+                let context = name.clone();
+                let reason = Error::ClientConfig {
+                    context,
+                    reason: failed.reason,
+                };
+                NoAccess {
+                    reason: reason.to_string(),
+                    ..failed
+                }
+            }),
         };
         let (client, access) = match built {
             Ok(built) => built,
-            Err(reason) => {
-                self.unhealthy(&name, reason);
+            Err(failed) => {
+                // The runner logs a failure it tries again; here it is only reported.
+                self.report(&name, failed.reason.clone(), !failed.may_pass);
+                if failed.may_pass {
+                    let mut may_retry = self.may_retry.lock();
+                    may_retry.insert(name.clone(), (config, failed.reason));
+                }
                 self.runtime.metrics.member_change(change, "failed");
                 return;
             }
@@ -70,6 +89,11 @@ impl Changes {
 
     /// Member `name` cannot be used: `reason` shows in `/readyz`; logged when it changes.
     pub(super) fn unhealthy(&self, name: &str, reason: String) {
+        self.report(name, reason, true);
+    }
+
+    /// As [`unhealthy`](Self::unhealthy), logged only when `log` says so.
+    fn report(&self, name: &str, reason: String, log: bool) {
         let health = &self.runtime.health;
         health.declare(name, false);
         let error = Error::Member {
@@ -84,7 +108,9 @@ impl Changes {
         }
         let mut problems = self.lock();
         if problems.get(name) != Some(&reason) {
-            tracing::warn!(context = %name, problem = %reason, "member cannot be used");
+            if log {
+                tracing::warn!(context = %name, problem = %reason, "member cannot be used");
+            }
             problems.insert(name.to_owned(), reason);
         }
     }

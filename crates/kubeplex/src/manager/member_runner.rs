@@ -2,7 +2,8 @@
 //! pings, and the controllers' watches; a leave runs the leave policy before the member is forgotten.
 //!
 //! Each member's changes are carried out in the order reported; different members' side by side, at most
-//! [`MemberRunner::at_once`] at work at once (see [`MemberChanges`]).
+//! [`MemberRunner::at_once`] at work at once (see [`MemberChanges`]). A join that failed for a cause that
+//! may pass is tried again as the member's next change, after a backoff (see [`JoinRetries`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::join_retries::JoinRetries;
 use super::member_change::Changes;
 use crate::client::PoolConfig;
 use crate::health::{Phase, Pings};
@@ -80,7 +82,9 @@ impl MemberRunner {
             fixed: self.fixed,
             give_up_after: self.give_up_after,
             problems: Default::default(),
+            may_retry: Default::default(),
         });
+        let mut retries = JoinRetries::default();
         let mut changes = MemberChanges::new(self.at_once);
         let mut reloaded: BTreeMap<String, Instant> = BTreeMap::new();
         let mut slow: BTreeMap<(String, &'static str), Instant> = BTreeMap::new();
@@ -109,9 +113,12 @@ impl MemberRunner {
             if !open && changes.waiting() == 0 && changes.at_work() == 0 && !changes.busy() {
                 return;
             }
+            let retry_due = retries.next_due();
             tokio::select! {
                 command = commands.recv(), if open => match command {
-                    Some(command) => self::push(&runtime, &mut changes, command, &mut reloaded),
+                    Some(command) => {
+                        self::push(&runtime, &mut changes, command, &mut reloaded, &mut retries)
+                    }
                     None => open = false,
                 },
                 Some(name) = rejected.recv() => {
@@ -124,6 +131,18 @@ impl MemberRunner {
                 }
                 ended = changes.next() => if let Some(ended) = ended {
                     slow.remove(&(ended.member.clone(), ended.kind));
+                    let failed = shared.may_retry.lock().remove(&ended.member);
+                    match failed {
+                        // Unless a newer change of the member waits: that one supersedes it.
+                        Some((config, cause)) if !ended.cancelled && !changes.has(&ended.member) => {
+                            retries.failed(&ended.member, config, &cause);
+                        }
+                        Some(_) => retries.superseded(&ended.member),
+                        None if ended.kind == "join" && !ended.cancelled => {
+                            retries.ended(&ended.member)
+                        }
+                        None => {}
+                    }
                     if ended.cancelled {
                         tracing::info!(context = %ended.member, change = ended.kind, "member change cancelled: a later change supersedes it");
                         runtime.metrics.member_change(ended.kind, "cancelled");
@@ -134,6 +153,11 @@ impl MemberRunner {
                     runtime.members.settle();
                 }
                 _ = look.tick() => log_slow(&runtime, &changes, &mut slow),
+                () = until(retry_due) => {
+                    for (member, config) in retries.take_due() {
+                        changes.push(&member, Change::Join(config));
+                    }
+                }
             }
         }
     }
@@ -145,6 +169,7 @@ fn push(
     changes: &mut MemberChanges<Box<kube::Config>>,
     command: Command,
     reloaded: &mut BTreeMap<String, Instant>,
+    retries: &mut JoinRetries,
 ) {
     let (name, change) = match command {
         Command::Join { name, config } => {
@@ -167,6 +192,7 @@ fn push(
         Command::Unhealthy { name, reason } => (name, Change::Unhealthy(reason)),
         Command::Leave { name, done } => {
             reloaded.remove(&name);
+            retries.ended(&name);
             (name, Change::Leave(vec![done]))
         }
         Command::Listed => {
@@ -177,7 +203,19 @@ fn push(
             return;
         }
     };
+    if let Change::Join(_) | Change::Unhealthy(_) = change {
+        // The provider's word on the member is newer than a join the runner would try again.
+        retries.superseded(&name);
+    }
     changes.push(&name, change);
+}
+
+/// Resolves at `at`; never without one.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Logs each change that has waited longer than [`SLOW_AFTER`], naming what it waits for; again at most

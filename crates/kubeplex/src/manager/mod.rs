@@ -2,6 +2,7 @@
 //! member runner.
 
 mod fleet;
+mod join_retries;
 mod manager;
 mod member_change;
 mod member_runner;

@@ -99,7 +99,9 @@ impl MemberSink {
     }
 
     /// `name` is a member, reached with `config`: it joins, or, when it is one already, its client is
-    /// rebuilt with the new credentials and its watches list again (nothing is missed).
+    /// rebuilt with the new credentials and its watches list again (nothing is missed). When its
+    /// credentials cannot be had for a cause that may pass (an exec plugin that failed), the manager tries
+    /// again by itself, with backoff, until it succeeds or a newer change of the member replaces it.
     pub async fn join(&self, name: &str, config: kube::Config) {
         let config = Box::new(config);
         let name = name.to_owned();

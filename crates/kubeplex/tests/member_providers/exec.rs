@@ -1,6 +1,7 @@
 //! A member whose kubeconfig Secret authenticates through an exec credential plugin: its token revoked and
 //! the plugin handing out a new one, the member recovers with no change to its Secret, and `/readyz` says
-//! its credentials were rejected in between.
+//! its credentials were rejected in between; a plugin that fails when the member joins (its token server
+//! down) is run again by the manager, and the member joins once it succeeds, its Secret unchanged.
 
 use std::path::Path;
 
@@ -12,20 +13,26 @@ use kubeplex_testenv::TestEnv;
 
 use super::accounts::{MEMBER, account_token, revoke, text, token_kubeconfig};
 use crate::spread::{
-    self, Spread, create_spread, set_value, spreader, wait_child, wait_child_value, wait_until,
+    self, Spread, create_spread, has_child, set_value, spreader, wait_child, wait_child_value,
+    wait_until,
 };
 use crate::support::{Fleet, probe, reasons};
 use crate::{REJECTED, SECRET, member_secret, member_status, secrets_provider, start};
 
 spreader!(SecretsExec, "spread-exec");
+spreader!(SecretsExecRetry, "spread-exec-retry");
 
 /// An exec plugin in `dir` that prints an ExecCredential with the token in `token` (no expiry), and the
-/// kubeconfig of cluster-c whose user is that plugin.
-fn exec_kubeconfig(env: &TestEnv, dir: &Path, token: &Path) -> String {
+/// kubeconfig of cluster-c whose user is that plugin. While the file `down` exists, if one is named, the
+/// plugin fails with exit status 3 instead.
+fn exec_kubeconfig(env: &TestEnv, dir: &Path, token: &Path, down: Option<&Path>) -> String {
     use std::os::unix::fs::PermissionsExt as _;
     let plugin = dir.join("plugin");
+    let fail = down.map_or(String::new(), |down| {
+        format!("[ -e '{}' ] && exit 3\n", down.display())
+    });
     let script = format!(
-        "#!/bin/sh\nprintf '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\
+        "#!/bin/sh\n{fail}printf '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\
          \"status\":{{\"token\":\"%s\"}}}}' \"$(cat {})\"\n",
         token.display()
     );
@@ -56,7 +63,7 @@ async fn a_revoked_exec_token_is_asked_for_again_and_the_member_recovers_without
     let secret = member_secret(
         SECRET,
         Some(MEMBER),
-        &exec_kubeconfig(env, dir.path(), &token),
+        &exec_kubeconfig(env, dir.path(), &token, None),
     );
     secrets
         .create(&PostParams::default(), &secret)
@@ -97,5 +104,38 @@ async fn a_revoked_exec_token_is_asked_for_again_and_the_member_recovers_without
         "the member joined again: the recovery was not the plugin's new token"
     );
     wait_child_value(env, "cluster-a", child, "v2").await;
+    crate::support::stop(running).await;
+}
+
+#[tokio::test]
+async fn a_member_whose_plugin_fails_at_first_joins_once_it_succeeds_without_a_secret_change() {
+    let env = crate::CLUSTERS.get().await.unwrap();
+    let accounts = env.create_namespace(&[MEMBER], "exec-retry").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    crate::write(&token, &account_token(env, &accounts, "exec-retry").await);
+    let down = dir.path().join("token-server-down");
+    std::fs::write(&down, "").unwrap();
+    let (secrets, provider) = secrets_provider(env).await;
+    let running = start(env, SecretsExecRetry, provider, LeavePolicy::Orphan).await;
+    create_spread(env, "spread-exec-retry", "web").await;
+    let child = "web-secrets-exec-retry";
+    wait_child(env, "cluster-a", child, true).await;
+    let kubeconfig = exec_kubeconfig(env, dir.path(), &token, Some(&down));
+    let secret = member_secret(SECRET, Some(MEMBER), &kubeconfig);
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    // The plugin fails: the member is reported by the plugin's exit status, and holds no child.
+    let reason = member_status(&running, "failing").await;
+    assert!(reason.contains("exit status: 3"), "{reason}");
+    assert!(!has_child(env, MEMBER, child).await);
+
+    // Its token server is back; nothing else changes (the Secret, the manager): the member joins.
+    std::fs::remove_file(&down).unwrap();
+    wait_child(env, MEMBER, child, true).await;
+    member_status(&running, "ready").await;
     crate::support::stop(running).await;
 }

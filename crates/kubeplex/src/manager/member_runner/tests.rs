@@ -1,7 +1,7 @@
 //! The member runner in paused time, with the test standing in for the controllers (a subscriber of the
 //! member set that answers each change when it chooses): a join, a credential change and a leave in
-//! order, a join that waits for a leave under way, reload requests at most once per period, and a provider
-//! that never says it has listed its members.
+//! order, a join that waits for a leave under way, reload requests at most once per period, a provider
+//! that never says it has listed its members, and (in `retries`) joins tried again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +17,8 @@ use crate::members::{Command, LeaveOutcome, LeavePolicy, MemberChange};
 use crate::metrics::Metrics;
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
+
+mod retries;
 
 /// A member runner at work, and the test's ends of its channels.
 struct Runner {

@@ -47,7 +47,8 @@ use profile::Profile;
 ///   credentials, which outlive the profile.
 /// - A profile offering no provider the file names, a plugin that fails (reported by its exit status,
 ///   never its output), a status that cannot be read: its member is reported unhealthy with the reason;
-///   the others carry on.
+///   the others carry on. A plugin that fails when the member joins is run again by the manager, with
+///   backoff, until it succeeds.
 /// - The member is named after the profile's namespace and name (`<namespace>-<name>`, or with a hash
 ///   when that is no DNS label; see docs/fleets.md).
 ///
