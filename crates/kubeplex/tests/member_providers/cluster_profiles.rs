@@ -127,6 +127,22 @@ async fn status_of(running: &Running, member: &str, status: &str) -> String {
     )
 }
 
+/// The member's reasons in `/readyz`, once it shows `status` with a reason containing `expected`: a profile
+/// is created before its status is written, so its first reason may be that it has no status yet.
+async fn status_saying(running: &Running, member: &str, status: &str, expected: &str) -> String {
+    let address = running.probe_address().unwrap();
+    let what = format!("{member} {status}, saying {expected:?}");
+    kubeplex_testenv::eventually(what, crate::support::WAIT, async || {
+        let body = probe(address, "/readyz").await.1;
+        let reason = reasons(&body, member);
+        match body["contexts"][member]["status"] == status && reason.contains(expected) {
+            true => Ok(reason),
+            false => Err(format!("{body:#}")),
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leaves_when_deleted() {
     let env = crate::CLUSTERS.get().await.unwrap();
@@ -150,11 +166,13 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
         "accessProviders": [offer(env, "secretreader", &token)] })
     };
     create_profile(&api, "cluster-c", status("False")).await;
-    let reason = status_of(&running, &member, "failing").await;
-    assert!(
-        reason.contains("its ControlPlaneHealthy condition is False (Probed"),
-        "{reason}"
-    );
+    status_saying(
+        &running,
+        &member,
+        "failing",
+        "its ControlPlaneHealthy condition is False (Probed",
+    )
+    .await;
     assert!(!has_child(env, MEMBER, child).await);
 
     // Healthy: it joins with the plugin's token, and its child appears.
@@ -169,11 +187,13 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
 
     // Unhealthy again: it stays a member (its child stays) and is reported; healthy, it is ready again.
     set_status(&api, "cluster-c", status("False")).await;
-    let reason = status_of(&running, &member, "failing").await;
-    assert!(
-        reason.contains("ControlPlaneHealthy condition is False"),
-        "{reason}"
-    );
+    status_saying(
+        &running,
+        &member,
+        "failing",
+        "ControlPlaneHealthy condition is False",
+    )
+    .await;
     assert!(has_child(env, MEMBER, child).await);
     set_status(&api, "cluster-c", status("True")).await;
     status_of(&running, &member, "ready").await;
@@ -253,13 +273,13 @@ async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_an
     create_profile(&api, "unknown", offered("theirs")).await;
     create_profile(&api, "failing", offered("broken")).await;
     create_profile(&api, "good", offered("secretreader")).await;
-    let reason = status_of(&running, &format!("{namespace}-unknown"), "failing").await;
     let expected = format!(
         "ClusterProfile {namespace}/unknown: offers access providers theirs, none of them known"
     );
-    assert!(reason.contains(&expected), "{reason}");
-    let reason = status_of(&running, &format!("{namespace}-failing"), "failing").await;
-    assert!(reason.contains("exit status: 3"), "{reason}");
+    let unknown = format!("{namespace}-unknown");
+    status_saying(&running, &unknown, "failing", &expected).await;
+    let failing = format!("{namespace}-failing");
+    status_saying(&running, &failing, "failing", "exit status: 3").await;
 
     // The one that works joins beside them, as do the typed contexts.
     wait_child(env, MEMBER, "web-profiles-reported", true).await;
