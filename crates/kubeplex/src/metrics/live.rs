@@ -191,13 +191,18 @@ impl Collector for Live {
     }
 }
 
-/// Encodes one gauge family from `(labels, value)` pairs.
+/// Encodes one gauge family from `(labels, value)` pairs; nothing when there are none (most scrapes find no
+/// key waiting, say), since a descriptor without samples trips some OpenMetrics parsers.
 fn gauge_family<L: prometheus_client::encoding::EncodeLabelSet>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
     values: impl Iterator<Item = (L, f64)>,
 ) -> Result<(), std::fmt::Error> {
+    let mut values = values.peekable();
+    if values.peek().is_none() {
+        return Ok(());
+    }
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, value) in values {
         ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
