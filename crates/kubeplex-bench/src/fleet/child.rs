@@ -250,8 +250,28 @@ fn read_stdin() -> tokio::sync::mpsc::Receiver<String> {
     requests
 }
 
+/// With `KUBEPLEX_BENCH_OPERATOR_LOG=PREFIX`, the operator logs (`RUST_LOG`, else `kubeplex=debug`) to
+/// `PREFIX-<pid>.log` with timestamps, so a figure's time can be traced through the runtime's log lines.
+/// Off by default: formatting log lines would count in the figures.
+fn log_to_file() -> Result<(), String> {
+    let Some(prefix) = std::env::var_os("KUBEPLEX_BENCH_OPERATOR_LOG") else {
+        return Ok(());
+    };
+    let path = format!("{}-{}.log", prefix.to_string_lossy(), std::process::id());
+    let file = std::fs::File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kubeplex=debug"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .init();
+    Ok(())
+}
+
 pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let spec: FleetSpec = serde_json::from_str(spec).map_err(|e| format!("bad spec: {e}"))?;
+    log_to_file()?;
     let kubeconfig = Kubeconfig::read_from(&spec.kubeconfig).map_err(|e| e.to_string())?;
     let mut requests = read_stdin();
     let heap_before = live_bytes() as u64;

@@ -2,7 +2,7 @@
 //! children (kept as counters, so checking a phase costs nothing per object), the API servers' request
 //! counters (409s by side), and `/readyz` polled from outside, as a kubelet would.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -251,19 +251,26 @@ async fn follow<K, Key: Clone + Eq + std::hash::Hash>(
 }
 
 /// Requests the API servers answered, from their `apiserver_request_total` counters.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Requests {
     /// Every request to a resource, watches excepted (they are counted when they end).
     pub total: f64,
     pub conflicts: f64,
+    /// `total` by verb and resource (`PATCH deployments`, `PUT fleetapps/status`).
+    pub by_kind: BTreeMap<String, f64>,
 }
 
 impl std::ops::Sub for Requests {
     type Output = Requests;
-    fn sub(self, before: Requests) -> Requests {
+    fn sub(mut self, before: Requests) -> Requests {
+        for (kind, count) in before.by_kind {
+            *self.by_kind.entry(kind).or_default() -= count;
+        }
+        self.by_kind.retain(|_, count| *count != 0.0);
         Requests {
             total: self.total - before.total,
             conflicts: self.conflicts - before.conflicts,
+            by_kind: self.by_kind,
         }
     }
 }
@@ -297,6 +304,13 @@ pub(super) async fn requests(clients: &[Client]) -> Result<Requests, String> {
                 continue;
             }
             sum.total += value;
+            let resource = match label("subresource").filter(|s| !s.is_empty()) {
+                Some(sub) => format!("{}/{sub}", label("resource").unwrap_or_default()),
+                None => label("resource").unwrap_or_default().to_owned(),
+            };
+            *sum.by_kind
+                .entry(format!("{} {resource}", label("verb").unwrap_or_default()))
+                .or_default() += value;
             if label("code") == Some("409") {
                 sum.conflicts += value;
             }

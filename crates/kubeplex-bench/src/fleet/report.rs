@@ -171,6 +171,9 @@ pub(super) fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>
         ),
         met: cpu_repaired.ratio <= 1.0,
     });
+    if let Some(note) = requests_by_kind(main) {
+        section.notes.push(note);
+    }
     if let (Some((&small, first)), Some((&big, last))) =
         (runs.first_key_value(), runs.last_key_value())
         && big > small
@@ -216,4 +219,36 @@ pub(super) fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>
         met: readyz.kubeplex.max == 0.0,
     });
     (section, goals)
+}
+
+/// Where the two sides' requests differ, by verb and resource (medians over the runs), the largest
+/// differences first: what to look at when the request count's ratio moves.
+fn requests_by_kind((baseline, kubeplex): &(Vec<Sample>, Vec<Sample>)) -> Option<String> {
+    let median = |samples: &[Sample], kind: &str| {
+        let counts: Vec<f64> = samples
+            .iter()
+            .map(|s| s.requests_by_kind.get(kind).copied().unwrap_or(0.0))
+            .collect();
+        Spread::of(&counts).median
+    };
+    let kinds: std::collections::BTreeSet<&String> = baseline
+        .iter()
+        .chain(kubeplex)
+        .flat_map(|s| s.requests_by_kind.keys())
+        .collect();
+    let mut rows: Vec<(f64, String)> = kinds
+        .into_iter()
+        .map(|kind| (median(baseline, kind), median(kubeplex, kind), kind))
+        .filter(|(b, k, _)| b != k)
+        .map(|(b, k, kind)| ((k - b).abs(), format!("{kind} {b:.0} -> {k:.0}")))
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let rows: Vec<String> = rows.into_iter().map(|(_, row)| row).collect();
+    Some(format!(
+        "API requests by verb and resource where the sides differ (medians, baseline -> kubeplex): {}",
+        rows.join(", ")
+    ))
 }

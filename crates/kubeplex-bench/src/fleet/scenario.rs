@@ -212,6 +212,7 @@ async fn run_once(
         server_cpu_s: server_cpu - server_cpu_before,
         requests: counted.total - own,
         conflicts: counted.conflicts,
+        requests_by_kind: counted.by_kind,
         readyz,
     })
 }

@@ -71,6 +71,8 @@ pub(super) struct Sample {
     pub server_cpu_converged_s: f64,
     pub server_cpu_s: f64,
     pub requests: f64,
+    /// `requests` by verb and resource, the parent's own deletes included.
+    pub requests_by_kind: std::collections::BTreeMap<String, f64>,
     pub conflicts: f64,
     pub readyz: Option<ProbeLog>,
 }
