@@ -22,6 +22,7 @@ use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, 
 use super::audit::{lines, writes};
 use super::unreachable::{finalizers, wait_leaving, wait_state};
 use crate::spread::{self, Spread, children, create_spread, prepare, spreader, wait_child};
+use crate::support::logs::Logs;
 use crate::support::{Fleet, WAIT};
 use crate::{CLUSTERS, member_secret, secrets_provider, start};
 
@@ -34,50 +35,9 @@ pub const REFUSING: &str = "cluster-c-refusing";
 /// leave's tries (one each 5 s) and a reconcile of every parent.
 const SETTLE: Duration = Duration::from_secs(12);
 
-/// What the tracing subscriber of one test writes, line by line.
-#[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    /// A subscriber writing warnings and errors here, plain text; set it as the test thread's default (the
-    /// test's runtime, and so the manager's tasks, run on that thread).
-    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + use<> {
-        tracing_subscriber::fmt()
-            .with_writer(self.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .finish()
-    }
-
-    pub fn lines(&self) -> Vec<String> {
-        let text = String::from_utf8_lossy(&self.0.lock()).into_owned();
-        text.lines().map(str::to_owned).collect()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_are_allowed() {
-    let logs = Logs::default();
-    let _logging = tracing::subscriber::set_default(logs.subscriber());
+    let (logs, _logging) = Logs::capture(tracing::Level::WARN);
     let env = CLUSTERS.get().await.unwrap();
     prepare(env).await;
     let accounts = env.create_namespace(&[MEMBER], "refused").await.unwrap();
