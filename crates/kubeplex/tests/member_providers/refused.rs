@@ -19,7 +19,7 @@ use kubeplex_testenv::eventually;
 use parking_lot::Mutex;
 
 use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
-use super::audit::{lines, writes};
+use super::audit::{deletes_of, lines, writes};
 use super::unreachable::{finalizers, wait_leaving, wait_state};
 use crate::spread::{self, Spread, children, create_spread, prepare, spreader, wait_child};
 use crate::support::logs::Logs;
@@ -108,9 +108,8 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
     // Tried again, and held meanwhile: the member's audit log shows its refused deletes of the child (a try
     // each 5 s); the Secret keeps its finalizer and the child stays throughout.
     let refused = async || {
-        let tries = writes(env, MEMBER).into_iter().filter(|w| {
-            w.user == user && w.verb == "delete" && w.what.ends_with(child) && w.code == 403
-        });
+        let member = writes(env, MEMBER);
+        let tries = deletes_of(&member, child).filter(|w| w.user == user && w.code == 403);
         tries.count()
     };
     let what = "three refused deletes of the child";
@@ -149,10 +148,8 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
         }
     })
     .await;
-    let deletes = writes(env, MEMBER);
-    let deleted = deletes
-        .iter()
-        .filter(|w| w.user == user && w.verb == "delete" && w.what.ends_with(child));
+    let member = writes(env, MEMBER);
+    let deleted = deletes_of(&member, child).filter(|w| w.user == user);
     assert!(
         deleted.clone().any(|w| w.accepted()),
         "the child went, but not by the member's delete:\n{}",
