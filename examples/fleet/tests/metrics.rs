@@ -21,6 +21,7 @@ use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CRD_NAMESPACE};
 use kubeplex_testenv::Polling;
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
+use support::http::{Response, http_get};
 use support::{WAIT, clusters};
 
 /// Pings this often, so a frozen cluster shows within seconds (the 5 s ping timeout included).
@@ -29,29 +30,17 @@ const CONTROLLER: &str = "app-deployer";
 
 type Exposition = MetricsExposition<OpenMetricsType, OpenMetricsValue>;
 
-/// Scrapes `/metrics` with a plain HTTP/1.1 request (10 s at most) and parses the body as OpenMetrics.
+/// Scrapes `/metrics` with a plain HTTP/1.1 request and parses the body as OpenMetrics.
 async fn scrape(address: SocketAddr) -> Exposition {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(address).await?;
-        let request = "GET /metrics HTTP/1.1\r\nHost: operator\r\nConnection: close\r\n\r\n";
-        stream.write_all(request.as_bytes()).await?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await?;
-        std::io::Result::Ok(response)
-    };
-    let response = tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .expect("/metrics answers within 10 s")
-        .expect("/metrics answers");
-    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let response = http_get(address, "/metrics").await;
+    let Response { code, head, body } = response.unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(code, 200, "{head}");
     assert!(
         head.to_ascii_lowercase()
             .contains("content-type: application/openmetrics-text; version=1.0.0"),
         "{head}"
     );
-    openmetrics_parser::openmetrics::parse_openmetrics(body)
+    openmetrics_parser::openmetrics::parse_openmetrics(&body)
         .unwrap_or_else(|error| panic!("/metrics is not valid OpenMetrics ({error:?}):\n{body}"))
 }
 

@@ -17,6 +17,7 @@ use kubeplex::Context as _;
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::{Polling, TestEnv, eventually};
+use support::http::http_get;
 use support::{WAIT, clusters};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
@@ -156,32 +157,11 @@ async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
     wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.30").await;
 }
 
-/// `GET path` on the probe server: the status code and the body (`0` and empty when nothing answers
-/// within 5 s, as before the server listens).
+/// `GET path` on the probe server: the status code and the body (`0` and empty when nothing answers, as
+/// before the server listens).
 async fn get(port: u16, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        let request =
-            format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await?;
-        std::io::Result::Ok(response)
-    };
-    let Ok(Ok(response)) = tokio::time::timeout(Duration::from_secs(5), exchange).await else {
-        return (0, String::new());
-    };
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
+    let response = http_get(("127.0.0.1", port), path).await;
+    response.map_or((0, String::new()), |r| (r.code, r.body))
 }
 
 /// Every credential of `kubeconfig`, in the forms it could leak in: as written (base64) and decoded.

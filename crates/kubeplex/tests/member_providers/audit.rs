@@ -80,6 +80,13 @@ pub fn writes(env: &TestEnv, cluster: &str) -> Vec<Write> {
     writes
 }
 
+/// The deletes of `child` (a namespaced object named so) among `writes`.
+pub fn deletes_of<'a>(writes: &'a [Write], child: &str) -> impl Iterator<Item = &'a Write> + Clone {
+    let suffix = format!("/{child}");
+    let deletes = writes.iter().filter(|w| w.verb == "delete");
+    deletes.filter(move |w| w.what.ends_with(&suffix))
+}
+
 /// `writes` as lines, for a failure's message.
 pub fn lines<'a>(writes: impl IntoIterator<Item = &'a Write>) -> String {
     let lines: Vec<String> = writes.into_iter().map(Write::to_string).collect();

@@ -4,7 +4,6 @@
 //! cluster (`provideClusterInfo`), so a join proves the extension reaches the plugin.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -12,7 +11,6 @@ use kube::core::DynamicObject;
 use kubeplex::prelude::*;
 use kubeplex::{AccessProviders, ClusterProfiles, LeavePolicy, Running};
 use kubeplex_testenv::TestEnv;
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::accounts::{MEMBER, account_token, admin_kubeconfig, revoke};
@@ -20,6 +18,7 @@ use crate::spread::{
     self, Spread, create_spread, has_child, set_value, spreader, wait_child, wait_child_value,
     wait_until,
 };
+use crate::support::logs::Logs;
 use crate::support::{Fleet, probe, reasons, wait_context_status};
 use crate::{start, write};
 
@@ -224,37 +223,10 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     crate::support::stop(running).await;
 }
 
-/// Every log line, for asserting what never shows.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl tracing_subscriber::fmt::MakeWriter<'_> for Logs {
-    type Writer = Logs;
-    fn make_writer(&self) -> Logs {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_and_others_join() {
     // The test's runtime is single-threaded: the manager's tasks log on this thread.
-    let logs = Logs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(logs.clone())
-        .finish();
-    let _logging = tracing::subscriber::set_default(subscriber);
+    let (logs, _logging) = Logs::capture(tracing::Level::DEBUG);
     let env = crate::CLUSTERS.get().await.unwrap();
     let accounts = env.create_namespace(&[MEMBER], "reported").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -289,7 +261,7 @@ async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_an
     assert_eq!(code, 200, "{ready:#}");
     assert!(!ready.to_string().contains(PLUGIN_OUTPUT), "{ready:#}");
     crate::support::stop(running).await;
-    let logged = String::from_utf8_lossy(&logs.0.lock()).into_owned();
+    let logged = logs.text();
     assert!(
         logged.contains("exit status: 3"),
         "the failure was not logged"

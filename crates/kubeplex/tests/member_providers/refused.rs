@@ -19,9 +19,10 @@ use kubeplex_testenv::eventually;
 use parking_lot::Mutex;
 
 use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
-use super::audit::{lines, writes};
+use super::audit::{deletes_of, lines, writes};
 use super::unreachable::{finalizers, wait_leaving, wait_state};
 use crate::spread::{self, Spread, children, create_spread, prepare, spreader, wait_child};
+use crate::support::logs::Logs;
 use crate::support::{Fleet, WAIT};
 use crate::{CLUSTERS, member_secret, secrets_provider, start};
 
@@ -34,50 +35,9 @@ pub const REFUSING: &str = "cluster-c-refusing";
 /// leave's tries (one each 5 s) and a reconcile of every parent.
 const SETTLE: Duration = Duration::from_secs(12);
 
-/// What the tracing subscriber of one test writes, line by line.
-#[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Logs {
-    /// A subscriber writing warnings and errors here, plain text; set it as the test thread's default (the
-    /// test's runtime, and so the manager's tasks, run on that thread).
-    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + use<> {
-        tracing_subscriber::fmt()
-            .with_writer(self.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .finish()
-    }
-
-    pub fn lines(&self) -> Vec<String> {
-        let text = String::from_utf8_lossy(&self.0.lock()).into_owned();
-        text.lines().map(str::to_owned).collect()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_are_allowed() {
-    let logs = Logs::default();
-    let _logging = tracing::subscriber::set_default(logs.subscriber());
+    let (logs, _logging) = Logs::capture(tracing::Level::WARN);
     let env = CLUSTERS.get().await.unwrap();
     prepare(env).await;
     let accounts = env.create_namespace(&[MEMBER], "refused").await.unwrap();
@@ -148,9 +108,8 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
     // Tried again, and held meanwhile: the member's audit log shows its refused deletes of the child (a try
     // each 5 s); the Secret keeps its finalizer and the child stays throughout.
     let refused = async || {
-        let tries = writes(env, MEMBER).into_iter().filter(|w| {
-            w.user == user && w.verb == "delete" && w.what.ends_with(child) && w.code == 403
-        });
+        let member = writes(env, MEMBER);
+        let tries = deletes_of(&member, child).filter(|w| w.user == user && w.code == 403);
         tries.count()
     };
     let what = "three refused deletes of the child";
@@ -189,10 +148,8 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
         }
     })
     .await;
-    let deletes = writes(env, MEMBER);
-    let deleted = deletes
-        .iter()
-        .filter(|w| w.user == user && w.verb == "delete" && w.what.ends_with(child));
+    let member = writes(env, MEMBER);
+    let deleted = deletes_of(&member, child).filter(|w| w.user == user);
     assert!(
         deleted.clone().any(|w| w.accepted()),
         "the child went, but not by the member's delete:\n{}",

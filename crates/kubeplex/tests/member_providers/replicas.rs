@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, PostParams};
 use kubeplex::prelude::*;
 use kubeplex::{LeaderElection, LeavePolicy, MemberPhase, Running};
 use kubeplex_testenv::{TestEnv, eventually};
 
 use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
-use super::audit::{Write, lines, writes};
+use super::audit::{Write, deletes_of, lines, writes};
 use super::proxy::{Mode, Proxy};
 use super::refused::{ChildHistory, REFUSING};
 use super::unreachable::finalizers;
@@ -113,16 +114,50 @@ async fn wait_left(env: &TestEnv, secrets: &Api<Secret>, child: &str) {
 
 /// The deletes of `child` in the member by `identity`.
 fn deletes_by<'a>(all: &'a [Write], identity: &str, child: &str) -> Vec<&'a Write> {
-    let deletes = all
-        .iter()
-        .filter(|w| w.verb == "delete" && w.what.ends_with(child));
-    deletes.filter(|w| w.by(identity)).collect()
+    deletes_of(all, child).filter(|w| w.by(identity)).collect()
 }
 
-/// The writes of the member Secret `namespace/REFUSING` in the control cluster.
-fn secret_writes<'a>(all: &'a [Write], namespace: &str) -> impl Iterator<Item = &'a Write> {
-    let what = format!("secrets {namespace}/{REFUSING}");
-    all.iter().filter(move |w| w.what == what)
+/// Checks in the audit logs that replica `leader` ended the leave of the member: its delete of `child` in
+/// the member, and its patch releasing the member's Secret (in namespace `members` of the control
+/// cluster), were accepted; and that replica `other` wrote neither to the member nor to that Secret from
+/// `since` on (ever, when `None`). Returns the member's writes.
+fn leave_ended_by(
+    env: &TestEnv,
+    members: &str,
+    child: &str,
+    (leader, other): (&str, &str),
+    since: Option<Timestamp>,
+) -> Vec<Write> {
+    let late = |w: &&Write| w.by(other) && since.is_none_or(|at| w.at > at);
+    let member = writes(env, MEMBER);
+    let by_other: Vec<&Write> = member.iter().filter(late).collect();
+    assert!(
+        by_other.is_empty(),
+        "{other} wrote to the member (since {since:?}):\n{}",
+        lines(by_other)
+    );
+    let deleted = deletes_by(&member, leader, child);
+    assert!(
+        deleted.iter().any(|w| w.accepted()),
+        "{leader} never deleted the child:\n{}",
+        lines(deleted)
+    );
+    let secret = format!("secrets {members}/{REFUSING}");
+    let control = writes(env, "control");
+    let released: Vec<&Write> = control.iter().filter(|w| w.what == secret).collect();
+    assert!(
+        !released.iter().any(late),
+        "{other} wrote the member's Secret (since {since:?}):\n{}",
+        lines(released.iter().copied())
+    );
+    assert!(
+        released
+            .iter()
+            .any(|w| w.by(leader) && w.verb == "patch" && w.accepted()),
+        "{leader} never released the member's Secret:\n{}",
+        lines(released.iter().copied())
+    );
+    member
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,33 +232,8 @@ async fn a_standby_neither_deletes_a_leaving_members_children_nor_releases_its_s
     tokio::time::sleep(SETTLE).await;
     assert_eq!(history.seen(), ["present", "deleted"]);
 
-    let member = writes(env, MEMBER);
-    let by_standby: Vec<&Write> = member.iter().filter(|w| w.by(ib)).collect();
-    assert!(
-        by_standby.is_empty(),
-        "the standby wrote to the member:\n{}",
-        lines(by_standby)
-    );
-    let deleted = deletes_by(&member, ia, child);
-    assert!(
-        deleted.iter().any(|w| w.accepted()),
-        "the leader never deleted the child:\n{}",
-        lines(deleted)
-    );
-    let control = writes(env, "control");
-    let released: Vec<&Write> = secret_writes(&control, &members).collect();
-    assert!(
-        !released.iter().any(|w| w.by(ib)),
-        "the standby wrote the member's Secret:\n{}",
-        lines(released.iter().copied())
-    );
-    assert!(
-        released
-            .iter()
-            .any(|w| w.by(ia) && w.verb == "patch" && w.accepted()),
-        "the leader never released the member's Secret:\n{}",
-        lines(released.iter().copied())
-    );
+    // The leader ended the leave; the standby wrote nothing.
+    leave_ended_by(env, &members, child, (ia, ib), None);
     crate::support::stop(b).await;
     crate::support::stop(a).await;
 }
@@ -294,35 +304,11 @@ async fn a_leader_cut_off_in_a_leave_writes_nothing_to_the_member_after_the_take
     // A is still cut off and still leaving: it would write now if its member client were not fenced.
     tokio::time::sleep(SETTLE).await;
 
-    let member = writes(env, MEMBER);
-    let late: Vec<&Write> = member
-        .iter()
-        .filter(|w| w.by(ia) && w.at > takeover)
-        .collect();
+    // B ended the leave; A wrote nothing once B had taken over.
+    let member = leave_ended_by(env, &members, child, (ib, ia), Some(takeover));
     assert!(
-        late.is_empty(),
-        "A wrote to the member after B took over at {takeover}:\n{}",
-        lines(late)
-    );
-    let by_a = deletes_by(&member, ia, child);
-    assert!(
-        !by_a.is_empty(),
+        !deletes_by(&member, ia, child).is_empty(),
         "A never tried to delete the child: the test shows nothing"
-    );
-    let deleted = deletes_by(&member, ib, child);
-    assert!(
-        deleted.iter().any(|w| w.accepted()),
-        "B never deleted the child:\n{}",
-        lines(deleted)
-    );
-    let control = writes(env, "control");
-    let released: Vec<&Write> = secret_writes(&control, &members).collect();
-    assert!(
-        released
-            .iter()
-            .any(|w| w.by(ib) && w.verb == "patch" && w.accepted()),
-        "B never released the member's Secret:\n{}",
-        lines(released.iter().copied())
     );
     let still = a.health();
     let phase = still.contexts.get(REFUSING).and_then(|c| c.member.clone());

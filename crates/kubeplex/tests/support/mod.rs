@@ -13,6 +13,8 @@ use kubeplex_testenv::{Polling, eventually};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+pub mod logs;
+
 kubeplex::contexts! {
     /// The test clusters.
     pub enum Fleet {

@@ -21,6 +21,8 @@ use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
 mod audit;
 mod freezes;
+#[path = "../support/http.rs"]
+mod http;
 mod relay;
 mod replica;
 mod sharded;

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kubeplex_testenv::{Polling, TestEnv, try_eventually};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
 
@@ -139,15 +138,10 @@ impl Drop for Replica {
     }
 }
 
+/// The body of `/readyz`; `None` while it does not answer.
 async fn readyz(port: u16) -> Option<String> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    let request = "GET /readyz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n";
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
+    let response = crate::http::http_get(("127.0.0.1", port), "/readyz").await;
+    response.ok().map(|r| r.body)
 }
 
 pub fn logs(replicas: &[&Replica]) -> String {

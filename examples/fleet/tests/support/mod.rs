@@ -9,6 +9,8 @@ use kubeplex::{Manager, Running};
 use kubeplex_fleet::{AppDeployer, AppDeployment};
 use kubeplex_testenv::TestEnv;
 
+pub mod http;
+
 /// How long a test waits for anything the clusters or the operator do.
 pub const WAIT: Duration = Duration::from_secs(60);
 

@@ -2,7 +2,6 @@
 //! registers clusters (and Cluster API stores them).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -22,14 +21,10 @@ use crate::members::provider::{LeavePolicy, MemberProvider, MemberSink};
 /// it the member is named as the Secret.
 pub const MEMBER_NAME_LABEL: &str = "kubeplex.io/member";
 
-use super::secret_finalizer::MEMBER_FINALIZER;
-use super::secret_finalizer::set_member_finalizer;
+use retries::Retries;
 
 /// The data key holding the kubeconfig unless [`KubeconfigSecrets::key`] says otherwise.
 const DEFAULT_KEY: &str = "kubeconfig";
-
-/// How soon a Secret whose finalizer (or read) failed is handled again.
-const RETRY: Duration = Duration::from_secs(10);
 
 /// Members from kubeconfig Secrets: every Secret in one namespace of a fixed context that matches a label
 /// selector is a member, reached with the kubeconfig in its data.
@@ -60,9 +55,9 @@ const RETRY: Duration = Duration::from_secs(10);
 /// - A Secret without the key, or whose kubeconfig is not UTF-8 or cannot be used, makes its member
 ///   unhealthy with the reason (one that had joined keeps its client). Two Secrets naming one member: the
 ///   first keeps it, and the member is unhealthy, naming both, until one of them goes.
-/// - Under [`LeavePolicy::Delete`] each member's Secret carries [`MEMBER_FINALIZER`]: deleting the Secret
-///   makes the member leave, its children are deleted with the credentials still there, then the finalizer
-///   is removed and the Secret goes.
+/// - Under [`LeavePolicy::Delete`] each member's Secret carries
+///   [`MEMBER_FINALIZER`](crate::MEMBER_FINALIZER): deleting the Secret makes the member leave, its children
+///   are deleted with the credentials still there, then the finalizer is removed and the Secret goes.
 ///
 /// It needs `get`, `list` and `watch` on Secrets in the namespace, and `patch` for the finalizer.
 ///
@@ -154,9 +149,9 @@ impl MemberProvider for KubeconfigSecrets {
             let mut events = watcher(api.clone(), config).default_backoff().boxed();
             let mut secrets = Secrets::new(*self, api, sink);
             let mut failing: Option<String> = None;
-            // Not a sleep per turn of the loop: a busy watch would put the retries off for ever.
-            let mut retries = tokio::time::interval_at(tokio::time::Instant::now() + RETRY, RETRY);
             loop {
+                // A deadline, not a delay per turn of the loop: a busy watch does not put the retries off.
+                let due = secrets.retries.next_due();
                 tokio::select! {
                     event = events.next() => match event {
                         Some(Ok(event)) => {
@@ -182,8 +177,8 @@ impl MemberProvider for KubeconfigSecrets {
                     Some((secret, member, outcome)) = secrets.leaves.next(), if !secrets.leaves.is_empty() => {
                         secrets.left(secret, member, outcome).await;
                     }
-                    _ = retries.tick(), if !secrets.retry.is_empty() => {
-                        let again = std::mem::take(&mut secrets.retry);
+                    _ = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => {
+                        let again = secrets.retries.take_due();
                         secrets.revisit.extend(again);
                     }
                 }
@@ -216,11 +211,10 @@ struct Secrets {
     relisted: BTreeSet<String>,
     /// Secrets being deleted whose member has left.
     released: BTreeSet<String>,
-    /// Secrets to read again and handle: now (a conflict ended), or after [`RETRY`] (a write failed).
+    /// Secrets to read again and handle now (a conflict ended, a retry is due).
     revisit: VecDeque<String>,
-    retry: BTreeSet<String>,
-    /// The last failure logged per Secret.
-    warned: BTreeMap<String, String>,
+    /// Secrets whose handling failed, to handle again with backoff.
+    retries: Retries,
     /// The leaves under way, each resolving with its Secret, its member and how it ended: none waits for
     /// another, and a Secret's finalizer goes when its own member has left.
     leaves: FuturesUnordered<BoxFuture<'static, (String, String, LeaveOutcome)>>,
@@ -241,8 +235,7 @@ impl Secrets {
             relisted: BTreeSet::new(),
             released: BTreeSet::new(),
             revisit: VecDeque::new(),
-            retry: BTreeSet::new(),
-            warned: BTreeMap::new(),
+            retries: Retries::default(),
             leaves: FuturesUnordered::new(),
             leaving: BTreeSet::new(),
             listed: false,
@@ -300,15 +293,16 @@ impl Secrets {
         if let Some(owner) = owner.filter(|o| *o != name) {
             let reason = both(&self.provider.namespace, &member, &owner, &name);
             return match deleting {
-                true => _ = self.set_finalizer(&secret, false).await,
+                true => self.set_finalizer(&secret, false).await,
                 false => self.report(&member, Some(reason)).await,
             };
         }
         if deleting {
             return self.release(&secret, &member).await;
         }
-        if self.sink.leave_policy() == LeavePolicy::Delete {
-            self.set_finalizer(&secret, true).await;
+        match self.sink.leave_policy() {
+            LeavePolicy::Delete => self.set_finalizer(&secret, true).await,
+            LeavePolicy::Orphan => self.handled(&name),
         }
         let owned = self.members.entry(member.clone()).or_default();
         owned.secret.clone_from(&name);
@@ -350,8 +344,7 @@ impl Secrets {
     /// The Secret is gone (deleted, no longer selected, missing from a relist, or names another member).
     async fn gone(&mut self, secret: &str) {
         self.released.remove(secret);
-        self.retry.remove(secret);
-        self.warned.remove(secret);
+        self.retries.forget(secret);
         let Some(member) = self.secrets.remove(secret) else {
             return;
         };
@@ -380,12 +373,14 @@ impl Secrets {
     async fn revisit(&mut self) {
         while let Some(name) = self.revisit.pop_front() {
             match self.api.get_opt(&name).await {
-                Ok(Some(secret)) => self.apply(secret).await,
-                Ok(None) => self.gone(&name).await,
-                Err(error) => {
-                    self.warn(&name, "reading the Secret failed", &chain(&error));
-                    self.retry.insert(name);
+                Ok(Some(secret)) if self.secrets.contains_key(&name) => self.apply(secret).await,
+                // Not (or no longer) selected as the watch last said: only a finalizer left to remove.
+                Ok(Some(secret)) if secret.meta().deletion_timestamp.is_none() => {
+                    self.set_finalizer(&secret, false).await;
                 }
+                Ok(Some(_)) => self.retries.forget(&name),
+                Ok(None) => self.gone(&name).await,
+                Err(error) => self.failed(&name, "reading the Secret failed", &chain(&error)),
             }
         }
     }
@@ -397,30 +392,6 @@ impl Secrets {
         {
             self.sink.unhealthy(member, reason.clone()).await;
             owned.reported = problem;
-        }
-    }
-
-    /// Adds or removes [`MEMBER_FINALIZER`]; false (and a warning) when it could not.
-    async fn set_finalizer(&mut self, secret: &Secret, present: bool) -> bool {
-        match set_member_finalizer(&self.api, secret, present).await {
-            Ok(()) => true,
-            Err(error) => {
-                let doing = if present { "adding" } else { "removing" };
-                let what = format!("{doing} finalizer {MEMBER_FINALIZER} failed");
-                self.warn(&secret.name_any(), &what, &chain(&error));
-                false
-            }
-        }
-    }
-
-    /// Logs a failure about a Secret once per change, with the member it names.
-    fn warn(&mut self, secret: &str, what: &str, problem: &str) {
-        let text = format!("{what}: {problem}");
-        if self.warned.get(secret) != Some(&text) {
-            let member = self.secrets.get(secret).map_or(secret, String::as_str);
-            let name = self.secret_name(secret);
-            tracing::warn!(context = %member, secret = %name, %problem, "{what}");
-            self.warned.insert(secret.to_owned(), text);
         }
     }
 
@@ -438,5 +409,6 @@ fn both(namespace: &str, member: &str, owner: &str, other: &str) -> String {
 
 mod cluster_api;
 mod leaves;
+mod retries;
 #[cfg(test)]
 mod tests;

@@ -37,9 +37,7 @@ impl Secrets {
         if self.leaving.contains(&name) {
             return;
         }
-        if !self.set_finalizer(secret, false).await {
-            self.retry.insert(name);
-        }
+        self.set_finalizer(secret, false).await;
     }
 
     /// Reports that `member`, given by Secret `secret`, leaves, without waiting for the leave to end.

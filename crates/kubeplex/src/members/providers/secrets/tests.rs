@@ -1,11 +1,13 @@
 //! The Secret provider against a real API server: the Secrets it is given, the commands it sends.
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
 use tokio::sync::{mpsc, oneshot};
 
+use super::super::secret_finalizer::MEMBER_FINALIZER;
 use super::*;
 use crate::ContextName;
 use crate::members::provider::{Command, FixedClients};
