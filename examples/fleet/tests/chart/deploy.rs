@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::chart::{CHILD_CHART, CONTROL_CHART, template};
+use crate::support::helm::{CHILD_CHART, CONTROL_CHART, template};
 
 /// Which file of `deploy/` each template goes to.
 type Targets = &'static [(&'static str, &'static str)];

@@ -13,7 +13,7 @@ use kubeplex_testenv::{Polling, TestEnv};
 use serde_json::{Value, json};
 
 use crate::MODES;
-use crate::chart::{CHILD_CHART, CONTROL_CHART, Document, NAMESPACE, template};
+use crate::support::helm::{CHILD_CHART, CONTROL_CHART, Document, NAMESPACE, template};
 
 const FIELD_MANAGER: &str = "kubeplex-fleet-chart-tests";
 const WAIT: Duration = Duration::from_secs(60);

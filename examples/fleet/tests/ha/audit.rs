@@ -5,7 +5,7 @@ use kubeplex::Context as _;
 use kubeplex_fleet::Fleet;
 use kubeplex_testenv::TestEnv;
 
-use super::{CLUSTERS, LEASE, RENEW_DEADLINE};
+use crate::{CLUSTERS, LEASE, RENEW_DEADLINE};
 
 const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 

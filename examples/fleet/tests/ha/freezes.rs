@@ -20,7 +20,7 @@ use kubeplex_testenv::TestEnv;
 
 use super::audit::{Write, writes_of};
 use super::replica::{Replica, until};
-use super::{LEASE, WAIT, apply, holder, one_leader, setup};
+use crate::{LEASE, WAIT, apply, holder, one_leader, setup};
 
 /// Parents changed at once before each freeze: two children each, and a status.
 const BURST: usize = 30;

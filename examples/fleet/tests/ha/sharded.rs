@@ -15,7 +15,7 @@ use kubeplex_testenv::TestEnv;
 use super::audit::{after, lease_deadline, writes_of};
 use super::relay::{Relay, kubeconfig_via, server_of};
 use super::replica::{Replica, until};
-use super::{FAILOVER_BOUND, LEASE, WAIT, apply, setup};
+use crate::{FAILOVER_BOUND, LEASE, WAIT, apply, setup};
 
 const PARENTS: usize = 300;
 const SHARDS: u16 = 12;

@@ -16,7 +16,7 @@ use kube::config::Kubeconfig;
 use kubeplex_testenv::{Polling, TestEnv};
 use serde_json::{Value, json};
 
-use crate::chart;
+use crate::support::helm;
 
 /// How long anything the clusters do may take.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -44,10 +44,10 @@ pub type Grant = (&'static str, &'static str, &'static str, &'static str);
 fn rendered(set: &str) -> Vec<Value> {
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
     let (chart, values) = match set {
-        "control" => (chart::CONTROL_CHART, deploy.join("values.yaml")),
-        _ => (chart::CHILD_CHART, deploy.join("child-values.yaml")),
+        "control" => (helm::CONTROL_CHART, deploy.join("values.yaml")),
+        _ => (helm::CHILD_CHART, deploy.join("child-values.yaml")),
     };
-    chart::template(chart, &["--values", values.to_str().expect("a UTF-8 path")])
+    helm::template(chart, &["--values", values.to_str().expect("a UTF-8 path")])
         .into_iter()
         .map(|document| document.value)
         .collect()
@@ -57,8 +57,8 @@ fn rendered(set: &str) -> Vec<Value> {
 /// probes and the secure metrics moved to free ports.
 pub fn deployment_args() -> Vec<String> {
     let values = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/values.yaml");
-    let documents = chart::template(
-        chart::CONTROL_CHART,
+    let documents = helm::template(
+        helm::CONTROL_CHART,
         &["--values", values.to_str().expect("a UTF-8 path")],
     );
     let deployment = documents

@@ -9,6 +9,7 @@ use kubeplex::{Manager, Running};
 use kubeplex_fleet::{AppDeployer, AppDeployment};
 use kubeplex_testenv::TestEnv;
 
+pub mod helm;
 pub mod http;
 
 /// How long a test waits for anything the clusters or the operator do.

@@ -13,14 +13,19 @@
 //! kubeconform is not run: it validates against JSON schemas it downloads from GitHub, and CI runs offline;
 //! the dry-run validates against the test cluster's own OpenAPI instead.
 
-#[path = "../support/chart.rs"]
-mod chart;
-mod deploy;
-mod dry_run;
+mod support;
+/// The cases, one file each in `chart/`.
+mod chart {
+    pub mod deploy;
+    pub mod dry_run;
+}
+
+use chart::deploy;
+use support::helm;
 
 use std::collections::BTreeSet;
 
-use chart::{
+use helm::{
     CHILD_CHART, CONTROL_CHART, Document, chart_dir, fleet_rbac, grants, operator_flags, run_helm,
     template,
 };
@@ -356,7 +361,7 @@ fn values_that_cannot_work_are_refused() {
             "is not delete or orphan",
         ),
     ] {
-        let output = std::process::Command::new(chart::helm())
+        let output = std::process::Command::new(helm::helm())
             .args(["template", "x", dir.to_str().unwrap()])
             .args(values)
             .output()

@@ -19,13 +19,17 @@ use kubeplex::Context as _;
 use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
-mod audit;
-mod freezes;
-#[path = "../support/http.rs"]
-mod http;
-mod relay;
-mod replica;
-mod sharded;
+mod support;
+/// The cases and their tools, one file each in `ha/`.
+mod ha {
+    pub mod audit;
+    pub mod freezes;
+    pub mod relay;
+    pub mod replica;
+    pub mod sharded;
+}
+
+use ha::{audit, relay, replica};
 
 use audit::{after, fence_deadline, writes_of};
 use relay::{Relay, kubeconfig_via, server_of};

@@ -10,9 +10,13 @@
 //! binary as the manifests do, `control` through the in-cluster service account, members from Secrets
 //! included (it puts its finalizer on a member Secret and lets it go when it is deleted).
 
-#[path = "../support/chart.rs"]
-mod chart;
-mod rbac;
+mod support;
+/// The RBAC the chart renders, in `least_privilege/`.
+mod least_privilege {
+    pub mod rbac;
+}
+
+use least_privilege::rbac;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
