@@ -29,6 +29,9 @@ pub(super) struct Probe {
     quiet_sent: Vec<AtomicU64>,
     /// Per quiet write: 1 + ns at which the work of the first reconcile that saw it, or a later write, began.
     quiet_seen: Vec<AtomicU64>,
+    /// Per quiet write: 1 + ns at which the process's own watch of the quiet object (beside the side's)
+    /// first delivered it or a later write: how much of the latency is the servers' and the watch's.
+    quiet_arrived: Vec<AtomicU64>,
     /// The first quiet write not yet seen.
     quiet_floor: Mutex<usize>,
     /// Quiet writes seen only through a later one.
@@ -57,6 +60,7 @@ impl Probe {
             reconciles: AtomicUsize::new(0),
             quiet_sent: (0..quiet_writes).map(|_| AtomicU64::new(0)).collect(),
             quiet_seen: (0..quiet_writes).map(|_| AtomicU64::new(0)).collect(),
+            quiet_arrived: (0..quiet_writes).map(|_| AtomicU64::new(0)).collect(),
             quiet_floor: Mutex::new(0),
             coalesced: AtomicUsize::new(0),
             flood_done: (0..flood).map(|_| AtomicBool::new(false)).collect(),
@@ -144,6 +148,33 @@ impl Probe {
             }
             *floor += 1;
         }
+    }
+
+    /// The process's own watch delivered quiet write `seq`: it stands for every earlier write not delivered
+    /// yet (a watch may skip none, but the first arrival is what counts).
+    pub(super) fn quiet_arrived(&self, seq: usize) {
+        let now = self.ns() + 1;
+        for slot in self.quiet_arrived.iter().take(seq + 1).rev() {
+            if slot
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+
+    /// Quiet write sent -> the process's own watch delivered it, in ms, for writes `from..to` sent no later
+    /// than `until`.
+    pub(super) fn quiet_deliveries(&self, from: usize, to: usize, until: u64) -> Vec<f64> {
+        (from..to.min(self.quiet_sent.len()))
+            .filter_map(|seq| {
+                let sent = self.quiet_sent[seq].load(Ordering::Acquire);
+                let arrived = self.quiet_arrived[seq].load(Ordering::Relaxed);
+                (sent != 0 && sent <= until && arrived != 0)
+                    .then(|| arrived.saturating_sub(sent) as f64 / 1e6)
+            })
+            .collect()
     }
 
     /// The latencies in ms of quiet writes `from..to` sent no later than `until` (1 + ns), and how many of

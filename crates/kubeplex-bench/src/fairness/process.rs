@@ -125,6 +125,28 @@ async fn start_baseline(
     Ok((tasks, stores))
 }
 
+/// The process's own watch of the quiet object, beside the side's: when each quiet write arrives.
+async fn watch_quiet(probe: Arc<Probe>, api: Api<ConfigMap>) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={QUIET_OBJECT}"));
+    let prefix = format!("{}{QUIET_VALUE}", probe.token);
+    let mut events = std::pin::pin!(watcher::watcher(api, config));
+    while let Some(event) = events.next().await {
+        let (Ok(watcher::Event::Apply(object)) | Ok(watcher::Event::InitApply(object))) = event
+        else {
+            continue;
+        };
+        if let Some(seq) = object
+            .data
+            .as_ref()
+            .and_then(|d| d.get("seq"))
+            .and_then(|s| s.strip_prefix(prefix.as_str()))
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            probe.quiet_arrived(seq);
+        }
+    }
+}
+
 // ---- the writers ----
 
 /// Quiet writes from `first` on, one every period, until `stop` says so (or there is no slot left);
@@ -218,6 +240,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         }
     };
     let (quiet_api, noisy_api) = (writer(QUIET_CLUSTER).await?, writer(NOISY_CLUSTER).await?);
+    let _delivery = tokio::spawn(watch_quiet(probe.clone(), quiet_api.clone()));
     // Held to the end: the side keeps running while it is measured.
     let mut running = None;
     let mut baseline = None;
@@ -261,6 +284,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     .await?;
     tokio::time::sleep(TAIL).await;
     let (reference_ms, reference_unseen) = probe.quiet_latencies(0, next, u64::MAX);
+    let reference_delivery_ms = probe.quiet_deliveries(0, next, u64::MAX);
 
     // The flood, with the quiet context changing all along until the flood is reconciled.
     let flood_start = probe.ns();
@@ -298,6 +322,8 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let outcome = FairnessOutcome {
         reference_ms,
         flood_ms,
+        reference_delivery_ms,
+        flood_delivery_ms: probe.quiet_deliveries(next, last, drained_at),
         coalesced: probe.coalesced.load(Ordering::Relaxed),
         unseen: reference_unseen + flood_unseen,
         flood_written_s,

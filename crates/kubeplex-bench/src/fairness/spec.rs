@@ -107,6 +107,10 @@ pub(super) struct FairnessOutcome {
     pub reference_ms: Vec<f64>,
     /// The same for the quiet changes sent from the flood's first write until its last change was reconciled.
     pub flood_ms: Vec<f64>,
+    /// Quiet change sent -> the process's own watch of the quiet object delivered it, in ms, without and
+    /// during the flood: the part of the latency before any dispatch.
+    pub reference_delivery_ms: Vec<f64>,
+    pub flood_delivery_ms: Vec<f64>,
     /// Quiet changes no reconcile saw by itself, only through a later one (coalesced while waiting).
     pub coalesced: usize,
     /// Quiet changes no reconcile saw at all.
