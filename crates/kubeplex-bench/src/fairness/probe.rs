@@ -214,7 +214,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    fn a_reconcile_handles_every_earlier_quiet_write_waiting_with_its_own() {
+    async fn a_reconcile_handles_every_earlier_quiet_write_waiting_with_its_own() {
         let probe = Probe::new(Instant::now(), Duration::ZERO, None, 4, 0);
         probe.quiet_sending(0);
         tokio::time::advance(Duration::from_millis(2)).await;
