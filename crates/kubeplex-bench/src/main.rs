@@ -12,13 +12,15 @@
 //! measurement in a fresh child process (this binary re-executed with the hidden `__child` subcommand), so
 //! that RSS and heap are attributable to one side (`__fleet` for the fleet section's operators, which the
 //! parent drives over stdin, and the failover section's replicas; `__child_cache` for the child-cache
-//! section's). Baseline and kubeplex runs alternate. The member sections start a fourth cluster, the member.
+//! section's; `__fairness` for the fairness section's). Baseline and kubeplex runs alternate. The member
+//! sections start a fourth cluster, the member.
 
 mod child;
 mod child_cache;
 mod config;
 mod controller;
 mod driver;
+mod fairness;
 mod figures;
 mod fleet;
 mod harness;
@@ -83,6 +85,19 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("kubeplex-bench __child_cache: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if args.first().map(String::as_str) == Some("__fairness") {
+        let Some(spec) = args.get(1) else {
+            eprintln!("kubeplex-bench __fairness: missing the spec");
+            return ExitCode::from(2);
+        };
+        return match runtime.block_on(fairness::main(started, spec)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("kubeplex-bench __fairness: {error}");
                 ExitCode::FAILURE
             }
         };

@@ -38,6 +38,7 @@ fn quick_run_writes_a_report_with_every_section() {
         "many_contexts",
         "child_cache",
         "throughput",
+        "fairness",
         "fleet",
         "member_join",
         "member_churn",
@@ -100,6 +101,44 @@ fn quick_run_writes_a_report_with_every_section() {
             .iter()
             .any(|g| g["section"] == "child_cache"),
         "child_cache records no goal"
+    );
+    // Fairness: the quiet context's percentiles and their slowdown under the flood, for every dispatch
+    // order against the same baseline runs, and its goal.
+    let fairness = report["sections"]["fairness"]["figures"]
+        .as_array()
+        .unwrap();
+    for variant in ["fair", "fair+cap", "fifo"] {
+        for what in [
+            "quiet p50 without flood",
+            "quiet p50 during flood",
+            "quiet p50 flood / no flood",
+            "quiet p99 without flood",
+            "quiet p99 during flood",
+            "quiet p99 flood / no flood",
+            "flood drained",
+        ] {
+            let name = format!("{what}, {variant}");
+            let figure = fairness
+                .iter()
+                .find(|f| f["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("fairness has no figure {name:?}: {fairness:?}"));
+            for side in ["baseline", "kubeplex"] {
+                assert!(
+                    figure[side]["samples"]
+                        .as_array()
+                        .is_some_and(|s| !s.is_empty() && s.iter().all(|v| v.as_f64().is_some())),
+                    "fairness {name}: no {side} samples: {figure}"
+                );
+            }
+        }
+    }
+    assert!(
+        report["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["section"] == "fairness"),
+        "fairness records no goal"
     );
     // The fleet scenario: every phase, the operator's and the servers' CPU, 409s and /readyz, a scaling row.
     let fleet = report["sections"]["fleet"]["figures"].as_array().unwrap();

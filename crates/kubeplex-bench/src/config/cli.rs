@@ -65,6 +65,9 @@ pub(crate) struct Cli {
     /// Join/leave cycles after the warm-up one (member_churn).
     #[arg(long, value_name = "C", value_parser = positive())]
     churn_cycles: Option<usize>,
+    /// Changes the noisy context floods the controller with (fairness).
+    #[arg(long, value_name = "N", value_parser = positive())]
+    fairness_flood: Option<usize>,
     /// The sections to run, comma-separated [default: all]; memory includes shared watches.
     #[arg(
         long,
@@ -100,6 +103,7 @@ impl Cli {
         members.joins = self.member_joins.unwrap_or(members.joins);
         members.churn_objects = self.churn_objects.unwrap_or(members.churn_objects);
         members.churn_cycles = self.churn_cycles.unwrap_or(members.churn_cycles);
+        options.fairness.flood = self.fairness_flood.unwrap_or(options.fairness.flood);
         options
     }
 }
@@ -268,6 +272,22 @@ mod tests {
         assert_eq!((quick.parents, quick.joins), (20, 2));
         let full = parse(&[]).unwrap().members;
         assert_eq!((full.churn_objects, full.churn_cycles), (1000, 10));
+    }
+
+    #[test]
+    fn the_flood_replaces_the_fairness_preset() {
+        assert_eq!(parse(&[]).unwrap().fairness.flood, 10_000);
+        assert_eq!(parse(&["--quick"]).unwrap().fairness.flood, 1000);
+        let options = parse(&[
+            "--quick",
+            "--fairness-flood",
+            "300",
+            "--sections",
+            "fairness",
+        ])
+        .unwrap();
+        assert_eq!(options.fairness.flood, 300);
+        assert_eq!(options.sections, ["fairness"]);
     }
 
     #[test]

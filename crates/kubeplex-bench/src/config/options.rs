@@ -6,22 +6,23 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::child_cache::ChildCacheOptions;
+use crate::fairness::FairnessOptions;
 use crate::fleet::{FailoverOptions, FleetOptions};
 use crate::member::MemberOptions;
 
 pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
 [--latency-seconds S] [--link-rtt-ms MS] [--member-parents P] [--member-joins J] [--churn-objects N] \
-[--churn-cycles C] \
-[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fleet,failover,\
-member_join,member_churn]
+[--churn-cycles C] [--fairness-flood N] \
+[--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fairness,fleet,\
+failover,member_join,member_churn]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex. \
 KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet and member sections' operators return freed heap to the OS before each RSS reading.";
 
 /// Every section, in the order they run; `--sections` picks some.
-pub(crate) const SECTIONS: [&str; 11] = [
+pub(crate) const SECTIONS: [&str; 12] = [
     "startup",
     "startup_remote",
     "latency",
@@ -29,6 +30,7 @@ pub(crate) const SECTIONS: [&str; 11] = [
     "many_contexts",
     "child_cache",
     "throughput",
+    "fairness",
     "fleet",
     "failover",
     "member_join",
@@ -59,6 +61,7 @@ pub(crate) struct Options {
     pub child_cache: ChildCacheOptions,
     pub failover: FailoverOptions,
     pub members: MemberOptions,
+    pub fairness: FairnessOptions,
 }
 
 impl Options {
@@ -83,6 +86,7 @@ impl Options {
             child_cache: ChildCacheOptions::full(),
             failover: FailoverOptions::full(),
             members: MemberOptions::full(),
+            fairness: FairnessOptions::full(),
         }
     }
 
@@ -101,6 +105,7 @@ impl Options {
             child_cache: ChildCacheOptions::quick(),
             failover: FailoverOptions::quick(),
             members: MemberOptions::quick(),
+            fairness: FairnessOptions::quick(),
             ..Self::full()
         }
     }

@@ -71,6 +71,9 @@ pub(crate) async fn run(options: Options) -> Result<(), String> {
                     .await?;
             }
             "throughput" => throughput(&bench, &options, &mut sections, &mut goals).await?,
+            "fairness" => {
+                crate::fairness::run(&bench, &options.fairness, &mut sections, &mut goals).await?;
+            }
             "fleet" | "failover" => {
                 if section == "fleet" {
                     let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
