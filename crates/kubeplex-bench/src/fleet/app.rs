@@ -103,7 +103,7 @@ pub(super) fn is_ready(app: &FleetApp, contexts: &[String], children: u32) -> bo
             .fleet
             .conditions
             .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True" && c.reason == "AllClustersReady")
+            .any(|c| c.type_ == "Applied" && c.status == "True" && c.reason == "AllClustersReady")
         && contexts.iter().all(|context| {
             status
                 .fleet
