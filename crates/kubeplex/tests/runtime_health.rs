@@ -127,7 +127,7 @@ async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows()
     };
     create_workload(env, ns, "shop", spec).await;
     let parent = wait_workload(env, ns, "shop", "applied, no status yet", |p| {
-        reads(p, Health::Progressing, Some("health-deployments/web: no status yet"))
+        reads(p, Health::Progressing, Some("health-deployments/web: not observed by its controller yet"))
     })
     .await;
     assert_eq!(condition(&parent, "Applied").unwrap().0, "True");
@@ -136,7 +136,7 @@ async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows()
         (
             "False".into(),
             "ChildrenNotHealthy".into(),
-            "cluster-a: Progressing: 0/1 children healthy (health-deployments/web: no status yet)"
+            "cluster-a: Progressing: 0/1 children healthy (health-deployments/web: not observed by its controller yet)"
                 .into()
         )
     );

@@ -21,10 +21,11 @@ pub(crate) fn builtin_rule(group: &str, kind: &str) -> HealthRule {
     }
 }
 
-/// Not judged yet: the controller has not seen the latest spec.
+/// Not judged yet: the kind's controller has not seen the latest spec, or not written a status at all (the
+/// API server itself may write an empty one).
 fn unobserved(child: &Projection) -> Option<Assessment> {
-    if child.status.is_null() {
-        return Some(Assessment::progressing("no status yet"));
+    if child.observed_generation().is_none() {
+        return Some(Assessment::progressing("not observed by its controller yet"));
     }
     (!child.generation_observed()).then(|| {
         Assessment::progressing(format!(

@@ -137,7 +137,7 @@ pub async fn reconcile_workload(
         }
         let deployment = Deployment {
             metadata: meta(name, &namespace),
-            spec: Some(DeploymentSpec {
+            spec: DeploymentSpec {
                 replicas: Some(3),
                 selector: LabelSelector {
                     match_labels: Some([("app".to_owned(), name.clone())].into()),
@@ -145,7 +145,7 @@ pub async fn reconcile_workload(
                 },
                 template,
                 ..DeploymentSpec::default()
-            }),
+            },
             ..Deployment::default()
         };
         cx.child(CLUSTER_A, deployment)?;

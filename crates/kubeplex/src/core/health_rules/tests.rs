@@ -35,7 +35,8 @@ fn deployment() {
     table(
         super::deployment,
         &[
-            ("no status", child(1, spec.clone(), json!(null)), Progressing, "no status yet"),
+            ("no status", child(1, spec.clone(), json!(null)), Progressing, "not observed by its controller yet"),
+            ("an empty status, as the API server writes one", child(1, spec.clone(), json!({})), Progressing, "not observed by its controller yet"),
             (
                 "an older generation observed",
                 child(2, spec.clone(), json!({ "observedGeneration": 1 })),
@@ -103,7 +104,7 @@ fn stateful_set_daemon_set_and_replica_set() {
     table(
         super::stateful_set,
         &[
-            ("no status", child(1, spec.clone(), json!(null)), Progressing, "no status yet"),
+            ("no status", child(1, spec.clone(), json!(null)), Progressing, "not observed by its controller yet"),
             ("not ready", child(1, spec.clone(), json!({ "observedGeneration": 1, "readyReplicas": 1, "updatedReplicas": 2 })), Progressing, "1/2 replicas ready"),
             ("not updated", child(1, spec.clone(), json!({ "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 1 })), Progressing, "1/2 replicas updated"),
             ("ready", child(1, spec.clone(), json!({ "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 2 })), Healthy, "2/2 replicas ready"),
