@@ -315,7 +315,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
             .unwrap_or(false);
         let health = (owns.options.health)
             .as_ref()
-            .and_then(|rule| check::check_health(rule, errors));
+            .and_then(|rule| check::check_health(&rule.0, errors));
         children.push(ChildModel {
             kind: owns.kind,
             contexts,
