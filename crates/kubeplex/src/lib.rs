@@ -99,9 +99,11 @@ pub use crate::core::Action;
 pub use crate::core::Grant;
 pub use crate::core::{ApiScope, PrimaryResource};
 pub use crate::core::{
+    Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
+};
+pub use crate::core::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
-pub use crate::core::{Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS};
 pub use crate::core::{ClusterHealth, ClusterState, ClusterStatus, Condition, FleetStatus};
 pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
 pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};

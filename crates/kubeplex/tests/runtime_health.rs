@@ -58,7 +58,14 @@ fn condition(parent: &Workload, type_: &str) -> Option<(String, String, String)>
 
 /// The parent's children's health in cluster-a, as its status says.
 fn health(parent: &Workload) -> Option<&ClusterHealth> {
-    parent.status.as_ref()?.fleet.clusters.get("cluster-a")?.health.as_ref()
+    parent
+        .status
+        .as_ref()?
+        .fleet
+        .clusters
+        .get("cluster-a")?
+        .health
+        .as_ref()
 }
 
 /// Polls the parent until `done` holds; fails the test with its last status after [`WAIT`].
@@ -102,7 +109,10 @@ where
     .await;
     let generation = child.meta().generation;
     let mut status = status;
-    if status.get("observedGeneration").is_some_and(serde_json::Value::is_null) {
+    if status
+        .get("observedGeneration")
+        .is_some_and(serde_json::Value::is_null)
+    {
         status["observedGeneration"] = generation.into();
     }
     let patch = serde_json::json!({ "status": status });
@@ -127,7 +137,11 @@ async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows()
     };
     create_workload(env, ns, "shop", spec).await;
     let parent = wait_workload(env, ns, "shop", "applied, no status yet", |p| {
-        reads(p, Health::Progressing, Some("health-deployments/web: not observed by its controller yet"))
+        reads(
+            p,
+            Health::Progressing,
+            Some("health-deployments/web: not observed by its controller yet"),
+        )
     })
     .await;
     assert_eq!(condition(&parent, "Applied").unwrap().0, "True");
@@ -142,10 +156,15 @@ async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows()
     );
 
     // The Deployment controller's part: observed, every replica updated, none available yet.
-    let rolling = serde_json::json!({ "observedGeneration": null, "replicas": 3, "updatedReplicas": 3 });
+    let rolling =
+        serde_json::json!({ "observedGeneration": null, "replicas": 3, "updatedReplicas": 3 });
     play::<Deployment>(env, ns, "web", rolling).await;
     wait_workload(env, ns, "shop", "0/3 available", |p| {
-        reads(p, Health::Progressing, Some("health-deployments/web: 0/3 replicas available"))
+        reads(
+            p,
+            Health::Progressing,
+            Some("health-deployments/web: 0/3 replicas available"),
+        )
     })
     .await;
 
@@ -172,7 +191,11 @@ async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows()
             Health::Healthy,
             "3/3 replicas available".to_owned(),
         )];
-        if seen == healthy { Ok(()) } else { Err(format!("{seen:?}")) }
+        if seen == healthy {
+            Ok(())
+        } else {
+            Err(format!("{seen:?}"))
+        }
     })
     .await;
 
@@ -188,14 +211,24 @@ async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows()
     })
     .await;
     let (status, reason, _) = condition(&parent, "Ready").unwrap();
-    assert_eq!((status.as_str(), reason.as_str()), ("False", "ChildrenDegraded"));
-    assert_eq!(condition(&parent, "Applied").unwrap().0, "True", "still applied");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ChildrenDegraded")
+    );
+    assert_eq!(
+        condition(&parent, "Applied").unwrap().0,
+        "True",
+        "still applied"
+    );
 
     // Told once as an Event on the parent, naming the cluster and the child.
     let events: Api<Event> = Api::namespaced(env.client("control").await.unwrap(), ns);
     let note = eventually("a ChildDegraded event", polling(), async || {
         let list = events.list(&ListParams::default()).await.unwrap();
-        let found = list.items.into_iter().find(|e| e.reason.as_deref() == Some("ChildDegraded"));
+        let found = list
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("ChildDegraded"));
         found.and_then(|e| e.note)
     })
     .await;
@@ -222,7 +255,11 @@ async fn a_failed_job_is_degraded_with_its_reason() {
     };
     create_workload(env, ns, "db", spec).await;
     wait_workload(env, ns, "db", "running", |p| {
-        reads(p, Health::Progressing, Some("health-jobs/migrate: running: 0 active, 0 succeeded"))
+        reads(
+            p,
+            Health::Progressing,
+            Some("health-jobs/migrate: running: 0 active, 0 succeeded"),
+        )
     })
     .await;
     // As the Job controller writes a failure: FailureTarget first, then Failed.
@@ -231,7 +268,10 @@ async fn a_failed_job_is_degraded_with_its_reason() {
         serde_json::json!({ "status": "True", "reason": reason, "message": message,
                             "lastProbeTime": now, "lastTransitionTime": now })
     };
-    let mut target = failed("BackoffLimitExceeded", "Job has reached the specified backoff limit");
+    let mut target = failed(
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    );
     target["type"] = "FailureTarget".into();
     let mut done = target.clone();
     done["type"] = "Failed".into();
@@ -269,16 +309,18 @@ async fn a_custom_kind_is_judged_by_kstatus() {
         condition(p, "Ready").is_some_and(|c| c.0 == "True")
     })
     .await;
-    let condition_of = |type_: &str, status: &str, message: &str| {
-        serde_json::json!({ "type": type_, "status": status, "reason": "Test", "message": message })
-    };
+    let condition_of = |type_: &str, status: &str, message: &str| serde_json::json!({ "type": type_, "status": status, "reason": "Test", "message": message });
     let waiting = serde_json::json!({
         "observedGeneration": null,
         "conditions": [condition_of("Ready", "False", "waiting for the gears")],
     });
     play::<Widget>(env, ns, "gear", waiting).await;
     wait_workload(env, ns, "factory", "not ready", |p| {
-        reads(p, Health::Progressing, Some("health-widgets/gear: not ready: waiting for the gears"))
+        reads(
+            p,
+            Health::Progressing,
+            Some("health-widgets/gear: not ready: waiting for the gears"),
+        )
     })
     .await;
     let stalled = serde_json::json!({
@@ -287,7 +329,11 @@ async fn a_custom_kind_is_judged_by_kstatus() {
     });
     play::<Widget>(env, ns, "gear", stalled).await;
     wait_workload(env, ns, "factory", "stalled", |p| {
-        reads(p, Health::Degraded, Some("health-widgets/gear: stalled: out of gears"))
+        reads(
+            p,
+            Health::Degraded,
+            Some("health-widgets/gear: stalled: out of gears"),
+        )
     })
     .await;
     let ready = serde_json::json!({
@@ -295,7 +341,10 @@ async fn a_custom_kind_is_judged_by_kstatus() {
         "conditions": [condition_of("Ready", "True", ""), condition_of("Stalled", "False", "")],
     });
     play::<Widget>(env, ns, "gear", ready).await;
-    wait_workload(env, ns, "factory", "ready", |p| reads(p, Health::Healthy, None)).await;
+    wait_workload(env, ns, "factory", "ready", |p| {
+        reads(p, Health::Healthy, None)
+    })
+    .await;
     support::stop(running).await;
 }
 
@@ -315,23 +364,39 @@ async fn a_user_rule_judges_its_kind() {
     };
     create_workload(env, ns, "app", spec).await;
     wait_workload(env, ns, "app", "waiting for the label", |p| {
-        reads(p, Health::Progressing, Some("health-configs/settings: waiting for the ready label"))
+        reads(
+            p,
+            Health::Progressing,
+            Some("health-configs/settings: waiting for the ready label"),
+        )
     })
     .await;
     let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-a").await.unwrap(), ns);
     let label = |value: &str| serde_json::json!({ "metadata": { "labels": { "ready": value } } });
-    api.patch("settings", &PatchParams::default(), &Patch::Merge(&label("yes")))
-        .await
-        .unwrap();
+    api.patch(
+        "settings",
+        &PatchParams::default(),
+        &Patch::Merge(&label("yes")),
+    )
+    .await
+    .unwrap();
     wait_workload(env, ns, "app", "labelled ready", |p| {
         reads(p, Health::Healthy, None) && condition(p, "Ready").is_some_and(|c| c.0 == "True")
     })
     .await;
-    api.patch("settings", &PatchParams::default(), &Patch::Merge(&label("no")))
-        .await
-        .unwrap();
+    api.patch(
+        "settings",
+        &PatchParams::default(),
+        &Patch::Merge(&label("no")),
+    )
+    .await
+    .unwrap();
     wait_workload(env, ns, "app", "labelled not ready", |p| {
-        reads(p, Health::Degraded, Some("health-configs/settings: labelled ready=no"))
+        reads(
+            p,
+            Health::Degraded,
+            Some("health-configs/settings: labelled ready=no"),
+        )
     })
     .await;
     support::stop(running).await;
@@ -366,22 +431,34 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
     });
     play::<Deployment>(&env, ns, "web", degraded).await;
     wait_workload(&env, ns, "far", "degraded", |p| {
-        reads(p, Health::Degraded, Some("health-unreachable/web: 0/3 replicas available: none available"))
+        reads(
+            p,
+            Health::Degraded,
+            Some("health-unreachable/web: 0/3 replicas available: none available"),
+        )
     })
     .await;
 
     env.stop("cluster-a").unwrap();
     // A change of the parent reconciles it while cluster-a cannot be reached.
     let api: Api<Workload> = Api::namespaced(env.client("control").await.unwrap(), ns);
-    let nudge = serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/nudge": "1" } } });
+    let nudge =
+        serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/nudge": "1" } } });
     api.patch("far", &PatchParams::default(), &Patch::Merge(&nudge))
         .await
         .unwrap();
     let parent = wait_workload(&env, ns, "far", "unknown", |p| {
-        reads(p, Health::Unknown, Some("health-unreachable/web: the cluster is unreachable"))
+        reads(
+            p,
+            Health::Unknown,
+            Some("health-unreachable/web: the cluster is unreachable"),
+        )
     })
     .await;
     let (status, reason, _) = condition(&parent, "Ready").unwrap();
-    assert_eq!((status.as_str(), reason.as_str()), ("False", "ClustersNotReady"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ClustersNotReady")
+    );
     support::stop(running).await;
 }

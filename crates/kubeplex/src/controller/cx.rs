@@ -55,7 +55,11 @@ impl<C: Context> Cx<C> {
     }
 
     /// Reads the children of the parent with `parent_uid` from `caches` (see [`Cx::children`]).
-    pub(crate) fn with_children(mut self, caches: Arc<dyn ChildCaches>, parent_uid: String) -> Self {
+    pub(crate) fn with_children(
+        mut self,
+        caches: Arc<dyn ChildCaches>,
+        parent_uid: String,
+    ) -> Self {
         self.children = Some((caches, parent_uid));
         self
     }

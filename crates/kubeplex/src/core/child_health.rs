@@ -346,7 +346,6 @@ pub(crate) fn worst(children: &[ChildHealth]) -> Option<&ChildHealth> {
         .max_by_key(|child| child.health.severity())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

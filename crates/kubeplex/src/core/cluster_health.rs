@@ -37,7 +37,10 @@ pub struct ClusterHealth {
     pub worst: Option<String>,
 }
 
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if")]
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if"
+)]
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

@@ -25,7 +25,9 @@ pub(crate) fn builtin_rule(group: &str, kind: &str) -> HealthRule {
 /// API server itself may write an empty one).
 fn unobserved(child: &Projection) -> Option<Assessment> {
     if child.observed_generation().is_none() {
-        return Some(Assessment::progressing("not observed by its controller yet"));
+        return Some(Assessment::progressing(
+            "not observed by its controller yet",
+        ));
     }
     (!child.generation_observed()).then(|| {
         Assessment::progressing(format!(
@@ -54,12 +56,24 @@ pub(crate) fn deployment(child: &Projection) -> Assessment {
     if let Some(progressing) = child.condition("Progressing")
         && progressing.reason == "ProgressDeadlineExceeded"
     {
-        return Assessment::degraded(format!("progress deadline exceeded: {}", progressing.message));
+        return Assessment::degraded(format!(
+            "progress deadline exceeded: {}",
+            progressing.message
+        ));
     }
     let wanted = wanted_replicas(child);
-    let (updated, available) = (count(child, "updatedReplicas"), count(child, "availableReplicas"));
-    if child.spec_field("paused").and_then(serde_json::Value::as_bool) == Some(true) {
-        return Assessment::progressing(format!("rollout paused, {available}/{wanted} replicas available"));
+    let (updated, available) = (
+        count(child, "updatedReplicas"),
+        count(child, "availableReplicas"),
+    );
+    if child
+        .spec_field("paused")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+    {
+        return Assessment::progressing(format!(
+            "rollout paused, {available}/{wanted} replicas available"
+        ));
     }
     if updated < wanted {
         return Assessment::progressing(format!("{updated}/{wanted} replicas updated"));
@@ -87,7 +101,10 @@ pub(crate) fn stateful_set(child: &Projection) -> Assessment {
         return not_yet;
     }
     let wanted = wanted_replicas(child);
-    let (updated, ready) = (count(child, "updatedReplicas"), count(child, "readyReplicas"));
+    let (updated, ready) = (
+        count(child, "updatedReplicas"),
+        count(child, "readyReplicas"),
+    );
     if ready < wanted {
         return Assessment::progressing(format!("{ready}/{wanted} replicas ready"));
     }
@@ -139,7 +156,11 @@ pub(crate) fn job(child: &Projection) -> Assessment {
     if let Some(failed) = child.condition("Failed")
         && failed.is_true()
     {
-        let reason = if failed.message.is_empty() { failed.reason } else { failed.message };
+        let reason = if failed.message.is_empty() {
+            failed.reason
+        } else {
+            failed.message
+        };
         return Assessment::degraded(format!("failed: {reason}"));
     }
     if child.condition("Complete").is_some_and(|c| c.is_true()) {
@@ -192,12 +213,13 @@ pub(crate) fn kstatus(child: &Projection) -> Assessment {
             child.observed_generation().unwrap_or_default()
         ));
     }
-    let said = |c: super::child_health::ConditionView<'_>| {
-        match (c.reason.is_empty(), c.message.is_empty()) {
-            (_, false) => c.message.to_owned(),
-            (false, true) => c.reason.to_owned(),
-            (true, true) => String::new(),
-        }
+    let said = |c: super::child_health::ConditionView<'_>| match (
+        c.reason.is_empty(),
+        c.message.is_empty(),
+    ) {
+        (_, false) => c.message.to_owned(),
+        (false, true) => c.reason.to_owned(),
+        (true, true) => String::new(),
     };
     if let Some(stalled) = child.condition("Stalled")
         && stalled.is_true()

@@ -20,7 +20,8 @@ pub(super) fn declared(desired: &DesiredChildren) -> BTreeMap<String, Vec<Declar
     (desired.iter())
         .map(|(context, children)| {
             let children = children.iter();
-            let declared = children.map(|c| (c.resource.clone(), c.namespace.clone(), c.name.clone()));
+            let declared =
+                children.map(|c| (c.resource.clone(), c.namespace.clone(), c.name.clone()));
             (context.clone(), declared.collect())
         })
         .collect()
@@ -42,7 +43,10 @@ fn judge(watches: &[ChildWatch], (resource, namespace, name): &Declared) -> Chil
         .filter(|w| &w.resource == resource)
         .map(|w| &w.cache)
         .collect();
-    if let Some(found) = caches.iter().find_map(|c| c.health(namespace.as_deref(), name)) {
+    if let Some(found) = caches
+        .iter()
+        .find_map(|c| c.health(namespace.as_deref(), name))
+    {
         return found;
     }
     if caches.is_empty() || caches.iter().any(|c| !c.has_listed()) {

@@ -8,8 +8,8 @@ use tracing::Instrument;
 
 use super::child_changes::ChildChanges;
 use super::children::{self, Parentage};
-use super::engine::{Engine, Primary, ReconcileKey};
 use super::children_health::declared;
+use super::engine::{Engine, Primary, ReconcileKey};
 use super::events::{Note, context_notes, health_notes};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
@@ -150,7 +150,8 @@ impl<R: Reconcile> Engine<R> {
                     let mut so_far = so_far;
                     children::carry_kept(before, object.meta().generation, &mut so_far);
                     let health = self.children_health(declared, &so_far);
-                    self.write_status(object, context, before, &so_far, &health).await
+                    self.write_status(object, context, before, &so_far, &health)
+                        .await
                 }
             },
         ))

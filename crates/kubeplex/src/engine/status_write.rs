@@ -141,7 +141,13 @@ mod tests {
     ) {
         let previous = engine.previous_status(object);
         engine
-            .write_status(object, &CONTROL_TARGET, &previous, outcomes, &BTreeMap::new())
+            .write_status(
+                object,
+                &CONTROL_TARGET,
+                &previous,
+                outcomes,
+                &BTreeMap::new(),
+            )
             .await;
     }
 
@@ -227,7 +233,10 @@ mod tests {
             "NotTargeted"
         );
         let types = &body["status"]["conditions"];
-        assert_eq!((&types[0]["type"], &types[1]["type"]), (&"Applied".into(), &"Ready".into()));
+        assert_eq!(
+            (&types[0]["type"], &types[1]["type"]),
+            (&"Applied".into(), &"Ready".into())
+        );
         assert_eq!(types[0]["status"], "True", "NotTargeted is settled");
         assert_eq!(types[1]["status"], "True", "no child to be healthy");
     }

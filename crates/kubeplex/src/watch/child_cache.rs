@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use kube::api::ObjectMeta;
 use kube::Client;
+use kube::api::ObjectMeta;
 
 use super::projected::Projected;
 use super::trigger::{ChildChange, ChildChangeFilter};

@@ -142,8 +142,14 @@ mod tests {
         let projected: Projected<Deployment> = serde_json::from_value(json).unwrap();
         assert_eq!(projected.meta().name.as_deref(), Some("web"));
         assert_eq!(projected.meta().managed_fields, None);
-        assert_eq!(projected.projection.spec, serde_json::json!({ "replicas": 3 }));
-        assert_eq!(projected.projection.status_i64("availableReplicas"), Some(3));
+        assert_eq!(
+            projected.projection.spec,
+            serde_json::json!({ "replicas": 3 })
+        );
+        assert_eq!(
+            projected.projection.status_i64("availableReplicas"),
+            Some(3)
+        );
         assert_eq!(Projected::<Deployment>::plural(&()), "deployments");
         assert_ne!(
             std::any::TypeId::of::<Projected<Deployment>>(),

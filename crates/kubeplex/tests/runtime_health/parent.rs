@@ -128,7 +128,9 @@ pub async fn reconcile_workload(
 ) -> Result<Action, kubeplex::Error> {
     let namespace = parent.namespace().unwrap_or_default();
     let seen = cx.children::<Deployment>(CLUSTER_A);
-    let seen = seen.into_iter().map(|c| (c.full_name(), c.health, c.reason));
+    let seen = seen
+        .into_iter()
+        .map(|c| (c.full_name(), c.health, c.reason));
     SEEN_BY_CX.lock().insert(parent.name_any(), seen.collect());
     for name in &parent.spec.deployments {
         let mut template = pod(name);
@@ -189,9 +191,21 @@ macro_rules! workload_controller {
                 Plan::new($controller)
                     .contexts([CONTROL])
                     .namespaces([$namespace])
-                    .owns(Child::of::<Deployment>().contexts([CLUSTER_A]).namespaces(child_namespace))
-                    .owns(Child::of::<Job>().contexts([CLUSTER_A]).namespaces(child_namespace))
-                    .owns(Child::of::<Widget>().contexts([CLUSTER_A]).namespaces(child_namespace))
+                    .owns(
+                        Child::of::<Deployment>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
+                    .owns(
+                        Child::of::<Job>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
+                    .owns(
+                        Child::of::<Widget>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
                     .owns(
                         Child::of::<ConfigMap>()
                             .contexts([CLUSTER_A])

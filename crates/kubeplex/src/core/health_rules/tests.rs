@@ -35,8 +35,18 @@ fn deployment() {
     table(
         super::deployment,
         &[
-            ("no status", child(1, spec.clone(), json!(null)), Progressing, "not observed by its controller yet"),
-            ("an empty status, as the API server writes one", child(1, spec.clone(), json!({})), Progressing, "not observed by its controller yet"),
+            (
+                "no status",
+                child(1, spec.clone(), json!(null)),
+                Progressing,
+                "not observed by its controller yet",
+            ),
+            (
+                "an empty status, as the API server writes one",
+                child(1, spec.clone(), json!({})),
+                Progressing,
+                "not observed by its controller yet",
+            ),
             (
                 "an older generation observed",
                 child(2, spec.clone(), json!({ "observedGeneration": 1 })),
@@ -45,51 +55,83 @@ fn deployment() {
             ),
             (
                 "updating",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 1 })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 1 }),
+                ),
                 Progressing,
                 "1/3 replicas updated",
             ),
             (
                 "old replicas left",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "replicas": 4, "updatedReplicas": 3 })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 4, "updatedReplicas": 3 }),
+                ),
                 Progressing,
                 "1 old replicas pending termination",
             ),
             (
                 "not available yet",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3 })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3 }),
+                ),
                 Progressing,
                 "0/3 replicas available",
             ),
             (
                 "available",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3 })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3 }),
+                ),
                 Healthy,
                 "3/3 replicas available",
             ),
             (
                 "unavailable after the rollout",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 1,
-                    "conditions": [condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")] })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 1,
+                    "conditions": [condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")] }),
+                ),
                 Degraded,
                 "1/3 replicas available: Deployment does not have minimum availability.",
             ),
             (
                 "past its deadline",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
-                    "conditions": [condition("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"web-1\" has timed out progressing.")] })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 1,
+                    "conditions": [condition("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"web-1\" has timed out progressing.")] }),
+                ),
                 Degraded,
                 "progress deadline exceeded: ReplicaSet \"web-1\" has timed out progressing.",
             ),
             (
                 "replicas unset means one",
-                child(1, json!({}), json!({ "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1 })),
+                child(
+                    1,
+                    json!({}),
+                    json!({ "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1 }),
+                ),
                 Healthy,
                 "1/1 replicas available",
             ),
             (
                 "paused",
-                child(1, json!({ "replicas": 3, "paused": true }), json!({ "observedGeneration": 1 })),
+                child(
+                    1,
+                    json!({ "replicas": 3, "paused": true }),
+                    json!({ "observedGeneration": 1 }),
+                ),
                 Progressing,
                 "rollout paused, 0/3 replicas available",
             ),
@@ -104,29 +146,115 @@ fn stateful_set_daemon_set_and_replica_set() {
     table(
         super::stateful_set,
         &[
-            ("no status", child(1, spec.clone(), json!(null)), Progressing, "not observed by its controller yet"),
-            ("not ready", child(1, spec.clone(), json!({ "observedGeneration": 1, "readyReplicas": 1, "updatedReplicas": 2 })), Progressing, "1/2 replicas ready"),
-            ("not updated", child(1, spec.clone(), json!({ "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 1 })), Progressing, "1/2 replicas updated"),
-            ("ready", child(1, spec.clone(), json!({ "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 2 })), Healthy, "2/2 replicas ready"),
+            (
+                "no status",
+                child(1, spec.clone(), json!(null)),
+                Progressing,
+                "not observed by its controller yet",
+            ),
+            (
+                "not ready",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "readyReplicas": 1, "updatedReplicas": 2 }),
+                ),
+                Progressing,
+                "1/2 replicas ready",
+            ),
+            (
+                "not updated",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 1 }),
+                ),
+                Progressing,
+                "1/2 replicas updated",
+            ),
+            (
+                "ready",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 2 }),
+                ),
+                Healthy,
+                "2/2 replicas ready",
+            ),
         ],
     );
     table(
         super::daemon_set,
         &[
-            ("not updated", child(1, json!({}), json!({ "observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 2, "numberAvailable": 3 })), Progressing, "2/3 pods updated"),
-            ("not available", child(1, json!({}), json!({ "observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 1 })), Progressing, "1/3 pods available"),
-            ("available", child(1, json!({}), json!({ "observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 3 })), Healthy, "3/3 pods available"),
-            ("an older generation", child(4, json!({}), json!({ "observedGeneration": 3 })), Progressing, "generation 4 not observed yet (observed 3)"),
+            (
+                "not updated",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 2, "numberAvailable": 3 }),
+                ),
+                Progressing,
+                "2/3 pods updated",
+            ),
+            (
+                "not available",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 1 }),
+                ),
+                Progressing,
+                "1/3 pods available",
+            ),
+            (
+                "available",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 3 }),
+                ),
+                Healthy,
+                "3/3 pods available",
+            ),
+            (
+                "an older generation",
+                child(4, json!({}), json!({ "observedGeneration": 3 })),
+                Progressing,
+                "generation 4 not observed yet (observed 3)",
+            ),
         ],
     );
     table(
         super::replica_set,
         &[
-            ("not available", child(1, spec.clone(), json!({ "observedGeneration": 1, "availableReplicas": 1 })), Progressing, "1/2 replicas available"),
-            ("available", child(1, spec.clone(), json!({ "observedGeneration": 1, "availableReplicas": 2 })), Healthy, "2/2 replicas available"),
+            (
+                "not available",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "availableReplicas": 1 }),
+                ),
+                Progressing,
+                "1/2 replicas available",
+            ),
+            (
+                "available",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "availableReplicas": 2 }),
+                ),
+                Healthy,
+                "2/2 replicas available",
+            ),
             (
                 "failing",
-                child(1, spec.clone(), json!({ "observedGeneration": 1, "conditions": [condition("ReplicaFailure", "True", "FailedCreate", "quota exceeded")] })),
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "conditions": [condition("ReplicaFailure", "True", "FailedCreate", "quota exceeded")] }),
+                ),
                 Degraded,
                 "FailedCreate: quota exceeded",
             ),
@@ -140,34 +268,118 @@ fn job_claim_and_service() {
     table(
         super::job,
         &[
-            ("running", child(1, json!({}), json!({ "active": 1 })), Progressing, "running: 1 active, 0 succeeded"),
-            ("no status", child(1, json!({}), json!(null)), Progressing, "running: 0 active, 0 succeeded"),
-            ("complete", child(1, json!({}), json!({ "succeeded": 1, "conditions": [condition("Complete", "True", "", "")] })), Healthy, "complete, 1 succeeded"),
+            (
+                "running",
+                child(1, json!({}), json!({ "active": 1 })),
+                Progressing,
+                "running: 1 active, 0 succeeded",
+            ),
+            (
+                "no status",
+                child(1, json!({}), json!(null)),
+                Progressing,
+                "running: 0 active, 0 succeeded",
+            ),
+            (
+                "complete",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "succeeded": 1, "conditions": [condition("Complete", "True", "", "")] }),
+                ),
+                Healthy,
+                "complete, 1 succeeded",
+            ),
             (
                 "failed",
-                child(1, json!({}), json!({ "failed": 6, "conditions": [condition("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")] })),
+                child(
+                    1,
+                    json!({}),
+                    json!({ "failed": 6, "conditions": [condition("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")] }),
+                ),
                 Degraded,
                 "failed: Job has reached the specified backoff limit",
             ),
-            ("failed without a message", child(1, json!({}), json!({ "conditions": [condition("Failed", "True", "DeadlineExceeded", "")] })), Degraded, "failed: DeadlineExceeded"),
-            ("suspended", child(1, json!({}), json!({ "conditions": [condition("Suspended", "True", "JobSuspended", "")] })), Progressing, "suspended"),
+            (
+                "failed without a message",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "conditions": [condition("Failed", "True", "DeadlineExceeded", "")] }),
+                ),
+                Degraded,
+                "failed: DeadlineExceeded",
+            ),
+            (
+                "suspended",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "conditions": [condition("Suspended", "True", "JobSuspended", "")] }),
+                ),
+                Progressing,
+                "suspended",
+            ),
         ],
     );
     table(
         super::persistent_volume_claim,
         &[
-            ("bound", child(1, json!({}), json!({ "phase": "Bound" })), Healthy, "bound"),
-            ("pending", child(1, json!({}), json!({ "phase": "Pending" })), Progressing, "Pending: not bound yet"),
-            ("lost", child(1, json!({}), json!({ "phase": "Lost" })), Degraded, "claim lost: its volume is gone"),
-            ("no status", child(1, json!({}), json!(null)), Progressing, "not bound yet"),
+            (
+                "bound",
+                child(1, json!({}), json!({ "phase": "Bound" })),
+                Healthy,
+                "bound",
+            ),
+            (
+                "pending",
+                child(1, json!({}), json!({ "phase": "Pending" })),
+                Progressing,
+                "Pending: not bound yet",
+            ),
+            (
+                "lost",
+                child(1, json!({}), json!({ "phase": "Lost" })),
+                Degraded,
+                "claim lost: its volume is gone",
+            ),
+            (
+                "no status",
+                child(1, json!({}), json!(null)),
+                Progressing,
+                "not bound yet",
+            ),
         ],
     );
     table(
         super::service,
         &[
-            ("cluster IP", child(1, json!({ "type": "ClusterIP" }), json!({})), Healthy, "service"),
-            ("load balancer waiting", child(1, json!({ "type": "LoadBalancer" }), json!({ "loadBalancer": {} })), Progressing, "waiting for a load balancer ingress"),
-            ("load balancer", child(1, json!({ "type": "LoadBalancer" }), json!({ "loadBalancer": { "ingress": [{ "ip": "10.0.0.1" }] } })), Healthy, "load balancer ingress assigned"),
+            (
+                "cluster IP",
+                child(1, json!({ "type": "ClusterIP" }), json!({})),
+                Healthy,
+                "service",
+            ),
+            (
+                "load balancer waiting",
+                child(
+                    1,
+                    json!({ "type": "LoadBalancer" }),
+                    json!({ "loadBalancer": {} }),
+                ),
+                Progressing,
+                "waiting for a load balancer ingress",
+            ),
+            (
+                "load balancer",
+                child(
+                    1,
+                    json!({ "type": "LoadBalancer" }),
+                    json!({ "loadBalancer": { "ingress": [{ "ip": "10.0.0.1" }] } }),
+                ),
+                Healthy,
+                "load balancer ingress assigned",
+            ),
         ],
     );
 }
@@ -178,14 +390,55 @@ fn kstatus() {
     table(
         super::kstatus,
         &[
-            ("no status: current", child(1, json!({}), json!(null)), Healthy, "current"),
-            ("an older generation", child(2, json!({}), json!({ "observedGeneration": 1 })), Progressing, "generation 2 not observed yet (observed 1)"),
-            ("ready", child(2, json!({}), json!({ "observedGeneration": 2, "conditions": [condition("Ready", "True", "Done", "")] })), Healthy, "ready"),
-            ("not ready", child(2, json!({}), json!({ "conditions": [condition("Ready", "False", "Waiting", "waiting for the database")] })), Progressing, "not ready: waiting for the database"),
-            ("reconciling", child(2, json!({}), json!({ "conditions": [condition("Reconciling", "True", "Progressing", "")] })), Progressing, "reconciling: Progressing"),
+            (
+                "no status: current",
+                child(1, json!({}), json!(null)),
+                Healthy,
+                "current",
+            ),
+            (
+                "an older generation",
+                child(2, json!({}), json!({ "observedGeneration": 1 })),
+                Progressing,
+                "generation 2 not observed yet (observed 1)",
+            ),
+            (
+                "ready",
+                child(
+                    2,
+                    json!({}),
+                    json!({ "observedGeneration": 2, "conditions": [condition("Ready", "True", "Done", "")] }),
+                ),
+                Healthy,
+                "ready",
+            ),
+            (
+                "not ready",
+                child(
+                    2,
+                    json!({}),
+                    json!({ "conditions": [condition("Ready", "False", "Waiting", "waiting for the database")] }),
+                ),
+                Progressing,
+                "not ready: waiting for the database",
+            ),
+            (
+                "reconciling",
+                child(
+                    2,
+                    json!({}),
+                    json!({ "conditions": [condition("Reconciling", "True", "Progressing", "")] }),
+                ),
+                Progressing,
+                "reconciling: Progressing",
+            ),
             (
                 "stalled",
-                child(2, json!({}), json!({ "conditions": [condition("Ready", "False", "", ""), condition("Stalled", "True", "Failed", "image not found")] })),
+                child(
+                    2,
+                    json!({}),
+                    json!({ "conditions": [condition("Ready", "False", "", ""), condition("Stalled", "True", "Failed", "image not found")] }),
+                ),
                 Degraded,
                 "stalled: image not found",
             ),
@@ -195,10 +448,27 @@ fn kstatus() {
 
 #[test]
 fn each_well_known_kind_has_its_rule_and_others_kstatus() {
-    let stalled = child(1, json!({}), json!({ "conditions": [condition("Stalled", "True", "X", "")] }));
-    assert_eq!(builtin_rule("example.com", "Database")(&stalled).health, Health::Degraded);
-    assert_eq!(builtin_rule("", "ConfigMap")(&child(1, json!({}), json!(null))).health, Health::Healthy);
-    assert_eq!(builtin_rule("apps", "Deployment")(&stalled).health, Health::Progressing, "the Deployment rule reads no Stalled");
+    let stalled = child(
+        1,
+        json!({}),
+        json!({ "conditions": [condition("Stalled", "True", "X", "")] }),
+    );
+    assert_eq!(
+        builtin_rule("example.com", "Database")(&stalled).health,
+        Health::Degraded
+    );
+    assert_eq!(
+        builtin_rule("", "ConfigMap")(&child(1, json!({}), json!(null))).health,
+        Health::Healthy
+    );
+    assert_eq!(
+        builtin_rule("apps", "Deployment")(&stalled).health,
+        Health::Progressing,
+        "the Deployment rule reads no Stalled"
+    );
     let bound = child(1, json!({}), json!({ "phase": "Bound" }));
-    assert_eq!(builtin_rule("", "PersistentVolumeClaim")(&bound).reason, "bound");
+    assert_eq!(
+        builtin_rule("", "PersistentVolumeClaim")(&bound).reason,
+        "bound"
+    );
 }

@@ -30,7 +30,13 @@ fn transition_times_move_only_when_the_state_changes() {
         ("cluster-a", ClusterState::Ready, None),
         ("cluster-b", ClusterState::Unreachable, unreachable),
     ]);
-    let first = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes_1, &BTreeMap::new(), Some(1), &at(1));
+    let first = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &outcomes_1,
+        &BTreeMap::new(),
+        Some(1),
+        &at(1),
+    );
     assert_eq!(first.conditions[0].status, "False");
     assert_eq!(first.conditions[0].reason, "ClustersNotReady");
     assert!(
@@ -61,7 +67,13 @@ fn transition_times_move_only_when_the_state_changes() {
 #[test]
 fn a_status_read_back_equals_the_one_written() {
     let outcomes = outcomes(&[("cluster-a", ClusterState::Failed, Some("forbidden"))]);
-    let written = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, &BTreeMap::new(), Some(3), &now());
+    let written = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &outcomes,
+        &BTreeMap::new(),
+        Some(3),
+        &now(),
+    );
     let json = serde_json::to_value(&written).unwrap();
     let time = json["conditions"][0]["lastTransitionTime"]
         .as_str()
@@ -79,7 +91,13 @@ fn a_status_read_back_equals_the_one_written() {
 #[test]
 fn a_failed_reconcile_turns_ready_false_and_keeps_the_clusters() {
     let outcomes = outcomes(&[("cluster-a", ClusterState::Ready, None)]);
-    let ready = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, &BTreeMap::new(), Some(1), &at(1));
+    let ready = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &outcomes,
+        &BTreeMap::new(),
+        Some(1),
+        &at(1),
+    );
     let failed = FleetStatus::reconcile_failed(&ready, "image is empty", Some(2), &at(2));
     assert_eq!(failed.clusters, ready.clusters);
     let condition = &failed.conditions[0];
@@ -129,7 +147,10 @@ fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
         "type": "Applied", "status": "True", "reason": "AllClustersReady", "message": "",
         "lastTransitionTime": "2026-01-01T00:00:01Z",
     }] });
-    assert_eq!(FleetStatus::owned_part(Some(&applied)).conditions[0].type_, APPLIED);
+    assert_eq!(
+        FleetStatus::owned_part(Some(&applied)).conditions[0].type_,
+        APPLIED
+    );
     assert_eq!(owned.conditions[0].last_transition_time, at(1_767_225_601));
     assert_eq!(FleetStatus::owned_part(None), FleetStatus::default());
 }
@@ -176,7 +197,8 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
         ("cluster-b".to_owned(), progressing),
     ]
     .into();
-    let status = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, &health, Some(1), &at(1));
+    let status =
+        FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, &health, Some(1), &at(1));
     let said = |type_: &str| {
         let c = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
         (c.status.clone(), c.reason.clone(), c.message.clone())
@@ -198,8 +220,19 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
     .into();
     let status = FleetStatus::from_outcomes(&status, &outcomes, &all_healthy, Some(1), &at(2));
     let ready = status.conditions.iter().find(|c| c.type_ == READY).unwrap();
-    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("True", "AllChildrenHealthy"));
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "AllChildrenHealthy")
+    );
     assert_eq!(ready.last_transition_time, at(2));
-    let applied = status.conditions.iter().find(|c| c.type_ == APPLIED).unwrap();
-    assert_eq!(applied.last_transition_time, at(1), "Applied did not change");
+    let applied = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == APPLIED)
+        .unwrap();
+    assert_eq!(
+        applied.last_transition_time,
+        at(1),
+        "Applied did not change"
+    );
 }

@@ -165,7 +165,8 @@ fn a_deletion_is_told_blocked_once_and_unblocked_once() {
 /// cluster-a's health: its one child `apps/web` in `health` for `reason`.
 fn health_of(health: Health, reason: &str) -> BTreeMap<String, ClusterHealth> {
     use crate::core::{Assessment, ChildHealth};
-    let child = ChildHealth::without_projection(Some("apps"), "web", Assessment::new(health, reason));
+    let child =
+        ChildHealth::without_projection(Some("apps"), "web", Assessment::new(health, reason));
     [("cluster-a".to_owned(), ClusterHealth::of(&[child]).unwrap())].into()
 }
 
@@ -181,16 +182,25 @@ fn with_health(health: &BTreeMap<String, ClusterHealth>) -> FleetStatus {
 #[test]
 fn a_child_becoming_degraded_is_told_once_naming_cluster_and_child_and_its_recovery_once() {
     let degraded = health_of(Health::Degraded, "failed: BackoffLimitExceeded");
-    let notes = health_notes(&with_health(&health_of(Health::Progressing, "running")), &degraded);
+    let notes = health_notes(
+        &with_health(&health_of(Health::Progressing, "running")),
+        &degraded,
+    );
     assert_eq!(reasons(&notes), ["ChildDegraded"]);
     assert_eq!(
         notes[0].message,
         "cluster-a: child apps/web is Degraded: failed: BackoffLimitExceeded"
     );
     assert!(notes[0].warning);
-    assert!(health_notes(&with_health(&degraded), &degraded).is_empty(), "told once");
+    assert!(
+        health_notes(&with_health(&degraded), &degraded).is_empty(),
+        "told once"
+    );
     let unknown = health_of(Health::Unknown, "the cluster is unreachable");
-    assert!(health_notes(&with_health(&degraded), &unknown).is_empty(), "unknown is no recovery");
+    assert!(
+        health_notes(&with_health(&degraded), &unknown).is_empty(),
+        "unknown is no recovery"
+    );
     let healthy = health_of(Health::Healthy, "1/1 replicas available");
     let notes = health_notes(&with_health(&degraded), &healthy);
     assert_eq!(reasons(&notes), ["ChildRecovered"]);

@@ -152,5 +152,9 @@ async fn arrivals_within_a_delay_run_once_by_its_end_however_many_arrive() {
     sender.send_within(7, SECOND);
     sender.send_within(7, Duration::from_millis(100));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(now_or_never(queue.next()), Some(7), "a sooner arrival decides");
+    assert_eq!(
+        now_or_never(queue.next()),
+        Some(7),
+        "a sooner arrival decides"
+    );
 }
