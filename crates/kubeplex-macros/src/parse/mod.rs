@@ -13,7 +13,7 @@ mod owns;
 mod values;
 
 pub use args::{ControllerArgs, parse_args};
-pub use values::{ContextItem, ContextList, RawExpr, Str, StrList, Word};
+pub use values::{ContextItem, ContextList, Str, StrList, Word};
 
 #[cfg(test)]
 mod tests;
