@@ -1,10 +1,12 @@
 use serde_json::json;
 
+mod kstatus;
+
 use super::*;
 use crate::core::child_health::Health;
 
 /// A projection of `{metadata: {generation}, spec, status}`.
-fn child(generation: i64, spec: serde_json::Value, status: serde_json::Value) -> Projection {
+pub(super) fn child(generation: i64, spec: serde_json::Value, status: serde_json::Value) -> Projection {
     Projection::of_value(json!({
         "metadata": { "name": "web", "namespace": "a", "generation": generation },
         "spec": spec,
@@ -13,7 +15,7 @@ fn child(generation: i64, spec: serde_json::Value, status: serde_json::Value) ->
 }
 
 /// Runs `rule` over each case: (what, projection, expected health, expected reason).
-fn table(rule: HealthRule, cases: &[(&str, Projection, Health, &str)]) {
+pub(super) fn table(rule: HealthRule, cases: &[(&str, Projection, Health, &str)]) {
     for (what, projection, health, reason) in cases {
         let verdict = rule(projection);
         assert_eq!(
@@ -24,7 +26,7 @@ fn table(rule: HealthRule, cases: &[(&str, Projection, Health, &str)]) {
     }
 }
 
-fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
+pub(super) fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
     json!({ "type": type_, "status": status, "reason": reason, "message": message })
 }
 
@@ -381,94 +383,5 @@ fn job_claim_and_service() {
                 "load balancer ingress assigned",
             ),
         ],
-    );
-}
-
-#[test]
-fn kstatus() {
-    use Health::*;
-    table(
-        super::kstatus,
-        &[
-            (
-                "no status: current",
-                child(1, json!({}), json!(null)),
-                Healthy,
-                "current",
-            ),
-            (
-                "an older generation",
-                child(2, json!({}), json!({ "observedGeneration": 1 })),
-                Progressing,
-                "generation 2 not observed yet (observed 1)",
-            ),
-            (
-                "ready",
-                child(
-                    2,
-                    json!({}),
-                    json!({ "observedGeneration": 2, "conditions": [condition("Ready", "True", "Done", "")] }),
-                ),
-                Healthy,
-                "ready",
-            ),
-            (
-                "not ready",
-                child(
-                    2,
-                    json!({}),
-                    json!({ "conditions": [condition("Ready", "False", "Waiting", "waiting for the database")] }),
-                ),
-                Progressing,
-                "not ready: waiting for the database",
-            ),
-            (
-                "reconciling",
-                child(
-                    2,
-                    json!({}),
-                    json!({ "conditions": [condition("Reconciling", "True", "Progressing", "")] }),
-                ),
-                Progressing,
-                "reconciling: Progressing",
-            ),
-            (
-                "stalled",
-                child(
-                    2,
-                    json!({}),
-                    json!({ "conditions": [condition("Ready", "False", "", ""), condition("Stalled", "True", "Failed", "image not found")] }),
-                ),
-                Degraded,
-                "stalled: image not found",
-            ),
-        ],
-    );
-}
-
-#[test]
-fn each_well_known_kind_has_its_rule_and_others_kstatus() {
-    let stalled = child(
-        1,
-        json!({}),
-        json!({ "conditions": [condition("Stalled", "True", "X", "")] }),
-    );
-    assert_eq!(
-        builtin_rule("example.com", "Database")(&stalled).health,
-        Health::Degraded
-    );
-    assert_eq!(
-        builtin_rule("", "ConfigMap")(&child(1, json!({}), json!(null))).health,
-        Health::Healthy
-    );
-    assert_eq!(
-        builtin_rule("apps", "Deployment")(&stalled).health,
-        Health::Progressing,
-        "the Deployment rule reads no Stalled"
-    );
-    let bound = child(1, json!({}), json!({ "phase": "Bound" }));
-    assert_eq!(
-        builtin_rule("", "PersistentVolumeClaim")(&bound).reason,
-        "bound"
     );
 }
