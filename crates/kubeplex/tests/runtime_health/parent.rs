@@ -93,8 +93,10 @@ pub fn labelled_ready(child: &Projection) -> Assessment {
 
 /// What each reconcile of a parent read through `cx.children::<Deployment>(cluster-a)`: by parent name,
 /// (child, health, reason) of the last one.
-pub static SEEN_BY_CX: LazyLock<Mutex<BTreeMap<String, Vec<(String, Health, String)>>>> =
-    LazyLock::new(Mutex::default);
+pub static SEEN_BY_CX: LazyLock<Mutex<BTreeMap<String, Seen>>> = LazyLock::new(Mutex::default);
+
+/// The parent's children as one reconcile read them: (child, health, reason).
+pub type Seen = Vec<(String, Health, String)>;
 
 fn meta(name: &str, namespace: &str) -> ObjectMeta {
     ObjectMeta {

@@ -6,7 +6,11 @@ use super::*;
 use crate::core::child_health::Health;
 
 /// A projection of `{metadata: {generation}, spec, status}`.
-pub(super) fn child(generation: i64, spec: serde_json::Value, status: serde_json::Value) -> Projection {
+pub(super) fn child(
+    generation: i64,
+    spec: serde_json::Value,
+    status: serde_json::Value,
+) -> Projection {
     Projection::of_value(json!({
         "metadata": { "name": "web", "namespace": "a", "generation": generation },
         "spec": spec,
@@ -26,7 +30,12 @@ pub(super) fn table(rule: HealthRule, cases: &[(&str, Projection, Health, &str)]
     }
 }
 
-pub(super) fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
+pub(super) fn condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> serde_json::Value {
     json!({ "type": type_, "status": status, "reason": reason, "message": message })
 }
 
