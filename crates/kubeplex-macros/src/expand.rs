@@ -81,8 +81,9 @@ pub fn expand(model: &Model) -> TokenStream {
         });
         let keep = child.keep_on_prune.then(|| quote!(.keep_on_prune()));
         let orphan = child.orphan_on_delete.then(|| quote!(.orphan_on_delete()));
+        let health = child.health.as_ref().map(|rule| quote!(.health(#rule)));
         calls.push(quote! {
-            .owns(#krate::Child::of::<#kind>() #members #namespaces #keep #orphan #contexts)
+            .owns(#krate::Child::of::<#kind>() #members #namespaces #keep #orphan #health #contexts)
         });
     }
 

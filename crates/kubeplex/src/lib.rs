@@ -99,9 +99,12 @@ pub use crate::core::Action;
 pub use crate::core::Grant;
 pub use crate::core::{ApiScope, PrimaryResource};
 pub use crate::core::{
+    Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
+};
+pub use crate::core::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
-pub use crate::core::{ClusterState, ClusterStatus, Condition, FleetStatus};
+pub use crate::core::{ClusterHealth, ClusterState, ClusterStatus, Condition, FleetStatus};
 pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
 pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
@@ -165,7 +168,8 @@ pub use members::{AccessProviders, AccessProvidersError, ClusterProfiles};
 pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
 pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};
 pub use plan::{
-    Child, DEFAULT_ERROR_REQUEUE, Dispatch, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan,
+    Child, DEFAULT_ERROR_REQUEUE, DEFAULT_HEALTH_DEBOUNCE, Dispatch, MAX_CONTROLLER_NAME,
+    MAX_ERROR_REQUEUE, Plan,
 };
 /// The Prometheus client kubeplex registers its metrics with, for registering your own
 /// ([`Manager::register_metrics`]).

@@ -206,13 +206,13 @@ async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), De
         let ready = apps.len() == INSTANCES.len()
             && apps
                 .iter()
-                .all(|app| ready_condition(app) == "True" && everywhere(app));
+                .all(|app| applied_condition(app) == "True" && everywhere(app));
         if ready {
             return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
             return Err(format!(
-                "the AppDeployments were not Ready after {timeout:?}:\n{}",
+                "the AppDeployments were not Applied after {timeout:?}:\n{}",
                 table(clients).await?
             )
             .into());
@@ -221,7 +221,7 @@ async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), De
     }
 }
 
-fn ready_condition(app: &AppDeployment) -> String {
+fn applied_condition(app: &AppDeployment) -> String {
     let conditions = app
         .status
         .as_ref()
@@ -229,7 +229,7 @@ fn ready_condition(app: &AppDeployment) -> String {
         .unwrap_or_default();
     conditions
         .iter()
-        .find(|c| c.type_ == "Ready")
+        .find(|c| c.type_ == "Applied")
         .map_or_else(|| "-".to_owned(), |c| c.status.clone())
 }
 
@@ -279,7 +279,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
     let row = |name: &str, ready: &str, clusters: Vec<String>| {
         let clusters = clusters.iter().map(|c| format!("{c:<20}"));
         let line = format!(
-            "{name:<8} {ready:<6} {}",
+            "{name:<8} {ready:<7} {}",
             clusters.collect::<Vec<_>>().join(" ")
         );
         line.trim_end().to_owned()
@@ -290,7 +290,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         "{}",
         row(
             "NAME",
-            "READY",
+            "APPLIED",
             names.clone().map(|n| n.to_uppercase()).collect()
         )
     )?;
@@ -307,7 +307,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         writeln!(
             out,
             "{}",
-            row(&app.name_any(), &ready_condition(&app), clusters)
+            row(&app.name_any(), &applied_condition(&app), clusters)
         )?;
     }
     Ok(out)

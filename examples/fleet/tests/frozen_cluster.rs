@@ -103,7 +103,7 @@ fn ready_condition(app: &AppDeployment) -> Option<String> {
         .fleet
         .conditions
         .iter()
-        .find(|c| c.type_ == "Ready")?;
+        .find(|c| c.type_ == "Applied")?;
     Some(ready.status.clone())
 }
 

@@ -122,11 +122,11 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
             s.fleet
                 .conditions
                 .iter()
-                .find(|c| c.type_ == "Ready")
+                .find(|c| c.type_ == "Applied")
                 .cloned()
         })
     };
-    let failed = eventually("Ready=False", polling(), async || {
+    let failed = eventually("Applied=False", polling(), async || {
         let app = api.get("invalid").await.unwrap();
         match ready(&app).filter(|c| c.status == "False") {
             Some(condition) => Ok((app, condition)),
@@ -178,12 +178,12 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         app.meta().uid
     );
 
-    // Fixed: reconciled at once, Ready.
+    // Fixed: reconciled at once, Applied.
     let fixed = serde_json::json!({ "spec": { "namespaces": ["namespace-a"] } });
     api.patch("invalid", &PatchParams::default(), &Patch::Merge(&fixed))
         .await
         .unwrap();
-    eventually("Ready", polling(), async || {
+    eventually("Applied", polling(), async || {
         let app = api.get("invalid").await.unwrap();
         match ready(&app).is_some_and(|c| c.status == "True") {
             true => Ok(()),
@@ -210,7 +210,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     api.patch("invalid", &PatchParams::default(), &Patch::Merge(&broken))
         .await
         .unwrap();
-    eventually("Ready=False again", polling(), async || {
+    eventually("Applied=False again", polling(), async || {
         let app = api.get("invalid").await.unwrap();
         match ready(&app).is_some_and(|c| c.status == "False") {
             true => Ok(()),

@@ -141,7 +141,7 @@ async fn status(
     let ready = fleet
         .conditions
         .iter()
-        .find(|c| c.type_ == "Ready")
+        .find(|c| c.type_ == "Applied")
         .map(|c| c.status.clone());
     Ok((states.collect(), ready.unwrap_or_default()))
 }

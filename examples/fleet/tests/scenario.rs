@@ -88,7 +88,7 @@ fn ready(app: &AppDeployment) -> Option<(String, String)> {
         .fleet
         .conditions
         .iter()
-        .find(|c| c.type_ == "Ready")?;
+        .find(|c| c.type_ == "Applied")?;
     Some((condition.status.clone(), condition.reason.clone()))
 }
 

@@ -101,7 +101,7 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
         let fleet = app.status.as_ref().map(|s| &s.fleet);
         let ready = fleet.is_some_and(|f| {
             f.conditions.iter().any(|c| {
-                c.type_ == "Ready"
+                c.type_ == "Applied"
                     && c.status == "True"
                     && c.observed_generation == app.metadata.generation
             }) && ["cluster-a", "cluster-b"].iter().all(|c| {

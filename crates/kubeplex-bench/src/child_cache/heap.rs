@@ -1,5 +1,5 @@
-//! Section `child_cache`: the heap one cached child costs kubeplex, cached by its metadata only (the default,
-//! a `PartialObjectMeta` watch) against cached whole (`Child::cache_objects()`).
+//! Section `child_cache`: the heap one cached child costs kubeplex, cached by its metadata and the projection
+//! its health is judged from (the default) against cached whole (`Child::cache_objects()`).
 //!
 //! P ConfigMap parents in cluster-0 each want K Deployments in cluster-1 (built like the fleet's children).
 //! Each run is a fresh operator process (`__child_cache`) that starts, waits until every child exists and
@@ -198,16 +198,17 @@ fn report(
         .collect();
     let reference = Spread::of(&reference);
     let section = Section {
-        title: "child cache: whole objects (baseline column) vs metadata only (kubeplex column)"
+        title: "child cache: whole objects (baseline column) vs metadata and health projection (kubeplex column)"
             .into(),
         method: format!(
             "{} ConfigMap parents in cluster-0 (namespace {NAMESPACE}), each wanting {} Deployments in cluster-1 \
              (as the fleet's children: labels, selector, one container); one kubeplex operator process per run. \
-             Baseline column: Child::cache_objects() (whole objects); kubeplex column: the default metadata-only \
-             (PartialObjectMeta) cache. Heap per cached child = (live heap after every child exists, every parent \
+             Baseline column: Child::cache_objects() (whole objects); kubeplex column: the default cache of \
+             metadata and health projection. Heap per cached child = (live heap after every child exists, every parent \
              was reconciled, the server answered an apply of every child, {} ms passed and the heap stopped falling - before the manager \
              started - the same for a reference run whose children namespace is empty) / {n}. The test servers run no controller-manager: the Deployments have \
-             no status, which a real cluster's would add to the whole objects only.",
+             no status beyond the empty one the API server writes; a real cluster's would add to the whole objects, and \
+             its scalars and conditions to the projection.",
             options.parents, options.per_parent, options.settle_ms
         ),
         figures: vec![

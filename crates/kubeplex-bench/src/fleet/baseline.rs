@@ -304,12 +304,14 @@ fn status_for(
     let ready_since = previous
         .conditions
         .iter()
-        .find(|c| c.type_ == "Ready" && c.status == status_value)
+        .find(|c| c.type_ == "Applied" && c.status == status_value)
         .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
     let mut status = FleetStatus::default();
     status.clusters = clusters;
+    // kubeplex's `Applied` (its `Ready` also asks the children to be healthy, which the bench's clusters,
+    // without a kubelet, never make them): the same meaning on both sides.
     status.conditions = vec![Condition {
-        type_: "Ready".into(),
+        type_: "Applied".into(),
         status: status_value.into(),
         reason: reason.into(),
         message,

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Meta, Path};
 
 use super::keys::{key_of, path_of};
-use super::values::{ContextList, Flag, StrList, Word};
+use super::values::{ContextList, Flag, RawExpr, StrList, Word};
 
 /// The inside of `owns(Kind, ...)`, after the kind.
 #[derive(Debug, Default, FromMeta)]
@@ -27,9 +27,12 @@ pub struct OwnsOptions {
     /// `on_delete = orphan` (default: `delete`): when the parent is deleted, a child of this kind is
     /// unlinked and left in place instead of deleted.
     pub on_delete: Option<Word>,
+    /// `health = path::to::rule` (default: the kind's built-in rule): the function that judges a child's
+    /// health from its projection.
+    pub health: Option<RawExpr>,
 }
 
-/// `owns(Kind, members, contexts = [..], namespaces = [..], prune = keep, on_delete = orphan)`.
+/// `owns(Kind, members, contexts = [..], namespaces = [..], prune = keep, on_delete = orphan, health = rule)`.
 #[derive(Debug)]
 pub struct Owns {
     /// The whole `owns(...)`, for errors about it as a whole.

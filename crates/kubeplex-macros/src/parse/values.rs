@@ -267,6 +267,17 @@ impl FromMeta for Word {
     }
 }
 
+/// `key = expression`, kept as written (a string stays a string literal): what it must be is checked in
+/// `validate/`, such as `health = path::to::rule`.
+#[derive(Debug, Clone)]
+pub struct RawExpr(pub Expr);
+
+impl FromMeta for RawExpr {
+    fn from_meta(meta: &Meta) -> Result<Self> {
+        value_of(meta, "path::to::rule").map(|expr| RawExpr(expr.clone()))
+    }
+}
+
 /// `key = 123`.
 #[derive(Debug, Clone)]
 pub struct Int(pub LitInt);

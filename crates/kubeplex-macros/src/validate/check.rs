@@ -365,6 +365,31 @@ pub fn check_on_delete(word: &Word, errors: &mut Accumulator) -> Option<bool> {
     check_policy(word, ("on_delete", "orphan", what), ("keep", hint), errors)
 }
 
+/// `owns(.., health = ..)` is the path of the rule function (`fn(&Projection) -> Assessment`), not a string
+/// or a call: whether the function fits is the compiler's to say, at the path.
+pub fn check_health(rule: &syn::Expr, errors: &mut Accumulator) -> Option<syn::Path> {
+    let problem = match rule {
+        syn::Expr::Path(path) if path.qself.is_none() => return Some(path.path.clone()),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(text),
+            ..
+        }) => format!(
+            "`health` takes the rule function's path, not a string: `health = {}`",
+            text.value()
+        ),
+        syn::Expr::Call(_) => {
+            "`health` takes the rule function itself, not a call: `health = my_rules::web` \
+             (a `fn(&kubeplex::Projection) -> kubeplex::Assessment`)"
+                .to_owned()
+        }
+        _ => "`health` takes the path of a rule function: `health = my_rules::web` \
+              (a `fn(&kubeplex::Projection) -> kubeplex::Assessment`)"
+            .to_owned(),
+    };
+    errors.push(Error::custom(problem).with_span(rule));
+    None
+}
+
 /// A policy key (`key`) takes `spares` (which does `what`) or `delete`; `other` is the word of the other
 /// policy key, with a hint to use it there.
 fn check_policy(

@@ -91,6 +91,8 @@ pub struct ChildModel {
     pub keep_on_prune: bool,
     /// `on_delete = orphan`: a child is left in place, unlinked, when the parent is deleted.
     pub orphan_on_delete: bool,
+    /// `health = path`: the rule that judges a child's health, instead of the kind's built-in one.
+    pub health: Option<Path>,
 }
 
 /// Checks that the attribute is on a struct it supports; returns that struct.
@@ -311,6 +313,9 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         let orphan_on_delete = (owns.options.on_delete)
             .and_then(|word| check::check_on_delete(&word, errors))
             .unwrap_or(false);
+        let health = (owns.options.health)
+            .as_ref()
+            .and_then(|rule| check::check_health(&rule.0, errors));
         children.push(ChildModel {
             kind: owns.kind,
             contexts,
@@ -319,6 +324,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
             namespaces_key,
             keep_on_prune,
             orphan_on_delete,
+            health,
         });
     }
     check::check_owns_overlap(&children, errors);

@@ -19,8 +19,10 @@ use crate::plan::DEFAULT_ERROR_REQUEUE;
 use crate::plan::{MAX_ERROR_REQUEUE, Plan};
 use crate::runtime::Runtime;
 
+mod children;
 mod desired;
 
+pub(crate) use children::ChildCaches;
 pub(crate) use desired::{DesiredChild, DesiredChildren};
 
 /// The reconcile context: the context the object came from, access to every declared context, and the
@@ -31,6 +33,8 @@ pub struct Cx<C> {
     runtime: Arc<Runtime>,
     desired: Mutex<DesiredChildren>,
     failures: u32,
+    /// The controller's child caches and the UID of the parent reconciled, for [`Cx::children`].
+    children: Option<(Arc<dyn ChildCaches>, String)>,
 }
 
 impl<C: Context> Cx<C> {
@@ -46,7 +50,18 @@ impl<C: Context> Cx<C> {
             runtime,
             desired: Mutex::default(),
             failures,
+            children: None,
         }
+    }
+
+    /// Reads the children of the parent with `parent_uid` from `caches` (see [`Cx::children`]).
+    pub(crate) fn with_children(
+        mut self,
+        caches: Arc<dyn ChildCaches>,
+        parent_uid: String,
+    ) -> Self {
+        self.children = Some((caches, parent_uid));
+        self
     }
 
     /// Where the reconciled object came from: one of the controller's typed contexts

@@ -10,4 +10,4 @@ pub(crate) mod test_controller;
 pub use child_options::ChildOptions;
 pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
-pub(crate) use cx::DesiredChild;
+pub(crate) use cx::{ChildCaches, DesiredChild, DesiredChildren};

@@ -3,12 +3,15 @@
 //! redaction and logging defaults. Imports nothing of the crate.
 
 mod action;
+mod child_health;
 mod child_policy;
+mod cluster_health;
 mod context;
 mod contexts_macro;
 mod error;
 mod failure;
 mod grant;
+mod health_rules;
 mod logging;
 mod ownership;
 mod redact;
@@ -18,7 +21,11 @@ mod target;
 
 pub use action::Action;
 pub(crate) use action::Verdict;
+pub use child_health::{
+    Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
+};
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
+pub use cluster_health::ClusterHealth;
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
 pub use error::{Error, Result};
 pub(crate) use error::{chain, may_pass};
@@ -27,6 +34,7 @@ pub(crate) use failure::{
 };
 pub use grant::Grant;
 pub(crate) use grant::events_grant;
+pub(crate) use health_rules::builtin_rule;
 pub use logging::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,

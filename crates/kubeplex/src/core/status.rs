@@ -8,8 +8,12 @@ use k8s_openapi::jiff::Timestamp;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-/// The part of a parent's status kubeplex writes: one entry per child context, and an overall `Ready`
-/// condition. Embed it in your status with `#[serde(flatten)]` so the CRD schema admits it:
+use super::child_health::Health;
+use super::cluster_health::ClusterHealth;
+
+/// The part of a parent's status kubeplex writes: one entry per child context, with its children's health,
+/// and two conditions: `Applied` (the children are in place in every context) and `Ready` (applied, and
+/// every child healthy). Embed it in your status with `#[serde(flatten)]` so the CRD schema admits it:
 ///
 /// ```
 /// #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -24,7 +28,8 @@ pub struct FleetStatus {
     /// Each child context by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clusters: BTreeMap<String, ClusterStatus>,
-    /// `Ready`: true when the children are in place in every context. A list keyed by `type`, so that other
+    /// `Applied`: true when the children are in place in every context; `Ready`: true when, besides, every
+    /// child is healthy. A list keyed by `type`, so that other
     /// writers' conditions (the reconciler's own, another controller's) live beside kubeplex's: each writer
     /// applies only its own (server-side apply merges them by type). Each is a `meta/v1` `Condition`, with
     /// the schema Kubernetes gives one.
@@ -50,6 +55,9 @@ pub struct ClusterStatus {
     /// When `state` last changed.
     #[schemars(schema_with = "time_schema")]
     pub last_transition_time: Time,
+    /// How the children there are doing, when the parent has children there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<ClusterHealth>,
 }
 
 impl ClusterStatus {
@@ -60,6 +68,7 @@ impl ClusterStatus {
             children,
             message: None,
             last_transition_time,
+            health: None,
         }
     }
 
@@ -191,8 +200,10 @@ impl ClusterState {
     }
 }
 
-/// The condition type kubeplex writes.
+/// The condition that says the children are in place and healthy.
 pub(super) const READY: &str = "Ready";
+/// The condition that says the children are in place.
+pub(super) const APPLIED: &str = "Applied";
 
 /// The outcome of syncing (or cleaning up) one context.
 #[derive(Clone, Debug)]
@@ -220,7 +231,10 @@ impl FleetStatus {
             .and_then(serde_json::Value::as_array)
             .into_iter()
             .flatten()
-            .filter(|c| c.get("type").and_then(serde_json::Value::as_str) == Some(READY))
+            .filter(|c| {
+                let type_ = c.get("type").and_then(serde_json::Value::as_str);
+                type_ == Some(READY) || type_ == Some(APPLIED)
+            })
             .filter_map(|c| serde_json::from_value(c.clone()).ok())
             .collect();
         FleetStatus {
@@ -229,34 +243,35 @@ impl FleetStatus {
         }
     }
 
-    /// The generation of the parent the `Ready` condition was written for, if it says.
+    /// The generation of the parent the `Applied` condition was written for, if it says.
     pub(crate) fn observed_generation(&self) -> Option<i64> {
-        let ready = self.conditions.iter().find(|c| c.type_ == READY);
+        let ready = self.conditions.iter().find(|c| c.type_ == APPLIED);
         ready.and_then(|c| c.observed_generation)
     }
 
-    /// After a failed reconcile: the clusters as they were, and `Ready=False` saying why.
+    /// After a failed reconcile: the clusters as they were, and `Applied=False` and `Ready=False` saying why.
     pub(crate) fn reconcile_failed(
         previous: &FleetStatus,
         message: &str,
         generation: Option<i64>,
         now: &Time,
     ) -> FleetStatus {
+        let failed = |type_| {
+            let said = ("False", "ReconcileFailed", message.to_owned());
+            condition(previous, type_, said, generation, now)
+        };
         FleetStatus {
             clusters: previous.clusters.clone(),
-            conditions: vec![ready_condition(
-                previous,
-                ("False", "ReconcileFailed", message.to_owned()),
-                generation,
-                now,
-            )],
+            conditions: vec![failed(APPLIED), failed(READY)],
         }
     }
 
-    /// The status for these outcomes, keeping the transition times of states that did not change.
+    /// The status for these outcomes and the children's health in each context, keeping the transition
+    /// times of states that did not change.
     pub(crate) fn from_outcomes(
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
+        health: &BTreeMap<String, ClusterHealth>,
         generation: Option<i64>,
         now: &Time,
     ) -> FleetStatus {
@@ -271,6 +286,7 @@ impl FleetStatus {
                     children: outcome.children,
                     message: outcome.message.clone(),
                     last_transition_time: since.clone(),
+                    health: health.get(context).cloned(),
                 };
                 (context.clone(), status)
             })
@@ -302,24 +318,61 @@ impl FleetStatus {
         } else {
             ("False", "ClustersNotReady", not_ready.join("; "))
         };
-        let ready = ready_condition(previous, (status, reason, message), generation, now);
+        let applied = (status, reason, message);
+        let ready = ready_said(&clusters, &applied);
         FleetStatus {
+            conditions: vec![
+                condition(previous, APPLIED, applied, generation, now),
+                condition(previous, READY, ready, generation, now),
+            ],
             clusters,
-            conditions: vec![ready],
         }
     }
 }
 
-/// The `Ready` condition with this (status, reason, message), its transition time kept while the status
+/// What `Ready` says, given what `Applied` says: not ready while not applied (for the same reason), then
+/// until every child in every context is healthy.
+fn ready_said<'a>(
+    clusters: &BTreeMap<String, ClusterStatus>,
+    applied: &(&'a str, &'a str, String),
+) -> (&'a str, &'a str, String) {
+    if applied.0 != "True" {
+        return applied.clone();
+    }
+    let unhealthy: Vec<(&String, &ClusterHealth)> = (clusters.iter())
+        .filter_map(|(name, c)| Some((name, c.health.as_ref()?)))
+        .filter(|(_, h)| h.state != Health::Healthy)
+        .collect();
+    if unhealthy.is_empty() {
+        return (
+            "True",
+            "AllChildrenHealthy",
+            "children are in place and healthy in every cluster".to_owned(),
+        );
+    }
+    let reason = if unhealthy.iter().any(|(_, h)| h.state == Health::Degraded) {
+        "ChildrenDegraded"
+    } else {
+        "ChildrenNotHealthy"
+    };
+    let message = (unhealthy.iter())
+        .map(|(name, health)| format!("{name}: {}", health.summary()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    ("False", reason, message)
+}
+
+/// The condition `type_` with this (status, reason, message), its transition time kept while the status
 /// stays the same. `reason` is a non-empty CamelCase word, as the API server requires.
-fn ready_condition(
+fn condition(
     previous: &FleetStatus,
+    type_: &str,
     (status, reason, mut message): (&str, &str, String),
     generation: Option<i64>,
     now: &Time,
 ) -> Condition {
     let since = (previous.conditions.iter())
-        .find(|c| c.type_ == READY)
+        .find(|c| c.type_ == type_)
         .filter(|c| c.status == status)
         .map_or(now, |c| &c.last_transition_time);
     if message.len() > MAX_MESSAGE {
@@ -332,7 +385,7 @@ fn ready_condition(
         message.push_str("...");
     }
     Condition {
-        type_: READY.into(),
+        type_: type_.into(),
         status: status.into(),
         reason: reason.into(),
         message,

@@ -2,7 +2,7 @@
 //! key queue, a child's change as the key of its parent; the executor hands them to the engine's
 //! reconcile; the orphan sweep runs beside.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -23,6 +23,7 @@ use crate::core::kind_label;
 use crate::executor::{self, ExecutorConfig, Fairness, KeySender};
 use crate::ha::WORKING_FOR;
 use crate::members::MemberChange;
+use crate::metrics::ChildrenByHealth;
 use crate::plan::Dispatch;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
@@ -69,7 +70,8 @@ pub(crate) fn start<R: Reconcile>(
             let Ok(client) = runtime.pool.client(context.name()) else {
                 continue;
             };
-            let cache = (child.open)(&runtime.watches, context.name(), namespace, &name, client);
+            let (registry, rule) = (&runtime.watches, child.health);
+            let cache = (child.open)(registry, context.name(), namespace, &name, client, rule);
             children.push(ChildWatch {
                 context: context.name().to_owned(),
                 resource: child.resource().clone(),
@@ -109,6 +111,10 @@ pub(crate) fn start<R: Reconcile>(
         finalized: Default::default(),
         abandoned: Default::default(),
     });
+    if !engine.plan.children().is_empty() {
+        let source: Weak<dyn ChildrenByHealth> = Arc::downgrade(&engine) as _;
+        engine.runtime.metrics.report_children_health(&name, source);
+    }
     let span = tracing::info_span!("controller", controller = %name);
     // Subscribed now, before the manager's member provider starts: no join is missed.
     let in_members = engine.plan.has_member_children() || engine.plan.in_members();

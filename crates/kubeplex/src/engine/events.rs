@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::core::chain;
-use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+use crate::core::{ClusterHealth, ClusterState, ContextOutcome, FleetStatus, Health};
 
 /// What an event says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,6 +176,45 @@ pub(super) fn context_notes(
         }
     }
     notes
+}
+
+/// The events the children's health calls for, compared with the status before (`previous`): a context
+/// whose worst child became `Degraded`, or another child than before is (`ChildDegraded`, naming the
+/// cluster and the child), and one whose degraded child is healthy or progressing again
+/// (`ChildRecovered`). A context unreachable now is not told as recovered.
+pub(super) fn health_notes(
+    previous: &FleetStatus,
+    health: &BTreeMap<String, ClusterHealth>,
+) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for (context, now) in health {
+        let before = (previous.clusters.get(context)).and_then(|c| c.health.as_ref());
+        let was_degraded = before.filter(|b| b.state == Health::Degraded);
+        let (child, why) = worst_child(now);
+        match (now.state, was_degraded) {
+            (Health::Degraded, Some(was)) if was.worst == now.worst => {}
+            (Health::Degraded, _) => {
+                let text = format!("{context}: child {child} is Degraded: {why}");
+                notes.push(Note::warning("ChildDegraded", "Health", text).about(context));
+            }
+            (Health::Healthy | Health::Progressing, Some(was)) => {
+                let (child, _) = worst_child(was);
+                let text = format!(
+                    "{context}: child {child} is no longer Degraded ({})",
+                    now.summary()
+                );
+                notes.push(Note::normal("ChildRecovered", "Health", text).about(context));
+            }
+            _ => {}
+        }
+    }
+    notes
+}
+
+/// The worst child's name and reason, from a summary's `worst` (`namespace-b/web: 0/3 replicas available`).
+fn worst_child(health: &ClusterHealth) -> (&str, &str) {
+    let worst = health.worst.as_deref().unwrap_or_default();
+    worst.split_once(": ").unwrap_or((worst, ""))
 }
 
 /// The event a deletion's outcomes call for, compared with the status before (`previous`): the deletion

@@ -166,7 +166,7 @@ impl<R: Reconcile> Engine<R> {
             self.publish(&object, &context, note).await;
         }
         if blocked {
-            self.write_status(&object, &context, &before, &outcomes)
+            self.write_status(&object, &context, &before, &outcomes, &BTreeMap::new())
                 .await;
             return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
         }
@@ -176,7 +176,7 @@ impl<R: Reconcile> Engine<R> {
             .any(|o| o.state == ClusterState::Abandoned)
         {
             self.abandoned.lock().insert(uid.clone());
-            self.write_status(&object, &context, &before, &outcomes)
+            self.write_status(&object, &context, &before, &outcomes, &BTreeMap::new())
                 .await;
         }
         match self.set_finalizer(&object, &context, false).await {

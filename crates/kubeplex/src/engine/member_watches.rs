@@ -141,6 +141,7 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
                 namespace,
                 controller,
                 client.clone(),
+                child.health,
             );
             opened.push(ChildWatch {
                 context: name.to_owned(),

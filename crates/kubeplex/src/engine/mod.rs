@@ -5,6 +5,7 @@
 mod apply_order;
 mod child_changes;
 mod children;
+mod children_health;
 mod controller_loop;
 mod engine;
 mod events;

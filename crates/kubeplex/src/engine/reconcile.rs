@@ -8,8 +8,9 @@ use tracing::Instrument;
 
 use super::child_changes::ChildChanges;
 use super::children::{self, Parentage};
+use super::children_health::declared;
 use super::engine::{Engine, Primary, ReconcileKey};
-use super::events::{Note, context_notes};
+use super::events::{Note, context_notes, health_notes};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::{Action, Verdict};
@@ -46,6 +47,8 @@ impl<R: Reconcile> Engine<R> {
             self.runtime.clone(),
             failures,
         );
+        let parent_uid = object.meta().uid.clone().unwrap_or_default();
+        let cx = cx.with_children(self.clone(), parent_uid);
         let began = tokio::time::Instant::now();
         let verdict = self.reconcile_object(object, &cx).instrument(span).await;
         let (metrics, controller) = (&self.runtime.metrics, self.plan.name());
@@ -115,6 +118,7 @@ impl<R: Reconcile> Engine<R> {
             return Verdict::Done(action);
         }
         let mut desired = cx.take_children();
+        let declared = declared(&desired);
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
         let changes = ChildChanges::default();
@@ -138,14 +142,16 @@ impl<R: Reconcile> Engine<R> {
                 }
             },
             |so_far| {
-                let (object, context, before) = (&object, &context, &before);
+                let (object, context, before, declared) = (&object, &context, &before, &declared);
                 async move {
                     if so_far.values().any(|o| o.fenced.is_some()) {
                         return None;
                     }
                     let mut so_far = so_far;
                     children::carry_kept(before, object.meta().generation, &mut so_far);
-                    self.write_status(object, context, before, &so_far).await
+                    let health = self.children_health(declared, &so_far);
+                    self.write_status(object, context, before, &so_far, &health)
+                        .await
                 }
             },
         ))
@@ -163,13 +169,15 @@ impl<R: Reconcile> Engine<R> {
             let message = outcome.message.as_deref().unwrap_or_default();
             tracing::warn!(context = %context, %cluster, %message, "a child's name is taken");
         }
+        let health = self.children_health(&declared, &outcomes);
         let mut notes = changes.notes();
         notes.extend(context_notes(&before, &outcomes));
+        notes.extend(health_notes(&before, &health));
         notes.extend(leave_notes);
         Box::pin(self.publish_all(&object, &context, notes)).await;
         let previous = interim.flatten();
         let previous = previous.as_ref().unwrap_or(&before);
-        Box::pin(self.write_status(&object, &context, previous, &outcomes)).await;
+        Box::pin(self.write_status(&object, &context, previous, &outcomes, &health)).await;
         // A context that failed is retried soon, whatever the reconcile asked for.
         if outcomes.values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();

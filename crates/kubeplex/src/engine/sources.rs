@@ -11,7 +11,7 @@ use super::engine::{Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::Target;
 use crate::executor::KeySender;
-use crate::watch::{ChangeFilter, ChildCache, SharedWatch};
+use crate::watch::{ChangeFilter, ChildCache, ChildChange, SharedWatch};
 
 /// The current term's queue; `None` while this replica stands by.
 pub(crate) struct TermKeys<R: Reconcile>(RwLock<Option<KeySender<ReconcileKey<R>>>>);
@@ -55,13 +55,16 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Subscribes `keys` to a child cache: the parent of every cached child first, then of each child
-    /// that changes, when the parent is one of this controller's.
+    /// that changes, when the parent is one of this controller's. A change of a child's health alone
+    /// waits at most the plan's health debounce, with the others of that parent.
     pub(crate) fn follow_children(&self, cache: &dyn ChildCache, keys: KeySender<ReconcileKey<R>>) {
         let plan = self.plan.clone();
-        cache.subscribe_parents(Box::new(move |parent| {
-            match Self::key_for(&plan, &parent) {
-                Some(key) => keys.send(key),
-                None => keys.is_open(),
+        let within = plan.get_health_debounce();
+        cache.subscribe_parents(Box::new(move |parent, change| {
+            match (Self::key_for(&plan, &parent), change) {
+                (Some(key), ChildChange::Object) => keys.send(key),
+                (Some(key), ChildChange::Health) => keys.send_within(key, within),
+                (None, _) => keys.is_open(),
             }
         }));
     }

@@ -14,7 +14,7 @@ use super::engine::{Engine, Primary};
 use crate::controller::Reconcile;
 use crate::core::Target;
 use crate::core::chain;
-use crate::core::{ContextOutcome, FleetStatus, now};
+use crate::core::{ClusterHealth, ContextOutcome, FleetStatus, now};
 
 impl<R: Reconcile> Engine<R> {
     /// Records the outcome of syncing (or removing) the children per context, over `previous` (kubeplex's
@@ -26,9 +26,10 @@ impl<R: Reconcile> Engine<R> {
         context: &Target<R::Context>,
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
+        health: &BTreeMap<String, ClusterHealth>,
     ) -> Option<FleetStatus> {
-        let status =
-            FleetStatus::from_outcomes(previous, outcomes, object.meta().generation, &now());
+        let generation = object.meta().generation;
+        let status = FleetStatus::from_outcomes(previous, outcomes, health, generation, &now());
         self.apply_status(object, context, previous, status.clone())
             .await
             .then_some(status)
@@ -140,7 +141,13 @@ mod tests {
     ) {
         let previous = engine.previous_status(object);
         engine
-            .write_status(object, &CONTROL_TARGET, &previous, outcomes)
+            .write_status(
+                object,
+                &CONTROL_TARGET,
+                &previous,
+                outcomes,
+                &BTreeMap::new(),
+            )
             .await;
     }
 
@@ -225,10 +232,12 @@ mod tests {
             body["status"]["clusters"]["cluster-a"]["state"],
             "NotTargeted"
         );
-        assert_eq!(body["status"]["conditions"][0]["type"], "Ready");
+        let types = &body["status"]["conditions"];
         assert_eq!(
-            body["status"]["conditions"][0]["status"], "True",
-            "NotTargeted is settled"
+            (&types[0]["type"], &types[1]["type"]),
+            (&"Applied".into(), &"Ready".into())
         );
+        assert_eq!(types[0]["status"], "True", "NotTargeted is settled");
+        assert_eq!(types[1]["status"], "True", "no child to be healthy");
     }
 }

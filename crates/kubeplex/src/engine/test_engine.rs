@@ -16,7 +16,7 @@ use super::engine::Engine;
 use super::events::EventPublisher;
 use crate::Controller;
 pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_TARGET, TestController};
-use crate::core::{PARENT_UID_LABEL, ParentRef};
+use crate::core::PARENT_UID_LABEL;
 use crate::watch::ChildCache;
 
 /// An engine of [`TestController`] whose every context is reached through `client`.
@@ -66,7 +66,7 @@ pub(crate) fn parent(finalizers: &[&str]) -> ConfigMap {
 pub(crate) struct FixedCache(pub(crate) Vec<ObjectMeta>);
 
 impl ChildCache for FixedCache {
-    fn subscribe_parents(&self, _: Box<dyn Fn(ParentRef) -> bool + Send + Sync>) {}
+    fn subscribe_parents(&self, _: crate::watch::ParentSink) {}
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {
         self.0
             .iter()
@@ -90,4 +90,24 @@ impl ChildCache for FixedCache {
     fn ready(&self) -> BoxFuture<'static, ()> {
         async {}.boxed()
     }
+    fn has_listed(&self) -> bool {
+        true
+    }
+    /// Every fixed child is healthy.
+    fn health_of(&self, parent_uid: &str) -> Vec<crate::core::ChildHealth> {
+        let children = self.children_of(parent_uid);
+        children.iter().map(healthy).collect()
+    }
+    fn health(&self, namespace: Option<&str>, name: &str) -> Option<crate::core::ChildHealth> {
+        self.get(namespace, name).as_ref().map(healthy)
+    }
+    fn health_counts(&self) -> [u32; 5] {
+        [u32::try_from(self.0.len()).unwrap_or(u32::MAX), 0, 0, 0, 0]
+    }
+}
+
+fn healthy(meta: &ObjectMeta) -> crate::core::ChildHealth {
+    let projection = crate::core::Projection::new(meta.clone(), None, None);
+    let verdict = crate::core::Assessment::healthy("fixed");
+    crate::core::ChildHealth::judged(std::sync::Arc::new(projection), verdict)
 }

@@ -109,7 +109,22 @@ impl<K: QueueKey> KeySender<K> {
         let (debounce, metrics) = (shared.debounce, &shared.metrics);
         shared
             .state()
-            .arrive(key, Instant::now(), debounce, metrics);
+            .arrive(key, Instant::now(), debounce, metrics, false);
+        shared.arrived.notify_one();
+        true
+    }
+
+    /// Queues `key` to run at most `delay` from now: an arrival that finds it waiting to run sooner leaves
+    /// it where it is, so that a stream of arrivals (a child's health as a rollout goes) runs it once per
+    /// `delay`, not never, as a debounce would. `false` once the queue is gone.
+    pub(crate) fn send_within(&self, key: K, delay: Duration) -> bool {
+        let Some(shared) = self.shared.upgrade() else {
+            return false;
+        };
+        let metrics = &shared.metrics;
+        shared
+            .state()
+            .arrive(key, Instant::now(), delay, metrics, true);
         shared.arrived.notify_one();
         true
     }
@@ -203,7 +218,16 @@ impl<K: QueueKey> State<K> {
     }
 
     /// `key` arrived from a source at `now`.
-    fn arrive(&mut self, key: K, now: Instant, debounce: Duration, metrics: &QueueMetrics) {
+    /// `key` arrives, due `delay` from now; `within`: only ever sooner than it was due.
+    fn arrive(
+        &mut self,
+        key: K,
+        now: Instant,
+        delay: Duration,
+        metrics: &QueueMetrics,
+        within: bool,
+    ) {
+        let debounce = delay;
         let due = (deadline(now, debounce), self.order());
         let entry = self.keys.entry(key.clone()).or_insert(Entry {
             running: false,
@@ -228,7 +252,11 @@ impl<K: QueueKey> State<K> {
                 }
                 // Not yet due: this arrival decides (with a debounce, it waits a full one again). Due already
                 // (held by the concurrency limit), or due at the same time: it keeps its place.
-                let decides = wait.due.0 >= now && wait.due.0 != due.0;
+                let decides = if within {
+                    due.0 < wait.due.0
+                } else {
+                    wait.due.0 >= now && wait.due.0 != due.0
+                };
                 decides.then(|| Some(std::mem::replace(&mut wait.due, due)))
             }
         };

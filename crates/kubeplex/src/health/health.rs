@@ -289,6 +289,13 @@ impl Health {
         self.changed.notify_waiters();
     }
 
+    /// Whether `context` is ready now (client configured, API server answering, every watch listed); a
+    /// context never declared (a member not yet joined) is not.
+    pub(crate) fn is_context_ready(&self, context: &str) -> bool {
+        let contexts = self.contexts.lock();
+        contexts.get(context).is_some_and(|entry| entry.ready)
+    }
+
     /// Whether every required context has been ready at once (latched); O(1).
     pub(crate) fn is_started(&self) -> bool {
         self.started.load(Ordering::Acquire)

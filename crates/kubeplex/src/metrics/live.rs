@@ -94,6 +94,8 @@ pub(super) struct Live {
     pub(crate) contexts_up: Mutex<Option<ContextsUp>>,
     /// Each queue by its controller.
     pub(crate) queues: Mutex<Vec<(String, Weak<dyn QueueGroups>)>>,
+    /// Each controller's children by health.
+    pub(crate) children_health: Mutex<Vec<(String, Weak<dyn super::ChildrenByHealth>)>>,
 }
 
 impl std::fmt::Debug for Live {
@@ -176,6 +178,33 @@ impl Collector for Live {
             "kubeplex_queue_depth",
             "Keys that arrived from a watch and wait to run, by the context or member their object came from",
             depths.into_iter(),
+        )?;
+
+        let mut held = self.children_health.lock();
+        held.retain(|(_, source)| source.strong_count() > 0);
+        let sources: Vec<(String, std::sync::Arc<dyn super::ChildrenByHealth>)> = (held.iter())
+            .filter_map(|(controller, source)| Some((controller.clone(), source.upgrade()?)))
+            .collect();
+        drop(held);
+        // Read without the lock: a source reads its caches, which must not wait for a scrape.
+        let children: Vec<(Labels<3>, f64)> = (sources.iter())
+            .flat_map(|(controller, source)| {
+                let counts = source.children_by_health();
+                counts.into_iter().map(move |(context, health, n)| {
+                    let labels = [
+                        ("controller", controller.clone()),
+                        ("context", context),
+                        ("health", health.to_owned()),
+                    ];
+                    (labels, f64::from(n))
+                })
+            })
+            .collect();
+        gauge_family(
+            &mut encoder,
+            "kubeplex_children",
+            "The children in each context's cache by their health (Healthy, Progressing, Unknown, Missing, Degraded)",
+            children.into_iter(),
         )?;
 
         let up = self.contexts_up.lock();

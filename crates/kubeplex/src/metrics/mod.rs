@@ -2,11 +2,13 @@
 
 mod blocked;
 mod by_context;
+mod children_health;
 mod handles;
 mod live;
 mod members;
 mod metrics;
 
+pub(crate) use children_health::ChildrenByHealth;
 pub(crate) use handles::{QueueMetrics, WatchMetrics, gauge_value};
 pub(crate) use live::QueueGroups;
 pub(crate) use metrics::Metrics;

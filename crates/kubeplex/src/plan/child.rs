@@ -8,6 +8,7 @@ use super::plan::expand_namespaces;
 use crate::core::Context;
 use crate::core::{ApiScope, PrimaryResource};
 use crate::core::{DeletePolicy, PrunePolicy};
+use crate::core::{HealthRule, builtin_rule};
 use crate::watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 
 /// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
@@ -32,6 +33,8 @@ pub struct Child<C> {
     pub(crate) open: OpenChildWatch,
     /// Opens a watch that caches whole objects (see [`Child::cache_objects`]).
     open_full: OpenChildWatch,
+    /// Judges each child's health: the kind's built-in rule, or the user's.
+    pub(crate) health: HealthRule,
 }
 
 impl<C: Context> Child<C> {
@@ -47,7 +50,39 @@ impl<C: Context> Child<C> {
             on_delete: DeletePolicy::Delete,
             open: open_child_watch::<K>,
             open_full: open_full_child_watch::<K>,
+            health: builtin_rule(&K::group(&()), &K::kind(&())),
         }
+    }
+
+    /// Judges the health of children of this kind with `rule` instead of the kind's built-in one (the
+    /// attribute's `owns(Kind, health = path::to::rule)`): a function of the child's
+    /// [`Projection`](crate::Projection) — its metadata, its status' scalar fields and conditions, and the
+    /// spec fields in [`SPEC_FIELDS`](crate::SPEC_FIELDS) — that says how it is doing and why.
+    ///
+    /// ```
+    /// use kubeplex::{Assessment, Child, ContextName, Projection};
+    ///
+    /// fn ready_when_serving(child: &Projection) -> Assessment {
+    ///     match child.status_str("phase") {
+    ///         Some("Serving") => Assessment::healthy("serving"),
+    ///         Some(phase) => Assessment::progressing(format!("phase {phase}")),
+    ///         None => Assessment::progressing("no phase yet"),
+    ///     }
+    /// }
+    ///
+    /// let child = Child::<ContextName>::of::<k8s_openapi::api::core::v1::ConfigMap>()
+    ///     .health(ready_when_serving);
+    /// # let _ = child;
+    /// ```
+    #[must_use]
+    pub fn health(mut self, rule: HealthRule) -> Self {
+        self.health = rule;
+        self
+    }
+
+    /// The rule that judges the health of children of this kind (set by [`health`](Self::health)).
+    pub fn get_health(&self) -> HealthRule {
+        self.health
     }
 
     /// Caches these children whole (spec and status), so that the reconcile can read them with

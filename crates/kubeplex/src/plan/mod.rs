@@ -10,4 +10,6 @@ mod plan;
 pub(crate) use check::cluster_scoped;
 pub use child::Child;
 pub use dispatch::Dispatch;
-pub use plan::{DEFAULT_ERROR_REQUEUE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan};
+pub use plan::{
+    DEFAULT_ERROR_REQUEUE, DEFAULT_HEALTH_DEBOUNCE, MAX_CONTROLLER_NAME, MAX_ERROR_REQUEUE, Plan,
+};

@@ -18,6 +18,10 @@ pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
 /// How long a failed reconcile waits before it is retried when the plan sets no `error_requeue`.
 pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(5);
 
+/// How long a change of a child's health waits at most before its parent is reconciled, when the plan
+/// sets no `health_debounce`.
+pub const DEFAULT_HEALTH_DEBOUNCE: Duration = Duration::from_secs(1);
+
 /// The longest a controller name may be: it is a label value on every child (63 characters at most).
 pub const MAX_CONTROLLER_NAME: usize = kubeplex_names::MAX_CONTROLLER_NAME;
 
@@ -60,6 +64,7 @@ pub struct Plan<C> {
     pub(super) concurrency_per_target: Option<u16>,
     pub(super) dispatch: Dispatch,
     pub(super) debounce: Option<Duration>,
+    pub(super) health_debounce: Option<Duration>,
     pub(super) requeue_after: Option<Duration>,
     pub(super) error_requeue: Option<Duration>,
     pub(super) finalizer: Option<Cow<'static, str>>,
@@ -84,6 +89,7 @@ impl<C: Context> Plan<C> {
             concurrency_per_target: None,
             dispatch: Dispatch::Fair,
             debounce: None,
+            health_debounce: None,
             requeue_after: None,
             error_requeue: None,
             finalizer: None,
@@ -183,6 +189,22 @@ impl<C: Context> Plan<C> {
     pub fn debounce(mut self, delay: Duration) -> Self {
         self.debounce = Some(delay);
         self
+    }
+
+    /// How long a change of a child's health may wait before its parent is reconciled (default
+    /// [`DEFAULT_HEALTH_DEBOUNCE`]): the changes within it make one reconcile and at most one status
+    /// write, so a rolling update does not write the parent on every pod; unlike
+    /// [`debounce`](Self::debounce), a stream of changes does not push it back.
+    #[must_use]
+    pub fn health_debounce(mut self, delay: Duration) -> Self {
+        self.health_debounce = Some(delay);
+        self
+    }
+
+    /// How long a change of a child's health may wait (set by [`health_debounce`](Self::health_debounce),
+    /// else [`DEFAULT_HEALTH_DEBOUNCE`]).
+    pub fn get_health_debounce(&self) -> Duration {
+        self.health_debounce.unwrap_or(DEFAULT_HEALTH_DEBOUNCE)
     }
 
     /// Reconciles every object again this long after its last successful reconcile.

@@ -5,34 +5,42 @@
 //! reads only its own parent's children.
 
 use std::any::TypeId;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use kube::Client;
 use kube::api::ObjectMeta;
-use kube::core::PartialObjectMeta;
-use kube::{Client, ResourceExt};
 
+use super::projected::Projected;
+use super::trigger::{ChildChange, ChildChangeFilter};
 use super::watches::{SharedWatch, WatchKey, WatchRegistry};
+use crate::core::{Assessment, ChildHealth, Health, HealthRule, Projection};
 use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
 use crate::core::{PrimaryResource, object_ref};
 
-/// Opens the shared watch of one child kind in one (context, namespace), for one controller's children.
+/// Opens the shared watch of one child kind in one (context, namespace), for one controller's children,
+/// whose health `rule` judges.
 pub(crate) type OpenChildWatch = fn(
     registry: &WatchRegistry,
     context: &str,
     namespace: Option<&str>,
     controller: &str,
     client: Client,
+    rule: HealthRule,
 ) -> Arc<dyn ChildCache>;
 
-/// Takes the parent of a changed child (into a queue, as a key); `false` once it takes no more.
-pub(crate) type ParentSink = Box<dyn Fn(ParentRef) -> bool + Send + Sync>;
+/// Takes the parent of a changed child and what changed (into a queue, as a key); `false` once it takes no
+/// more.
+pub(crate) type ParentSink = Box<dyn Fn(ParentRef, ChildChange) -> bool + Send + Sync>;
 
-/// A child kind's cache, through the metadata the runtime needs to link, repair and prune.
+/// A child kind's cache, through the metadata the runtime needs to link, repair and prune, and the health
+/// of each child.
 pub(crate) trait ChildCache: Send + Sync {
     /// Hands `deliver` the parent of every changed child from now on, preceded by those of the cached
-    /// ones, until it returns `false` (see [`SharedWatch::subscribe`]).
+    /// ones, until it returns `false` (see [`SharedWatch::subscribe`]). A child's status write is handed
+    /// on only when its health (or the reason for it) changed.
     fn subscribe_parents(&self, deliver: ParentSink);
     /// The cached children of the parent with this UID.
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta>;
@@ -42,39 +50,108 @@ pub(crate) trait ChildCache: Send + Sync {
     fn parent_uids(&self) -> Vec<String>;
     /// Resolves once the initial list is in the cache.
     fn ready(&self) -> BoxFuture<'static, ()>;
+    /// Whether the initial list is in the cache now.
+    fn has_listed(&self) -> bool;
+    /// The cached children of the parent with this UID, each with its health.
+    fn health_of(&self, parent_uid: &str) -> Vec<ChildHealth>;
+    /// The cached child called `name` in `namespace` with its health.
+    fn health(&self, namespace: Option<&str>, name: &str) -> Option<ChildHealth>;
+    /// How many cached children are in each health, in the order of [`Health::ALL`].
+    fn health_counts(&self) -> [u32; 5];
 }
 
-impl<K: PrimaryResource> ChildCache for SharedWatch<K> {
+/// A child kind's watch with the rule that judges its children, and how a cached object is projected.
+struct HealthCache<T: PrimaryResource> {
+    watch: Arc<SharedWatch<T>>,
+    rule: HealthRule,
+    project: fn(&T) -> Arc<Projection>,
+}
+
+impl<T: PrimaryResource> HealthCache<T> {
+    fn judge(&self, object: &T) -> ChildHealth {
+        let projection = (self.project)(object);
+        let verdict = (self.rule)(&projection);
+        ChildHealth::judged(projection, verdict)
+    }
+}
+
+impl<T: PrimaryResource> ChildCache for HealthCache<T> {
     fn subscribe_parents(&self, deliver: ParentSink) {
-        // A child without a parent reference (edited by hand) is no one's change.
-        self.subscribe(move |change| ParentRef::of(change.object().meta()).is_none_or(&deliver));
+        let (rule, project) = (self.rule, self.project);
+        let changed = ChildChangeFilter::default();
+        self.watch.subscribe(move |change| {
+            // A child without a parent reference (edited by hand) is no one's change.
+            let Some(parent) = ParentRef::of(change.object().meta()) else {
+                return true;
+            };
+            let health = hashed(&rule(&project(change.object())));
+            match changed.passes(change, health) {
+                Some(what) => deliver(parent, what),
+                None => true,
+            }
+        });
     }
 
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {
-        self.indexed(parent_uid)
+        self.watch
+            .indexed(parent_uid)
             .iter()
             .map(|child| child.meta().clone())
             .collect()
     }
 
     fn get(&self, namespace: Option<&str>, name: &str) -> Option<ObjectMeta> {
-        self.store()
+        self.watch
+            .store()
             .get(&object_ref(namespace, name))
             .map(|child| child.meta().clone())
     }
 
     fn parent_uids(&self) -> Vec<String> {
-        self.index_values()
+        self.watch.index_values()
     }
 
     fn ready(&self) -> BoxFuture<'static, ()> {
-        self.listed().map(|_| ()).boxed()
+        self.watch.listed().map(|_| ()).boxed()
+    }
+
+    fn has_listed(&self) -> bool {
+        self.watch.has_listed()
+    }
+
+    fn health_of(&self, parent_uid: &str) -> Vec<ChildHealth> {
+        let children = self.watch.indexed(parent_uid);
+        children.iter().map(|child| self.judge(child)).collect()
+    }
+
+    fn health(&self, namespace: Option<&str>, name: &str) -> Option<ChildHealth> {
+        let child = self.watch.store().get(&object_ref(namespace, name))?;
+        Some(self.judge(&child))
+    }
+
+    fn health_counts(&self) -> [u32; 5] {
+        let mut counts = [0; 5];
+        for child in self.watch.store().state() {
+            let health = (self.rule)(&(self.project)(&child)).health;
+            if let Some(at) = Health::ALL.iter().position(|h| *h == health) {
+                counts[at] += 1;
+            }
+        }
+        counts
     }
 }
 
+/// A verdict, hashed: what the change filter compares.
+fn hashed(verdict: &Assessment) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    verdict.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Children are watched only where this controller put them (the label selector keeps other objects of the
-/// kind out of the cache), and by their metadata only: linking, repairing (a spec edit bumps the
-/// generation, a deletion is an event) and pruning need no more, and a child's spec and status would cost
+/// kind out of the cache), and projected: their metadata without `managedFields` (linking, repairing — a
+/// spec edit bumps the generation, a deletion is an event — and pruning need no more) and the few status
+/// and spec fields their health is judged from ([`Projection`]); a child's whole spec and status would cost
 /// most of the cache's memory.
 pub(crate) fn open_child_watch<K: PrimaryResource>(
     registry: &WatchRegistry,
@@ -82,27 +159,58 @@ pub(crate) fn open_child_watch<K: PrimaryResource>(
     namespace: Option<&str>,
     controller: &str,
     client: Client,
+    rule: HealthRule,
 ) -> Arc<dyn ChildCache> {
-    let key = child_key::<PartialObjectMeta<K>>(context, namespace, controller);
-    registry.watch_with::<PartialObjectMeta<K>>(key, client, without_managed_fields)
-}
-
-/// Drops `managedFields`: the runtime never reads them, and they are most of a child's metadata (about
-/// 8 of 10 KB of heap per cached Deployment, measured by the bench's `child_cache` section).
-fn without_managed_fields<K: ResourceExt>(object: &mut K) {
-    object.managed_fields_mut().clear();
+    let key = child_key::<Projected<K>>(context, namespace, controller);
+    let watch = registry.watch::<Projected<K>>(key, client);
+    Arc::new(HealthCache {
+        watch,
+        rule,
+        project: |child: &Projected<K>| Arc::clone(&child.projection),
+    })
 }
 
 /// Like [`open_child_watch`], caching whole objects, for a child kind the reconcile reads through
-/// `Cx::cached`.
+/// `Cx::cached`; each child is projected when its health is asked for.
 pub(crate) fn open_full_child_watch<K: PrimaryResource>(
     registry: &WatchRegistry,
     context: &str,
     namespace: Option<&str>,
     controller: &str,
     client: Client,
+    rule: HealthRule,
 ) -> Arc<dyn ChildCache> {
-    registry.watch::<K>(child_key::<K>(context, namespace, controller), client)
+    let watch = registry.watch::<K>(child_key::<K>(context, namespace, controller), client);
+    Arc::new(HealthCache {
+        watch,
+        rule,
+        project: |child: &K| {
+            let value = serde_json::to_value(child).unwrap_or_default();
+            Arc::new(Projection::of_value(value))
+        },
+    })
+}
+
+/// A watch of whole objects as a child cache judged by `rule` (a test's, over a cache it fills).
+#[cfg(test)]
+pub(crate) fn judged<K: PrimaryResource>(
+    watch: Arc<SharedWatch<K>>,
+    rule: HealthRule,
+) -> Arc<dyn ChildCache> {
+    Arc::new(HealthCache {
+        watch,
+        rule,
+        project: |child: &K| {
+            let value = serde_json::to_value(child).unwrap_or_default();
+            Arc::new(Projection::of_value(value))
+        },
+    })
+}
+
+/// A child that is declared but not in its cache.
+pub(crate) fn missing(namespace: Option<&str>, name: &str) -> ChildHealth {
+    let verdict = Assessment::new(Health::Missing, "not in the cluster");
+    ChildHealth::without_projection(namespace, name, verdict)
 }
 
 fn child_key<T: 'static>(context: &str, namespace: Option<&str>, controller: &str) -> WatchKey {

@@ -3,9 +3,14 @@
 
 mod child_cache;
 mod label_index;
+mod projected;
 mod trigger;
 mod watches;
 
-pub(crate) use child_cache::{ChildCache, OpenChildWatch, open_child_watch, open_full_child_watch};
-pub(crate) use trigger::ChangeFilter;
+pub(crate) use child_cache::{
+    ChildCache, OpenChildWatch, missing, open_child_watch, open_full_child_watch,
+};
+#[cfg(test)]
+pub(crate) use child_cache::{ParentSink, judged};
+pub(crate) use trigger::{ChangeFilter, ChildChange};
 pub(crate) use watches::{SharedWatch, WatchKey, WatchRegistry};

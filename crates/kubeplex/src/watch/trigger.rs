@@ -54,6 +54,55 @@ impl ChangeFilter {
     }
 }
 
+/// Which kind of change of a child re-queues its parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChildChange {
+    /// What the runtime links, repairs and prunes by: its spec (generation), labels, annotations,
+    /// deletion, uid; or the child is new, or gone.
+    Object,
+    /// Only its health or the reason for it: a status change the parent's status may show.
+    Health,
+}
+
+/// Remembers, per child, its last passing change and the health it had: a status write of a child (a
+/// Deployment's as each pod comes and goes) passes only when its health or the reason changed, so that
+/// pod churn does not flood the parent's queue.
+#[derive(Default)]
+pub(crate) struct ChildChangeFilter {
+    seen: Mutex<HashMap<Name, (Option<u64>, u64)>>,
+}
+
+impl ChildChangeFilter {
+    /// Whether this change of a child whose health hashes to `health` re-queues its parent, and why.
+    pub(crate) fn passes<K: Resource>(
+        &self,
+        change: &ObjectChange<'_, K>,
+        health: u64,
+    ) -> Option<ChildChange> {
+        let meta = change.object().meta();
+        let key = (
+            meta.namespace.clone(),
+            meta.name.clone().unwrap_or_default(),
+        );
+        let mut seen = self.seen.lock();
+        match change {
+            ObjectChange::Deleted(_) => {
+                seen.remove(&key);
+                Some(ChildChange::Object)
+            }
+            ObjectChange::Applied(object) => {
+                let print = fingerprint(*object);
+                match seen.insert(key, (print, health)) {
+                    Some((before, _)) if before != print => Some(ChildChange::Object),
+                    None => Some(ChildChange::Object),
+                    Some((_, before)) if before != health => Some(ChildChange::Health),
+                    Some(_) => None,
+                }
+            }
+        }
+    }
+}
+
 /// What a reconcile acts on, hashed: kube-runtime's predicates, and two of this filter's own.
 fn fingerprint<K: Resource>(object: &K) -> Option<u64> {
     predicates::generation
@@ -79,6 +128,24 @@ fn uid<K: Resource>(object: &K) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_childs_status_write_passes_only_when_its_health_changed() {
+        let filter = ChildChangeFilter::default();
+        let mut child = object(Some(1), "10");
+        let seen = |child: &ConfigMap, health| filter.passes(&ObjectChange::Applied(child), health);
+        assert_eq!(seen(&child, 1), Some(ChildChange::Object), "first sight");
+        child.metadata.resource_version = Some("11".into());
+        assert_eq!(seen(&child, 1), None, "a status write, the same health");
+        child.metadata.resource_version = Some("12".into());
+        assert_eq!(seen(&child, 2), Some(ChildChange::Health));
+        child.metadata.generation = Some(2);
+        assert_eq!(seen(&child, 2), Some(ChildChange::Object), "a spec change");
+        assert_eq!(
+            filter.passes(&ObjectChange::Deleted(&child), 2),
+            Some(ChildChange::Object)
+        );
+    }
+
     use std::collections::BTreeMap;
 
     use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,4 +1,5 @@
-//! The status kubeplex writes: transition times, the `Ready` condition, and the schema it declares.
+//! The status kubeplex writes: transition times, the `Applied` and `Ready` conditions, and the schema it
+//! declares.
 
 use super::*;
 
@@ -29,7 +30,13 @@ fn transition_times_move_only_when_the_state_changes() {
         ("cluster-a", ClusterState::Ready, None),
         ("cluster-b", ClusterState::Unreachable, unreachable),
     ]);
-    let first = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes_1, Some(1), &at(1));
+    let first = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &outcomes_1,
+        &BTreeMap::new(),
+        Some(1),
+        &at(1),
+    );
     assert_eq!(first.conditions[0].status, "False");
     assert_eq!(first.conditions[0].reason, "ClustersNotReady");
     assert!(
@@ -42,7 +49,7 @@ fn transition_times_move_only_when_the_state_changes() {
         ("cluster-a", ClusterState::Ready, None),
         ("cluster-b", ClusterState::Ready, None),
     ]);
-    let second = FleetStatus::from_outcomes(&first, &outcomes_2, Some(1), &at(2));
+    let second = FleetStatus::from_outcomes(&first, &outcomes_2, &BTreeMap::new(), Some(1), &at(2));
     assert_eq!(second.clusters["cluster-a"].last_transition_time, at(1));
     assert_eq!(second.clusters["cluster-b"].last_transition_time, at(2));
     assert_eq!(
@@ -53,14 +60,20 @@ fn transition_times_move_only_when_the_state_changes() {
         ("True", &at(2))
     );
     // Nothing changed: the same status, so the runtime writes nothing.
-    let third = FleetStatus::from_outcomes(&second, &outcomes_2, Some(1), &at(3));
+    let third = FleetStatus::from_outcomes(&second, &outcomes_2, &BTreeMap::new(), Some(1), &at(3));
     assert_eq!(third, second);
 }
 
 #[test]
 fn a_status_read_back_equals_the_one_written() {
     let outcomes = outcomes(&[("cluster-a", ClusterState::Failed, Some("forbidden"))]);
-    let written = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(3), &now());
+    let written = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &outcomes,
+        &BTreeMap::new(),
+        Some(3),
+        &now(),
+    );
     let json = serde_json::to_value(&written).unwrap();
     let time = json["conditions"][0]["lastTransitionTime"]
         .as_str()
@@ -71,14 +84,20 @@ fn a_status_read_back_equals_the_one_written() {
     );
     assert_eq!(FleetStatus::owned_part(Some(&json)), written);
     // The next reconcile over what the cache shows computes the same status: no second write.
-    let again = FleetStatus::from_outcomes(&written, &outcomes, Some(3), &now());
+    let again = FleetStatus::from_outcomes(&written, &outcomes, &BTreeMap::new(), Some(3), &now());
     assert_eq!(again, written);
 }
 
 #[test]
 fn a_failed_reconcile_turns_ready_false_and_keeps_the_clusters() {
     let outcomes = outcomes(&[("cluster-a", ClusterState::Ready, None)]);
-    let ready = FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(1), &at(1));
+    let ready = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &outcomes,
+        &BTreeMap::new(),
+        Some(1),
+        &at(1),
+    );
     let failed = FleetStatus::reconcile_failed(&ready, "image is empty", Some(2), &at(2));
     assert_eq!(failed.clusters, ready.clusters);
     let condition = &failed.conditions[0];
@@ -124,6 +143,14 @@ fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
     let owned = FleetStatus::owned_part(Some(&status));
     assert_eq!(owned.conditions.len(), 1);
     assert_eq!(owned.conditions[0].type_, READY);
+    let applied = serde_json::json!({ "conditions": [{
+        "type": "Applied", "status": "True", "reason": "AllClustersReady", "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:01Z",
+    }] });
+    assert_eq!(
+        FleetStatus::owned_part(Some(&applied)).conditions[0].type_,
+        APPLIED
+    );
     assert_eq!(owned.conditions[0].last_transition_time, at(1_767_225_601));
     assert_eq!(FleetStatus::owned_part(None), FleetStatus::default());
 }
@@ -150,4 +177,62 @@ fn the_schema_is_that_of_meta_v1_conditions_keyed_by_type() {
     assert_eq!(condition["properties"]["reason"]["minLength"], 1);
     let cluster = &schema["$defs"]["ClusterStatus"]["properties"]["lastTransitionTime"];
     assert_eq!(cluster["format"], "date-time", "{schema}");
+}
+
+#[test]
+fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
+    use crate::core::child_health::{Assessment, ChildHealth, Health};
+    let child = |health, reason: &str| {
+        ChildHealth::without_projection(Some("namespace-b"), "web", Assessment::new(health, reason))
+    };
+    let outcomes = outcomes(&[
+        ("cluster-a", ClusterState::Ready, None),
+        ("cluster-b", ClusterState::Ready, None),
+    ]);
+    let healthy = ClusterHealth::of(&[child(Health::Healthy, "3/3 replicas available")]).unwrap();
+    let progressing =
+        ClusterHealth::of(&[child(Health::Progressing, "0/3 replicas available")]).unwrap();
+    let health: BTreeMap<String, ClusterHealth> = [
+        ("cluster-a".to_owned(), healthy.clone()),
+        ("cluster-b".to_owned(), progressing),
+    ]
+    .into();
+    let status =
+        FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, &health, Some(1), &at(1));
+    let said = |type_: &str| {
+        let c = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+        (c.status.clone(), c.reason.clone(), c.message.clone())
+    };
+    assert_eq!(said(APPLIED).0, "True");
+    assert_eq!(
+        said(READY),
+        (
+            "False".to_owned(),
+            "ChildrenNotHealthy".to_owned(),
+            "cluster-b: Progressing: 0/1 children healthy (namespace-b/web: 0/3 replicas available)".to_owned()
+        )
+    );
+    assert_eq!(status.clusters["cluster-a"].health.as_ref(), Some(&healthy));
+    let all_healthy: BTreeMap<String, ClusterHealth> = [
+        ("cluster-a".to_owned(), healthy.clone()),
+        ("cluster-b".to_owned(), healthy),
+    ]
+    .into();
+    let status = FleetStatus::from_outcomes(&status, &outcomes, &all_healthy, Some(1), &at(2));
+    let ready = status.conditions.iter().find(|c| c.type_ == READY).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "AllChildrenHealthy")
+    );
+    assert_eq!(ready.last_transition_time, at(2));
+    let applied = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == APPLIED)
+        .unwrap();
+    assert_eq!(
+        applied.last_transition_time,
+        at(1),
+        "Applied did not change"
+    );
 }

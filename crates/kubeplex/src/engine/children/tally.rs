@@ -173,7 +173,13 @@ mod tests {
                 fenced: None,
             },
         )]);
-        FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, Some(generation), &now)
+        FleetStatus::from_outcomes(
+            &FleetStatus::default(),
+            &outcomes,
+            &BTreeMap::new(),
+            Some(generation),
+            &now,
+        )
     }
 
     fn ready() -> BTreeMap<String, ContextOutcome> {

@@ -31,6 +31,7 @@ fn status(entries: &[(&str, ClusterState, Option<&str>)]) -> FleetStatus {
                 children: 0,
                 message: message.map(str::to_owned),
                 last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                health: None,
             };
             ((*context).to_owned(), status)
         })
@@ -159,4 +160,53 @@ fn a_deletion_is_told_blocked_once_and_unblocked_once() {
         None,
         "never blocked"
     );
+}
+
+/// cluster-a's health: its one child `apps/web` in `health` for `reason`.
+fn health_of(health: Health, reason: &str) -> BTreeMap<String, ClusterHealth> {
+    use crate::core::{Assessment, ChildHealth};
+    let child =
+        ChildHealth::without_projection(Some("apps"), "web", Assessment::new(health, reason));
+    [("cluster-a".to_owned(), ClusterHealth::of(&[child]).unwrap())].into()
+}
+
+/// The status after a reconcile that found `health`.
+fn with_health(health: &BTreeMap<String, ClusterHealth>) -> FleetStatus {
+    let mut before = status(&[("cluster-a", ClusterState::Ready, None)]);
+    for (context, health) in health {
+        before.clusters.get_mut(context).unwrap().health = Some(health.clone());
+    }
+    before
+}
+
+#[test]
+fn a_child_becoming_degraded_is_told_once_naming_cluster_and_child_and_its_recovery_once() {
+    let degraded = health_of(Health::Degraded, "failed: BackoffLimitExceeded");
+    let notes = health_notes(
+        &with_health(&health_of(Health::Progressing, "running")),
+        &degraded,
+    );
+    assert_eq!(reasons(&notes), ["ChildDegraded"]);
+    assert_eq!(
+        notes[0].message,
+        "cluster-a: child apps/web is Degraded: failed: BackoffLimitExceeded"
+    );
+    assert!(notes[0].warning);
+    assert!(
+        health_notes(&with_health(&degraded), &degraded).is_empty(),
+        "told once"
+    );
+    let unknown = health_of(Health::Unknown, "the cluster is unreachable");
+    assert!(
+        health_notes(&with_health(&degraded), &unknown).is_empty(),
+        "unknown is no recovery"
+    );
+    let healthy = health_of(Health::Healthy, "1/1 replicas available");
+    let notes = health_notes(&with_health(&degraded), &healthy);
+    assert_eq!(reasons(&notes), ["ChildRecovered"]);
+    assert_eq!(
+        notes[0].message,
+        "cluster-a: child apps/web is no longer Degraded (Healthy: 1/1 children healthy)"
+    );
+    assert!(health_notes(&with_health(&healthy), &healthy).is_empty());
 }

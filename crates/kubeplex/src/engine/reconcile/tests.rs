@@ -365,7 +365,13 @@ async fn an_interim_status_the_controller_wrote_last_is_not_written_again() {
     ]);
     let now =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
-    let interim = FleetStatus::from_outcomes(&FleetStatus::default(), &so_far, None, &now);
+    let interim = FleetStatus::from_outcomes(
+        &FleetStatus::default(),
+        &so_far,
+        &BTreeMap::new(),
+        None,
+        &now,
+    );
     let writes = status_writes(Some(interim)).await;
     assert_eq!(writes.len(), 1, "{writes:#?}");
     assert!(

@@ -55,7 +55,10 @@ async fn a_term_queues_each_cached_parent_once_whichever_caches_name_it() {
     engine.children.push(ChildWatch {
         context: crate::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
-        cache: cached(vec![child("a"), child("b")], Some(PARENT_UID_LABEL)),
+        cache: crate::watch::judged(
+            cached(vec![child("a"), child("b")], Some(PARENT_UID_LABEL)),
+            crate::core::builtin_rule("", "ConfigMap"),
+        ),
     });
     let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
     engine.begin_term(&keys);

@@ -133,3 +133,28 @@ async fn a_sender_refuses_keys_once_the_queue_is_gone() {
     assert!(!sender.is_open());
     assert!(!sender.send(2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn arrivals_within_a_delay_run_once_by_its_end_however_many_arrive() {
+    let (sender, queue, _) = queue(Duration::ZERO);
+    let t0 = Instant::now();
+    // An arrival every 300 ms for 3 s: a debounce would wait for them to stop; `within` runs at t0 + 1 s.
+    for _ in 0..10 {
+        sender.send_within(7, SECOND);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if Instant::now() > t0 + SECOND {
+            break;
+        }
+    }
+    assert_eq!(now_or_never(queue.next()), Some(7));
+    // Due already (t0 + 1 s), taken when it was due, not pushed back by the later arrivals.
+    queue.finished(&7, None);
+    sender.send_within(7, SECOND);
+    sender.send_within(7, Duration::from_millis(100));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        now_or_never(queue.next()),
+        Some(7),
+        "a sooner arrival decides"
+    );
+}

@@ -1,0 +1,20 @@
+pub struct Judged;
+const _: () = {
+    fn kind(_: <AppDeployment as ::kubeplex::__private::Resource>::Itself) {}
+};
+const _: () = {
+    fn kind(_: <Deployment as ::kubeplex::__private::Resource>::Itself) {}
+};
+impl ::kubeplex::Controller for Judged {
+    type Resource = AppDeployment;
+    type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
+    fn plan() -> ::kubeplex::Plan<Self::Context> {
+        ::kubeplex::Plan::new("judged")
+            .owns(
+                ::kubeplex::Child::of::<Deployment>()
+                    .health(rules::web)
+                    .contexts([Fleet::ClusterA]),
+            )
+            .contexts([Fleet::Control])
+    }
+}

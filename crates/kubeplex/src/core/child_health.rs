@@ -1,0 +1,398 @@
+//! How a child is doing: its health, the small projection of it that health is judged from, and a context's
+//! children summed up for the parent's status.
+//!
+//! A child cache keeps each child's metadata and this projection, not the whole object: the status' scalar
+//! fields and its conditions, and the few spec fields the rules read (`replicas`, `type`, ...). A rule is a
+//! pure function of the projection ([`HealthRule`]); the built-in ones are in `health_rules.rs`.
+
+use std::sync::Arc;
+
+use kube::api::ObjectMeta;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// How a child is doing, from best to worst as the parent's status orders them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub enum Health {
+    /// Running as its spec asks: the rollout is done, the replicas are available, the job completed.
+    Healthy,
+    /// On its way: a rollout in progress, replicas not yet available, a claim not yet bound.
+    Progressing,
+    /// The cluster could not be asked: the context is unreachable, or its cache has not listed yet. Not a
+    /// verdict on the child.
+    Unknown,
+    /// Declared by the parent but not in the cluster (not created yet, or deleted by someone).
+    Missing,
+    /// Failed and not getting better by itself: a rollout past its deadline, a failed job, a lost claim,
+    /// `Stalled`.
+    Degraded,
+}
+
+impl Health {
+    /// The health as the status writes it, e.g. `Progressing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Healthy => "Healthy",
+            Self::Progressing => "Progressing",
+            Self::Unknown => "Unknown",
+            Self::Missing => "Missing",
+            Self::Degraded => "Degraded",
+        }
+    }
+
+    /// How bad it is: the parent's status names the child whose health ranks highest.
+    fn severity(self) -> u8 {
+        match self {
+            Self::Healthy => 0,
+            Self::Progressing => 1,
+            Self::Unknown => 2,
+            Self::Missing => 3,
+            Self::Degraded => 4,
+        }
+    }
+
+    /// Every health, best first.
+    pub const ALL: [Health; 5] = [
+        Health::Healthy,
+        Health::Progressing,
+        Health::Unknown,
+        Health::Missing,
+        Health::Degraded,
+    ];
+}
+
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A rule's verdict on one child: its health and the reason a person reads (`1/3 replicas available`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Assessment {
+    /// How the child is doing.
+    pub health: Health,
+    /// Why, in a few words.
+    pub reason: String,
+}
+
+impl Assessment {
+    /// `health`, because of `reason`.
+    pub fn new(health: Health, reason: impl Into<String>) -> Self {
+        Self {
+            health,
+            reason: reason.into(),
+        }
+    }
+
+    /// Healthy, because of `reason`.
+    pub fn healthy(reason: impl Into<String>) -> Self {
+        Self::new(Health::Healthy, reason)
+    }
+
+    /// Progressing, because of `reason`.
+    pub fn progressing(reason: impl Into<String>) -> Self {
+        Self::new(Health::Progressing, reason)
+    }
+
+    /// Degraded, because of `reason`.
+    pub fn degraded(reason: impl Into<String>) -> Self {
+        Self::new(Health::Degraded, reason)
+    }
+}
+
+/// A health rule: a pure function of a child's projection. `owns(Kind, health = path::to::rule)` or
+/// [`Child::health`](crate::Child::health) replaces the kind's built-in rule with one of these.
+pub type HealthRule = fn(&Projection) -> Assessment;
+
+/// The part of a child a cache keeps to judge its health: its metadata (without `managedFields`), the spec
+/// fields the rules read ([`SPEC_FIELDS`]), and its status' scalar fields, its conditions (type, status,
+/// reason and message) and its `loadBalancer`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Projection {
+    /// The child's metadata, without `managedFields`.
+    pub metadata: ObjectMeta,
+    /// The spec fields of [`SPEC_FIELDS`] the child has; `Null` when it has none.
+    #[serde(default)]
+    pub spec: Value,
+    /// The status as projected; `Null` when the child has none.
+    #[serde(default)]
+    pub status: Value,
+}
+
+/// The spec fields a projection keeps: what the built-in rules read.
+pub const SPEC_FIELDS: [&str; 6] = [
+    "replicas",
+    "type",
+    "paused",
+    "suspend",
+    "completions",
+    "parallelism",
+];
+
+/// A condition of a projected status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConditionView<'a> {
+    /// `True`, `False` or `Unknown`.
+    pub status: &'a str,
+    /// Its reason, empty when it has none.
+    pub reason: &'a str,
+    /// Its message, empty when it has none.
+    pub message: &'a str,
+}
+
+impl ConditionView<'_> {
+    /// Whether its status is `True`.
+    pub fn is_true(&self) -> bool {
+        self.status == "True"
+    }
+}
+
+impl Projection {
+    /// The projection of an object's parts: `spec` and `status` as the API server sent them, cut down to
+    /// what a projection keeps; `managedFields` dropped from `metadata`.
+    pub fn new(mut metadata: ObjectMeta, spec: Option<Value>, status: Option<Value>) -> Self {
+        metadata.managed_fields = None;
+        Self {
+            metadata,
+            spec: spec.map_or(Value::Null, project_spec),
+            status: status.map_or(Value::Null, project_status),
+        }
+    }
+
+    /// The projection of a whole object, serialized (for a kind cached whole).
+    pub(crate) fn of_value(object: Value) -> Self {
+        let Value::Object(mut object) = object else {
+            return Self::default();
+        };
+        let metadata = (object.remove("metadata"))
+            .and_then(|m| serde_json::from_value(m).ok())
+            .unwrap_or_default();
+        Self::new(metadata, object.remove("spec"), object.remove("status"))
+    }
+
+    /// `metadata.generation`.
+    pub fn generation(&self) -> Option<i64> {
+        self.metadata.generation
+    }
+
+    /// `status.observedGeneration`.
+    pub fn observed_generation(&self) -> Option<i64> {
+        self.status_i64("observedGeneration")
+    }
+
+    /// A kept spec field.
+    pub fn spec_field(&self, name: &str) -> Option<&Value> {
+        self.spec.get(name)
+    }
+
+    /// A kept spec field that is an integer.
+    pub fn spec_i64(&self, name: &str) -> Option<i64> {
+        self.spec_field(name).and_then(Value::as_i64)
+    }
+
+    /// A kept status field.
+    pub fn status_field(&self, name: &str) -> Option<&Value> {
+        self.status.get(name)
+    }
+
+    /// A status field that is an integer.
+    pub fn status_i64(&self, name: &str) -> Option<i64> {
+        self.status_field(name).and_then(Value::as_i64)
+    }
+
+    /// A status field that is a string.
+    pub fn status_str(&self, name: &str) -> Option<&str> {
+        self.status_field(name).and_then(Value::as_str)
+    }
+
+    /// The status condition of this type, if any.
+    pub fn condition(&self, type_: &str) -> Option<ConditionView<'_>> {
+        let conditions = self.status_field("conditions")?.as_array()?;
+        let found = conditions
+            .iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?;
+        let text = |key: &str| found.get(key).and_then(Value::as_str).unwrap_or_default();
+        Some(ConditionView {
+            status: text("status"),
+            reason: text("reason"),
+            message: text("message"),
+        })
+    }
+
+    /// Whether the controller of the child has seen its latest spec: `false` when the status says it
+    /// observed an older generation, `true` when it says nothing of it.
+    pub fn generation_observed(&self) -> bool {
+        match (self.generation(), self.observed_generation()) {
+            (Some(generation), Some(observed)) => observed >= generation,
+            _ => true,
+        }
+    }
+}
+
+/// The spec fields of [`SPEC_FIELDS`].
+fn project_spec(spec: Value) -> Value {
+    let Value::Object(spec) = spec else {
+        return Value::Null;
+    };
+    let kept: Map<String, Value> = spec
+        .into_iter()
+        .filter(|(key, _)| SPEC_FIELDS.contains(&key.as_str()))
+        .collect();
+    if kept.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(kept)
+    }
+}
+
+/// The status' scalar fields, its conditions (type, status, reason, message) and its `loadBalancer`.
+fn project_status(status: Value) -> Value {
+    let Value::Object(status) = status else {
+        return Value::Null;
+    };
+    let kept: Map<String, Value> = status
+        .into_iter()
+        .filter_map(|(key, value)| match (key.as_str(), value) {
+            ("conditions", Value::Array(conditions)) => {
+                let conditions = conditions.into_iter().map(project_condition).collect();
+                Some((key, Value::Array(conditions)))
+            }
+            ("loadBalancer", value) => Some((key, value)),
+            (_, value @ (Value::Bool(_) | Value::Number(_) | Value::String(_))) => {
+                Some((key, value))
+            }
+            _ => None,
+        })
+        .collect();
+    Value::Object(kept)
+}
+
+fn project_condition(condition: Value) -> Value {
+    let Value::Object(condition) = condition else {
+        return Value::Null;
+    };
+    let kept: Map<String, Value> = condition
+        .into_iter()
+        .filter(|(key, _)| matches!(key.as_str(), "type" | "status" | "reason" | "message"))
+        .collect();
+    Value::Object(kept)
+}
+
+/// One child of the parent in one context, as its cache has it: for [`Cx::children`](crate::Cx::children).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ChildHealth {
+    /// Its namespace (`None` for a cluster-scoped kind).
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// How it is doing.
+    pub health: Health,
+    /// Why (`1/3 replicas available`).
+    pub reason: String,
+    /// What its health was judged from; `None` for a child declared but not cached ([`Health::Missing`]).
+    pub projection: Option<Arc<Projection>>,
+}
+
+impl ChildHealth {
+    /// A cached child with its rule's verdict.
+    pub(crate) fn judged(projection: Arc<Projection>, verdict: Assessment) -> Self {
+        Self {
+            namespace: projection.metadata.namespace.clone(),
+            name: projection.metadata.name.clone().unwrap_or_default(),
+            health: verdict.health,
+            reason: verdict.reason,
+            projection: Some(projection),
+        }
+    }
+
+    /// A child with this health and reason and no projection (missing, or its context unknown).
+    pub(crate) fn without_projection(
+        namespace: Option<&str>,
+        name: &str,
+        verdict: Assessment,
+    ) -> Self {
+        Self {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            health: verdict.health,
+            reason: verdict.reason,
+            projection: None,
+        }
+    }
+
+    /// `namespace/name`, or `name` for a cluster-scoped child.
+    pub fn full_name(&self) -> String {
+        match &self.namespace {
+            Some(namespace) => format!("{namespace}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Whether it is healthy.
+    pub fn is_healthy(&self) -> bool {
+        self.health == Health::Healthy
+    }
+}
+
+/// The worst of `children` (the first of the worst, in their order), if any.
+pub(crate) fn worst(children: &[ChildHealth]) -> Option<&ChildHealth> {
+    children
+        .iter()
+        .rev()
+        .max_by_key(|child| child.health.severity())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_projection_keeps_scalars_conditions_and_the_rules_spec_fields_only() {
+        let object = serde_json::json!({
+            "metadata": { "name": "web", "namespace": "a", "generation": 3,
+                          "managedFields": [{ "manager": "x" }] },
+            "spec": { "replicas": 3, "template": { "spec": { "containers": [] } } },
+            "status": {
+                "observedGeneration": 3, "availableReplicas": 1,
+                "conditions": [{ "type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
+                                 "message": "not enough", "lastUpdateTime": "2026-01-01T00:00:00Z" }],
+                "collisionCount": 0, "nested": { "big": [1, 2, 3] },
+            },
+        });
+        let projection = Projection::of_value(object);
+        assert_eq!(projection.metadata.managed_fields, None);
+        assert_eq!(projection.spec, serde_json::json!({ "replicas": 3 }));
+        assert_eq!(projection.status.get("nested"), None);
+        assert_eq!(projection.observed_generation(), Some(3));
+        let available = projection.condition("Available").unwrap();
+        assert_eq!(
+            (available.status, available.reason, available.message),
+            ("False", "MinimumReplicasUnavailable", "not enough")
+        );
+        assert_eq!(
+            projection.status["conditions"][0].get("lastUpdateTime"),
+            None
+        );
+        assert!(projection.generation_observed());
+    }
+
+    #[test]
+    fn the_worst_child_is_the_first_of_the_worst_health() {
+        let child = |name: &str, health| {
+            ChildHealth::without_projection(Some("a"), name, Assessment::new(health, "why"))
+        };
+        let children = [
+            child("one", Health::Progressing),
+            child("two", Health::Degraded),
+            child("three", Health::Degraded),
+            child("four", Health::Missing),
+        ];
+        assert_eq!(worst(&children).unwrap().name, "two");
+        assert_eq!(worst(&children[..1]).unwrap().name, "one");
+        assert!(worst(&[]).is_none());
+    }
+}

@@ -1,0 +1,242 @@
+//! The built-in health rules: one per well-known kind, following what its controller writes, and kstatus'
+//! rule for every other kind (custom resources included).
+//!
+//! Each is a pure function of a [`Projection`]. The workload rules first ask whether the kind's controller
+//! has seen the latest spec (`status.observedGeneration`), then count replicas; kstatus reads the
+//! `Ready`, `Reconciling` and `Stalled` conditions.
+
+use super::child_health::{Assessment, HealthRule, Projection};
+
+/// The built-in rule of a kind, by its API group and kind; kstatus' for any other.
+pub(crate) fn builtin_rule(group: &str, kind: &str) -> HealthRule {
+    match (group, kind) {
+        ("apps", "Deployment") => deployment,
+        ("apps", "StatefulSet") => stateful_set,
+        ("apps", "DaemonSet") => daemon_set,
+        ("apps", "ReplicaSet") => replica_set,
+        ("batch", "Job") => job,
+        ("", "PersistentVolumeClaim") => persistent_volume_claim,
+        ("", "Service") => service,
+        _ => kstatus,
+    }
+}
+
+/// Not judged yet: the kind's controller has not seen the latest spec, or not written a status at all (the
+/// API server itself may write an empty one).
+fn unobserved(child: &Projection) -> Option<Assessment> {
+    if child.observed_generation().is_none() {
+        return Some(Assessment::progressing(
+            "not observed by its controller yet",
+        ));
+    }
+    (!child.generation_observed()).then(|| {
+        Assessment::progressing(format!(
+            "generation {} not observed yet (observed {})",
+            child.generation().unwrap_or_default(),
+            child.observed_generation().unwrap_or_default()
+        ))
+    })
+}
+
+/// `spec.replicas`, 1 when unset (as the API server defaults it).
+fn wanted_replicas(child: &Projection) -> i64 {
+    child.spec_i64("replicas").unwrap_or(1)
+}
+
+fn count(child: &Projection, field: &str) -> i64 {
+    child.status_i64(field).unwrap_or(0)
+}
+
+/// A Deployment: its rollout is done (every replica updated, no old one left) and every replica available;
+/// `Degraded` past its progress deadline, or when a finished rollout's `Available` condition is false.
+pub(crate) fn deployment(child: &Projection) -> Assessment {
+    if let Some(not_yet) = unobserved(child) {
+        return not_yet;
+    }
+    if let Some(progressing) = child.condition("Progressing")
+        && progressing.reason == "ProgressDeadlineExceeded"
+    {
+        return Assessment::degraded(format!(
+            "progress deadline exceeded: {}",
+            progressing.message
+        ));
+    }
+    let wanted = wanted_replicas(child);
+    let (updated, available) = (
+        count(child, "updatedReplicas"),
+        count(child, "availableReplicas"),
+    );
+    if child
+        .spec_field("paused")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+    {
+        return Assessment::progressing(format!(
+            "rollout paused, {available}/{wanted} replicas available"
+        ));
+    }
+    if updated < wanted {
+        return Assessment::progressing(format!("{updated}/{wanted} replicas updated"));
+    }
+    let old = count(child, "replicas") - updated;
+    if old > 0 {
+        return Assessment::progressing(format!("{old} old replicas pending termination"));
+    }
+    if available < wanted {
+        let reason = format!("{available}/{wanted} replicas available");
+        return match child.condition("Available") {
+            Some(condition) if !condition.is_true() && !condition.message.is_empty() => {
+                Assessment::degraded(format!("{reason}: {}", condition.message))
+            }
+            Some(condition) if !condition.is_true() => Assessment::degraded(reason),
+            _ => Assessment::progressing(reason),
+        };
+    }
+    Assessment::healthy(format!("{available}/{wanted} replicas available"))
+}
+
+/// A StatefulSet: every replica updated and ready.
+pub(crate) fn stateful_set(child: &Projection) -> Assessment {
+    if let Some(not_yet) = unobserved(child) {
+        return not_yet;
+    }
+    let wanted = wanted_replicas(child);
+    let (updated, ready) = (
+        count(child, "updatedReplicas"),
+        count(child, "readyReplicas"),
+    );
+    if ready < wanted {
+        return Assessment::progressing(format!("{ready}/{wanted} replicas ready"));
+    }
+    if updated < wanted {
+        return Assessment::progressing(format!("{updated}/{wanted} replicas updated"));
+    }
+    Assessment::healthy(format!("{ready}/{wanted} replicas ready"))
+}
+
+/// A DaemonSet: its pod updated and available on every node it should run on.
+pub(crate) fn daemon_set(child: &Projection) -> Assessment {
+    if let Some(not_yet) = unobserved(child) {
+        return not_yet;
+    }
+    let desired = count(child, "desiredNumberScheduled");
+    let updated = count(child, "updatedNumberScheduled");
+    let available = count(child, "numberAvailable");
+    if updated < desired {
+        return Assessment::progressing(format!("{updated}/{desired} pods updated"));
+    }
+    if available < desired {
+        return Assessment::progressing(format!("{available}/{desired} pods available"));
+    }
+    Assessment::healthy(format!("{available}/{desired} pods available"))
+}
+
+/// A ReplicaSet: every replica available; `Degraded` when its `ReplicaFailure` condition is true.
+pub(crate) fn replica_set(child: &Projection) -> Assessment {
+    if let Some(not_yet) = unobserved(child) {
+        return not_yet;
+    }
+    if let Some(failure) = child.condition("ReplicaFailure")
+        && failure.is_true()
+    {
+        return Assessment::degraded(format!("{}: {}", failure.reason, failure.message));
+    }
+    let wanted = wanted_replicas(child);
+    let available = count(child, "availableReplicas");
+    let reason = format!("{available}/{wanted} replicas available");
+    if available < wanted {
+        Assessment::progressing(reason)
+    } else {
+        Assessment::healthy(reason)
+    }
+}
+
+/// A Job: `Healthy` once complete, `Degraded` once failed, else running (or suspended).
+pub(crate) fn job(child: &Projection) -> Assessment {
+    if let Some(failed) = child.condition("Failed")
+        && failed.is_true()
+    {
+        let reason = if failed.message.is_empty() {
+            failed.reason
+        } else {
+            failed.message
+        };
+        return Assessment::degraded(format!("failed: {reason}"));
+    }
+    if child.condition("Complete").is_some_and(|c| c.is_true()) {
+        return Assessment::healthy(format!("complete, {} succeeded", count(child, "succeeded")));
+    }
+    if child.condition("Suspended").is_some_and(|c| c.is_true()) {
+        return Assessment::progressing("suspended");
+    }
+    Assessment::progressing(format!(
+        "running: {} active, {} succeeded",
+        count(child, "active"),
+        count(child, "succeeded")
+    ))
+}
+
+/// A PersistentVolumeClaim: `Healthy` once bound, `Degraded` once lost.
+pub(crate) fn persistent_volume_claim(child: &Projection) -> Assessment {
+    match child.status_str("phase") {
+        Some("Bound") => Assessment::healthy("bound"),
+        Some("Lost") => Assessment::degraded("claim lost: its volume is gone"),
+        Some(phase) => Assessment::progressing(format!("{phase}: not bound yet")),
+        None => Assessment::progressing("not bound yet"),
+    }
+}
+
+/// A Service: a `LoadBalancer` is healthy once it has an ingress; any other type at once.
+pub(crate) fn service(child: &Projection) -> Assessment {
+    if child.spec_field("type").and_then(serde_json::Value::as_str) != Some("LoadBalancer") {
+        return Assessment::healthy("service");
+    }
+    let ingress = child
+        .status_field("loadBalancer")
+        .and_then(|lb| lb.get("ingress"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|ingress| !ingress.is_empty());
+    if ingress {
+        Assessment::healthy("load balancer ingress assigned")
+    } else {
+        Assessment::progressing("waiting for a load balancer ingress")
+    }
+}
+
+/// kstatus' rule, for any kind: the latest generation observed, then `Stalled` (degraded), `Reconciling`
+/// and `Ready` (progressing until true); a kind with none of these is healthy as it is.
+pub(crate) fn kstatus(child: &Projection) -> Assessment {
+    if !child.generation_observed() {
+        return Assessment::progressing(format!(
+            "generation {} not observed yet (observed {})",
+            child.generation().unwrap_or_default(),
+            child.observed_generation().unwrap_or_default()
+        ));
+    }
+    let said = |c: super::child_health::ConditionView<'_>| match (
+        c.reason.is_empty(),
+        c.message.is_empty(),
+    ) {
+        (_, false) => c.message.to_owned(),
+        (false, true) => c.reason.to_owned(),
+        (true, true) => String::new(),
+    };
+    if let Some(stalled) = child.condition("Stalled")
+        && stalled.is_true()
+    {
+        return Assessment::degraded(format!("stalled: {}", said(stalled)));
+    }
+    if let Some(reconciling) = child.condition("Reconciling")
+        && reconciling.is_true()
+    {
+        return Assessment::progressing(format!("reconciling: {}", said(reconciling)));
+    }
+    match child.condition("Ready") {
+        Some(ready) if ready.is_true() => Assessment::healthy("ready"),
+        Some(ready) => Assessment::progressing(format!("not ready: {}", said(ready))),
+        None => Assessment::healthy("current"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,131 @@
+//! How a parent's children are doing in each context, read from the child caches after a sync: what the
+//! parent's status and `Ready` condition say, what `Cx::children` gives, and what the health metric counts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube::api::ApiResource;
+
+use super::engine::{ChildWatch, Engine};
+use crate::controller::{ChildCaches, DesiredChildren, Reconcile};
+use crate::core::{Assessment, ChildHealth, ClusterHealth, ClusterState, ContextOutcome, Health};
+use crate::metrics::ChildrenByHealth;
+use crate::watch::{ChildCache, missing};
+
+/// A child a reconcile declared: its kind, namespace and name.
+pub(super) type Declared = (ApiResource, Option<String>, String);
+
+/// The children declared in each context, before the sync takes them.
+pub(super) fn declared(desired: &DesiredChildren) -> BTreeMap<String, Vec<Declared>> {
+    (desired.iter())
+        .map(|(context, children)| {
+            let children = children.iter();
+            let declared =
+                children.map(|c| (c.resource.clone(), c.namespace.clone(), c.name.clone()));
+            (context.clone(), declared.collect())
+        })
+        .collect()
+}
+
+/// Every child of a context that cannot be asked, judged `Unknown` for `why`.
+fn unknown(children: &[Declared], why: &str) -> Vec<ChildHealth> {
+    (children.iter())
+        .map(|(_, namespace, name)| {
+            let verdict = Assessment::new(Health::Unknown, why);
+            ChildHealth::without_projection(namespace.as_deref(), name, verdict)
+        })
+        .collect()
+}
+
+/// One declared child as the caches of its context have it.
+fn judge(watches: &[ChildWatch], (resource, namespace, name): &Declared) -> ChildHealth {
+    let caches: Vec<&Arc<dyn ChildCache>> = (watches.iter())
+        .filter(|w| &w.resource == resource)
+        .map(|w| &w.cache)
+        .collect();
+    if let Some(found) = caches
+        .iter()
+        .find_map(|c| c.health(namespace.as_deref(), name))
+    {
+        return found;
+    }
+    if caches.is_empty() || caches.iter().any(|c| !c.has_listed()) {
+        let verdict = Assessment::new(Health::Unknown, "the cluster's cache has not listed yet");
+        return ChildHealth::without_projection(namespace.as_deref(), name, verdict);
+    }
+    missing(namespace.as_deref(), name)
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// The health of the `declared` children in each context with an outcome: `Unknown` where the context
+    /// could not be reached, none where the parent wants no children or is leaving.
+    pub(super) fn children_health(
+        &self,
+        declared: &BTreeMap<String, Vec<Declared>>,
+        outcomes: &BTreeMap<String, ContextOutcome>,
+    ) -> BTreeMap<String, ClusterHealth> {
+        let mut health = BTreeMap::new();
+        for (context, outcome) in outcomes {
+            let Some(children) = declared.get(context).filter(|c| !c.is_empty()) else {
+                continue;
+            };
+            let judged = match outcome.state {
+                ClusterState::Unreachable => unknown(children, "the cluster is unreachable"),
+                ClusterState::Ready | ClusterState::Failed | ClusterState::Conflict => {
+                    let watches = self.child_watches_in(context);
+                    children.iter().map(|c| judge(&watches, c)).collect()
+                }
+                _ => continue,
+            };
+            if let Some(summary) = ClusterHealth::of(&judged) {
+                health.insert(context.clone(), summary);
+            }
+        }
+        health
+    }
+}
+
+/// What `Cx::children` reads: this controller's child caches in a context or member.
+impl<R: Reconcile> ChildCaches for Engine<R> {
+    fn caches_in(&self, target: &str) -> Vec<(ApiResource, Arc<dyn ChildCache>)> {
+        let watches = self.child_watches_in(target);
+        watches.into_iter().map(|w| (w.resource, w.cache)).collect()
+    }
+
+    fn context_ready(&self, target: &str) -> bool {
+        self.runtime.health.is_context_ready(target)
+    }
+}
+
+/// Where `Unknown` is counted in [`Health::ALL`].
+fn unknown_at() -> usize {
+    (Health::ALL.iter())
+        .position(|h| *h == Health::Unknown)
+        .unwrap_or_default()
+}
+
+/// What the health metric reads at scrape time: every cached child by context and health.
+impl<R: Reconcile> ChildrenByHealth for Engine<R> {
+    fn children_by_health(&self) -> Vec<(String, &'static str, u32)> {
+        let mut counts: BTreeMap<String, [u32; 5]> = BTreeMap::new();
+        for watch in self.all_child_watches() {
+            let mut by_health = watch.cache.health_counts();
+            // A context that cannot be asked: its cache is as it last was, its children unknown.
+            if !self.runtime.health.is_context_ready(&watch.context) {
+                let all = by_health.iter().sum();
+                by_health = [0; 5];
+                by_health[unknown_at()] = all;
+            }
+            let sum = counts.entry(watch.context.clone()).or_default();
+            for (total, n) in sum.iter_mut().zip(by_health) {
+                *total += n;
+            }
+        }
+        (counts.into_iter())
+            .flat_map(|(context, counts)| {
+                (Health::ALL.iter().zip(counts))
+                    .map(move |(health, n)| (context.clone(), health.as_str(), n))
+            })
+            .collect()
+    }
+}
