@@ -65,6 +65,9 @@ pub(crate) struct Cli {
     /// Join/leave cycles after the warm-up one (member_churn).
     #[arg(long, value_name = "C", value_parser = positive())]
     churn_cycles: Option<usize>,
+    /// Numbers of members joined at once, the memory per member fitted over them (many_members).
+    #[arg(long, value_name = "M[,M..]", value_delimiter = ',', value_parser = positive())]
+    members: Option<Vec<usize>>,
     /// The sections to run, comma-separated [default: all]; memory includes shared watches.
     #[arg(
         long,
@@ -100,6 +103,7 @@ impl Cli {
         members.joins = self.member_joins.unwrap_or(members.joins);
         members.churn_objects = self.churn_objects.unwrap_or(members.churn_objects);
         members.churn_cycles = self.churn_cycles.unwrap_or(members.churn_cycles);
+        members.many = self.members.unwrap_or(std::mem::take(&mut members.many));
         options
     }
 }
@@ -268,6 +272,16 @@ mod tests {
         assert_eq!((quick.parents, quick.joins), (20, 2));
         let full = parse(&[]).unwrap().members;
         assert_eq!((full.churn_objects, full.churn_cycles), (1000, 10));
+    }
+
+    #[test]
+    fn members_replace_the_many_members_preset() {
+        let options = parse(&["--quick", "--members", "5,10,40"]).unwrap();
+        assert_eq!(options.members.many, [5, 10, 40]);
+        assert_eq!(parse(&["--quick"]).unwrap().members.many, [20, 50]);
+        assert_eq!(parse(&[]).unwrap().members.many, [100, 300, 1000]);
+        let error = parse(&["--members", "0"]).unwrap_err().to_string();
+        assert!(error.contains("--members <M[,M..]>"), "{error}");
     }
 
     #[test]
