@@ -149,9 +149,11 @@ async fn start_kubeplex(
         .iter()
         .map(|(name, _)| ContextName::new(leak(name)))
         .collect();
-    let mut children = Child::of::<Deployment>()
-        .contexts(clusters.iter().copied())
-        .namespaces(spec.namespaces.clone());
+    let mut children = Child::of::<Deployment>().contexts(clusters.iter().copied());
+    // None named: the children are in each member's own namespace only.
+    if !spec.namespaces.is_empty() {
+        children = children.namespaces(spec.namespaces.clone());
+    }
     let own_namespace = spec.members.as_ref().is_some_and(|m| m.own_namespace);
     if own_namespace {
         children = children.member_default_namespace();

@@ -118,11 +118,13 @@ async fn one_size(
         .await?;
     tokio::time::sleep(QUIET).await;
     let before = settled_reading(&mut operator).await?;
-    let idle_rate = rate(aliases, window).await?;
+    let probe = synced
+        .probe
+        .clone()
+        .ok_or("the operator serves no probes")?;
+    let (idle_rate, idle_pings) = rate(aliases, &probe, window).await?;
     let servers_before = processes_seconds(&host.server_pids);
-    progress(&format!(
-        "many_members: M={members}: creating the Secrets"
-    ));
+    progress(&format!("many_members: M={members}: creating the Secrets"));
     let from = aliases.create_secrets(members).await?;
     let created_s = from.elapsed().as_secs_f64();
     let at = observer
@@ -133,7 +135,7 @@ async fn one_size(
     let joined_now = operator.ask().await?;
     tokio::time::sleep(QUIET).await;
     let joined = settled_reading(&mut operator).await?;
-    let steady_rate = rate(aliases, window).await?;
+    let (steady_rate, steady_pings) = rate(aliases, &probe, window).await?;
     let (leave_s, left_behind) = leave(aliases, observer).await?;
     let left = settled_reading(&mut operator).await?;
     operator.exit().await?;
@@ -149,19 +151,54 @@ async fn one_size(
         left,
         idle_rate,
         steady_rate,
+        idle_pings,
+        steady_pings,
         leave_s,
         left_behind,
     })
 }
 
-/// Requests per second the API servers answered over `window` (less the parent's own two readings).
-async fn rate(aliases: &Aliases, window: Duration) -> Result<f64, String> {
-    let before = aliases.requests().await?;
+/// Over `window`: requests per second the API servers counted (less the parent's own two readings), and
+/// pings per second the operator sent (its `kubeplex_context_healthchecks_total`, which the servers'
+/// counters leave out: a ping is a `GET /version`).
+async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<(f64, f64), String> {
+    let (before, pinged) = (aliases.requests().await?, pings(probe).await?);
     tokio::time::sleep(window).await;
-    let after = aliases.requests().await?;
+    let (after, pinged_after) = (aliases.requests().await?, pings(probe).await?);
     // The first reading's own request is counted by the second, once per server.
     let own = aliases.servers.len() as f64;
-    Ok((after - before - own).max(0.0) / window.as_secs_f64())
+    let seconds = window.as_secs_f64();
+    Ok((
+        (after - before - own).max(0.0) / seconds,
+        (pinged_after - pinged) / seconds,
+    ))
+}
+
+/// The pings the operator has sent so far, whatever their result, from its `/metrics`.
+async fn pings(address: &str) -> Result<f64, String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let read = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
+        Ok::<_, std::io::Error>(String::from_utf8_lossy(&response).into_owned())
+    };
+    let text = read
+        .await
+        .map_err(|e| format!("reading the operator's /metrics: {e}"))?;
+    Ok(healthchecks(&text))
+}
+
+/// The sum of `kubeplex_context_healthchecks_total` over its series.
+pub(super) fn healthchecks(metrics: &str) -> f64 {
+    (metrics.lines())
+        .filter(|line| line.starts_with("kubeplex_context_healthchecks_total{"))
+        .filter_map(|line| line.rsplit_once(' '))
+        .map(|(_, value)| value.trim().parse::<f64>().unwrap_or(0.0))
+        .sum()
 }
 
 /// Deletes every member's Secret and waits until no child and no Secret is left; the seconds, and the
@@ -174,7 +211,9 @@ async fn leave(aliases: &Aliases, observer: &Observer) -> Result<(f64, usize), S
         let deadline = Instant::now() + LIMIT;
         while aliases.secrets_left().await? > 0 {
             if Instant::now() > deadline {
-                return Err(format!("the members' Secrets were still there {LIMIT:?} after their delete"));
+                return Err(format!(
+                    "the members' Secrets were still there {LIMIT:?} after their delete"
+                ));
             }
             tokio::time::sleep(SECRET_POLL).await;
         }
@@ -198,7 +237,9 @@ async fn leave(aliases: &Aliases, observer: &Observer) -> Result<(f64, usize), S
         }
     }
     observer
-        .until("the children left behind gone", LIMIT, |w| w.children() == 0)
+        .until("the children left behind gone", LIMIT, |w| {
+            w.children() == 0
+        })
         .await?;
     Ok((f64::NAN, stray.len()))
 }
@@ -279,4 +320,18 @@ async fn delete_parents(aliases: &Aliases, observer: &Observer) -> Result<(), St
 /// The members' names, for the method text.
 pub(super) fn names_example() -> String {
     format!("{}, {}, ..", member_name(0), member_name(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pings_are_summed_over_contexts_and_results() {
+        let text = "# TYPE kubeplex_context_healthchecks counter\n\
+            kubeplex_context_healthchecks_total{context=\"control\",result=\"success\"} 12\n\
+            kubeplex_context_healthchecks_total{context=\"many-0001\",result=\"failure\"} 3\n\
+            kubeplex_context_ping_seconds_count{context=\"control\"} 12\n";
+        assert!((healthchecks(text) - 15.0).abs() < 1e-9);
+    }
 }

@@ -129,7 +129,10 @@ impl<C: Context> Cx<C> {
                 if namespaced && declared.iter().any(|c| c.in_member_default_namespace()) =>
             {
                 let client = self.runtime.members.client(member.name());
-                client.map(|c| c.default_namespace().to_owned()).into_iter().collect()
+                client
+                    .map(|c| c.default_namespace().to_owned())
+                    .into_iter()
+                    .collect()
             }
             _ => (self.namespaces_of::<K>(target.clone()).into_iter())
                 .map(str::to_owned)

@@ -232,6 +232,9 @@ async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
     cx.child(CLUSTER_A, config_map(None, Some("in-a"))).unwrap();
     let taken = cx.take_children();
     assert_eq!(taken["member-b"][0].namespace.as_deref(), Some("team-b"));
-    assert_eq!(taken["member-b"][0].object["metadata"]["namespace"], "team-b");
+    assert_eq!(
+        taken["member-b"][0].object["metadata"]["namespace"],
+        "team-b"
+    );
     assert_eq!(taken["cluster-a"][0].namespace.as_deref(), Some("ns"));
 }
