@@ -121,12 +121,21 @@ impl Aliases {
     }
 
     /// Deletes every member's Secret (kubeplex removes its finalizer once the member's children are gone).
+    /// Tried again after a failure to send: the parent's connection may have gone stale during a long join.
     pub async fn delete_secrets(&self) -> Result<(), String> {
-        self.secrets
-            .delete_collection(&DeleteParams::default(), &self.selected())
-            .await
-            .map(drop)
-            .map_err(|e| format!("deleting the members' Secrets: {e}"))
+        let mut tries = 0;
+        loop {
+            let deleted = self
+                .secrets
+                .delete_collection(&DeleteParams::default(), &self.selected())
+                .await;
+            match deleted {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Service(_)) if tries < 3 => tries += 1,
+                Err(e) => return Err(format!("deleting the members' Secrets: {e}")),
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
     }
 
     /// How many members' Secrets are left.

@@ -132,6 +132,9 @@ async fn one_size(
         .await?;
     let join_s = (at - from).as_secs_f64();
     let servers_join_s = processes_seconds(&host.server_pids) - servers_before;
+    progress(&format!(
+        "many_members: M={members}: every child {join_s:.2} s after the Secrets' creation"
+    ));
     let joined_now = operator.ask().await?;
     tokio::time::sleep(QUIET).await;
     let joined = settled_reading(&mut operator).await?;
