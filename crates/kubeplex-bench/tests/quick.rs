@@ -42,6 +42,7 @@ fn quick_run_writes_a_report_with_every_section() {
         "fleet",
         "member_join",
         "member_churn",
+        "many_members",
     ] {
         let figures = report["sections"][section]["figures"]
             .as_array()
@@ -259,4 +260,47 @@ fn quick_run_writes_a_report_with_every_section() {
             "{section} records no goal"
         );
     }
+    // Many members: for each M, the join, memory per member, steady-state requests and the leave; the fit
+    // over the M values; the start with every Secret present. Their values are the bench's to judge.
+    let sizes: Vec<u64> = report["options"]["members"]["many"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_u64().unwrap())
+        .collect();
+    let largest = *sizes.iter().max().unwrap();
+    let mut names: Vec<String> = sizes
+        .iter()
+        .flat_map(|m| {
+            [
+                "Secrets created -> every child in every member",
+                "operator RSS per member",
+                "operator heap per member",
+                "requests per member per 10 s in steady state",
+                "heap after all left / before the joins",
+                "children left behind after all left",
+            ]
+            .map(|name| format!("{name}, M={m}"))
+        })
+        .collect();
+    names.extend([
+        "RSS per additional member (least squares)".to_owned(),
+        "heap per additional member (least squares)".to_owned(),
+        format!("start with {largest} member Secrets: ready (typed contexts)"),
+        format!("start with {largest} member Secrets: every child in every member"),
+    ]);
+    for name in &names {
+        let samples = figure("many_members", name);
+        assert!(
+            samples.len() == 1 && samples[0].is_finite(),
+            "many_members {name}: {samples:?}"
+        );
+    }
+    let many_goals = report["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["section"] == "many_members")
+        .count();
+    assert_eq!(many_goals, 5, "many_members records {many_goals} goals");
 }

@@ -68,6 +68,9 @@ pub(crate) struct Cli {
     /// Changes the noisy context floods the controller with (fairness).
     #[arg(long, value_name = "N", value_parser = positive())]
     fairness_flood: Option<usize>,
+    /// Numbers of members joined at once, the memory per member fitted over them (many_members).
+    #[arg(long, value_name = "M[,M..]", value_delimiter = ',', value_parser = positive())]
+    members: Option<Vec<usize>>,
     /// The sections to run, comma-separated [default: all]; memory includes shared watches.
     #[arg(
         long,
@@ -104,6 +107,7 @@ impl Cli {
         members.churn_objects = self.churn_objects.unwrap_or(members.churn_objects);
         members.churn_cycles = self.churn_cycles.unwrap_or(members.churn_cycles);
         options.fairness.flood = self.fairness_flood.unwrap_or(options.fairness.flood);
+        members.many = self.members.unwrap_or(std::mem::take(&mut members.many));
         options
     }
 }
@@ -288,6 +292,16 @@ mod tests {
         .unwrap();
         assert_eq!(options.fairness.flood, 300);
         assert_eq!(options.sections, ["fairness"]);
+    }
+
+    #[test]
+    fn members_replace_the_many_members_preset() {
+        let options = parse(&["--quick", "--members", "5,10,40"]).unwrap();
+        assert_eq!(options.members.many, [5, 10, 40]);
+        assert_eq!(parse(&["--quick"]).unwrap().members.many, [20, 50]);
+        assert_eq!(parse(&[]).unwrap().members.many, [100, 300, 1000]);
+        let error = parse(&["--members", "0"]).unwrap_err().to_string();
+        assert!(error.contains("--members <M[,M..]>"), "{error}");
     }
 
     #[test]

@@ -13,16 +13,16 @@ use crate::member::MemberOptions;
 pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
 [--latency-seconds S] [--link-rtt-ms MS] [--member-parents P] [--member-joins J] [--churn-objects N] \
-[--churn-cycles C] [--fairness-flood N] \
+[--churn-cycles C] [--fairness-flood N] [--members M[,M..]] \
 [--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fairness,fleet,\
-failover,member_join,member_churn]
+failover,member_join,member_churn,many_members]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex. \
 KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet and member sections' operators return freed heap to the OS before each RSS reading.";
 
 /// Every section, in the order they run; `--sections` picks some.
-pub(crate) const SECTIONS: [&str; 12] = [
+pub(crate) const SECTIONS: [&str; 13] = [
     "startup",
     "startup_remote",
     "latency",
@@ -35,6 +35,7 @@ pub(crate) const SECTIONS: [&str; 12] = [
     "failover",
     "member_join",
     "member_churn",
+    "many_members",
 ];
 
 #[derive(Clone, Debug, Serialize)]

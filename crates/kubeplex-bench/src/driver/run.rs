@@ -101,6 +101,12 @@ pub(crate) async fn run(options: Options) -> Result<(), String> {
                 goals.push(goal);
                 member = Some(cluster);
             }
+            "many_members" => {
+                let (section, many_goals) =
+                    crate::member::many(&host, &options.members.many, options.quick).await?;
+                sections.insert("many_members", section);
+                goals.extend(many_goals);
+            }
             other => return Err(format!("no section {other:?}")),
         }
     }

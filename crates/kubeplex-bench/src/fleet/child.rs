@@ -47,6 +47,10 @@ pub(crate) struct FleetSpec {
 pub(crate) struct MembersSpec {
     pub namespace: String,
     pub selector: String,
+    /// Each member's children in the namespace its kubeconfig defaults to (`Child::member_default_namespace`),
+    /// one per parent, instead of one per parent in each of the spec's namespaces.
+    #[serde(default)]
+    pub own_namespace: bool,
 }
 
 /// A replica's leader election: the Lease `namespace/name` in the control context, its identity, timings.
@@ -87,6 +91,8 @@ struct FleetOperator {
     clusters: Vec<ContextName>,
     /// Children also in every member (`owns(Deployment, members, ..)`).
     members: bool,
+    /// In each member, one child per parent in the member's default namespace.
+    own_namespace: bool,
 }
 
 impl Controller for FleetOperator {
@@ -114,6 +120,12 @@ impl Reconcile for FleetOperator {
         }
         if self.members {
             for member in cx.members() {
+                if self.own_namespace {
+                    let mut child = deployment_for(&app, "");
+                    child.metadata.namespace = None;
+                    cx.child(&member, child)?;
+                    continue;
+                }
                 for namespace in &app.spec.namespaces {
                     cx.child(&member, deployment_for(&app, namespace))?;
                 }
@@ -137,10 +149,15 @@ async fn start_kubeplex(
         .iter()
         .map(|(name, _)| ContextName::new(leak(name)))
         .collect();
-    let mut children = Child::of::<Deployment>()
-        .contexts(clusters.iter().copied())
-        .namespaces(spec.namespaces.clone());
-    if spec.members.is_some() {
+    let mut children = Child::of::<Deployment>().contexts(clusters.iter().copied());
+    // None named: the children are in each member's own namespace only.
+    if !spec.namespaces.is_empty() {
+        children = children.namespaces(spec.namespaces.clone());
+    }
+    let own_namespace = spec.members.as_ref().is_some_and(|m| m.own_namespace);
+    if own_namespace {
+        children = children.member_default_namespace();
+    } else if spec.members.is_some() {
         children = children.members();
     }
     let mut plan = Plan::new("fleet-bench")
@@ -178,6 +195,7 @@ async fn start_kubeplex(
         .controller(FleetOperator {
             clusters,
             members: spec.members.is_some(),
+            own_namespace,
         })
         .start()
         .await

@@ -108,7 +108,7 @@ async fn cycle(cluster: &MemberCluster, fleet: &mut Fleet) -> Result<Cycle, Stri
 
 /// Asks every [`SETTLE_STEP`] until the heap stopped falling (the last readings agree): what a leave left
 /// behind once the parents' status writes after it are done; the last reading.
-async fn settled_reading(operator: &mut Operator) -> Result<Reading, String> {
+pub(super) async fn settled_reading(operator: &mut Operator) -> Result<Reading, String> {
     let start = Instant::now();
     let mut heaps = Vec::new();
     loop {

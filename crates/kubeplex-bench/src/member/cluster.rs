@@ -50,6 +50,8 @@ pub(crate) struct MemberOptions {
     pub churn_objects: usize,
     /// Join/leave cycles counted after the warm-up cycle (member_churn).
     pub churn_cycles: usize,
+    /// Numbers of members to join at once, the memory per member fitted over them (many_members).
+    pub many: Vec<usize>,
 }
 
 impl MemberOptions {
@@ -59,6 +61,7 @@ impl MemberOptions {
             joins: 5,
             churn_objects: 1000,
             churn_cycles: 10,
+            many: vec![100, 300, 1000],
         }
     }
 
@@ -68,6 +71,7 @@ impl MemberOptions {
             joins: 2,
             churn_objects: 200,
             churn_cycles: 3,
+            many: vec![20, 50],
         }
     }
 }

@@ -63,6 +63,7 @@ impl Fleet {
             members: Some(MembersSpec {
                 namespace: SECRETS_NAMESPACE.to_owned(),
                 selector: format!("{SELECTOR_LABEL}=true"),
+                own_namespace: false,
             }),
         };
         let mut operator = Operator::spawn(host, &spec, n)?;

@@ -56,6 +56,21 @@ pub(crate) fn answered_by<F>(answer: impl Fn(Seen) -> F + Send + Sync + 'static)
 where
     F: Future<Output = (u16, serde_json::Value)> + Send + 'static,
 {
+    answered_in("default", answer)
+}
+
+/// A client answering every request with `200 {}` whose configuration defaults to `namespace`.
+pub(crate) fn client_in(namespace: &str) -> Client {
+    answered_in(namespace, |_| {
+        std::future::ready((200, serde_json::json!({})))
+    })
+}
+
+/// As [`answered_by`], the client's configuration defaulting to `namespace`.
+fn answered_in<F>(namespace: &str, answer: impl Fn(Seen) -> F + Send + Sync + 'static) -> Client
+where
+    F: Future<Output = (u16, serde_json::Value)> + Send + 'static,
+{
     let answer = Arc::new(answer);
     let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
         let answer = answer.clone();
@@ -77,7 +92,7 @@ where
             Ok::<_, Infallible>(response)
         }
     });
-    Client::new(service, "default")
+    Client::new(service, namespace)
 }
 
 /// A `Status` body as the API server sends with an error code.

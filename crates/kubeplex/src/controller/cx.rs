@@ -146,7 +146,9 @@ impl<C: Context> Cx<C> {
     }
 
     /// The namespaces where children of kind `K` may live in a context or member, as declared; empty when
-    /// the declaration names none (any namespace).
+    /// the declaration names none (any namespace). A kind declared with
+    /// [`Child::member_default_namespace`](crate::Child::member_default_namespace) lives in a member's own
+    /// namespace, which is not listed here: give its children no namespace and they go there.
     pub fn namespaces_of<K: Resource<DynamicType = ()>>(
         &self,
         target: impl Into<Target<C>>,

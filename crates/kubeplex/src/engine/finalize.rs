@@ -210,18 +210,22 @@ impl<R: Reconcile> Engine<R> {
     /// Every (child kind, namespace) this controller may have put in `context`, a fixed one or a member.
     fn child_targets(&self, context: &str) -> Vec<(kube::api::ApiResource, Option<String>)> {
         let member = self.runtime.members.contains(context);
+        // The namespace the member's configuration defaults to (a kind may live there only).
+        let default = (self.runtime.members.client(context))
+            .map(|client| client.default_namespace().to_owned())
+            .unwrap_or_default();
         self.plan
             .children()
             .iter()
             .flat_map(|child| {
                 let fixed = child.watches().filter(|(c, _)| c.name() == context);
                 let fixed = fixed.map(|(_, namespace)| namespace);
-                let members = child
-                    .member_namespaces()
+                let members = (child.member_namespaces(&default).into_iter())
                     .filter(|_| member && child.in_members());
                 fixed
                     .chain(members)
                     .map(|namespace| (child.resource().clone(), namespace.map(str::to_owned)))
+                    .collect::<Vec<_>>()
             })
             .collect()
     }

@@ -133,8 +133,9 @@ fn open_primaries<R: Reconcile>(
 fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<ChildWatch> {
     let (runtime, controller) = (&engine.runtime, engine.plan.name());
     let mut opened = Vec::new();
+    let default = client.default_namespace().to_owned();
     for child in engine.plan.children().iter().filter(|c| c.in_members()) {
-        for namespace in child.member_namespaces() {
+        for namespace in child.member_namespaces(&default) {
             let cache = (child.open)(
                 &runtime.watches,
                 name,

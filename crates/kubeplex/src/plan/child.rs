@@ -23,6 +23,8 @@ pub struct Child<C> {
     pub(super) contexts: Vec<C>,
     /// Children also live in every member of the fleet (clusters that join at run time).
     pub(super) members: bool,
+    /// In each member, children live in the namespace its configuration defaults to, not in `namespaces`.
+    pub(super) member_default_namespace: bool,
     /// `None`: every namespace.
     pub(super) namespaces: Option<Vec<Cow<'static, str>>>,
     /// What becomes of a child no longer declared.
@@ -45,6 +47,7 @@ impl<C: Context> Child<C> {
             namespaced: <K::Scope as ApiScope>::NAMESPACED,
             contexts: Vec::new(),
             members: false,
+            member_default_namespace: false,
             namespaces: None,
             prune: PrunePolicy::Delete,
             on_delete: DeletePolicy::Delete,
@@ -112,6 +115,24 @@ impl<C: Context> Child<C> {
     /// Whether children also live in every member of the fleet.
     pub fn in_members(&self) -> bool {
         self.members
+    }
+
+    /// In each member, children live in the member's own namespace: the one its configuration defaults to
+    /// (the namespace of a kubeconfig's context; `default` when it names none), instead of the declared
+    /// namespaces, which still apply in the contexts. For members whose credentials are scoped to a
+    /// namespace of their own, or clusters shared by several members: each member's child watch and
+    /// children stay in its namespace. Implies [`members`](Self::members).
+    #[must_use]
+    pub fn member_default_namespace(mut self) -> Self {
+        self.members = true;
+        self.member_default_namespace = true;
+        self
+    }
+
+    /// Whether, in each member, children live in the member's default namespace (set by
+    /// [`member_default_namespace`](Self::member_default_namespace)).
+    pub fn in_member_default_namespace(&self) -> bool {
+        self.member_default_namespace
     }
 
     /// Children live in these namespaces, replacing those named before; the rules are those of
@@ -199,9 +220,13 @@ impl<C: Context> Child<C> {
         self.namespaces.as_deref().unwrap_or_default()
     }
 
-    /// The namespaces children are watched in within each member; `None` is all namespaces.
-    pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
-        expand_namespaces(self.get_namespaces())
+    /// The namespaces children are watched in within a member whose configuration defaults to namespace
+    /// `default`; `None` is all namespaces.
+    pub(crate) fn member_namespaces<'a>(&'a self, default: &'a str) -> Vec<Option<&'a str>> {
+        if self.member_default_namespace && self.namespaced {
+            return vec![Some(default)];
+        }
+        expand_namespaces(self.get_namespaces()).collect()
     }
 
     /// Every (context, namespace) pair children are watched in; `None` is all namespaces.

@@ -70,8 +70,15 @@ impl<C: Context> Plan<C> {
             let places = contexts.chain(child.in_members().then_some(None));
             let namespaces = scoped(child.is_namespaced(), child.get_namespaces());
             let resource = child.resource();
+            // A member's own namespace is known only once it joins: granted there as anywhere.
+            let anywhere = vec![None];
             for context in places {
-                for namespace in &namespaces {
+                let namespaces = if context.is_none() && child.in_member_default_namespace() {
+                    &anywhere
+                } else {
+                    &namespaces
+                };
+                for namespace in namespaces {
                     let (c, ns) = (context.as_deref(), namespace.as_deref());
                     grants.push(Grant::new(
                         c,

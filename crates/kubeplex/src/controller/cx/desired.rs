@@ -122,17 +122,31 @@ impl<C: Context> Cx<C> {
             .name
             .clone()
             .ok_or_else(|| invalid("the child has no metadata.name".into()))?;
-        let namespaces = self.namespaces_of::<K>(target.clone());
-        // A namespaced child without a namespace goes to the one namespace declared for it, if only one is.
         let namespaced = <K::Scope as ApiScope>::NAMESPACED;
+        let namespaces: Vec<String> = match &target {
+            // The member's own namespace, where its child watch is.
+            Target::Member(member)
+                if namespaced && declared.iter().any(|c| c.in_member_default_namespace()) =>
+            {
+                let client = self.runtime.members.client(member.name());
+                client
+                    .map(|c| c.default_namespace().to_owned())
+                    .into_iter()
+                    .collect()
+            }
+            _ => (self.namespaces_of::<K>(target.clone()).into_iter())
+                .map(str::to_owned)
+                .collect(),
+        };
+        // A namespaced child without a namespace goes to the one namespace declared for it, if only one is.
         let namespace = match (&meta.namespace, namespaces.as_slice()) {
-            (None, [only]) if namespaced => Some((*only).to_owned()),
+            (None, [only]) if namespaced => Some(only.clone()),
             (namespace, _) => namespace.clone(),
         };
         if !namespaces.is_empty()
             && !namespaces
                 .iter()
-                .any(|ns| Some(*ns) == namespace.as_deref())
+                .any(|ns| Some(ns.as_str()) == namespace.as_deref())
         {
             return Err(invalid(format!(
                 "namespace {} is not one of the declared {}",

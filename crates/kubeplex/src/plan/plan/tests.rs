@@ -75,3 +75,30 @@ fn child_namespaces_replace_them_for_every_owns_of_the_kind() {
     assert_eq!(child.get_namespaces(), ["two"]);
     assert!(child.all_namespaces().get_namespaces().is_empty());
 }
+
+#[test]
+fn a_kind_in_each_members_default_namespace_is_watched_and_granted_there() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    let own = Child::<ContextName>::of::<ConfigMap>()
+        .namespaces(["declared"])
+        .member_default_namespace();
+    assert!(own.in_members() && own.in_member_default_namespace());
+    assert_eq!(own.member_namespaces("team-b"), [Some("team-b")]);
+    let declared = Child::<ContextName>::of::<ConfigMap>()
+        .namespaces(["declared"])
+        .members();
+    assert_eq!(declared.member_namespaces("team-b"), [Some("declared")]);
+    // A cluster-scoped kind has no namespace to default to.
+    let cluster_scoped = Child::<ContextName>::of::<Namespace>().member_default_namespace();
+    assert_eq!(cluster_scoped.member_namespaces("team-b"), [None]);
+    let plan = Plan::new("p")
+        .contexts([ContextName::new("a")])
+        .owns(own.contexts([ContextName::new("a")]));
+    let grants = plan.grants(&kube::core::ApiResource::erase::<ConfigMap>(&()), true);
+    let children: Vec<(Option<&str>, Option<&str>)> = (grants.iter())
+        .filter(|g| g.resource == "configmaps" && g.verbs.iter().any(|v| v == "delete"))
+        .map(|g| (g.context.as_deref(), g.namespace.as_deref()))
+        .collect();
+    // In the context, the declared namespace; in every member, wherever its own namespace is.
+    assert_eq!(children, [(Some("a"), Some("declared")), (None, None)]);
+}

@@ -203,3 +203,38 @@ async fn an_annotation_that_names_no_policy_is_refused_with_the_values_it_takes(
     );
     assert!(cx.take_children().is_empty());
 }
+
+#[tokio::test]
+async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
+    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let plan = Plan::new("own-namespace").contexts([CONTROL]).owns(
+        crate::Child::of::<ConfigMap>()
+            .contexts([CLUSTER_A])
+            .namespaces(["ns"])
+            .member_default_namespace(),
+    );
+    let runtime = runtime(client.clone(), client);
+    let member_client = crate::client::fake_api::client_in("team-b");
+    runtime.members.joined("member-b", member_client).await;
+    let cx = Cx::new(Target::Context(CONTROL), Arc::new(plan), runtime, 0);
+    let member = crate::Member::new("member-b");
+    cx.child(&member, config_map(None, Some("defaulted")))
+        .unwrap();
+    let refused = cx
+        .child(&member, config_map(Some("ns"), Some("elsewhere")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.ends_with("namespace ns is not one of the declared team-b"),
+        "{refused}"
+    );
+    // In the contexts, the declared namespaces still apply.
+    cx.child(CLUSTER_A, config_map(None, Some("in-a"))).unwrap();
+    let taken = cx.take_children();
+    assert_eq!(taken["member-b"][0].namespace.as_deref(), Some("team-b"));
+    assert_eq!(
+        taken["member-b"][0].object["metadata"]["namespace"],
+        "team-b"
+    );
+    assert_eq!(taken["cluster-a"][0].namespace.as_deref(), Some("ns"));
+}

@@ -1,0 +1,340 @@
+//! Section `many_members`: M members in one operator process. The members are aliases of the three test
+//! API servers (as `many_contexts` aliases them as contexts), each joining by a kubeconfig Secret of its
+//! own that defaults to a namespace of its own, where the operator puts the children of P parents
+//! (`Child::member_default_namespace`). For each M (smallest first), a fresh operator: every child in every
+//! member after the Secrets are created, its memory per member, the requests of the process in steady
+//! state, and all members leaving. Then, at the largest M, a start of the operator with the M Secrets
+//! present: time to ready (typed contexts only) and to every member's children.
+
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+
+use super::aliases::{Aliases, SELECTOR_VALUE, member_name};
+use super::churn::settled_reading;
+use super::cluster::{CONTROL, IMAGE, SECRETS_NAMESPACE, SELECTOR_LABEL};
+use super::many_report::{Restart, Size, report};
+use crate::child::Side;
+use crate::figures::{Goal, Section};
+use crate::fleet::{
+    FleetApp, FleetAppSpec, FleetSpec, Host, MembersSpec, Observer, Operator, PARENT_NAMESPACE,
+    Reading, Synced,
+};
+use crate::harness::progress;
+use crate::system::processes_seconds;
+
+/// P: parents, each wanting one Deployment in every member.
+pub(super) const PARENTS: usize = 10;
+/// How long the joins, the leaves or the parents' reconciles may take before the section fails.
+const LIMIT: Duration = Duration::from_secs(900);
+/// How long the operator runs untouched before and while its requests are counted.
+const QUIET: Duration = Duration::from_secs(5);
+/// How often the parent looks whether the members' Secrets are gone.
+const SECRET_POLL: Duration = Duration::from_millis(100);
+
+pub(crate) async fn run(
+    host: &Host<'_>,
+    sizes: &[usize],
+    quick: bool,
+) -> Result<(Section, Vec<Goal>), String> {
+    let mut sizes = sizes.to_vec();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let Some(&largest) = sizes.last() else {
+        return Err("many_members: at least one number of members".into());
+    };
+    // Steady state: a window of several ping intervals (10 s each).
+    let window = Duration::from_secs(if quick { 10 } else { 30 });
+    let started = Instant::now();
+    progress(&format!(
+        "many_members: M = {sizes:?} members, {PARENTS} parents; namespaces for {largest} members"
+    ));
+    let aliases = Aliases::prepare(host, largest).await?;
+    let observer = Observer::start(
+        aliases.control.clone(),
+        &aliases.servers,
+        IMAGE,
+        Vec::new(),
+        0,
+    )
+    .await?;
+    if observer.with(|w| w.parents() + w.children()) > 0 {
+        return Err(format!(
+            "many_members: parents in {CONTROL}/{PARENT_NAMESPACE} or children in the test clusters left \
+             from an earlier section"
+        ));
+    }
+    create_parents(&aliases).await?;
+    let mut measured = Vec::new();
+    for (n, &members) in sizes.iter().enumerate() {
+        let size = one_size(host, &aliases, &observer, members, window, 5000 + n).await?;
+        progress(&format!("many_members: M={members}: {}", size.summary()));
+        measured.push(size);
+    }
+    let restart = restart(host, &aliases, &observer, largest).await?;
+    progress(&format!(
+        "many_members: restart with {largest} Secrets: ready {:.2} s, every child {:.2} s",
+        restart.ready_s, restart.children_s
+    ));
+    let section_s = started.elapsed().as_secs_f64();
+    progress(&format!("many_members: {section_s:.0} s"));
+    Ok(report(&measured, &restart, window, section_s))
+}
+
+/// The operator of the member sections, its members from this section's Secrets, each member's children
+/// in its own namespace.
+fn spec(host: &Host<'_>) -> FleetSpec {
+    FleetSpec {
+        side: Side::Kubeplex,
+        kubeconfig: host.kubeconfig.clone(),
+        control: CONTROL.to_owned(),
+        children: Vec::new(),
+        namespaces: Vec::new(),
+        concurrency: None,
+        election: None,
+        members: Some(MembersSpec {
+            namespace: SECRETS_NAMESPACE.to_owned(),
+            selector: format!("{SELECTOR_LABEL}={SELECTOR_VALUE}"),
+            own_namespace: true,
+        }),
+    }
+}
+
+async fn one_size(
+    host: &Host<'_>,
+    aliases: &Aliases,
+    observer: &Observer,
+    members: usize,
+    window: Duration,
+    n: usize,
+) -> Result<Size, String> {
+    let children = members * PARENTS;
+    let mut operator = Operator::spawn(host, &spec(host), n)?;
+    let synced: Synced = operator.next("its caches synced").await?;
+    observer
+        .until("every parent reconciled", LIMIT, |w| w.ready == PARENTS)
+        .await?;
+    tokio::time::sleep(QUIET).await;
+    let before = settled_reading(&mut operator).await?;
+    let probe = synced
+        .probe
+        .clone()
+        .ok_or("the operator serves no probes")?;
+    let (idle_rate, idle_pings) = rate(aliases, &probe, window).await?;
+    let servers_before = processes_seconds(&host.server_pids);
+    progress(&format!("many_members: M={members}: creating the Secrets"));
+    let from = aliases.create_secrets(members).await?;
+    let created_s = from.elapsed().as_secs_f64();
+    let at = observer
+        .until("every child in every member", LIMIT, |w| w.good == children)
+        .await?;
+    let join_s = (at - from).as_secs_f64();
+    let servers_join_s = processes_seconds(&host.server_pids) - servers_before;
+    progress(&format!(
+        "many_members: M={members}: every child {join_s:.2} s after the Secrets' creation"
+    ));
+    let joined_now = operator.ask().await?;
+    tokio::time::sleep(QUIET).await;
+    let joined = settled_reading(&mut operator).await?;
+    let (steady_rate, steady_pings) = rate(aliases, &probe, window).await?;
+    let (leave_s, left_behind) = leave(aliases, observer).await?;
+    let left = settled_reading(&mut operator).await?;
+    operator.exit().await?;
+    Ok(Size {
+        members,
+        ready_s: synced.synced_s,
+        created_s,
+        join_s,
+        join_cpu_s: joined_now.cpu_s - before.cpu_s,
+        servers_join_s,
+        before,
+        joined,
+        left,
+        idle_rate,
+        steady_rate,
+        idle_pings,
+        steady_pings,
+        leave_s,
+        left_behind,
+    })
+}
+
+/// Over `window`: requests per second the API servers counted (less the parent's own two readings), and
+/// pings per second the operator sent (its `kubeplex_context_healthchecks_total`, which the servers'
+/// counters leave out: a ping is a `GET /version`).
+async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<(f64, f64), String> {
+    let (before, pinged) = (aliases.requests().await?, pings(probe).await?);
+    tokio::time::sleep(window).await;
+    let (after, pinged_after) = (aliases.requests().await?, pings(probe).await?);
+    // The first reading's own request is counted by the second, once per server.
+    let own = aliases.servers.len() as f64;
+    let seconds = window.as_secs_f64();
+    Ok((
+        (after - before - own).max(0.0) / seconds,
+        (pinged_after - pinged) / seconds,
+    ))
+}
+
+/// The pings the operator has sent so far, whatever their result, from its `/metrics`.
+async fn pings(address: &str) -> Result<f64, String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let read = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
+        Ok::<_, std::io::Error>(String::from_utf8_lossy(&response).into_owned())
+    };
+    let text = read
+        .await
+        .map_err(|e| format!("reading the operator's /metrics: {e}"))?;
+    Ok(healthchecks(&text))
+}
+
+/// The sum of `kubeplex_context_healthchecks_total` over its series.
+pub(super) fn healthchecks(metrics: &str) -> f64 {
+    (metrics.lines())
+        .filter(|line| line.starts_with("kubeplex_context_healthchecks_total{"))
+        .filter_map(|line| line.rsplit_once(' '))
+        .map(|(_, value)| value.trim().parse::<f64>().unwrap_or(0.0))
+        .sum()
+}
+
+/// Deletes every member's Secret and waits until no child and no Secret is left; the seconds, and the
+/// children still there after [`LIMIT`] (the parent then deletes them).
+async fn leave(aliases: &Aliases, observer: &Observer) -> Result<(f64, usize), String> {
+    let from = Instant::now();
+    aliases.delete_secrets().await?;
+    let children = observer.until("no child in any member", LIMIT, |w| w.children() == 0);
+    let secrets = async {
+        let deadline = Instant::now() + LIMIT;
+        while aliases.secrets_left().await? > 0 {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the members' Secrets were still there {LIMIT:?} after their delete"
+                ));
+            }
+            tokio::time::sleep(SECRET_POLL).await;
+        }
+        Ok::<_, String>(())
+    };
+    let (children, secrets) = tokio::join!(children, secrets);
+    secrets?;
+    if children.is_ok() {
+        return Ok((from.elapsed().as_secs_f64(), 0));
+    }
+    let stray: Vec<(usize, String, String)> = observer.with(|w| w.uids().into_keys().collect());
+    progress(&format!(
+        "many_members: {} child(ren) left behind after every member left",
+        stray.len()
+    ));
+    for (server, namespace, name) in &stray {
+        let api: Api<Deployment> = Api::namespaced(aliases.servers[*server].clone(), namespace);
+        match api.delete(name, &DeleteParams::background()).await {
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            other => drop(other.map_err(|e| format!("deleting {namespace}/{name}: {e}"))?),
+        }
+    }
+    observer
+        .until("the children left behind gone", LIMIT, |w| {
+            w.children() == 0
+        })
+        .await?;
+    Ok((f64::NAN, stray.len()))
+}
+
+/// With M Secrets present and no operator running, starts the operator: until it is ready (its caches of
+/// the typed contexts synced), and until every member's children are in place. Then every member leaves
+/// and the parents are deleted while it runs.
+async fn restart(
+    host: &Host<'_>,
+    aliases: &Aliases,
+    observer: &Observer,
+    members: usize,
+) -> Result<Restart, String> {
+    aliases.create_secrets(members).await?;
+    let from = Instant::now();
+    let mut operator = Operator::spawn(host, &spec(host), 5999)?;
+    let synced: Synced = operator.next("its caches synced").await?;
+    let ready_s = from.elapsed().as_secs_f64();
+    let at = observer
+        .until("every child in every member after the start", LIMIT, |w| {
+            w.good == members * PARENTS
+        })
+        .await?;
+    let children_s = (at - from).as_secs_f64();
+    let reading: Reading = operator.ask().await?;
+    let (leave_s, left_behind) = leave(aliases, observer).await?;
+    delete_parents(aliases, observer).await?;
+    operator.exit().await?;
+    Ok(Restart {
+        members,
+        synced_s: synced.synced_s,
+        ready_s,
+        children_s,
+        joined: reading,
+        leave_s,
+        left_behind,
+    })
+}
+
+async fn create_parents(aliases: &Aliases) -> Result<(), String> {
+    let api: Api<FleetApp> = Api::namespaced(aliases.control.clone(), PARENT_NAMESPACE);
+    stream::iter(0..PARENTS)
+        .map(|i| {
+            let app = FleetApp::new(
+                &format!("many-app-{i:02}"),
+                FleetAppSpec {
+                    image: IMAGE.to_owned(),
+                    replicas: 1,
+                    namespaces: Vec::new(),
+                },
+            );
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &app)
+                    .await
+                    .map(drop)
+                    .map_err(|e| format!("creating parent {i}: {e}"))
+            }
+        })
+        .buffer_unordered(PARENTS)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(drop)
+}
+
+/// Deletes the parents while the operator runs (it removes their finalizers).
+async fn delete_parents(aliases: &Aliases, observer: &Observer) -> Result<(), String> {
+    let api: Api<FleetApp> = Api::namespaced(aliases.control.clone(), PARENT_NAMESPACE);
+    api.delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .map_err(|e| format!("deleting the parents: {e}"))?;
+    observer
+        .until("every parent gone", LIMIT, |w| w.parents() == 0)
+        .await
+        .map(drop)
+}
+
+/// The members' names, for the method text.
+pub(super) fn names_example() -> String {
+    format!("{}, {}, ..", member_name(0), member_name(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pings_are_summed_over_contexts_and_results() {
+        let text = "# TYPE kubeplex_context_healthchecks counter\n\
+            kubeplex_context_healthchecks_total{context=\"control\",result=\"success\"} 12\n\
+            kubeplex_context_healthchecks_total{context=\"many-0001\",result=\"failure\"} 3\n\
+            kubeplex_context_ping_seconds_count{context=\"control\"} 12\n";
+        assert!((healthchecks(text) - 15.0).abs() < 1e-9);
+    }
+}
