@@ -82,6 +82,12 @@ pub(crate) const METRICS: &[(&str, Type, &[&str])] = &[
         Type::Gauge,
         &["controller", "context"],
     ),
+    // Children in each context's cache by their health.
+    (
+        "kubeplex_children",
+        Type::Gauge,
+        &["controller", "context", "health"],
+    ),
     // kubeplex's own, per context.
     ("kubeplex_context_up", Type::Gauge, &["context"]),
     (
