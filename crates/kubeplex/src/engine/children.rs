@@ -187,6 +187,11 @@ async fn sync(
             Ok(applied) => {
                 unfinished.count("success");
                 tally.done += 1;
+                if let Some(watch) = watches.iter().find(|w| w.resource == child.resource) {
+                    let answer = serde_json::to_value(&applied).unwrap_or_default();
+                    let health = watch.cache.judge_answer(answer);
+                    (watch.answered).record(child.namespace.as_deref(), &child.name, health);
+                }
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
                     changes.push(context, change, place);
                 }

@@ -43,11 +43,17 @@ fn judge(watches: &[ChildWatch], (resource, namespace, name): &Declared) -> Chil
         .filter(|w| &w.resource == resource)
         .map(|w| &w.cache)
         .collect();
+    let of_kind = || watches.iter().filter(|w| &w.resource == resource);
     if let Some(found) = caches
         .iter()
         .find_map(|c| c.health(namespace.as_deref(), name))
     {
+        of_kind().for_each(|w| w.answered.forget(namespace.as_deref(), name));
         return found;
+    }
+    // Applied in this reconcile, not delivered by its watch yet: as the server answered the apply.
+    if let Some(answered) = of_kind().find_map(|w| w.answered.get(namespace.as_deref(), name)) {
+        return answered;
     }
     if caches.is_empty() || caches.iter().any(|c| !c.has_listed()) {
         let verdict = Assessment::new(Health::Unknown, "the cluster's cache has not listed yet");

@@ -76,6 +76,7 @@ pub(crate) fn start<R: Reconcile>(
                 context: context.name().to_owned(),
                 resource: child.resource().clone(),
                 cache,
+                answered: Arc::default(),
             });
         }
     }

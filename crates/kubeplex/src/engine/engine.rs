@@ -89,6 +89,8 @@ pub(crate) struct ChildWatch {
     pub(crate) context: String,
     pub(crate) resource: kube::api::ApiResource,
     pub(crate) cache: Arc<dyn ChildCache>,
+    /// Children applied whose watch has not delivered them yet, as the apply's answer judged them.
+    pub(crate) answered: Arc<super::answered::Answered>,
 }
 
 /// A controller's child watches in each joined member, and the members where they have listed (children

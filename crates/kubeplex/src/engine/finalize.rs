@@ -279,13 +279,20 @@ fn finalizer_patch(
 }
 
 /// How long ago the object's deletion was requested.
+/// How long ago the deletion was requested, at least: the API server writes `deletionTimestamp` in whole
+/// seconds, so the request came up to a second after it, and a bound counted from it must not end early.
 fn deleted_for<K: Resource>(object: &K) -> Duration {
     let Some(deleted) = &object.meta().deletion_timestamp else {
         return Duration::ZERO;
     };
     let elapsed = k8s_openapi::jiff::Timestamp::now().duration_since(deleted.0);
-    Duration::try_from(elapsed).unwrap_or(Duration::ZERO)
+    Duration::try_from(elapsed)
+        .unwrap_or(Duration::ZERO)
+        .saturating_sub(TIMESTAMP_GRANULARITY)
 }
+
+/// The resolution of the timestamps the API server writes.
+const TIMESTAMP_GRANULARITY: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests;

@@ -148,6 +148,7 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
                 context: name.to_owned(),
                 resource: child.resource().clone(),
                 cache,
+                answered: Arc::default(),
             });
         }
     }

@@ -2,6 +2,7 @@
 //! apply, prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
 //! shard watches. A test engine (`test_engine`) serves the unit tests here.
 
+mod answered;
 mod apply_order;
 mod child_changes;
 mod children;

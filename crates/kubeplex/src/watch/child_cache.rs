@@ -58,6 +58,9 @@ pub(crate) trait ChildCache: Send + Sync {
     fn health(&self, namespace: Option<&str>, name: &str) -> Option<ChildHealth>;
     /// How many cached children are in each health, in the order of [`Health::ALL`].
     fn health_counts(&self) -> [u32; 5];
+    /// A child as the server answered its apply, judged by this kind's rule (what the cache will say once
+    /// its watch delivers it).
+    fn judge_answer(&self, object: serde_json::Value) -> ChildHealth;
 }
 
 /// A child kind's watch with the rule that judges its children, and how a cached object is projected.
@@ -138,6 +141,12 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
             }
         }
         counts
+    }
+
+    fn judge_answer(&self, object: serde_json::Value) -> ChildHealth {
+        let projection = Arc::new(Projection::of_value(object));
+        let verdict = (self.rule)(&projection);
+        ChildHealth::judged(projection, verdict)
     }
 }
 

@@ -53,6 +53,7 @@ fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
         context: "cluster-a".into(),
         resource: ApiResource::erase::<Deployment>(&()),
         cache: Arc::new(FixedCache(cached)),
+        answered: Arc::default(),
     }
 }
 

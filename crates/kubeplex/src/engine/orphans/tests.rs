@@ -55,6 +55,7 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
             orphan("judged-never", "crds"),
             orphan("judged-now", "other"),
         ])),
+        answered: Default::default(),
     });
     let engine = Arc::new(engine);
     let _ = tokio::time::timeout(Duration::from_secs(2), engine.sweep_orphans()).await;
@@ -85,6 +86,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
             recreated.clone(),
             orphan("another", "other"),
         ])),
+        answered: Default::default(),
     });
     let engine = Arc::new(engine);
     // The request its ADDED event makes: the parent, with the UID the child names.
@@ -135,6 +137,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
         context: crate::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![gone.clone()])),
+        answered: Default::default(),
     });
     let engine = Arc::new(engine);
     let sweep = tokio::spawn(engine.clone().sweep_orphans());
@@ -183,6 +186,7 @@ async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
         context: crate::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![spared, orphan("deleted", "other")])),
+        answered: Default::default(),
     });
     let engine = Arc::new(engine);
     tokio::time::timeout(Duration::from_secs(2), engine.sweep_orphans())

@@ -107,6 +107,7 @@ async fn reconcile_with(
         context: crate::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
+        answered: Default::default(),
     });
     let key: ReconcileKey<TestController> = ReconcileKey {
         context: CONTROL_TARGET,
@@ -302,6 +303,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
         context: "cluster-b".into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
+        answered: Default::default(),
     });
     let object = parent(&[&finalizer]);
     let (store, mut writer) = reflector::store::<ConfigMap>();

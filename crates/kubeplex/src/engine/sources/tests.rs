@@ -59,6 +59,7 @@ async fn a_term_queues_each_cached_parent_once_whichever_caches_name_it() {
             cached(vec![child("a"), child("b")], Some(PARENT_UID_LABEL)),
             crate::core::builtin_rule("", "ConfigMap"),
         ),
+        answered: Default::default(),
     });
     let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
     engine.begin_term(&keys);
