@@ -228,13 +228,7 @@ pub(crate) fn settled(readings: &[f64]) -> bool {
 
 /// Server-side applies of Deployments the server has answered so far (`apiserver_request_total`).
 async fn applied_deployments(client: Client) -> Result<f64, String> {
-    let request = http::Request::get("/metrics")
-        .body(Vec::new())
-        .map_err(|e| e.to_string())?;
-    let text = client
-        .request_text(request)
-        .await
-        .map_err(|e| format!("reading /metrics: {e}"))?;
+    let text = crate::system::server_metrics(&client).await?;
     Ok(count_applies(&text))
 }
 

@@ -279,13 +279,7 @@ impl std::ops::Sub for Requests {
 pub(super) async fn requests(clients: &[Client]) -> Result<Requests, String> {
     let mut sum = Requests::default();
     for client in clients {
-        let request = http::Request::get("/metrics")
-            .body(Vec::new())
-            .map_err(|e| e.to_string())?;
-        let text = client
-            .request_text(request)
-            .await
-            .map_err(|e| format!("reading /metrics: {e}"))?;
+        let text = crate::system::server_metrics(client).await?;
         for line in text.lines() {
             let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
                 continue;

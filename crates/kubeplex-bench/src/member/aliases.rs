@@ -154,13 +154,7 @@ impl Aliases {
     pub async fn requests(&self) -> Result<f64, String> {
         let mut sum = 0.0;
         for client in &self.servers {
-            let request = http::Request::get("/metrics")
-                .body(Vec::new())
-                .map_err(|e| e.to_string())?;
-            let text = client
-                .request_text(request)
-                .await
-                .map_err(|e| format!("reading /metrics: {e}"))?;
+            let text = crate::system::server_metrics(client).await?;
             sum += answered(&text);
         }
         Ok(sum)

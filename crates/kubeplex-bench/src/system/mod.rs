@@ -3,6 +3,8 @@
 
 mod alloc;
 mod cpu;
+mod server_metrics;
 
 pub(crate) use alloc::{Counting, live_bytes, rss_anon_bytes, rss_bytes};
 pub(crate) use cpu::{own_seconds, processes_seconds};
+pub(crate) use server_metrics::server_metrics;
