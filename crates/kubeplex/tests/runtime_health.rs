@@ -440,7 +440,16 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
     .await;
 
     env.stop("cluster-a").unwrap();
-    // A change of the parent reconciles it while cluster-a cannot be reached.
+    // Once the operator knows cluster-a does not answer, a change of the parent reconciles it: a reconcile
+    // before that may trust the cache, as it does for any cluster that answers.
+    eventually("cluster-a not ready", polling(), async || {
+        let report = running.health();
+        match report.contexts.get("cluster-a").map(|c| c.status) {
+            Some(kubeplex::ContextStatus::Ready) | None => Err(format!("{report:?}")),
+            Some(_) => Ok(()),
+        }
+    })
+    .await;
     let api: Api<Workload> = Api::namespaced(env.client("control").await.unwrap(), ns);
     let nudge =
         serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/nudge": "1" } } });

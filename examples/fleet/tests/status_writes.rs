@@ -1,19 +1,21 @@
-//! The status is patched only when it changed: the example operator runs on a parent until it is Ready,
-//! then reconciles it again and again without changing anything, then once with a real change, and the
-//! control cluster's audit log counts its patches of `appdeployments/status`. A patch that changes nothing
-//! leaves no trace in the object (no new resourceVersion), so only the API server's own record of the
-//! requests shows a runtime that writes the status on every reconcile.
+//! The status and the children are written only when they change: the example operator runs on a parent
+//! until it is Ready, then reconciles it again and again without changing anything, then once with a real
+//! change, and the audit logs count its patches of `appdeployments/status` in the control cluster and of the
+//! children in cluster-a. A patch that changes nothing leaves no trace in the object (no new
+//! resourceVersion), so only the API server's own record of the requests shows a runtime that writes on
+//! every reconcile.
 
 mod support;
 
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use kube::api::{Api, Patch, PatchParams};
-use kubeplex::{ClusterState, Context};
+use kubeplex::{ClusterState, Context, Manager};
 use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
-use support::{WAIT, audited_clusters, eventually, operator};
+use support::http::http_get;
+use support::{WAIT, audited_clusters, eventually};
 
 const NAME: &str = "steady";
 /// Reconciles that change nothing.
@@ -61,36 +63,39 @@ fn status_patches(env: &TestEnv) -> usize {
     patches(env, Fleet::Control, "appdeployments", Some("status"))
 }
 
-/// Applies of the parent's Deployments in cluster-a: every reconcile applies each of them once.
+/// Applies of the parent's Deployments in cluster-a.
 fn child_applies(env: &TestEnv) -> usize {
     patches(env, Fleet::ClusterA, "deployments", None)
 }
 
-/// Waits until cluster-a's audit log has `count` applies of the parent's Deployments.
-async fn wait_child_applies(env: &TestEnv, count: usize, what: &str) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while child_applies(env) < count {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: {} of {count} child applies after {WAIT:?}",
-            child_applies(env)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Reconciles of the control context's parents the operator has finished, from its `/metrics`.
+async fn reconciles(probes: SocketAddr) -> f64 {
+    let metrics = http_get(probes, "/metrics").await.unwrap();
+    (metrics.body.lines())
+        .filter(|l| l.starts_with("controller_runtime_reconcile_total{"))
+        .filter(|l| l.contains(r#"context="control""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// Touches an annotation of the parent, which triggers one reconcile (annotations do, status writes do
-/// not), and waits until that reconcile has applied the children. A key never runs twice at once, so when
-/// this returns every earlier reconcile, its status write included, is done.
-async fn reconcile_once(env: &TestEnv, apps: &Api<AppDeployment>, mark: &str) {
-    let before = child_applies(env);
+/// not), and waits until the operator counts it as finished, its child applies and status write included.
+async fn reconcile_once(probes: SocketAddr, apps: &Api<AppDeployment>, mark: &str) {
+    let before = reconciles(probes).await;
     let patch =
         serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/touch": mark } } });
     apps.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    let per_reconcile = CHILD_NAMESPACES.len();
-    wait_child_applies(env, before + per_reconcile, &format!("reconcile {mark}")).await;
+    eventually(&format!("reconcile {mark} finished"), async || {
+        let now = reconciles(probes).await;
+        if now > before {
+            Ok(())
+        } else {
+            Err(format!("{now} reconciles finished, as before"))
+        }
+    })
+    .await;
 }
 
 /// Waits until the parent is Ready in both clusters with `children` children each, at its generation.
@@ -122,7 +127,17 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
 #[tokio::test]
 async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconcile() {
     let env = audited_clusters().await;
-    let running = operator(&env, None).await;
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(AppDeployer)
+        .probes("127.0.0.1:0")
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    let probes = running.probe_address().unwrap();
     let control = env.client("control").await.unwrap();
     let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
 
@@ -131,7 +146,7 @@ async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconci
         .await
         .unwrap();
     let ready = wait_ready(&apps, CHILD_NAMESPACES.len() as u32).await;
-    reconcile_once(&env, &apps, "settled").await;
+    reconcile_once(probes, &apps, "settled").await;
     assert_eq!(
         status_patches(&env),
         1,
@@ -140,15 +155,17 @@ async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconci
         trail(&env)
     );
 
-    // Reconciles that change nothing write nothing.
+    // Reconciles that change nothing write nothing: neither the children (still as the last apply left
+    // them) nor the status.
     let applies = child_applies(&env);
     for i in 0..IDLE_RECONCILES {
-        reconcile_once(&env, &apps, &format!("idle-{i}")).await;
+        reconcile_once(probes, &apps, &format!("idle-{i}")).await;
     }
-    reconcile_once(&env, &apps, "idle-done").await;
-    assert!(
-        child_applies(&env) >= applies + (IDLE_RECONCILES + 1) * CHILD_NAMESPACES.len(),
-        "the idle reconciles ran"
+    assert_eq!(
+        child_applies(&env),
+        applies,
+        "{IDLE_RECONCILES} reconciles that changed nothing applied the children again:\n{}",
+        trail(&env)
     );
     assert_eq!(
         status_patches(&env),
@@ -165,7 +182,13 @@ async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconci
         .unwrap();
     let changed = wait_ready(&apps, CHILD_NAMESPACES.len() as u32).await;
     assert_ne!(changed.status, ready.status);
-    reconcile_once(&env, &apps, "changed").await;
+    reconcile_once(probes, &apps, "changed").await;
+    assert_eq!(
+        child_applies(&env),
+        applies + CHILD_NAMESPACES.len(),
+        "the new replica count applied once to each child:\n{}",
+        trail(&env)
+    );
     assert_eq!(
         status_patches(&env),
         2,

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
 
+use super::applied::digest;
 use super::apply_order::{sort_for_apply, sort_for_delete};
 use super::child_changes::{ChildChange, ChildChanges, change_of};
 use super::engine::ChildWatch;
@@ -64,8 +65,12 @@ pub(super) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
 
 /// Whose a child is, as far as this parent is concerned.
 enum Claim {
-    /// Absent, or already this parent's (as it is now): apply it.
-    Ours(Option<Box<ObjectMeta>>),
+    /// Absent, or already this parent's (as it is now): apply it. `cached` when it was read from the
+    /// cache (not from the server).
+    Ours {
+        before: Option<Box<ObjectMeta>>,
+        cached: bool,
+    },
     /// Someone else's (described): leave it alone.
     Taken(String),
 }
@@ -76,7 +81,9 @@ enum Claim {
 /// `watches` are this context's child caches. A child whose name is taken by an object that is not this
 /// parent's is left alone and reported as a conflict; a child the server refuses is reported with why,
 /// and the others are applied all the same. The children created, changed or deleted are added to
-/// `changes`.
+/// `changes`. Where the context is `live` (answering, every watch listed and current), a child its cache
+/// shows unwritten since this controller applied the same object is not applied again; where it is not, every
+/// child is applied, so that an unreachable cluster is found and reported rather than assumed unchanged.
 ///
 /// Runs in an `apply` span (the context, how many children it wants there); the pruning in a `prune` span
 /// within it (how many it deletes).
@@ -85,6 +92,7 @@ pub(super) async fn sync_context(
     client: Client,
     mut desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
+    live: bool,
     link: &Parentage<'_>,
     changes: &ChildChanges,
 ) -> ContextOutcome {
@@ -97,15 +105,7 @@ pub(super) async fn sync_context(
         kinds: desired.iter().map(|d| kind_of(&d.resource)).collect(),
         done: AtomicUsize::new(0),
     };
-    let sync = sync(
-        context,
-        client,
-        desired,
-        watches,
-        link,
-        changes,
-        &unfinished,
-    );
+    let sync = sync(client, desired, watches, live, changes, &unfinished);
     tracing::Instrument::instrument(sync, span).await
 }
 
@@ -137,15 +137,16 @@ impl Drop for Unfinished<'_> {
     }
 }
 
+/// [`sync_context`]'s work; `unfinished` carries the context and the parent.
 async fn sync(
-    context: &str,
     client: Client,
     mut desired: Vec<DesiredChild>,
     watches: &[&ChildWatch],
-    link: &Parentage<'_>,
+    live: bool,
     changes: &ChildChanges,
     unfinished: &Unfinished<'_>,
 ) -> ContextOutcome {
+    let (context, link) = (unfinished.context, unfinished.link);
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
     // Forcing is safe: ownership was checked first, and the controller's own earlier writes (or a
     // hand edit of a field it sets) must not block the repair.
@@ -158,8 +159,8 @@ async fn sync(
             child.namespace.as_deref(),
             &child.name,
         );
-        let before = match claim(&api, watches, &*child, link).await {
-            Ok(Claim::Ours(before)) => before,
+        let (before, cached) = match claim(&api, watches, &*child, link).await {
+            Ok(Claim::Ours { before, cached }) => (before, cached),
             Ok(Claim::Taken(owner)) => {
                 unfinished.count("conflict");
                 tally.conflict(format!("{place} already exists and belongs to {owner}"));
@@ -180,6 +181,18 @@ async fn sync(
                 metadata[field][key] = serde_json::Value::String(value.clone());
             }
         }
+        let written = store_of(watches, &child.resource);
+        let digest = digest(&child.object);
+        if let (true, Some(written), Some(meta)) = (live && cached, written, before.as_deref()) {
+            let (uid, version) = (meta.uid.as_deref(), meta.resource_version.as_deref());
+            if written.applied.is_current(uid, version, digest) {
+                // Unwritten since this controller applied the same object: applying it again would change
+                // nothing (see `applied`).
+                unfinished.count("success");
+                tally.done += 1;
+                continue;
+            }
+        }
         match api
             .patch(&child.name, &apply, &Patch::Apply(&child.object))
             .await
@@ -187,10 +200,19 @@ async fn sync(
             Ok(applied) => {
                 unfinished.count("success");
                 tally.done += 1;
-                if let Some(watch) = watches.iter().find(|w| w.resource == child.resource) {
+                if let Some(written) = written {
                     let answer = serde_json::to_value(&applied).unwrap_or_default();
-                    let health = watch.cache.judge_answer(answer);
-                    (watch.answered).record(child.namespace.as_deref(), &child.name, health);
+                    let health = written.cache.judge_answer(answer);
+                    (written.answered).record(child.namespace.as_deref(), &child.name, health);
+                    let meta = &applied.metadata;
+                    let cached = || {
+                        (watches.iter())
+                            .filter(|w| w.resource == child.resource)
+                            .flat_map(|w| w.cache.uids())
+                            .collect()
+                    };
+                    let (uid, version) = (meta.uid.as_deref(), meta.resource_version.as_deref());
+                    written.applied.record(uid, version, digest, cached);
                 }
                 if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
                     changes.push(context, change, place);
@@ -289,6 +311,11 @@ async fn prune(
     None
 }
 
+/// The child watch that remembers what was applied of `resource` in this context: the first of its kind.
+fn store_of<'a>(watches: &[&'a ChildWatch], resource: &ApiResource) -> Option<&'a ChildWatch> {
+    watches.iter().copied().find(|w| &w.resource == resource)
+}
+
 fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> bool {
     desired.resource == watch.resource
         && desired.namespace == meta.namespace
@@ -309,16 +336,22 @@ async fn claim(
         .iter()
         .filter(|w| w.resource == child.resource)
         .find_map(|w| w.cache.get(child.namespace.as_deref(), &child.name));
+    let from_cache = cached.is_some();
     let existing = match cached {
         Some(meta) => Some(meta),
         None => api.get_metadata_opt(&child.name).await?.map(|m| m.metadata),
     };
+    let ours = |meta: ObjectMeta| Claim::Ours {
+        before: Some(Box::new(meta)),
+        cached: from_cache,
+    };
     Ok(match existing {
-        None => Claim::Ours(None),
-        Some(meta) if is_child_of(&meta, parent_uid) => Claim::Ours(Some(Box::new(meta))),
-        Some(meta) if link.parent.was_unlinked_from(&meta, link.parent_kind) => {
-            Claim::Ours(Some(Box::new(meta)))
-        }
+        None => Claim::Ours {
+            before: None,
+            cached: false,
+        },
+        Some(meta) if is_child_of(&meta, parent_uid) => ours(meta),
+        Some(meta) if link.parent.was_unlinked_from(&meta, link.parent_kind) => ours(meta),
         Some(meta) => Claim::Taken(match ParentRef::of(&meta) {
             Some(other) => format!(
                 "another parent ({}/{}{})",

@@ -77,6 +77,7 @@ pub(crate) fn start<R: Reconcile>(
                 resource: child.resource().clone(),
                 cache,
                 answered: Arc::default(),
+                applied: Arc::default(),
             });
         }
     }

@@ -91,6 +91,8 @@ pub(crate) struct ChildWatch {
     pub(crate) cache: Arc<dyn ChildCache>,
     /// Children applied whose watch has not delivered them yet, as the apply's answer judged them.
     pub(crate) answered: Arc<super::answered::Answered>,
+    /// What this controller last applied through it: a child still as applied is not applied again.
+    pub(crate) applied: Arc<super::applied::Applied>,
 }
 
 /// A controller's child watches in each joined member, and the members where they have listed (children

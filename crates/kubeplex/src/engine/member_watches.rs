@@ -149,6 +149,7 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
                 resource: child.resource().clone(),
                 cache,
                 answered: Arc::default(),
+                applied: Arc::default(),
             });
         }
     }

@@ -3,6 +3,7 @@
 //! shard watches. A test engine (`test_engine`) serves the unit tests here.
 
 mod answered;
+mod applied;
 mod apply_order;
 mod child_changes;
 mod children;

@@ -135,10 +135,14 @@ impl<R: Reconcile> Engine<R> {
             |name, client| {
                 let desired = desired.remove(&*name).unwrap_or_default();
                 let watches = self.child_watches_in(&name);
+                let live = self.runtime.health.is_context_ready(&name);
                 let (link, changes) = (&link, &changes);
                 async move {
                     let watches: Vec<&_> = watches.iter().collect();
-                    children::sync_context(&name, client, desired, &watches, link, changes).await
+                    let sync = children::sync_context(
+                        &name, client, desired, &watches, live, link, changes,
+                    );
+                    sync.await
                 }
             },
             |so_far| {

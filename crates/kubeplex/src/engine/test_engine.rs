@@ -108,6 +108,10 @@ impl ChildCache for FixedCache {
         let meta = serde_json::from_value(object["metadata"].clone()).unwrap_or_default();
         healthy(&meta)
     }
+
+    fn uids(&self) -> Vec<String> {
+        self.0.iter().filter_map(|m| m.uid.clone()).collect()
+    }
 }
 
 fn healthy(meta: &ObjectMeta) -> crate::core::ChildHealth {

@@ -61,6 +61,8 @@ pub(crate) trait ChildCache: Send + Sync {
     /// A child as the server answered its apply, judged by this kind's rule (what the cache will say once
     /// its watch delivers it).
     fn judge_answer(&self, object: serde_json::Value) -> ChildHealth;
+    /// The UID of every cached child.
+    fn uids(&self) -> Vec<String>;
 }
 
 /// A child kind's watch with the rule that judges its children, and how a cached object is projected.
@@ -147,6 +149,14 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
         let projection = Arc::new(Projection::of_value(object));
         let verdict = (self.rule)(&projection);
         ChildHealth::judged(projection, verdict)
+    }
+
+    fn uids(&self) -> Vec<String> {
+        let children = self.watch.store().state();
+        children
+            .iter()
+            .filter_map(|c| c.meta().uid.clone())
+            .collect()
     }
 }
 

@@ -56,6 +56,7 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
             orphan("judged-now", "other"),
         ])),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let engine = Arc::new(engine);
     let _ = tokio::time::timeout(Duration::from_secs(2), engine.sweep_orphans()).await;
@@ -87,6 +88,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
             orphan("another", "other"),
         ])),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let engine = Arc::new(engine);
     // The request its ADDED event makes: the parent, with the UID the child names.
@@ -138,6 +140,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![gone.clone()])),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let engine = Arc::new(engine);
     let sweep = tokio::spawn(engine.clone().sweep_orphans());
@@ -187,6 +190,7 @@ async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![spared, orphan("deleted", "other")])),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let engine = Arc::new(engine);
     tokio::time::timeout(Duration::from_secs(2), engine.sweep_orphans())

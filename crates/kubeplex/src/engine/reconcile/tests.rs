@@ -108,6 +108,7 @@ async fn reconcile_with(
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let key: ReconcileKey<TestController> = ReconcileKey {
         context: CONTROL_TARGET,
@@ -304,6 +305,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let object = parent(&[&finalizer]);
     let (store, mut writer) = reflector::store::<ConfigMap>();

@@ -60,6 +60,7 @@ async fn a_term_queues_each_cached_parent_once_whichever_caches_name_it() {
             crate::core::builtin_rule("", "ConfigMap"),
         ),
         answered: Default::default(),
+        applied: Default::default(),
     });
     let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
     engine.begin_term(&keys);
