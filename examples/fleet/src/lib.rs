@@ -17,9 +17,13 @@ mod deployer;
 
 pub mod demo;
 pub mod figures;
+pub mod rollout;
 
-pub use app::{AppDeployment, AppDeploymentSpec, AppDeploymentStatus};
-pub use deployer::{AppDeployer, DeployError, deployment_for};
+pub use app::{
+    AppDeployment, AppDeploymentSpec, AppDeploymentStatus, Rollout, RolloutPhase, RolloutStatus,
+    RolloutStrategy,
+};
+pub use deployer::{AppDeployer, DeployError, deployment_for, deployment_running};
 
 kubeplex::contexts! {
     /// The clusters of the scenario; each name is a kubeconfig context (remappable at run time with
