@@ -1,7 +1,9 @@
 //! The one-command demo: local real clusters, the operator, CRD-A and CRD-B, and a table of what exists
 //! where; then a cluster joins the fleet and leaves it again ([`members`]).
 
+pub mod kubelet;
 pub mod members;
+pub mod rollout;
 
 use kube::CustomResourceExt as _;
 use std::fmt::Write as _;
