@@ -121,10 +121,12 @@ async fn write_rollout_status(
         "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
     });
     let manager = format!("{}-rollout", cx.controller());
-    let written = match cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default()) {
+    let written = match cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default())
+    {
         Ok(api) => {
             let params = PatchParams::apply(&manager).force();
-            (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch)).await)
+            (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))
+                .await)
                 .map(drop)
                 .map_err(|e| e.to_string())
         }

@@ -73,7 +73,9 @@ impl Decision {
 /// The clusters in rollout order: those `order` names (that are `targets`), then the other targets as
 /// they come.
 pub fn ordered<'a>(targets: &[&'a str], order: &[String]) -> Vec<&'a str> {
-    let named = order.iter().filter_map(|o| targets.iter().find(|t| **t == o));
+    let named = order
+        .iter()
+        .filter_map(|o| targets.iter().find(|t| **t == o));
     let mut clusters: Vec<&str> = Vec::with_capacity(targets.len());
     for cluster in named.chain(targets) {
         if !clusters.contains(cluster) {
@@ -87,29 +89,37 @@ pub fn ordered<'a>(targets: &[&'a str], order: &[String]) -> Vec<&'a str> {
 /// `Degraded` child is named first (it halts the rollout).
 fn not_done(cluster: &ClusterView, image: &str, namespaces: &[&str]) -> Option<(bool, String)> {
     let child = |namespace: &str| cluster.children.iter().find(|c| c.namespace == namespace);
-    if let Some(bad) = (namespaces.iter().filter_map(|n| child(n)))
-        .find(|c| c.health == Health::Degraded)
+    if let Some(bad) =
+        (namespaces.iter().filter_map(|n| child(n))).find(|c| c.health == Health::Degraded)
     {
         let why = format!("{}/{} Degraded: {}", bad.namespace, bad.name, bad.reason);
         return Some((true, why));
     }
-    namespaces.iter().find_map(|namespace| match child(namespace) {
-        None => Some((false, format!("{namespace}: not there yet"))),
-        Some(c) if c.image.as_deref() != Some(image) => Some((
-            false,
-            format!(
-                "{}/{}: {} until it is applied",
-                c.namespace,
-                c.name,
-                c.image.as_deref().unwrap_or("another image")
-            ),
-        )),
-        Some(c) if c.health != Health::Healthy => Some((
-            false,
-            format!("{}/{} {}: {}", c.namespace, c.name, c.health.as_str(), c.reason),
-        )),
-        Some(_) => None,
-    })
+    namespaces
+        .iter()
+        .find_map(|namespace| match child(namespace) {
+            None => Some((false, format!("{namespace}: not there yet"))),
+            Some(c) if c.image.as_deref() != Some(image) => Some((
+                false,
+                format!(
+                    "{}/{}: {} until it is applied",
+                    c.namespace,
+                    c.name,
+                    c.image.as_deref().unwrap_or("another image")
+                ),
+            )),
+            Some(c) if c.health != Health::Healthy => Some((
+                false,
+                format!(
+                    "{}/{} {}: {}",
+                    c.namespace,
+                    c.name,
+                    c.health.as_str(),
+                    c.reason
+                ),
+            )),
+            Some(_) => None,
+        })
 }
 
 /// Which image each cluster gets: `image` goes to the clusters in order up to and including the first
@@ -138,7 +148,10 @@ pub fn decide(image: &str, namespaces: &[&str], clusters: &[ClusterView]) -> Dec
             if given != image && !waiting.contains(&cluster.name.as_str()) {
                 waiting.push(cluster.name.as_str());
             }
-            images.insert((cluster.name.clone(), (*namespace).to_owned()), given.to_owned());
+            images.insert(
+                (cluster.name.clone(), (*namespace).to_owned()),
+                given.to_owned(),
+            );
         }
     }
     let status = match gate {

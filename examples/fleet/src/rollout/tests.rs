@@ -129,7 +129,11 @@ fn which_cluster_gets_which_image() {
         assert_eq!(images(&decision, &clusters), expected, "{what}");
         let status = &decision.status;
         assert_eq!(
-            (status.phase, status.cluster.as_deref(), status.image.as_str()),
+            (
+                status.phase,
+                status.cluster.as_deref(),
+                status.image.as_str()
+            ),
             (phase, at, NEW),
             "{what}: {status:?}"
         );
@@ -190,10 +194,7 @@ fn a_child_without_the_annotation_does_not_run_the_new_image() {
     let clusters = [
         ClusterView {
             name: "cluster-a".into(),
-            children: NAMESPACES
-                .iter()
-                .map(|n| seen(n, Healthy, None))
-                .collect(),
+            children: NAMESPACES.iter().map(|n| seen(n, Healthy, None)).collect(),
         },
         cluster("cluster-b", Some((Healthy, OLD))),
     ];

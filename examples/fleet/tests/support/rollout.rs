@@ -17,7 +17,11 @@ pub async fn images(env: &TestEnv, cluster: Fleet, name: &str) -> Vec<String> {
     for namespace in CHILD_NAMESPACES {
         let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
         let deployment = api.get_opt(name).await.unwrap();
-        images.push(deployment.and_then(|d| image_of(&d)).unwrap_or_else(|| "-".into()));
+        images.push(
+            deployment
+                .and_then(|d| image_of(&d))
+                .unwrap_or_else(|| "-".into()),
+        );
     }
     images
 }
@@ -38,8 +42,10 @@ pub async fn wait_images(env: &TestEnv, cluster: Fleet, name: &str, image: &str)
 
 /// The parent's `status.rollout`.
 pub async fn rollout_status(env: &TestEnv, name: &str) -> Option<RolloutStatus> {
-    let api: Api<AppDeployment> =
-        Api::namespaced(env.client(Fleet::Control.name()).await.unwrap(), CRD_NAMESPACE);
+    let api: Api<AppDeployment> = Api::namespaced(
+        env.client(Fleet::Control.name()).await.unwrap(),
+        CRD_NAMESPACE,
+    );
     api.get(name).await.unwrap().status?.rollout
 }
 
@@ -50,12 +56,13 @@ pub async fn wait_rollout(
     what: &str,
     done: impl Fn(&RolloutStatus) -> bool,
 ) -> RolloutStatus {
-    eventually(&format!("{name}'s rollout: {what}"), async || {
-        match rollout_status(env, name).await {
+    eventually(
+        &format!("{name}'s rollout: {what}"),
+        async || match rollout_status(env, name).await {
             Some(status) if done(&status) => Ok(status),
             other => Err(format!("{other:?}")),
-        }
-    })
+        },
+    )
     .await
 }
 
