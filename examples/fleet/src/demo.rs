@@ -1,5 +1,6 @@
 //! The one-command demo: local real clusters, the operator, CRD-A and CRD-B, and a table of what exists
-//! where; then a cluster joins the fleet and leaves it again ([`members`]).
+//! where; then a cluster joins the fleet and leaves it again ([`members`]), and a progressive rollout halts
+//! at a Degraded cluster and resumes when it recovers ([`rollout`]).
 
 pub mod kubelet;
 pub mod members;
@@ -30,7 +31,7 @@ pub const INSTANCES: [(&str, &str, i32); 2] =
     [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 
 /// Runs the scenario; with `exit_after_table`, returns once the last table is printed (cluster-c joined
-/// and left), else runs until Ctrl-C.
+/// and left, the rollout complete), else runs until Ctrl-C.
 ///
 /// A closed stdout (`fleet demo | head`) ends it with the [`std::io::ErrorKind::BrokenPipe`] error.
 pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {

@@ -4,7 +4,9 @@
 //! runs it as one Deployment in `namespace-a` and `namespace-b` of **cluster-a** and **cluster-b** (a full
 //! replica in each), watches those Deployments (a child edited or deleted by hand is repaired), removes
 //! them in every cluster when the `AppDeployment` is deleted, and reports per cluster in its status. More
-//! child clusters can join and leave while it runs, each from a kubeconfig Secret (docs/fleets.md).
+//! child clusters can join and leave while it runs, each from a kubeconfig Secret (docs/fleets.md). With
+//! `spec.rollout`, a changed image goes to one cluster at a time, each once the previous runs it
+//! healthily ([`rollout`]).
 //!
 //! ```text
 //! Control cluster (ns "crds": CRD-A, CRD-B) --operator--> Cluster A (ns A, ns B: Deployments)
