@@ -1,16 +1,18 @@
 //! A progressive rollout on real clusters: a changed image goes to cluster-a first and to cluster-b only
 //! once cluster-a runs it healthily; a `Degraded` cluster-a halts it, and the parent's status says where and
-//! why; it goes on once cluster-a recovers. The clusters run no kubelet: the test plays the workload by
-//! writing the Deployments' status subresource as the Deployment controller would.
+//! why; it goes on once cluster-a recovers; without `spec.rollout` again, a new image goes everywhere. The
+//! clusters run no kubelet: the test plays the workload by writing the Deployments' status subresource as
+//! the Deployment controller would.
 
 mod support;
 
 use kubeplex_fleet::RolloutPhase;
+use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::demo::kubelet::Played;
 use kubeplex_fleet::demo::rollout::apply_with_rollout;
 use kubeplex_fleet::{Fleet, RolloutStatus};
-use support::rollout::{images, play_cluster, wait_images, wait_rollout};
-use support::{clusters, operator, stop};
+use support::rollout::{images, play_cluster, rollout_status, wait_images, wait_rollout};
+use support::{clusters, eventually, operator, stop};
 
 const NAME: &str = "web";
 const ORDER: [&str; 2] = ["cluster-a", "cluster-b"];
@@ -94,6 +96,21 @@ async fn the_rollout_waits_for_cluster_a_halts_on_degraded_and_resumes_when_it_r
     })
     .await;
     assert_eq!(old(Fleet::ClusterA).await, ["nginx:1.29", "nginx:1.29"]);
+
+    // Without spec.rollout, a new image goes everywhere and status.rollout is gone.
+    apply_instance(&control, NAME, "nginx:1.30", 2)
+        .await
+        .unwrap();
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        wait_images(&env, cluster, NAME, "nginx:1.30").await;
+    }
+    eventually("status.rollout removed", async || {
+        match rollout_status(&env, NAME).await {
+            None => Ok(()),
+            Some(status) => Err(format!("{status:?}")),
+        }
+    })
+    .await;
 
     stop(running).await;
 }
