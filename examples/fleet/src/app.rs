@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
     status = "AppDeploymentStatus",
     shortname = "appdep",
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
-    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#
+    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
+    printcolumn = r#"{"name":"Rollout","type":"string","jsonPath":".status.rollout.phase"}"#
 )]
 pub struct AppDeploymentSpec {
     /// The container image: a reference without spaces.
@@ -36,6 +37,31 @@ pub struct AppDeploymentSpec {
         )
     )]
     pub namespaces: Vec<String>,
+    /// How a changed image reaches the clusters; absent: every cluster gets it at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
+}
+
+/// A progressive rollout: a changed image goes to one cluster at a time, in `order`, each only once every
+/// Deployment of this `AppDeployment` in the clusters before it is `Healthy` with the new image.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollout {
+    /// How the clusters take turns.
+    pub strategy: RolloutStrategy,
+    /// The clusters first in line, by name (a context or a member of the fleet); the clusters not named
+    /// follow in the operator's order (its contexts, then its members). A name the operator does not
+    /// deploy to is passed over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 253)))]
+    pub order: Vec<String>,
+}
+
+/// How the clusters take turns in a rollout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RolloutStrategy {
+    /// One cluster at a time, the next once the previous runs the new image healthily.
+    OneClusterAtATime,
 }
 
 impl AppDeploymentSpec {
@@ -88,6 +114,46 @@ pub struct AppDeploymentStatus {
     /// Per cluster, and the `Ready` condition.
     #[serde(flatten)]
     pub fleet: kubeplex::FleetStatus,
+    /// Where the rollout stands, with `spec.rollout` (written by the reconcile, beside kubeplex's part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
+}
+
+/// Where a progressive rollout stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// The image being rolled out (the spec's).
+    pub image: String,
+    /// `Progressing`, `Halted` or `Complete`.
+    pub phase: RolloutPhase,
+    /// The cluster the rollout waits for, or is halted at; absent once complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// Where and why, e.g. `halted at cluster-b: namespace-a/web Degraded: 0/3 replicas available`.
+    pub message: String,
+}
+
+/// The phase of a progressive rollout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RolloutPhase {
+    /// A cluster has the image and is not `Healthy` with it yet; the clusters after it wait.
+    Progressing,
+    /// A cluster that has the image is `Degraded`; the clusters after it wait until it recovers.
+    Halted,
+    /// Every cluster has been given the image (the `Ready` condition says whether it runs).
+    Complete,
+}
+
+impl RolloutPhase {
+    /// The phase as the status writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Progressing => "Progressing",
+            Self::Halted => "Halted",
+            Self::Complete => "Complete",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! The one-command demo: local real clusters, the operator, CRD-A and CRD-B, and a table of what exists
-//! where; then a cluster joins the fleet and leaves it again ([`members`]).
+//! where; then a cluster joins the fleet and leaves it again ([`members`]), and a progressive rollout halts
+//! at a Degraded cluster and resumes when it recovers ([`rollout`]).
 
+pub mod kubelet;
 pub mod members;
+pub mod rollout;
 
 use kube::CustomResourceExt as _;
 use std::fmt::Write as _;
@@ -28,7 +31,7 @@ pub const INSTANCES: [(&str, &str, i32); 2] =
     [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 
 /// Runs the scenario; with `exit_after_table`, returns once the last table is printed (cluster-c joined
-/// and left), else runs until Ctrl-C.
+/// and left, the rollout complete), else runs until Ctrl-C.
 ///
 /// A closed stdout (`fleet demo | head`) ends it with the [`std::io::ErrorKind::BrokenPipe`] error.
 pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
@@ -78,6 +81,7 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
         writeln!(out, "{line}")?;
     }
     members::join_and_leave(&env, &mut clients, &mut out).await?;
+    rollout::progressive(&mut clients, &mut out).await?;
 
     if !exit_after_table {
         writeln!(
@@ -206,7 +210,7 @@ async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), De
         let ready = apps.len() == INSTANCES.len()
             && apps
                 .iter()
-                .all(|app| applied_condition(app) == "True" && everywhere(app));
+                .all(|app| condition(app, "Applied") == "True" && everywhere(app));
         if ready {
             return Ok(());
         }
@@ -221,7 +225,8 @@ async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), De
     }
 }
 
-fn applied_condition(app: &AppDeployment) -> String {
+/// The status of the condition `type_` of `app`, `-` when it has none.
+fn condition(app: &AppDeployment, type_: &str) -> String {
     let conditions = app
         .status
         .as_ref()
@@ -229,7 +234,7 @@ fn applied_condition(app: &AppDeployment) -> String {
         .unwrap_or_default();
     conditions
         .iter()
-        .find(|c| c.type_ == "Applied")
+        .find(|c| c.type_ == type_)
         .map_or_else(|| "-".to_owned(), |c| c.status.clone())
 }
 
@@ -240,8 +245,8 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
     writeln!(out, "Deployments in the child clusters")?;
     writeln!(
         out,
-        "{:<10} {:<12} {:<8} {:>8}  {:<11} PARENT",
-        "CLUSTER", "NAMESPACE", "NAME", "REPLICAS", "IMAGE"
+        "{:<10} {:<12} {:<8} {:>8} {:>9}  {:<11} PARENT",
+        "CLUSTER", "NAMESPACE", "NAME", "REPLICAS", "AVAILABLE", "IMAGE"
     )?;
     for (cluster, client) in &clients.children {
         for namespace in CHILD_NAMESPACES {
@@ -258,6 +263,10 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
                     .and_then(|c| c.image.clone());
                 let image = image.unwrap_or_default();
                 let replicas = spec.replicas.unwrap_or_default();
+                // Nothing runs pods in the demo's clusters: what the rollout's part plays, else 0.
+                let available = (deployment.status.as_ref())
+                    .and_then(|s| s.available_replicas)
+                    .unwrap_or_default();
                 let parent = deployment
                     .annotations()
                     .get(PARENT_ANNOTATION)
@@ -265,7 +274,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
                     .unwrap_or_else(|| "-".into());
                 writeln!(
                     out,
-                    "{cluster:<10} {namespace:<12} {:<8} {replicas:>8}  {image:<11} {parent}",
+                    "{cluster:<10} {namespace:<12} {:<8} {replicas:>8} {available:>9}  {image:<11} {parent}",
                     deployment.name_any()
                 )?;
             }
@@ -275,11 +284,13 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         out,
         "\nAppDeployments in control, namespace {CRD_NAMESPACE}"
     )?;
-    // One column per child cluster: its state in each AppDeployment's status.
-    let row = |name: &str, ready: &str, clusters: Vec<String>| {
+    // The Applied and Ready conditions, the rollout's phase, then one column per child cluster: its state
+    // in each AppDeployment's status.
+    let row = |name: &str, conditions: [&str; 2], rollout: &str, clusters: Vec<String>| {
         let clusters = clusters.iter().map(|c| format!("{c:<20}"));
+        let [applied, ready] = conditions;
         let line = format!(
-            "{name:<8} {ready:<7} {}",
+            "{name:<8} {applied:<7} {ready:<7} {rollout:<11} {}",
             clusters.collect::<Vec<_>>().join(" ")
         );
         line.trim_end().to_owned()
@@ -290,12 +301,14 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         "{}",
         row(
             "NAME",
-            "APPLIED",
+            ["APPLIED", "READY"],
+            "ROLLOUT",
             names.clone().map(|n| n.to_uppercase()).collect()
         )
     )?;
     let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
-    for app in api.list(&ListParams::default()).await?.items {
+    let apps = api.list(&ListParams::default()).await?.items;
+    for app in &apps {
         let cluster = |name: &String| {
             let status = app.status.as_ref().and_then(|s| s.fleet.clusters.get(name));
             status.map_or_else(
@@ -304,11 +317,22 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
             )
         };
         let clusters = names.clone().map(cluster).collect();
-        writeln!(
-            out,
-            "{}",
-            row(&app.name_any(), &applied_condition(&app), clusters)
-        )?;
+        let conditions = ["Applied", "Ready"].map(|c| condition(app, c));
+        let rollout = app.status.as_ref().and_then(|s| s.rollout.as_ref());
+        let phase = rollout.map_or("-", |r| r.phase.as_str());
+        let conditions = [conditions[0].as_str(), conditions[1].as_str()];
+        writeln!(out, "{}", row(&app.name_any(), conditions, phase, clusters))?;
+    }
+    for app in &apps {
+        if let Some(rollout) = app.status.as_ref().and_then(|s| s.rollout.as_ref()) {
+            writeln!(
+                out,
+                "{} rollout of {}: {}",
+                app.name_any(),
+                rollout.image,
+                rollout.message
+            )?;
+        }
     }
     Ok(out)
 }

@@ -7,10 +7,11 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
-use kube::api::ObjectMeta;
+use kube::api::{ObjectMeta, Patch, PatchParams};
 use kubeplex::prelude::*;
 
-use crate::{AppDeployment, Fleet};
+use crate::rollout::{self, ClusterView, IMAGE_ANNOTATION, Seen};
+use crate::{AppDeployment, Fleet, RolloutStatus};
 
 /// Declares where things live: the `AppDeployment`s in `crds` of the control cluster, their Deployments in
 /// two namespaces of both child clusters and of every member of the fleet (clusters that join at run time:
@@ -53,11 +54,38 @@ impl Reconcile for AppDeployer {
             return Err(DeployError::InvalidSpec(problem));
         }
         // cluster-a, cluster-b, then every member of the fleet now (none unless `fleet run` was given some).
-        for cluster in cx.targets_of::<Deployment>() {
-            for namespace in app.spec.targets(&owns) {
-                cx.child(cluster.clone(), deployment_for(&app, namespace))?;
+        let targets = cx.targets_of::<Deployment>();
+        let namespaces = app.spec.targets(&owns);
+        let Some(order) = app.spec.rollout.as_ref().map(|r| &r.order) else {
+            for cluster in targets {
+                for namespace in &namespaces {
+                    cx.child(cluster.clone(), deployment_for(&app, namespace))?;
+                }
+            }
+            write_rollout_status(&app, cx, None).await;
+            return Ok(Action::requeue(Duration::from_secs(3600)));
+        };
+        // A progressive rollout: the clusters' Deployments as their caches have them decide which image
+        // each cluster gets. A change of their health reconciles this parent again; no polling.
+        let names: Vec<&str> = targets.iter().map(Target::name).collect();
+        let clusters: Vec<ClusterView> = (rollout::ordered(&names, order).into_iter())
+            .filter_map(|name| targets.iter().find(|t| t.name() == name))
+            .map(|target| ClusterView {
+                name: target.name().to_owned(),
+                children: (cx.children::<Deployment>(target.clone()).iter())
+                    .map(Seen::of)
+                    .collect(),
+            })
+            .collect();
+        let decision = rollout::decide(&app.spec.image, &namespaces, &clusters);
+        for cluster in targets {
+            for namespace in &namespaces {
+                let image = decision.image(cluster.name(), namespace);
+                let image = image.unwrap_or(&app.spec.image);
+                cx.child(cluster.clone(), deployment_running(&app, namespace, image))?;
             }
         }
+        write_rollout_status(&app, cx, Some(&decision.status)).await;
         Ok(Action::requeue(Duration::from_secs(3600)))
     }
 
@@ -74,8 +102,50 @@ impl Reconcile for AppDeployer {
     }
 }
 
+/// Writes the rollout's part of the parent's status (`status.rollout`) when it changed, as a field manager
+/// of its own beside kubeplex's; `None` removes it. A failed write is logged and tried again by the next
+/// reconcile: it never holds back the children.
+async fn write_rollout_status(
+    app: &AppDeployment,
+    cx: &Cx<Fleet>,
+    rollout: Option<&RolloutStatus>,
+) {
+    if app.status.as_ref().and_then(|s| s.rollout.as_ref()) == rollout {
+        return;
+    }
+    let mut status = serde_json::Map::new();
+    if let Some(rollout) = rollout {
+        status.insert("rollout".into(), serde_json::json!(rollout));
+    }
+    let patch = serde_json::json!({
+        "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
+    });
+    let manager = format!("{}-rollout", cx.controller());
+    let written = match cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default())
+    {
+        Ok(api) => {
+            let params = PatchParams::apply(&manager).force();
+            (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))
+                .await)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        Err(error) => Err(error.to_string()),
+    };
+    if let Err(error) = written {
+        let context = cx.context();
+        tracing::warn!(context = %context.name(), object = %app.name_any(), %error, "writing the rollout's status failed");
+    }
+}
+
 /// The Deployment that runs `app` in `namespace` (the same in every child cluster).
 pub fn deployment_for(app: &AppDeployment, namespace: &str) -> Deployment {
+    deployment_running(app, namespace, &app.spec.image)
+}
+
+/// The Deployment that runs `image` for `app` in `namespace`, saying so in its [`IMAGE_ANNOTATION`] (what a
+/// progressive rollout reads from the cache to know what each cluster runs).
+pub fn deployment_running(app: &AppDeployment, namespace: &str, image: &str) -> Deployment {
     let labels: std::collections::BTreeMap<String, String> =
         [("app".to_owned(), app.name_any())].into();
     Deployment {
@@ -83,6 +153,7 @@ pub fn deployment_for(app: &AppDeployment, namespace: &str) -> Deployment {
             name: Some(app.name_any()),
             namespace: Some(namespace.to_owned()),
             labels: Some(labels.clone()),
+            annotations: Some([(IMAGE_ANNOTATION.to_owned(), image.to_owned())].into()),
             ..ObjectMeta::default()
         },
         spec: DeploymentSpec {
@@ -99,7 +170,7 @@ pub fn deployment_for(app: &AppDeployment, namespace: &str) -> Deployment {
                 spec: Some(PodSpec {
                     containers: vec![Container {
                         name: "app".into(),
-                        image: Some(app.spec.image.clone()),
+                        image: Some(image.to_owned()),
                         ..Container::default()
                     }],
                     ..PodSpec::default()

@@ -4,7 +4,9 @@
 //! runs it as one Deployment in `namespace-a` and `namespace-b` of **cluster-a** and **cluster-b** (a full
 //! replica in each), watches those Deployments (a child edited or deleted by hand is repaired), removes
 //! them in every cluster when the `AppDeployment` is deleted, and reports per cluster in its status. More
-//! child clusters can join and leave while it runs, each from a kubeconfig Secret (docs/fleets.md).
+//! child clusters can join and leave while it runs, each from a kubeconfig Secret (docs/fleets.md). With
+//! `spec.rollout`, a changed image goes to one cluster at a time, each once the previous runs it
+//! healthily ([`rollout`]).
 //!
 //! ```text
 //! Control cluster (ns "crds": CRD-A, CRD-B) --operator--> Cluster A (ns A, ns B: Deployments)
@@ -17,9 +19,13 @@ mod deployer;
 
 pub mod demo;
 pub mod figures;
+pub mod rollout;
 
-pub use app::{AppDeployment, AppDeploymentSpec, AppDeploymentStatus};
-pub use deployer::{AppDeployer, DeployError, deployment_for};
+pub use app::{
+    AppDeployment, AppDeploymentSpec, AppDeploymentStatus, Rollout, RolloutPhase, RolloutStatus,
+    RolloutStrategy,
+};
+pub use deployer::{AppDeployer, DeployError, deployment_for, deployment_running};
 
 kubeplex::contexts! {
     /// The clusters of the scenario; each name is a kubeconfig context (remappable at run time with

@@ -15,7 +15,7 @@
 //!   `--secure-metrics-port PORT [--secure-metrics-cert-dir DIR]`: /metrics over HTTPS on its own port, to
 //!   scrapers the control cluster authenticates and authorises (docs/observability.md).
 //! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
-//!   leaving the fleet included.
+//!   leaving the fleet and a progressive rollout included.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 //! - `fleet rbac --context NAME [run's flags]`: prints the Roles, ClusterRoles and bindings `fleet run` with
 //!   those flags needs in the cluster NAME, derived from the plan (the Helm charts render the same rules).
@@ -87,7 +87,7 @@ enum Command {
     /// Run the whole scenario on local real clusters and print what exists where, then let cluster-c join
     /// the fleet and leave it again (its kubeconfig Secret created, then deleted); until Ctrl-C.
     Demo {
-        /// Stop after printing the last table (cluster-c gone again) instead of waiting for Ctrl-C.
+        /// Stop after printing the last table (the rollout complete) instead of waiting for Ctrl-C.
         #[arg(long)]
         exit_after_table: bool,
     },

@@ -9,13 +9,22 @@ use kubeplex_testenv::output_within;
 const INSTANCES: [(&str, &str, i32); 2] = [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 const NAMESPACES: [&str; 2] = ["namespace-a", "namespace-b"];
 
-/// The Deployment rows of `cluster` in a table: (namespace, name, replicas, image, parent).
+/// The Deployment rows of `cluster` in a table: (namespace, name, replicas, available, image, parent).
 fn deployment_rows<'a>(section: &'a str, cluster: &str) -> Vec<Vec<&'a str>> {
     section
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|cells| cells.len() == 6 && cells[0] == cluster)
+        .filter(|cells| cells.len() == 7 && cells[0] == cluster)
         .map(|cells| cells[1..].to_vec())
+        .collect()
+}
+
+/// The (available replicas, image) of `name`'s Deployments in `cluster`, in a table.
+fn running<'a>(section: &'a str, cluster: &str, name: &str) -> Vec<(&'a str, &'a str)> {
+    deployment_rows(section, cluster)
+        .into_iter()
+        .filter(|cells| cells[1] == name)
+        .map(|cells| (cells[3], cells[4]))
         .collect()
 }
 
@@ -29,18 +38,20 @@ fn assert_deployed(section: &str, cluster: &str) {
                 .push([namespace, name, &replicas.to_string(), image, &parent].map(str::to_owned));
         }
     }
+    // Nothing runs pods: none is available.
     let rows: Vec<[String; 5]> = deployment_rows(section, cluster)
         .into_iter()
-        .map(|cells| std::array::from_fn(|i| cells[i].to_owned()))
+        .inspect(|cells| assert_eq!(cells[3], "0", "{cluster}: {cells:?}"))
+        .map(|cells| [0, 1, 2, 4, 5].map(|i| cells[i].to_owned()))
         .collect();
     assert_eq!(rows, expected, "{cluster}'s Deployments in:\n{section}");
 }
 
-/// The status row of each instance: READY, then one cell per cluster column.
+/// The status row of each instance: APPLIED, READY, ROLLOUT, then one cell per cluster column.
 fn status_row<'a>(section: &'a str, name: &str) -> &'a str {
     section
         .lines()
-        .find(|l| l.starts_with(&format!("{name} ")))
+        .find(|l| l.starts_with(&format!("{name:<8} ")))
         .unwrap_or_else(|| panic!("no status row for {name}:\n{section}"))
 }
 
@@ -62,9 +73,16 @@ fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
     let (before, rest) = stdout
         .split_once("\nCreated Secret kubeplex-system/cluster-c in control")
         .unwrap_or_else(|| panic!("cluster-c's Secret never created:\n{stdout}"));
-    let (joined, left) = rest
+    let (joined, rest) = rest
         .split_once("\nDeleted Secret kubeplex-system/cluster-c:")
         .unwrap_or_else(|| panic!("cluster-c's Secret never deleted:\n{stdout}"));
+    // Then the progressive rollout, halted, and completed.
+    let (left, rollout) = rest
+        .split_once("\nProgressive rollout:")
+        .unwrap_or_else(|| panic!("no rollout:\n{stdout}"));
+    let (halted, completed) = rollout
+        .split_once("\ncluster-a recovers")
+        .unwrap_or_else(|| panic!("cluster-a never recovers:\n{rollout}"));
 
     // The original scenario: cluster-a and cluster-b, nothing in cluster-c.
     for cluster in ["cluster-a", "cluster-b"] {
@@ -72,8 +90,12 @@ fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
     }
     assert!(deployment_rows(before, "cluster-c").is_empty(), "{before}");
     for (name, _, _) in INSTANCES {
+        // Applied, not Ready (nothing runs pods), no rollout.
         let row = status_row(before, name);
-        assert!(row.contains(" True "), "{name} not Ready: {row}");
+        assert!(
+            row.contains(" True    False   -  "),
+            "{name} not Applied: {row}"
+        );
         assert_eq!(row.matches("Ready (2 children)").count(), 2, "{row}");
     }
     // It says where the metrics are, and the telling figures from them.
@@ -124,4 +146,36 @@ fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
         assert_eq!(row.matches("Ready (2 children)").count(), 2, "{row}");
         assert!(row.ends_with(" -"), "cluster-c still in the status: {row}");
     }
+    // The rollout: cluster-a has the new image and is Degraded, cluster-b keeps the old one, the status
+    // says where and why; then both run the new one, Healthy.
+    let both = |available, image| vec![(available, image); 2];
+    assert_eq!(
+        running(halted, "cluster-a", "crd-a"),
+        both("0", "nginx:1.28"),
+        "{halted}"
+    );
+    assert_eq!(
+        running(halted, "cluster-b", "crd-a"),
+        both("2", "nginx:1.27"),
+        "{halted}"
+    );
+    let row = status_row(halted, "crd-a");
+    assert!(row.contains(" True    False   Halted "), "{row}");
+    assert!(
+        halted.contains(
+            "crd-a rollout of nginx:1.28: halted at cluster-a: namespace-a/crd-a Degraded: progress \
+             deadline exceeded"
+        ),
+        "{halted}"
+    );
+    for cluster in ["cluster-a", "cluster-b"] {
+        let crd_a = running(completed, cluster, "crd-a");
+        assert_eq!(crd_a, both("2", "nginx:1.28"), "{completed}");
+    }
+    let row = status_row(completed, "crd-a");
+    assert!(row.contains(" True    True    Complete "), "{row}");
+    assert!(
+        completed.contains("crd-a rollout of nginx:1.28: nginx:1.28 given to every cluster"),
+        "{completed}"
+    );
 }

@@ -25,6 +25,7 @@ fn spec(image: &str, replicas: i32, namespaces: &[&str]) -> AppDeploymentSpec {
         image: image.into(),
         replicas,
         namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
+        rollout: None,
     }
 }
 

@@ -11,6 +11,7 @@ use kubeplex_testenv::TestEnv;
 
 pub mod helm;
 pub mod http;
+pub mod rollout;
 
 /// How long a test waits for anything the clusters or the operator do.
 pub const WAIT: Duration = Duration::from_secs(60);
