@@ -1,5 +1,7 @@
 //! The custom resource: an application to run in every child cluster.
 
+use std::collections::BTreeMap;
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -132,6 +134,10 @@ pub struct RolloutStatus {
     pub cluster: Option<String>,
     /// Where and why, e.g. `halted at cluster-b: namespace-a/web Degraded: 0/3 replicas available`.
     pub message: String,
+    /// The image each cluster was last given, by cluster: what a cluster the rollout has not reached keeps,
+    /// whatever its cache shows (written before the image is applied).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, String>,
 }
 
 /// The phase of a progressive rollout.

@@ -6,11 +6,12 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::ResourceExt;
 use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Resource as _, ResourceExt};
 use kubeplex::prelude::*;
 
-use crate::rollout::{self, ClusterView, IMAGE_ANNOTATION, Seen};
+use crate::rollout::{self, ClusterView, IMAGE_ANNOTATION, RolloutEvent, Seen};
 use crate::{AppDeployment, Fleet, RolloutStatus};
 
 /// Declares where things live: the `AppDeployment`s in `crds` of the control cluster, their Deployments in
@@ -33,6 +34,10 @@ pub enum DeployError {
     /// The spec cannot be fulfilled; nothing changes until it does.
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
+    /// The rollout's record of what each cluster is given (`status.rollout.clusters`) could not be
+    /// written; no cluster is given anything new until it is.
+    #[error("writing the rollout's status failed: {0}")]
+    RolloutRecord(String),
     /// A child was refused by the runtime.
     #[error(transparent)]
     Kubeplex(#[from] kubeplex::Error),
@@ -62,7 +67,9 @@ impl Reconcile for AppDeployer {
                     cx.child(cluster.clone(), deployment_for(&app, namespace))?;
                 }
             }
-            write_rollout_status(&app, cx, None).await;
+            if let Err(error) = write_rollout_status(&app, cx, None).await {
+                log_failed_write(&app, cx, &error);
+            }
             return Ok(Action::requeue(Duration::from_secs(3600)));
         };
         // A progressive rollout: the clusters' Deployments as their caches have them decide which image
@@ -77,7 +84,23 @@ impl Reconcile for AppDeployer {
                     .collect(),
             })
             .collect();
-        let decision = rollout::decide(&app.spec.image, &namespaces, &clusters);
+        let before = app.status.as_ref().and_then(|s| s.rollout.as_ref());
+        let given = before.map(|r| r.clusters.clone()).unwrap_or_default();
+        let decision = rollout::decide(&app.spec.image, &namespaces, &clusters, &given);
+        // The record of what each cluster is given is written before any of it is applied: were it lost,
+        // a cluster behind whose cache has no Deployment would get the new image early.
+        // Its Events are told once the status says so: a failed write tells them with the next one.
+        match write_rollout_status(&app, cx, Some(&decision.status)).await {
+            Ok(()) => {
+                for event in rollout::rollout_events(before, &decision.status) {
+                    publish(&app, cx, event).await;
+                }
+            }
+            Err(error) if decision.status.clusters != given => {
+                return Err(DeployError::RolloutRecord(error));
+            }
+            Err(error) => log_failed_write(&app, cx, &error),
+        }
         for cluster in targets {
             for namespace in &namespaces {
                 let image = decision.image(cluster.name(), namespace);
@@ -85,7 +108,6 @@ impl Reconcile for AppDeployer {
                 cx.child(cluster.clone(), deployment_running(&app, namespace, image))?;
             }
         }
-        write_rollout_status(&app, cx, Some(&decision.status)).await;
         Ok(Action::requeue(Duration::from_secs(3600)))
     }
 
@@ -94,7 +116,7 @@ impl Reconcile for AppDeployer {
     fn error_policy(&self, app: Arc<AppDeployment>, error: &DeployError, cx: &Cx<Fleet>) -> Action {
         match error {
             DeployError::InvalidSpec(_) => Action::await_change(),
-            DeployError::Kubeplex(_) => {
+            DeployError::RolloutRecord(_) | DeployError::Kubeplex(_) => {
                 let _ = app;
                 Action::requeue(cx.error_requeue())
             }
@@ -103,15 +125,15 @@ impl Reconcile for AppDeployer {
 }
 
 /// Writes the rollout's part of the parent's status (`status.rollout`) when it changed, as a field manager
-/// of its own beside kubeplex's; `None` removes it. A failed write is logged and tried again by the next
-/// reconcile: it never holds back the children.
+/// of its own beside kubeplex's; `None` removes it. A failure is the caller's to judge: a reconcile that
+/// changes what a cluster is given fails with it, other changes wait for the next reconcile.
 async fn write_rollout_status(
     app: &AppDeployment,
     cx: &Cx<Fleet>,
     rollout: Option<&RolloutStatus>,
-) {
+) -> Result<(), String> {
     if app.status.as_ref().and_then(|s| s.rollout.as_ref()) == rollout {
-        return;
+        return Ok(());
     }
     let mut status = serde_json::Map::new();
     if let Some(rollout) = rollout {
@@ -121,20 +143,50 @@ async fn write_rollout_status(
         "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
     });
     let manager = format!("{}-rollout", cx.controller());
-    let written = match cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default())
-    {
-        Ok(api) => {
-            let params = PatchParams::apply(&manager).force();
-            (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))
+    let api = cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default());
+    let api = api.map_err(|e| e.to_string())?;
+    let params = PatchParams::apply(&manager).force();
+    (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))
+        .await)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+fn log_failed_write(app: &AppDeployment, cx: &Cx<Fleet>, error: &str) {
+    let context = cx.context();
+    tracing::warn!(context = %context.name(), object = %app.name_any(), %error, "writing the rollout's status failed");
+}
+
+/// Publishes a rollout's Event on the parent, in its own cluster, as the controller (kube's `Recorder`,
+/// as kubeplex's own Events). A failure to publish is logged: an Event never holds back the rollout.
+async fn publish(app: &AppDeployment, cx: &Cx<Fleet>, event: RolloutEvent) {
+    let context = cx.context();
+    let published = match cx.client(context.clone()) {
+        Ok(client) => {
+            let reporter = Reporter {
+                controller: cx.controller().to_owned(),
+                instance: None,
+            };
+            let event = Event {
+                type_: if event.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: event.reason.into(),
+                note: Some(event.message.chars().take(1024).collect()),
+                action: "Rollout".into(),
+                secondary: None,
+            };
+            (Recorder::new(client, reporter)
+                .publish(&event, &app.object_ref(&()))
                 .await)
-                .map(drop)
                 .map_err(|e| e.to_string())
         }
         Err(error) => Err(error.to_string()),
     };
-    if let Err(error) = written {
-        let context = cx.context();
-        tracing::warn!(context = %context.name(), object = %app.name_any(), %error, "writing the rollout's status failed");
+    if let Err(error) = published {
+        tracing::warn!(context = %context.name(), object = %app.name_any(), reason = event.reason, %error, "publishing the rollout's event failed");
     }
 }
 

@@ -1,17 +1,23 @@
 //! The progressive rollout of an `AppDeployment`'s image: which image each cluster's Deployments get,
-//! given what the clusters run now and how healthy they are.
+//! given what the clusters run now, how healthy they are, and what each was last given.
 //!
 //! What each Deployment runs is read from its cached metadata: the deployer writes the image into an
 //! annotation ([`IMAGE_ANNOTATION`]) in the same apply as the pod template, so a child whose annotation
 //! names the new image and whose health is `Healthy` (the Deployment controller observed that generation
-//! and every replica is updated and available) runs the new image. No request, no copy of the old spec
-//! in the parent: a cluster not reached yet is given the image its Deployments carry.
+//! and every replica is updated and available) runs the new image. Which clusters are reached is decided
+//! from the caches alone (no request). What a cluster not reached yet keeps comes from the parent's
+//! `status.rollout.clusters`, the image each cluster was last given: a cache that has not listed yet, or a
+//! Deployment deleted by hand, must not let the new image in early.
 
 use std::collections::BTreeMap;
 
 use kubeplex::{ChildHealth, Health};
 
 use crate::app::{RolloutPhase, RolloutStatus};
+
+mod events;
+
+pub use events::{RolloutEvent, rollout_events};
 
 /// The annotation on each Deployment naming the image the deployer gave it.
 pub const IMAGE_ANNOTATION: &str = "demo.kubeplex.dev/image";
@@ -124,23 +130,34 @@ fn not_done(cluster: &ClusterView, image: &str, namespaces: &[&str]) -> Option<(
 
 /// Which image each cluster gets: `image` goes to the clusters in order up to and including the first
 /// that does not run it healthily in all `namespaces` (the one the rollout waits for, or is halted at
-/// when a Deployment there is `Degraded`); each cluster after it keeps what its Deployments carry. A
-/// Deployment not there, or without the annotation, behind that cluster gets the image the other
-/// Deployments behind it carry, or `image` when none does (a new parent goes to every cluster at once).
-pub fn decide(image: &str, namespaces: &[&str], clusters: &[ClusterView]) -> Decision {
+/// when a Deployment there is `Degraded`). Each cluster after it keeps what it was last `given` (the
+/// parent's `status.rollout.clusters`), whatever its cache shows. A cluster without a record (a parent
+/// written before the record existed, a member that joins mid-rollout) keeps what its Deployments carry;
+/// a Deployment it does not have gets the image the other clusters behind were given or carry, or `image`
+/// when none is behind with one (a new parent goes to every cluster at once).
+pub fn decide(
+    image: &str,
+    namespaces: &[&str],
+    clusters: &[ClusterView],
+    given: &BTreeMap<String, String>,
+) -> Decision {
     let gate = (clusters.iter().enumerate())
         .find_map(|(i, c)| not_done(c, image, namespaces).map(|why| (i, why)));
     let reached = gate.as_ref().map_or(clusters.len(), |(i, _)| i + 1);
     let behind = &clusters[reached..];
-    let fallback = (behind.iter().flat_map(|c| &c.children))
-        .find_map(|c| c.image.as_deref())
+    let recorded = |cluster: &ClusterView| given.get(&cluster.name).map(String::as_str);
+    let fallback = (behind.iter().find_map(recorded))
+        .or_else(|| (behind.iter().flat_map(|c| &c.children)).find_map(|c| c.image.as_deref()))
         .unwrap_or(image);
     let mut images = BTreeMap::new();
+    let mut records = BTreeMap::new();
     let mut waiting = Vec::new();
     for (i, cluster) in clusters.iter().enumerate() {
         for namespace in namespaces {
             let given = if i < reached {
                 image
+            } else if let Some(record) = recorded(cluster) {
+                record
             } else {
                 let child = cluster.children.iter().find(|c| c.namespace == *namespace);
                 child.and_then(|c| c.image.as_deref()).unwrap_or(fallback)
@@ -148,6 +165,9 @@ pub fn decide(image: &str, namespaces: &[&str], clusters: &[ClusterView]) -> Dec
             if given != image && !waiting.contains(&cluster.name.as_str()) {
                 waiting.push(cluster.name.as_str());
             }
+            records
+                .entry(cluster.name.clone())
+                .or_insert_with(|| given.to_owned());
             images.insert(
                 (cluster.name.clone(), (*namespace).to_owned()),
                 given.to_owned(),
@@ -173,6 +193,7 @@ pub fn decide(image: &str, namespaces: &[&str], clusters: &[ClusterView]) -> Dec
                 phase,
                 cluster: Some(cluster.clone()),
                 message,
+                clusters: records,
             }
         }
         _ => RolloutStatus {
@@ -180,6 +201,7 @@ pub fn decide(image: &str, namespaces: &[&str], clusters: &[ClusterView]) -> Dec
             phase: RolloutPhase::Complete,
             cluster: None,
             message: format!("{image} given to every cluster"),
+            clusters: records,
         },
     };
     Decision { images, status }

@@ -1,6 +1,8 @@
 //! A progressive rollout on real clusters: a changed image goes to cluster-a first and to cluster-b only
 //! once cluster-a runs it healthily; a `Degraded` cluster-a halts it, and the parent's status says where and
-//! why; it goes on once cluster-a recovers; without `spec.rollout` again, a new image goes everywhere. The
+//! why, and Events tell the halt, the resumption and the completion once each; a cluster the rollout has not
+//! reached keeps its image even when its Deployments are deleted by hand; the rollout goes on once
+//! cluster-a recovers; without `spec.rollout` again, a new image goes everywhere. The
 //! clusters run no kubelet: the test plays the workload by writing the Deployments' status subresource as
 //! the Deployment controller would.
 
@@ -11,7 +13,10 @@ use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::demo::kubelet::Played;
 use kubeplex_fleet::demo::rollout::apply_with_rollout;
 use kubeplex_fleet::{Fleet, RolloutStatus};
-use support::rollout::{images, play_cluster, rollout_status, wait_images, wait_rollout};
+use support::rollout::{
+    delete_deployments, images, play_cluster, rollout_status, wait_images, wait_recreated,
+    wait_rollout, wait_rollout_events,
+};
 use support::{clusters, eventually, operator, stop};
 
 const NAME: &str = "web";
@@ -69,6 +74,11 @@ async fn the_rollout_waits_for_cluster_a_halts_on_degraded_and_resumes_when_it_r
     })
     .await;
     play_cluster(&env, Fleet::ClusterB, NAME, Played::Healthy).await;
+    let events = wait_rollout_events(&env, NAME, &["RolloutComplete"]).await;
+    assert_eq!(
+        events[0].1,
+        "rollout of nginx:1.28: nginx:1.28 given to every cluster"
+    );
 
     // Another image, and cluster-a's Deployments go Degraded with it: the rollout halts there.
     apply_with_rollout(&control, NAME, "nginx:1.29", 2, &ORDER)
@@ -87,6 +97,25 @@ async fn the_rollout_waits_for_cluster_a_halts_on_degraded_and_resumes_when_it_r
     );
     assert_eq!(status.image, "nginx:1.29");
     assert_eq!(old(Fleet::ClusterB).await, ["nginx:1.28", "nginx:1.28"]);
+    let events = wait_rollout_events(&env, NAME, &["RolloutComplete", "RolloutHalted"]).await;
+    assert_eq!(
+        events[1].1,
+        format!("rollout of nginx:1.29: {}", status.message)
+    );
+
+    // cluster-b's Deployments are deleted by hand while it waits: its cache has none, and they come back
+    // with the image cluster-b was last given, not the one held back.
+    let uids = delete_deployments(&env, Fleet::ClusterB, NAME).await;
+    let recreated = wait_recreated(&env, Fleet::ClusterB, NAME, &uids).await;
+    assert_eq!(recreated, ["nginx:1.28", "nginx:1.28"]);
+    let status = rollout_status(&env, NAME).await.unwrap();
+    assert_eq!(
+        (
+            status.phase,
+            status.clusters.get("cluster-b").map(String::as_str)
+        ),
+        (RolloutPhase::Halted, Some("nginx:1.28"))
+    );
 
     // cluster-a recovers: the rollout resumes, and cluster-b gets the image.
     play_cluster(&env, Fleet::ClusterA, NAME, Played::Healthy).await;
@@ -96,6 +125,24 @@ async fn the_rollout_waits_for_cluster_a_halts_on_degraded_and_resumes_when_it_r
     })
     .await;
     assert_eq!(old(Fleet::ClusterA).await, ["nginx:1.29", "nginx:1.29"]);
+    // Each transition told once, in one Event each: no repeats while it stayed halted.
+    let told = [
+        "RolloutComplete",
+        "RolloutHalted",
+        "RolloutResumed",
+        "RolloutComplete",
+    ];
+    let events = wait_rollout_events(&env, NAME, &told).await;
+    assert!(
+        events.iter().all(|(_, _, count)| *count == 1),
+        "{events:#?}"
+    );
+    assert!(
+        events[2]
+            .1
+            .starts_with("rollout of nginx:1.29: cluster-a is no longer Degraded; "),
+        "{events:#?}"
+    );
 
     // Without spec.rollout, a new image goes everywhere and status.rollout is gone.
     apply_instance(&control, NAME, "nginx:1.30", 2)

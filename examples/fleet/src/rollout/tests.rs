@@ -125,7 +125,7 @@ fn which_cluster_gets_which_image() {
             .zip(children)
             .map(|(name, children)| cluster(name, children))
             .collect();
-        let decision = decide(NEW, &NAMESPACES, &clusters);
+        let decision = decide(NEW, &NAMESPACES, &clusters, &BTreeMap::new());
         assert_eq!(images(&decision, &clusters), expected, "{what}");
         let status = &decision.status;
         assert_eq!(
@@ -154,7 +154,7 @@ fn a_namespace_not_there_yet_in_a_reached_cluster_holds_the_next() {
             children: vec![seen("namespace-a", Healthy, Some(OLD))],
         },
     ];
-    let decision = decide(NEW, &NAMESPACES, &clusters);
+    let decision = decide(NEW, &NAMESPACES, &clusters, &BTreeMap::new());
     assert_eq!(decision.image("cluster-a", "namespace-b"), Some(NEW));
     // cluster-b's new namespace gets the image its other Deployment carries.
     assert_eq!(decision.image("cluster-b", "namespace-a"), Some(OLD));
@@ -177,7 +177,7 @@ fn a_degraded_child_is_named_before_a_progressing_one() {
         },
         cluster("cluster-b", Some((Healthy, OLD))),
     ];
-    let decision = decide(NEW, &NAMESPACES, &clusters);
+    let decision = decide(NEW, &NAMESPACES, &clusters, &BTreeMap::new());
     assert_eq!(decision.status.phase, RolloutPhase::Halted);
     assert!(
         decision
@@ -198,12 +198,159 @@ fn a_child_without_the_annotation_does_not_run_the_new_image() {
         },
         cluster("cluster-b", Some((Healthy, OLD))),
     ];
-    let decision = decide(NEW, &NAMESPACES, &clusters);
+    let decision = decide(NEW, &NAMESPACES, &clusters, &BTreeMap::new());
     assert_eq!(decision.image("cluster-a", "namespace-a"), Some(NEW));
     assert_eq!(decision.image("cluster-b", "namespace-a"), Some(OLD));
     assert!(
         decision.status.message.contains("another image"),
         "{:?}",
         decision.status
+    );
+}
+
+/// The records of what each cluster was given, from `(cluster, image)`.
+fn records(given: &[(&str, &str)]) -> BTreeMap<String, String> {
+    (given.iter())
+        .map(|(c, i)| ((*c).to_owned(), (*i).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_cluster_behind_keeps_what_it_was_given_whatever_its_cache_says() {
+    type Case = (
+        &'static str,
+        [Option<(Health, &'static str)>; 3],
+        &'static [(&'static str, &'static str)],
+        [&'static str; 3],
+    );
+    const A: &str = "cluster-a";
+    const B: &str = "cluster-b";
+    const C: &str = "cluster-c";
+    #[rustfmt::skip]
+    let cases: [Case; 7] = [
+        ("clusters behind whose caches have not listed",
+         [Some((Progressing, NEW)), None, None], &[(A, NEW), (B, OLD), (C, OLD)], [NEW, OLD, OLD]),
+        ("a cluster behind whose Deployments were deleted by hand, another one's cache has them",
+         [Some((Progressing, NEW)), None, Some((Healthy, OLD))], &[(A, NEW), (B, OLD), (C, OLD)],
+         [NEW, OLD, OLD]),
+        ("a cluster behind whose cache shows the new image",
+         [Some((Progressing, NEW)), Some((Healthy, NEW)), Some((Healthy, OLD))],
+         &[(A, NEW), (B, OLD), (C, OLD)], [NEW, OLD, OLD]),
+        ("a member that joins mid-rollout (no record, nothing cached) gets what the others behind were given",
+         [Some((Progressing, NEW)), None, None], &[(A, NEW), (B, OLD)], [NEW, OLD, OLD]),
+        ("a member that joins with none behind it: nothing to keep, the new image",
+         [Some((Healthy, NEW)), Some((Progressing, NEW)), None], &[(A, NEW), (B, NEW)], [NEW, NEW, NEW]),
+        ("a cluster given the new image keeps it when one before it degrades, cache or not",
+         [Some((Degraded, NEW)), None, None], &[(A, NEW), (B, NEW), (C, NEW)], [NEW, NEW, NEW]),
+        ("three images: each cluster behind keeps its own",
+         [Some((Progressing, NEW)), None, None], &[(A, NEW), (B, "nginx:1.26"), (C, OLD)],
+         [NEW, "nginx:1.26", OLD]),
+    ];
+    for (what, children, given, expected) in cases {
+        let clusters: Vec<ClusterView> = [A, B, C]
+            .iter()
+            .zip(children)
+            .map(|(name, children)| cluster(name, children))
+            .collect();
+        let decision = decide(NEW, &NAMESPACES, &clusters, &records(given));
+        assert_eq!(images(&decision, &clusters), expected, "{what}");
+        let recorded = [A, B, C].into_iter().zip(expected).collect::<Vec<_>>();
+        assert_eq!(decision.status.clusters, records(&recorded), "{what}");
+    }
+}
+
+#[test]
+fn the_record_names_the_clusters_deployed_to_now() {
+    let clusters = [cluster("cluster-a", Some((Healthy, OLD)))];
+    let given = records(&[("cluster-a", OLD), ("left", OLD)]);
+    let decision = decide(NEW, &NAMESPACES, &clusters, &given);
+    assert_eq!(decision.status.clusters, records(&[("cluster-a", NEW)]));
+    assert_eq!(decision.status.phase, RolloutPhase::Complete);
+}
+
+/// A rollout status in `phase` of `image`, waiting for `cluster`.
+fn status(image: &str, phase: RolloutPhase, cluster: Option<&str>) -> RolloutStatus {
+    RolloutStatus {
+        image: image.to_owned(),
+        phase,
+        cluster: cluster.map(str::to_owned),
+        message: format!("{} at {cluster:?}", phase.as_str()),
+        clusters: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn a_rollout_tells_when_it_halts_resumes_and_completes() {
+    use RolloutPhase::{Complete, Halted, Progressing as Going};
+    let (a, b) = (Some("cluster-a"), Some("cluster-b"));
+    type Case = (
+        &'static str,
+        Option<(&'static str, RolloutPhase, Option<&'static str>)>,
+        (&'static str, RolloutPhase, Option<&'static str>),
+        &'static [&'static str],
+    );
+    #[rustfmt::skip]
+    let cases: [Case; 13] = [
+        ("a new parent", None, (NEW, Complete, None), &[]),
+        ("spec.rollout added with a new image", None, (NEW, Going, a), &[]),
+        ("a new image starts", Some((OLD, Complete, None)), (NEW, Going, a), &[]),
+        ("the next cluster", Some((NEW, Going, a)), (NEW, Going, b), &[]),
+        ("it halts", Some((NEW, Going, a)), (NEW, Halted, a), &["RolloutHalted"]),
+        ("it stays halted", Some((NEW, Halted, a)), (NEW, Halted, a), &[]),
+        ("it resumes", Some((NEW, Halted, a)), (NEW, Going, b), &["RolloutResumed"]),
+        ("it resumes to the last cluster: complete", Some((NEW, Halted, a)), (NEW, Complete, None),
+         &["RolloutResumed", "RolloutComplete"]),
+        ("it completes", Some((NEW, Going, b)), (NEW, Complete, None), &["RolloutComplete"]),
+        ("it stays complete", Some((NEW, Complete, None)), (NEW, Complete, None), &[]),
+        ("a new image given to every cluster at once", Some((OLD, Complete, None)), (NEW, Complete, None),
+         &["RolloutComplete"]),
+        ("a halted rollout replaced by another image that halts", Some((OLD, Halted, a)), (NEW, Halted, a),
+         &["RolloutHalted"]),
+        ("a halted rollout replaced by another image", Some((OLD, Halted, a)), (NEW, Going, a), &[]),
+    ];
+    for (what, before, (image, phase, at), expected) in cases {
+        let before = before.map(|(image, phase, at)| status(image, phase, at));
+        let now = status(image, phase, at);
+        let events = rollout_events(before.as_ref(), &now);
+        let reasons: Vec<&str> = events.iter().map(|e| e.reason).collect();
+        assert_eq!(reasons, expected, "{what}");
+        for event in events {
+            assert_eq!(event.warning, event.reason == "RolloutHalted", "{what}");
+            assert!(
+                event.message.starts_with(&format!("rollout of {image}: ")),
+                "{what}: {event:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_halt_and_its_end_name_the_cluster_and_why() {
+    let halted = decide(
+        NEW,
+        &NAMESPACES,
+        &[
+            cluster("cluster-a", Some((Degraded, NEW))),
+            cluster("cluster-b", Some((Healthy, OLD))),
+        ],
+        &records(&[("cluster-a", NEW), ("cluster-b", OLD)]),
+    )
+    .status;
+    let going = status(NEW, RolloutPhase::Progressing, Some("cluster-a"));
+    let [event] = &rollout_events(Some(&going), &halted)[..] else {
+        panic!("{halted:?}");
+    };
+    assert_eq!(
+        event.message,
+        "rollout of nginx:1.28: halted at cluster-a: namespace-a/web Degraded: progress deadline exceeded: \
+         too slow; cluster-b not updated"
+    );
+    let resumed = status(NEW, RolloutPhase::Progressing, Some("cluster-b"));
+    let [event] = &rollout_events(Some(&halted), &resumed)[..] else {
+        panic!("{resumed:?}");
+    };
+    assert_eq!(
+        event.message,
+        "rollout of nginx:1.28: cluster-a is no longer Degraded; Progressing at Some(\"cluster-b\")"
     );
 }

@@ -1,8 +1,9 @@
-//! What the rollout tests read and wait for: each cluster's images, the parent's `status.rollout`, and the
-//! workload played in place of a kubelet.
+//! What the rollout tests read and wait for: each cluster's images, the parent's `status.rollout` and its
+//! rollout Events, and the workload played in place of a kubelet.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::Api;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams};
 use kubeplex::Context as _;
 use kubeplex_fleet::demo::kubelet::{Played, image_of, play};
 use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet, RolloutStatus};
@@ -72,4 +73,98 @@ pub async fn play_cluster(env: &TestEnv, cluster: Fleet, name: &str, played: Pla
     for namespace in CHILD_NAMESPACES {
         play(&client, namespace, name, played).await.unwrap();
     }
+}
+
+/// The rollout's Events on the parent `name` (reasons `Rollout…`), oldest first, as (reason, note, series
+/// count).
+pub async fn rollout_events(env: &TestEnv, name: &str) -> Vec<(String, String, i32)> {
+    let api: Api<Event> = Api::namespaced(
+        env.client(Fleet::Control.name()).await.unwrap(),
+        CRD_NAMESPACE,
+    );
+    let mut events: Vec<Event> = (api.list(&ListParams::default()).await.unwrap().items)
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter(|e| {
+            e.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("Rollout"))
+        })
+        .collect();
+    events.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+    (events.into_iter())
+        .map(|e| {
+            let count = e.series.as_ref().map_or(1, |s| s.count);
+            let reason = e.reason.unwrap_or_default();
+            (reason, e.note.unwrap_or_default(), count)
+        })
+        .collect()
+}
+
+/// Waits until the parent `name` has rollout Events with these reasons, in this order; returns them.
+pub async fn wait_rollout_events(
+    env: &TestEnv,
+    name: &str,
+    reasons: &[&str],
+) -> Vec<(String, String, i32)> {
+    eventually(
+        &format!("{name}'s rollout events {reasons:?}"),
+        async || {
+            let events = rollout_events(env, name).await;
+            if events
+                .iter()
+                .map(|(r, _, _)| r.as_str())
+                .eq(reasons.iter().copied())
+            {
+                Ok(events)
+            } else {
+                Err(format!("{events:#?}"))
+            }
+        },
+    )
+    .await
+}
+
+/// Deletes `name`'s Deployments in every child namespace of `cluster`, as a person would by hand; returns
+/// their UIDs.
+pub async fn delete_deployments(env: &TestEnv, cluster: Fleet, name: &str) -> Vec<String> {
+    let client = env.client(cluster.name()).await.unwrap();
+    let mut uids = Vec::new();
+    for namespace in CHILD_NAMESPACES {
+        let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let gone = api.delete(name, &DeleteParams::default()).await.unwrap();
+        let uid = gone.either(|d| d.metadata.uid, |s| s.details.map(|d| d.uid));
+        uids.push(uid.unwrap_or_default());
+    }
+    uids
+}
+
+/// Waits until `name`'s Deployments in `cluster` are there again, none of them with one of these `uids`;
+/// returns their images.
+pub async fn wait_recreated(
+    env: &TestEnv,
+    cluster: Fleet,
+    name: &str,
+    uids: &[String],
+) -> Vec<String> {
+    let client = env.client(cluster.name()).await.unwrap();
+    eventually(
+        &format!("{name}'s Deployments in {cluster} re-created"),
+        async || {
+            let mut images = Vec::new();
+            for namespace in CHILD_NAMESPACES {
+                let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+                match api.get_opt(name).await.unwrap() {
+                    Some(d) if !uids.contains(d.metadata.uid.as_ref().unwrap()) => {
+                        images.push(image_of(&d).unwrap_or_default());
+                    }
+                    other => {
+                        return Err(format!("{namespace}: {:?}", other.map(|d| d.metadata.uid)));
+                    }
+                }
+            }
+            Ok(images)
+        },
+    )
+    .await
 }
