@@ -103,9 +103,12 @@ async fn the_rollout_waits_for_cluster_a_halts_on_degraded_and_resumes_when_it_r
         format!("rollout of nginx:1.29: {}", status.message)
     );
 
-    // cluster-b's Deployments are deleted by hand while it waits: its cache has none, and they come back
-    // with the image cluster-b was last given, not the one held back.
+    // cluster-b's Deployments are deleted by hand while it waits and the operator is away: the restarted
+    // operator's cache has none there, and they come back with the image cluster-b was last given, not the
+    // one held back. (Deleted while it runs, one at a time, the other one's annotation would tell.)
+    stop(running).await;
     let uids = delete_deployments(&env, Fleet::ClusterB, NAME).await;
+    let running = operator(&env, None).await;
     let recreated = wait_recreated(&env, Fleet::ClusterB, NAME, &uids).await;
     assert_eq!(recreated, ["nginx:1.28", "nginx:1.28"]);
     let status = rollout_status(&env, NAME).await.unwrap();
