@@ -36,8 +36,8 @@ pub enum DeployError {
     InvalidSpec(String),
     /// The rollout's record of what each cluster is given (`status.rollout.clusters`) could not be
     /// written; no cluster is given anything new until it is.
-    #[error("writing the rollout's status failed: {0}")]
-    RolloutRecord(String),
+    #[error("writing the rollout's status failed")]
+    RolloutRecord(#[source] WriteError),
     /// A child was refused by the runtime.
     #[error(transparent)]
     Kubeplex(#[from] kubeplex::Error),
@@ -124,6 +124,10 @@ impl Reconcile for AppDeployer {
     }
 }
 
+/// Why the rollout's status could not be written (kubeplex's error, or the API server's), kept as the
+/// source so the runtime still sees what it is (a write fenced off from a replica that lost its lease).
+type WriteError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Writes the rollout's part of the parent's status (`status.rollout`) when it changed, as a field manager
 /// of its own beside kubeplex's; `None` removes it. A failure is the caller's to judge: a reconcile that
 /// changes what a cluster is given fails with it, other changes wait for the next reconcile.
@@ -131,7 +135,7 @@ async fn write_rollout_status(
     app: &AppDeployment,
     cx: &Cx<Fleet>,
     rollout: Option<&RolloutStatus>,
-) -> Result<(), String> {
+) -> Result<(), WriteError> {
     if app.status.as_ref().and_then(|s| s.rollout.as_ref()) == rollout {
         return Ok(());
     }
@@ -143,16 +147,13 @@ async fn write_rollout_status(
         "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
     });
     let manager = format!("{}-rollout", cx.controller());
-    let api = cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default());
-    let api = api.map_err(|e| e.to_string())?;
+    let api = cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default())?;
     let params = PatchParams::apply(&manager).force();
-    (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))
-        .await)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))).await?;
+    Ok(())
 }
 
-fn log_failed_write(app: &AppDeployment, cx: &Cx<Fleet>, error: &str) {
+fn log_failed_write(app: &AppDeployment, cx: &Cx<Fleet>, error: &WriteError) {
     let context = cx.context();
     tracing::warn!(context = %context.name(), object = %app.name_any(), %error, "writing the rollout's status failed");
 }
