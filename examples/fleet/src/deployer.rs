@@ -67,7 +67,8 @@ impl Reconcile for AppDeployer {
                     cx.child(cluster.clone(), deployment_for(&app, namespace))?;
                 }
             }
-            if let Err(error) = write_rollout_status(&app, cx, None).await {
+            let before = rollout::WRITTEN.rollout_of(&app);
+            if let Err(error) = write_rollout_status(&app, cx, before.as_ref(), None).await {
                 log_failed_write(&app, cx, &error);
             }
             return Ok(Action::requeue(Duration::from_secs(3600)));
@@ -84,15 +85,17 @@ impl Reconcile for AppDeployer {
                     .collect(),
             })
             .collect();
-        let before = app.status.as_ref().and_then(|s| s.rollout.as_ref());
-        let given = before.map(|r| r.clusters.clone()).unwrap_or_default();
+        // The parent's status.rollout, or what this process wrote last when the cache does not show it yet.
+        let before = rollout::WRITTEN.rollout_of(&app);
+        let given = (before.as_ref()).map_or_else(Default::default, |r| r.clusters.clone());
         let decision = rollout::decide(&app.spec.image, &namespaces, &clusters, &given);
         // The record of what each cluster is given is written before any of it is applied: were it lost,
         // a cluster behind whose cache has no Deployment would get the new image early.
         // Its Events are told once the status says so: a failed write tells them with the next one.
-        match write_rollout_status(&app, cx, Some(&decision.status)).await {
+        let now = Some(&decision.status);
+        match write_rollout_status(&app, cx, before.as_ref(), now).await {
             Ok(()) => {
-                for event in rollout::rollout_events(before, &decision.status) {
+                for event in rollout::rollout_events(before.as_ref(), &decision.status) {
                     publish(&app, cx, event).await;
                 }
             }
@@ -128,15 +131,16 @@ impl Reconcile for AppDeployer {
 /// source so the runtime still sees what it is (a write fenced off from a replica that lost its lease).
 type WriteError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Writes the rollout's part of the parent's status (`status.rollout`) when it changed, as a field manager
-/// of its own beside kubeplex's; `None` removes it. A failure is the caller's to judge: a reconcile that
-/// changes what a cluster is given fails with it, other changes wait for the next reconcile.
+/// Writes the rollout's part of the parent's status (`status.rollout`) when it changed from `before`, as a
+/// field manager of its own beside kubeplex's; `None` removes it. A failure is the caller's to judge: a
+/// reconcile that changes what a cluster is given fails with it, other changes wait for the next reconcile.
 async fn write_rollout_status(
     app: &AppDeployment,
     cx: &Cx<Fleet>,
+    before: Option<&RolloutStatus>,
     rollout: Option<&RolloutStatus>,
 ) -> Result<(), WriteError> {
-    if app.status.as_ref().and_then(|s| s.rollout.as_ref()) == rollout {
+    if before == rollout {
         return Ok(());
     }
     let mut status = serde_json::Map::new();
@@ -149,7 +153,9 @@ async fn write_rollout_status(
     let manager = format!("{}-rollout", cx.controller());
     let api = cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default())?;
     let params = PatchParams::apply(&manager).force();
-    (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))).await?;
+    let written = (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))).await?;
+    let version = written.metadata.resource_version.as_deref();
+    rollout::WRITTEN.record(app, version, rollout.cloned());
     Ok(())
 }
 

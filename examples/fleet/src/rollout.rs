@@ -16,8 +16,10 @@ use kubeplex::{ChildHealth, Health};
 use crate::app::{RolloutPhase, RolloutStatus};
 
 mod events;
+mod written;
 
 pub use events::{RolloutEvent, rollout_events};
+pub(crate) use written::WRITTEN;
 
 /// The annotation on each Deployment naming the image the deployer gave it.
 pub const IMAGE_ANNOTATION: &str = "demo.kubeplex.dev/image";

@@ -354,3 +354,57 @@ fn a_halt_and_its_end_name_the_cluster_and_why() {
         "rollout of nginx:1.28: cluster-a is no longer Degraded; Progressing at Some(\"cluster-b\")"
     );
 }
+
+/// A parent `web` with this UID, resourceVersion and `status.rollout`, as the cache has it.
+fn parent(uid: &str, version: &str, rollout: Option<&RolloutStatus>) -> crate::AppDeployment {
+    let spec = crate::AppDeploymentSpec {
+        image: NEW.into(),
+        replicas: 1,
+        namespaces: Vec::new(),
+        rollout: None,
+    };
+    let mut app = crate::AppDeployment::new("web", spec);
+    app.metadata.uid = Some(uid.into());
+    app.metadata.resource_version = Some(version.into());
+    app.status = Some(crate::AppDeploymentStatus {
+        rollout: rollout.cloned(),
+        ..Default::default()
+    });
+    app
+}
+
+#[test]
+fn a_cache_that_trails_a_write_reads_what_was_written() {
+    let written = written::Written::default();
+    let complete = status(OLD, RolloutPhase::Complete, None);
+    let halted = status(NEW, RolloutPhase::Halted, Some("cluster-a"));
+    let cached = |uid, version| written.rollout_of(&parent(uid, version, Some(&complete)));
+    assert_eq!(
+        cached("uid-1", "5"),
+        Some(complete.clone()),
+        "nothing written"
+    );
+    let before = parent("uid-1", "5", Some(&complete));
+    written.record(&before, Some("7"), Some(halted.clone()));
+    assert_eq!(
+        cached("uid-1", "6"),
+        Some(halted),
+        "the cache at 6 trails the write at 7"
+    );
+    assert_eq!(
+        cached("uid-2", "6"),
+        Some(complete.clone()),
+        "another parent"
+    );
+    let caught_up = parent("uid-1", "7", None);
+    assert_eq!(
+        written.rollout_of(&caught_up),
+        None,
+        "the cache is the truth again"
+    );
+    assert_eq!(
+        cached("uid-1", "6"),
+        Some(complete),
+        "the write is forgotten"
+    );
+}
