@@ -22,7 +22,10 @@ const REMEMBER: Duration = Duration::from_secs(60);
 /// (as `k8s.io/apimachinery`'s `CompareResourceVersion` compares them); one that does not parse counts as
 /// caught up.
 #[derive(Default)]
-pub(crate) struct Written(Mutex<HashMap<String, (u64, Option<RolloutStatus>, Instant)>>);
+pub(crate) struct Written(Mutex<HashMap<String, Write>>);
+
+/// A write: the resourceVersion it made, the `status.rollout` it left, and when.
+type Write = (u64, Option<RolloutStatus>, Instant);
 
 /// The deployer's memory.
 pub(crate) static WRITTEN: LazyLock<Written> = LazyLock::new(Written::default);
