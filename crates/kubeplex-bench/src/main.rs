@@ -50,57 +50,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.first().map(String::as_str) == Some("__child") {
-        let Some(spec) = args.get(1) else {
-            eprintln!("kubeplex-bench __child: missing the spec");
-            return ExitCode::from(2);
-        };
-        return match runtime.block_on(child::main(started, spec)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("kubeplex-bench __child: {error}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if args.first().map(String::as_str) == Some("__fleet") {
-        let Some(spec) = args.get(1) else {
-            eprintln!("kubeplex-bench __fleet: missing the spec");
-            return ExitCode::from(2);
-        };
-        return match runtime.block_on(fleet::main(started, spec)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("kubeplex-bench __fleet: {error}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if args.first().map(String::as_str) == Some("__child_cache") {
-        let Some(spec) = args.get(1) else {
-            eprintln!("kubeplex-bench __child_cache: missing the spec");
-            return ExitCode::from(2);
-        };
-        return match runtime.block_on(child_cache::main(started, spec)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("kubeplex-bench __child_cache: {error}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if args.first().map(String::as_str) == Some("__fairness") {
-        let Some(spec) = args.get(1) else {
-            eprintln!("kubeplex-bench __fairness: missing the spec");
-            return ExitCode::from(2);
-        };
-        return match runtime.block_on(fairness::main(started, spec)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("kubeplex-bench __fairness: {error}");
-                ExitCode::FAILURE
-            }
-        };
+    let spec = args.get(1).map(String::as_str);
+    match args.first().map(String::as_str) {
+        Some(name @ "__child") => {
+            return process(&runtime, name, spec, |s| child::main(started, s));
+        }
+        Some(name @ "__fleet") => {
+            return process(&runtime, name, spec, |s| fleet::main(started, s));
+        }
+        Some(name @ "__child_cache") => {
+            return process(&runtime, name, spec, |s| child_cache::main(started, s));
+        }
+        Some(name @ "__fairness") => {
+            return process(&runtime, name, spec, |s| fairness::main(started, s));
+        }
+        _ => {}
     }
     // Parsed after the child's fast path above, which stays as it was: nothing added to what it measures.
     let options = config::Cli::parse().into_options();
@@ -108,6 +72,29 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("kubeplex-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the measurement process `name` (this binary re-executed by a section) with its `spec`.
+fn process<'a, F>(
+    runtime: &tokio::runtime::Runtime,
+    name: &str,
+    spec: Option<&'a str>,
+    main: impl FnOnce(&'a str) -> F,
+) -> ExitCode
+where
+    F: Future<Output = Result<(), String>>,
+{
+    let Some(spec) = spec else {
+        eprintln!("kubeplex-bench {name}: missing the spec");
+        return ExitCode::from(2);
+    };
+    match runtime.block_on(main(spec)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("kubeplex-bench {name}: {error}");
             ExitCode::FAILURE
         }
     }

@@ -17,10 +17,10 @@ use kubeplex::{
     Action, CONTROLLER_LABEL, ChildOptions, ClusterState, ContextName, Cx, FleetStatus, Manager,
     ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PARENT_UID_LABEL, Reconcile, controller,
 };
-use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
+use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use support::{WAIT, create_namespace, wait_started};
+use support::{create_namespace, polling, wait_started};
 
 /// A team: in cluster-a, a Namespace named `spec.team`, and ConfigMaps in [`KIDS`].
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -114,10 +114,6 @@ fn config_map(name: &str) -> ConfigMap {
         data: Some(BTreeMap::from([("team".to_owned(), name.to_owned())])),
         ..ConfigMap::default()
     }
-}
-
-fn polling() -> Polling {
-    Polling::within(WAIT).every(Duration::from_millis(200))
 }
 
 /// Whether `object` carries a link to a parent (either link label).

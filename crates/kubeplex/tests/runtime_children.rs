@@ -17,12 +17,12 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::{Context, Manager};
-use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
+use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
 use runtime_children::parent::{
     ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters,
 };
-use runtime_children::wait::{condition, create_parent, wait_child, wait_parent};
-use support::{WAIT, create_namespace, wait_started};
+use runtime_children::wait::{condition, create_parent, wait_parent};
+use support::{create_namespace, polling, wait_exists, wait_started};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
@@ -206,8 +206,7 @@ async fn a_child_whose_name_is_taken_is_a_conflict_and_is_left_alone() {
 
     // And the parent has an Event saying so.
     let events: Api<Event> = Api::namespaced(control.clone(), "conflicts");
-    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
-    let event = eventually("a ChildConflict event", polling, async || {
+    let event = eventually("a ChildConflict event", polling(), async || {
         let list = events.list(&ListParams::default()).await.unwrap();
         let conflict = list.items.iter().find(|e| {
             e.reason.as_deref() == Some("ChildConflict")
@@ -247,7 +246,7 @@ async fn children_of_a_parent_in_a_context_named_with_slashes_reach_their_parent
     };
     create_parent(&control, "slashes", "eks", spec).await;
     let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), "kids");
-    let child = wait_child(&kids, "slashes-child").await;
+    let child = wait_exists(&kids, "slashes-child").await;
     assert_eq!(
         child.annotations()[kubeplex::PARENT_ANNOTATION],
         format!("{}/slashes/eks", ARN.name())
@@ -256,7 +255,7 @@ async fn children_of_a_parent_in_a_context_named_with_slashes_reach_their_parent
     kids.delete("slashes-child", &Default::default())
         .await
         .unwrap();
-    let back = wait_child(&kids, "slashes-child").await;
+    let back = wait_exists(&kids, "slashes-child").await;
     assert_ne!(back.uid(), child.uid());
     support::stop(running).await;
 }
@@ -279,8 +278,8 @@ async fn a_context_the_parent_stops_targeting_is_pruned_and_says_not_targeted() 
     };
     create_parent(&control, "narrowing", "narrow", spec).await;
     let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), "kids");
-    wait_child(&kids, "narrowing-gone").await;
-    let kept = wait_child(&kids, "narrowing-kept").await;
+    wait_exists(&kids, "narrowing-gone").await;
+    let kept = wait_exists(&kids, "narrowing-kept").await;
 
     // Narrowed to one child: only the other is pruned.
     let api: Api<Parent> = Api::namespaced(control.clone(), "narrowing");

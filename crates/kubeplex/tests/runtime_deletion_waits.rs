@@ -14,10 +14,10 @@ use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use kubeplex::{
     Action, ClusterState, ContextName, Cx, FleetStatus, Manager, Reconcile, controller,
 };
-use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, eventually};
+use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use support::{WAIT, create_namespace, wait_started};
+use support::{create_namespace, polling, wait_started};
 
 /// A parent with one ConfigMap child in cluster-a, named after it.
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -100,10 +100,6 @@ impl Reconcile for Bounded {
     ) -> kubeplex::Result<Action> {
         declare_child(&holder, cx).await
     }
-}
-
-fn polling() -> Polling {
-    Polling::within(WAIT).every(Duration::from_millis(200))
 }
 
 /// Creates the Holder `namespace/name`, waits for its child in cluster-a, and puts [`HOLD`] on the child.

@@ -20,6 +20,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::spec::{LatencySpec, Outcome, Side, Spec};
+use crate::harness::answer;
 use crate::system::{live_bytes, rss_anon_bytes, rss_bytes};
 
 /// How long any wait in a child may take before the measurement counts as failed.
@@ -410,10 +411,5 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         latencies_ms,
         missed,
     };
-    let line = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
-    println!("{line}");
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    // Exit without tearing down: the parent has what it needs, and teardown is not measured.
-    std::process::exit(0);
+    match answer(&outcome)? {}
 }

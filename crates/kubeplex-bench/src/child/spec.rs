@@ -11,6 +11,16 @@ pub(crate) enum Side {
     Kubeplex,
 }
 
+impl Side {
+    /// As the reports and the wrapper's `{side}` name it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Side::Baseline => "baseline",
+            Side::Kubeplex => "kubeplex",
+        }
+    }
+}
+
 /// What a child does; the parent serialises it into the command line.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Spec {

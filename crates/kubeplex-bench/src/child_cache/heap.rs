@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -249,45 +248,14 @@ fn kubeconfig(bench: &Bench) -> Result<Kubeconfig, String> {
 
 /// Runs one `__child_cache` process (under `KUBEPLEX_BENCH_CHILD_WRAPPER` if set) and reads its outcome.
 async fn child(bench: &Bench, spec: &CacheSpec) -> Result<CacheOutcome, String> {
-    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-    let n = bench.children.fetch_add(1, Ordering::Relaxed).to_string();
     let side = serde_json::to_value(spec.cache)
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default();
-    let mut command = match bench.wrapper.split_first() {
-        Some((program, args)) => {
-            let mut command = tokio::process::Command::new(program);
-            command.args(
-                args.iter()
-                    .map(|a| a.replace("{n}", &n).replace("{side}", &side)),
-            );
-            command.arg(&bench.exe);
-            command
-        }
-        None => tokio::process::Command::new(&bench.exe),
-    };
-    command.arg("__child_cache").arg(json).kill_on_drop(true);
-    let output = tokio::time::timeout(WAIT + Duration::from_secs(60), command.output())
+    let timeout = WAIT + Duration::from_secs(60);
+    bench
+        .run("__child_cache", spec, &side, "child-cache run", timeout)
         .await
-        .map_err(|_| format!("a {side} child-cache run did not finish"))?
-        .map_err(|e| format!("cannot run {}: {e}", bench.exe.display()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!(
-            "a {side} child-cache run failed ({}): {}",
-            output.status,
-            tail.join("\n")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .rfind(|l| l.starts_with('{'))
-        .unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("a child-cache run printed {line:?}: {e}"))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::heap::{
     PARENT_CLUSTER, WAIT,
 };
 use crate::fleet::{FleetApp, FleetAppSpec, deployment_for};
+use crate::harness::{answer, wait_started};
 use crate::system::{live_bytes, rss_bytes};
 
 static PLAN: OnceLock<Plan<ContextName>> = OnceLock::new();
@@ -123,10 +124,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         .start()
         .await
         .map_err(|e| e.to_string())?;
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .map_err(|_| "the caches did not sync in time".to_owned())?
-        .map_err(|e| e.to_string())?;
+    wait_started(&running, WAIT).await?;
     let synced_s = started.elapsed().as_secs_f64();
     let expected = spec.parents * per_parent;
     let waited = Instant::now();
@@ -168,12 +166,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         rss_before,
         rss_after: rss_bytes(),
     };
-    let line = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
-    println!("{line}");
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    // Exit without tearing down: the parent has what it needs.
-    std::process::exit(0);
+    match answer(&outcome)? {}
 }
 
 /// How often the applies and reconciles are read until they stop, and how many readings in a row must agree.

@@ -24,6 +24,7 @@ use super::spec::{
     QUIET_CLUSTER, QUIET_OBJECT, Variant,
 };
 use crate::child::client_for;
+use crate::harness::{answer, wait_started};
 
 /// How long any wait in the process may take before the run counts as failed.
 const WAIT: Duration = Duration::from_secs(300);
@@ -252,10 +253,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         }
     }
     if let Some(running) = &running {
-        tokio::time::timeout(WAIT, running.wait_started())
-            .await
-            .map_err(|_| "the caches did not sync in time".to_owned())?
-            .map_err(|e| e.to_string())?;
+        wait_started(running, WAIT).await?;
     }
     // Every object reconciled once (the initial lists: no work) before anything is timed.
     let initial = spec.flood + 1;
@@ -330,11 +328,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         flood_drained_s: (drained_at.saturating_sub(1).saturating_sub(flood_start)) as f64 / 1e9,
         flood_backlog,
     };
-    let line = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
-    println!("{line}");
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    // Exit without tearing down (the side still running): the parent has what it needs.
+    // Answered while the side still runs: the process exits without tearing it down.
     let _running = (running, baseline);
-    std::process::exit(0);
+    match answer(&outcome)? {}
 }

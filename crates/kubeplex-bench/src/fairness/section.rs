@@ -2,7 +2,6 @@
 //! `__fairness` process, the order rotating) and reports.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::{StreamExt, stream};
@@ -99,41 +98,8 @@ async fn create(client: &Client, names: impl IntoIterator<Item = String>) -> Res
 
 /// Runs one `__fairness` process (under `KUBEPLEX_BENCH_CHILD_WRAPPER` if set) and reads its outcome.
 async fn child(bench: &Bench, spec: &FairnessSpec) -> Result<FairnessOutcome, String> {
-    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-    let n = bench.children.fetch_add(1, Ordering::Relaxed).to_string();
     let side = spec.variant.name();
-    let mut command = match bench.wrapper.split_first() {
-        Some((program, args)) => {
-            let mut command = tokio::process::Command::new(program);
-            command.args(
-                args.iter()
-                    .map(|a| a.replace("{n}", &n).replace("{side}", side)),
-            );
-            command.arg(&bench.exe);
-            command
-        }
-        None => tokio::process::Command::new(&bench.exe),
-    };
-    command.arg("__fairness").arg(json).kill_on_drop(true);
-    let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
+    bench
+        .run("__fairness", spec, side, "fairness run", RUN_TIMEOUT)
         .await
-        .map_err(|_| format!("a {side} fairness run did not finish in {RUN_TIMEOUT:?}"))?
-        .map_err(|e| format!("cannot run {}: {e}", bench.exe.display()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!(
-            "a {side} fairness run failed ({}): {}",
-            output.status,
-            tail.join("\n")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    // A profiler wrapping the process may print after it: the outcome is the last JSON line.
-    let line = stdout
-        .lines()
-        .rfind(|l| l.starts_with('{'))
-        .unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("a {side} fairness run printed {line:?}: {e}"))
 }

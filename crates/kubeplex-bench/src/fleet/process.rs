@@ -10,7 +10,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::child::{FleetSpec, Reading};
 use super::setup::{Host, PHASE};
-use crate::child::Side;
+use crate::harness::command;
 
 /// A running operator process: JSON lines out, requests in.
 pub(crate) struct Operator {
@@ -23,23 +23,8 @@ pub(crate) struct Operator {
 impl Operator {
     pub fn spawn(host: &Host<'_>, spec: &FleetSpec, n: usize) -> Result<Self, String> {
         let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let side = match spec.side {
-            Side::Baseline => "baseline",
-            Side::Kubeplex => "kubeplex",
-        };
-        let mut command = match host.wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args.iter().map(|a| {
-                    a.replace("{n}", &format!("fleet-{n}"))
-                        .replace("{side}", side)
-                }));
-                command.arg(&host.exe);
-                command
-            }
-            None => tokio::process::Command::new(&host.exe),
-        };
-        let mut process = command
+        let n = format!("fleet-{n}");
+        let mut process = command(&host.wrapper, &host.exe, &n, spec.side.name())
             .arg("__fleet")
             .arg(json)
             .stdin(Stdio::piped())

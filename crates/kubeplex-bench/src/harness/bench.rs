@@ -67,56 +67,11 @@ impl Bench {
     }
 
     async fn child(&self, spec: &Spec) -> Result<Outcome, String> {
-        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let n = self
-            .children
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let side = match spec.side {
-            Side::Baseline => "baseline",
-            Side::Kubeplex => "kubeplex",
-        };
-        let mut command = match self.wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(
-                    args.iter()
-                        .map(|a| a.replace("{n}", &n.to_string()).replace("{side}", side)),
-                );
-                command.arg(&self.exe);
-                command
-            }
-            None => tokio::process::Command::new(&self.exe),
-        };
-        command.arg("__child").arg(json).kill_on_drop(true);
         let server_cpu_before = crate::system::processes_seconds(&self.server_pids);
-        let output = tokio::time::timeout(CHILD_TIMEOUT, command.output())
-            .await
-            .map_err(|_| {
-                format!(
-                    "a {:?} child did not finish in {CHILD_TIMEOUT:?}",
-                    spec.side
-                )
-            })?
-            .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
-            return Err(format!(
-                "a {:?} child failed ({}): {}",
-                spec.side,
-                output.status,
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            ));
-        }
+        let outcome: Outcome = self
+            .run("__child", spec, spec.side.name(), "child", CHILD_TIMEOUT)
+            .await?;
         let server_cpu_s = crate::system::processes_seconds(&self.server_pids) - server_cpu_before;
-        // A profiler wrapping the child may print after it: the outcome is the last JSON line.
-        let line = stdout
-            .lines()
-            .rfind(|l| l.starts_with('{'))
-            .unwrap_or_default();
-        let outcome: Outcome =
-            serde_json::from_str(line).map_err(|e| format!("a child printed {line:?}: {e}"))?;
         Ok(Outcome {
             server_cpu_s,
             ..outcome

@@ -2,5 +2,7 @@
 //! both sides.
 
 mod bench;
+mod process;
 
 pub(crate) use bench::{Bench, CLUSTERS, contexts, create_namespace, figure, progress};
+pub(crate) use process::{answer, command, wait_started};

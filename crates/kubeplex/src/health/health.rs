@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use kube::runtime::watcher;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::report::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
 };
+use super::watch_health::{WatchEntry, WatchHealth, WatchState};
 use crate::core::Error;
 
 /// Shared health state, updated by the pool, the watches and the pings.
@@ -49,40 +49,6 @@ struct ContextEntry {
     /// The last ping failed.
     unreachable: Option<String>,
     watches: Vec<Arc<Mutex<WatchState>>>,
-}
-
-struct WatchState {
-    kind: String,
-    plural: String,
-    namespace: Option<String>,
-    synced: bool,
-    problem: Option<String>,
-    /// The problem is that the server could not be reached (not an answer it gave).
-    unreachable: bool,
-    /// Retries of the same problem since it was last logged, and when that was.
-    retries: u32,
-    logged: Option<tokio::time::Instant>,
-}
-
-/// How often a problem that persists is logged again.
-const REPEAT_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Whether the watch failed only because its resourceVersion expired (410 Gone): a normal relist.
-pub(crate) fn is_expired(error: &watcher::Error) -> bool {
-    matches!(error, watcher::Error::WatchError(status) if status.code == 410)
-}
-
-/// What identifies a watch in the health report, to take it out when the watch is closed for good.
-pub(crate) struct WatchEntry {
-    context: String,
-    state: Arc<Mutex<WatchState>>,
-}
-
-/// The handle a watch task reports through.
-pub(crate) struct WatchHealth {
-    context: String,
-    state: Arc<Mutex<WatchState>>,
-    health: Arc<Health>,
 }
 
 impl Health {
@@ -137,11 +103,7 @@ impl Health {
             entry.unreachable = problem;
             if answers {
                 for watch in &entry.watches {
-                    let mut watch = watch.lock();
-                    if watch.unreachable {
-                        watch.unreachable = false;
-                        watch.problem = None;
-                    }
+                    watch.lock().reachable_again();
                 }
             }
         });
@@ -156,22 +118,9 @@ impl Health {
         kind: String,
         plural: String,
     ) -> WatchHealth {
-        let state = Arc::new(Mutex::new(WatchState {
-            kind,
-            plural,
-            namespace: namespace.map(str::to_owned),
-            synced: false,
-            problem: None,
-            unreachable: false,
-            retries: 0,
-            logged: None,
-        }));
+        let state = Arc::new(Mutex::new(WatchState::new(kind, plural, namespace)));
         self.update(context, |entry| entry.watches.push(state.clone()));
-        WatchHealth {
-            context: context.to_owned(),
-            state,
-            health: self.clone(),
-        }
+        WatchHealth::new(context, state, self.clone())
     }
 
     /// Takes a watch closed for good (its shard moved to another replica) out of its context's report.
@@ -249,6 +198,11 @@ impl Health {
         self.changed.notified()
     }
 
+    /// One of `context`'s watches changed what it says: the context is judged again.
+    pub(super) fn watch_changed(&self, context: &str) {
+        self.update(context, |_| {});
+    }
+
     fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
         let mut contexts = self.contexts.lock();
         let entry = contexts.entry(context.to_owned()).or_default();
@@ -313,26 +267,11 @@ impl ContextEntry {
         self.config_error.is_none()
             && self.unreachable.is_none()
             && !self.connecting
-            && self.watches.iter().all(|w| {
-                let w = w.lock();
-                w.synced && w.problem.is_none()
-            })
+            && self.watches.iter().all(|w| w.lock().is_ready())
     }
 
     fn report(&self, name: &str) -> ContextReport {
-        let watches: Vec<WatchReport> = self
-            .watches
-            .iter()
-            .map(|w| {
-                let w = w.lock();
-                WatchReport {
-                    kind: w.kind.clone(),
-                    namespace: w.namespace.clone().unwrap_or_else(|| "*".into()),
-                    synced: w.synced,
-                    problem: w.problem.clone(),
-                }
-            })
-            .collect();
+        let watches: Vec<WatchReport> = self.watches.iter().map(|w| w.lock().report()).collect();
         let mut reasons: Vec<String> = Vec::new();
         if let Some(error) = &self.config_error {
             reasons.push(error.clone());
@@ -360,90 +299,6 @@ impl ContextEntry {
             reasons,
             watches,
             member: None,
-        }
-    }
-}
-
-impl WatchHealth {
-    /// What [`Health::forget_watch`] takes.
-    pub(crate) fn entry(&self) -> WatchEntry {
-        WatchEntry {
-            context: self.context.clone(),
-            state: self.state.clone(),
-        }
-    }
-
-    /// The initial list (or a relist) completed.
-    pub(crate) fn synced(&self) {
-        self.set(|s| {
-            let changed = !s.synced || s.problem.is_some();
-            s.synced = true;
-            s.problem = None;
-            s.unreachable = false;
-            changed
-        });
-    }
-
-    /// An object arrived: whatever failed before works again.
-    pub(crate) fn working(&self) {
-        self.set(|s| {
-            s.unreachable = false;
-            s.problem.take().is_some()
-        });
-    }
-
-    /// The watch failed; it retries with backoff. Logged when the problem changes, then at most once a
-    /// minute with the number of retries since, so a cluster down for an hour costs a line a minute.
-    pub(crate) fn failed(&self, error: &watcher::Error) {
-        if is_expired(error) {
-            // 410 Gone: the resourceVersion is too old and the watcher relists, as it should.
-            tracing::debug!(context = %self.context, "watch expired; relisting");
-            return;
-        }
-        let mut state = self.state.lock();
-        let place = crate::core::WatchPlace {
-            kind: &state.kind,
-            plural: &state.plural,
-            namespace: state.namespace.as_deref(),
-        };
-        let problem = crate::core::watch_failure(error, &place);
-        state.unreachable = matches!(
-            error,
-            watcher::Error::InitialListFailed(e)
-                | watcher::Error::WatchStartFailed(e)
-                | watcher::Error::WatchFailed(e) if crate::core::is_transport(e)
-        );
-        let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
-        let now = tokio::time::Instant::now();
-        // Each of a context's watches fails on its own: the line names which.
-        let kind = state.kind.clone();
-        let namespace = state.namespace.clone().unwrap_or_default();
-        if changed {
-            state.retries = 0;
-            state.logged = Some(now);
-            drop(state);
-            tracing::warn!(context = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
-            self.health.update(&self.context, |_| {});
-            return;
-        }
-        state.retries += 1;
-        let due = state
-            .logged
-            .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_INTERVAL);
-        if due {
-            state.logged = Some(now);
-            let retries = std::mem::take(&mut state.retries);
-            drop(state);
-            tracing::warn!(context = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
-        } else {
-            tracing::debug!(context = %self.context, %kind, %namespace, %problem, "watch still failing");
-        }
-    }
-
-    fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
-        let changed = change(&mut self.state.lock());
-        if changed {
-            self.health.update(&self.context, |_| {});
         }
     }
 }

@@ -11,8 +11,9 @@ mod review_cache;
 mod scrape_review;
 mod secure_metrics;
 mod serving_certificate;
+mod watch_health;
 
-pub(crate) use health::{Health, WatchEntry, WatchHealth, is_expired};
+pub(crate) use health::Health;
 pub(crate) use phases::Phase;
 pub use ping::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 pub(crate) use ping::{Pings, start as start_pings};
@@ -23,3 +24,4 @@ pub use report::{
 };
 pub(crate) use secure_metrics::BoundSecureMetrics;
 pub use secure_metrics::SecureMetrics;
+pub(crate) use watch_health::{WatchEntry, WatchHealth, is_expired};

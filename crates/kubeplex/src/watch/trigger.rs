@@ -28,29 +28,16 @@ use super::watches::ObjectChange;
 
 /// Remembers, per object, what its last passing change looked like.
 #[derive(Default)]
-pub(crate) struct ChangeFilter {
-    seen: Mutex<HashMap<Name, Option<u64>>>,
-}
+pub(crate) struct ChangeFilter(ChildChangeFilter);
+
+/// The health a primary's changes are remembered with: it has none of its own, so only what a reconcile
+/// acts on decides.
+const NO_HEALTH: u64 = 0;
 
 impl ChangeFilter {
     /// Whether this change should trigger a reconcile. A deletion always does (and is forgotten).
     pub(crate) fn passes<K: Resource>(&self, change: &ObjectChange<'_, K>) -> bool {
-        let meta = change.object().meta();
-        let key = (
-            meta.namespace.clone(),
-            meta.name.clone().unwrap_or_default(),
-        );
-        let mut seen = self.seen.lock();
-        match change {
-            ObjectChange::Deleted(_) => {
-                seen.remove(&key);
-                true
-            }
-            ObjectChange::Applied(object) => {
-                let print = fingerprint(*object);
-                seen.insert(key, print) != Some(print)
-            }
-        }
+        self.0.passes(change, NO_HEALTH).is_some()
     }
 }
 

@@ -1,14 +1,9 @@
-//! Creating a parent, and polling a parent or a child until it is as a test wants it.
+//! Creating a parent, polling it until it is as a test wants it, and reading its conditions.
 
-use std::time::Duration;
-
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Resource;
 use kube::api::{Api, PostParams};
-use kubeplex_testenv::{Polling, eventually};
 
 use super::parent::{Parent, ParentSpec};
-use crate::support::{WAIT, create_namespace};
+use crate::support::{create_namespace, wait_status};
 
 pub async fn create_parent(
     client: &kube::Client,
@@ -23,7 +18,7 @@ pub async fn create_parent(
         .unwrap()
 }
 
-/// Polls the parent until `done` holds; panics with its last status after [`WAIT`].
+/// Polls the parent until `done` holds; panics with its last status after [`WAIT`](crate::support::WAIT).
 pub async fn wait_parent(
     client: &kube::Client,
     namespace: &str,
@@ -32,20 +27,7 @@ pub async fn wait_parent(
     done: impl Fn(&Parent) -> bool,
 ) -> Parent {
     let api: Api<Parent> = Api::namespaced(client.clone(), namespace);
-    eventually(what, polling(), async || {
-        let parent = api.get(name).await.unwrap();
-        if done(&parent) {
-            Ok(parent)
-        } else {
-            Err(format!("{:#?}", parent.status))
-        }
-    })
-    .await
-}
-
-/// Within [`WAIT`], every 200 ms.
-fn polling() -> Polling {
-    Polling::within(WAIT).every(Duration::from_millis(200))
+    wait_status(&api, name, what, done).await
 }
 
 pub fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Condition> {
@@ -56,12 +38,4 @@ pub fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Co
         .conditions
         .iter()
         .find(|c| c.type_ == type_)
-}
-
-pub async fn wait_child(api: &Api<ConfigMap>, name: &str) -> ConfigMap {
-    eventually(format!("child {name} appearing"), polling(), async || {
-        let child = api.get_opt(name).await.unwrap();
-        child.filter(|child| child.meta().deletion_timestamp.is_none())
-    })
-    .await
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::Client;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::core::object::HasStatus;
+use kube::{Client, Resource};
 use kubeplex_testenv::{Polling, eventually};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,6 +27,40 @@ kubeplex::contexts! {
 
 /// How long a test waits for anything the clusters do.
 pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Within [`WAIT`], every 200 ms: how a test polls the clusters.
+pub fn polling() -> Polling {
+    Polling::within(WAIT).every(Duration::from_millis(200))
+}
+
+/// Polls the object `name` until `done` holds; fails the test with its last status after [`WAIT`].
+pub async fn wait_status<K>(api: &Api<K>, name: &str, what: &str, done: impl Fn(&K) -> bool) -> K
+where
+    K: Resource + HasStatus + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::Status: std::fmt::Debug,
+{
+    eventually(what, polling(), async || {
+        let object = api.get(name).await.unwrap();
+        if done(&object) {
+            Ok(object)
+        } else {
+            Err(format!("{:#?}", object.status()))
+        }
+    })
+    .await
+}
+
+/// Polls until the object `name` exists and is not being deleted; fails the test after [`WAIT`].
+pub async fn wait_exists<K>(api: &Api<K>, name: &str) -> K
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(format!("{name} appearing"), polling(), async || {
+        let object = api.get_opt(name).await.unwrap();
+        object.filter(|object| object.meta().deletion_timestamp.is_none())
+    })
+    .await
+}
 
 /// Waits until `running` has started (every required context ready); fails the test with `what` after [`WAIT`].
 pub async fn wait_started(running: &kubeplex::Running, what: &str) {

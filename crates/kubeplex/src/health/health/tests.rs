@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use kube::runtime::watcher;
+
 use super::*;
 
 fn api_error(code: u16) -> watcher::Error {

@@ -1,0 +1,176 @@
+//! One watch's part in its context's health: what the watch last said (listed, failing, unreachable) and
+//! the handle its task reports through, which logs a failure when it changes and then rarely.
+
+use std::sync::Arc;
+
+use kube::runtime::watcher;
+use parking_lot::Mutex;
+
+use super::health::Health;
+use super::report::WatchReport;
+
+/// What one watch last said about itself.
+pub(super) struct WatchState {
+    kind: String,
+    plural: String,
+    namespace: Option<String>,
+    synced: bool,
+    problem: Option<String>,
+    /// The problem is that the server could not be reached (not an answer it gave).
+    unreachable: bool,
+    /// Retries of the same problem since it was last logged, and when that was.
+    retries: u32,
+    logged: Option<tokio::time::Instant>,
+}
+
+/// How often a problem that persists is logged again.
+const REPEAT_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl WatchState {
+    /// A watch of `kind` (plural `plural`) in `namespace` or all namespaces, not listed yet.
+    pub(super) fn new(kind: String, plural: String, namespace: Option<&str>) -> Self {
+        Self {
+            kind,
+            plural,
+            namespace: namespace.map(str::to_owned),
+            synced: false,
+            problem: None,
+            unreachable: false,
+            retries: 0,
+            logged: None,
+        }
+    }
+
+    /// Whether it holds its context back from ready: not listed yet, or failing.
+    pub(super) fn is_ready(&self) -> bool {
+        self.synced && self.problem.is_none()
+    }
+
+    /// The server answers again: a failure that was only its being unreachable is over (a refusal stays).
+    pub(super) fn reachable_again(&mut self) {
+        if self.unreachable {
+            self.unreachable = false;
+            self.problem = None;
+        }
+    }
+
+    pub(super) fn report(&self) -> WatchReport {
+        WatchReport {
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone().unwrap_or_else(|| "*".into()),
+            synced: self.synced,
+            problem: self.problem.clone(),
+        }
+    }
+}
+
+/// Whether the watch failed only because its resourceVersion expired (410 Gone): a normal relist.
+pub(crate) fn is_expired(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::WatchError(status) if status.code == 410)
+}
+
+/// What identifies a watch in the health report, to take it out when the watch is closed for good.
+pub(crate) struct WatchEntry {
+    pub(super) context: String,
+    pub(super) state: Arc<Mutex<WatchState>>,
+}
+
+/// The handle a watch task reports through.
+pub(crate) struct WatchHealth {
+    context: String,
+    state: Arc<Mutex<WatchState>>,
+    health: Arc<Health>,
+}
+
+impl WatchHealth {
+    /// The handle of the watch `state` in `context`, reporting into `health`.
+    pub(super) fn new(context: &str, state: Arc<Mutex<WatchState>>, health: Arc<Health>) -> Self {
+        Self {
+            context: context.to_owned(),
+            state,
+            health,
+        }
+    }
+
+    /// What [`Health::forget_watch`] takes.
+    pub(crate) fn entry(&self) -> WatchEntry {
+        WatchEntry {
+            context: self.context.clone(),
+            state: self.state.clone(),
+        }
+    }
+
+    /// The initial list (or a relist) completed.
+    pub(crate) fn synced(&self) {
+        self.set(|s| {
+            let changed = !s.synced || s.problem.is_some();
+            s.synced = true;
+            s.problem = None;
+            s.unreachable = false;
+            changed
+        });
+    }
+
+    /// An object arrived: whatever failed before works again.
+    pub(crate) fn working(&self) {
+        self.set(|s| {
+            s.unreachable = false;
+            s.problem.take().is_some()
+        });
+    }
+
+    /// The watch failed; it retries with backoff. Logged when the problem changes, then at most once a
+    /// minute with the number of retries since, so a cluster down for an hour costs a line a minute.
+    pub(crate) fn failed(&self, error: &watcher::Error) {
+        if is_expired(error) {
+            // 410 Gone: the resourceVersion is too old and the watcher relists, as it should.
+            tracing::debug!(context = %self.context, "watch expired; relisting");
+            return;
+        }
+        let mut state = self.state.lock();
+        let place = crate::core::WatchPlace {
+            kind: &state.kind,
+            plural: &state.plural,
+            namespace: state.namespace.as_deref(),
+        };
+        let problem = crate::core::watch_failure(error, &place);
+        state.unreachable = matches!(
+            error,
+            watcher::Error::InitialListFailed(e)
+                | watcher::Error::WatchStartFailed(e)
+                | watcher::Error::WatchFailed(e) if crate::core::is_transport(e)
+        );
+        let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
+        let now = tokio::time::Instant::now();
+        // Each of a context's watches fails on its own: the line names which.
+        let kind = state.kind.clone();
+        let namespace = state.namespace.clone().unwrap_or_default();
+        if changed {
+            state.retries = 0;
+            state.logged = Some(now);
+            drop(state);
+            tracing::warn!(context = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
+            self.health.watch_changed(&self.context);
+            return;
+        }
+        state.retries += 1;
+        let due = state
+            .logged
+            .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_INTERVAL);
+        if due {
+            state.logged = Some(now);
+            let retries = std::mem::take(&mut state.retries);
+            drop(state);
+            tracing::warn!(context = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
+        } else {
+            tracing::debug!(context = %self.context, %kind, %namespace, %problem, "watch still failing");
+        }
+    }
+
+    fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
+        let changed = change(&mut self.state.lock());
+        if changed {
+            self.health.watch_changed(&self.context);
+        }
+    }
+}
