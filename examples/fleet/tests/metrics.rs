@@ -162,17 +162,11 @@ fn expect(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_follow_each_context_through_the_scenario() {
     let env = clusters().await;
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+    let manager = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(AppDeployer)
         .probes("127.0.0.1:0")
-        .ping_interval(PING)
-        .start()
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
+        .ping_interval(PING);
+    let running = support::started(manager).await;
     let address = running.probe_address().unwrap();
     let control = env.client("control").await.unwrap();
     // Every result (the example asks to run again in an hour: `requeue`) of the control context.

@@ -15,7 +15,7 @@ use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
 use support::http::http_get;
-use support::{WAIT, audited_clusters, eventually};
+use support::{audited_clusters, eventually};
 
 const NAME: &str = "steady";
 /// Reconciles that change nothing.
@@ -127,16 +127,10 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
 #[tokio::test]
 async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconcile() {
     let env = audited_clusters().await;
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+    let manager = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(AppDeployer)
-        .probes("127.0.0.1:0")
-        .start()
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started in time")
-        .unwrap();
+        .probes("127.0.0.1:0");
+    let running = support::started(manager).await;
     let probes = running.probe_address().unwrap();
     let control = env.client("control").await.unwrap();
     let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);

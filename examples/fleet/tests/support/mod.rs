@@ -40,6 +40,11 @@ pub async fn operator(env: &TestEnv, ping: Option<Duration>) -> Running {
     if let Some(interval) = ping {
         manager = manager.ping_interval(interval);
     }
+    started(manager).await
+}
+
+/// Starts `manager` and waits (within [`WAIT`]) until it has started.
+pub async fn started(manager: Manager) -> Running {
     let running = manager.start().await.unwrap();
     tokio::time::timeout(WAIT, running.wait_started())
         .await
