@@ -179,11 +179,21 @@ pub async fn apply_instance(
     image: &str,
     replicas: i32,
 ) -> Result<(), DemoError> {
+    let spec = serde_json::json!({ "image": image, "replicas": replicas });
+    apply_spec(control, name, spec).await
+}
+
+/// Applies an `AppDeployment` called `name` with `spec` in the control cluster (server-side apply).
+async fn apply_spec(
+    control: &Client,
+    name: &str,
+    spec: serde_json::Value,
+) -> Result<(), DemoError> {
     let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
     let object = serde_json::json!({
         "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment",
         "metadata": { "name": name },
-        "spec": { "image": image, "replicas": replicas },
+        "spec": spec,
     });
     api.patch(
         name,

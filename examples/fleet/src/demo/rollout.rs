@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kubeplex_testenv::try_eventually;
 
 use super::kubelet::{Played, image_of, play};
@@ -31,22 +31,11 @@ pub async fn apply_with_rollout(
     replicas: i32,
     order: &[&str],
 ) -> Result<(), DemoError> {
-    let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
-    let object = serde_json::json!({
-        "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment",
-        "metadata": { "name": name },
-        "spec": {
-            "image": image, "replicas": replicas,
-            "rollout": { "strategy": "OneClusterAtATime", "order": order },
-        },
+    let spec = serde_json::json!({
+        "image": image, "replicas": replicas,
+        "rollout": { "strategy": "OneClusterAtATime", "order": order },
     });
-    api.patch(
-        name,
-        &PatchParams::apply("kubeplex-fleet-demo"),
-        &Patch::Apply(&object),
-    )
-    .await?;
-    Ok(())
+    super::apply_spec(control, name, spec).await
 }
 
 /// The rollout of `crd-a` from `nginx:1.27` to `nginx:1.28`, halted by a Degraded cluster-a and resumed
