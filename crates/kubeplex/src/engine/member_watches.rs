@@ -96,8 +96,12 @@ pub(super) async fn follow<R: Reconcile>(
                     // orphan sweep does not judge parents in a cluster it cannot see).
                     engine.primaries.remove_member(&name);
                     tracing::info!(context = %name, ?policy, "member left");
+                    let forgotten = progress.forgotten();
+                    drop(progress);
                     let _ = done.send(());
-                    // Their status drops the member, or says its children were orphaned.
+                    // Their status drops the member, or says its children were orphaned: once no
+                    // controller's part holds the leave, so that no reconcile still finds it leaving.
+                    forgotten.await;
                     engine.queue_every_parent();
                 });
             }
@@ -274,3 +278,6 @@ async fn delete_cached(
     }
     Ok(deleted)
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::changes::Slot;
@@ -24,6 +25,8 @@ pub(crate) struct LeaveProgress {
     started: Instant,
     health: Arc<Health>,
     state: Mutex<LeaveState>,
+    /// Becomes `true` once the member is forgotten: no longer counted as leaving.
+    forgotten: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -48,6 +51,22 @@ impl LeaveProgress {
             started: Instant::now(),
             health,
             state: Mutex::default(),
+            forgotten: watch::Sender::new(false),
+        }
+    }
+
+    /// The member is forgotten: every controller's part has ended and the member no longer counts as
+    /// leaving.
+    pub(crate) fn forget(&self) {
+        self.forgotten.send_replace(true);
+    }
+
+    /// Ends once the member is forgotten, or once the leave itself is dropped (nothing then counts it as
+    /// leaving either). Holds no reference to the progress, so that a dropped leave is seen.
+    pub(crate) fn forgotten(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut forgotten = self.forgotten.subscribe();
+        async move {
+            let _ = forgotten.wait_for(|forgotten| *forgotten).await;
         }
     }
 

@@ -195,6 +195,7 @@ impl MemberSet {
         self.clients.write().remove(name);
         self.gate.open(name);
         (self.leaves.lock()).remove(name);
+        progress.forget();
         match progress.abandoned() {
             Some(reason) => LeaveOutcome::Abandoned(reason),
             None => LeaveOutcome::Done,

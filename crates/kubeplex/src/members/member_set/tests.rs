@@ -129,7 +129,9 @@ async fn a_leave_waits_for_the_syncs_under_way_then_keeps_the_client_until_every
     assert_eq!(syncs.len(), 2);
     let (_, in_a) = syncs.remove(0);
     let started = Instant::now();
-    let (_, leave) = leaving(&set, "member-a", LeavePolicy::Delete);
+    let (progress, leave) = leaving(&set, "member-a", LeavePolicy::Delete);
+    let forgotten = progress.forgotten();
+    drop(progress);
     // The gate is closed at once: no new sync enters, no reconcile targets it; the controllers are not
     // told before the sync under way has ended.
     assert!(
@@ -154,9 +156,13 @@ async fn a_leave_waits_for_the_syncs_under_way_then_keeps_the_client_until_every
         set.client("member-a").is_some(),
         "the deletes need its client"
     );
+    assert_eq!(set.leaving().len(), 1);
     done.send(()).unwrap();
     assert_eq!(within(leave).await.unwrap(), LeaveOutcome::Done);
     assert!(set.client("member-a").is_none());
+    // Forgotten once it no longer counts as leaving: the controllers reconcile their parents then.
+    assert!(set.leaving().is_empty());
+    within(forgotten).await;
     // Its gate is open again for a later join (this controller stopped: it is not waited for).
     drop(controller);
     within(set.joined("member-a", client().0)).await;

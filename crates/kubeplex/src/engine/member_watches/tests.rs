@@ -1,0 +1,93 @@
+//! A controller's side of a leave: its parents are reconciled once the member is forgotten, not before.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
+use tokio::sync::{mpsc, oneshot};
+
+use super::follow;
+use crate::engine::engine::ReconcileKey;
+use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
+use crate::executor::key_queue;
+use crate::health::Health;
+use crate::members::{LeavePolicy, LeaveProgress, MemberChange, Slot};
+use crate::watch::SharedWatch;
+
+#[tokio::test(start_paused = true)]
+async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_it_still_counts_as_leaving()
+ {
+    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let engine = engine(client);
+    let (store, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Apply(parent(&[])));
+    let primary = Arc::new(SharedWatch::fed(store, None));
+    engine
+        .primaries
+        .insert((CONTROL_TARGET, Some("crds".into())), primary);
+    let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
+    engine.begin_term(&keys);
+    let parent_key = ReconcileKey::<TestController> {
+        context: CONTROL_TARGET,
+        object: ObjectRef::from_obj(&parent(&[])),
+    };
+    // The term's first run of the parent is over: the queue is empty.
+    let first = tokio::time::timeout(Duration::from_secs(1), queue.next()).await;
+    assert!(first.is_ok_and(|key| key == parent_key));
+    queue.finished(&parent_key, None);
+    assert!(queue.waiting().is_empty());
+
+    let (changes, received) = mpsc::channel(1);
+    let following = tokio::spawn(follow(Arc::new(engine), received));
+    let health = Arc::new(Health::default());
+    let progress = Arc::new(LeaveProgress::new(
+        "member-a",
+        Slot::default(),
+        None,
+        health,
+    ));
+    let (done, answer) = oneshot::channel();
+    let change = MemberChange::Left {
+        name: "member-a".into(),
+        policy: LeavePolicy::Orphan,
+        progress: progress.clone(),
+        done,
+    };
+    changes.send(change).await.unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(10), answer).await;
+    assert!(matches!(answered, Ok(Ok(()))), "the controller's part ends");
+
+    // Other controllers' parts still run: the member counts as leaving, so a reconcile now would say so,
+    // and none would follow to say it left.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(
+        queue.waiting().is_empty(),
+        "no parent is reconciled while the member is not forgotten"
+    );
+
+    progress.forget();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while queue.waiting() != [parent_key.clone()] {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the parent is reconciled once the member is forgotten"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    following.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leave_that_is_dropped_counts_as_forgotten() {
+    let progress = LeaveProgress::new(
+        "member-a",
+        Slot::default(),
+        None,
+        Arc::new(Health::default()),
+    );
+    let forgotten = progress.forgotten();
+    drop(progress);
+    let ended = tokio::time::timeout(Duration::from_secs(1), forgotten).await;
+    assert!(ended.is_ok(), "nothing counts a dropped leave as leaving");
+}
