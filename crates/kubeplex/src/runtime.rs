@@ -44,4 +44,12 @@ impl Runtime {
             _ => base,
         })
     }
+
+    /// Forgets the clients kept for member `name` beyond the member set (its shard clients): it left, or
+    /// its credentials changed.
+    pub(crate) fn forget_member_clients(&self, name: &str) {
+        if let Some(shards) = &self.shards {
+            shards.forget(name);
+        }
+    }
 }

@@ -132,6 +132,13 @@ impl ShardState {
             })
             .clone()
     }
+
+    /// Drops the shard clients of `context`: a member that left, or whose credentials changed, is reached
+    /// through its new client from now on, and its old one is freed.
+    pub(crate) fn forget(&self, context: &str) {
+        let mut clients = self.clients.lock();
+        clients.retain(|(_, of), _| of != context);
+    }
 }
 
 #[cfg(test)]
@@ -219,5 +226,30 @@ mod tests {
             Api::namespaced(state.fenced_client(1, "control", base), "apps");
         assert!(again.delete("web", &DeleteParams::default()).await.is_err());
         assert_eq!(requests.all().len(), reads + 1);
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_context_is_reached_through_its_new_client() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::Api;
+
+        let answer = |_: &_, _: &_, _: &_| (404, serde_json::json!({"kind": "Status", "code": 404}));
+        let (old, to_old) = crate::client::fake_api::client(answer);
+        let (new, to_new) = crate::client::fake_api::client(answer);
+        let state = ShardState::new(ShardBy::Parent(2), vec!["0".into(), "1".into()]);
+        let read = |client| async move {
+            let api: Api<ConfigMap> = Api::namespaced(client, "apps");
+            let _ = api.get_opt("web").await;
+        };
+        read(state.fenced_client(1, "member-a", old.clone())).await;
+        read(state.fenced_client(1, "member-a", new.clone())).await;
+        assert_eq!((to_old.all().len(), to_new.all().len()), (2, 0), "cached");
+        state.forget("member-b");
+        read(state.fenced_client(1, "member-a", new.clone())).await;
+        assert_eq!(to_old.all().len(), 3, "another context's leave keeps it");
+
+        state.forget("member-a");
+        read(state.fenced_client(1, "member-a", new)).await;
+        assert_eq!((to_old.all().len(), to_new.all().len()), (3, 1));
     }
 }

@@ -78,6 +78,8 @@ impl Changes {
             health.member_phase(&name, Some(Phase::Joining));
         }
         self.runtime.members.joined(&name, client).await;
+        // Requests go through the new client from now on, the shards' included.
+        self.runtime.forget_member_clients(&name);
         self.runtime.members.expect(&name, false);
         if rejoined {
             tracing::info!(context = %name, "member's credentials changed: its client is rebuilt and its watches list again");
@@ -146,6 +148,7 @@ impl Changes {
             }
         }
         runtime.members.expect(&name, false);
+        runtime.forget_member_clients(&name);
         self.pings.remove(&name);
         runtime.health.member_phase(&name, None);
         runtime.health.forget_context(&name);
