@@ -22,7 +22,7 @@ use hyper::http::{Request, Response};
 use hyper::rt::{Read, Write};
 use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::connect::{Connection, HttpConnector};
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use kube::Client;
 use kube::client::middleware::ExtraHeadersLayer;
 use kube::client::retry::RetryPolicy;
@@ -40,6 +40,14 @@ use super::fence::{AlsoFencedBy, Fence, is_read};
 use super::fenced_io::{FencedConnector, Gate};
 use super::tls::Tls;
 use crate::core::{Fenced, chain};
+
+/// How long a connection may sit idle in a pool before it is closed (Go's `http.Transport` default, which
+/// client-go keeps).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Idle connections a pool keeps per server. HTTP/1 takes a connection per request in flight: the others
+/// of a burst are closed as their requests end, rather than kept, each with its buffers and TLS state.
+const IDLE_PER_HOST: usize = 32;
 
 /// One connection pool's way of sending a request.
 type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
@@ -156,6 +164,9 @@ impl Pool {
         connector.set_write_timeout(self.write);
         connector.set_reset_reader_on_write(self.reset_reader_on_write);
         let client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .pool_max_idle_per_host(IDLE_PER_HOST)
             .build::<_, Body>(connector)
             .map_err(BoxError::from);
         BoxCloneSyncService::new(client)

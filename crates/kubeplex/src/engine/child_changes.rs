@@ -57,7 +57,7 @@ impl ChildChanges {
                     ),
                 };
                 let message = format!("{done} in {context}: {}", places.join(", "));
-                Note::normal(reason, action, message.clone()).about(message)
+                Note::normal(reason, action, message).alone()
             })
             .collect()
     }

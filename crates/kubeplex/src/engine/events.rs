@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 // tokio's clock, so paused-time tests drive the expiry.
 use tokio::time::Instant;
 
@@ -33,6 +34,9 @@ pub(crate) struct Note {
     /// What a repeat of this event is a repeat of (a cluster, a set of children); events of one reason with
     /// different subjects are different Event objects. `None`: one series per reason.
     pub(crate) about: Option<String>,
+    /// An event of its own, its message naming what it is about (children created in a cluster): no
+    /// repeat of it is expected, so no recorder is kept for it.
+    pub(crate) alone: bool,
 }
 
 impl Note {
@@ -43,6 +47,7 @@ impl Note {
             action,
             message,
             about: None,
+            alone: false,
         }
     }
 
@@ -60,13 +65,29 @@ impl Note {
             ..self
         }
     }
+
+    /// The same event, of its own: see [`Note::alone`](Note#structfield.alone).
+    pub(crate) fn alone(self) -> Self {
+        Self {
+            about: None,
+            alone: true,
+            ..self
+        }
+    }
 }
 
 /// Publishes a controller's events, one recorder per (context, subject).
 pub(crate) struct EventPublisher {
     controller: String,
     recorders: Mutex<HashMap<Series, (Recorder, Instant)>>,
+    /// Events being sent now: at most [`EVENTS_AT_ONCE`].
+    at_once: Semaphore,
 }
+
+/// How many events a controller sends at once. Each takes a connection of the parent's cluster for its
+/// request: a member change that gives every parent an event about every member would otherwise open a
+/// connection per event, all left idle in the pool after the burst.
+const EVENTS_AT_ONCE: usize = 4;
 
 /// The context an event is published in, and what it is about.
 type Series = (String, Option<String>);
@@ -83,7 +104,21 @@ impl EventPublisher {
         Self {
             controller: controller.to_owned(),
             recorders: Mutex::default(),
+            at_once: Semaphore::new(EVENTS_AT_ONCE),
         }
+    }
+
+    /// Drops the recorders of events about `subject` (a member that left): nothing repeats them now.
+    pub(crate) fn forget(&self, subject: &str) {
+        let mut recorders = self.recorders.lock();
+        recorders.retain(|(_, about), _| about.as_deref() != Some(subject));
+    }
+
+    /// Whether a recorder is kept for events in `context` about `subject`.
+    #[cfg(test)]
+    pub(crate) fn keeps(&self, context: &str, subject: Option<&str>) -> bool {
+        let key = (context.to_owned(), subject.map(str::to_owned));
+        self.recorders.lock().contains_key(&key)
     }
 
     /// Publishes `note` about `object` in `context`; a failure to publish is logged, never an error.
@@ -94,19 +129,20 @@ impl EventPublisher {
         object: &ObjectReference,
         note: Note,
     ) {
-        let recorder = {
+        let reporter = || Reporter {
+            controller: self.controller.clone(),
+            instance: None,
+        };
+        let recorder = if note.alone {
+            // Its memory of the event would only be kept for a repeat that does not come.
+            Recorder::new(client, reporter())
+        } else {
             let mut recorders = self.recorders.lock();
             let now = Instant::now();
             recorders.retain(|_, (_, used)| now.duration_since(*used) < RECORDER_IDLE);
             let (recorder, used) = recorders
                 .entry((context.to_owned(), note.about.clone()))
-                .or_insert_with(|| {
-                    let reporter = Reporter {
-                        controller: self.controller.clone(),
-                        instance: None,
-                    };
-                    (Recorder::new(client, reporter), now)
-                });
+                .or_insert_with(|| (Recorder::new(client, reporter()), now));
             *used = now;
             recorder.clone()
         };
@@ -121,6 +157,8 @@ impl EventPublisher {
             action: note.action.into(),
             secondary: None,
         };
+        // Never closed: a permit always comes.
+        let _sending = self.at_once.acquire().await;
         if let Err(error) = recorder.publish(&event, object).await {
             tracing::warn!(%context, reason = note.reason, error = %chain(&error), "publishing an event failed");
         }
@@ -166,7 +204,7 @@ pub(super) fn context_notes(
             && before.and_then(|b| b.message.as_ref()) == Some(&message);
         if outcome.state == ClusterState::Conflict && !same_conflict {
             let message = format!("{context}: {message}");
-            notes.push(Note::warning("ChildConflict", "Apply", message.clone()).about(message));
+            notes.push(Note::warning("ChildConflict", "Apply", message).alone());
         }
         let same_failure =
             was(ClusterState::Failed) && before.and_then(|b| b.message.as_ref()) == Some(&message);

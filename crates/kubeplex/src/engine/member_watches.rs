@@ -102,6 +102,7 @@ pub(super) async fn follow<R: Reconcile>(
                     // Their status drops the member, or says its children were orphaned: once no
                     // controller's part holds the leave, so that no reconcile still finds it leaving.
                     forgotten.await;
+                    engine.events.forget(&name);
                     engine.queue_every_parent();
                 });
             }

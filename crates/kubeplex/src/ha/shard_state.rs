@@ -233,7 +233,8 @@ mod tests {
         use k8s_openapi::api::core::v1::ConfigMap;
         use kube::api::Api;
 
-        let answer = |_: &_, _: &_, _: &_| (404, serde_json::json!({"kind": "Status", "code": 404}));
+        let answer =
+            |_: &_, _: &_, _: &_| (404, serde_json::json!({"kind": "Status", "code": 404}));
         let (old, to_old) = crate::client::fake_api::client(answer);
         let (new, to_new) = crate::client::fake_api::client(answer);
         let state = ShardState::new(ShardBy::Parent(2), vec!["0".into(), "1".into()]);

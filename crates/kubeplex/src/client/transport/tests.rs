@@ -202,3 +202,5 @@ fn a_proxy_is_refused_in_words() {
         "{error}"
     );
 }
+
+mod idle;

@@ -210,3 +210,5 @@ fn a_child_becoming_degraded_is_told_once_naming_cluster_and_child_and_its_recov
     );
     assert!(health_notes(&with_health(&healthy), &healthy).is_empty());
 }
+
+mod sending;

@@ -1,4 +1,5 @@
-//! A controller's side of a leave: its parents are reconciled once the member is forgotten, not before.
+//! A controller's side of a leave: its parents are reconciled once the member is forgotten, not before,
+//! and its events' recorders about the member go.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,10 @@ use kube::runtime::watcher;
 use tokio::sync::{mpsc, oneshot};
 
 use super::follow;
+use kube::Resource;
+
 use crate::engine::engine::ReconcileKey;
+use crate::engine::events::Note;
 use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
 use crate::health::Health;
@@ -38,8 +42,22 @@ async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_i
     queue.finished(&parent_key, None);
     assert!(queue.waiting().is_empty());
 
+    // An event about the member: its recorder goes with the member.
+    let (events, _) = crate::client::fake_api::client(|_, _, _| (201, serde_json::json!({})));
+    let note = Note::normal(
+        "ClusterUnreachable",
+        "Apply",
+        "member-a cannot be reached".into(),
+    );
+    let about = parent(&[]).object_ref(&());
+    (engine.events)
+        .publish("control", events, &about, note.about("member-a"))
+        .await;
+    assert!(engine.events.keeps("control", Some("member-a")));
+
     let (changes, received) = mpsc::channel(1);
-    let following = tokio::spawn(follow(Arc::new(engine), received));
+    let engine = Arc::new(engine);
+    let following = tokio::spawn(follow(engine.clone(), received));
     let health = Arc::new(Health::default());
     let progress = Arc::new(LeaveProgress::new(
         "member-a",
@@ -75,6 +93,7 @@ async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_i
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    assert!(!engine.events.keeps("control", Some("member-a")));
     following.abort();
 }
 

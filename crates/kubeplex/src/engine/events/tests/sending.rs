@@ -1,0 +1,73 @@
+//! Sending: a burst of events is sent a few at a time, every one of them; which recorders are kept.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use super::super::{EVENTS_AT_ONCE, EventPublisher, Note};
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_events_is_sent_a_few_at_a_time_and_every_one_is_sent() {
+    let (now, most, posted) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let (in_flight, peak, count) = (now.clone(), most.clone(), posted.clone());
+    let client = crate::client::fake_api::answered_by(move |seen| {
+        let (in_flight, peak, count) = (in_flight.clone(), peak.clone(), count.clone());
+        async move {
+            if seen.method == "POST" {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+            let at = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(at, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            (201, serde_json::json!({}))
+        }
+    });
+    let publisher = EventPublisher::new("test-controller");
+    let parent = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        namespace: Some("crds".into()),
+        name: Some("parent".into()),
+        uid: Some("uid-parent".into()),
+        ..ObjectReference::default()
+    };
+    // An event about each of 40 members, as a member change gives a parent.
+    let burst = (0..40).map(|i| {
+        let note = Note::normal("MemberJoined", "Apply", format!("member-{i} joined"));
+        publisher.publish(
+            "control",
+            client.clone(),
+            &parent,
+            note.about(format!("member-{i}")),
+        )
+    });
+    let sent =
+        tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(burst)).await;
+    assert!(sent.is_ok(), "every event is sent within a minute");
+    assert_eq!(posted.load(Ordering::SeqCst), 40, "none is dropped");
+    assert_eq!(most.load(Ordering::SeqCst), EVENTS_AT_ONCE);
+
+    // Each member's events are a series of their own, until the member is gone.
+    assert!(publisher.keeps("control", Some("member-3")));
+    publisher.forget("member-3");
+    assert!(!publisher.keeps("control", Some("member-3")));
+    assert!(publisher.keeps("control", Some("member-4")));
+    // An event of its own is sent, and leaves no recorder behind.
+    let created = Note::normal(
+        "ChildCreated",
+        "Apply",
+        "created in member-4: ns/web".into(),
+    );
+    publisher
+        .publish("control", client.clone(), &parent, created.alone())
+        .await;
+    assert_eq!(posted.load(Ordering::SeqCst), 41);
+    assert!(!publisher.keeps("control", None));
+}
