@@ -31,6 +31,8 @@ pub(super) const PARENTS: usize = 10;
 const LIMIT: Duration = Duration::from_secs(900);
 /// How long the operator runs untouched before and while its requests are counted.
 const QUIET: Duration = Duration::from_secs(5);
+/// Longer than the operator's connection pools keep an idle connection (90 s).
+const POOL_IDLE: Duration = Duration::from_secs(95);
 /// How often the parent looks whether the members' Secrets are gone.
 const SECRET_POLL: Duration = Duration::from_millis(100);
 
@@ -69,7 +71,7 @@ pub(crate) async fn run(
     create_parents(&aliases).await?;
     let mut measured = Vec::new();
     for (n, &members) in sizes.iter().enumerate() {
-        let size = one_size(host, &aliases, &observer, members, window, 5000 + n).await?;
+        let size = one_size(host, &aliases, &observer, members, window, quick, 5000 + n).await?;
         progress(&format!("many_members: M={members}: {}", size.summary()));
         measured.push(size);
     }
@@ -108,6 +110,7 @@ async fn one_size(
     observer: &Observer,
     members: usize,
     window: Duration,
+    quick: bool,
     n: usize,
 ) -> Result<Size, String> {
     let children = members * PARENTS;
@@ -141,6 +144,15 @@ async fn one_size(
     let (steady_rate, steady_pings) = rate(aliases, &probe, window).await?;
     let (leave_s, left_behind) = leave(aliases, observer).await?;
     let left = settled_reading(&mut operator).await?;
+    let idle = if quick {
+        None
+    } else {
+        progress(&format!(
+            "many_members: M={members}: reading the heap again after the pools' idle timeout"
+        ));
+        tokio::time::sleep(POOL_IDLE).await;
+        Some(settled_reading(&mut operator).await?)
+    };
     operator.exit().await?;
     Ok(Size {
         members,
@@ -152,6 +164,7 @@ async fn one_size(
         before,
         joined,
         left,
+        idle,
         idle_rate,
         steady_rate,
         idle_pings,
