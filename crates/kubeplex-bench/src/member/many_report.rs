@@ -97,13 +97,22 @@ impl Size {
     }
 
     pub fn summary(&self) -> String {
-        let idle = match self.heap_ratio_idle() {
-            Some(ratio) => format!(" ({ratio:.2}x after the pools' idle timeout)"),
-            None => String::new(),
+        let mb = |reading: &Reading| reading.heap as f64 / KB / KB;
+        let idle = match (&self.idle, self.heap_ratio_idle()) {
+            (Some(idle), Some(ratio)) => format!(
+                " ({ratio:.2}x, {:.1} MB, after the pools' idle timeout)",
+                mb(idle)
+            ),
+            _ => String::new(),
         };
+        let heaps = format!(
+            "{:.1} MB before, {:.1} MB after",
+            mb(&self.before),
+            mb(&self.left)
+        );
         format!(
             "every child {:.2} s after the Secrets' creation; {:.0} KB RSS, {:.0} KB heap per member; {:.2} \
-             requests per member per 10 s; all left in {:.2} s, heap {:.2}x of before{idle}, {} child(ren) left",
+             requests per member per 10 s; all left in {:.2} s, heap {:.2}x of before ({heaps}){idle}, {} child(ren) left",
             self.join_s,
             self.rss_per_member_kb(),
             self.heap_per_member_kb(),

@@ -339,7 +339,10 @@ fn ready_said<'a>(
     if applied.0 != "True" {
         return applied.clone();
     }
+    // Only the clusters the parent's children must run in: not one it does not target, or a member
+    // leaving or gone, whose children are going or no longer managed.
     let unhealthy: Vec<(&String, &ClusterHealth)> = (clusters.iter())
+        .filter(|(_, c)| c.state == ClusterState::Ready)
         .filter_map(|(name, c)| Some((name, c.health.as_ref()?)))
         .filter(|(_, h)| h.state != Health::Healthy)
         .collect();

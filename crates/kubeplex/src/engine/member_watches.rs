@@ -36,8 +36,16 @@ pub(super) async fn follow<R: Reconcile>(
     let mut listings: BTreeMap<String, JoinSet<()>> = BTreeMap::new();
     // The leaves under way (the runner sends a member's next change only once its leave has ended).
     let mut leaving: JoinSet<()> = JoinSet::new();
-    while let Some(change) = changes.recv().await {
-        while leaving.try_join_next().is_some() {}
+    loop {
+        // A leave that ended is reaped at once: its task's memory (sized for the whole leave) is not kept
+        // until the next change comes.
+        let change = tokio::select! {
+            Some(_) = leaving.join_next(), if !leaving.is_empty() => continue,
+            change = changes.recv() => match change {
+                Some(change) => change,
+                None => break,
+            },
+        };
         match change {
             MemberChange::Joined { name, client, done } => {
                 // A rejoin: the runner closed the member's watches, which publish no more.

@@ -236,3 +236,37 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
         "Applied did not change"
     );
 }
+
+#[test]
+fn ready_counts_only_the_clusters_the_children_must_run_in() {
+    use crate::core::child_health::{Assessment, ChildHealth, Health};
+    let child = |health, reason: &str| {
+        ChildHealth::without_projection(Some("namespace-b"), "web", Assessment::new(health, reason))
+    };
+    let healthy = ClusterHealth::of(&[child(Health::Healthy, "3/3 replicas available")]).unwrap();
+    let going = ClusterHealth::of(&[child(Health::Progressing, "0/3 replicas available")]).unwrap();
+    let health: BTreeMap<String, ClusterHealth> = [
+        ("cluster-a".to_owned(), healthy),
+        ("member-b".to_owned(), going.clone()),
+        ("member-c".to_owned(), going.clone()),
+        ("cluster-d".to_owned(), going),
+    ]
+    .into();
+    // A member leaving (its children being deleted), one that left with its children orphaned, and a
+    // cluster the parent does not target: none holds `Ready` back.
+    let outcomes = outcomes(&[
+        ("cluster-a", ClusterState::Ready, None),
+        ("member-b", ClusterState::Leaving, None),
+        ("member-c", ClusterState::Left, None),
+        ("cluster-d", ClusterState::NotTargeted, None),
+    ]);
+    let status =
+        FleetStatus::from_outcomes(&FleetStatus::default(), &outcomes, &health, Some(1), &at(1));
+    let ready = status.conditions.iter().find(|c| c.type_ == READY).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "AllChildrenHealthy"),
+        "{}",
+        ready.message
+    );
+}
