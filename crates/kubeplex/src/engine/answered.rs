@@ -16,22 +16,39 @@ const MOST: usize = 4096;
 
 /// The children of one child watch applied but not yet cached, by namespace and name.
 #[derive(Default)]
-pub(crate) struct Answered(Mutex<HashMap<(Option<String>, String), ChildHealth>>);
+pub(crate) struct Answered(Mutex<HashMap<(Option<String>, String), (ChildHealth, Option<String>)>>);
 
 impl Answered {
-    /// The apply of the child `name` in `namespace` was answered; `health` is how the answer reads.
-    pub(crate) fn record(&self, namespace: Option<&str>, name: &str, health: ChildHealth) {
+    /// The apply of the child `name` in `namespace` was answered with an object of `uid`; `health` is how
+    /// the answer reads.
+    pub(crate) fn record(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        uid: Option<&str>,
+        health: ChildHealth,
+    ) {
         let mut answered = self.0.lock();
         if answered.len() >= MOST {
             answered.clear();
         }
-        answered.insert((namespace.map(str::to_owned), name.to_owned()), health);
+        let key = (namespace.map(str::to_owned), name.to_owned());
+        answered.insert(key, (health, uid.map(str::to_owned)));
     }
 
     /// How the last apply of the child read, if its watch has not delivered it yet.
     pub(crate) fn get(&self, namespace: Option<&str>, name: &str) -> Option<ChildHealth> {
         let key = (namespace.map(str::to_owned), name.to_owned());
-        self.0.lock().get(&key).cloned()
+        self.0.lock().get(&key).map(|(health, _)| health.clone())
+    }
+
+    /// The UIDs of the children applied whose watch had not delivered them when last looked at.
+    pub(crate) fn uids(&self) -> Vec<String> {
+        let answered = self.0.lock();
+        answered
+            .values()
+            .filter_map(|(_, uid)| uid.clone())
+            .collect()
     }
 
     /// The cache has the child (or it is gone): the cache is the truth again.

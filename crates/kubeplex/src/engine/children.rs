@@ -203,7 +203,8 @@ async fn sync(
                 if let Some(written) = written {
                     let answer = serde_json::to_value(&applied).unwrap_or_default();
                     let health = written.cache.judge_answer(answer);
-                    (written.answered).record(child.namespace.as_deref(), &child.name, health);
+                    let uid = applied.metadata.uid.as_deref();
+                    (written.answered).record(child.namespace.as_deref(), &child.name, uid, health);
                     let meta = &applied.metadata;
                     let cached = || {
                         (watches.iter())

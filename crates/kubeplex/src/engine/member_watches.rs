@@ -198,7 +198,7 @@ async fn delete_children<R: Reconcile>(
                 Some(why.unwrap_or_else(|| "its children are not listed yet".to_owned()))
             }
             Ok(_) if !leads && cached(&watches) > 0 => None,
-            Ok(_) => match delete_cached(&client, &watches, controller).await {
+            Ok(_) => match delete_cached(&client, caught_up(&watches).await, controller).await {
                 Ok(deleted) => {
                     if waited {
                         progress.answered(controller);
@@ -241,6 +241,29 @@ async fn delete_children<R: Reconcile>(
         }
     }
 }
+
+/// `watches`, once their caches hold every child this controller's applies put there (or gone), or after
+/// [`LIST_PATIENCE`]: a leave right after a join must not miss the children whose watch events have not
+/// arrived yet.
+async fn caught_up(watches: &[ChildWatch]) -> &[ChildWatch] {
+    let deadline = tokio::time::Instant::now() + LIST_PATIENCE;
+    // A child applied through one watch of its kind may be cached by another (another namespace's).
+    let delivered = || {
+        let pending: Vec<String> = watches.iter().flat_map(|w| w.answered.uids()).collect();
+        pending.is_empty() || {
+            let cached: std::collections::HashSet<String> =
+                watches.iter().flat_map(|w| w.cache.uids()).collect();
+            pending.iter().all(|uid| cached.contains(uid))
+        }
+    };
+    while !delivered() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(CATCH_UP_POLL).await;
+    }
+    watches
+}
+
+/// How often a leave looks whether the caches have caught up with the applies.
+const CATCH_UP_POLL: Duration = Duration::from_millis(20);
 
 /// How many children `watches`' caches hold.
 fn cached(watches: &[ChildWatch]) -> usize {

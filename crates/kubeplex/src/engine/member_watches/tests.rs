@@ -110,3 +110,67 @@ async fn a_leave_that_is_dropped_counts_as_forgotten() {
     let ended = tokio::time::timeout(Duration::from_secs(1), forgotten).await;
     assert!(ended.is_ok(), "nothing counts a dropped leave as leaving");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_leave_deletes_once_the_caches_hold_the_children_just_applied() {
+    use crate::engine::engine::ChildWatch;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ApiResource;
+
+    let (store, mut writer) = reflector::store::<ConfigMap>();
+    let watch = ChildWatch {
+        context: "member-a".into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: crate::watch::judged(
+            Arc::new(SharedWatch::fed(store, Some(crate::core::PARENT_UID_LABEL))),
+            crate::core::builtin_rule("", "ConfigMap"),
+        ),
+        answered: Default::default(),
+        applied: Default::default(),
+    };
+    let health = crate::core::ChildHealth::without_projection(
+        Some("ns"),
+        "web",
+        crate::core::Assessment::new(crate::core::Health::Healthy, "exists"),
+    );
+    watch
+        .answered
+        .record(Some("ns"), "web", Some("uid-web"), health);
+    let watches = [watch];
+    let began = tokio::time::Instant::now();
+    let arrives = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let child = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("ns".into()),
+                uid: Some("uid-web".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        writer.apply_watcher_event(&watcher::Event::Apply(child));
+    };
+    let (_, caught) = tokio::join!(arrives, super::caught_up(&watches));
+    assert_eq!(caught.len(), 1);
+    let waited = began.elapsed();
+    assert!(
+        (Duration::from_secs(1)..Duration::from_secs(2)).contains(&waited),
+        "waited for the watch to deliver the child: {waited:?}"
+    );
+
+    // A child the watch never delivers holds the leave back only so long.
+    watches[0].answered.record(
+        Some("ns"),
+        "lost",
+        Some("uid-lost"),
+        crate::core::ChildHealth::without_projection(
+            Some("ns"),
+            "lost",
+            crate::core::Assessment::new(crate::core::Health::Healthy, "exists"),
+        ),
+    );
+    let began = tokio::time::Instant::now();
+    super::caught_up(&watches).await;
+    assert_eq!(began.elapsed().as_secs(), super::LIST_PATIENCE.as_secs());
+}
