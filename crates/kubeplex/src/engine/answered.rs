@@ -14,9 +14,13 @@ use crate::core::ChildHealth;
 /// stopped delivering would fill them; then the oldest are dropped and those children read from the cache.
 const MOST: usize = 4096;
 
-/// The children of one child watch applied but not yet cached, by namespace and name.
+/// The children of one child watch applied but not yet cached, by namespace and name, with the UID the
+/// apply answered.
 #[derive(Default)]
-pub(crate) struct Answered(Mutex<HashMap<(Option<String>, String), (ChildHealth, Option<String>)>>);
+pub(crate) struct Answered(Mutex<HashMap<Key, (ChildHealth, Option<String>)>>);
+
+/// A child's namespace and name.
+type Key = (Option<String>, String);
 
 impl Answered {
     /// The apply of the child `name` in `namespace` was answered with an object of `uid`; `health` is how
