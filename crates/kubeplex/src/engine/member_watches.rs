@@ -242,9 +242,9 @@ async fn delete_children<R: Reconcile>(
     }
 }
 
-/// `watches`, once their caches hold every child this controller's applies put there (or gone), or after
-/// [`LIST_PATIENCE`]: a leave right after a join must not miss the children whose watch events have not
-/// arrived yet.
+/// `watches`, once their caches hold every child this controller's applies put there, or after
+/// [`LIST_PATIENCE`] (a child deleted meanwhile by someone else is never cached): a leave right after a
+/// join must not miss the children whose watch events have not arrived yet.
 async fn caught_up(watches: &[ChildWatch]) -> &[ChildWatch] {
     let deadline = tokio::time::Instant::now() + LIST_PATIENCE;
     // A child applied through one watch of its kind may be cached by another (another namespace's).
