@@ -31,8 +31,9 @@ pub(super) const PARENTS: usize = 10;
 const LIMIT: Duration = Duration::from_secs(900);
 /// How long the operator runs untouched before and while its requests are counted.
 const QUIET: Duration = Duration::from_secs(5);
-/// Longer than the operator's connection pools keep an idle connection (90 s).
-const POOL_IDLE: Duration = Duration::from_secs(95);
+/// Longer than an idle connection can stay in the operator's pools: one idle for 90 s is closed by the
+/// pool's next check, and the checks are 90 s apart.
+const POOL_IDLE: Duration = Duration::from_secs(185);
 /// How often the parent looks whether the members' Secrets are gone.
 const SECRET_POLL: Duration = Duration::from_millis(100);
 

@@ -3,6 +3,7 @@
 //! redaction and logging defaults. Imports nothing of the crate.
 
 mod action;
+mod capacity;
 mod child_health;
 mod child_policy;
 mod cluster_health;
@@ -21,6 +22,7 @@ mod target;
 
 pub use action::Action;
 pub(crate) use action::Verdict;
+pub(crate) use capacity::Shrink;
 pub use child_health::{
     Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
 };

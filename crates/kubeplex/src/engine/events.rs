@@ -8,6 +8,7 @@
 //! clusters are published when the state changes, compared with the status written before, never per
 //! retry.
 
+use crate::core::Shrink;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -112,6 +113,7 @@ impl EventPublisher {
     pub(crate) fn forget(&self, subject: &str) {
         let mut recorders = self.recorders.lock();
         recorders.retain(|(_, about), _| about.as_deref() != Some(subject));
+        recorders.shrink_when_sparse();
     }
 
     /// Whether a recorder is kept for events in `context` about `subject`.
@@ -140,6 +142,7 @@ impl EventPublisher {
             let mut recorders = self.recorders.lock();
             let now = Instant::now();
             recorders.retain(|_, (_, used)| now.duration_since(*used) < RECORDER_IDLE);
+            recorders.shrink_when_sparse();
             let (recorder, used) = recorders
                 .entry((context.to_owned(), note.about.clone()))
                 .or_insert_with(|| (Recorder::new(client, reporter()), now));

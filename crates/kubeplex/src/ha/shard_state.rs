@@ -7,6 +7,7 @@
 //! reconcile that was running when the shard moved, or a process stopped mid-write, writes nothing after its
 //! deadline.
 
+use crate::core::Shrink;
 use std::collections::HashMap;
 
 use hyper::http::Request;
@@ -138,6 +139,7 @@ impl ShardState {
     pub(crate) fn forget(&self, context: &str) {
         let mut clients = self.clients.lock();
         clients.retain(|(_, of), _| of != context);
+        clients.shrink_when_sparse();
     }
 }
 

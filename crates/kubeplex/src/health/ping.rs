@@ -1,6 +1,7 @@
 //! Pings: each context's API server is asked for `/version` at an interval, so that a cluster that stops
 //! answering shows in `/readyz` even while its watch connections stay open (a frozen or partitioned server).
 
+use crate::core::Shrink;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,6 +64,7 @@ impl Pings {
         if let Some(task) = members.remove(name) {
             task.abort();
         }
+        members.shrink_when_sparse();
     }
 }
 

@@ -1,6 +1,7 @@
 //! `kubeplex_parent_deletion_blocked`: how many parents each (controller, context) holds back, kept from
 //! the set of those parents so that a retry is not counted twice and a parent gone another way is dropped.
 
+use crate::core::Shrink;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -72,5 +73,6 @@ impl BlockedDeletions {
             self.gauge
                 .remove(&[("controller", controller), ("context", context)]);
         }
+        all.shrink_when_sparse();
     }
 }

@@ -1,6 +1,7 @@
 //! The series each context has in the families that carry a `context` label, so that a member that leaves
 //! takes every one of them along (a fleet that turns over would otherwise grow `/metrics` for ever).
 
+use crate::core::Shrink;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -38,7 +39,12 @@ impl ContextSeries {
 
     /// Removes every series of `context`.
     pub(super) fn remove(&self, context: &str) {
-        let removes = self.0.lock().remove(context);
+        let removes = {
+            let mut all = self.0.lock();
+            let removes = all.remove(context);
+            all.shrink_when_sparse();
+            removes
+        };
         for remove in removes.into_iter().flatten() {
             remove();
         }

@@ -2,6 +2,7 @@
 //! how old each cache's last event is, whether each context is up. A stuck run or watch changes nothing,
 //! so only a reading at scrape time shows it.
 
+use crate::core::Shrink;
 use std::sync::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -123,6 +124,7 @@ impl Collector for Live {
         let now = Instant::now();
         let mut runs = self.lock_runs();
         runs.retain(|(_, clock)| clock.strong_count() > 0);
+        runs.shrink_when_sparse();
         let ages: Vec<(&Labels<2>, (f64, f64))> = runs
             .iter()
             .filter_map(|(labels, clock)| Some((labels, clock.upgrade()?.ages(now))))
@@ -146,6 +148,7 @@ impl Collector for Live {
 
         let mut watches = self.lock_watches();
         watches.retain(|(_, clock)| clock.strong_count() > 0);
+        watches.shrink_when_sparse();
         let ages: Vec<(&Labels<3>, f64)> = watches
             .iter()
             .filter_map(|(labels, clock)| Some((labels, clock.upgrade()?.age(now))))

@@ -1,6 +1,7 @@
 //! The member runner's figures: `kubeplex_member_changes_total{change,result}` and how many changes are at
 //! work and waiting now; and what a member that leaves takes out of `/metrics`.
 
+use crate::core::Shrink;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -59,6 +60,7 @@ impl Metrics {
         // Its watches' clocks, even while a closed watch's task has not dropped its handles yet.
         let mut watches = self.live.lock_watches();
         watches.retain(|(labels, _)| labels[0].1 != context);
+        watches.shrink_when_sparse();
         drop(watches);
         self.blocked.context_left(context);
         self.pings_ended(context);

@@ -2,6 +2,7 @@
 //! need it, each handing every change to every subscriber (which turns it into a key for its queue). A watch of `PartialObjectMeta<K>`
 //! caches metadata only (kube sends metadata requests for it).
 
+use crate::core::Shrink;
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -276,7 +277,12 @@ impl WatchRegistry {
     /// and its cache is freed once no one holds it (a reconcile in flight may, until it ends). Nothing
     /// happens if it is not open.
     pub(crate) fn release(&self, key: &WatchKey) {
-        let opened = self.watches.lock().remove(key);
+        let opened = {
+            let mut watches = self.watches.lock();
+            let opened = watches.remove(key);
+            watches.shrink_when_sparse();
+            opened
+        };
         if let Some(opened) = opened {
             opened.task.abort();
             self.health.forget_watch(&opened.health);

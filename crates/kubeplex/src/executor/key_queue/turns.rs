@@ -6,6 +6,7 @@
 //! A group may also be capped: while that many of its keys run, its next key waits and the other groups
 //! go on.
 
+use crate::core::Shrink;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::Hash;
 
@@ -172,6 +173,7 @@ impl<K: QueueKey> Turns<K> {
                 entry.place = Place::Idle;
                 if entry.due.is_empty() && entry.running == 0 {
                     self.groups.remove(group);
+                    self.groups.shrink_when_sparse();
                 }
             }
         }
