@@ -8,7 +8,6 @@
 //! clusters are published when the state changes, compared with the status written before, never per
 //! retry.
 
-use crate::core::Shrink;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -20,8 +19,8 @@ use tokio::sync::Semaphore;
 // tokio's clock, so paused-time tests drive the expiry.
 use tokio::time::Instant;
 
-use crate::core::chain;
 use crate::core::{ClusterHealth, ClusterState, ContextOutcome, FleetStatus, Health};
+use crate::core::{Shrink, chain};
 
 /// What an event says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,6 @@
 //! reconcile that was running when the shard moved, or a process stopped mid-write, writes nothing after its
 //! deadline.
 
-use crate::core::Shrink;
 use std::collections::HashMap;
 
 use hyper::http::Request;
@@ -19,6 +18,7 @@ use tower::Layer;
 
 use super::rendezvous::ShardBy;
 use crate::client::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER};
+use crate::core::Shrink;
 
 tokio::task_local! {
     /// The shard of the parent the current task works for; set around each reconcile and orphan removal,

@@ -1,13 +1,12 @@
 //! Pings: each context's API server is asked for `/version` at an interval, so that a cluster that stops
 //! answering shows in `/readyz` even while its watch connections stay open (a frozen or partitioned server).
 
-use crate::core::Shrink;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::health::Health;
 use crate::client::Access;
-use crate::core::chain;
+use crate::core::{Shrink, chain};
 use crate::metrics::Metrics;
 
 /// How often each context's API server is asked for `/version` by default.

@@ -1,7 +1,6 @@
 //! `kubeplex_parent_deletion_blocked`: how many parents each (controller, context) holds back, kept from
 //! the set of those parents so that a retry is not counted twice and a parent gone another way is dropped.
 
-use crate::core::Shrink;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -11,6 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 
 use super::handles::gauge_value;
 use super::live::Labels;
+use crate::core::Shrink;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
 type Held = HashMap<(String, String), HashSet<String>>;

@@ -1,7 +1,6 @@
 //! The series each context has in the families that carry a `context` label, so that a member that leaves
 //! takes every one of them along (a fleet that turns over would otherwise grow `/metrics` for ever).
 
-use crate::core::Shrink;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -9,6 +8,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use prometheus_client::metrics::family::{Family, MetricConstructor};
+
+use crate::core::Shrink;
 
 /// Removes one series from its family.
 type Remove = Box<dyn Fn() + Send + Sync>;

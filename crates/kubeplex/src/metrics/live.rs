@@ -2,7 +2,6 @@
 //! how old each cache's last event is, whether each context is up. A stuck run or watch changes nothing,
 //! so only a reading at scrape time shows it.
 
-use crate::core::Shrink;
 use std::sync::Weak;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -13,6 +12,8 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::gauge::ConstGauge;
 use tokio::time::Instant;
+
+use crate::core::Shrink;
 
 /// A label set: names with their values.
 pub(super) type Labels<const N: usize> = [(&'static str, String); N];

@@ -1,7 +1,6 @@
 //! The member runner's figures: `kubeplex_member_changes_total{change,result}` and how many changes are at
 //! work and waiting now; and what a member that leaves takes out of `/metrics`.
 
-use crate::core::Shrink;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -9,6 +8,7 @@ use prometheus_client::registry::Registry;
 
 use super::live::Labels;
 use super::metrics::Metrics;
+use crate::core::Shrink;
 
 /// The member runner's families.
 #[derive(Clone, Default)]

@@ -2,7 +2,6 @@
 //! need it, each handing every change to every subscriber (which turns it into a key for its queue). A watch of `PartialObjectMeta<K>`
 //! caches metadata only (kube sends metadata requests for it).
 
-use crate::core::Shrink;
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinSet;
 
 use super::label_index::LabelIndex;
-use crate::core::{ApiScope, PrimaryResource, kind_label, object_ref};
+use crate::core::{ApiScope, PrimaryResource, Shrink, kind_label, object_ref};
 use crate::executor::RetryBackoff;
 use crate::health::{Health, WatchEntry, WatchHealth};
 use crate::metrics::{Metrics, WatchMetrics, gauge_value};

@@ -6,11 +6,12 @@
 //! A group may also be capped: while that many of its keys run, its next key waits and the other groups
 //! go on.
 
-use crate::core::Shrink;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::Hash;
 
 use tokio::time::Instant;
+
+use crate::core::Shrink;
 
 /// When a key is due, and its place among keys due at the same time.
 pub(super) type Due = (Instant, u64);
