@@ -8,6 +8,7 @@ mod support;
 
 /// This binary's own modules, in `tests/runtime_health/`.
 mod runtime_health {
+    mod kinds;
     pub mod parent;
     pub mod scene;
 }

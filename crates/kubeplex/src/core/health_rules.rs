@@ -48,7 +48,10 @@ fn count(child: &Projection, field: &str) -> i64 {
 }
 
 /// A Deployment: its rollout is done (every replica updated, no old one left) and every replica available;
-/// `Degraded` past its progress deadline, or when a finished rollout's `Available` condition is false.
+/// `Degraded` past its progress deadline, or when its `Available` condition is false once the rollout is
+/// complete. While the controller still rolls the new ReplicaSet out (`Progressing` true for another
+/// reason than `NewReplicaSetAvailable`), `Available` is false until enough pods start: that is progress,
+/// and the deadline says when it is not.
 pub(crate) fn deployment(child: &Projection) -> Assessment {
     if let Some(not_yet) = unobserved(child) {
         return not_yet;
@@ -84,12 +87,17 @@ pub(crate) fn deployment(child: &Projection) -> Assessment {
     }
     if available < wanted {
         let reason = format!("{available}/{wanted} replicas available");
+        let rolling_out = (child.condition("Progressing"))
+            .is_some_and(|p| p.is_true() && p.reason != "NewReplicaSetAvailable");
         return match child.condition("Available") {
-            Some(condition) if !condition.is_true() && !condition.message.is_empty() => {
+            Some(condition) if rolling_out || condition.is_true() => {
+                Assessment::progressing(reason)
+            }
+            Some(condition) if !condition.message.is_empty() => {
                 Assessment::degraded(format!("{reason}: {}", condition.message))
             }
-            Some(condition) if !condition.is_true() => Assessment::degraded(reason),
-            _ => Assessment::progressing(reason),
+            Some(_) => Assessment::degraded(reason),
+            None => Assessment::progressing(reason),
         };
     }
     Assessment::healthy(format!("{available}/{wanted} replicas available"))

@@ -1,13 +1,17 @@
-//! The tests' parent (a `Workload` wanting Deployments, Jobs, Widgets and ConfigMaps in cluster-a, in a
-//! namespace of its parent's name), the custom kind `Widget` judged by kstatus, a user rule for the
+//! The tests' parent (a `Workload` wanting Deployments, Jobs, Widgets, ConfigMaps and the other kinds with
+//! a built-in health rule in cluster-a, in a namespace of its parent's name), the custom kind `Widget` judged by kstatus, a user rule for the
 //! ConfigMaps, and one controller of Workloads per test.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment, DeploymentSpec};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec, VolumeResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::ObjectMeta;
 use kube::{CustomResource, ResourceExt};
@@ -39,6 +43,17 @@ pub struct WorkloadSpec {
     /// ConfigMaps judged by [`labelled_ready`].
     #[serde(default)]
     pub configs: Vec<String>,
+    #[serde(default)]
+    pub stateful_sets: Vec<String>,
+    #[serde(default)]
+    pub daemon_sets: Vec<String>,
+    #[serde(default)]
+    pub replica_sets: Vec<String>,
+    #[serde(default)]
+    pub claims: Vec<String>,
+    /// Services of type `LoadBalancer`.
+    #[serde(default)]
+    pub load_balancers: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -106,6 +121,22 @@ fn meta(name: &str, namespace: &str) -> ObjectMeta {
     }
 }
 
+fn selector(name: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some([("app".to_owned(), name.to_owned())].into()),
+        ..LabelSelector::default()
+    }
+}
+
+/// A pod template for a workload whose pods run for good (restart policy left to its default, `Always`).
+fn serving_pod(name: &str) -> PodTemplateSpec {
+    let mut template = pod(name);
+    if let Some(spec) = template.spec.as_mut() {
+        spec.restart_policy = None;
+    }
+    template
+}
+
 fn pod(name: &str) -> PodTemplateSpec {
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
@@ -135,25 +166,19 @@ pub async fn reconcile_workload(
         .map(|c| (c.full_name(), c.health, c.reason));
     SEEN_BY_CX.lock().insert(parent.name_any(), seen.collect());
     for name in &parent.spec.deployments {
-        let mut template = pod(name);
-        if let Some(spec) = template.spec.as_mut() {
-            spec.restart_policy = None;
-        }
         let deployment = Deployment {
             metadata: meta(name, &namespace),
             spec: DeploymentSpec {
                 replicas: Some(3),
-                selector: LabelSelector {
-                    match_labels: Some([("app".to_owned(), name.clone())].into()),
-                    ..LabelSelector::default()
-                },
-                template,
+                selector: selector(name),
+                template: serving_pod(name),
                 ..DeploymentSpec::default()
             },
             ..Deployment::default()
         };
         cx.child(CLUSTER_A, deployment)?;
     }
+    other_children(&parent.spec, &namespace, cx)?;
     for name in &parent.spec.jobs {
         let job = Job {
             metadata: meta(name, &namespace),
@@ -178,6 +203,84 @@ pub async fn reconcile_workload(
         cx.child(CLUSTER_A, config)?;
     }
     Ok(Action::await_change())
+}
+
+/// The children of the kinds with a built-in rule other than Deployments' and Jobs'.
+fn other_children(
+    spec: &WorkloadSpec,
+    namespace: &str,
+    cx: &Cx<ContextName>,
+) -> Result<(), kubeplex::Error> {
+    for name in &spec.stateful_sets {
+        let set = StatefulSet {
+            metadata: meta(name, namespace),
+            spec: StatefulSetSpec {
+                replicas: Some(3),
+                selector: selector(name),
+                template: serving_pod(name),
+                ..StatefulSetSpec::default()
+            },
+            ..StatefulSet::default()
+        };
+        cx.child(CLUSTER_A, set)?;
+    }
+    for name in &spec.daemon_sets {
+        let set = DaemonSet {
+            metadata: meta(name, namespace),
+            spec: DaemonSetSpec {
+                selector: selector(name),
+                template: serving_pod(name),
+                ..DaemonSetSpec::default()
+            },
+            ..DaemonSet::default()
+        };
+        cx.child(CLUSTER_A, set)?;
+    }
+    for name in &spec.replica_sets {
+        let set = ReplicaSet {
+            metadata: meta(name, namespace),
+            spec: ReplicaSetSpec {
+                replicas: Some(3),
+                selector: selector(name),
+                template: Some(serving_pod(name)),
+                ..ReplicaSetSpec::default()
+            },
+            ..ReplicaSet::default()
+        };
+        cx.child(CLUSTER_A, set)?;
+    }
+    for name in &spec.claims {
+        let claim = PersistentVolumeClaim {
+            metadata: meta(name, namespace),
+            spec: Some(PersistentVolumeClaimSpec {
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                resources: Some(VolumeResourceRequirements {
+                    requests: Some([("storage".to_owned(), Quantity("1Gi".into()))].into()),
+                    ..VolumeResourceRequirements::default()
+                }),
+                ..PersistentVolumeClaimSpec::default()
+            }),
+            ..PersistentVolumeClaim::default()
+        };
+        cx.child(CLUSTER_A, claim)?;
+    }
+    for name in &spec.load_balancers {
+        let service = Service {
+            metadata: meta(name, namespace),
+            spec: Some(ServiceSpec {
+                type_: Some("LoadBalancer".into()),
+                selector: Some([("app".to_owned(), name.clone())].into()),
+                ports: Some(vec![ServicePort {
+                    port: 80,
+                    ..ServicePort::default()
+                }]),
+                ..ServiceSpec::default()
+            }),
+            ..Service::default()
+        };
+        cx.child(CLUSTER_A, service)?;
+    }
+    Ok(())
 }
 
 /// A controller of Workloads in `control`, namespace `$namespace`, with every kind of child in cluster-a.
@@ -214,6 +317,31 @@ macro_rules! workload_controller {
                             .namespaces(child_namespace)
                             .health(labelled_ready),
                     )
+                    .owns(
+                        Child::of::<StatefulSet>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
+                    .owns(
+                        Child::of::<DaemonSet>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
+                    .owns(
+                        Child::of::<ReplicaSet>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
+                    .owns(
+                        Child::of::<PersistentVolumeClaim>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
+                    .owns(
+                        Child::of::<Service>()
+                            .contexts([CLUSTER_A])
+                            .namespaces(child_namespace),
+                    )
             }
         }
 
@@ -235,3 +363,5 @@ workload_controller!(Jobs, "health-jobs", "health-jobs");
 workload_controller!(Widgets, "health-widgets", "health-widgets");
 workload_controller!(Configs, "health-configs", "health-configs");
 workload_controller!(Unreachable, "health-unreachable", "health-unreachable");
+workload_controller!(Others, "health-others", "health-others");
+workload_controller!(RealController, "health-real", "health-real");

@@ -116,6 +116,31 @@ fn deployment() {
                 "1/3 replicas available: Deployment does not have minimum availability.",
             ),
             (
+                "unavailable once its rollout completed",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 1,
+                    "conditions": [condition("Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"web-1\" has successfully progressed."),
+                                   condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")] }),
+                ),
+                Degraded,
+                "1/3 replicas available: Deployment does not have minimum availability.",
+            ),
+            (
+                // As a Deployment controller writes a new Deployment whose pods are starting.
+                "unavailable while its new ReplicaSet rolls out",
+                child(
+                    1,
+                    spec.clone(),
+                    json!({ "observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "unavailableReplicas": 3,
+                    "conditions": [condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                                   condition("Progressing", "True", "ReplicaSetUpdated", "ReplicaSet \"web-1\" is progressing.")] }),
+                ),
+                Progressing,
+                "0/3 replicas available",
+            ),
+            (
                 "past its deadline",
                 child(
                     1,
