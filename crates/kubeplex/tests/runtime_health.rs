@@ -20,19 +20,23 @@ use k8s_openapi::api::events::v1::Event;
 use kube::CustomResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kubeplex::Health;
-use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
+use kubeplex_testenv::{SharedTestEnv, TestEnv, TestEnvBuilder, eventually};
 use runtime_health::parent::{
     Configs, Deployments, Jobs, SEEN_BY_CX, Unreachable, Widget, Widgets, Workload, WorkloadSpec,
 };
 use runtime_health::scene::{Scene, condition, health, reads, ready};
 use support::polling;
 
-static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+/// The tests' clusters: the parents' kind in control, the custom child kind in cluster-a. A test that
+/// stops a cluster or runs a controller manager starts clusters of its own from this.
+fn clusters() -> TestEnvBuilder {
     TestEnv::builder()
         .clusters(["control", "cluster-a"])
         .crd("control", Workload::crd())
         .crd("cluster-a", Widget::crd())
-});
+}
+
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(clusters);
 
 #[tokio::test]
 async fn a_deployment_goes_progressing_healthy_degraded_and_the_parent_follows() {
@@ -257,13 +261,7 @@ async fn a_user_rule_judges_its_kind() {
 #[tokio::test]
 async fn an_unreachable_cluster_reads_unknown_not_degraded() {
     // Clusters of its own: this test stops one.
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a"])
-        .crd("control", Workload::crd())
-        .crd("cluster-a", Widget::crd())
-        .start()
-        .await
-        .unwrap();
+    let env = clusters().start().await.unwrap();
     let spec = WorkloadSpec {
         deployments: vec!["web".into()],
         ..WorkloadSpec::default()

@@ -3,6 +3,7 @@
 //! that members sharing a server keep their children (and their child watches) apart. Also the API
 //! servers' request counters, read to count the requests of the process in steady state.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures::{StreamExt, TryStreamExt, stream};
@@ -121,7 +122,8 @@ impl Aliases {
     }
 
     /// Deletes every member's Secret (kubeplex removes its finalizer once the member's children are gone).
-    /// Tried again after a failure to send: the parent's connection may have gone stale during a long join.
+    /// Tried again after a failure to send: the parent's idle connections (up to one per create sent at
+    /// once) may all have gone stale during the joins and the steady window, and each failure drops one.
     pub async fn delete_secrets(&self) -> Result<(), String> {
         let mut tries = 0;
         loop {
@@ -131,10 +133,10 @@ impl Aliases {
                 .await;
             match deleted {
                 Ok(_) => return Ok(()),
-                Err(kube::Error::Service(_)) if tries < 3 => tries += 1,
+                Err(kube::Error::Service(_)) if tries <= IN_FLIGHT => tries += 1,
                 Err(e) => return Err(format!("deleting the members' Secrets: {e}")),
             }
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     }
 
@@ -149,27 +151,40 @@ impl Aliases {
         ListParams::default().labels(&format!("{SELECTOR_LABEL}={SELECTOR_VALUE}"))
     }
 
-    /// Requests the three API servers answered so far (watches excepted, every other request counted:
-    /// to resources, and to paths such as the operator's pings), from `apiserver_request_total`.
-    pub async fn requests(&self) -> Result<f64, String> {
-        let mut sum = 0.0;
+    /// Requests the three API servers answered so far by verb and resource (`GET leases`, `PATCH
+    /// deployments/status`), watches excepted, from `apiserver_request_total`.
+    pub async fn requests(&self) -> Result<BTreeMap<String, f64>, String> {
+        let mut sum = BTreeMap::new();
         for client in &self.servers {
             let text = crate::system::server_metrics(client).await?;
-            sum += answered(&text);
+            answered(&text, &mut sum);
         }
         Ok(sum)
     }
 }
 
-/// The requests an API server's `/metrics` text counts, watches excepted.
-fn answered(metrics: &str) -> f64 {
-    metrics
-        .lines()
+/// Adds the requests an API server's `/metrics` text counts, watches excepted, to `sum` by verb and
+/// resource.
+fn answered(metrics: &str, sum: &mut BTreeMap<String, f64>) {
+    let lines = (metrics.lines())
         .filter_map(|line| line.strip_prefix("apiserver_request_total{"))
-        .filter_map(|rest| rest.rsplit_once("} "))
-        .filter(|(labels, _)| !labels.split(',').any(|pair| pair == "verb=\"WATCH\""))
-        .map(|(_, value)| value.trim().parse::<f64>().unwrap_or(0.0))
-        .sum()
+        .filter_map(|rest| rest.rsplit_once("} "));
+    for (labels, value) in lines {
+        let label = |name: &str| {
+            (labels.split(','))
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or_default()
+        };
+        if label("verb") == "WATCH" {
+            continue;
+        }
+        let kind = match label("subresource") {
+            "" => format!("{} {}", label("verb"), label("resource")),
+            sub => format!("{} {}/{sub}", label("verb"), label("resource")),
+        };
+        *sum.entry(kind).or_default() += value.trim().parse::<f64>().unwrap_or(0.0);
+    }
 }
 
 #[cfg(test)]
@@ -182,7 +197,16 @@ mod tests {
             apiserver_request_total{code=\"200\",resource=\"leases\",verb=\"PUT\"} 7\n\
             apiserver_request_total{code=\"200\",resource=\"deployments\",verb=\"WATCH\"} 100\n\
             apiserver_request_total{code=\"200\",resource=\"\",verb=\"GET\"} 3\n\
+            apiserver_request_total{code=\"409\",resource=\"leases\",verb=\"PUT\"} 2\n\
+            apiserver_request_total{code=\"200\",resource=\"deployments\",subresource=\"status\",verb=\"PATCH\"} 4\n\
             apiserver_request_duration_seconds_count{verb=\"GET\"} 50\n";
-        assert!((answered(text) - 10.0).abs() < 1e-9);
+        let mut sum = BTreeMap::new();
+        answered(text, &mut sum);
+        let expected = [
+            ("GET ".to_owned(), 3.0),
+            ("PATCH deployments/status".to_owned(), 4.0),
+            ("PUT leases".to_owned(), 9.0),
+        ];
+        assert_eq!(sum, BTreeMap::from(expected));
     }
 }

@@ -6,6 +6,7 @@
 //! state, and all members leaving. Then, at the largest M, a start of the operator with the M Secrets
 //! present: time to ready (typed contexts only) and to every member's children.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt, stream};
@@ -126,7 +127,7 @@ async fn one_size(
         .probe
         .clone()
         .ok_or("the operator serves no probes")?;
-    let (idle_rate, idle_pings) = rate(aliases, &probe, window).await?;
+    let idle = rate(aliases, &probe, window).await?;
     let servers_before = processes_seconds(&host.server_pids);
     progress(&format!("many_members: M={members}: creating the Secrets"));
     let from = aliases.create_secrets(members).await?;
@@ -142,10 +143,22 @@ async fn one_size(
     let joined_now = operator.ask().await?;
     tokio::time::sleep(QUIET).await;
     let joined = settled_reading(&mut operator).await?;
-    let (steady_rate, steady_pings) = rate(aliases, &probe, window).await?;
+    let steady = rate(aliases, &probe, window).await?;
+    let kinds: Vec<String> = (steady.above(&idle).iter())
+        .map(|(kind, rate)| format!("{kind} {rate:.1}"))
+        .collect();
+    progress(&format!(
+        "many_members: M={members}: {:.1} requests and {:.1} pings per second in steady state ({:.1} and \
+         {:.1} with no member); above those, by kind: {}",
+        steady.requests,
+        steady.pings,
+        idle.requests,
+        idle.pings,
+        kinds.join(", ")
+    ));
     let (leave_s, left_behind) = leave(aliases, observer).await?;
     let left = settled_reading(&mut operator).await?;
-    let idle = if quick {
+    let after_idle = if quick {
         None
     } else {
         progress(&format!(
@@ -165,30 +178,71 @@ async fn one_size(
         before,
         joined,
         left,
-        idle,
-        idle_rate,
-        steady_rate,
-        idle_pings,
-        steady_pings,
+        idle: after_idle,
+        idle_rate: idle.requests,
+        steady_rate: steady.requests,
+        idle_pings: idle.pings,
+        steady_pings: steady.pings,
+        steady_kinds: steady.above(&idle),
         leave_s,
         left_behind,
     })
 }
 
-/// Over `window`: requests per second the API servers counted (less the parent's own two readings), and
-/// pings per second the operator sent (its `kubeplex_context_healthchecks_total`, which the servers'
-/// counters leave out: a ping is a `GET /version`).
-async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<(f64, f64), String> {
-    let (before, pinged) = (aliases.requests().await?, pings(probe).await?);
+/// Over `window`: requests per second the API servers counted (less the parent's own two readings), by
+/// verb and resource and in all, and pings per second the operator sent (its
+/// `kubeplex_context_healthchecks_total`, which the servers' counters leave out: a ping is a
+/// `GET /version`).
+async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, String> {
+    // Each counter over the time between its own two readings: reading the servers' counters takes a
+    // while (their /metrics pages are large), which a rate over `window` alone would count as pings.
+    let (before, counted) = (aliases.requests().await?, Instant::now());
+    let (pinged, pinged_at) = (pings(probe).await?, Instant::now());
     tokio::time::sleep(window).await;
-    let (after, pinged_after) = (aliases.requests().await?, pings(probe).await?);
+    let (after, seconds) = (aliases.requests().await?, counted.elapsed().as_secs_f64());
+    let (pinged_after, ping_seconds) = (pings(probe).await?, pinged_at.elapsed().as_secs_f64());
+    let mut by_kind = after;
+    for (kind, count) in before {
+        *by_kind.entry(kind).or_default() -= count;
+    }
     // The first reading's own request is counted by the second, once per server.
     let own = aliases.servers.len() as f64;
-    let seconds = window.as_secs_f64();
-    Ok((
-        (after - before - own).max(0.0) / seconds,
-        (pinged_after - pinged) / seconds,
-    ))
+    *by_kind.entry(OWN_READING.to_owned()).or_default() -= own;
+    by_kind.retain(|_, count| *count > 0.0);
+    by_kind.values_mut().for_each(|count| *count /= seconds);
+    Ok(Rate {
+        requests: by_kind.values().sum(),
+        pings: (pinged_after - pinged) / ping_seconds,
+        by_kind,
+    })
+}
+
+/// What the parent's reading of a server's counters is counted as.
+const OWN_READING: &str = "GET ";
+
+/// Requests per second over a window.
+pub(super) struct Rate {
+    /// The API servers counted, watches excepted.
+    pub requests: f64,
+    /// The operator's pings.
+    pub pings: f64,
+    /// `requests` by verb and resource.
+    pub by_kind: BTreeMap<String, f64>,
+}
+
+impl Rate {
+    /// The kinds of request whose rate rose from `idle` by at least 0.1 per second, largest first.
+    fn above(&self, idle: &Rate) -> Vec<(String, f64)> {
+        let mut kinds: Vec<(String, f64)> = (self.by_kind.iter())
+            .map(|(kind, rate)| {
+                let before = idle.by_kind.get(kind).copied().unwrap_or(0.0);
+                (kind.clone(), rate - before)
+            })
+            .filter(|(_, added)| *added >= 0.1)
+            .collect();
+        kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
+        kinds
+    }
 }
 
 /// The pings the operator has sent so far, whatever their result, from its `/metrics`.

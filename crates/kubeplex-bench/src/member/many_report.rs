@@ -48,6 +48,9 @@ pub(super) struct Size {
     /// Pings per second the operator sent (not in the servers' counters): with no member, with M.
     pub idle_pings: f64,
     pub steady_pings: f64,
+    /// The servers' requests per second by verb and resource that rose above the rates with no member,
+    /// largest first.
+    pub steady_kinds: Vec<(String, f64)>,
     /// From the Secrets' delete until no child and no Secret is left; NaN when children were left behind.
     pub leave_s: f64,
     pub left_behind: usize,
@@ -267,6 +270,16 @@ pub(super) fn report(
         .iter()
         .map(|s| format!("M={}: {}", s.members, s.summary()))
         .collect();
+    for s in sizes.iter().filter(|s| !s.steady_kinds.is_empty()) {
+        let kinds: Vec<String> = (s.steady_kinds.iter())
+            .map(|(kind, rate)| format!("{kind} {rate:.1}"))
+            .collect();
+        notes.push(format!(
+            "M={}: the servers' requests per second above the rates with no member, by verb and resource: {}",
+            s.members,
+            kinds.join(", ")
+        ));
+    }
     if let (Some(rss), Some(heap)) = (rss_fit, heap_fit) {
         notes.push(format!(
             "least-squares fit over M of the memory added by the joins: RSS {:.0} KB per member + {:.0} KB \

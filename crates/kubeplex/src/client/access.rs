@@ -13,6 +13,7 @@ use kube::Client;
 
 use super::authorization::{Authorization, RENEW_AT_MOST_EVERY};
 use super::fence::Fence;
+use super::last_answer::LastAnswer;
 use super::tls::Tls;
 use crate::core::{chain, may_pass};
 
@@ -58,6 +59,8 @@ pub(crate) struct Access {
     config: Arc<kube::Config>,
     pub(super) tls: Arc<Tls>,
     pub(super) authorization: Arc<Authorization>,
+    /// When the server last answered any client of the context.
+    pub(super) last_answer: LastAnswer,
 }
 
 impl Access {
@@ -78,12 +81,19 @@ impl Access {
             config: Arc::new(config),
             tls: Arc::new(tls),
             authorization: Arc::new(authorization),
+            last_answer: LastAnswer::default(),
         })
     }
 
     /// The context's configuration.
     pub(crate) fn config(&self) -> &kube::Config {
         &self.config
+    }
+
+    /// When the context's server last answered one of its clients with the credentials taken and the
+    /// request served (whatever its outcome), if it has.
+    pub(crate) fn last_answer(&self) -> Option<tokio::time::Instant> {
+        self.last_answer.at()
     }
 
     /// A client of its own, with its own connections and no fence, on the context's credentials (the

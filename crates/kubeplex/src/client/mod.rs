@@ -6,6 +6,7 @@ mod authorization;
 mod fence;
 mod fenced_io;
 mod in_cluster;
+mod last_answer;
 mod pool;
 mod tls;
 mod transport;

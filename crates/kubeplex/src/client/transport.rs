@@ -98,7 +98,9 @@ where
     let retry = config
         .default_retry
         .then(|| RetryLayer::new(RetryPolicy::server_retry()));
+    let last_answer = access.last_answer.clone();
     // kube's own stack, in its order; the fence's socket-level half is in the route's write connections.
+    // Every attempt's answer is stamped, beneath the retries, for the pings.
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(retry)
@@ -136,6 +138,10 @@ where
                     },
                 ),
         )
+        .map_response(move |response: Response<Incoming>| {
+            last_answer.stamp(response.status());
+            response
+        })
         .service(route);
     Ok(ClientBuilder::new(service, config.default_namespace.clone()).build())
 }

@@ -1,5 +1,7 @@
 //! Pings: each context's API server is asked for `/version` at an interval, so that a cluster that stops
 //! answering shows in `/readyz` even while its watch connections stay open (a frozen or partitioned server).
+//! A context whose server answered its controllers within the interval is not asked: the answer shows as
+//! much as a ping would.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +17,7 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
 const STARTED_POLL: Duration = Duration::from_millis(100);
 /// How long a ping may take before the context counts as unreachable.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
+const YEAR: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 /// What a ping reports when the server refuses the credentials.
 const REJECTED: &str = "credentials were rejected (401 Unauthorized)";
 
@@ -169,7 +172,39 @@ async fn ping(
             last.clone_from(&problem);
         }
         health.pinged(&context, problem);
-        tokio::time::sleep(interval).await;
+        let healthy = last.is_none();
+        until_due(&context, &health, began, interval, healthy, || {
+            access.last_answer()
+        })
+        .await;
+    }
+}
+
+/// Sleeps until `context`'s next ping is due: one `interval` after the ping that began at `pinged`, or,
+/// while the context answers pings (`healthy`), after the server's last answer to any of the context's
+/// clients (`last_answer`): a server that answered the controllers needs no ping to show it answers, and a
+/// server that stops answering is still pinged within one interval of its last answer. An answer found
+/// on waking counts as a ping answered (its watches' failures to reach the server are over).
+async fn until_due(
+    context: &str,
+    health: &Health,
+    pinged: tokio::time::Instant,
+    interval: Duration,
+    healthy: bool,
+    last_answer: impl Fn() -> Option<tokio::time::Instant>,
+) {
+    let mut shown = pinged;
+    loop {
+        // An interval beyond a year is a year: the deadline neither overflows nor passes at once.
+        let due = shown.checked_add(interval.min(YEAR)).unwrap_or(shown);
+        tokio::time::sleep_until(due).await;
+        match last_answer() {
+            Some(answered) if healthy && answered > shown => {
+                shown = answered;
+                health.pinged(context, None);
+            }
+            _ => return,
+        }
     }
 }
 
@@ -238,6 +273,83 @@ mod tests {
             }
         });
         (url, answered)
+    }
+
+    /// Runs [`until_due`] with the server answering the context's clients at `answers` (seconds after the
+    /// last ping); the seconds until the next ping is due.
+    async fn due_after(answers: &[u64], healthy: bool) -> u64 {
+        let health = Health::default();
+        health.declare("cluster-a", true);
+        let start = tokio::time::Instant::now();
+        let last = Arc::new(parking_lot::Mutex::new(None));
+        let stamps = answers.to_vec();
+        let stamping = {
+            let last = last.clone();
+            tokio::spawn(async move {
+                for at in stamps {
+                    tokio::time::sleep_until(start + Duration::from_secs(at)).await;
+                    *last.lock() = Some(tokio::time::Instant::now());
+                }
+            })
+        };
+        let interval = Duration::from_secs(10);
+        until_due("cluster-a", &health, start, interval, healthy, || {
+            *last.lock()
+        })
+        .await;
+        stamping.abort();
+        (tokio::time::Instant::now() - start).as_secs()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ping_is_due_one_interval_after_the_last_answer_while_the_context_answers() {
+        // No other answer: one interval after the ping.
+        assert_eq!(due_after(&[], true).await, 10);
+        // The controllers' requests answered every 3 s for a minute: no ping until one interval after the
+        // last of them.
+        let busy: Vec<u64> = (1..=20).map(|i| i * 3).collect();
+        assert_eq!(due_after(&busy, true).await, 70);
+        // An answer at 4 s: the ping at 14 s.
+        assert_eq!(due_after(&[4], true).await, 14);
+        // A context whose last ping failed is pinged every interval, answers or not: only a ping clears
+        // its failure.
+        assert_eq!(due_after(&busy, false).await, 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_in_place_of_a_ping_counts_as_one_for_the_watches() {
+        let health = Arc::new(Health::default());
+        health.declare("cluster-a", true);
+        let watch = health.watch_started(
+            "cluster-a",
+            None,
+            "Deployment.apps/v1".into(),
+            "deployments".into(),
+        );
+        health.connected("cluster-a", None);
+        watch.synced();
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let refused =
+            kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)));
+        watch.failed(&refused);
+        assert!(!health.report().contexts["cluster-a"].reasons.is_empty());
+        let start = tokio::time::Instant::now();
+        let answered = start + Duration::from_secs(5);
+        let wait = until_due(
+            "cluster-a",
+            &health,
+            start,
+            Duration::from_secs(10),
+            true,
+            || (tokio::time::Instant::now() >= answered).then_some(answered),
+        );
+        wait.await;
+        assert_eq!(tokio::time::Instant::now() - start, Duration::from_secs(15));
+        let report = health.report();
+        assert!(
+            report.contexts["cluster-a"].reasons.is_empty(),
+            "{report:?}"
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]

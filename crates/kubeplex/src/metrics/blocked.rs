@@ -4,8 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::family::Family;
 use parking_lot::Mutex;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::handles::gauge_value;

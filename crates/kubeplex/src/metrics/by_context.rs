@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use prometheus_client::metrics::family::{Family, MetricConstructor};
-
+use super::family::Family;
 use crate::core::Shrink;
 
 /// Removes one series from its family.
@@ -21,11 +20,10 @@ pub(super) struct ContextSeries(Arc<Mutex<HashMap<String, Vec<Remove>>>>);
 impl ContextSeries {
     /// Notes the series `labels` of `family` as `context`'s, unless it exists already; called before it is
     /// created.
-    pub(super) fn track<S, M, C>(&self, context: &str, family: &Family<S, M, C>, labels: &S)
+    pub(super) fn track<S, M>(&self, context: &str, family: &Family<S, M>, labels: &S)
     where
         S: Clone + Hash + Eq + Send + Sync + 'static,
-        M: Send + Sync + 'static,
-        C: MetricConstructor<M> + Clone + Send + Sync + 'static,
+        M: Clone + Send + Sync + 'static,
     {
         if family.get(labels).is_some() {
             return;

@@ -1,8 +1,8 @@
 //! The member runner's figures: `kubeplex_member_changes_total{change,result}` and how many changes are at
 //! work and waiting now; and what a member that leaves takes out of `/metrics`.
 
+use super::family::Family;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::family::Family;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
@@ -25,7 +25,7 @@ use super::members::MemberChangeMetrics;
 use crate::core::Verdict;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
-type Histograms<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
+type Histograms<const N: usize> = Family<Labels<N>, Histogram>;
 
 /// Every metric family of a manager.
 #[derive(Clone)]

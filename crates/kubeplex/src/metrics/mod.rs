@@ -3,6 +3,7 @@
 mod blocked;
 mod by_context;
 mod children_health;
+mod family;
 mod handles;
 mod live;
 mod members;

@@ -3,13 +3,11 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
-use kube::CustomResourceExt;
 use kubeplex::Health;
-use kubeplex_testenv::TestEnv;
 
-use super::parent::{Others, RealController, Widget, Workload, WorkloadSpec};
+use super::parent::{Others, RealController, WorkloadSpec};
 use super::scene::{Scene, health, ready};
-use crate::CLUSTERS;
+use crate::{CLUSTERS, clusters};
 
 #[tokio::test]
 async fn stateful_daemon_and_replica_sets_claims_and_load_balancers_follow_their_rules() {
@@ -116,11 +114,8 @@ async fn a_real_deployment_controllers_status_reads_as_a_rollout_in_progress() {
     // Clusters of their own: cluster-a runs kube-controller-manager, whose Deployment controller writes
     // the status (observedGeneration, replica counts, the Progressing and Available conditions). With no
     // scheduler or kubelet its pods never start, as a rollout whose pods are still starting.
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a"])
+    let env = clusters()
         .controller_manager("cluster-a")
-        .crd("control", Workload::crd())
-        .crd("cluster-a", Widget::crd())
         .start()
         .await
         .unwrap();

@@ -204,3 +204,29 @@ fn a_proxy_is_refused_in_words() {
 }
 
 mod idle;
+
+#[tokio::test]
+async fn every_client_of_a_context_stamps_its_servers_last_answer() {
+    let (url, _) = server().await;
+    let access = access(&url);
+    assert_eq!(access.last_answer(), None);
+    async fn within<T>(request: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), request)
+            .await
+            .expect("an answer within 10 s")
+    }
+    // The controllers' client, a read.
+    let api: Api<ConfigMap> = Api::namespaced(client(&access, &Fence::default()).unwrap(), "apps");
+    let before = Instant::now();
+    within(api.delete("web", &DeleteParams::default()))
+        .await
+        .unwrap();
+    let first = access.last_answer().expect("the delete's answer stamped");
+    assert!(first >= before);
+    // A client of its own (a ping's), on a clone of the access; its answer (a `Status`, not a version)
+    // is an answer all the same.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let own = access.clone().own_client().unwrap();
+    let _ = within(own.apiserver_version()).await;
+    assert!(access.last_answer() > Some(first));
+}
