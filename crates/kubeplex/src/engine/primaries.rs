@@ -8,6 +8,7 @@ use parking_lot::RwLock;
 
 use crate::core::Context;
 use crate::core::PrimaryResource;
+use crate::core::Shrink;
 use crate::core::Target;
 use crate::watch::SharedWatch;
 
@@ -54,6 +55,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
     pub(crate) fn remove_member(&self, name: &str) {
         let mut caches = self.caches.write();
         caches.retain(|(place, _), _| place.as_member().is_none_or(|m| m.name() != name));
+        caches.shrink_when_sparse();
     }
 
     /// Adds the cache of (`context`, `namespace`), or replaces it.

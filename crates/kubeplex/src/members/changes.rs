@@ -16,6 +16,8 @@ use tokio::sync::{Notify, oneshot};
 use tokio::task::{AbortHandle, Id, JoinSet};
 use tokio::time::Instant;
 
+use crate::core::Shrink;
+
 /// How many changes may be at work at once unless the manager says otherwise.
 pub(crate) const DEFAULT_MEMBER_CHANGES_AT_ONCE: usize = 16;
 
@@ -225,6 +227,7 @@ impl<J: Send + 'static> MemberChanges<J> {
                     Err(error) => (error.id(), true),
                 };
                 let member = self.ids.remove(&id).expect("every task is named");
+                self.ids.shrink_when_sparse();
                 let running = self.running.remove(&member).expect("every task is at work");
                 Some(Ended { member, kind: running.kind, cancelled, took: running.started.elapsed() })
             }

@@ -9,6 +9,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::core::Shrink;
+
 /// The gate of every member.
 #[derive(Default)]
 pub(super) struct MemberGate {
@@ -89,6 +91,7 @@ impl Drop for SyncGuard {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 state.busy.remove(&self.name);
+                state.busy.shrink_when_sparse();
                 drop(state);
                 self.gate.idle.notify_waiters();
             }
