@@ -9,6 +9,7 @@ mod child_policy;
 mod cluster_health;
 mod context;
 mod contexts_macro;
+mod deadline;
 mod error;
 mod failure;
 mod grant;
@@ -29,6 +30,9 @@ pub use child_health::{
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub use cluster_health::ClusterHealth;
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
+#[cfg(test)]
+pub(crate) use deadline::MAX_DELAY;
+pub(crate) use deadline::deadline;
 pub use error::{Error, Result};
 pub(crate) use error::{chain, may_pass};
 pub(crate) use failure::{

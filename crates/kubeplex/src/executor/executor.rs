@@ -13,8 +13,8 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
-use super::key_queue::{Fairness, KeyQueue, KeySender, QueueKey, deadline, key_queue};
-use crate::core::Action;
+use super::key_queue::{Fairness, KeyQueue, KeySender, QueueKey, key_queue};
+use crate::core::{Action, deadline};
 use crate::metrics::{QueueMetrics, gauge_value};
 
 /// How the executor runs.

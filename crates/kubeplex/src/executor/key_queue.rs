@@ -15,22 +15,13 @@ use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::core::deadline;
 use crate::metrics::{QueueGroups, QueueMetrics, gauge_value};
 
 mod turns;
 
 use turns::{Due, Turns};
 pub(crate) use turns::{Fairness, QueueKey};
-
-/// The longest delay honoured (a requeue, a debounce); longer ones (up to `Duration::MAX`) are cut to it, so
-/// that a deadline never overflows and a timer can hold it.
-pub(super) const MAX_DELAY: Duration = Duration::from_secs(365 * 24 * 60 * 60);
-
-/// `now + delay`, with the delay cut to [`MAX_DELAY`].
-pub(super) fn deadline(now: Instant, delay: Duration) -> Instant {
-    let delay = delay.min(MAX_DELAY);
-    now.checked_add(delay).unwrap_or(now)
-}
 
 struct Shared<K: QueueKey> {
     state: Mutex<State<K>>,

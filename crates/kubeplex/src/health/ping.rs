@@ -17,7 +17,6 @@ pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
 const STARTED_POLL: Duration = Duration::from_millis(100);
 /// How long a ping may take before the context counts as unreachable.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
-const YEAR: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 /// What a ping reports when the server refuses the credentials.
 const REJECTED: &str = "credentials were rejected (401 Unauthorized)";
 
@@ -195,9 +194,7 @@ async fn until_due(
 ) {
     let mut shown = pinged;
     loop {
-        // An interval beyond a year is a year: the deadline neither overflows nor passes at once.
-        let due = shown.checked_add(interval.min(YEAR)).unwrap_or(shown);
-        tokio::time::sleep_until(due).await;
+        tokio::time::sleep_until(crate::core::deadline(shown, interval)).await;
         match last_answer() {
             Some(answered) if healthy && answered > shown => {
                 shown = answered;

@@ -8,7 +8,8 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use super::*;
-use crate::executor::key_queue::{KeySender, MAX_DELAY, deadline};
+use crate::core::{MAX_DELAY, deadline};
+use crate::executor::key_queue::KeySender;
 
 /// Every run as the test saw it: the key, when it started and ended (virtual time since the test began).
 #[derive(Default)]
