@@ -35,6 +35,10 @@ const QUIET: Duration = Duration::from_secs(5);
 /// Longer than an idle connection can stay in the operator's pools: one idle for 90 s is closed by the
 /// pool's next check, and the checks are 90 s apart.
 const POOL_IDLE: Duration = Duration::from_secs(185);
+/// Longer than a watch runs: kube's watcher asks the server to end each watch after 290 s and starts
+/// another. Until then a watch's decode buffer stays as large as the largest event it streamed (a
+/// parent whose status listed every member).
+const WATCH_RESTART: Duration = Duration::from_secs(300);
 /// How often the parent looks whether the members' Secrets are gone.
 const SECRET_POLL: Duration = Duration::from_millis(100);
 
@@ -143,7 +147,7 @@ async fn one_size(
     let joined_now = operator.ask().await?;
     tokio::time::sleep(QUIET).await;
     let joined = settled_reading(&mut operator).await?;
-    let steady = rate(aliases, &probe, window).await?;
+    let steady = steady_rate(aliases, &probe, window).await?;
     let kinds: Vec<String> = (steady.above(&idle).iter())
         .map(|(kind, rate)| format!("{kind} {rate:.1}"))
         .collect();
@@ -158,14 +162,18 @@ async fn one_size(
     ));
     let (leave_s, left_behind) = leave(aliases, observer).await?;
     let left = settled_reading(&mut operator).await?;
-    let after_idle = if quick {
-        None
+    let (after_idle, after_restart) = if quick {
+        (None, None)
     } else {
         progress(&format!(
-            "many_members: M={members}: reading the heap again after the pools' idle timeout"
+            "many_members: M={members}: reading the heap again after the pools' idle timeout and after \
+             the watches' restart"
         ));
+        let left_at = Instant::now();
         tokio::time::sleep(POOL_IDLE).await;
-        Some(settled_reading(&mut operator).await?)
+        let idle = settled_reading(&mut operator).await?;
+        tokio::time::sleep(WATCH_RESTART.saturating_sub(left_at.elapsed())).await;
+        (Some(idle), Some(settled_reading(&mut operator).await?))
     };
     operator.exit().await?;
     Ok(Size {
@@ -179,6 +187,7 @@ async fn one_size(
         joined,
         left,
         idle: after_idle,
+        restarted: after_restart,
         idle_rate: idle.requests,
         steady_rate: steady.requests,
         idle_pings: idle.pings,
@@ -217,6 +226,25 @@ async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, 
     })
 }
 
+/// The most windows read for the steady state.
+const STEADY_WINDOWS: usize = 4;
+
+/// The rate once it stopped falling: windows one after another until one is at least 95 % of the one
+/// before (or [`STEADY_WINDOWS`] were read). What the joins set going (their Events, a few sent at once)
+/// can still be draining when the last child appears.
+async fn steady_rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, String> {
+    let mut last = rate(aliases, probe, window).await?;
+    for _ in 1..STEADY_WINDOWS {
+        let next = rate(aliases, probe, window).await?;
+        let settled = next.total() >= 0.95 * last.total();
+        last = next;
+        if settled {
+            break;
+        }
+    }
+    Ok(last)
+}
+
 /// What the parent's reading of a server's counters is counted as.
 const OWN_READING: &str = "GET ";
 
@@ -231,6 +259,11 @@ pub(super) struct Rate {
 }
 
 impl Rate {
+    /// Requests and pings per second.
+    fn total(&self) -> f64 {
+        self.requests + self.pings
+    }
+
     /// The kinds of request whose rate rose from `idle` by at least 0.1 per second, largest first.
     fn above(&self, idle: &Rate) -> Vec<(String, f64)> {
         let mut kinds: Vec<(String, f64)> = (self.by_kind.iter())

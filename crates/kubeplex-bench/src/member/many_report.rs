@@ -41,6 +41,9 @@ pub(super) struct Size {
     /// Once more after every member left, after the connection pools' idle timeout: the connections the
     /// leaves' bursts opened to the control cluster are closed by then (full runs only).
     pub idle: Option<Reading>,
+    /// Once more, after every watch the operator held during the leaves was ended and started again: a
+    /// watch's decode buffer keeps the size of the largest event it streamed (full runs only).
+    pub restarted: Option<Reading>,
     /// Requests per second the API servers answered: with the operator and no member, and in steady state
     /// with M members.
     pub idle_rate: f64,
@@ -94,9 +97,16 @@ impl Size {
         (self.idle.as_ref()).map(|idle| idle.heap as f64 / self.before.heap as f64)
     }
 
-    /// The ratio the goal judges: once idle connections are closed when read, else at once.
+    /// The heap once every watch started again, against before the joins.
+    fn heap_ratio_restarted(&self) -> Option<f64> {
+        (self.restarted.as_ref()).map(|later| later.heap as f64 / self.before.heap as f64)
+    }
+
+    /// The ratio the goal judges: the last reading taken.
     fn heap_ratio_judged(&self) -> f64 {
-        self.heap_ratio_idle().unwrap_or_else(|| self.heap_ratio())
+        (self.heap_ratio_restarted())
+            .or_else(|| self.heap_ratio_idle())
+            .unwrap_or_else(|| self.heap_ratio())
     }
 
     pub fn summary(&self) -> String {
@@ -108,6 +118,13 @@ impl Size {
             ),
             _ => String::new(),
         };
+        let restarted = match (&self.restarted, self.heap_ratio_restarted()) {
+            (Some(later), Some(ratio)) => format!(
+                " ({ratio:.2}x, {:.1} MB, after the watches' restart)",
+                mb(later)
+            ),
+            _ => String::new(),
+        };
         let heaps = format!(
             "{:.1} MB before, {:.1} MB after",
             mb(&self.before),
@@ -115,7 +132,7 @@ impl Size {
         );
         format!(
             "every child {:.2} s after the Secrets' creation; {:.0} KB RSS, {:.0} KB heap per member; {:.2} \
-             requests per member per 10 s; all left in {:.2} s, heap {:.2}x of before ({heaps}){idle}, {} child(ren) left",
+             requests per member per 10 s; all left in {:.2} s, heap {:.2}x of before ({heaps}){idle}{restarted}, {} child(ren) left",
             self.join_s,
             self.rss_per_member_kb(),
             self.heap_per_member_kb(),
@@ -205,6 +222,13 @@ pub(super) fn report(
                 format!(
                     "heap after all left and the pools' idle timeout / before the joins, M={m}"
                 ),
+                "x",
+                ratio,
+            ));
+        }
+        if let Some(ratio) = s.heap_ratio_restarted() {
+            figures.push(one(
+                format!("heap after all left and the watches' restart / before the joins, M={m}"),
                 "x",
                 ratio,
             ));
@@ -343,9 +367,12 @@ fn goals(sizes: &[Size], restart: &Restart, rss_slope: Option<f64>) -> Vec<Goal>
     let worst_heap = (sizes.iter())
         .map(Size::heap_ratio_judged)
         .fold(f64::NAN, f64::max);
-    let after = match sizes.iter().all(|s| s.idle.is_some()) {
-        true => "once the connection pools' idle timeout passed",
-        false => "at once (the pools' idle connections still open)",
+    let after = if sizes.iter().all(|s| s.restarted.is_some()) {
+        "once the watches restarted and the pools' idle timeout passed"
+    } else if sizes.iter().all(|s| s.idle.is_some()) {
+        "once the connection pools' idle timeout passed"
+    } else {
+        "at once (the pools' idle connections still open)"
     };
     let left_behind: usize =
         sizes.iter().map(|s| s.left_behind).sum::<usize>() + restart.left_behind;

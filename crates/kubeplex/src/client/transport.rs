@@ -49,6 +49,12 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// of a burst are closed as their requests end, rather than kept, each with its buffers and TLS state.
 const IDLE_PER_HOST: usize = 32;
 
+/// The most a connection's read buffer grows to (hyper's default is ~400 KB). hyper grows it while reads
+/// fill it and never gives the room back: a watch that once streamed a large object (a parent whose status
+/// lists a thousand members) would hold ~400 KB for as long as it runs. Bodies pass through in pieces of
+/// this size; response heads are far smaller.
+const READ_BUFFER_MAX: usize = 32 * 1024;
+
 /// One connection pool's way of sending a request.
 type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
 
@@ -173,6 +179,7 @@ impl Pool {
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_max_idle_per_host(IDLE_PER_HOST)
+            .http1_max_buf_size(READ_BUFFER_MAX)
             .build::<_, Body>(connector)
             .map_err(BoxError::from);
         BoxCloneSyncService::new(client)

@@ -85,6 +85,33 @@ fn the_largest_m_is_judged_and_memory_by_the_fit() {
         1.0,
     );
     assert!(!not_yet[3].met, "{:?}", not_yet[3]);
+    // Read again once the watches restarted: that reading is judged, and named.
+    let restarted = |mut size: Size, heap_mb| {
+        size.restarted = Some(reading(55, heap_mb));
+        size
+    };
+    let later = |heap_mb| {
+        report(
+            &[
+                restarted(closed(size(100, 100), 30), 21),
+                restarted(closed(size(300, 300), 30), heap_mb),
+            ],
+            &restart,
+            Duration::from_secs(30),
+            1.0,
+        )
+    };
+    let (section, met) = later(22);
+    assert!(met[3].met, "{:?}", met[3]);
+    assert!(
+        met[3].measured.contains("watches restarted"),
+        "{:?}",
+        met[3]
+    );
+    let name = "heap after all left and the watches' restart / before the joins, M=300";
+    let figure = section.figures.iter().find(|f| f.name == name).unwrap();
+    assert!((figure.kubeplex.median - 1.10).abs() < 1e-9);
+    assert!(!later(23).1[3].met);
     // A start that waits for its members misses its goal.
     let slow = Restart {
         synced_s: 5.0,
