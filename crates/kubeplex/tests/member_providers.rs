@@ -242,9 +242,9 @@ async fn a_context_of_a_kubeconfig_file_joins_leaves_when_removed_and_joins_agai
     wait_child(env, MEMBER, child, false).await;
     wait_until(
         "the member gone from the health report",
-        async || match running.health().contexts.contains_key(MEMBER) {
-            true => Err("still there".into()),
-            false => Ok(()),
+        async || match running.health().contexts.get(MEMBER) {
+            Some(left) => Err(format!("still there: {left:?}")),
+            None => Ok(()),
         },
     )
     .await;

@@ -203,9 +203,13 @@ impl Health {
         self.update(context, |_| {});
     }
 
+    /// Changes a declared context; one not declared, or forgotten, is left out: a member's ping or watch
+    /// that reports after its leave (its task aborted mid-poll on another thread) must not bring it back.
     fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
         let mut contexts = self.contexts.lock();
-        let entry = contexts.entry(context.to_owned()).or_default();
+        let Some(entry) = contexts.get_mut(context) else {
+            return;
+        };
         change(entry);
         self.judge(entry);
         drop(contexts);

@@ -212,9 +212,9 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     wait_child(env, MEMBER, child, false).await;
     wait_until(
         "the member gone from the health report",
-        async || match running.health().contexts.contains_key(&member) {
-            true => Err("still there".into()),
-            false => Ok(()),
+        async || match running.health().contexts.get(&member) {
+            Some(left) => Err(format!("still there: {left:?}")),
+            None => Ok(()),
         },
     )
     .await;

@@ -52,6 +52,7 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
 #[test]
 fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
     let health = Arc::new(Health::default());
+    health.declare("cluster-a", true);
     let watch = health.watch_started(
         "cluster-a",
         Some("ns"),
@@ -136,6 +137,7 @@ fn warnings(f: impl FnOnce()) -> Vec<String> {
 #[test]
 fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_all() {
     let health = Arc::new(Health::default());
+    health.declare("cluster-b", true);
     let watch = health.watch_started(
         "cluster-b",
         Some("ns"),
@@ -168,6 +170,7 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
 #[tokio::test(start_paused = true)]
 async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_since() {
     let health = Arc::new(Health::default());
+    health.declare("cluster-b", true);
     let watch = health.watch_started(
         "cluster-b",
         Some("ns"),
@@ -327,4 +330,40 @@ fn each_failing_watch_of_a_context_is_named_in_its_line() {
             "{line}"
         );
     }
+}
+
+#[test]
+fn a_member_forgotten_stays_gone_whatever_its_ping_or_watches_report_late() {
+    let health = Arc::new(Health::default());
+    health.declare("member-1", false);
+    health.connected("member-1", None);
+    let watch = health.watch_started(
+        "member-1",
+        Some("apps"),
+        "ConfigMap/v1".into(),
+        "configmaps".into(),
+    );
+    watch.synced();
+    assert!(health.report().contexts.contains_key("member-1"));
+
+    // It left. Its ping, on its own thread, and a watch task aborted mid-poll may still report once.
+    health.forget_context("member-1");
+    health.pinged("member-1", None);
+    health.pinged("member-1", Some("unreachable: connection refused".into()));
+    watch.failed(&api_error(403));
+    watch.working();
+    health.forget_watch(&watch.entry());
+    assert!(
+        !health.report().contexts.contains_key("member-1"),
+        "{:#?}",
+        health.report().contexts
+    );
+
+    // It joins again: it is reported anew.
+    health.declare("member-1", false);
+    health.connected("member-1", None);
+    assert_eq!(
+        health.report().contexts["member-1"].status,
+        ContextStatus::Ready
+    );
 }
