@@ -15,7 +15,6 @@ mod support;
 /// make a test target of it); `spread` and `support` above are shared with other test binaries.
 mod member_providers {
     pub mod accounts;
-    pub mod audit;
     pub mod cluster_api;
     pub mod cluster_profiles;
     pub mod exec;

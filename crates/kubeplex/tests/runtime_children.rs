@@ -22,12 +22,14 @@ use runtime_children::parent::{
     ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters,
 };
 use runtime_children::wait::{condition, create_parent, wait_parent};
+use support::audit;
 use support::{create_namespace, polling, wait_exists, wait_started};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a"])
         .crd("control", Parent::crd())
+        .audit_log(true)
 });
 
 #[tokio::test]
@@ -182,6 +184,7 @@ async fn a_child_whose_name_is_taken_is_a_conflict_and_is_left_alone() {
         })
     })
     .await;
+    let requests = audit::requests(env, "cluster-a");
     let message = parent.status.unwrap().fleet.clusters["cluster-a"]
         .message
         .clone()
@@ -203,6 +206,23 @@ async fn a_child_whose_name_is_taken_is_a_conflict_and_is_left_alone() {
         kids.get("conflicts-free").await.unwrap().data.unwrap()["from"],
         "second"
     );
+
+    // A free name cost one request: an apply that only a missing object lets through created it. A name
+    // taken by an object the cache does not know was refused by that apply (409), then read: never written.
+    let asked = |name: &str| -> Vec<(String, i64)> {
+        let what = format!("configmaps kids/{name}");
+        let operators = requests
+            .iter()
+            .filter(|r| r.what == what && r.verb != "create");
+        operators.map(|r| (r.verb.clone(), r.code)).collect()
+    };
+    let free = asked("conflicts-free");
+    assert_eq!(free.first(), Some(&("patch".to_owned(), 201)), "{free:?}");
+    let taken = asked("conflicts-theirs");
+    assert_eq!(taken.first(), Some(&("patch".to_owned(), 409)), "{taken:?}");
+    assert!(taken.contains(&("get".to_owned(), 200)), "{taken:?}");
+    let written = |(verb, code): &(String, i64)| verb == "patch" && (200..300).contains(code);
+    assert!(!taken.iter().any(written), "{taken:?}");
 
     // And the parent has an Event saying so.
     let events: Api<Event> = Api::namespaced(control.clone(), "conflicts");

@@ -2,6 +2,7 @@
 //! all when the parent goes. Nothing here knows the controller's types; the engine calls it once per child
 //! context.
 
+mod claim;
 mod removal;
 mod tally;
 mod unlink;
@@ -18,9 +19,10 @@ use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
-use crate::core::{PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, PrunePolicy};
+use crate::core::{PARENT_UID_LABEL, ParentRef, PrunePolicy};
 use crate::core::{is_transport, transport};
 use crate::metrics::Metrics;
+use claim::{Claim, claim, create, look_up};
 use removal::{Deleted, try_delete};
 pub(super) use removal::{Removed, remove, remove_children};
 use tally::Tally;
@@ -61,18 +63,6 @@ pub(super) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
         message: Some(format!("{what}: {why}")),
         fenced,
     }
-}
-
-/// Whose a child is, as far as this parent is concerned.
-enum Claim {
-    /// Absent, or already this parent's (as it is now): apply it. `cached` when it was read from the
-    /// cache (not from the server).
-    Ours {
-        before: Option<Box<ObjectMeta>>,
-        cached: bool,
-    },
-    /// Someone else's (described): leave it alone.
-    Taken(String),
 }
 
 /// Applies the desired children of one context (server-side apply, the controller as field manager), in
@@ -159,21 +149,6 @@ async fn sync(
             child.namespace.as_deref(),
             &child.name,
         );
-        let (before, cached) = match claim(&api, watches, &*child, link).await {
-            Ok(Claim::Ours { before, cached }) => (before, cached),
-            Ok(Claim::Taken(owner)) => {
-                unfinished.count("conflict");
-                tally.conflict(format!("{place} already exists and belongs to {owner}"));
-                continue;
-            }
-            Err(error) => {
-                unfinished.count("error");
-                match tally.fail(context, &error, &format!("reading {place}")) {
-                    Some(stop) => return stop,
-                    None => continue,
-                }
-            }
-        };
         // Stamped in place: the child is this sync's own.
         let metadata = &mut child.object["metadata"];
         for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
@@ -183,6 +158,32 @@ async fn sync(
         }
         let written = store_of(watches, &child.resource);
         let digest = digest(&child.object);
+        let (claimed, created) = match claim(watches, child, link) {
+            Some(cached) => (Ok(cached), None),
+            None => match create(&api, &apply, child).await {
+                Ok(Some(created)) => (Ok(Claim::new_child()), Some(created)),
+                Ok(None) => (
+                    look_up(&api, child, link).await.map_err(|e| (e, "reading")),
+                    None,
+                ),
+                Err(error) => (Err((error, "applying")), None),
+            },
+        };
+        let (before, cached) = match claimed {
+            Ok(Claim::Ours { before, cached }) => (before, cached),
+            Ok(Claim::Taken(owner)) => {
+                unfinished.count("conflict");
+                tally.conflict(format!("{place} already exists and belongs to {owner}"));
+                continue;
+            }
+            Err((error, doing)) => {
+                unfinished.count("error");
+                match tally.fail(context, &error, &format!("{doing} {place}")) {
+                    Some(stop) => return stop,
+                    None => continue,
+                }
+            }
+        };
         if let (true, Some(written), Some(meta)) = (live && cached, written, before.as_deref()) {
             let (uid, version) = (meta.uid.as_deref(), meta.resource_version.as_deref());
             if written.applied.is_current(uid, version, digest) {
@@ -193,10 +194,14 @@ async fn sync(
                 continue;
             }
         }
-        match api
-            .patch(&child.name, &apply, &Patch::Apply(&child.object))
-            .await
-        {
+        let applied = match created {
+            Some(created) => Ok(created),
+            None => {
+                let patch = Patch::Apply(&child.object);
+                api.patch(&child.name, &apply, &patch).await
+            }
+        };
+        match applied {
             Ok(applied) => {
                 unfinished.count("success");
                 tally.done += 1;
@@ -321,60 +326,6 @@ fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> 
     desired.resource == watch.resource
         && desired.namespace == meta.namespace
         && Some(&desired.name) == meta.name.as_ref()
-}
-
-/// Whether the child may be applied: the cache knows this controller's children; anything else with the
-/// name is looked up once (only a child not yet cached, so normally only at its creation). One unlinked
-/// from this parent, or from its kind and place (kept or orphaned before), is taken back.
-async fn claim(
-    api: &Api<DynamicObject>,
-    watches: &[&ChildWatch],
-    child: &DesiredChild,
-    link: &Parentage<'_>,
-) -> kube::Result<Claim> {
-    let parent_uid = link.parent.uid.as_str();
-    let cached = watches
-        .iter()
-        .filter(|w| w.resource == child.resource)
-        .find_map(|w| w.cache.get(child.namespace.as_deref(), &child.name));
-    let from_cache = cached.is_some();
-    let existing = match cached {
-        Some(meta) => Some(meta),
-        None => api.get_metadata_opt(&child.name).await?.map(|m| m.metadata),
-    };
-    let ours = |meta: ObjectMeta| Claim::Ours {
-        before: Some(Box::new(meta)),
-        cached: from_cache,
-    };
-    Ok(match existing {
-        None => Claim::Ours {
-            before: None,
-            cached: false,
-        },
-        Some(meta) if is_child_of(&meta, parent_uid) => ours(meta),
-        Some(meta) if link.parent.was_unlinked_from(&meta, link.parent_kind) => ours(meta),
-        Some(meta) => Claim::Taken(match ParentRef::of(&meta) {
-            Some(other) => format!(
-                "another parent ({}/{}{})",
-                other.context,
-                other
-                    .namespace
-                    .map(|ns| format!("{ns}/"))
-                    .unwrap_or_default(),
-                other.name
-            ),
-            None => match meta
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(PARENT_ANNOTATION))
-            {
-                Some(was) => {
-                    format!("no kubeplex parent (another parent, {was}, left it in place)")
-                }
-                None => "no kubeplex parent (it was created by someone else)".into(),
-            },
-        }),
-    })
 }
 
 /// Whether `meta` is a child of the parent with this UID.

@@ -19,9 +19,9 @@ use kubeplex_testenv::eventually;
 use parking_lot::Mutex;
 
 use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
-use super::audit::{deletes_of, lines, writes};
 use super::unreachable::{finalizers, wait_leaving, wait_state};
 use crate::spread::{self, Spread, children, create_spread, prepare, spreader, wait_child};
+use crate::support::audit::{deletes_of, lines, writes};
 use crate::support::logs::Logs;
 use crate::support::{Fleet, WAIT};
 use crate::{CLUSTERS, member_secret, secrets_provider, start};

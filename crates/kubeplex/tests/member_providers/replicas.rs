@@ -18,11 +18,11 @@ use kubeplex::{LeaderElection, LeavePolicy, MemberPhase, Running};
 use kubeplex_testenv::{TestEnv, eventually};
 
 use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
-use super::audit::{Write, deletes_of, lines, writes};
 use super::proxy::{Mode, Proxy};
 use super::refused::{ChildHistory, REFUSING};
 use super::unreachable::finalizers;
 use crate::spread::{self, Spread, children, create_spread, prepare, spreader, wait_child};
+use crate::support::audit::{Request, deletes_of, lines, writes};
 use crate::support::{Fleet, WAIT, create_namespace, probe, wait_started};
 use crate::{CLUSTERS, member_secret, secrets_provider};
 
@@ -113,7 +113,7 @@ async fn wait_left(env: &TestEnv, secrets: &Api<Secret>, child: &str) {
 }
 
 /// The deletes of `child` in the member by `identity`.
-fn deletes_by<'a>(all: &'a [Write], identity: &str, child: &str) -> Vec<&'a Write> {
+fn deletes_by<'a>(all: &'a [Request], identity: &str, child: &str) -> Vec<&'a Request> {
     deletes_of(all, child).filter(|w| w.by(identity)).collect()
 }
 
@@ -127,10 +127,10 @@ fn leave_ended_by(
     child: &str,
     (leader, other): (&str, &str),
     since: Option<Timestamp>,
-) -> Vec<Write> {
-    let late = |w: &&Write| w.by(other) && since.is_none_or(|at| w.at > at);
+) -> Vec<Request> {
+    let late = |w: &&Request| w.by(other) && since.is_none_or(|at| w.at > at);
     let member = writes(env, MEMBER);
-    let by_other: Vec<&Write> = member.iter().filter(late).collect();
+    let by_other: Vec<&Request> = member.iter().filter(late).collect();
     assert!(
         by_other.is_empty(),
         "{other} wrote to the member (since {since:?}):\n{}",
@@ -144,7 +144,7 @@ fn leave_ended_by(
     );
     let secret = format!("secrets {members}/{REFUSING}");
     let control = writes(env, "control");
-    let released: Vec<&Write> = control.iter().filter(|w| w.what == secret).collect();
+    let released: Vec<&Request> = control.iter().filter(|w| w.what == secret).collect();
     assert!(
         !released.iter().any(late),
         "{other} wrote the member's Secret (since {since:?}):\n{}",

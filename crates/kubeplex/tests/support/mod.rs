@@ -14,6 +14,7 @@ use kubeplex_testenv::{Polling, eventually};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+pub mod audit;
 pub mod logs;
 
 kubeplex::contexts! {

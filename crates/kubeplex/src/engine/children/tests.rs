@@ -58,11 +58,20 @@ fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
     }
 }
 
-/// Answers GETs from `existing` (404 otherwise) and accepts every write.
+/// Answers GETs from `existing` (404 otherwise) and accepts every write, but for an apply that only a
+/// missing object lets through (409 when `existing` has the name), as an API server does.
 pub(super) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
-    fake_api::client(move |method, uri, _| {
+    fake_api::client(move |method, uri, body| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
+        let exists = existing.iter().any(|m| m.name.as_deref() == Some(name));
         match method {
+            "PATCH" if exists && create_only(body) => status(
+                409,
+                "Conflict",
+                &format!(
+                    "Operation cannot be fulfilled on deployments.apps \"{name}\": the object has been modified"
+                ),
+            ),
             "GET" => match existing.iter().find(|m| m.name.as_deref() == Some(name)) {
                 Some(meta) => (
                     200,
@@ -84,6 +93,12 @@ pub(super) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) 
             ),
         }
     })
+}
+
+/// Whether a request's body is an apply that only a missing object lets through.
+pub(super) fn create_only(body: &str) -> bool {
+    let body: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    body["metadata"]["resourceVersion"] == "1"
 }
 
 pub(super) async fn sync(
@@ -119,27 +134,50 @@ pub(super) async fn sync_telling(
 }
 
 #[tokio::test]
-async fn a_new_child_is_looked_up_once_then_applied_with_its_parent_link() {
+async fn a_new_child_is_created_by_one_apply_that_only_a_free_name_lets_through() {
     let me = parent("uid-1", "crd-a");
     let (client, requests) = server(Vec::new());
-    let outcome = sync(client, vec![desired("web")], Vec::new(), &me).await;
+    let (outcome, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     let lines = requests.lines();
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[0].starts_with("GET /apis/apps/v1/namespaces/ns/deployments/web"),
+        lines[0].starts_with("PATCH /apis/apps/v1/namespaces/ns/deployments/web?"),
         "{lines:?}"
     );
-    assert!(
-        lines[1].starts_with("PATCH /apis/apps/v1/namespaces/ns/deployments/web?"),
-        "{lines:?}"
-    );
-    assert!(lines[1].contains("fieldManager=app-deployer") && lines[1].contains("force=true"));
-    let body: serde_json::Value = serde_json::from_str(&requests.all()[1].body).unwrap();
+    assert!(lines[0].contains("fieldManager=app-deployer") && lines[0].contains("force=true"));
+    let body = &requests.all()[0].body;
+    assert!(create_only(body), "{body}");
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(body["metadata"]["labels"][PARENT_UID_LABEL], "uid-1");
     assert_eq!(
         body["metadata"]["annotations"][crate::core::PARENT_ANNOTATION],
         "control/crds/crd-a"
+    );
+    let created = "created in cluster-a: Deployment ns/web".to_owned();
+    assert_eq!(told, [("ChildCreated", created)]);
+}
+
+#[tokio::test]
+async fn a_child_of_this_parent_not_cached_yet_is_read_after_the_refused_create_then_applied() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = server(vec![child_meta("web", Some(&me))]);
+    let (outcome, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    let seen = requests.all();
+    let steps: Vec<(&str, bool)> = (seen.iter())
+        .map(|s| (s.method.as_str(), create_only(&s.body)))
+        .collect();
+    assert_eq!(
+        steps,
+        [("PATCH", true), ("GET", false), ("PATCH", false)],
+        "{:?}",
+        requests.lines()
+    );
+    // It was there before: not told as created.
+    assert!(
+        told.iter().all(|(reason, _)| *reason != "ChildCreated"),
+        "{told:?}"
     );
 }
 
@@ -186,13 +224,23 @@ async fn a_name_taken_by_another_parent_or_by_someone_else_is_a_conflict_and_lef
         message.contains("Deployment ns/stranger already exists and belongs to no kubeplex parent"),
         "{message}"
     );
-    let writes: Vec<String> = requests
-        .lines()
-        .into_iter()
-        .filter(|l| !l.starts_with("GET"))
+    // The stranger's name was only tried by the apply that a taken name refuses, then read; the name
+    // taken in the cache not even tried.
+    let writes: Vec<(String, bool)> = (requests.all().into_iter())
+        .filter(|s| s.method == "PATCH")
+        .map(|s| {
+            (
+                s.uri.split('?').next().unwrap().to_owned(),
+                create_only(&s.body),
+            )
+        })
         .collect();
-    assert_eq!(writes.len(), 1, "only the free name is written: {writes:?}");
-    assert!(writes[0].contains("/deployments/free?"));
+    let at = |name: &str| format!("/apis/apps/v1/namespaces/ns/deployments/{name}");
+    assert_eq!(
+        writes,
+        [(at("stranger"), true), (at("free"), true)],
+        "only the free name is written"
+    );
 }
 
 #[tokio::test]

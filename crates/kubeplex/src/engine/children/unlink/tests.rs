@@ -7,7 +7,7 @@ use crate::client::fake_api::{self, status};
 use crate::core::ClusterState;
 use crate::core::ParentRef;
 use crate::engine::children::tests::{
-    applying, cached_at, child_meta, desired, parent, server, sync, sync_telling,
+    applying, cached_at, child_meta, create_only, desired, parent, server, sync, sync_telling,
 };
 
 /// `parent`'s child `name`, cached, whose prune policy keeps it.
@@ -103,8 +103,13 @@ async fn a_child_unlinked_from_this_parent_or_its_predecessor_is_taken_back_and_
             "Deployment ns/others already exists and belongs to no kubeplex parent (another parent, control/crds/crd-b, left it in place)"
         )
     );
-    let applied: Vec<String> = (requests.lines().into_iter())
-        .filter(|l| l.starts_with("PATCH"))
+    // Each name was tried by an apply that only a free name lets through, then read; the two taken back
+    // were applied.
+    let applied: Vec<String> = (requests.all().into_iter())
+        .filter(|s| s.method == "PATCH" && !create_only(&s.body))
+        .map(|s| s.uri)
         .collect();
     assert_eq!(applied.len(), 2, "{applied:?}");
+    assert!(applied[0].contains("/deployments/kept?"), "{applied:?}");
+    assert!(applied[1].contains("/deployments/orphaned?"), "{applied:?}");
 }

@@ -1,5 +1,5 @@
-//! What an API server's audit log says was written: each create, update, patch or delete it received, by
-//! whom (the user, and the `User-Agent` that names a replica: `kubeplex/<version> (<identity>)`), when, and
+//! What an API server's audit log says it was asked: each request (or only each create, update, patch or
+//! delete) it received, by whom (the user, and the `User-Agent` that names a replica: `kubeplex/<version> (<identity>)`), when, and
 //! how it was answered.
 
 use k8s_openapi::jiff::Timestamp;
@@ -7,9 +7,9 @@ use kubeplex_testenv::TestEnv;
 
 const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 
-/// One request that changed, or tried to change, something.
+/// One request the server received.
 #[derive(Clone, Debug)]
-pub struct Write {
+pub struct Request {
     pub verb: String,
     /// `resource[/subresource] namespace/name`.
     pub what: String,
@@ -20,7 +20,7 @@ pub struct Write {
     pub code: i64,
 }
 
-impl Write {
+impl Request {
     /// Whether the replica `identity` sent it (its `User-Agent` names it).
     pub fn by(&self, identity: &str) -> bool {
         self.agent.ends_with(&format!("({identity})"))
@@ -32,7 +32,7 @@ impl Write {
     }
 }
 
-impl std::fmt::Display for Write {
+impl std::fmt::Display for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let Self {
             verb,
@@ -47,12 +47,19 @@ impl std::fmt::Display for Write {
 }
 
 /// Every write `cluster`'s API server received so far, oldest first.
-pub fn writes(env: &TestEnv, cluster: &str) -> Vec<Write> {
-    let mut writes = Vec::new();
+pub fn writes(env: &TestEnv, cluster: &str) -> Vec<Request> {
+    let mut writes = requests(env, cluster);
+    writes.retain(|r| WRITE_VERBS.contains(&r.verb.as_str()));
+    writes
+}
+
+/// Every request `cluster`'s API server received so far (reads too), oldest first.
+pub fn requests(env: &TestEnv, cluster: &str) -> Vec<Request> {
+    let mut requests = Vec::new();
     for event in env.audit_events(cluster).unwrap() {
         let verb = event["verb"].as_str().unwrap_or_default();
         // One event per request: the last stage's (a watch also has `ResponseStarted`).
-        if !WRITE_VERBS.contains(&verb) || event["stage"] != "ResponseComplete" {
+        if event["stage"] != "ResponseComplete" {
             continue;
         }
         let object = &event["objectRef"];
@@ -62,7 +69,7 @@ pub fn writes(env: &TestEnv, cluster: &str) -> Vec<Write> {
             some => format!("/{some}"),
         };
         let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-        writes.push(Write {
+        requests.push(Request {
             verb: verb.to_owned(),
             what: format!(
                 "{}{subresource} {}/{}",
@@ -76,19 +83,22 @@ pub fn writes(env: &TestEnv, cluster: &str) -> Vec<Write> {
             code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
         });
     }
-    writes.sort_by_key(|w| w.at);
-    writes
+    requests.sort_by_key(|r| r.at);
+    requests
 }
 
 /// The deletes of `child` (a namespaced object named so) among `writes`.
-pub fn deletes_of<'a>(writes: &'a [Write], child: &str) -> impl Iterator<Item = &'a Write> + Clone {
+pub fn deletes_of<'a>(
+    writes: &'a [Request],
+    child: &str,
+) -> impl Iterator<Item = &'a Request> + Clone {
     let suffix = format!("/{child}");
     let deletes = writes.iter().filter(|w| w.verb == "delete");
     deletes.filter(move |w| w.what.ends_with(&suffix))
 }
 
-/// `writes` as lines, for a failure's message.
-pub fn lines<'a>(writes: impl IntoIterator<Item = &'a Write>) -> String {
-    let lines: Vec<String> = writes.into_iter().map(Write::to_string).collect();
+/// `requests` as lines, for a failure's message.
+pub fn lines<'a>(requests: impl IntoIterator<Item = &'a Request>) -> String {
+    let lines: Vec<String> = requests.into_iter().map(Request::to_string).collect();
     lines.join("\n")
 }
