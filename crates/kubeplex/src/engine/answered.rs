@@ -14,22 +14,39 @@ use crate::core::ChildHealth;
 /// stopped delivering would fill them; then the oldest are dropped and those children read from the cache.
 const MOST: usize = 4096;
 
-/// The children of one child watch applied but not yet cached, by namespace and name, with the UID the
-/// apply answered.
+/// The children of one child watch applied but not yet cached, by namespace and name.
 #[derive(Default)]
-pub(crate) struct Answered(Mutex<HashMap<Key, (ChildHealth, Option<String>)>>);
+pub(crate) struct Answered(Mutex<HashMap<Key, Entry>>);
 
 /// A child's namespace and name.
 type Key = (Option<String>, String);
 
+/// What an apply of a child answered.
+struct Entry {
+    health: ChildHealth,
+    /// The object's UID and resourceVersion, as the apply answered.
+    uid: Option<String>,
+    version: Option<String>,
+    /// The UID of the parent it was applied for.
+    parent: String,
+}
+
+/// A child this process applied for a parent, as the apply answered: what the next apply for the same
+/// parent may take as its own until the watch delivers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub(crate) uid: String,
+    pub(crate) version: Option<String>,
+}
+
 impl Answered {
-    /// The apply of the child `name` in `namespace` was answered with an object of `uid`; `health` is how
-    /// the answer reads.
+    /// The apply of the child `name` in `namespace` for the parent `parent` (its UID) was answered with
+    /// `meta`; `health` is how the answer reads.
     pub(crate) fn record(
         &self,
         namespace: Option<&str>,
         name: &str,
-        uid: Option<&str>,
+        (meta, parent): (&kube::api::ObjectMeta, &str),
         health: ChildHealth,
     ) {
         let mut answered = self.0.lock();
@@ -37,22 +54,42 @@ impl Answered {
             answered.clear();
         }
         let key = (namespace.map(str::to_owned), name.to_owned());
-        answered.insert(key, (health, uid.map(str::to_owned)));
+        let entry = Entry {
+            health,
+            uid: meta.uid.clone(),
+            version: meta.resource_version.clone(),
+            parent: parent.to_owned(),
+        };
+        answered.insert(key, entry);
+    }
+
+    /// The child `name` in `namespace` as its last apply for the parent `parent` answered, if that apply
+    /// was for this parent and the watch has not delivered the child yet.
+    pub(crate) fn applied_for(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        parent: &str,
+    ) -> Option<Applied> {
+        let key = (namespace.map(str::to_owned), name.to_owned());
+        let answered = self.0.lock();
+        let entry = answered.get(&key).filter(|e| e.parent == parent)?;
+        Some(Applied {
+            uid: entry.uid.clone()?,
+            version: entry.version.clone(),
+        })
     }
 
     /// How the last apply of the child read, if its watch has not delivered it yet.
     pub(crate) fn get(&self, namespace: Option<&str>, name: &str) -> Option<ChildHealth> {
         let key = (namespace.map(str::to_owned), name.to_owned());
-        self.0.lock().get(&key).map(|(health, _)| health.clone())
+        self.0.lock().get(&key).map(|e| e.health.clone())
     }
 
     /// The UIDs of the children applied whose watch had not delivered them when last looked at.
     pub(crate) fn uids(&self) -> Vec<String> {
         let answered = self.0.lock();
-        answered
-            .values()
-            .filter_map(|(_, uid)| uid.clone())
-            .collect()
+        answered.values().filter_map(|e| e.uid.clone()).collect()
     }
 
     /// The cache has the child (or it is gone): the cache is the truth again.

@@ -22,7 +22,7 @@ use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{PARENT_UID_LABEL, ParentRef, PrunePolicy};
 use crate::core::{is_transport, transport};
 use crate::metrics::Metrics;
-use claim::{Claim, claim, create, look_up};
+use claim::{Claim, claim, look_up};
 use removal::{Deleted, try_delete};
 pub(super) use removal::{Removed, remove, remove_children};
 use tally::Tally;
@@ -159,9 +159,9 @@ async fn sync(
         let written = store_of(watches, &child.resource);
         let digest = digest(&child.object);
         let (claimed, created) = match claim(watches, child, link) {
-            Some(cached) => (Ok(cached), None),
-            None => match create(&api, &apply, child).await {
-                Ok(Some(created)) => (Ok(Claim::new_child()), Some(created)),
+            Ok(cached) => (Ok(cached), None),
+            Err(attempt) => match attempt.apply(&api, &apply, child).await {
+                Ok(Some(applied)) => (Ok(attempt.ours()), Some(applied)),
                 Ok(None) => (
                     look_up(&api, child, link).await.map_err(|e| (e, "reading")),
                     None,
@@ -208,8 +208,13 @@ async fn sync(
                 if let Some(written) = written {
                     let answer = serde_json::to_value(&applied).unwrap_or_default();
                     let health = written.cache.judge_answer(answer);
-                    let uid = applied.metadata.uid.as_deref();
-                    (written.answered).record(child.namespace.as_deref(), &child.name, uid, health);
+                    let answer = (&applied.metadata, link.parent.uid.as_str());
+                    (written.answered).record(
+                        child.namespace.as_deref(),
+                        &child.name,
+                        answer,
+                        health,
+                    );
                     let meta = &applied.metadata;
                     let cached = || {
                         (watches.iter())

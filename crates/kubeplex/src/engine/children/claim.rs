@@ -1,6 +1,7 @@
 //! Whose a child's name is before it is applied. The cache knows this controller's children; a name it does
-//! not know is created with an apply that only a missing object lets through, and looked up only when the
-//! name turns out to be taken: a new child costs one request, and a foreign object is never adopted.
+//! not know is applied under a precondition (only a missing object, or only the object this process just
+//! applied for the parent) and looked up only when the server refuses it: a new child costs one request,
+//! and a foreign object is never adopted.
 
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams};
 
@@ -36,38 +37,95 @@ impl Claim {
     }
 }
 
-/// What the cache says of the child's name: this parent's (or one it may take back) or someone else's;
-/// `None` when it is not cached ([`create`] it then, and [`look_up`] the name only if that finds it taken).
+/// What the cache says of the child's name: this parent's (or one it may take back) or someone else's.
+/// A name it does not have is to be applied under a precondition (an [`Attempt`]), and looked up only if
+/// the server refuses it.
 pub(super) fn claim(
     watches: &[&ChildWatch],
     child: &DesiredChild,
     link: &Parentage<'_>,
-) -> Option<Claim> {
-    let cached = watches
-        .iter()
-        .filter(|w| w.resource == child.resource)
-        .find_map(|w| w.cache.get(child.namespace.as_deref(), &child.name))?;
-    Some(judge(cached, link, true))
+) -> Result<Claim, Attempt> {
+    let of_kind = || watches.iter().filter(|w| w.resource == child.resource);
+    let namespace = child.namespace.as_deref();
+    if let Some(cached) = of_kind().find_map(|w| w.cache.get(namespace, &child.name)) {
+        return Ok(judge(cached, link, true));
+    }
+    let parent = link.parent.uid.as_str();
+    let applied = of_kind().find_map(|w| w.answered.applied_for(namespace, &child.name, parent));
+    Err(match applied {
+        // Applied for this parent a moment ago, not delivered by the watch yet: still that object.
+        Some(applied) => Attempt {
+            precondition: Precondition::Same(applied.uid.clone()),
+            before: Some(Box::new(ObjectMeta {
+                name: Some(child.name.clone()),
+                namespace: child.namespace.clone(),
+                uid: Some(applied.uid),
+                resource_version: applied.version,
+                ..ObjectMeta::default()
+            })),
+        },
+        None => Attempt {
+            precondition: Precondition::Absent,
+            before: None,
+        },
+    })
 }
 
-/// Applies `child` only if no object has its name: `Ok(None)` when one has (then [`look_up`] says whose).
-pub(super) async fn create(
-    api: &Api<DynamicObject>,
-    apply: &PatchParams,
-    child: &mut DesiredChild,
-) -> kube::Result<Option<DynamicObject>> {
-    let metadata = &mut child.object["metadata"];
-    metadata["resourceVersion"] = NO_OBJECT_HAS.into();
-    let created = api
-        .patch(&child.name, apply, &Patch::Apply(&child.object))
-        .await;
-    if let Some(metadata) = child.object["metadata"].as_object_mut() {
-        metadata.remove("resourceVersion");
+/// An apply of a child the cache does not have, that the server lets through only as its precondition
+/// says.
+pub(super) struct Attempt {
+    precondition: Precondition,
+    /// The child as it was, when it was this parent's.
+    before: Option<Box<ObjectMeta>>,
+}
+
+/// What an [`Attempt`] lets through.
+enum Precondition {
+    /// Only a missing object: the apply creates it.
+    Absent,
+    /// Only the object of this UID: the child this process applied for the parent.
+    Same(String),
+}
+
+impl Attempt {
+    /// Applies `child` if its precondition holds: `Ok(None)` when the server refused it (the name is
+    /// taken, or the object is gone or another); [`look_up`] then says whose the name is.
+    pub(super) async fn apply(
+        &self,
+        api: &Api<DynamicObject>,
+        params: &PatchParams,
+        child: &mut DesiredChild,
+    ) -> kube::Result<Option<DynamicObject>> {
+        let (field, value) = match &self.precondition {
+            Precondition::Absent => ("resourceVersion", NO_OBJECT_HAS),
+            Precondition::Same(uid) => ("uid", uid.as_str()),
+        };
+        child.object["metadata"][field] = value.into();
+        let applied = api
+            .patch(&child.name, params, &Patch::Apply(&child.object))
+            .await;
+        if let Some(metadata) = child.object["metadata"].as_object_mut() {
+            metadata.remove(field);
+        }
+        // 409: the name is taken, or the object of the UID is gone; 422: another object has the name (a
+        // UID cannot change), or the child is invalid, which the apply after the look-up reports.
+        let refused = match &self.precondition {
+            Precondition::Absent => [409, 409],
+            Precondition::Same(_) => [409, 422],
+        };
+        match applied {
+            Ok(applied) => Ok(Some(applied)),
+            Err(kube::Error::Api(status)) if refused.contains(&status.code) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
-    match created {
-        Ok(created) => Ok(Some(created)),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
-        Err(error) => Err(error),
+
+    /// The claim of a child whose apply went through.
+    pub(super) fn ours(self) -> Claim {
+        Claim::Ours {
+            before: self.before,
+            cached: false,
+        }
     }
 }
 

@@ -134,54 +134,6 @@ pub(super) async fn sync_telling(
 }
 
 #[tokio::test]
-async fn a_new_child_is_created_by_one_apply_that_only_a_free_name_lets_through() {
-    let me = parent("uid-1", "crd-a");
-    let (client, requests) = server(Vec::new());
-    let (outcome, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
-    let lines = requests.lines();
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].starts_with("PATCH /apis/apps/v1/namespaces/ns/deployments/web?"),
-        "{lines:?}"
-    );
-    assert!(lines[0].contains("fieldManager=app-deployer") && lines[0].contains("force=true"));
-    let body = &requests.all()[0].body;
-    assert!(create_only(body), "{body}");
-    let body: serde_json::Value = serde_json::from_str(body).unwrap();
-    assert_eq!(body["metadata"]["labels"][PARENT_UID_LABEL], "uid-1");
-    assert_eq!(
-        body["metadata"]["annotations"][crate::core::PARENT_ANNOTATION],
-        "control/crds/crd-a"
-    );
-    let created = "created in cluster-a: Deployment ns/web".to_owned();
-    assert_eq!(told, [("ChildCreated", created)]);
-}
-
-#[tokio::test]
-async fn a_child_of_this_parent_not_cached_yet_is_read_after_the_refused_create_then_applied() {
-    let me = parent("uid-1", "crd-a");
-    let (client, requests) = server(vec![child_meta("web", Some(&me))]);
-    let (outcome, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
-    let seen = requests.all();
-    let steps: Vec<(&str, bool)> = (seen.iter())
-        .map(|s| (s.method.as_str(), create_only(&s.body)))
-        .collect();
-    assert_eq!(
-        steps,
-        [("PATCH", true), ("GET", false), ("PATCH", false)],
-        "{:?}",
-        requests.lines()
-    );
-    // It was there before: not told as created.
-    assert!(
-        told.iter().all(|(reason, _)| *reason != "ChildCreated"),
-        "{told:?}"
-    );
-}
-
-#[tokio::test]
 async fn a_cached_child_of_this_parent_is_applied_without_a_lookup() {
     let me = parent("uid-1", "crd-a");
     let (client, requests) = server(Vec::new());
@@ -493,4 +445,5 @@ fn children_a_cut_off_sync_never_counted_are_counted_as_errors() {
     assert!(text.contains(&format!("{} 2", series("error"))), "{text}");
 }
 
+mod claims;
 mod remembered;

@@ -133,9 +133,13 @@ async fn a_leave_deletes_once_the_caches_hold_the_children_just_applied() {
         "web",
         crate::core::Assessment::new(crate::core::Health::Healthy, "exists"),
     );
+    let web = kube::api::ObjectMeta {
+        uid: Some("uid-web".into()),
+        ..kube::api::ObjectMeta::default()
+    };
     watch
         .answered
-        .record(Some("ns"), "web", Some("uid-web"), health);
+        .record(Some("ns"), "web", (&web, "uid-parent"), health);
     let watches = [watch];
     let began = tokio::time::Instant::now();
     let arrives = async {
@@ -160,10 +164,14 @@ async fn a_leave_deletes_once_the_caches_hold_the_children_just_applied() {
     );
 
     // A child the watch never delivers holds the leave back only so long.
+    let lost = kube::api::ObjectMeta {
+        uid: Some("uid-lost".into()),
+        ..kube::api::ObjectMeta::default()
+    };
     watches[0].answered.record(
         Some("ns"),
         "lost",
-        Some("uid-lost"),
+        (&lost, "uid-parent"),
         crate::core::ChildHealth::without_projection(
             Some("ns"),
             "lost",
