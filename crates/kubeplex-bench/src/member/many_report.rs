@@ -89,17 +89,22 @@ impl Size {
     }
 
     fn heap_ratio(&self) -> f64 {
-        self.left.heap as f64 / self.before.heap as f64
+        self.of_before(&self.left)
     }
 
     /// The heap once the pools' idle connections are closed, against before the joins.
     fn heap_ratio_idle(&self) -> Option<f64> {
-        (self.idle.as_ref()).map(|idle| idle.heap as f64 / self.before.heap as f64)
+        self.idle.as_ref().map(|idle| self.of_before(idle))
     }
 
     /// The heap once every watch started again, against before the joins.
     fn heap_ratio_restarted(&self) -> Option<f64> {
-        (self.restarted.as_ref()).map(|later| later.heap as f64 / self.before.heap as f64)
+        self.restarted.as_ref().map(|later| self.of_before(later))
+    }
+
+    /// A reading's heap against the heap before the joins.
+    fn of_before(&self, reading: &Reading) -> f64 {
+        reading.heap as f64 / self.before.heap as f64
     }
 
     /// The ratio the goal judges: the last reading taken.
@@ -111,20 +116,15 @@ impl Size {
 
     pub fn summary(&self) -> String {
         let mb = |reading: &Reading| reading.heap as f64 / KB / KB;
-        let idle = match (&self.idle, self.heap_ratio_idle()) {
-            (Some(idle), Some(ratio)) => format!(
-                " ({ratio:.2}x, {:.1} MB, after the pools' idle timeout)",
-                mb(idle)
-            ),
-            _ => String::new(),
+        let later = |reading: &Option<Reading>, after: &str| match reading {
+            Some(reading) => {
+                let ratio = self.of_before(reading);
+                format!(" ({ratio:.2}x, {:.1} MB, after {after})", mb(reading))
+            }
+            None => String::new(),
         };
-        let restarted = match (&self.restarted, self.heap_ratio_restarted()) {
-            (Some(later), Some(ratio)) => format!(
-                " ({ratio:.2}x, {:.1} MB, after the watches' restart)",
-                mb(later)
-            ),
-            _ => String::new(),
-        };
+        let idle = later(&self.idle, "the pools' idle timeout");
+        let restarted = later(&self.restarted, "the watches' restart");
         let heaps = format!(
             "{:.1} MB before, {:.1} MB after",
             mb(&self.before),

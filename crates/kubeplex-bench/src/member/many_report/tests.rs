@@ -41,13 +41,7 @@ fn the_largest_m_is_judged_and_memory_by_the_fit() {
     let (section, goals) = report(&sizes, &restart, Duration::from_secs(30), 100.0);
     assert!(goals.iter().all(|g| g.met), "{goals:#?}");
     assert!(goals[2].measured.starts_with("0.50 ("), "{:?}", goals[2]);
-    let named = |name: &str| {
-        let figure = section.figures.iter().find(|f| f.name == name);
-        figure
-            .unwrap_or_else(|| panic!("no figure {name}"))
-            .kubeplex
-            .median
-    };
+    let named = |name: &str| median(&section, name);
     assert!((named("RSS per additional member (least squares)") - 1024.0).abs() < 1e-6);
     assert!((named("heap after all left / before the joins, M=300") - 1.05).abs() < 1e-9);
     let (_, missed) = report(
@@ -76,8 +70,7 @@ fn the_largest_m_is_judged_and_memory_by_the_fit() {
         idle[3]
     );
     let name = "heap after all left and the pools' idle timeout / before the joins, M=300";
-    let figure = section.figures.iter().find(|f| f.name == name).unwrap();
-    assert!((figure.kubeplex.median - 1.10).abs() < 1e-9);
+    assert!((median(&section, name) - 1.10).abs() < 1e-9);
     let (_, not_yet) = report(
         &[closed(size(100, 100), 21), closed(size(300, 300), 23)],
         &restart,
@@ -109,8 +102,7 @@ fn the_largest_m_is_judged_and_memory_by_the_fit() {
         met[3]
     );
     let name = "heap after all left and the watches' restart / before the joins, M=300";
-    let figure = section.figures.iter().find(|f| f.name == name).unwrap();
-    assert!((figure.kubeplex.median - 1.10).abs() < 1e-9);
+    assert!((median(&section, name) - 1.10).abs() < 1e-9);
     assert!(!later(23).1[3].met);
     // A start that waits for its members misses its goal.
     let slow = Restart {
@@ -119,4 +111,13 @@ fn the_largest_m_is_judged_and_memory_by_the_fit() {
     };
     let (_, waited) = report(&sizes, &slow, Duration::from_secs(30), 1.0);
     assert!(!waited[4].met, "{:?}", waited[4]);
+}
+
+/// kubeplex's median of the figure `name` in `section`.
+fn median(section: &Section, name: &str) -> f64 {
+    let figure = section.figures.iter().find(|f| f.name == name);
+    figure
+        .unwrap_or_else(|| panic!("no figure {name}"))
+        .kubeplex
+        .median
 }

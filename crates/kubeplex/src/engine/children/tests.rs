@@ -117,7 +117,16 @@ pub(super) async fn sync_telling(
     cached: Vec<ObjectMeta>,
     parent: &ParentRef,
 ) -> (ContextOutcome, Vec<(&'static str, String)>) {
-    let watch = watch(cached);
+    sync_through(client, want, &watch(cached), parent).await
+}
+
+/// As `sync_telling`, through `watch` (which a test may sync through again).
+pub(super) async fn sync_through(
+    client: Client,
+    want: Vec<DesiredChild>,
+    watch: &ChildWatch,
+    parent: &ParentRef,
+) -> (ContextOutcome, Vec<(&'static str, String)>) {
     let link = Parentage {
         parent,
         controller: "app-deployer",
@@ -125,7 +134,7 @@ pub(super) async fn sync_telling(
         metrics: &crate::metrics::Metrics::default(),
     };
     let changes = ChildChanges::default();
-    let outcome = sync_context("cluster-a", client, want, &[&watch], true, &link, &changes).await;
+    let outcome = sync_context("cluster-a", client, want, &[watch], true, &link, &changes).await;
     let notes = changes.notes();
     (
         outcome,

@@ -71,27 +71,8 @@ async fn a_child_applied_a_moment_ago_for_this_parent_is_applied_again_pinned_to
     let (client, requests) = answering_web();
     // One watch for every sync: it has not delivered `web` yet, but remembers what its applies answered.
     let watch = watch(Vec::new());
-    let watches = [&watch];
     let sync_for = async |parent: &ParentRef| {
-        let link = Parentage {
-            parent,
-            controller: "app-deployer",
-            parent_kind: "AppDeployment.demo/v1",
-            metrics: &crate::metrics::Metrics::default(),
-        };
-        let changes = ChildChanges::default();
-        let want = vec![desired("web")];
-        let outcome = sync_context(
-            "cluster-a",
-            client.clone(),
-            want,
-            &watches,
-            true,
-            &link,
-            &changes,
-        );
-        let outcome = outcome.await;
-        (outcome, changes.notes())
+        sync_through(client.clone(), vec![desired("web")], &watch, parent).await
     };
     let (outcome, told) = sync_for(&me).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
