@@ -1,5 +1,6 @@
 //! Whose a child's name is: a new child created by one apply that only a free name lets through, one
-//! applied a moment ago pinned to its UID, one not cached yet read after the server refused the create.
+//! applied a moment ago pinned to its UID, one not cached yet read after the server refused the create, a
+//! cached one applied at once, and a name taken by someone else left alone.
 
 use super::*;
 
@@ -99,4 +100,66 @@ async fn a_child_applied_a_moment_ago_for_this_parent_is_applied_again_pinned_to
         })
         .collect();
     assert_eq!(preconditions, [("1", ""), ("", "uid-web"), ("1", "")]);
+}
+
+#[tokio::test]
+async fn a_cached_child_of_this_parent_is_applied_without_a_lookup() {
+    let me = parent("uid-1", "crd-a");
+    let (client, requests) = server(Vec::new());
+    let outcome = sync(
+        client,
+        vec![desired("web")],
+        vec![child_meta("web", Some(&me))],
+        &me,
+    )
+    .await;
+    assert_eq!(outcome.state, ClusterState::Ready);
+    let lines = requests.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("PATCH "));
+}
+
+#[tokio::test]
+async fn a_name_taken_by_another_parent_or_by_someone_else_is_a_conflict_and_left_alone() {
+    let me = parent("uid-1", "crd-a");
+    let other = parent("uid-2", "crd-b");
+    // Another parent's child, in the controller's cache; a stranger's object, only on the server.
+    let (client, requests) = server(vec![child_meta("stranger", None)]);
+    let outcome = sync(
+        client,
+        vec![desired("taken"), desired("stranger"), desired("free")],
+        vec![child_meta("taken", Some(&other))],
+        &me,
+    )
+    .await;
+    assert_eq!(outcome.state, ClusterState::Conflict, "{outcome:?}");
+    assert_eq!(outcome.children, 1);
+    let message = outcome.message.unwrap();
+    assert!(
+        message.contains(
+            "Deployment ns/taken already exists and belongs to another parent (control/crds/crd-b)"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("Deployment ns/stranger already exists and belongs to no kubeplex parent"),
+        "{message}"
+    );
+    // The stranger's name was only tried by the apply that a taken name refuses, then read; the name
+    // taken in the cache not even tried.
+    let writes: Vec<(String, bool)> = (requests.all().into_iter())
+        .filter(|s| s.method == "PATCH")
+        .map(|s| {
+            (
+                s.uri.split('?').next().unwrap().to_owned(),
+                create_only(&s.body),
+            )
+        })
+        .collect();
+    let at = |name: &str| format!("/apis/apps/v1/namespaces/ns/deployments/{name}");
+    assert_eq!(
+        writes,
+        [(at("stranger"), true), (at("free"), true)],
+        "only the free name is written"
+    );
 }
