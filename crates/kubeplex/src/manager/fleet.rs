@@ -1,16 +1,21 @@
-//! The manager's fleet options: where members come from, what a leave does with their children, how many
-//! member changes run at once, and when a leave gives up on a member that does not answer.
+//! The manager's fleet options: where members come from, what their kubeconfigs may contain beyond inline
+//! credentials, what a leave does with their children, how many member changes run at once, and when a
+//! leave gives up on a member that does not answer.
 
 use std::time::Duration;
 
 use super::Manager;
-use crate::members::{DEFAULT_MEMBER_CHANGES_AT_ONCE, LeavePolicy, MemberProvider};
+use crate::members::{
+    DEFAULT_MEMBER_CHANGES_AT_ONCE, KubeconfigAllowlist, LeavePolicy, MemberProvider,
+};
 
 /// The member provider and how its changes are carried out.
 pub(super) struct FleetOptions {
     pub(super) provider: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
     pub(super) at_once: usize,
     pub(super) give_up_after: Option<Duration>,
+    /// What member kubeconfigs may contain beyond inline credentials.
+    pub(super) allowlist: KubeconfigAllowlist,
 }
 
 impl Default for FleetOptions {
@@ -19,6 +24,7 @@ impl Default for FleetOptions {
             provider: None,
             at_once: DEFAULT_MEMBER_CHANGES_AT_ONCE,
             give_up_after: None,
+            allowlist: KubeconfigAllowlist::default(),
         }
     }
 }
@@ -31,6 +37,42 @@ impl Manager {
     /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md
     pub fn members(mut self, provider: impl MemberProvider, policy: LeavePolicy) -> Self {
         self.fleet.provider = Some((Box::new(provider), policy));
+        self
+    }
+
+    /// Lets a member kubeconfig authenticate with an exec credential plugin whose `command` is one of
+    /// `commands`, compared exactly as written (`aws` matches `aws` only, not `/usr/bin/aws`; a
+    /// relative name is looked up in the operator's `PATH`). Replaces any list given before; none by
+    /// default, and an empty list allows none.
+    ///
+    /// A member kubeconfig is written by whoever may write its Secret (or file): the command then runs
+    /// in the operator's container with the arguments and environment that kubeconfig gives it (never
+    /// `PATH` or the dynamic loader's variables), so allow only plugins that are harmless whatever
+    /// they are given. It always runs non-interactively. Without this, a member kubeconfig holds its
+    /// credentials inline ([docs/fleets.md]).
+    ///
+    /// ```no_run
+    /// # use kubeplex::Manager;
+    /// let manager = Manager::new().member_exec_commands(["aws", "/usr/local/bin/kubelogin"]);
+    /// ```
+    ///
+    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md
+    pub fn member_exec_commands(
+        mut self,
+        commands: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let commands = commands.into_iter().map(Into::into);
+        self.fleet.allowlist.exec_commands = commands.filter(|c| !c.is_empty()).collect();
+        self
+    }
+
+    /// Lets a member kubeconfig's cluster set `insecure-skip-tls-verify: true`: the member's server is
+    /// then not verified, and anyone between the operator and it can read and change what is sent,
+    /// credentials included. Refused by default ([docs/fleets.md]).
+    ///
+    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md
+    pub fn allow_insecure_members(mut self) -> Self {
+        self.fleet.allowlist.insecure = true;
         self
     }
 

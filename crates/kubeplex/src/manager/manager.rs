@@ -367,6 +367,7 @@ impl Manager {
                 fixed: contexts.clone(),
                 at_once: self.fleet.at_once,
                 give_up_after: self.fleet.give_up_after,
+                allowlist: self.fleet.allowlist,
             };
             runner.start(provider, &mut background);
         }

@@ -18,7 +18,8 @@ use super::member_change::Changes;
 use crate::client::PoolConfig;
 use crate::health::{Phase, Pings};
 use crate::members::{
-    Change, Command, FixedClients, LeavePolicy, MemberChanges, MemberProvider, MemberSink,
+    Change, Command, FixedClients, KubeconfigAllowlist, LeavePolicy, MemberChanges, MemberProvider,
+    MemberSink,
 };
 use crate::runtime::Runtime;
 
@@ -48,6 +49,8 @@ pub(super) struct MemberRunner {
     pub(crate) at_once: usize,
     /// After how long a leave stops waiting for a member that does not answer (`None`: never).
     pub(crate) give_up_after: Option<Duration>,
+    /// What member kubeconfigs may contain beyond inline credentials.
+    pub(crate) allowlist: KubeconfigAllowlist,
 }
 
 impl MemberRunner {
@@ -59,7 +62,9 @@ impl MemberRunner {
         let (reload, reloads) = mpsc::channel(RELOADS_WAITING);
         let (rejections, rejected) = mpsc::channel(RELOADS_WAITING);
         self.pings.tell_rejections(rejections);
-        let sink = MemberSink::new(commands, clients, self.policy).with_reloads(reloads);
+        let sink = MemberSink::new(commands, clients, self.policy)
+            .with_reloads(reloads)
+            .with_allowlist(self.allowlist.clone());
         tasks.spawn(provider.run(sink));
         tasks.spawn(self.run(received, rejected, reload));
     }

@@ -3,6 +3,7 @@
 
 mod changes;
 mod gate;
+mod kubeconfig_allowlist;
 mod leaving;
 mod member_set;
 mod provider;
@@ -11,6 +12,7 @@ mod providers;
 pub use changes::LeaveOutcome;
 pub(crate) use changes::{Change, DEFAULT_MEMBER_CHANGES_AT_ONCE, MemberChanges, Slot};
 pub(crate) use gate::SyncGuard;
+pub(crate) use kubeconfig_allowlist::KubeconfigAllowlist;
 pub(crate) use leaving::{LeaveProgress, STANDS_BY};
 pub(crate) use member_set::{MemberChange, MemberSet};
 pub(crate) use provider::{Command, FixedClients};

@@ -10,6 +10,7 @@ use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
 use super::changes::LeaveOutcome;
+use super::kubeconfig_allowlist::KubeconfigAllowlist;
 use crate::core::Result;
 
 /// What happens to a leaving member's children.
@@ -51,6 +52,8 @@ pub struct MemberSink {
     commands: mpsc::Sender<Command>,
     clients: FixedClients,
     policy: LeavePolicy,
+    /// What a member kubeconfig may contain (the shipped providers read every one through it).
+    allowlist: Arc<KubeconfigAllowlist>,
     /// The members whose credentials the manager wants read again (their server rejected them).
     reloads: Arc<tokio::sync::Mutex<Option<mpsc::Receiver<String>>>>,
 }
@@ -65,8 +68,22 @@ impl MemberSink {
             commands,
             clients,
             policy,
+            allowlist: Arc::default(),
             reloads: Arc::default(),
         }
+    }
+
+    /// The sink, with member kubeconfigs read through `allowlist` (the strict default otherwise).
+    pub(crate) fn with_allowlist(self, allowlist: KubeconfigAllowlist) -> Self {
+        Self {
+            allowlist: Arc::new(allowlist),
+            ..self
+        }
+    }
+
+    /// What a member kubeconfig may contain, as the manager was told.
+    pub(crate) fn kubeconfig_allowlist(&self) -> &KubeconfigAllowlist {
+        &self.allowlist
     }
 
     /// The sink, with the manager's requests to read members' credentials again coming from `reloads`.

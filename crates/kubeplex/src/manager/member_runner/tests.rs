@@ -56,6 +56,7 @@ fn start() -> Runner {
         fixed: vec!["control".into()],
         at_once: 16,
         give_up_after: None,
+        allowlist: Default::default(),
     };
     let (commands, received) = mpsc::channel(COMMANDS_WAITING);
     let (rejected, rejections) = mpsc::channel(8);

@@ -13,7 +13,7 @@ use kube::core::DynamicObject;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
-use super::kubeconfig::{config_of, fingerprint};
+use super::kubeconfig::{fingerprint, trusted_config_of};
 use crate::core::chain;
 use crate::members::changes::LeaveOutcome;
 use crate::members::provider::{MemberProvider, MemberSink};
@@ -34,8 +34,10 @@ use profile::Profile;
 /// - Its credentials come from an exec plugin: the first provider of the [`AccessProviders`] file that the
 ///   profile's `status.accessProviders` (or the deprecated `status.credentialProviders`;
 ///   `accessProviders` wins on a name both have) offers. The offer's `cluster` gives the server and TLS
-///   settings; kube runs the plugin, never interactively, and runs it again when the server rejects its
-///   token (401) or before the token's `expirationTimestamp`.
+///   settings, read as a member kubeconfig's cluster is (one naming a file, a proxy or
+///   `insecure-skip-tls-verify`, unless allowed, is refused; docs/fleets.md); kube runs the plugin,
+///   never interactively, and runs it again when the server rejects its token (401) or before the
+///   token's `expirationTimestamp`.
 /// - It joins once its `ControlPlaneHealthy` condition is `True`. A member whose profile turns unhealthy
 ///   stays a member and is reported (in `/readyz`), as its cluster has not left the fleet: its children
 ///   stay, and its watches carry on where the server answers. It is joined again when the profile is
@@ -269,7 +271,10 @@ impl Profiles {
         let member = tracked.member.clone();
         let kubeconfig = Profile::of(&tracked.object).and_then(|read| match read.unhealthy {
             Some(unhealthy) => Err(unhealthy),
-            None => self.provider.access.kubeconfig(&member, &read.offered),
+            None => {
+                let allowlist = self.sink.kubeconfig_allowlist();
+                self.provider.access.kubeconfig(&member, &read.offered, allowlist)
+            }
         });
         let problem = match kubeconfig {
             Err(problem) => problem,
@@ -278,7 +283,8 @@ impl Profiles {
                 if tracked.joined == Some(print) && tracked.reported.is_none() {
                     return; // Nothing that reaches it changed (a condition's time, a property).
                 }
-                match config_of(&kubeconfig, None).await {
+                // Its cluster came through the allowlist; its user is the operator's own plugin.
+                match trusted_config_of(kubeconfig, &member).await {
                     Ok(config) => {
                         tracing::debug!(context = %member, %profile, "member from ClusterProfile");
                         self.sink.join(&member, config).await;

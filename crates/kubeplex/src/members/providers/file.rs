@@ -35,9 +35,12 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
 ///   half-written (truncated, or cut after its first context) removes no member.
 /// - A context named in two files belongs to the file that had it first (else the first by path); the
 ///   member is reported unhealthy, naming both files, until one of them drops it.
-/// - Files a kubeconfig names (`certificate-authority`, `tokenFile`, …) are resolved against the
-///   kubeconfig's directory and read when the client is built; a change to them alone is not a change of
-///   the kubeconfig (kube re-reads a `tokenFile` itself).
+/// - **Credentials inline.** A context's cluster and user are read as every member kubeconfig is: its
+///   credentials inline (`token`, `client-certificate-data`, …); one that names a file
+///   (`certificate-authority`, `tokenFile`, …), runs a command (`exec`, unless
+///   [`Manager::member_exec_commands`](crate::Manager::member_exec_commands) lists it) or sets a proxy or
+///   `insecure-skip-tls-verify` is reported unhealthy naming the field (docs/fleets.md). Whoever may
+///   write the path may add members: it is the fleet's administration.
 /// - **Rejected credentials.** When the manager asks for a member's credentials again (its server
 ///   answered 401), the path is read at once, without waiting for the interval, and the member joins
 ///   again from what its file says then, changed or not.
@@ -266,7 +269,7 @@ impl Poller {
         if let Some((_, kubeconfig)) = want.source
             && (again || !(healthy && known.joined))
         {
-            match config_of(kubeconfig, Some(&name)).await {
+            match config_of(kubeconfig, Some(&name), sink.kubeconfig_allowlist()).await {
                 Ok(config) => {
                     let path = want.file.display();
                     tracing::debug!(context = %name, %path, "member from kubeconfig file");

@@ -1,6 +1,6 @@
 //! A member's kubeconfig: which context of it is meant, and a client configuration built from that
-//! context alone. What goes wrong is said in short reasons without the kubeconfig's text (they reach
-//! `/readyz` and the logs).
+//! context alone, from the fields the allowlist lets through. What goes wrong is said in short reasons
+//! without the kubeconfig's text (they reach `/readyz` and the logs).
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -10,14 +10,16 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::client::only_context;
 use crate::core::kubeconfig_error;
+use crate::members::kubeconfig_allowlist::KubeconfigAllowlist;
 
 /// The client configuration of `context` in the kubeconfig `text` (its current-context when `None`, or
-/// its only context).
+/// its only context), from what `allowlist` lets through.
 pub(super) async fn config_from_kubeconfig(
     text: &str,
     context: Option<&str>,
+    allowlist: &KubeconfigAllowlist,
 ) -> Result<kube::Config, String> {
-    config_of(&parse(text)?, context).await
+    config_of(&parse(text)?, context, allowlist).await
 }
 
 /// `text` as a kubeconfig (several YAML documents are merged, as kubectl does).
@@ -29,17 +31,31 @@ fn parse(text: &str) -> Result<Kubeconfig, String> {
 }
 
 /// The client configuration of `context` in `kubeconfig`, built from that context's cluster and user
-/// only (a fleet's kubeconfig holds every cluster's credentials; a member needs its own).
+/// only (a fleet's kubeconfig holds every cluster's credentials; a member needs its own), and of them
+/// only from the fields `allowlist` lets through: kube is never given a file to read or a command to
+/// run that the operator did not allow.
 pub(super) async fn config_of(
     kubeconfig: &Kubeconfig,
     context: Option<&str>,
+    allowlist: &KubeconfigAllowlist,
 ) -> Result<kube::Config, String> {
     let name = chosen_context(kubeconfig, context)?;
+    let allowed = (allowlist.member_kubeconfig(kubeconfig, &name))
+        .map_err(|refused| format!("context {name}: {refused}"))?;
+    trusted_config_of(allowed, &name).await
+}
+
+/// The client configuration of the context `name` of `kubeconfig`, with everything it says honoured:
+/// only for a kubeconfig read through the allowlist, or built from the operator's own configuration.
+pub(super) async fn trusted_config_of(
+    kubeconfig: Kubeconfig,
+    name: &str,
+) -> Result<kube::Config, String> {
     let options = KubeConfigOptions {
-        context: Some(name.clone()),
+        context: Some(name.to_owned()),
         ..KubeConfigOptions::default()
     };
-    kube::Config::from_custom_kubeconfig(only_context(kubeconfig, &name), &options)
+    kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
         .map_err(|e| format!("context {name}: {}", kubeconfig_error(&e)))
 }
@@ -152,13 +168,14 @@ mod tests {
 
     #[tokio::test]
     async fn member_kubeconfig_context_is_the_given_the_current_or_the_only_one() {
+        let strict = KubeconfigAllowlist::default();
         let two = kubeconfig(&["a", "b"], Some("b"));
-        let given = config_from_kubeconfig(&two, Some("a")).await.unwrap();
+        let given = config_from_kubeconfig(&two, Some("a"), &strict).await.unwrap();
         assert_eq!(given.cluster_url.host(), Some("a.example"));
-        let current = config_from_kubeconfig(&two, None).await.unwrap();
+        let current = config_from_kubeconfig(&two, None, &strict).await.unwrap();
         assert_eq!(current.cluster_url.host(), Some("b.example"));
         let one = kubeconfig(&["only"], None);
-        let only = config_from_kubeconfig(&one, None).await.unwrap();
+        let only = config_from_kubeconfig(&one, None, &strict).await.unwrap();
         assert_eq!(only.cluster_url.host(), Some("only.example"));
     }
 
@@ -166,7 +183,9 @@ mod tests {
     async fn member_kubeconfig_errors_are_short_and_name_the_contexts() {
         let two = kubeconfig(&["a", "b"], None);
         let error = |text: String, context: Option<&'static str>| async move {
-            config_from_kubeconfig(&text, context).await.unwrap_err()
+            config_from_kubeconfig(&text, context, &KubeconfigAllowlist::default())
+            .await
+            .unwrap_err()
         };
         assert_eq!(
             error(two.clone(), Some("x")).await,

@@ -53,7 +53,11 @@ const DEFAULT_KEY: &str = "kubeconfig";
 ///   a Secret deleted, or no longer matching the selector, makes the member leave. A member whose server
 ///   rejects its credentials (401) is read again from its Secret and joins again, changed or not.
 /// - A Secret without the key, or whose kubeconfig is not UTF-8 or cannot be used, makes its member
-///   unhealthy with the reason (one that had joined keeps its client). Two Secrets naming one member: the
+///   unhealthy with the reason (one that had joined keeps its client). A kubeconfig may hold its
+///   credentials inline only: one that names a local file, runs a command (`exec`, unless
+///   [`Manager::member_exec_commands`](crate::Manager::member_exec_commands) lists it), or sets a proxy
+///   or `insecure-skip-tls-verify` is refused, naming the field (docs/fleets.md). Whoever may write these
+///   Secrets may add members and choose their credentials: it is the fleet's administration. Two Secrets naming one member: the
 ///   first keeps it, and the member is unhealthy, naming both, until one of them goes.
 /// - Under [`LeavePolicy::Delete`] each member's Secret carries
 ///   [`MEMBER_FINALIZER`](crate::MEMBER_FINALIZER): deleting the Secret makes the member leave, its children
@@ -318,7 +322,7 @@ impl Secrets {
             Err(reason) => Some(reason),
             // Joined with these bytes, and nothing reported since but the conflict that still stands.
             Ok((print, _)) if joined == Some(print) && reported == conflict => conflict,
-            Ok((print, text)) => match config_from_kubeconfig(text, None).await {
+            Ok((print, text)) => match config_from_kubeconfig(text, None, self.sink.kubeconfig_allowlist()).await {
                 Ok(config) => {
                     tracing::debug!(context = %member, secret = %name, "member from kubeconfig Secret");
                     self.sink.join(&member, config).await;

@@ -12,6 +12,7 @@ use kube::config::{
 use serde::Deserialize;
 
 use super::profile::Offered;
+use crate::members::KubeconfigAllowlist;
 
 /// The cluster extension of extra plugin arguments a ClusterProfile may carry (a JSON list of strings).
 pub(super) const ADDITIONAL_ARGS: &str =
@@ -137,7 +138,12 @@ impl AccessProviders {
 
     /// The kubeconfig reaching the cluster `offered` describes, named `member`: its cluster from the first
     /// provider of the file that `offered` has, its user that provider's plugin. Or why there is none.
-    pub(super) fn kubeconfig(&self, member: &str, offered: &Offered) -> Result<Kubeconfig, String> {
+    pub(super) fn kubeconfig(
+        &self,
+        member: &str,
+        offered: &Offered,
+        allowlist: &KubeconfigAllowlist,
+    ) -> Result<Kubeconfig, String> {
         let Some((provider, cluster)) = self
             .providers
             .iter()
@@ -153,7 +159,8 @@ impl AccessProviders {
             };
             return Err(format!("{offers}, none of them known ({known})"));
         };
-        let cluster = only_connection(cluster);
+        // Written by the cluster manager: read as a member kubeconfig's cluster is.
+        let cluster = allowlist.member_cluster(cluster).map_err(|r| r.to_string())?;
         let exec = provider.exec(&cluster)?;
         let named = |kind: &str| format!("{member}-{kind}");
         Ok(Kubeconfig {
@@ -182,20 +189,6 @@ impl AccessProviders {
             current_context: Some(member.to_owned()),
             ..Kubeconfig::default()
         })
-    }
-}
-
-/// The connection settings of a profile's cluster, nothing else: a ClusterProfile is written by the cluster
-/// manager, so a local file it might name (`certificate-authority`) is not read.
-fn only_connection(cluster: &Cluster) -> Cluster {
-    Cluster {
-        server: cluster.server.clone(),
-        insecure_skip_tls_verify: cluster.insecure_skip_tls_verify,
-        certificate_authority_data: cluster.certificate_authority_data.clone(),
-        proxy_url: cluster.proxy_url.clone(),
-        tls_server_name: cluster.tls_server_name.clone(),
-        extensions: cluster.extensions.clone(),
-        ..Cluster::default()
     }
 }
 

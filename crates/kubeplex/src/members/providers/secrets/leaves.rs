@@ -22,7 +22,8 @@ impl Secrets {
                 && self.sink.leave_policy() == LeavePolicy::Delete
                 && has_finalizer(secret)
                 && let Ok((_, text)) = kubeconfig_in(secret.data.as_ref(), &self.provider.key)
-                && let Ok(config) = config_from_kubeconfig(text, None).await
+                && let allowlist = self.sink.kubeconfig_allowlist()
+                && let Ok(config) = config_from_kubeconfig(text, None, allowlist).await
             {
                 self.sink.join(member, config).await;
                 self.members.insert(member.to_owned(), Owned::default());

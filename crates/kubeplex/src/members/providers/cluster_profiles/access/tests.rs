@@ -32,12 +32,16 @@ fn profile(status: serde_json::Value) -> Profile {
 
 fn offer(name: &str, server: &str) -> serde_json::Value {
     json!({ "name": name, "cluster": {
-        "server": server, "certificate-authority": "/etc/passwd", "tls-server-name": "api",
+        "server": server, "tls-server-name": "api",
         "extensions": [
             { "name": "client.authentication.k8s.io/exec", "extension": { "audience": "fleet" } },
             { "name": ADDITIONAL_ARGS, "extension": ["--cluster", "c"] },
             { "name": ADDITIONAL_ENVS, "extension": { "BOTH": "profile", "NEW": "profile" } },
         ] } })
+}
+
+fn strict() -> KubeconfigAllowlist {
+    KubeconfigAllowlist::default()
 }
 
 fn env(exec: &ExecConfig) -> Vec<(String, String)> {
@@ -54,13 +58,11 @@ fn cluster_profile_uses_the_first_provider_of_the_file_that_it_offers() {
         "accessProviders": [offer("other", "https://other"), offer("ours", "https://ours")],
     }));
     assert_eq!(offered.unhealthy, None);
-    let kubeconfig = access.kubeconfig("fleet-c", &offered.offered).unwrap();
+    let kubeconfig = access.kubeconfig("fleet-c", &offered.offered, &strict()).unwrap();
     assert_eq!(kubeconfig.current_context.as_deref(), Some("fleet-c"));
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     assert_eq!(cluster.server.as_deref(), Some("https://ours"));
     assert_eq!(cluster.tls_server_name.as_deref(), Some("api"));
-    // A local file named by the profile is not read.
-    assert_eq!(cluster.certificate_authority, None);
     let exec = kubeconfig.auth_infos[0].auth_info.as_ref().unwrap();
     let exec = exec.exec.as_ref().unwrap();
     assert_eq!(exec.command.as_deref(), Some("/bin/ours"));
@@ -85,12 +87,12 @@ fn cluster_profile_access_providers_win_over_credential_providers_by_name() {
         offered.unhealthy.as_deref(),
         Some("it has no ControlPlaneHealthy condition yet")
     );
-    let kubeconfig = access.kubeconfig("m", &offered.offered).unwrap();
+    let kubeconfig = access.kubeconfig("m", &offered.offered, &strict()).unwrap();
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     assert_eq!(cluster.server.as_deref(), Some("https://new"));
     // Only a deprecated offer: it is used.
     let old = profile(json!({ "credentialProviders": [offer("other", "https://other")] }));
-    let kubeconfig = access.kubeconfig("m", &old.offered).unwrap();
+    let kubeconfig = access.kubeconfig("m", &old.offered, &strict()).unwrap();
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     assert_eq!(cluster.server.as_deref(), Some("https://other"));
 }
@@ -99,7 +101,7 @@ fn cluster_profile_access_providers_win_over_credential_providers_by_name() {
 fn cluster_profile_extensions_change_the_plugin_only_under_the_files_policies() {
     let offered = profile(json!({ "accessProviders": [offer("ours", "https://ours")] }));
     let exec = |policies| {
-        let kubeconfig = file(policies).kubeconfig("m", &offered.offered).unwrap();
+        let kubeconfig = file(policies).kubeconfig("m", &offered.offered, &strict()).unwrap();
         kubeconfig.auth_infos[0]
             .auth_info
             .clone()
@@ -135,13 +137,13 @@ fn cluster_profile_without_a_known_provider_or_health_says_why() {
         unknown.unhealthy.as_deref(),
         Some("its ControlPlaneHealthy condition is False (Unreachable: no heartbeat)")
     );
-    let error = access.kubeconfig("m", &unknown.offered).unwrap_err();
+    let error = access.kubeconfig("m", &unknown.offered, &strict()).unwrap_err();
     assert_eq!(
         error,
         "offers access providers theirs, none of them known (the access-providers file names ours, other)"
     );
     let none = profile(serde_json::Value::Null);
-    let error = access.kubeconfig("m", &none.offered).unwrap_err();
+    let error = access.kubeconfig("m", &none.offered, &strict()).unwrap_err();
     assert!(error.starts_with("offers no access provider, "), "{error}");
 }
 
@@ -167,4 +169,34 @@ fn access_providers_file_errors_do_not_quote_the_file() {
         error.ends_with("provider x's execConfig has no command"),
         "{error}"
     );
+}
+
+#[test]
+fn cluster_profile_cluster_is_read_as_a_member_kubeconfigs_cluster_is() {
+    let access = file(json!({}));
+    let mut offered = offer("ours", "https://ours");
+    let cluster = offered["cluster"].as_object_mut().unwrap();
+    cluster.insert("certificate-authority".into(), json!("/var/run/secrets/token"));
+    cluster.insert("proxy-url".into(), json!("http://attacker:3128"));
+    cluster.insert("insecure-skip-tls-verify".into(), json!(true));
+    let offered = profile(json!({ "accessProviders": [offered] }));
+    let refused = access
+        .kubeconfig("m", &offered.offered, &strict())
+        .unwrap_err();
+    for field in ["certificate-authority", "proxy-url", "insecure-skip-tls-verify"] {
+        assert!(refused.contains(&format!("cluster's {field}")), "{refused}");
+    }
+    for value in ["/var/run/secrets/token", "attacker"] {
+        assert!(!refused.contains(value), "{refused}");
+    }
+    // The operator's opt-in lets `insecure-skip-tls-verify` through, and nothing else.
+    let insecure = KubeconfigAllowlist {
+        insecure: true,
+        ..strict()
+    };
+    let refused = access
+        .kubeconfig("m", &offered.offered, &insecure)
+        .unwrap_err();
+    assert!(!refused.contains("insecure"), "{refused}");
+    assert!(refused.contains("cluster's proxy-url"), "{refused}");
 }
