@@ -4,9 +4,10 @@
 //! rotated in the Secret with the old one revoked keeps the member working with no manual step; and a
 //! token revoked under the file provider is read again from the file at the manager's request (a 401), while
 //! one still rejected after that is reported and not reloaded in a loop. The typed context cluster-a keeps
-//! its child throughout. (More in `member_providers/`: exec credential plugins, ClusterProfiles, Cluster
-//! API's Secrets, leaves, unreachable members, a leave whose deletes are refused, two replicas under leader
-//! election; the clusters write audit logs.)
+//! its child throughout. (More in `member_providers/`: member kubeconfigs refused for what they would run
+//! or read, exec credential plugins the manager allows, ClusterProfiles, Cluster API's Secrets, leaves,
+//! unreachable members, a leave whose deletes are refused, two replicas under leader election; the
+//! clusters write audit logs.)
 
 mod spread;
 mod support;
@@ -18,6 +19,7 @@ mod member_providers {
     pub mod cluster_api;
     pub mod cluster_profiles;
     pub mod exec;
+    pub mod kubeconfig_allowlist;
     pub mod leaves;
     pub mod proxy;
     pub mod refused;
@@ -72,8 +74,19 @@ async fn start(
     provider: impl kubeplex::MemberProvider,
     policy: LeavePolicy,
 ) -> Running {
+    start_with(env, controller, provider, policy, |manager| manager).await
+}
+
+/// As [`start`], with the manager's options `configure` sets.
+async fn start_with(
+    env: &TestEnv,
+    controller: impl Reconcile,
+    provider: impl kubeplex::MemberProvider,
+    policy: LeavePolicy,
+    configure: impl FnOnce(Manager) -> Manager,
+) -> Running {
     prepare(env).await;
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+    let running = configure(Manager::with_kubeconfig(env.kubeconfig().clone()))
         .probes("127.0.0.1:0")
         .ping_interval(Duration::from_millis(500))
         .controller(controller)

@@ -227,7 +227,10 @@ impl KubeconfigAllowlist {
             return Err(("exec", "a command the operator does not allow"));
         }
         let names = exec.env.iter().flatten().filter_map(|var| var.get("name"));
-        if names.map(|n| n.to_ascii_uppercase()).any(|n| runs_other_code(&n)) {
+        if names
+            .map(|n| n.to_ascii_uppercase())
+            .any(|n| runs_other_code(&n))
+        {
             return Err(("exec env", "a variable that changes which program runs"));
         }
         Ok(ExecConfig {

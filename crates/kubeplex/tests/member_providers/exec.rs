@@ -1,7 +1,8 @@
 //! A member whose kubeconfig Secret authenticates through an exec credential plugin: its token revoked and
 //! the plugin handing out a new one, the member recovers with no change to its Secret, and `/readyz` says
 //! its credentials were rejected in between; a plugin that fails when the member joins (its token server
-//! down) is run again by the manager, and the member joins once it succeeds, its Secret unchanged.
+//! down) is run again by the manager, and the member joins once it succeeds, its Secret unchanged. The
+//! plugin is one the manager allows for members (`member_exec_commands`); none is by default.
 
 use std::path::Path;
 
@@ -17,10 +18,23 @@ use crate::spread::{
     wait_until,
 };
 use crate::support::{Fleet, probe, reasons};
-use crate::{REJECTED, SECRET, member_secret, member_status, secrets_provider, start};
+use crate::{REJECTED, SECRET, member_secret, member_status, secrets_provider, start_with};
 
 spreader!(SecretsExec, "spread-exec");
 spreader!(SecretsExecRetry, "spread-exec-retry");
+
+/// Starts a manager of `controller` with members from `provider`, allowing the plugin of [`exec_kubeconfig`]
+/// in `dir`.
+async fn start(
+    env: &TestEnv,
+    controller: impl Reconcile,
+    provider: impl kubeplex::MemberProvider,
+    dir: &Path,
+) -> kubeplex::Running {
+    let plugin = dir.join("plugin").to_string_lossy().into_owned();
+    let allow = |manager: kubeplex::Manager| manager.member_exec_commands([plugin]);
+    start_with(env, controller, provider, LeavePolicy::Orphan, allow).await
+}
 
 /// An exec plugin in `dir` that prints an ExecCredential with the token in `token` (no expiry), and the
 /// kubeconfig of cluster-c whose user is that plugin. While the file `down` exists, if one is named, the
@@ -57,7 +71,7 @@ async fn a_revoked_exec_token_is_asked_for_again_and_the_member_recovers_without
     let token = dir.path().join("token");
     crate::write(&token, &first);
     let (secrets, provider) = secrets_provider(env).await;
-    let running = start(env, SecretsExec, provider, LeavePolicy::Orphan).await;
+    let running = start(env, SecretsExec, provider, dir.path()).await;
     create_spread(env, "spread-exec", "web").await;
     let child = "web-secrets-exec";
     let secret = member_secret(
@@ -117,7 +131,7 @@ async fn a_member_whose_plugin_fails_at_first_joins_once_it_succeeds_without_a_s
     let down = dir.path().join("token-server-down");
     std::fs::write(&down, "").unwrap();
     let (secrets, provider) = secrets_provider(env).await;
-    let running = start(env, SecretsExecRetry, provider, LeavePolicy::Orphan).await;
+    let running = start(env, SecretsExecRetry, provider, dir.path()).await;
     create_spread(env, "spread-exec-retry", "web").await;
     let child = "web-secrets-exec-retry";
     wait_child(env, "cluster-a", child, true).await;

@@ -44,7 +44,10 @@ fn refused(allowlist: &KubeconfigAllowlist, cluster: Value, user: Value) -> Stri
     let kubeconfig = kubeconfig(cluster, user);
     let refused = allowlist.member_kubeconfig(&kubeconfig, "m").unwrap_err();
     let reason = refused.to_string();
-    assert!(!reason.contains(SECRET), "the reason shows a value: {reason}");
+    assert!(
+        !reason.contains(SECRET),
+        "the reason shows a value: {reason}"
+    );
     assert!(reason.ends_with("see docs/fleets.md"), "{reason}");
     reason
 }
@@ -52,7 +55,11 @@ fn refused(allowlist: &KubeconfigAllowlist, cluster: Value, user: Value) -> Stri
 /// `cluster` and `user` with `field` of `part` set to `value`.
 fn with(part: &str, field: &str, value: Value) -> (Value, Value) {
     let (mut cluster, mut user) = (inline_cluster(), inline_user());
-    let target = if part == "cluster" { &mut cluster } else { &mut user };
+    let target = if part == "cluster" {
+        &mut cluster
+    } else {
+        &mut user
+    };
     target.as_object_mut().unwrap().insert(field.into(), value);
     (cluster, user)
 }
@@ -60,7 +67,11 @@ fn with(part: &str, field: &str, value: Value) -> (Value, Value) {
 #[test]
 fn member_kubeconfig_fields_that_read_files_run_commands_or_weaken_tls_are_refused_by_name() {
     let cases = [
-        ("user", "exec", json!({ "command": SECRET, "args": [SECRET] })),
+        (
+            "user",
+            "exec",
+            json!({ "command": SECRET, "args": [SECRET] }),
+        ),
         (
             "user",
             "auth-provider",
@@ -158,7 +169,12 @@ fn member_kubeconfig_exec_is_allowed_only_for_the_commands_listed() {
         );
     }
     // Nor may the kubeconfig change which program the allowed command is.
-    for name in ["PATH", "LD_PRELOAD", "ld_library_path", "DYLD_INSERT_LIBRARIES"] {
+    for name in [
+        "PATH",
+        "LD_PRELOAD",
+        "ld_library_path",
+        "DYLD_INSERT_LIBRARIES",
+    ] {
         let env = json!([{ "name": name, "value": SECRET }]);
         let reason = refused(&listed, inline_cluster(), exec("aws", env));
         assert!(reason.contains("the user's exec env ("), "{name}: {reason}");

@@ -273,7 +273,9 @@ impl Profiles {
             Some(unhealthy) => Err(unhealthy),
             None => {
                 let allowlist = self.sink.kubeconfig_allowlist();
-                self.provider.access.kubeconfig(&member, &read.offered, allowlist)
+                self.provider
+                    .access
+                    .kubeconfig(&member, &read.offered, allowlist)
             }
         });
         let problem = match kubeconfig {

@@ -170,7 +170,9 @@ mod tests {
     async fn member_kubeconfig_context_is_the_given_the_current_or_the_only_one() {
         let strict = KubeconfigAllowlist::default();
         let two = kubeconfig(&["a", "b"], Some("b"));
-        let given = config_from_kubeconfig(&two, Some("a"), &strict).await.unwrap();
+        let given = config_from_kubeconfig(&two, Some("a"), &strict)
+            .await
+            .unwrap();
         assert_eq!(given.cluster_url.host(), Some("a.example"));
         let current = config_from_kubeconfig(&two, None, &strict).await.unwrap();
         assert_eq!(current.cluster_url.host(), Some("b.example"));
@@ -184,8 +186,8 @@ mod tests {
         let two = kubeconfig(&["a", "b"], None);
         let error = |text: String, context: Option<&'static str>| async move {
             config_from_kubeconfig(&text, context, &KubeconfigAllowlist::default())
-            .await
-            .unwrap_err()
+                .await
+                .unwrap_err()
         };
         assert_eq!(
             error(two.clone(), Some("x")).await,

@@ -322,16 +322,18 @@ impl Secrets {
             Err(reason) => Some(reason),
             // Joined with these bytes, and nothing reported since but the conflict that still stands.
             Ok((print, _)) if joined == Some(print) && reported == conflict => conflict,
-            Ok((print, text)) => match config_from_kubeconfig(text, None, self.sink.kubeconfig_allowlist()).await {
-                Ok(config) => {
-                    tracing::debug!(context = %member, secret = %name, "member from kubeconfig Secret");
-                    self.sink.join(&member, config).await;
-                    let owned = self.members.get_mut(&member).expect("inserted above");
-                    (owned.joined, owned.reported) = (Some(print), None);
-                    conflict
+            Ok((print, text)) => {
+                match config_from_kubeconfig(text, None, self.sink.kubeconfig_allowlist()).await {
+                    Ok(config) => {
+                        tracing::debug!(context = %member, secret = %name, "member from kubeconfig Secret");
+                        self.sink.join(&member, config).await;
+                        let owned = self.members.get_mut(&member).expect("inserted above");
+                        (owned.joined, owned.reported) = (Some(print), None);
+                        conflict
+                    }
+                    Err(reason) => Some(format!("{}: {reason}", self.secret_name(&name))),
                 }
-                Err(reason) => Some(format!("{}: {reason}", self.secret_name(&name))),
-            },
+            }
         };
         self.report(&member, problem).await;
     }

@@ -160,7 +160,9 @@ impl AccessProviders {
             return Err(format!("{offers}, none of them known ({known})"));
         };
         // Written by the cluster manager: read as a member kubeconfig's cluster is.
-        let cluster = allowlist.member_cluster(cluster).map_err(|r| r.to_string())?;
+        let cluster = allowlist
+            .member_cluster(cluster)
+            .map_err(|r| r.to_string())?;
         let exec = provider.exec(&cluster)?;
         let named = |kind: &str| format!("{member}-{kind}");
         Ok(Kubeconfig {

@@ -58,7 +58,9 @@ fn cluster_profile_uses_the_first_provider_of_the_file_that_it_offers() {
         "accessProviders": [offer("other", "https://other"), offer("ours", "https://ours")],
     }));
     assert_eq!(offered.unhealthy, None);
-    let kubeconfig = access.kubeconfig("fleet-c", &offered.offered, &strict()).unwrap();
+    let kubeconfig = access
+        .kubeconfig("fleet-c", &offered.offered, &strict())
+        .unwrap();
     assert_eq!(kubeconfig.current_context.as_deref(), Some("fleet-c"));
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     assert_eq!(cluster.server.as_deref(), Some("https://ours"));
@@ -101,7 +103,9 @@ fn cluster_profile_access_providers_win_over_credential_providers_by_name() {
 fn cluster_profile_extensions_change_the_plugin_only_under_the_files_policies() {
     let offered = profile(json!({ "accessProviders": [offer("ours", "https://ours")] }));
     let exec = |policies| {
-        let kubeconfig = file(policies).kubeconfig("m", &offered.offered, &strict()).unwrap();
+        let kubeconfig = file(policies)
+            .kubeconfig("m", &offered.offered, &strict())
+            .unwrap();
         kubeconfig.auth_infos[0]
             .auth_info
             .clone()
@@ -137,13 +141,17 @@ fn cluster_profile_without_a_known_provider_or_health_says_why() {
         unknown.unhealthy.as_deref(),
         Some("its ControlPlaneHealthy condition is False (Unreachable: no heartbeat)")
     );
-    let error = access.kubeconfig("m", &unknown.offered, &strict()).unwrap_err();
+    let error = access
+        .kubeconfig("m", &unknown.offered, &strict())
+        .unwrap_err();
     assert_eq!(
         error,
         "offers access providers theirs, none of them known (the access-providers file names ours, other)"
     );
     let none = profile(serde_json::Value::Null);
-    let error = access.kubeconfig("m", &none.offered, &strict()).unwrap_err();
+    let error = access
+        .kubeconfig("m", &none.offered, &strict())
+        .unwrap_err();
     assert!(error.starts_with("offers no access provider, "), "{error}");
 }
 
@@ -176,14 +184,21 @@ fn cluster_profile_cluster_is_read_as_a_member_kubeconfigs_cluster_is() {
     let access = file(json!({}));
     let mut offered = offer("ours", "https://ours");
     let cluster = offered["cluster"].as_object_mut().unwrap();
-    cluster.insert("certificate-authority".into(), json!("/var/run/secrets/token"));
+    cluster.insert(
+        "certificate-authority".into(),
+        json!("/var/run/secrets/token"),
+    );
     cluster.insert("proxy-url".into(), json!("http://attacker:3128"));
     cluster.insert("insecure-skip-tls-verify".into(), json!(true));
     let offered = profile(json!({ "accessProviders": [offered] }));
     let refused = access
         .kubeconfig("m", &offered.offered, &strict())
         .unwrap_err();
-    for field in ["certificate-authority", "proxy-url", "insecure-skip-tls-verify"] {
+    for field in [
+        "certificate-authority",
+        "proxy-url",
+        "insecure-skip-tls-verify",
+    ] {
         assert!(refused.contains(&format!("cluster's {field}")), "{refused}");
     }
     for value in ["/var/run/secrets/token", "attacker"] {
