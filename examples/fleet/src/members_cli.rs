@@ -75,6 +75,22 @@ pub struct MemberFlags {
         requires = "member_source"
     )]
     pub member_leave_policy: MemberLeavePolicy,
+    /// Lets a member kubeconfig authenticate with an exec credential plugin running this command, compared
+    /// exactly as written (`aws` is not `/usr/bin/aws`); repeat the flag (or separate with commas in the
+    /// variable) for several. None by default: a member kubeconfig holds its credentials inline, since
+    /// whoever writes it would choose what runs in the operator's container (docs/fleets.md).
+    #[arg(
+        long,
+        value_name = "COMMAND",
+        value_delimiter = ',',
+        env = "FLEET_MEMBER_EXEC_COMMANDS",
+        requires = "member_source"
+    )]
+    pub member_exec_command: Vec<String>,
+    /// Lets a member kubeconfig set `insecure-skip-tls-verify: true` (its server then goes unverified,
+    /// credentials included); refused by default.
+    #[arg(long, env = "FLEET_ALLOW_INSECURE_MEMBERS", requires = "member_source")]
+    pub allow_insecure_members: bool,
 }
 
 impl MemberFlags {
@@ -97,6 +113,15 @@ impl MemberFlags {
     /// `manager` with the members the flags ask for; as it is without a member source.
     pub fn add_to(self, manager: Manager) -> Result<Manager, kubeplex::AccessProvidersError> {
         let policy = self.leave_policy();
+        if !self.member_exec_command.is_empty() {
+            let commands = self.member_exec_command.join(", ");
+            tracing::info!(%commands, "member kubeconfigs may run these exec credential plugins");
+        }
+        let mut manager = manager.member_exec_commands(self.member_exec_command);
+        if self.allow_insecure_members {
+            tracing::warn!("member kubeconfigs may skip verifying their servers' TLS certificates");
+            manager = manager.allow_insecure_members();
+        }
         let context = Fleet::Control.name();
         if let Some(selector) = self.members_from_secrets {
             let namespace = self.members_namespace;

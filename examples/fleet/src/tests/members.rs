@@ -170,3 +170,51 @@ fn run_takes_members_from_cluster_profiles_or_cluster_api_one_source_at_a_time()
         "{error}"
     );
 }
+
+#[test]
+fn run_allows_member_exec_commands_and_insecure_members_only_when_asked() {
+    let members = members_of(&["--members-from-secrets", "a=b"]).unwrap();
+    assert!(members.member_exec_command.is_empty());
+    assert!(!members.allow_insecure_members);
+    let members = members_of(&[
+        "--members-from-cluster-api",
+        "capi-system",
+        "--member-exec-command",
+        "aws",
+        "--member-exec-command",
+        "/usr/local/bin/kubelogin",
+        "--allow-insecure-members",
+    ])
+    .unwrap();
+    assert_eq!(
+        members.member_exec_command,
+        ["aws", "/usr/local/bin/kubelogin"]
+    );
+    assert!(members.allow_insecure_members);
+    // Without a member source they would allow nothing: refused.
+    for args in [
+        &["--member-exec-command", "aws"][..],
+        &["--allow-insecure-members"],
+    ] {
+        let refused = members_of(args).unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "{args:?}: {refused}"
+        );
+    }
+    let command = Cli::command();
+    let run = command.find_subcommand("run").unwrap();
+    let env_of = |id: &str| {
+        let arg = run.get_arguments().find(|a| a.get_id() == id).unwrap();
+        arg.get_env().map(|e| e.to_string_lossy().into_owned())
+    };
+    assert_eq!(
+        env_of("member_exec_command").as_deref(),
+        Some("FLEET_MEMBER_EXEC_COMMANDS")
+    );
+    assert_eq!(
+        env_of("allow_insecure_members").as_deref(),
+        Some("FLEET_ALLOW_INSECURE_MEMBERS")
+    );
+}
