@@ -17,7 +17,7 @@ use crate::{member_status, start};
 spreader!(ClusterApiJoin, "spread-capi");
 
 /// A Secret as Cluster API writes them for cluster-c: `name`, of `type_`, with `kubeconfig` under `value`.
-fn capi_secret(name: &str, type_: &str, kubeconfig: &str) -> Secret {
+pub fn capi_secret(name: &str, type_: &str, kubeconfig: &str) -> Secret {
     serde_json::from_value(serde_json::json!({
         "metadata": { "name": name, "labels": { "cluster.x-k8s.io/cluster-name": MEMBER } },
         "type": type_,

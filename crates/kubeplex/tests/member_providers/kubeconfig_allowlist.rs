@@ -2,14 +2,14 @@
 //! auth-provider's `cmd-path`), send a local file's token to the server it names (`tokenFile`), or
 //! authenticate with local certificate files are refused, each naming the field in `/readyz`: no command
 //! runs, the server never hears from the operator, and the member never joins; a member with inline
-//! credentials, added after them, joins.
+//! credentials, added after them, joins. The same holds for Cluster API's `<cluster>-kubeconfig` Secrets.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kubeplex::prelude::*;
 use kubeplex::{LeavePolicy, MemberPhase};
 use kubeplex_testenv::TestEnv;
@@ -18,11 +18,13 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt as _;
 
 use super::accounts::{MEMBER, account_token, admin_kubeconfig, text, token_kubeconfig};
+use super::cluster_api::capi_secret;
 use crate::spread::{self, Spread, create_spread, spreader, wait_child};
 use crate::support::{Fleet, reasons, wait_context_status};
 use crate::{member_secret, secrets_provider, start};
 
 spreader!(Untrusted, "spread-untrusted");
+spreader!(UntrustedCapi, "spread-untrusted-capi");
 
 /// The token in the local file a `tokenFile` names: the listener must never see it.
 const TOKEN_IN_FILE: &str = "operator-local-token-5c1e9a";
@@ -225,5 +227,53 @@ async fn member_secrets_that_would_run_commands_or_read_local_files_are_refused_
         assert!(!status.fleet.clusters.contains_key(*member), "{status:#?}");
     }
     server.task.abort();
+    crate::support::stop(running).await;
+}
+
+#[tokio::test]
+async fn a_cluster_api_kubeconfig_secret_that_would_run_a_command_is_refused_until_it_is_inline() {
+    let env = crate::CLUSTERS.get().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = plugin(dir.path(), "unused");
+    let namespace = env
+        .create_namespace(&["control"], "capi-untrusted")
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(env.client("control").await.unwrap(), &namespace);
+    let provider = kubeplex::KubeconfigSecrets::cluster_api(Fleet::Control, &namespace);
+    let running = start(env, UntrustedCapi, provider, LeavePolicy::Orphan).await;
+    let address = running.probe_address().unwrap();
+    create_spread(env, "spread-untrusted-capi", "web").await;
+    let child = "web-untrusted-capi";
+    wait_child(env, "cluster-a", child, true).await;
+
+    let exec = json!({ "exec": { "command": plugin, "args": ["capi"] } });
+    let secret = capi_secret(
+        "cluster-c-kubeconfig",
+        "cluster.x-k8s.io/secret",
+        &kubeconfig(env, exec, None),
+    );
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let ready = wait_context_status(address, "/readyz", MEMBER, "failing").await;
+    let reason = reasons(&ready, MEMBER);
+    assert!(reason.contains("the user's exec (a command)"), "{reason}");
+    assert!(!reason.contains(&*dir.path().to_string_lossy()), "{reason}");
+
+    // Its credentials put inline: it joins and gets its child; the command never ran.
+    let inline = json!({ "stringData": { "value": text(&admin_kubeconfig(env)) } });
+    let params = PatchParams::default();
+    let patch = Patch::Merge(&inline);
+    secrets
+        .patch("cluster-c-kubeconfig", &params, &patch)
+        .await
+        .unwrap();
+    wait_child(env, MEMBER, child, true).await;
+    assert!(
+        !dir.path().join("ran-capi").exists(),
+        "the member's command ran"
+    );
     crate::support::stop(running).await;
 }

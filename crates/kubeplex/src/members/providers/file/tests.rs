@@ -5,6 +5,7 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::core::Error;
+use crate::members::KubeconfigAllowlist;
 use crate::members::provider::{Command, FixedClients, LeavePolicy};
 
 /// A command as the manager would receive it; a leave is acknowledged on receipt.
@@ -332,4 +333,47 @@ async fn member_file_provider_reads_at_once_when_the_manager_asks_to_reload() {
     reload.send("a".into()).await.unwrap();
     assert_eq!(next(&mut received).await, join("a", 2001));
     running.abort();
+}
+
+#[tokio::test]
+async fn member_file_context_that_reads_a_file_or_runs_a_command_is_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet");
+    // `tokenFile` relative to the kubeconfig's directory, as kubelet's mounts have it.
+    let text = kubeconfig(&[("a", 1001), ("b", 1002)])
+        .replace("token: token-a", "tokenFile: token")
+        .replace("token: token-b", "exec:\n      command: /bin/plugin");
+    std::fs::write(&path, &text).unwrap();
+    std::fs::write(dir.path().join("token"), "s3cr3t-in-a-file").unwrap();
+    let refusal = |member: &str, field: &str, why: &str| {
+        Seen::Unhealthy(
+            member.into(),
+            format!(
+                "kubeconfig {}: context {member}: its kubeconfig sets the user's {field} ({why}), \
+                 which member kubeconfigs may not; see docs/fleets.md",
+                path.display()
+            ),
+        )
+    };
+    let (strict, mut received) = sink();
+    let mut poller = Poller::new(path.clone());
+    assert_eq!(
+        poll(&mut poller, &strict, &mut received).await,
+        [
+            refusal("a", "tokenFile", "a local file"),
+            refusal("b", "exec", "a command")
+        ]
+    );
+    // The manager's opt-in lets the listed command through; the file still is not.
+    let allowlist = KubeconfigAllowlist {
+        exec_commands: ["/bin/plugin".to_owned()].into(),
+        ..KubeconfigAllowlist::default()
+    };
+    let (allowing, mut received) = sink();
+    let allowing = allowing.with_allowlist(allowlist);
+    let mut poller = Poller::new(path.clone());
+    assert_eq!(
+        poll(&mut poller, &allowing, &mut received).await,
+        [refusal("a", "tokenFile", "a local file"), join("b", 1002)]
+    );
 }
