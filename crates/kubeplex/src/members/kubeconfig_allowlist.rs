@@ -73,7 +73,8 @@ impl KubeconfigAllowlist {
     ) -> Result<Kubeconfig, Refused> {
         let named = (kubeconfig.contexts.iter()).find(|c| c.name == context);
         let target = named.and_then(|c| c.context.as_ref());
-        // A cluster or user the context names but the kubeconfig lacks is left out: kube says so.
+        // One the context names but the kubeconfig lacks is left out: kube reports a missing cluster,
+        // and takes a missing user as anonymous, as client-go does.
         let cluster = target.and_then(|t| kubeconfig.clusters.iter().find(|c| c.name == t.cluster));
         let user = target.and_then(|t| {
             let named = |a: &&NamedAuthInfo| t.user.as_deref() == Some(a.name.as_str());
