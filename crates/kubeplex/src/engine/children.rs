@@ -15,6 +15,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams}
 use super::applied::digest;
 use super::apply_order::{sort_for_apply, sort_for_delete};
 use super::child_changes::{ChildChange, ChildChanges, change_of};
+use super::conflicts::Conflicts;
 use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
@@ -36,6 +37,8 @@ pub(super) struct Parentage<'a> {
     pub(crate) parent_kind: &'a str,
     /// Where applies and prunes are counted.
     pub(crate) metrics: &'a Metrics,
+    /// Where children whose parent reference conflicts are reported.
+    pub(crate) conflicts: &'a Conflicts,
 }
 
 fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -237,17 +240,26 @@ async fn sync(
             }
         }
     }
-    let mut stale: Vec<(&ChildWatch, ObjectMeta)> = watches
-        .iter()
-        .flat_map(|watch| {
-            watch
-                .cache
-                .children_of(&link.parent.uid)
-                .into_iter()
-                .filter(|meta| !desired.iter().any(|d| is_desired(d, watch, meta)))
-                .map(move |meta| (*watch, meta))
-        })
-        .collect();
+    let mut stale: Vec<(&ChildWatch, ObjectMeta)> = Vec::new();
+    for watch in watches {
+        for meta in watch.cache.children_of(&link.parent.uid) {
+            if desired.iter().any(|d| is_desired(d, watch, &meta)) {
+                continue;
+            }
+            if link.parent.is_parent_of(&meta) {
+                stale.push((*watch, meta));
+                continue;
+            }
+            // This parent's UID on an object that names another parent (or none): not this parent's to
+            // prune. Reported, left alone.
+            let name = meta.name.as_deref().unwrap_or_default();
+            let place = place(&watch.resource.kind, meta.namespace.as_deref(), name);
+            let why = "it carries this parent's UID label, but its annotations name another parent";
+            link.conflicts
+                .report(context, &watch.resource.kind, &meta, why);
+            tally.conflict(format!("{place} is not this parent's: {why}"));
+        }
+    }
     if !stale.is_empty() {
         sort_for_delete(&mut stale, |(watch, _)| &watch.resource);
         let span = tracing::info_span!("prune", context, children = stale.len());

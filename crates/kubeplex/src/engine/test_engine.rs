@@ -44,6 +44,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         written_status: Default::default(),
         finalized: Default::default(),
         abandoned: Default::default(),
+        conflicts: Default::default(),
     }
 }
 
@@ -118,4 +119,20 @@ fn healthy(meta: &ObjectMeta) -> crate::core::ChildHealth {
     let projection = crate::core::Projection::new(meta.clone(), None, None);
     let verdict = crate::core::Assessment::healthy("fixed");
     crate::core::ChildHealth::judged(std::sync::Arc::new(projection), verdict)
+}
+
+/// `metadata` (of a child, as JSON) linked to [`parent`], as the controller stamps its children.
+pub(crate) fn linked(mut metadata: serde_json::Value) -> serde_json::Value {
+    let parent = crate::core::ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: "parent".into(),
+        uid: "uid-parent".into(),
+    };
+    let (labels, annotations) = parent.stamp(TestController::plan().name(), "ConfigMap/v1");
+    metadata["labels"] = serde_json::json!(labels);
+    for (key, value) in annotations {
+        metadata["annotations"][key] = value.into();
+    }
+    metadata
 }

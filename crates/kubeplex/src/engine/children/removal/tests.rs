@@ -57,8 +57,10 @@ async fn remove_telling(
 ) -> (crate::core::ContextOutcome, Vec<(&'static str, String)>) {
     let metrics = crate::metrics::Metrics::default();
     let changes = ChildChanges::default();
-    let counted = (&metrics, "app-deployer");
-    let outcome = remove_children("cluster-a", client, targets, "uid-1", counted, &changes).await;
+    let conflicts = Conflicts::default();
+    let counted = (&metrics, "app-deployer", &conflicts);
+    let parent = parent("uid-1", "crd-a");
+    let outcome = remove_children("cluster-a", client, targets, &parent, counted, &changes).await;
     let notes = changes.notes().into_iter();
     (outcome, notes.map(|n| (n.reason, n.message)).collect())
 }
@@ -351,9 +353,11 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     });
     let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
     let metrics = crate::metrics::Metrics::default();
-    let counted = (&metrics, "app-deployer");
+    let conflicts = Conflicts::default();
+    let counted = (&metrics, "app-deployer", &conflicts);
     let changes = ChildChanges::default();
-    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted, &changes).await;
+    let parent = parent("uid-1", "crd-a");
+    let outcome = remove_children("cluster-a", client, &targets, &parent, counted, &changes).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(
         current.lock().as_deref(),
