@@ -20,7 +20,7 @@ use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
-use crate::core::{PARENT_UID_LABEL, ParentRef, PrunePolicy};
+use crate::core::{ParentRef, PrunePolicy};
 use crate::core::{is_transport, transport};
 use crate::metrics::Metrics;
 use claim::{Claim, claim, look_up};
@@ -343,14 +343,6 @@ fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> 
     desired.resource == watch.resource
         && desired.namespace == meta.namespace
         && Some(&desired.name) == meta.name.as_ref()
-}
-
-/// Whether `meta` is a child of the parent with this UID.
-pub(crate) fn is_child_of(meta: &ObjectMeta, parent_uid: &str) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(PARENT_UID_LABEL))
-        .is_some_and(|uid| uid == parent_uid)
 }
 
 #[cfg(test)]

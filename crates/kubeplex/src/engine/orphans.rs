@@ -30,6 +30,9 @@ use crate::core::{chain, namespaced_name};
 use crate::ha::WORKING_FOR;
 use crate::watch::SharedWatch;
 
+/// A live parent, with the context it lives in.
+type Holder<R> = (Target<<R as crate::Controller>::Context>, Arc<Primary<R>>);
+
 impl<R: Reconcile> Engine<R> {
     /// Sweeps every child cache of the controller, each on its own.
     pub(crate) async fn sweep_orphans(self: Arc<Self>) {
@@ -152,7 +155,7 @@ impl<R: Reconcile> Engine<R> {
     /// The live parent that has `parent`'s UID under another reference (context, namespace or name), in any
     /// primary cache of this controller that has listed: then `parent`, named by a child, is not a parent
     /// that is gone but a conflict.
-    fn holder_of(&self, parent: &ParentRef) -> Option<(Target<R::Context>, Arc<Primary<R>>)> {
+    fn holder_of(&self, parent: &ParentRef) -> Option<Holder<R>> {
         let uid = Some(parent.uid.as_str());
         let caches = self.primaries.all().into_iter();
         let listed = caches.filter(|(_, cache)| cache.has_listed());
@@ -175,7 +178,7 @@ impl<R: Reconcile> Engine<R> {
         &self,
         watches: &[ChildWatch],
         parent: &ParentRef,
-        (context, holder): (Target<R::Context>, Arc<Primary<R>>),
+        (context, holder): Holder<R>,
     ) {
         let real = self.parent_ref(&holder, &context);
         for watch in watches {

@@ -11,7 +11,6 @@ use parking_lot::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::children::is_child_of;
 use super::engine::Engine;
 use super::events::EventPublisher;
 use crate::Controller;
@@ -135,4 +134,12 @@ pub(crate) fn linked(mut metadata: serde_json::Value) -> serde_json::Value {
         metadata["annotations"][key] = value.into();
     }
     metadata
+}
+
+/// Whether `meta` carries the UID label of the parent with this UID (as a child cache indexes it).
+fn is_child_of(meta: &ObjectMeta, parent_uid: &str) -> bool {
+    let labels = meta.labels.as_ref();
+    labels
+        .and_then(|l| l.get(PARENT_UID_LABEL))
+        .is_some_and(|uid| uid == parent_uid)
 }

@@ -6,6 +6,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::*;
 use crate::client::fake_api::{self, status};
+use crate::core::PARENT_UID_LABEL;
 use crate::engine::test_engine::FixedCache;
 
 pub(super) fn parent(uid: &str, name: &str) -> ParentRef {

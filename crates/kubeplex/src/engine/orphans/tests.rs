@@ -345,9 +345,12 @@ async fn children_of_one_gone_uid_are_each_judged_by_their_own_reference() {
         object: first.object_ref(),
     };
     let reconcile = engine.clone().reconcile(request);
-    tokio::time::timeout(Duration::from_secs(2), reconcile)
-        .await
-        .unwrap();
+    let action = tokio::time::timeout(Duration::from_secs(2), reconcile).await;
+    assert_eq!(
+        action.unwrap(),
+        Action::await_change(),
+        "a parent that is gone"
+    );
     let lines = child_writes(&requests);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
