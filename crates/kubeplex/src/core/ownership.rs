@@ -189,6 +189,53 @@ mod tests {
     }
 
     #[test]
+    fn a_child_is_a_parents_only_by_its_whole_reference_and_written_by_its_controller_only_by_its_manager()
+     {
+        let parent = ParentRef {
+            context: "control".into(),
+            namespace: Some("crds".into()),
+            name: "crd-a".into(),
+            uid: "6f1c".into(),
+        };
+        let (labels, annotations) = parent.stamp("app-deployer", "App.demo/v1");
+        let mut child = ObjectMeta {
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        };
+        assert!(parent.is_parent_of(&child));
+        for other in [
+            ParentRef {
+                name: "ghost".into(),
+                ..parent.clone()
+            },
+            ParentRef {
+                namespace: None,
+                ..parent.clone()
+            },
+            ParentRef {
+                context: "cluster-a".into(),
+                ..parent.clone()
+            },
+            ParentRef {
+                uid: "7a2d".into(),
+                ..parent.clone()
+            },
+        ] {
+            assert!(!other.is_parent_of(&child), "{other:?}");
+        }
+        assert!(!written_by_its_controller(&child), "no managedFields");
+        child.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            ..ManagedFieldsEntry::default()
+        }]);
+        assert!(!written_by_its_controller(&child), "someone else's");
+        written_marker(&mut child);
+        assert!(written_by(&child, "app-deployer"));
+        assert!(written_by_its_controller(&child));
+    }
+
+    #[test]
     fn an_unlinked_child_keeps_only_the_record_of_its_parent_which_may_take_it_back() {
         let parent = ParentRef {
             context: "control".into(),

@@ -373,3 +373,22 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
     assert_eq!(body["preconditions"]["uid"], "uid-web");
 }
+
+#[tokio::test]
+async fn an_object_with_the_parents_uid_label_naming_another_parent_is_not_removed_with_it() {
+    // Listed by the deleted parent's UID label: its child, and an object whose annotation names another.
+    let forged = child_meta("forged", Some(&parent("uid-1", "crd-ghost")));
+    let children = [child_meta("web", Some(&parent("uid-1", "crd-a"))), forged];
+    let (client, requests) = fake_api::client(move |method, _, _| match method {
+        "GET" => (200, list(&children)),
+        "DELETE" => deleted(),
+        _ => status(405, "MethodNotAllowed", "unexpected"),
+    });
+    let outcome = remove_all_of(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    let deletes: Vec<String> = (requests.lines().into_iter())
+        .filter(|l| l.starts_with("DELETE"))
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert!(deletes[0].contains("/configmaps/web"), "{deletes:?}");
+}
