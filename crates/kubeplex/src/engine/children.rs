@@ -174,7 +174,11 @@ async fn sync(
         };
         let (before, cached) = match claimed {
             Ok(Claim::Ours { before, cached }) => (before, cached),
-            Ok(Claim::Taken(owner)) => {
+            Ok(Claim::Taken(owner, conflict)) => {
+                if let Some(object) = conflict {
+                    let why = format!("{place} belongs to {owner}");
+                    (link.conflicts).report(context, &child.resource.kind, &object, &why);
+                }
                 unfinished.count("conflict");
                 tally.conflict(format!("{place} already exists and belongs to {owner}"));
                 continue;
@@ -254,7 +258,8 @@ async fn sync(
             // prune. Reported, left alone.
             let name = meta.name.as_deref().unwrap_or_default();
             let place = place(&watch.resource.kind, meta.namespace.as_deref(), name);
-            let why = "it carries this parent's UID label, but its annotations name another parent";
+            let why =
+                "it carries this parent's UID label, but its annotations do not name this parent";
             link.conflicts
                 .report(context, &watch.resource.kind, &meta, why);
             tally.conflict(format!("{place} is not this parent's: {why}"));

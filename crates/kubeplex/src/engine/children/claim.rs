@@ -25,8 +25,9 @@ pub(super) enum Claim {
         before: Option<Box<ObjectMeta>>,
         cached: bool,
     },
-    /// Someone else's (described): leave it alone.
-    Taken(String),
+    /// Someone else's (described): leave it alone. With the object when it names this parent, or carries
+    /// its UID, without being its child: a conflict, reported as one.
+    Taken(String, Option<Box<ObjectMeta>>),
 }
 
 impl Claim {
@@ -157,13 +158,15 @@ fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
         };
     }
     if linked {
-        return Claim::Taken(format!(
+        let owner = format!(
             "someone else (it names this parent, but {} is not among its field managers)",
             link.controller
-        ));
+        );
+        return Claim::Taken(owner, Some(Box::new(meta)));
     }
     let uid = meta.labels.as_ref().and_then(|l| l.get(PARENT_UID_LABEL));
-    Claim::Taken(match ParentRef::of(&meta) {
+    let conflict = uid.is_some_and(|uid| *uid == parent.uid);
+    let owner = match ParentRef::of(&meta) {
         Some(other) if uid.is_some_and(|uid| *uid == parent.uid) => format!(
             "no kubeplex parent (its UID label is this parent's, its annotation names {})",
             other.place()
@@ -180,5 +183,6 @@ fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
             Some(was) => format!("no kubeplex parent (another parent, {was}, left it in place)"),
             None => "no kubeplex parent (it was created by someone else)".into(),
         },
-    })
+    };
+    Claim::Taken(owner, conflict.then(|| Box::new(meta)))
 }

@@ -22,8 +22,8 @@ use crate::metrics::Metrics;
 /// Deletes every child of the parent in one context, found by listing (not the cache, which may lag), the
 /// kinds in the reverse of the apply order: `Ready` once none is left, `Deleting` naming those still going
 /// (and why), or why they could not be deleted. Those whose delete policy says orphan are unlinked
-/// instead, and added to `changes`. An object with the parent's UID label whose annotations name another
-/// parent is not its child: reported to `conflicts` (with the metrics and the controller's name, in
+/// instead, and added to `changes`. An object with the parent's UID label whose annotations do not name
+/// the parent is not its child: reported to `conflicts` (with the metrics and the controller's name, in
 /// `counted`), left alone. Runs in a `prune` span (the context, how many children it deleted).
 pub(in crate::engine) async fn remove_children(
     context: &str,
@@ -60,7 +60,8 @@ async fn remove_all(
     let of_parent = |resource: &ApiResource, child: &PartialObjectMeta<DynamicObject>| {
         let ours = parent.is_parent_of(&child.metadata);
         if !ours {
-            let why = "it carries the deleted parent's UID label, but its annotations name another parent";
+            let why =
+                "it carries the deleted parent's UID label, but its annotations do not name it";
             conflicts.report(context, &resource.kind, &child.metadata, why);
         }
         ours
