@@ -46,6 +46,7 @@ pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
 pub(crate) use ownership::{ParentRef, unlink_patch};
+pub(crate) use ownership::{written_by, written_by_its_controller, written_marker};
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref};

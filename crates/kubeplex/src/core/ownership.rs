@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::Resource;
 use kube::api::ObjectMeta;
 use kube::runtime::reflector::ObjectRef;
@@ -36,6 +37,31 @@ pub(crate) fn unlink_patch(uid: Option<&str>) -> serde_json::Value {
             "annotations": { ON_PRUNE_ANNOTATION: null, ON_DELETE_ANNOTATION: null },
         }
     })
+}
+
+/// Whether `meta`'s managedFields have an entry of field manager `manager`: the object was written by
+/// it (the controller applies and unlinks its children under its own name as field manager).
+pub(crate) fn written_by(meta: &ObjectMeta, manager: &str) -> bool {
+    (meta.managed_fields.iter().flatten()).any(|entry| entry.manager.as_deref() == Some(manager))
+}
+
+/// Whether a cached child was written by the controller its [`CONTROLLER_LABEL`] names: what a child
+/// cache keeps of its managedFields.
+pub(crate) fn written_by_its_controller(meta: &ObjectMeta) -> bool {
+    let controller = meta.labels.as_ref().and_then(|l| l.get(CONTROLLER_LABEL));
+    controller.is_some_and(|controller| written_by(meta, controller))
+}
+
+/// The managedFields a child cache hands out for a child its controller wrote: that manager's entry,
+/// naming only the manager (what [`written_by`] reads).
+pub(crate) fn written_marker(meta: &mut ObjectMeta) {
+    let controller = meta.labels.as_ref().and_then(|l| l.get(CONTROLLER_LABEL));
+    meta.managed_fields = controller.map(|controller| {
+        vec![ManagedFieldsEntry {
+            manager: Some(controller.clone()),
+            ..ManagedFieldsEntry::default()
+        }]
+    });
 }
 
 /// Where a child's parent lives.
@@ -66,6 +92,23 @@ impl ParentRef {
             name: name.to_owned(),
             uid,
         })
+    }
+
+    /// Whether `child`'s own reference — its UID label and the parent its annotation names — is this
+    /// parent, all of it: only such a child is this parent's to keep, prune or remove.
+    pub(crate) fn is_parent_of(&self, child: &ObjectMeta) -> bool {
+        Self::of(child).as_ref() == Some(self)
+    }
+
+    /// How messages name this parent: `context/namespace/name` (`context/name` when cluster-scoped).
+    pub(crate) fn place(&self) -> String {
+        let namespace = (self.namespace.as_deref()).map(|ns| format!("{ns}/"));
+        format!(
+            "{}/{}{}",
+            self.context,
+            namespace.unwrap_or_default(),
+            self.name
+        )
     }
 
     /// The parent as a cache key of its kind, carrying its UID (which keys ignore), so that a request for a
@@ -143,6 +186,53 @@ mod tests {
         };
         assert_eq!(ParentRef::of(&meta), Some(parent));
         assert_eq!(ParentRef::of(&ObjectMeta::default()), None);
+    }
+
+    #[test]
+    fn a_child_is_a_parents_only_by_its_whole_reference_and_written_by_its_controller_only_by_its_manager()
+     {
+        let parent = ParentRef {
+            context: "control".into(),
+            namespace: Some("crds".into()),
+            name: "crd-a".into(),
+            uid: "6f1c".into(),
+        };
+        let (labels, annotations) = parent.stamp("app-deployer", "App.demo/v1");
+        let mut child = ObjectMeta {
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        };
+        assert!(parent.is_parent_of(&child));
+        for other in [
+            ParentRef {
+                name: "ghost".into(),
+                ..parent.clone()
+            },
+            ParentRef {
+                namespace: None,
+                ..parent.clone()
+            },
+            ParentRef {
+                context: "cluster-a".into(),
+                ..parent.clone()
+            },
+            ParentRef {
+                uid: "7a2d".into(),
+                ..parent.clone()
+            },
+        ] {
+            assert!(!other.is_parent_of(&child), "{other:?}");
+        }
+        assert!(!written_by_its_controller(&child), "no managedFields");
+        child.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            ..ManagedFieldsEntry::default()
+        }]);
+        assert!(!written_by_its_controller(&child), "someone else's");
+        written_marker(&mut child);
+        assert!(written_by(&child, "app-deployer"));
+        assert!(written_by_its_controller(&child));
     }
 
     #[test]

@@ -15,11 +15,12 @@ use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams}
 use super::applied::digest;
 use super::apply_order::{sort_for_apply, sort_for_delete};
 use super::child_changes::{ChildChange, ChildChanges, change_of};
+use super::conflicts::Conflicts;
 use super::engine::ChildWatch;
 use crate::controller::DesiredChild;
 use crate::core::chain;
 use crate::core::{ClusterState, ContextOutcome};
-use crate::core::{PARENT_UID_LABEL, ParentRef, PrunePolicy};
+use crate::core::{ParentRef, PrunePolicy};
 use crate::core::{is_transport, transport};
 use crate::metrics::Metrics;
 use claim::{Claim, claim, look_up};
@@ -36,6 +37,8 @@ pub(super) struct Parentage<'a> {
     pub(crate) parent_kind: &'a str,
     /// Where applies and prunes are counted.
     pub(crate) metrics: &'a Metrics,
+    /// Where children whose parent reference conflicts are reported.
+    pub(crate) conflicts: &'a Conflicts,
 }
 
 fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -171,7 +174,11 @@ async fn sync(
         };
         let (before, cached) = match claimed {
             Ok(Claim::Ours { before, cached }) => (before, cached),
-            Ok(Claim::Taken(owner)) => {
+            Ok(Claim::Taken(owner, conflict)) => {
+                if let Some(object) = conflict {
+                    let why = format!("{place} belongs to {owner}");
+                    (link.conflicts).report(context, &child.resource.kind, &object, &why);
+                }
                 unfinished.count("conflict");
                 tally.conflict(format!("{place} already exists and belongs to {owner}"));
                 continue;
@@ -237,17 +244,27 @@ async fn sync(
             }
         }
     }
-    let mut stale: Vec<(&ChildWatch, ObjectMeta)> = watches
-        .iter()
-        .flat_map(|watch| {
-            watch
-                .cache
-                .children_of(&link.parent.uid)
-                .into_iter()
-                .filter(|meta| !desired.iter().any(|d| is_desired(d, watch, meta)))
-                .map(move |meta| (*watch, meta))
-        })
-        .collect();
+    let mut stale: Vec<(&ChildWatch, ObjectMeta)> = Vec::new();
+    for watch in watches {
+        for meta in watch.cache.children_of(&link.parent.uid) {
+            if desired.iter().any(|d| is_desired(d, watch, &meta)) {
+                continue;
+            }
+            if link.parent.is_parent_of(&meta) {
+                stale.push((*watch, meta));
+                continue;
+            }
+            // This parent's UID on an object that names another parent (or none): not this parent's to
+            // prune. Reported, left alone.
+            let name = meta.name.as_deref().unwrap_or_default();
+            let place = place(&watch.resource.kind, meta.namespace.as_deref(), name);
+            let why =
+                "it carries this parent's UID label, but its annotations do not name this parent";
+            link.conflicts
+                .report(context, &watch.resource.kind, &meta, why);
+            tally.conflict(format!("{place} is not this parent's: {why}"));
+        }
+    }
     if !stale.is_empty() {
         sort_for_delete(&mut stale, |(watch, _)| &watch.resource);
         let span = tracing::info_span!("prune", context, children = stale.len());
@@ -331,14 +348,6 @@ fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> 
     desired.resource == watch.resource
         && desired.namespace == meta.namespace
         && Some(&desired.name) == meta.name.as_ref()
-}
-
-/// Whether `meta` is a child of the parent with this UID.
-pub(crate) fn is_child_of(meta: &ObjectMeta, parent_uid: &str) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(PARENT_UID_LABEL))
-        .is_some_and(|uid| uid == parent_uid)
 }
 
 #[cfg(test)]

@@ -112,6 +112,7 @@ pub(crate) fn start<R: Reconcile>(
         written_status: Default::default(),
         finalized: Default::default(),
         abandoned: Default::default(),
+        conflicts: Default::default(),
     });
     if !engine.plan.children().is_empty() {
         let source: Weak<dyn ChildrenByHealth> = Arc::downgrade(&engine) as _;

@@ -165,6 +165,8 @@ pub(crate) struct Engine<R: Reconcile> {
     /// The parents (UIDs) whose children in some context were abandoned by the abandon policy: a child of
     /// theirs that shows up again (its cluster answers again) is left where it is, as recorded.
     pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// The children whose parent reference conflicts, reported once each.
+    pub(crate) conflicts: super::conflicts::Conflicts,
 }
 
 impl<R: Reconcile> Engine<R> {

@@ -92,14 +92,15 @@ impl<R: Reconcile> Engine<R> {
         // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
         let before = self.previous_status(&object);
         let orphaned = ChildChanges::default();
+        let parent = self.parent_ref(&object, &context);
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
             .per_child_context(|name, client| {
                 let targets = self.child_targets(&name);
-                let uid = uid.clone();
-                let counted = (&self.runtime.metrics, self.plan.name());
+                let parent = &parent;
+                let counted = (&self.runtime.metrics, self.plan.name(), &self.conflicts);
                 let orphaned = &orphaned;
                 async move {
-                    children::remove_children(&name, client, &targets, &uid, counted, orphaned)
+                    children::remove_children(&name, client, &targets, parent, counted, orphaned)
                         .await
                 }
             })

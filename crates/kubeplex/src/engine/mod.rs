@@ -8,6 +8,7 @@ mod apply_order;
 mod child_changes;
 mod children;
 mod children_health;
+mod conflicts;
 mod controller_loop;
 mod engine;
 mod events;

@@ -7,8 +7,14 @@
 //!
 //! Nothing is removed on missing information: a parent is judged only once the cache that would hold it
 //! has listed, and a context whose cache never lists holds back only the children of its own parents.
+//!
+//! Nor on one child's word: any object of a child kind with the controller's label asks for the parent it
+//! names, so each child is judged by its own parent reference, and only the children whose whole reference
+//! (context, namespace, name, UID) is the parent judged gone are removed. A UID counts as gone only when no
+//! listed primary cache holds it; a child naming a parent that is gone under a UID a live parent has is a
+//! conflict, reported and left alone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::future::join_all;
@@ -16,11 +22,16 @@ use kube::{Resource, ResourceExt};
 
 use super::children::{self, Removed};
 use super::engine::{ChildWatch, Engine, Primary, ReconcileKey};
+use super::events::Note;
 use crate::controller::Reconcile;
 use crate::core::ParentRef;
-use crate::core::chain;
+use crate::core::Target;
+use crate::core::{chain, namespaced_name};
 use crate::ha::WORKING_FOR;
 use crate::watch::SharedWatch;
+
+/// A live parent, with the context it lives in.
+type Holder<R> = (Target<<R as crate::Controller>::Context>, Arc<Primary<R>>);
 
 impl<R: Reconcile> Engine<R> {
     /// Sweeps every child cache of the controller, each on its own.
@@ -36,12 +47,13 @@ impl<R: Reconcile> Engine<R> {
 
     async fn sweep(&self, watch: &ChildWatch) {
         watch.cache.ready().await;
-        // The parents of the cached children, grouped by the cache that would hold them.
-        type Group<K> = (Arc<SharedWatch<K>>, Vec<ParentRef>);
+        // The parents the cached children name, grouped by the cache that would hold them. Each child names
+        // its own: children of one UID may name different parents (one of them forged).
+        type Group<K> = (Arc<SharedWatch<K>>, HashSet<ParentRef>);
         let mut groups: HashMap<usize, Group<Primary<R>>> = HashMap::new();
-        for uid in watch.cache.parent_uids() {
-            let children = watch.cache.children_of(&uid);
-            let Some(parent) = children.first().and_then(ParentRef::of) else {
+        let children = watch.cache.parent_uids().into_iter();
+        for child in children.flat_map(|uid| watch.cache.children_of(&uid)) {
+            let Some(parent) = ParentRef::of(&child) else {
                 continue;
             };
             let Some(key) = Self::key_for(&self.plan, &parent) else {
@@ -52,9 +64,9 @@ impl<R: Reconcile> Engine<R> {
             };
             groups
                 .entry(Arc::as_ptr(&cache).addr())
-                .or_insert_with(|| (cache.clone(), Vec::new()))
+                .or_insert_with(|| (cache.clone(), HashSet::new()))
                 .1
-                .push(parent);
+                .insert(parent);
         }
         join_all(groups.into_values().map(|(cache, parents)| async move {
             if !cache.listed().await {
@@ -70,6 +82,11 @@ impl<R: Reconcile> Engine<R> {
                         p.uid().as_deref() == Some(parent.uid.as_str()) && !released
                     });
                 if alive {
+                    continue;
+                }
+                if let Some(holder) = self.holder_of(&parent) {
+                    self.report_conflicts(std::slice::from_ref(watch), &parent, holder)
+                        .await;
                     continue;
                 }
                 let shards = self.runtime.shards.as_ref();
@@ -94,10 +111,11 @@ impl<R: Reconcile> Engine<R> {
         .await;
     }
 
-    /// A request for a parent gone from its cache: removes the children still cached for it. Judged as the
-    /// sweep judges — by the parent's UID (which the event that asked carries), in a cache that has listed
-    /// and holds no object of that UID — and run where the request is reconciled (the leader, or the owner
-    /// of the parent's shard, fenced by it).
+    /// A request for a parent gone from its cache: removes the children still cached for it, in every
+    /// cluster — those whose whole reference is the parent asked for. Judged as the sweep judges — by the
+    /// parent's UID (which the event that asked carries), in a cache that has listed and holds no object of
+    /// that UID, nor any other listed cache under another name (a conflict) — and run where the request is
+    /// reconciled (the leader, or the owner of the parent's shard, fenced by it).
     pub(crate) async fn remove_orphans_of(&self, request: &ReconcileKey<R>) {
         let Some(uid) = request.object.extra.uid.as_deref() else {
             return;
@@ -118,10 +136,76 @@ impl<R: Reconcile> Engine<R> {
         if !listed || alive {
             return;
         }
-        for watch in self.all_child_watches() {
-            let children = watch.cache.children_of(uid);
-            if let Some(parent) = children.first().and_then(ParentRef::of) {
-                self.remove_orphans(&watch, &parent).await;
+        let parent = ParentRef {
+            context: request.context.name().to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: request.object.name.clone(),
+            uid: uid.to_owned(),
+        };
+        let watches = self.all_child_watches();
+        if let Some(holder) = self.holder_of(&parent) {
+            self.report_conflicts(&watches, &parent, holder).await;
+            return;
+        }
+        for watch in &watches {
+            self.remove_orphans(watch, &parent).await;
+        }
+    }
+
+    /// The live parent that has `parent`'s UID under another reference (context, namespace or name), in any
+    /// primary cache of this controller that has listed: then `parent`, named by a child, is not a parent
+    /// that is gone but a conflict.
+    fn holder_of(&self, parent: &ParentRef) -> Option<Holder<R>> {
+        let uid = Some(parent.uid.as_str());
+        let caches = self.primaries.all().into_iter();
+        let listed = caches.filter(|(_, cache)| cache.has_listed());
+        listed
+            .filter_map(|(context, cache)| {
+                let holder = cache.store().find(|p| p.uid().as_deref() == uid)?;
+                Some((context, holder))
+            })
+            .find(|(context, holder)| {
+                let same = context.name() == parent.context
+                    && holder.namespace() == parent.namespace
+                    && holder.name_any() == parent.name;
+                !same
+            })
+    }
+
+    /// Reports the children in `watches` that name `parent`, whose UID `holder` has under another reference:
+    /// a warning for each (once), and an Event on the real parent. None of them is touched.
+    async fn report_conflicts(
+        &self,
+        watches: &[ChildWatch],
+        parent: &ParentRef,
+        (context, holder): Holder<R>,
+    ) {
+        let real = self.parent_ref(&holder, &context);
+        for watch in watches {
+            let kind = &watch.resource.kind;
+            for child in watch.cache.children_of(&parent.uid) {
+                if !parent.is_parent_of(&child) {
+                    continue;
+                }
+                let why = format!(
+                    "its UID label is the parent {}'s, its annotation names {}",
+                    real.place(),
+                    parent.place()
+                );
+                if !self.conflicts.report(&watch.context, kind, &child, &why) {
+                    continue;
+                }
+                let name = child.name.as_deref().unwrap_or_default();
+                let place = namespaced_name(child.namespace.as_deref(), name);
+                let message = format!(
+                    "{kind} {place} in {} carries this parent's UID but names another parent ({}): left alone",
+                    watch.context,
+                    parent.place()
+                );
+                let message = super::conflicts::capped(&message).to_owned();
+                let note = Note::warning("ChildConflict", "Reconcile", message)
+                    .about(watch.context.clone());
+                self.publish(&holder, &context, note).await;
             }
         }
     }
@@ -130,7 +214,9 @@ impl<R: Reconcile> Engine<R> {
         let Ok(client) = self.client(&watch.context) else {
             return;
         };
-        for child in watch.cache.children_of(&parent.uid) {
+        let children = watch.cache.children_of(&parent.uid).into_iter();
+        // Only the children that name this parent, all of it: another naming the same UID is judged by its own.
+        for child in children.filter(|child| parent.is_parent_of(child)) {
             let name = child.name.clone().unwrap_or_default();
             tracing::info!(context = %watch.context, kind = %watch.resource.kind, %name, parent = %parent.name, "removing an orphaned child");
             let removal =

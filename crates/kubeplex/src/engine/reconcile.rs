@@ -128,6 +128,7 @@ impl<R: Reconcile> Engine<R> {
             controller: self.plan.name(),
             parent_kind: &self.parent_kind,
             metrics: &self.runtime.metrics,
+            conflicts: &self.conflicts,
         };
         // The contexts that answered are recorded without waiting for a hung one's cap (an interim status,
         // over `before`), and the final status is written over what the interim one left.

@@ -11,7 +11,6 @@ use parking_lot::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::children::is_child_of;
 use super::engine::Engine;
 use super::events::EventPublisher;
 use crate::Controller;
@@ -44,6 +43,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         written_status: Default::default(),
         finalized: Default::default(),
         abandoned: Default::default(),
+        conflicts: Default::default(),
     }
 }
 
@@ -118,4 +118,28 @@ fn healthy(meta: &ObjectMeta) -> crate::core::ChildHealth {
     let projection = crate::core::Projection::new(meta.clone(), None, None);
     let verdict = crate::core::Assessment::healthy("fixed");
     crate::core::ChildHealth::judged(std::sync::Arc::new(projection), verdict)
+}
+
+/// `metadata` (of a child, as JSON) linked to [`parent`], as the controller stamps its children.
+pub(crate) fn linked(mut metadata: serde_json::Value) -> serde_json::Value {
+    let parent = crate::core::ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: "parent".into(),
+        uid: "uid-parent".into(),
+    };
+    let (labels, annotations) = parent.stamp(TestController::plan().name(), "ConfigMap/v1");
+    metadata["labels"] = serde_json::json!(labels);
+    for (key, value) in annotations {
+        metadata["annotations"][key] = value.into();
+    }
+    metadata
+}
+
+/// Whether `meta` carries the UID label of the parent with this UID (as a child cache indexes it).
+fn is_child_of(meta: &ObjectMeta, parent_uid: &str) -> bool {
+    let labels = meta.labels.as_ref();
+    labels
+        .and_then(|l| l.get(PARENT_UID_LABEL))
+        .is_some_and(|uid| uid == parent_uid)
 }

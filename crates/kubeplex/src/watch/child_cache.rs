@@ -19,6 +19,7 @@ use super::watches::{SharedWatch, WatchKey, WatchRegistry};
 use crate::core::{Assessment, ChildHealth, Health, HealthRule, Projection};
 use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
 use crate::core::{PrimaryResource, object_ref};
+use crate::core::{written_by_its_controller, written_marker};
 
 /// Opens the shared watch of one child kind in one (context, namespace), for one controller's children,
 /// whose health `rule` judges.
@@ -44,7 +45,8 @@ pub(crate) trait ChildCache: Send + Sync {
     fn subscribe_parents(&self, deliver: ParentSink);
     /// The cached children of the parent with this UID.
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta>;
-    /// The cached child called `name` in `namespace`, whoever its parent.
+    /// The cached child called `name` in `namespace`, whoever its parent; its managedFields only the
+    /// entry of the controller its label names, naming the manager alone, when that controller wrote it.
     fn get(&self, namespace: Option<&str>, name: &str) -> Option<ObjectMeta>;
     /// The UID of every parent with children in the cache.
     fn parent_uids(&self) -> Vec<String>;
@@ -70,6 +72,8 @@ struct HealthCache<T: PrimaryResource> {
     watch: Arc<SharedWatch<T>>,
     rule: HealthRule,
     project: fn(&T) -> Arc<Projection>,
+    /// Whether a cached object was written by the controller its label names.
+    written: fn(&T) -> bool,
 }
 
 impl<T: PrimaryResource> HealthCache<T> {
@@ -106,10 +110,13 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
     }
 
     fn get(&self, namespace: Option<&str>, name: &str) -> Option<ObjectMeta> {
-        self.watch
-            .store()
-            .get(&object_ref(namespace, name))
-            .map(|child| child.meta().clone())
+        let child = self.watch.store().get(&object_ref(namespace, name))?;
+        let mut meta = child.meta().clone();
+        meta.managed_fields = None;
+        if (self.written)(&child) {
+            written_marker(&mut meta);
+        }
+        Some(meta)
     }
 
     fn parent_uids(&self) -> Vec<String> {
@@ -169,8 +176,9 @@ fn hashed(verdict: &Assessment) -> u64 {
 
 /// Children are watched only where this controller put them (the label selector keeps other objects of the
 /// kind out of the cache), and projected: their metadata without `managedFields` (linking, repairing — a
-/// spec edit bumps the generation, a deletion is an event — and pruning need no more) and the few status
-/// and spec fields their health is judged from ([`Projection`]); a child's whole spec and status would cost
+/// spec edit bumps the generation, a deletion is an event — and pruning need no more; adopting a child by
+/// name needs only whether the controller is among its field managers, one flag) and the few status and
+/// spec fields their health is judged from ([`Projection`]); a child's whole spec and status would cost
 /// most of the cache's memory.
 pub(crate) fn open_child_watch<K: PrimaryResource>(
     registry: &WatchRegistry,
@@ -186,6 +194,7 @@ pub(crate) fn open_child_watch<K: PrimaryResource>(
         watch,
         rule,
         project: |child: &Projected<K>| Arc::clone(&child.projection),
+        written: |child: &Projected<K>| child.written,
     })
 }
 
@@ -207,6 +216,7 @@ pub(crate) fn open_full_child_watch<K: PrimaryResource>(
             let value = serde_json::to_value(child).unwrap_or_default();
             Arc::new(Projection::of_value(value))
         },
+        written: |child: &K| written_by_its_controller(child.meta()),
     })
 }
 
@@ -223,6 +233,7 @@ pub(crate) fn judged<K: PrimaryResource>(
             let value = serde_json::to_value(child).unwrap_or_default();
             Arc::new(Projection::of_value(value))
         },
+        written: |child: &K| written_by_its_controller(child.meta()),
     })
 }
 

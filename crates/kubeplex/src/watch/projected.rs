@@ -14,11 +14,14 @@ use kube::api::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::core::Projection;
+use crate::core::{Projection, written_by_its_controller};
 
 /// A child of kind `K`, projected.
 pub(crate) struct Projected<K> {
     pub(crate) projection: Arc<Projection>,
+    /// Whether the controller its label names is among its field managers: all a projection keeps of its
+    /// managedFields (what adopting it by name needs), read as it is cached.
+    pub(crate) written: bool,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -26,6 +29,7 @@ impl<K> Clone for Projected<K> {
     fn clone(&self) -> Self {
         Self {
             projection: Arc::clone(&self.projection),
+            written: self.written,
             kind: PhantomData,
         }
     }
@@ -83,6 +87,7 @@ impl<'de, K> Deserialize<'de> for Projected<K> {
         let raw = Raw::deserialize(deserializer)?;
         let spec = raw.spec.map(SpecFields::into_value);
         Ok(Self {
+            written: written_by_its_controller(&raw.metadata),
             projection: Arc::new(Projection::new(raw.metadata, spec, raw.status)),
             kind: PhantomData,
         })
@@ -135,6 +140,7 @@ mod tests {
         let json = serde_json::json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": { "name": "web", "namespace": "a", "generation": 2,
+                          "labels": { "kubeplex.dev/controller": "kubeplex" },
                           "managedFields": [{ "manager": "kubeplex" }] },
             "spec": { "replicas": 3, "template": { "metadata": {}, "spec": { "containers": [{ "name": "c" }] } } },
             "status": { "observedGeneration": 2, "availableReplicas": 3 },
@@ -142,6 +148,10 @@ mod tests {
         let projected: Projected<Deployment> = serde_json::from_value(json).unwrap();
         assert_eq!(projected.meta().name.as_deref(), Some("web"));
         assert_eq!(projected.meta().managed_fields, None);
+        assert!(
+            projected.written,
+            "its controller's field manager, remembered"
+        );
         assert_eq!(
             projected.projection.spec,
             serde_json::json!({ "replicas": 3 })

@@ -1,13 +1,15 @@
 //! Whose a child's name is before it is applied. The cache knows this controller's children; a name it does
 //! not know is applied under a precondition (only a missing object, or only the object this process just
 //! applied for the parent) and looked up only when the server refuses it: a new child costs one request,
-//! and a foreign object is never adopted.
+//! and a foreign object is never adopted. An object is this parent's only when it names the parent in full
+//! (its UID label and its annotation) and this controller is among its field managers: labels alone, which
+//! anyone who can create the object can write, never make it a child.
 
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams};
 
 use super::Parentage;
 use crate::controller::DesiredChild;
-use crate::core::{PARENT_ANNOTATION, ParentRef};
+use crate::core::{PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, written_by};
 use crate::engine::engine::ChildWatch;
 
 /// A resourceVersion no object has: etcd counts revisions from 1 and every write makes a new one, so a
@@ -23,8 +25,9 @@ pub(super) enum Claim {
         before: Option<Box<ObjectMeta>>,
         cached: bool,
     },
-    /// Someone else's (described): leave it alone.
-    Taken(String),
+    /// Someone else's (described): leave it alone. With the object when it names this parent, or carries
+    /// its UID, without being its child: a conflict, reported as one.
+    Taken(String, Option<Box<ObjectMeta>>),
 }
 
 impl Claim {
@@ -142,28 +145,36 @@ pub(super) async fn look_up(
     })
 }
 
-/// Whether `meta` may be applied for this parent: one of its children, or one unlinked from this parent,
-/// or from its kind and place (kept or orphaned before), which it takes back.
+/// Whether `meta` may be applied for this parent: written by this controller (its field manager) and one
+/// of this parent's children, or one unlinked from this parent, or from its kind and place (kept or
+/// orphaned before), which it takes back.
 fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
-    let parent_uid = link.parent.uid.as_str();
-    if super::is_child_of(&meta, parent_uid)
-        || link.parent.was_unlinked_from(&meta, link.parent_kind)
-    {
+    let parent = link.parent;
+    let linked = parent.is_parent_of(&meta) || parent.was_unlinked_from(&meta, link.parent_kind);
+    if linked && written_by(&meta, link.controller) {
         return Claim::Ours {
             before: Some(Box::new(meta)),
             cached,
         };
     }
-    Claim::Taken(match ParentRef::of(&meta) {
-        Some(other) => format!(
-            "another parent ({}/{}{})",
-            other.context,
-            other
-                .namespace
-                .map(|ns| format!("{ns}/"))
-                .unwrap_or_default(),
-            other.name
+    if linked {
+        let owner = format!(
+            "someone else (it names this parent, but {} is not among its field managers)",
+            link.controller
+        );
+        return Claim::Taken(owner, Some(Box::new(meta)));
+    }
+    let uid = meta.labels.as_ref().and_then(|l| l.get(PARENT_UID_LABEL));
+    let conflict = uid.is_some_and(|uid| *uid == parent.uid);
+    let owner = match ParentRef::of(&meta) {
+        Some(other) if uid.is_some_and(|uid| *uid == parent.uid) => format!(
+            "no kubeplex parent (its UID label is this parent's, its annotation names {})",
+            other.place()
         ),
+        Some(other) => format!("another parent ({})", other.place()),
+        None if uid.is_some_and(|uid| *uid == parent.uid) => {
+            "no kubeplex parent (its UID label is this parent's, its annotations name none)".into()
+        }
         None => match meta
             .annotations
             .as_ref()
@@ -172,5 +183,6 @@ fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
             Some(was) => format!("no kubeplex parent (another parent, {was}, left it in place)"),
             None => "no kubeplex parent (it was created by someone else)".into(),
         },
-    })
+    };
+    Claim::Taken(owner, conflict.then(|| Box::new(meta)))
 }

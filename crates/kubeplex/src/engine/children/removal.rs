@@ -6,27 +6,31 @@
 
 use kube::Client;
 use kube::api::{
-    ApiResource, DeleteParams, ListParams, ObjectMeta, PartialObjectMeta, Preconditions,
+    ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta,
+    Preconditions,
 };
 
 use super::tally::Tally;
 use super::unlink::unlink;
 use super::{api, kind_of, place};
-use crate::core::{ContextOutcome, DeletePolicy, PARENT_UID_LABEL};
+use crate::core::{ContextOutcome, DeletePolicy, PARENT_UID_LABEL, ParentRef};
 use crate::engine::apply_order::sort_for_delete;
 use crate::engine::child_changes::{ChildChange, ChildChanges};
+use crate::engine::conflicts::Conflicts;
 use crate::metrics::Metrics;
 
 /// Deletes every child of the parent in one context, found by listing (not the cache, which may lag), the
 /// kinds in the reverse of the apply order: `Ready` once none is left, `Deleting` naming those still going
 /// (and why), or why they could not be deleted. Those whose delete policy says orphan are unlinked
-/// instead, and added to `changes`. Runs in a `prune` span (the context, how many children it deleted).
+/// instead, and added to `changes`. An object with the parent's UID label whose annotations do not name
+/// the parent is not its child: reported to `conflicts` (with the metrics and the controller's name, in
+/// `counted`), left alone. Runs in a `prune` span (the context, how many children it deleted).
 pub(in crate::engine) async fn remove_children(
     context: &str,
     client: Client,
     targets: &[(ApiResource, Option<String>)],
-    parent_uid: &str,
-    counted: (&Metrics, &str),
+    parent: &ParentRef,
+    counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
 ) -> ContextOutcome {
     let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
@@ -34,7 +38,7 @@ pub(in crate::engine) async fn remove_children(
         context,
         client,
         targets,
-        parent_uid,
+        parent,
         span.clone(),
         counted,
         changes,
@@ -46,12 +50,22 @@ async fn remove_all(
     context: &str,
     client: Client,
     targets: &[(ApiResource, Option<String>)],
-    parent_uid: &str,
+    parent: &ParentRef,
     span: tracing::Span,
-    (metrics, controller): (&Metrics, &str),
+    (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
 ) -> ContextOutcome {
-    let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={parent_uid}"));
+    let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={}", parent.uid));
+    // Only what names this parent in full is its child; anything else with its UID label is reported.
+    let of_parent = |resource: &ApiResource, child: &PartialObjectMeta<DynamicObject>| {
+        let ours = parent.is_parent_of(&child.metadata);
+        if !ours {
+            let why =
+                "it carries the deleted parent's UID label, but its annotations do not name it";
+            conflicts.report(context, &resource.kind, &child.metadata, why);
+        }
+        ours
+    };
     let mut targets: Vec<&(ApiResource, Option<String>)> = targets.iter().collect();
     sort_for_delete(&mut targets, |(resource, _)| resource);
     let mut tally = Tally::default();
@@ -60,7 +74,7 @@ async fn remove_all(
             let api = api(client.clone(), resource, namespace.as_deref());
             let listing = format!("listing {}", resource.plural);
             let children = match api.list_metadata(&selector).await {
-                Ok(list) => list.items,
+                Ok(list) => list.items.into_iter().filter(|c| of_parent(resource, c)),
                 Err(error) => match tally.fail(context, &error, &listing) {
                     Some(stop) => break 'kinds Some(stop),
                     None => continue,
@@ -114,7 +128,7 @@ async fn remove_all(
             }
             match api.list_metadata(&selector).await {
                 Ok(left) => {
-                    for child in left.items {
+                    for child in left.items.into_iter().filter(|c| of_parent(resource, c)) {
                         tally.going(going(resource, &child));
                     }
                 }
@@ -155,7 +169,7 @@ async fn orphan(
 
 /// A child still there after its delete, and why: `ConfigMap kids/web (Terminating; finalizers:
 /// example.com/hold)`.
-fn going(resource: &ApiResource, child: &PartialObjectMeta<kube::api::DynamicObject>) -> String {
+fn going(resource: &ApiResource, child: &PartialObjectMeta<DynamicObject>) -> String {
     let meta = &child.metadata;
     let place = place(
         &resource.kind,

@@ -6,6 +6,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::*;
 use crate::client::fake_api::{self, status};
+use crate::core::PARENT_UID_LABEL;
 use crate::engine::test_engine::FixedCache;
 
 pub(super) fn parent(uid: &str, name: &str) -> ParentRef {
@@ -17,7 +18,8 @@ pub(super) fn parent(uid: &str, name: &str) -> ParentRef {
     }
 }
 
-/// A child's metadata as the cache or the server has it, linked to `parent` when given.
+/// A child's metadata as the cache or the server has it, linked to `parent` (and written by the controller)
+/// when given.
 pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
     let (labels, annotations) = match parent {
         Some(p) => {
@@ -26,14 +28,16 @@ pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
         }
         None => (None, None),
     };
-    ObjectMeta {
+    let mut meta = ObjectMeta {
         name: Some(name.into()),
         namespace: Some("ns".into()),
         uid: Some(format!("uid-{name}")),
         labels,
         annotations,
         ..ObjectMeta::default()
-    }
+    };
+    crate::core::written_marker(&mut meta);
+    meta
 }
 
 pub(super) fn desired(name: &str) -> DesiredChild {
@@ -132,6 +136,7 @@ pub(super) async fn sync_through(
         controller: "app-deployer",
         parent_kind: "AppDeployment.demo/v1",
         metrics: &crate::metrics::Metrics::default(),
+        conflicts: &Default::default(),
     };
     let changes = ChildChanges::default();
     let outcome = sync_context("cluster-a", client, want, &[watch], true, &link, &changes).await;
@@ -370,6 +375,7 @@ fn children_a_cut_off_sync_never_counted_are_counted_as_errors() {
         controller: "app-deployer",
         parent_kind: "AppDeployment.demo/v1",
         metrics: &metrics,
+        conflicts: &Default::default(),
     };
     let kinds = vec!["Deployment.apps/v1".to_owned(); 3];
     let unfinished = super::Unfinished {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::Controller;
 use crate::client::fake_api::{self, status};
-use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
+use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, linked, parent};
 
 mod timestamps;
 
@@ -258,11 +258,11 @@ fn holding(held: Arc<std::sync::atomic::AtomicBool>) -> (kube::Client, fake_api:
             let items = if held.load(Ordering::SeqCst) {
                 vec![serde_json::json!({
                     "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-                    "metadata": {
+                    "metadata": linked(serde_json::json!({
                         "name": "held", "namespace": "ns", "uid": "uid-held",
                         "deletionTimestamp": "2026-01-01T00:00:00Z",
                         "finalizers": ["example.com/hold"],
-                    },
+                    })),
                 })]
             } else {
                 Vec::new()
@@ -398,10 +398,10 @@ async fn a_child_its_policy_orphans_is_unlinked_told_and_does_not_hold_the_paren
             } else {
                 vec![serde_json::json!({
                     "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-                    "metadata": {
+                    "metadata": linked(serde_json::json!({
                         "name": "team", "namespace": "ns", "uid": "uid-team",
                         "annotations": { crate::core::ON_DELETE_ANNOTATION: "orphan" },
-                    },
+                    })),
                 })]
             };
             let list = serde_json::json!({

@@ -213,3 +213,148 @@ async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
     let body: serde_json::Value = serde_json::from_str(&unlink.body).unwrap();
     assert!(body["metadata"]["labels"][crate::core::CONTROLLER_LABEL].is_null());
 }
+
+/// `name` in `ns`, stamped as `parent`'s child by the test controller.
+fn child_of(name: &str, parent: &ParentRef) -> ObjectMeta {
+    let (labels, annotations) = parent.stamp("test-controller", "ConfigMap/v1");
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("ns".into()),
+        uid: Some(format!("uid-{name}")),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
+    }
+}
+
+/// A child watch of ConfigMaps in `context` holding `children`.
+fn watch_of(context: &str, children: Vec<ObjectMeta>) -> ChildWatch {
+    ChildWatch {
+        context: context.into(),
+        resource: ApiResource::erase::<ConfigMap>(&()),
+        cache: Arc::new(FixedCache(children)),
+        answered: Default::default(),
+        applied: Default::default(),
+    }
+}
+
+/// The requests that wrote a child (deleted or unlinked it): any but the Events' POSTs.
+fn child_writes(requests: &crate::client::fake_api::Requests) -> Vec<String> {
+    let lines = requests.lines().into_iter();
+    lines.filter(|l| !l.contains("/events")).collect()
+}
+
+#[tokio::test]
+async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes_nothing() {
+    let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let mut engine = engine(client);
+    // The real parent, live in its listed cache.
+    let (parents, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    let live = crate::engine::test_engine::parent(&[]);
+    writer.apply_watcher_event(&Event::InitApply(live));
+    writer.apply_watcher_event(&Event::InitDone);
+    engine.primaries.insert(
+        (CONTROL_TARGET, Some("crds".into())),
+        Arc::new(SharedWatch::fed(parents, None)),
+    );
+    let real = ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: "parent".into(),
+        uid: "uid-parent".into(),
+    };
+    // The forged object: the real parent's UID, a parent that does not exist; first of its UID's children.
+    let ghost = ParentRef {
+        name: "ghost".into(),
+        ..real.clone()
+    };
+    let forged = child_of("forged", &ghost);
+    let cluster_a = crate::Context::name(&CLUSTER_A);
+    engine.children.push(watch_of(
+        cluster_a,
+        vec![forged.clone(), child_of("web", &real)],
+    ));
+    engine
+        .children
+        .push(watch_of("control", vec![child_of("db", &real)]));
+    let engine = Arc::new(engine);
+
+    // Its event asks for the absent parent, under the real one's UID; asked twice, then the sweep.
+    let request = ReconcileKey {
+        context: CONTROL_TARGET,
+        object: ParentRef::of(&forged).unwrap().object_ref(),
+    };
+    for _ in 0..2 {
+        let reconcile = engine.clone().reconcile(request.clone());
+        let action = tokio::time::timeout(Duration::from_secs(2), reconcile).await;
+        assert_eq!(action.unwrap(), Action::await_change());
+    }
+    tokio::time::timeout(Duration::from_secs(2), engine.clone().sweep_orphans())
+        .await
+        .unwrap();
+    assert_eq!(
+        child_writes(&requests),
+        Vec::<String>::new(),
+        "nothing deleted"
+    );
+    // Reported once, on the real parent.
+    let events: Vec<String> = (requests.all().into_iter())
+        .filter(|s| s.method == "POST" && s.uri.contains("/events"))
+        .map(|s| s.body)
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].contains("ChildConflict"), "{events:?}");
+    assert!(events[0].contains(r#""name":"parent""#), "{events:?}");
+    assert!(
+        events[0].contains("ConfigMap ns/forged in cluster-a carries this parent's UID"),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn children_of_one_gone_uid_are_each_judged_by_their_own_reference() {
+    let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let mut engine = engine(client);
+    let (listed, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    engine.primaries.insert(
+        (CONTROL_TARGET, Some("other".into())),
+        Arc::new(SharedWatch::fed(listed, None)),
+    );
+    // Two children of one UID that no parent has, naming different parents.
+    let first = ParentRef {
+        context: "control".into(),
+        namespace: Some("other".into()),
+        name: "first".into(),
+        uid: "uid-gone".into(),
+    };
+    let second = ParentRef {
+        name: "second".into(),
+        ..first.clone()
+    };
+    let cluster_a = crate::Context::name(&CLUSTER_A);
+    engine.children.push(watch_of(
+        cluster_a,
+        vec![child_of("of-second", &second), child_of("of-first", &first)],
+    ));
+    let engine = Arc::new(engine);
+    let request = ReconcileKey {
+        context: CONTROL_TARGET,
+        object: first.object_ref(),
+    };
+    let reconcile = engine.clone().reconcile(request);
+    let action = tokio::time::timeout(Duration::from_secs(2), reconcile).await;
+    assert_eq!(
+        action.unwrap(),
+        Action::await_change(),
+        "a parent that is gone"
+    );
+    let lines = child_writes(&requests);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("DELETE /api/v1/namespaces/ns/configmaps/of-first"),
+        "{lines:?}"
+    );
+}

@@ -57,8 +57,10 @@ async fn remove_telling(
 ) -> (crate::core::ContextOutcome, Vec<(&'static str, String)>) {
     let metrics = crate::metrics::Metrics::default();
     let changes = ChildChanges::default();
-    let counted = (&metrics, "app-deployer");
-    let outcome = remove_children("cluster-a", client, targets, "uid-1", counted, &changes).await;
+    let conflicts = Conflicts::default();
+    let counted = (&metrics, "app-deployer", &conflicts);
+    let parent = parent("uid-1", "crd-a");
+    let outcome = remove_children("cluster-a", client, targets, &parent, counted, &changes).await;
     let notes = changes.notes().into_iter();
     (outcome, notes.map(|n| (n.reason, n.message)).collect())
 }
@@ -351,9 +353,11 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     });
     let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
     let metrics = crate::metrics::Metrics::default();
-    let counted = (&metrics, "app-deployer");
+    let conflicts = Conflicts::default();
+    let counted = (&metrics, "app-deployer", &conflicts);
     let changes = ChildChanges::default();
-    let outcome = remove_children("cluster-a", client, &targets, "uid-1", counted, &changes).await;
+    let parent = parent("uid-1", "crd-a");
+    let outcome = remove_children("cluster-a", client, &targets, &parent, counted, &changes).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(
         current.lock().as_deref(),
@@ -368,4 +372,23 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     let body: serde_json::Value = serde_json::from_str(&deletes[0].body).unwrap();
     assert_eq!(body["preconditions"]["uid"], "uid-web");
+}
+
+#[tokio::test]
+async fn an_object_with_the_parents_uid_label_naming_another_parent_is_not_removed_with_it() {
+    // Listed by the deleted parent's UID label: its child, and an object whose annotation names another.
+    let forged = child_meta("forged", Some(&parent("uid-1", "crd-ghost")));
+    let children = [child_meta("web", Some(&parent("uid-1", "crd-a"))), forged];
+    let (client, requests) = fake_api::client(move |method, _, _| match method {
+        "GET" => (200, list(&children)),
+        "DELETE" => deleted(),
+        _ => status(405, "MethodNotAllowed", "unexpected"),
+    });
+    let outcome = remove_all_of(client, &config_maps()).await;
+    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    let deletes: Vec<String> = (requests.lines().into_iter())
+        .filter(|l| l.starts_with("DELETE"))
+        .collect();
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert!(deletes[0].contains("/configmaps/web"), "{deletes:?}");
 }

@@ -1,6 +1,7 @@
 //! Whose a child's name is: a new child created by one apply that only a free name lets through, one
 //! applied a moment ago pinned to its UID, one not cached yet read after the server refused the create, a
-//! cached one applied at once, and a name taken by someone else left alone.
+//! cached one applied at once, and a name taken by someone else left alone: one that names the parent but
+//! was not written by the controller, or whose labels and annotations name different parents, too.
 
 use super::*;
 
@@ -161,5 +162,78 @@ async fn a_name_taken_by_another_parent_or_by_someone_else_is_a_conflict_and_lef
         writes,
         [(at("stranger"), true), (at("free"), true)],
         "only the free name is written"
+    );
+}
+
+/// `name` as `parent`'s child, but not written by the controller: made in advance by someone else.
+fn pre_made(name: &str, parent: &ParentRef) -> ObjectMeta {
+    let mut meta = child_meta(name, Some(parent));
+    meta.managed_fields = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+            manager: Some("kubectl-create".into()),
+            ..Default::default()
+        },
+    ]);
+    meta
+}
+
+#[tokio::test]
+async fn an_object_naming_this_parent_that_the_controller_never_wrote_is_not_adopted() {
+    let me = parent("uid-1", "crd-a");
+    // One in the controller's cache (it carries the controller's label), one only on the server.
+    let (client, requests) = server(vec![pre_made("on-server", &me)]);
+    let outcome = sync(
+        client,
+        vec![desired("cached"), desired("on-server")],
+        vec![pre_made("cached", &me)],
+        &me,
+    )
+    .await;
+    assert_eq!(outcome.state, ClusterState::Conflict, "{outcome:?}");
+    let message = outcome.message.unwrap();
+    for name in ["cached", "on-server"] {
+        let taken = format!(
+            "Deployment ns/{name} already exists and belongs to someone else (it names this parent, but app-deployer is not among its field managers)"
+        );
+        assert!(message.contains(&taken), "{message}");
+    }
+    // Only the apply that a taken name refuses was sent, and the read after it: nothing was written.
+    let steps: Vec<(String, bool)> = (requests.all().into_iter())
+        .map(|s| (s.method, create_only(&s.body)))
+        .collect();
+    let expected = [("PATCH".to_owned(), true), ("GET".to_owned(), false)];
+    assert_eq!(steps, expected, "{:?}", requests.lines());
+}
+
+#[tokio::test]
+async fn an_object_whose_uid_label_and_annotation_name_different_parents_is_a_conflict() {
+    let me = parent("uid-1", "crd-a");
+    // This parent's UID, another parent's name: written by the controller or not, it is no one's child.
+    let forged = child_meta("web", Some(&parent("uid-1", "crd-ghost")));
+    let (client, requests) = server(Vec::new());
+    let outcome = sync(client, vec![desired("web")], vec![forged.clone()], &me).await;
+    assert_eq!(outcome.state, ClusterState::Conflict, "{outcome:?}");
+    let message = outcome.message.unwrap();
+    assert!(
+        message.contains(
+            "its UID label is this parent's, its annotation names control/crds/crd-ghost"
+        ),
+        "{message}"
+    );
+    assert_eq!(requests.lines(), Vec::<String>::new(), "not written");
+
+    // Not wanted by name: it is not pruned either, but reported.
+    let (client, requests) = server(Vec::new());
+    let outcome = sync(client, vec![desired("other")], vec![forged], &me).await;
+    assert_eq!(outcome.state, ClusterState::Conflict, "{outcome:?}");
+    let message = outcome.message.unwrap();
+    assert!(
+        message.contains("Deployment ns/web is not this parent's"),
+        "{message}"
+    );
+    let lines = requests.lines();
+    assert!(
+        lines.iter().all(|l| !l.contains("/deployments/web")),
+        "{lines:?}"
     );
 }

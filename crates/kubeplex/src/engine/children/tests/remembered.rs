@@ -33,6 +33,7 @@ async fn sync_remembering(
         controller: "app-deployer",
         parent_kind: "AppDeployment.demo/v1",
         metrics: &crate::metrics::Metrics::default(),
+        conflicts: &Default::default(),
     };
     let changes = ChildChanges::default();
     let outcome = sync_context(
