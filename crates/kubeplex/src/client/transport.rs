@@ -76,6 +76,7 @@ where
 {
     let config = access.config();
     if let Some(proxy) = &config.proxy_url {
+        let proxy = without_userinfo(proxy);
         return Err(format!(
             "a proxy is configured ({proxy}: the kubeconfig's proxy-url or HTTPS_PROXY), but kubeplex's clients \
              connect to the API server directly (its write fence works on the connections it opens itself); \
@@ -150,6 +151,16 @@ where
         })
         .service(route);
     Ok(ClientBuilder::new(service, config.default_namespace.clone()).build())
+}
+
+/// A proxy's address as it may be shown: without the `user:password@` it may carry.
+fn without_userinfo(proxy: &Uri) -> String {
+    let scheme = proxy
+        .scheme_str()
+        .map_or(String::new(), |s| format!("{s}://"));
+    let host = proxy.host().unwrap_or_default();
+    let port = proxy.port().map_or(String::new(), |p| format!(":{p}"));
+    format!("{scheme}{host}{port}")
 }
 
 /// What every connection pool of a context is built with.
