@@ -8,12 +8,14 @@
 //! static credentials, so kube never runs the plugin itself (it would run it twice per client, on the
 //! async workers, without a deadline, with the terminal's stdin and stderr when the kubeconfig asks).
 
+use std::io::Read as _;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use kube::config::{AuthInfo, ExecConfig};
 use serde::Deserialize;
-use tokio::io::AsyncReadExt as _;
 use tokio::time::Instant;
 
 use super::access::NoAccess;
@@ -135,51 +137,24 @@ impl CredentialPlugin {
     }
 
     /// Runs the plugin once, and reads its credential.
+    ///
+    /// The plugin is read and waited for on a thread of the blocking pool, never on the async workers, and
+    /// the deadline is on tokio's clock: when it passes, or when the build is dropped (a member that left
+    /// meanwhile, the manager stopping), the plugin's process group is stopped, which ends that thread too.
+    /// (A paused test clock does not run past the deadline while the plugin works: tokio holds it still
+    /// for blocking tasks.)
     pub(crate) async fn run(&self) -> Result<Credential, PluginError> {
-        let plugin = self.clone();
-        let runtime = tokio::runtime::Handle::current();
-        // Awaited on a thread of the blocking pool, not the async workers': the process itself is tokio's,
-        // and its deadline is on tokio's clock, which a paused test clock then does not jump past while
-        // the plugin runs (tokio holds it still for blocking tasks).
-        tokio::task::spawn_blocking(move || runtime.block_on(plugin.run_here()))
-            .await
-            .unwrap_or_else(|ended| Err(PluginError::Stopped(ended.to_string())))
-    }
-
-    async fn run_here(&self) -> Result<Credential, PluginError> {
         let mut command = self.command()?;
-        let mut child = command.spawn().map_err(PluginError::Start)?;
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        // Read to its end and dropped: what a plugin says there never reaches a log (it may quote a token).
-        let drained = tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await;
-        });
-        let answered = tokio::time::timeout(self.timeout, async {
-            let mut output = Vec::new();
-            (&mut stdout)
-                .take(OUTPUT_AT_MOST + 1)
-                .read_to_end(&mut output)
-                .await
-                .map_err(PluginError::Read)?;
-            if output.len() as u64 > OUTPUT_AT_MOST {
-                return Err(PluginError::TooLong);
-            }
-            let status = child.wait().await.map_err(PluginError::Read)?;
-            Ok((status, output))
-        })
-        .await;
+        let child = command.spawn().map_err(PluginError::Start)?;
+        let running = Running::new(child.id());
+        let reaped = running.reaped.clone();
+        let answering = tokio::task::spawn_blocking(move || answer(child, &reaped));
+        let answered = tokio::time::timeout(self.timeout, answering).await;
+        drop(running);
         let (status, output) = match answered {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(error)) => {
-                stop(&mut child).await;
-                return Err(error);
-            }
-            Err(_) => {
-                stop(&mut child).await;
-                drained.abort();
-                return Err(PluginError::TimedOut(self.timeout));
-            }
+            Ok(Ok(answer)) => answer?,
+            Ok(Err(ended)) => return Err(PluginError::Stopped(ended.to_string())),
+            Err(_) => return Err(PluginError::TimedOut(self.timeout)),
         };
         if !status.success() {
             return Err(PluginError::Failed(status));
@@ -188,10 +163,10 @@ impl CredentialPlugin {
     }
 
     /// The plugin's command: never interactive, nothing on stdin, stdout and stderr read by kubeplex.
-    fn command(&self) -> Result<tokio::process::Command, PluginError> {
+    fn command(&self) -> Result<std::process::Command, PluginError> {
         let exec = &self.exec;
         let program = exec.command.as_deref().ok_or(PluginError::NoCommand)?;
-        let mut command = tokio::process::Command::new(program);
+        let mut command = std::process::Command::new(program);
         command.args(exec.args.iter().flatten());
         for var in exec.env.iter().flatten() {
             if let (Some(name), Some(value)) = (var.get("name"), var.get("value")) {
@@ -216,26 +191,76 @@ impl CredentialPlugin {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         // Its own process group, so that what it started is stopped with it.
         #[cfg(unix)]
-        command.process_group(0);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         Ok(command)
     }
 }
 
-/// Stops a plugin that is still running, with whatever it started, and reaps it.
-async fn stop(child: &mut tokio::process::Child) {
+/// A plugin's process group, stopped when this is dropped unless the plugin was reaped.
+struct Running {
+    pid: u32,
+    reaped: Arc<AtomicBool>,
+}
+
+impl Running {
+    fn new(pid: u32) -> Self {
+        Self {
+            pid,
+            reaped: Arc::default(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.reaped.load(Ordering::Acquire) {
+            stop(self.pid);
+        }
+    }
+}
+
+/// Stops the process group of the plugin `pid`, which has not been reaped (so its pid, the group's id,
+/// is not anyone else's).
+fn stop(pid: u32) {
     #[cfg(unix)]
-    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-        // SAFETY: a signal to the plugin's own process group (`process_group(0)` made its id the
-        // plugin's pid, which is not reused before the plugin is reaped below).
+    if let Ok(pid) = i32::try_from(pid) {
+        // SAFETY: `kill` has no memory effects; the group is the plugin's own (`process_group(0)`).
         unsafe {
             libc::kill(-pid, libc::SIGKILL);
         }
     }
-    let _ = child.kill().await;
+}
+
+/// What the plugin printed, at most [`OUTPUT_AT_MOST`] bytes of it, and how it ended; blocking.
+fn answer(
+    mut child: std::process::Child,
+    reaped: &AtomicBool,
+) -> Result<(ExitStatus, Vec<u8>), PluginError> {
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    // Read to its end and dropped: what a plugin says there never reaches a log (it may quote a token).
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let mut output = Vec::new();
+    let read = (&mut stdout)
+        .take(OUTPUT_AT_MOST + 1)
+        .read_to_end(&mut output);
+    let problem = match read {
+        Err(error) => Some(PluginError::Read(error)),
+        Ok(_) if output.len() as u64 > OUTPUT_AT_MOST => Some(PluginError::TooLong),
+        Ok(_) => None,
+    };
+    if problem.is_some() {
+        stop(child.id());
+    }
+    let status = child.wait();
+    reaped.store(true, Ordering::Release);
+    match problem {
+        Some(problem) => Err(problem),
+        None => Ok((status.map_err(PluginError::Read)?, output)),
+    }
 }
 
 /// The credential an `ExecCredential` gives.
