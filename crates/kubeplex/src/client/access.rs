@@ -93,9 +93,25 @@ impl Access {
             }
             None => (config.clone(), None),
         };
-        let tls = Tls::of(&credentials)?;
-        let plugin = plugin.zip(credential.as_ref());
-        let authorization = Authorization::of(context, &credentials, plugin, every)?;
+        let (tls, authorization) = if credentials.auth_info.auth_provider.is_some() {
+            // kube runs an auth provider's command (gcp's `cmd-path`) as it reads them, twice and without
+            // a deadline: off the async workers.
+            let context = context.to_owned();
+            let read = move || -> Result<_, NoAccess> {
+                let tls = Tls::of(&credentials)?;
+                Ok((tls, Authorization::of(&context, &credentials, None, every)?))
+            };
+            tokio::task::spawn_blocking(read)
+                .await
+                .map_err(|e| NoAccess::from(format!("reading the credentials stopped: {e}")))??
+        } else {
+            let tls = Tls::of(&credentials)?;
+            let plugin = plugin.zip(credential.as_ref());
+            (
+                tls,
+                Authorization::of(context, &credentials, plugin, every)?,
+            )
+        };
         Ok(Self {
             config: Arc::new(config),
             tls: Arc::new(tls),
@@ -121,3 +137,6 @@ impl Access {
         super::transport::client(self, &Fence::default())
     }
 }
+
+#[cfg(test)]
+mod tests;
