@@ -15,8 +15,8 @@ use super::access::NoAccess;
 const SESSIONS_CACHED: usize = 4;
 
 /// The TLS settings of a context, read once: building them may read files, which a request must not wait
-/// for (an exec plugin's client certificate is read before, by kubeplex). Every connection pool of the context holds the same
-/// `ClientConfig` (its verifier, certificates and session cache), not a copy each.
+/// for (an exec plugin's client certificate is had before, by kubeplex). Every connection pool of the
+/// context holds the same `ClientConfig` (its verifier, certificates and session cache), not a copy each.
 pub(crate) struct Tls {
     config: Arc<rustls::ClientConfig>,
     server_name: Arc<dyn ResolveServerName + Send + Sync>,

@@ -2,7 +2,7 @@
 //! connect/read/write timeouts — put together here rather than by `ClientBuilder::try_from`, because kube's
 //! builder cannot be given a connector and the fence must reach the socket ([`super::fenced_io`]). The
 //! authentication is the context's shared [`Authorization`](super::authorization) in kube's layer's place:
-//! kube's, plus an exec plugin run again when its token is rejected.
+//! kube's, plus an exec plugin's token asked for again before it expires and when it is rejected.
 //!
 //! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
 //! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
