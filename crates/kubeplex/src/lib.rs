@@ -110,7 +110,7 @@ pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub use crate::core::{Error, Result};
 pub use crate::core::{Member, Target};
-pub use client::CONTEXT_ENV_PREFIX;
+pub use client::{CONTEXT_ENV_PREFIX, DEFAULT_PLUGIN_TIMEOUT};
 pub use client::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use controller::{ChildOptions, Cx};
 pub use controller::{Controller, Reconcile};

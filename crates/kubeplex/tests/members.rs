@@ -248,3 +248,90 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
     members.remove("cluster-c").await;
     support::stop(running).await;
 }
+
+spreader!(HungPlugin, "spread-hung-plugin");
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with(['Z', 'X'])),
+    }
+}
+
+#[tokio::test]
+async fn a_member_whose_credential_plugin_hangs_holds_back_nothing_and_is_reported_at_its_deadline()
+{
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = CLUSTERS.get().await.unwrap();
+    prepare(env).await;
+    // A plugin that says it started (its pid, once per run) and never answers.
+    let dir = tempfile::tempdir().unwrap();
+    let (plugin, pids) = (dir.path().join("plugin"), dir.path().join("pids"));
+    let script = format!("#!/bin/sh\necho $$ >> {}\nexec sleep 600\n", pids.display());
+    std::fs::write(&plugin, script).unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut hung = cluster_c(env).await;
+    hung.auth_info = serde_json::from_value(serde_json::json!({ "exec": {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": plugin.to_string_lossy(),
+    }}))
+    .unwrap();
+
+    // Long enough for the other member to join meanwhile, whatever the machine's load.
+    let deadline = Duration::from_secs(20);
+    let members = Members::new();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .probes("127.0.0.1:0")
+        .ping_interval(Duration::from_millis(500))
+        .credential_plugin_timeout(deadline)
+        .controller(HungPlugin)
+        .members(members.clone(), LeavePolicy::Orphan)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "started").await;
+    let address = running.probe_address().unwrap();
+    create_spread(env, "spread-hung-plugin", "web").await;
+    wait_child(env, "cluster-a", "web-hung-plugin", true).await;
+
+    let added = tokio::time::Instant::now();
+    members.add("cluster-h", hung).await;
+    let first = eventually("the plugin runs", WAIT, async || {
+        let pids = std::fs::read_to_string(&pids).unwrap_or_default();
+        pids.lines()
+            .next()
+            .map(str::to_owned)
+            .ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
+
+    // While it hangs: the probes answer, the fixed contexts are pinged, another member joins and gets its
+    // children.
+    let live = tokio::time::timeout(Duration::from_secs(5), probe(address, "/livez")).await;
+    assert_eq!(live.expect("/livez answers").0, 200);
+    members.add("cluster-c", cluster_c(env).await).await;
+    wait_child(env, "cluster-c", "web-hung-plugin", true).await;
+    wait_context_status(address, "/readyz", "cluster-c", "ready").await;
+    let ready = wait_context_status(address, "/readyz", "cluster-a", "ready").await;
+    assert!(
+        !ended(&first) && added.elapsed() < deadline,
+        "the plugin's deadline passed before the other member joined: {ready:#}"
+    );
+
+    // Its deadline passed: stopped, and the member reported with the reason.
+    let failing = wait_context_status(address, "/readyz", "cluster-h", "failing").await;
+    let reason = reasons(&failing, "cluster-h");
+    assert!(
+        reason.contains("member cluster-h")
+            && reason.contains("the credential plugin did not answer within 20 s"),
+        "{failing:#}"
+    );
+    assert!(ended(&first), "the plugin still runs after its deadline");
+    assert!(added.elapsed() >= deadline);
+    members.remove("cluster-h").await;
+    members.remove("cluster-c").await;
+    support::stop(running).await;
+}

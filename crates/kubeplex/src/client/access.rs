@@ -12,6 +12,7 @@ use std::time::Duration;
 use kube::Client;
 
 use super::authorization::{Authorization, RENEW_AT_MOST_EVERY};
+use super::credential_plugin::CredentialPlugin;
 use super::fence::Fence;
 use super::last_answer::LastAnswer;
 use super::tls::Tls;
@@ -64,19 +65,53 @@ pub(crate) struct Access {
 }
 
 impl Access {
-    /// The access `config` gives `context` (an exec plugin is run now), or why it gives none.
-    pub(crate) fn of(context: &str, config: kube::Config) -> Result<Self, NoAccess> {
-        Self::renewing_every(context, config, RENEW_AT_MOST_EVERY)
+    /// The access `config` gives `context` (an exec plugin is run now, for at most `plugin_timeout`), or
+    /// why it gives none.
+    pub(crate) async fn of(
+        context: &str,
+        config: kube::Config,
+        plugin_timeout: Duration,
+    ) -> Result<Self, NoAccess> {
+        Self::renewing_every(context, config, plugin_timeout, RENEW_AT_MOST_EVERY).await
     }
 
     /// As [`of`](Self::of), with an exec plugin run again after a 401 at most every `every`.
-    pub(super) fn renewing_every(
+    pub(super) async fn renewing_every(
         context: &str,
         config: kube::Config,
+        plugin_timeout: Duration,
         every: Duration,
     ) -> Result<Self, NoAccess> {
-        let tls = Tls::of(&config)?;
-        let authorization = Authorization::of(context, &config, every)?;
+        // The plugin runs once, here; kube is given what it answered and never runs it itself.
+        let plugin = CredentialPlugin::of(&config.auth_info, plugin_timeout);
+        let (credentials, credential) = match &plugin {
+            Some(plugin) => {
+                let credential = plugin.run().await?;
+                let mut given = config.clone();
+                given.auth_info = credential.given_to(&config.auth_info);
+                (given, Some(credential))
+            }
+            None => (config.clone(), None),
+        };
+        let (tls, authorization) = if credentials.auth_info.auth_provider.is_some() {
+            // kube runs an auth provider's command (gcp's `cmd-path`) as it reads them, twice and without
+            // a deadline: off the async workers.
+            let context = context.to_owned();
+            let read = move || -> Result<_, NoAccess> {
+                let tls = Tls::of(&credentials)?;
+                Ok((tls, Authorization::of(&context, &credentials, None, every)?))
+            };
+            tokio::task::spawn_blocking(read)
+                .await
+                .map_err(|e| NoAccess::from(format!("reading the credentials stopped: {e}")))??
+        } else {
+            let tls = Tls::of(&credentials)?;
+            let plugin = plugin.zip(credential.as_ref());
+            (
+                tls,
+                Authorization::of(context, &credentials, plugin, every)?,
+            )
+        };
         Ok(Self {
             config: Arc::new(config),
             tls: Arc::new(tls),
@@ -102,3 +137,6 @@ impl Access {
         super::transport::client(self, &Fence::default())
     }
 }
+
+#[cfg(test)]
+mod tests;

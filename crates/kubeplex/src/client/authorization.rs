@@ -1,17 +1,17 @@
 //! The `Authorization` of a context's requests, shared by every client of the context (the controllers',
-//! the pings', the leases'), and asked for again when the server rejects it.
+//! the pings', the leases'), and asked for again when it expires or the server rejects it.
 //!
-//! kube's own authentication is kept underneath: it reads the token, the token file (again every minute)
-//! or the exec plugin's output, and runs an exec plugin again a minute before the `expirationTimestamp` of
-//! its token. What it lacks is the rest of client-go's exec contract: a plugin's token without an expiry is
-//! kept for the client's whole life, and a token the server stops accepting (revoked, rotated) is never
-//! asked for again. So a 401 to a request whose token came from an exec plugin runs the plugin again — once
-//! per burst of 401s (the requests that got one meanwhile take the new token), at most every
-//! [`RENEW_AT_MOST_EVERY`] — and the request is sent once more. Every request kube sends has its body in
-//! memory (a watch's is empty, and its 401 comes before its stream), so each one can be sent again.
+//! kube's own authentication is kept underneath for what kube reads itself: a token, a token file (again
+//! every minute), an auth provider. An exec plugin's token is kubeplex's ([`CredentialPlugin`]): given to
+//! kube as a static token, and asked for again the way client-go does — a minute before its
+//! `expirationTimestamp` (the requests meanwhile wait for that one run), and when the server rejects it (a
+//! token without an expiry, or one revoked or rotated before it): a 401 to a request whose token came from
+//! the plugin runs the plugin again — once per burst of 401s (the requests that got one meanwhile take the
+//! new token), at most every [`RENEW_AT_MOST_EVERY`] — and the request is sent once more. Every request
+//! kube sends has its body in memory (a watch's is empty, and its 401 comes before its stream), so each one
+//! can be sent again.
 //!
-//! A plugin's output and environment never reach a log or an error: kube's error text embeds them, and
-//! [`chain`] leaves them out.
+//! A plugin's output and environment never reach a log or an error ([`PluginError`] holds neither).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,9 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
 use super::access::NoAccess;
+#[cfg(doc)]
+use super::credential_plugin::PluginError;
+use super::credential_plugin::{Credential, CredentialPlugin};
 use crate::core::chain;
 
 /// How often, at most, a rejected token makes its exec plugin run again: a plugin that keeps handing out
@@ -54,13 +57,18 @@ pub(crate) struct Authorization {
 struct Current {
     source: Source,
     generation: u64,
+    /// When the plugin's token is to be asked for again before it expires.
+    renew_at: Option<Instant>,
+    /// How many renewals ran (whether or not they succeeded).
+    runs: u64,
 }
 
-/// An exec plugin's token, asked for again when it is rejected.
+/// An exec plugin's token, asked for again when it expires or is rejected.
 struct Renewal {
-    /// The configuration kube runs the plugin from (only its user counts).
+    plugin: CredentialPlugin,
+    /// The configuration the plugin's tokens are given to kube in (only its user counts).
     config: kube::Config,
-    /// Held while the plugin runs: one run per burst of 401s.
+    /// Held while the plugin runs: one run per burst of 401s, or of requests finding the token expiring.
     state: tokio::sync::Mutex<RenewalState>,
 }
 
@@ -100,32 +108,42 @@ impl Limit {
 }
 
 impl Authorization {
-    /// The authorization `config` gives `context`'s requests (an exec plugin is run now), or why it has
-    /// none. An exec plugin's token is asked for again on a 401, at most every `renew_every`.
+    /// The authorization `config` gives `context`'s requests, or why it has none. `config` holds no plugin
+    /// any more: `plugin` gave its `credential`, and a token it gave is asked for again a minute before it
+    /// expires and on a 401, at most every `renew_every`.
     pub(crate) fn of(
         context: &str,
         config: &kube::Config,
+        plugin: Option<(CredentialPlugin, &Credential)>,
         renew_every: Duration,
     ) -> Result<Self, NoAccess> {
         let layer = config.auth_layer().map_err(|e| NoAccess::of(&e))?;
-        // A plugin that gave a client certificate authenticates on the TLS connection, not here.
-        let renewal = (from_exec(&config.auth_info) && layer.is_some()).then(|| {
-            let mut only_user = kube::Config::new(config.cluster_url.clone());
-            only_user.auth_info = config.auth_info.clone();
-            let state = RenewalState {
-                limit: Limit::new(renew_every, true),
-                failed: None,
-            };
-            Renewal {
-                config: only_user,
-                state: tokio::sync::Mutex::new(state),
-            }
-        });
+        let mut renew_at = None;
+        // A plugin that gave a client certificate alone authenticates on the TLS connection, not here.
+        let renewal =
+            plugin
+                .filter(|(_, credential)| credential.has_token())
+                .map(|(plugin, credential)| {
+                    renew_at = credential.renew_at;
+                    let mut only_user = kube::Config::new(config.cluster_url.clone());
+                    only_user.auth_info = config.auth_info.clone();
+                    let state = RenewalState {
+                        limit: Limit::new(renew_every, true),
+                        failed: None,
+                    };
+                    Renewal {
+                        plugin,
+                        config: only_user,
+                        state: tokio::sync::Mutex::new(state),
+                    }
+                });
         Ok(Self {
             context: context.to_owned(),
             current: Mutex::new(Current {
                 source: source(layer),
                 generation: 0,
+                renew_at,
+                runs: 0,
             }),
             renewal,
         })
@@ -136,15 +154,17 @@ impl Authorization {
         self.renewal.is_some()
     }
 
-    /// The header for the next request, and the generation it belongs to.
+    /// The header for the next request, and the generation it belongs to; a token about to expire is
+    /// asked for again first.
     async fn header(&self) -> Result<(Option<HeaderValue>, u64), BoxError> {
-        let (source, generation) = {
-            let current = self.current.lock();
-            (current.source.clone(), current.generation)
-        };
+        let (mut source, mut generation, runs, due) = self.now();
+        if due {
+            self.renew_expiring(runs).await.map_err(NoCredentials)?;
+            (source, generation, _, _) = self.now();
+        }
         match source.oneshot(Request::new(Body::empty())).await {
             Ok(header) => Ok((header.into_body(), generation)),
-            // kube renewing an expiring token: its error would quote the plugin's output.
+            // kube reading a token file or an auth provider: its error could quote what it read.
             Err(error) => {
                 let error: &(dyn std::error::Error + 'static) = error.as_ref();
                 Err(NoCredentials(chain(error)).into())
@@ -152,42 +172,83 @@ impl Authorization {
         }
     }
 
+    /// The authentication in use, its generation, how many renewals ran, and whether it is to be renewed.
+    fn now(&self) -> (Source, u64, u64, bool) {
+        let current = self.current.lock();
+        let due = self.renewal.is_some() && current.renew_at.is_some_and(|at| Instant::now() >= at);
+        (
+            current.source.clone(),
+            current.generation,
+            current.runs,
+            due,
+        )
+    }
+
+    /// Asks the plugin for a token about to expire, unless a run ended since `runs` were counted: then
+    /// that run's outcome is this request's too.
+    async fn renew_expiring(&self, runs: u64) -> Result<(), String> {
+        let Some(renewal) = self.renewal.as_ref() else {
+            return Ok(());
+        };
+        let mut state = renewal.state.lock().await;
+        if self.current.lock().runs != runs {
+            return match &state.failed {
+                Some(problem) => Err(problem.clone()),
+                None => Ok(()),
+            };
+        }
+        self.run(renewal, &mut state).await
+    }
+
     /// A header to send a request rejected with the header of `seen` again: another request's renewal
     /// since then, else the plugin's new token. `None` when the plugin may not run yet or failed.
     async fn renew(&self, seen: u64) -> Option<HeaderValue> {
         let renewal = self.renewal.as_ref()?;
         let mut state = renewal.state.lock().await;
-        if self.current.lock().generation != seen {
-            return self.header().await.ok().and_then(|(header, _)| header);
-        }
-        if !state.limit.allows() {
-            return None;
-        }
-        let config = renewal.config.clone();
-        // kube runs the plugin and waits for it: off the async workers.
-        let ran = tokio::task::spawn_blocking(move || config.auth_layer()).await;
-        let context = &self.context;
-        let problem = match ran {
-            Ok(Ok(layer)) => {
-                tracing::debug!(%context, "credentials were rejected: the credential plugin ran again");
-                state.failed = None;
-                let mut current = self.current.lock();
-                current.source = source(layer);
-                current.generation = current.generation.saturating_add(1);
-                None
+        if self.current.lock().generation == seen {
+            if !state.limit.allows() {
+                return None;
             }
-            Ok(Err(error)) => Some(chain(&error)),
-            Err(error) => Some(format!("the credential plugin's task ended: {error}")),
-        };
-        if let Some(problem) = problem {
-            if state.failed.as_ref() != Some(&problem) {
-                tracing::warn!(%context, %problem, "credentials were rejected, and the credential plugin could not renew them");
-            }
-            state.failed = Some(problem);
-            return None;
+            self.run(renewal, &mut state).await.ok()?;
         }
         drop(state);
         self.header().await.ok().and_then(|(header, _)| header)
+    }
+
+    /// Runs the plugin and takes its token; a failure is logged when it changes.
+    async fn run(&self, renewal: &Renewal, state: &mut RenewalState) -> Result<(), String> {
+        let context = &self.context;
+        let ran = match renewal.plugin.run().await {
+            Ok(credential) if credential.has_token() => {
+                let mut config = renewal.config.clone();
+                config.auth_info = credential.given_to(&config.auth_info);
+                config
+                    .auth_layer()
+                    .map(|layer| (layer, credential.renew_at))
+                    .map_err(|e| chain(&e))
+            }
+            Ok(_) => Err("the credential plugin gave no token this time".to_owned()),
+            Err(error) => Err(error.to_string()),
+        };
+        let mut current = self.current.lock();
+        current.runs = current.runs.saturating_add(1);
+        match ran {
+            Ok((layer, renew_at)) => {
+                tracing::debug!(%context, "the credential plugin ran again");
+                current.source = source(layer);
+                current.generation = current.generation.saturating_add(1);
+                current.renew_at = renew_at;
+                state.failed = None;
+                Ok(())
+            }
+            Err(problem) => {
+                if state.failed.as_ref() != Some(&problem) {
+                    tracing::warn!(%context, %problem, "the credential plugin could not renew the credentials");
+                }
+                state.failed = Some(problem.clone());
+                Err(problem)
+            }
+        }
     }
 
     /// Sends `request` through `inner` with this authorization; rejected, once more with a renewed token.
@@ -216,16 +277,6 @@ impl Authorization {
         set(&mut again, Some(header));
         inner.oneshot(again).await.map_err(Into::into)
     }
-}
-
-/// Whether an exec plugin gives `user`'s credentials: kube reads an auth provider, a user name and
-/// password, a token and a token file before it.
-fn from_exec(user: &kube::config::AuthInfo) -> bool {
-    user.exec.is_some()
-        && user.auth_provider.is_none()
-        && !(user.username.is_some() && user.password.is_some())
-        && user.token.is_none()
-        && user.token_file.is_none()
 }
 
 /// kube's authentication layer as the header it sets.

@@ -3,10 +3,6 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
-
-use crate::core::kubeconfig_error;
-
 /// The kubeconfig context name meaning "the in-cluster service account" in aliases and the environment.
 pub const IN_CLUSTER: &str = "in-cluster";
 
@@ -51,7 +47,7 @@ pub(super) async fn config(
             .map_err(|e| format!("reading {}: {e}", path.display()))?;
         Ok((path, text))
     };
-    let (ca, _) = file("ca.crt")?;
+    let (ca, pem) = file("ca.crt")?;
     let (token, _) = file("token")?;
     let (_, namespace) = file("namespace")?;
     let path_str = |path: &PathBuf| {
@@ -59,23 +55,23 @@ pub(super) async fn config(
             .map(str::to_owned)
             .ok_or_else(|| format!("{} is not valid UTF-8", path.display()))
     };
-    // kube reads the CA and (again as it rotates) the token from these files.
-    let document = serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{ "name": IN_CLUSTER, "cluster": { "server": server, "certificate-authority": path_str(&ca)? } }],
-        "users": [{ "name": IN_CLUSTER, "user": { "tokenFile": path_str(&token)? } }],
-        "contexts": [{ "name": IN_CLUSTER, "context": { "cluster": IN_CLUSTER, "user": IN_CLUSTER } }],
-        "current-context": IN_CLUSTER,
-    });
-    let kubeconfig: Kubeconfig = serde_json::from_value(document)
-        .map_err(|e| format!("{server} with the files of {}: {e}", dir.display()))?;
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .map_err(|e| format!("{}: {}", dir.display(), kubeconfig_error(&e)))?;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let certificates = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: {e}", ca.display()))?;
+    if certificates.is_empty() {
+        return Err(format!("{}: no certificate", ca.display()));
+    }
+    // Built as kube's `Config::incluster` builds it, not through the kubeconfig loader: no proxy from the
+    // environment (`HTTPS_PROXY`) is taken for the cluster's own service address. kube reads the token
+    // again as it rotates, and watches the CA file.
+    let mut config = kube::Config::new(server.parse().map_err(|e| format!("{server}: {e}"))?);
     config.default_namespace = namespace.trim().to_owned();
+    config.root_cert = Some(certificates);
     config.root_cert_file = Some(ca);
+    config.auth_info.token_file = Some(path_str(&token)?);
     Ok(config)
 }
 
@@ -138,5 +134,47 @@ mod tests {
         };
         let built = config(ipv6).await.unwrap();
         assert_eq!(built.cluster_url.to_string(), "https://[fd00::1]:443/");
+    }
+
+    /// The proxy the environment of the test below names.
+    const PROXY: &str = "http://proxy-user:pr0xy-s3cret@proxy.example:3128";
+
+    #[tokio::test]
+    #[ignore = "run by the_in_cluster_configuration_takes_no_proxy_from_the_environment, in a process of its own"]
+    async fn the_in_cluster_configuration_in_an_environment_naming_a_proxy() {
+        assert_eq!(std::env::var("HTTPS_PROXY").as_deref(), Ok(PROXY));
+        let dir = tempfile::tempdir().unwrap();
+        let pem = rcgen::generate_simple_self_signed(vec!["kubernetes".to_owned()])
+            .unwrap()
+            .cert
+            .pem();
+        std::fs::write(dir.path().join("ca.crt"), pem).unwrap();
+        std::fs::write(dir.path().join("token"), "secret-token").unwrap();
+        std::fs::write(dir.path().join("namespace"), "kubeplex-system").unwrap();
+        let vars = |var: &str| match var {
+            SERVICE_ACCOUNT_DIR_ENV => Some(dir.path().as_os_str().to_owned()),
+            "KUBERNETES_SERVICE_HOST" => Some("10.0.0.1".into()),
+            "KUBERNETES_SERVICE_PORT" => Some("443".into()),
+            _ => None,
+        };
+        let built = config(vars).await.unwrap();
+        assert_eq!(built.proxy_url, None);
+    }
+
+    #[test]
+    fn the_in_cluster_configuration_takes_no_proxy_from_the_environment() {
+        // The environment is the process's: the check runs in a process of its own, which sets it.
+        let test = "client::in_cluster::tests::the_in_cluster_configuration_in_an_environment_naming_a_proxy";
+        let ran = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--ignored", "--test-threads=1"])
+            .env("HTTPS_PROXY", PROXY)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&ran.stdout);
+        assert!(
+            ran.status.success() && stdout.contains("1 passed"),
+            "{stdout}{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
     }
 }

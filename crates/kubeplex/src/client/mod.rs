@@ -3,6 +3,7 @@
 
 mod access;
 mod authorization;
+mod credential_plugin;
 mod fence;
 mod fenced_io;
 mod in_cluster;
@@ -12,6 +13,7 @@ mod tls;
 mod transport;
 
 pub(crate) use access::{Access, NoAccess};
+pub use credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
 #[cfg(test)]
 pub(crate) mod fake_api;

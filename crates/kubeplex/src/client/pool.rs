@@ -1,16 +1,20 @@
 //! The client pool: one `kube::Client` per context, from the kubeconfig as kubectl finds it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
 use super::access::{Access, NoAccess};
+use super::credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 use super::fence::Fence;
 use super::in_cluster::IN_CLUSTER;
+use super::tls::Tls;
 use crate::core::kubeconfig_error;
 use crate::core::{Error, Result};
 
@@ -41,6 +45,10 @@ pub(crate) struct PoolConfig {
     pub(crate) fence: Fence,
     /// The `User-Agent` of every request (the API server's audit log names the replica by it).
     pub(crate) user_agent: Option<String>,
+    /// How long an exec credential plugin may take to answer (default [`DEFAULT_PLUGIN_TIMEOUT`]).
+    pub(crate) plugin_timeout: Option<Duration>,
+    /// The contexts whose connections were said to be insecure: each is said once, not at every build.
+    warned: Arc<parking_lot::Mutex<BTreeSet<String>>>,
 }
 
 /// One client per context, or why there is none.
@@ -196,23 +204,31 @@ impl PoolConfig {
                 .await
                 .map_err(|e| config_error(format!("{from}: {}", kubeconfig_error(&e))))?;
             // Its credentials are decoded when the client is built: a broken one names the file too.
-            return self.finish(context, config).map_err(|error| match error {
-                Error::ClientConfig { context, reason } => Error::ClientConfig {
-                    context,
-                    reason: format!("{from}: {reason}"),
-                },
-                other => other,
-            });
+            return self
+                .finish(context, config)
+                .await
+                .map_err(|error| match error {
+                    Error::ClientConfig { context, reason } => Error::ClientConfig {
+                        context,
+                        reason: format!("{from}: {reason}"),
+                    },
+                    other => other,
+                });
         };
-        self.finish(context, config)
+        self.finish(context, config).await
     }
 
     /// A client for `context` from its configuration, as every client of the pool is built: with a read
     /// timeout, the replica's `User-Agent`, and its writes behind the fence down to the socket. Members'
     /// clients are built here too. Its credentials (an exec plugin's token) are read now, and shared with
     /// the clients built from the [`Access`] returned.
-    pub(crate) fn finish(&self, context: &str, config: kube::Config) -> Result<(Client, Access)> {
+    pub(crate) async fn finish(
+        &self,
+        context: &str,
+        config: kube::Config,
+    ) -> Result<(Client, Access)> {
         self.build(context, config)
+            .await
             .map_err(|failed| Error::ClientConfig {
                 context: context.to_owned(),
                 reason: failed.reason,
@@ -221,7 +237,7 @@ impl PoolConfig {
 
     /// As [`finish`](Self::finish), saying whether the failure may pass by itself (an exec plugin that
     /// failed) or lasts until the configuration changes.
-    pub(crate) fn build(
+    pub(crate) async fn build(
         &self,
         context: &str,
         mut config: kube::Config,
@@ -240,8 +256,14 @@ impl PoolConfig {
                 .headers
                 .push((hyper::http::header::USER_AGENT, value));
         }
-        let access = Access::of(context, config)?;
+        let timeout = self.plugin_timeout.unwrap_or(DEFAULT_PLUGIN_TIMEOUT);
+        let access = Access::of(context, config, timeout).await?;
         let client = super::transport::client(&access, &self.fence)?;
+        if let Some(insecurity) = Tls::insecurity(access.config())
+            && self.warned.lock().insert(context.to_owned())
+        {
+            tracing::warn!(%context, %insecurity, "the context's connections are not secure");
+        }
         Ok((client, access))
     }
 }

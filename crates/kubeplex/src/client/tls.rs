@@ -14,17 +14,27 @@ use super::access::NoAccess;
 /// a sixth of what an idle context costs.
 const SESSIONS_CACHED: usize = 4;
 
-/// The TLS settings of a context, read once: building them may run an exec plugin (a client certificate)
-/// and read files, which a request must not wait for. Every connection pool of the context holds the same
-/// `ClientConfig` (its verifier, certificates and session cache), not a copy each.
+/// The TLS settings of a context, read once: building them may read files, which a request must not wait
+/// for (an exec plugin's client certificate is had before, by kubeplex). Every connection pool of the
+/// context holds the same `ClientConfig` (its verifier, certificates and session cache), not a copy each.
 pub(crate) struct Tls {
     config: Arc<rustls::ClientConfig>,
     server_name: Arc<dyn ResolveServerName + Send + Sync>,
 }
 
 impl Tls {
-    /// The settings `config` gives, or why they cannot be used.
+    /// The settings `config` gives, or why they cannot be used: a certificate authority with
+    /// `insecure-skip-tls-verify` is refused, as client-go refuses it (kube would drop the authority
+    /// without a word).
     pub(crate) fn of(config: &kube::Config) -> Result<Self, NoAccess> {
+        if config.accept_invalid_certs && config.root_cert.is_some() {
+            return Err(NoAccess::from(
+                "insecure-skip-tls-verify is set together with a certificate authority \
+                 (certificate-authority-data or certificate-authority); one of them must go, as client-go \
+                 refuses the pair"
+                    .to_owned(),
+            ));
+        }
         let server_name: Arc<dyn ResolveServerName + Send + Sync> = match &config.tls_server_name {
             None => Arc::new(DefaultServerNameResolver::default()),
             Some(name) => Arc::new(FixedServerNameResolver::new(
@@ -40,6 +50,20 @@ impl Tls {
             config: Arc::new(tls),
             server_name,
         })
+    }
+
+    /// What makes `config`'s connections open to whoever is on the way, in words: `insecure-skip-tls-verify`,
+    /// or a plain `http://` server.
+    pub(crate) fn insecurity(config: &kube::Config) -> Option<&'static str> {
+        if config.cluster_url.scheme_str() == Some("http") {
+            Some(
+                "the server is plain http://: requests and credentials cross the network unencrypted",
+            )
+        } else if config.accept_invalid_certs {
+            Some("insecure-skip-tls-verify is set: the server's certificate is not verified")
+        } else {
+            None
+        }
     }
 
     /// As kube's `rustls_https_connector_with_connector` (HTTP/1.1 without ALPN, `http` URLs allowed),

@@ -2,7 +2,7 @@
 //! connect/read/write timeouts — put together here rather than by `ClientBuilder::try_from`, because kube's
 //! builder cannot be given a connector and the fence must reach the socket ([`super::fenced_io`]). The
 //! authentication is the context's shared [`Authorization`](super::authorization) in kube's layer's place:
-//! kube's, plus an exec plugin run again when its token is rejected.
+//! kube's, plus an exec plugin's token asked for again before it expires and when it is rejected.
 //!
 //! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
 //! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
@@ -76,6 +76,7 @@ where
 {
     let config = access.config();
     if let Some(proxy) = &config.proxy_url {
+        let proxy = without_userinfo(proxy);
         return Err(format!(
             "a proxy is configured ({proxy}: the kubeconfig's proxy-url or HTTPS_PROXY), but kubeplex's clients \
              connect to the API server directly (its write fence works on the connections it opens itself); \
@@ -150,6 +151,16 @@ where
         })
         .service(route);
     Ok(ClientBuilder::new(service, config.default_namespace.clone()).build())
+}
+
+/// A proxy's address as it may be shown: without the `user:password@` it may carry.
+fn without_userinfo(proxy: &Uri) -> String {
+    let scheme = proxy
+        .scheme_str()
+        .map_or(String::new(), |s| format!("{s}://"));
+    let host = proxy.host().unwrap_or_default();
+    let port = proxy.port().map_or(String::new(), |p| format!(":{p}"));
+    format!("{scheme}{host}{port}")
 }
 
 /// What every connection pool of a context is built with.

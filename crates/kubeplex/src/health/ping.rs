@@ -354,7 +354,9 @@ mod tests {
         let (url, answered) = version_server();
         assert!(first_delay("cluster-a", Duration::from_millis(200)) < Duration::from_millis(200));
         let config = kube::Config::new(url.parse().unwrap());
-        let access = Access::of("cluster-a", config).unwrap();
+        let access = Access::of("cluster-a", config, Duration::from_secs(30))
+            .await
+            .unwrap();
         let health = Arc::new(Health::default());
         health.declare("cluster-a", true);
         let _pings = start(

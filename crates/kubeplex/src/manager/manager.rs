@@ -137,6 +137,16 @@ impl Manager {
         self
     }
 
+    /// How long an exec credential plugin (`users[].user.exec`) may take to answer before it is stopped and
+    /// its client build fails (default [`DEFAULT_PLUGIN_TIMEOUT`](crate::DEFAULT_PLUGIN_TIMEOUT), 30 s);
+    /// for the fixed contexts and the members alike ([docs/fleets.md]).
+    ///
+    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md#exec-credential-plugins
+    pub fn credential_plugin_timeout(mut self, timeout: Duration) -> Self {
+        self.pool.plugin_timeout = Some(timeout);
+        self
+    }
+
     /// Runs this replica under leader election ([docs/ha.md]): only the holder of the Lease reconciles; a
     /// standby keeps its watches and caches warm and takes over when the holder stops renewing. Every
     /// write of every client passes a fence that closes when a renewal is overdue, before the Lease can

@@ -41,17 +41,21 @@ impl Changes {
         let built = match name_problem(&name, &self.fixed) {
             Some(problem) => Err(NoAccess::from(problem)),
             // Kept for a retry: the plugin runs again with the same configuration.
-            None => self.pool.build(&name, (*config).clone()).map_err(|failed| {
-                let context = name.clone();
-                let reason = Error::ClientConfig {
-                    context,
-                    reason: failed.reason,
-                };
-                NoAccess {
-                    reason: reason.to_string(),
-                    ..failed
-                }
-            }),
+            None => self
+                .pool
+                .build(&name, (*config).clone())
+                .await
+                .map_err(|failed| {
+                    let context = name.clone();
+                    let reason = Error::ClientConfig {
+                        context,
+                        reason: failed.reason,
+                    };
+                    NoAccess {
+                        reason: reason.to_string(),
+                        ..failed
+                    }
+                }),
         };
         let (client, access) = match built {
             Ok(built) => built,

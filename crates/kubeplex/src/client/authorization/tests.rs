@@ -122,7 +122,10 @@ async fn exec_client(
     let (url, seen) = server(accepted.clone()).await;
     let mut config = kube::Config::new(url.parse().unwrap());
     config.auth_info = plugin(dir, expires);
-    let access = super::super::Access::renewing_every("member", config, every).unwrap();
+    let timeout = Duration::from_secs(30);
+    let access = super::super::Access::renewing_every("member", config, timeout, every)
+        .await
+        .unwrap();
     assert!(access.authorization.renews());
     let client = super::super::transport::client(&access, &super::super::Fence::default()).unwrap();
     (client, accepted, seen)

@@ -199,7 +199,10 @@ async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
         "{agent}"
     );
     let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
-    let (_, built) = PoolConfig::default().finish("cluster-b", config).unwrap();
+    let (_, built) = PoolConfig::default()
+        .finish("cluster-b", config)
+        .await
+        .unwrap();
     let built = built.config();
     let sent: Vec<_> = built
         .headers
@@ -214,7 +217,7 @@ async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
         ..PoolConfig::default()
     };
     let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
-    let (_, built) = elected.finish("cluster-b", config).unwrap();
+    let (_, built) = elected.finish("cluster-b", config).await.unwrap();
     let built = built.config();
     assert!(
         built
@@ -222,4 +225,119 @@ async fn every_client_sends_a_user_agent_naming_kubeplex_and_the_replica() {
             .iter()
             .any(|(_, value)| value == "kubeplex/1 (replica-a)")
     );
+}
+
+/// A kubeconfig of `cluster-b` at `server` with `cluster` settings besides, and a token.
+fn kubeconfig_at(server: &str, cluster: serde_json::Value) -> KubeconfigSource {
+    let mut kubeconfig = kubeconfig_json(&["cluster-b"]);
+    let mut settings = cluster;
+    settings["server"] = server.into();
+    kubeconfig["clusters"] = serde_json::json!([{ "name": "cluster-b", "cluster": settings }]);
+    kubeconfig["users"] = serde_json::json!([{ "name": "cluster-b", "user": { "token": "t" } }]);
+    KubeconfigSource::Explicit(Box::new(serde_json::from_value(kubeconfig).unwrap()))
+}
+
+#[tokio::test]
+async fn a_certificate_authority_with_insecure_skip_tls_verify_is_refused_naming_the_context() {
+    use base64::Engine as _;
+    let ca = rcgen::generate_simple_self_signed(vec!["ca.example".to_owned()]).unwrap();
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca.cert.pem());
+    let config = PoolConfig {
+        source: kubeconfig_at(
+            "https://127.0.0.1:6443",
+            serde_json::json!({ "insecure-skip-tls-verify": true, "certificate-authority-data": ca }),
+        ),
+        ..PoolConfig::default()
+    };
+    let (pool, errors) = config.connect(&["cluster-b".to_owned()]).await.unwrap();
+    let message = errors[0].to_string();
+    assert!(
+        message.starts_with(
+            "context cluster-b: cannot configure a client: the kubeconfig given to the manager: \
+             insecure-skip-tls-verify is set together with a certificate authority"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains(&ca[..40]), "{message}");
+    assert!(pool.client("cluster-b").is_err());
+}
+
+/// Every log line written while it is held, as text.
+struct Logs {
+    written: std::sync::Arc<parking_lot::Mutex<Vec<u8>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl Logs {
+    fn capture() -> Self {
+        #[derive(Clone)]
+        struct Writer(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+        impl std::io::Write for Writer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let written = std::sync::Arc::default();
+        let writer = Writer(std::sync::Arc::clone(&written));
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        Self {
+            written,
+            _guard: tracing::subscriber::set_default(subscriber),
+        }
+    }
+
+    fn lines(&self, containing: &str) -> Vec<String> {
+        String::from_utf8_lossy(&self.written.lock())
+            .lines()
+            .filter(|line| line.contains(containing))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn insecure_connections_are_said_once_per_context() {
+    let logs = Logs::capture();
+    for (server, cluster, expected) in [
+        (
+            "http://127.0.0.1:6443",
+            serde_json::json!({}),
+            "plain http://",
+        ),
+        (
+            "https://127.0.0.1:6443",
+            serde_json::json!({ "insecure-skip-tls-verify": true }),
+            "insecure-skip-tls-verify is set",
+        ),
+    ] {
+        let config = PoolConfig {
+            source: kubeconfig_at(server, cluster),
+            ..PoolConfig::default()
+        };
+        // Built again and again (a member's retries and rejoins): said once.
+        for _ in 0..3 {
+            let (_, errors) = config.connect(&["cluster-b".to_owned()]).await.unwrap();
+            assert!(errors.is_empty(), "{errors:?}");
+        }
+        let said = logs.lines(expected);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("WARN") && said[0].contains("context=cluster-b"),
+            "{said:?}"
+        );
+    }
+    let secure = PoolConfig {
+        source: kubeconfig_at("https://127.0.0.1:6443", serde_json::json!({})),
+        ..PoolConfig::default()
+    };
+    let before = logs.lines("not secure").len();
+    secure.connect(&["cluster-b".to_owned()]).await.unwrap();
+    assert_eq!(logs.lines("not secure").len(), before);
 }

@@ -79,8 +79,10 @@ fn config(url: &str) -> kube::Config {
     kube::Config::new(url.parse().unwrap())
 }
 
-fn access(url: &str) -> Access {
-    Access::of("cluster-a", config(url)).unwrap()
+async fn access(url: &str) -> Access {
+    Access::of("cluster-a", config(url), Duration::from_secs(30))
+        .await
+        .unwrap()
 }
 
 /// Polls the server's record until `done` holds, for at most 10 s.
@@ -100,7 +102,7 @@ async fn writes_are_sent_while_the_fence_is_open() {
     let (url, seen) = server().await;
     let fence = Fence::closed();
     fence.open_for(Instant::now(), Duration::from_secs(60));
-    let client = client(&access(&url), &fence).unwrap();
+    let client = client(&access(&url).await, &fence).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "apps");
     tokio::time::timeout(
         Duration::from_secs(10),
@@ -121,7 +123,12 @@ async fn a_write_held_past_the_deadline_is_never_received_and_reads_still_are() 
     let fence = Fence::closed();
     // Open when the write enters the client; closed by the time its connection is up.
     fence.open_for(Instant::now(), Duration::from_millis(300));
-    let client = client_over(&access(&url), &fence, slow_tcp(Duration::from_millis(600))).unwrap();
+    let client = client_over(
+        &access(&url).await,
+        &fence,
+        slow_tcp(Duration::from_millis(600)),
+    )
+    .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "apps");
 
     let refused = tokio::time::timeout(
@@ -166,7 +173,12 @@ async fn a_shards_write_passes_its_shards_fence_at_the_socket() {
     );
     fence.open_for(Instant::now(), Duration::from_secs(60));
     shard.open_for(Instant::now(), Duration::from_millis(300));
-    let base = client_over(&access(&url), &fence, slow_tcp(Duration::from_millis(600))).unwrap();
+    let base = client_over(
+        &access(&url).await,
+        &fence,
+        slow_tcp(Duration::from_millis(600)),
+    )
+    .unwrap();
     let send = tower::service_fn(move |mut request: Request<Body>| {
         let base = base.clone();
         request.extensions_mut().insert(AlsoFencedBy(shard.clone()));
@@ -191,14 +203,20 @@ async fn a_shards_write_passes_its_shards_fence_at_the_socket() {
     assert_eq!(received, ["GET /api/v1/namespaces/apps/configmaps/web"]);
 }
 
-#[test]
-fn a_proxy_is_refused_in_words() {
+#[tokio::test]
+async fn a_proxy_is_refused_in_words_without_its_user_and_password() {
     let mut config = config("https://127.0.0.1:6443");
-    config.proxy_url = Some("http://proxy:3128".parse().unwrap());
-    let access = Access::of("cluster-a", config).unwrap();
+    config.proxy_url = Some("http://proxy-user:pr0xy-s3cret@proxy:3128".parse().unwrap());
+    let access = Access::of("cluster-a", config, Duration::from_secs(30))
+        .await
+        .unwrap();
     let error = client(&access, &Fence::default()).err().expect("refused");
     assert!(
-        error.contains("a proxy is configured (http://proxy:3128/"),
+        error.contains("a proxy is configured (http://proxy:3128: "),
+        "{error}"
+    );
+    assert!(
+        !error.contains("pr0xy-s3cret") && !error.contains("proxy-user"),
         "{error}"
     );
 }
@@ -208,7 +226,7 @@ mod idle;
 #[tokio::test]
 async fn every_client_of_a_context_stamps_its_servers_last_answer() {
     let (url, _) = server().await;
-    let access = access(&url);
+    let access = access(&url).await;
     assert_eq!(access.last_answer(), None);
     async fn within<T>(request: impl Future<Output = T>) -> T {
         tokio::time::timeout(Duration::from_secs(10), request)

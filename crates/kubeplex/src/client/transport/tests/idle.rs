@@ -49,7 +49,7 @@ async fn counting_server(delay: Duration) -> (String, Arc<AtomicUsize>, Arc<Atom
 async fn a_burst_of_requests_leaves_at_most_the_idle_limit_of_connections_open() {
     let burst = IDLE_PER_HOST + 16;
     let (url, open, most) = counting_server(Duration::from_millis(300)).await;
-    let client = client(&access(&url), &Fence::default()).unwrap();
+    let client = client(&access(&url).await, &Fence::default()).unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "apps");
     let reads = (0..burst).map(|i| {
         let api = api.clone();

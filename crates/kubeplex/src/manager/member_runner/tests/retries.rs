@@ -144,7 +144,7 @@ async fn a_join_that_cannot_succeed_as_configured_is_not_tried_again() {
     assert!(
         runner
             .failing("member-a")
-            .contains("unable to run auth exec")
+            .contains("the credential plugin (users[].user.exec.command) could not be started")
     );
     runner.nothing_for_ten_minutes().await;
     assert_eq!(runner.counted("join", "failed"), 2);
