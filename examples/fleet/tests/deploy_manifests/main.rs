@@ -44,6 +44,7 @@ fn manifests_are_complete_and_least_privileged() {
             "Deployment",
             "Service",
             "PodDisruptionBudget",
+            "NetworkPolicy",
         ],
     );
     assert_kinds_present(
@@ -65,6 +66,7 @@ fn manifests_are_complete_and_least_privileged() {
                 "Deployment",
                 "Service",
                 "PodDisruptionBudget",
+                "NetworkPolicy",
             ][..],
         ),
         (
