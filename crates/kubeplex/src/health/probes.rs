@@ -98,7 +98,7 @@ fn detailed(peer: Peer, uri: &Uri) -> bool {
 
 /// Whether `peer` is on this host (this pod's network namespace): an IPv4 or IPv6 loopback address, also
 /// written as an IPv4-mapped IPv6 one (a server bound on `[::]`).
-pub(super) fn is_local(peer: SocketAddr) -> bool {
+fn is_local(peer: SocketAddr) -> bool {
     peer.ip().to_canonical().is_loopback()
 }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// The longest reason or problem reported, in bytes: a member's server writes part of it (its error
 /// answer), and a probe body must stay small whoever the server is.
-pub(crate) const MAX_REASON: usize = 1024;
+pub(super) const MAX_REASON: usize = 1024;
 
 /// `reason`, cut to [`MAX_REASON`] bytes (on a character boundary, marked) when longer.
 pub(super) fn capped(mut reason: String) -> String {
