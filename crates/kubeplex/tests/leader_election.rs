@@ -1,6 +1,7 @@
 //! Leader election on real API servers, two replicas in one process: one leads and reconciles, the other
 //! stands by (ready, saying who leads) and reconciles nothing; when the leader shuts down it gives the Lease
-//! up and the standby reconciles at once.
+//! up and the standby reconciles at once; a Lease a stranger holds with a huge duration is taken over after
+//! this replica's own lease duration.
 //! (Replicas as processes, frozen and killed, are tested in the example: examples/fleet/tests/ha/main.rs.)
 
 mod support;
@@ -56,22 +57,73 @@ const RETRY: Duration = Duration::from_millis(500);
 const HAND_OVER: Duration = Duration::from_millis(2 * 500 + 1000);
 
 async fn replica(env: &TestEnv, identity: &str, reconciler: Elected) -> kubeplex::Running {
+    replica_on(env, election(identity), reconciler).await
+}
+
+async fn replica_on(
+    env: &TestEnv,
+    election: LeaderElection,
+    reconciler: Elected,
+) -> kubeplex::Running {
+    let identity = election.get_identity().to_owned();
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .probes("127.0.0.1:0")
-        .leader_election(election(identity))
+        .leader_election(election)
         .controller(reconciler)
         .start()
         .await
         .unwrap();
-    wait_started(&running, identity).await;
+    wait_started(&running, &identity).await;
     running
 }
 
 async fn holder(env: &TestEnv) -> Option<String> {
+    holder_of(env, "elected").await
+}
+
+async fn holder_of(env: &TestEnv, lease: &str) -> Option<String> {
     let control = env.client("control").await.unwrap();
     let leases: Api<Lease> = Api::namespaced(control, NAMESPACE);
-    let lease = leases.get_opt("elected").await.unwrap()?;
+    let lease = leases.get_opt(lease).await.unwrap()?;
     lease.spec?.holder_identity
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_lease_with_a_huge_duration_is_taken_over_after_our_own() {
+    let env = CLUSTERS.get().await.unwrap();
+    let control = env.client("control").await.unwrap();
+    create_namespace(&control, NAMESPACE).await;
+    let leases: Api<Lease> = Api::namespaced(control, NAMESPACE);
+    let ghost: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "haunted" },
+        "spec": {
+            "holderIdentity": "ghost",
+            "leaseDurationSeconds": i32::MAX,
+            "renewTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+        },
+    }))
+    .unwrap();
+    leases
+        .create(&kube::api::PostParams::default(), &ghost)
+        .await
+        .unwrap();
+    let election = LeaderElection::new(Fleet::Control, NAMESPACE, "haunted")
+        .identity("replica-h")
+        .lease_duration(Duration::from_secs(4))
+        .renew_deadline(Duration::from_secs(3))
+        .retry_period(RETRY);
+    let running = replica_on(env, election, Elected::default()).await;
+    // The ghost never renews: the Lease is the replica's once it has seen it unchanged for 4 s (its own
+    // duration, not the Lease's 68 years), give or take a round and a loaded machine.
+    eventually(
+        "replica-h takes the ghost's Lease over",
+        Duration::from_secs(4) + HAND_OVER,
+        async || holder_of(env, "haunted").await.as_deref() == Some("replica-h"),
+    )
+    .await;
+    let (_, body) = probe(running.probe_address().unwrap(), "/readyz").await;
+    assert_eq!(body["leadership"]["role"], "leader", "{body}");
+    support::stop(running).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

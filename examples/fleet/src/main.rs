@@ -12,8 +12,9 @@
 //!   more child clusters, each from a kubeconfig Secret in the control cluster (docs/fleets.md);
 //!   `--members-from-cluster-profiles NAMESPACE [--access-providers FILE]` instead: each from a ClusterProfile;
 //!   `--members-from-cluster-api NAMESPACE`: each from a Cluster API cluster's kubeconfig Secret.
-//!   `--secure-metrics-port PORT [--secure-metrics-cert-dir DIR]`: /metrics over HTTPS on its own port, to
-//!   scrapers the control cluster authenticates and authorises (docs/observability.md).
+//!   `--secure-metrics-port PORT [--secure-metrics-cert-dir DIR] [--secure-metrics-audience AUDIENCE]`:
+//!   /metrics over HTTPS on its own port, to scrapers the control cluster authenticates and authorises
+//!   (docs/observability.md).
 //! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
 //!   leaving the fleet and a progressive rollout included.
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.

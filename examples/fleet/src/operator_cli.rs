@@ -82,6 +82,16 @@ pub struct OperatorFlags {
         requires = "secure_metrics_port"
     )]
     pub secure_metrics_cert_dir: Option<PathBuf>,
+    /// Accept only scrapers' tokens valid for one of these audiences (the TokenReview's `audiences`;
+    /// repeated or comma-separated) [default: the control cluster's API server's own].
+    #[arg(
+        long = "secure-metrics-audience",
+        value_name = "AUDIENCE",
+        env = "FLEET_SECURE_METRICS_AUDIENCES",
+        value_delimiter = ',',
+        requires = "secure_metrics_port"
+    )]
+    pub secure_metrics_audiences: Vec<String>,
     #[command(flatten)]
     pub members: MemberFlags,
 }
@@ -102,6 +112,7 @@ impl OperatorFlags {
             retry_period,
             secure_metrics_port,
             secure_metrics_cert_dir,
+            secure_metrics_audiences,
             members,
         } = self;
         // Timings that cannot fence are refused when the manager starts, in words.
@@ -140,7 +151,8 @@ impl OperatorFlags {
         };
         let manager = match secure_metrics_port {
             Some(port) => {
-                let metrics = SecureMetrics::new(Fleet::Control, format!("0.0.0.0:{port}"));
+                let metrics = SecureMetrics::new(Fleet::Control, format!("0.0.0.0:{port}"))
+                    .audiences(secure_metrics_audiences);
                 manager.secure_metrics(match secure_metrics_cert_dir {
                     Some(dir) => metrics.cert_dir(dir),
                     None => metrics,

@@ -54,6 +54,7 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
                 retry_period: None,
                 secure_metrics_port: None,
                 secure_metrics_cert_dir: None,
+                secure_metrics_audiences,
                 members,
             },
     } = cli.command
@@ -61,6 +62,7 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
         panic!("not `run`: {cli:?}");
     };
     assert!(!members.takes_members(), "no members unless asked");
+    assert!(secure_metrics_audiences.is_empty());
     assert_eq!(lease_namespace, "crds");
     assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
     assert_eq!(namespace, "crds");

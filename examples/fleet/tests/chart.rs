@@ -60,6 +60,8 @@ pub const MODES: [(&str, &[&str]); 7] = [
             "--set",
             "serviceMonitor.enabled=true",
             "--set",
+            "metrics.certSecret=metrics-tls",
+            "--set",
             "prometheusRule.enabled=true",
             "--set",
             "grafanaDashboard.enabled=true",
@@ -297,7 +299,31 @@ fn metrics_are_scraped_as_the_mode_serves_them() {
         endpoint["bearerTokenFile"],
         "/var/run/secrets/kubernetes.io/serviceaccount/token"
     );
-    assert_eq!(endpoint["tlsConfig"]["insecureSkipVerify"], true);
+    assert_eq!(
+        endpoint["tlsConfig"],
+        json!({ "ca": { "secret": { "name": "metrics-tls", "key": "ca.crt" } },
+                "serverName": "kubeplex-fleet.kubeplex-system.svc" }),
+        "verified by default"
+    );
+    assert!(
+        arguments
+            .windows(2)
+            .any(|w| w == ["--secure-metrics-cert-dir", "/etc/kubeplex/metrics-tls"]),
+        "{arguments:?}"
+    );
+    let mut unverified = toggles.to_vec();
+    unverified.extend([
+        "--set",
+        "metrics.certSecret=",
+        "--set",
+        "serviceMonitor.insecureSkipVerify=true",
+    ]);
+    let documents = template(CONTROL_CHART, &unverified);
+    let endpoint =
+        &one(&documents, "ServiceMonitor", "kubeplex-fleet").value["spec"]["endpoints"][0];
+    assert_eq!(endpoint["tlsConfig"], json!({ "insecureSkipVerify": true }));
+    assert!(!args(&documents).contains(&"--secure-metrics-cert-dir"));
+    let documents = template(CONTROL_CHART, toggles);
     let deployment = one(&documents, "Deployment", "kubeplex-fleet");
     assert!(
         deployment.value["spec"]["template"]["metadata"]
@@ -356,6 +382,10 @@ fn values_that_cannot_work_are_refused() {
             "is not single, leaderElection or shards",
         ),
         (&["--set", "members.selector="], "members.selector"),
+        (
+            &["--set", "serviceMonitor.enabled=true"],
+            "serviceMonitor: the scrape verifies the operator's certificate",
+        ),
         (
             &["--set", "members.leavePolicy=keep"],
             "is not delete or orphan",

@@ -271,7 +271,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     let operator = Operator::start_with(&rejected, &format!("127.0.0.1:{port}"), Some("debug"));
     let deadline = tokio::time::Instant::now() + WAIT;
     let startup = loop {
-        let (_, body) = get(port, "/startupz").await;
+        let (_, body) = get(port, "/startupz?verbose").await;
         if body.contains("credentials were rejected") {
             break body;
         }
@@ -301,7 +301,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     }
     all.extend([
         ("/startupz".to_owned(), startup),
-        ("/readyz".to_owned(), get(port, "/readyz").await.1),
+        ("/readyz".to_owned(), get(port, "/readyz?verbose").await.1),
         ("/livez".to_owned(), get(port, "/livez").await.1),
     ]);
     all.extend(outputs_of_cluster(&control).await);

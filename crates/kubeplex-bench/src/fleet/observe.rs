@@ -365,11 +365,11 @@ impl ReadyzPoller {
     }
 }
 
-/// One `GET /readyz`; the whole response.
+/// One `GET /readyz?verbose` (from loopback: a failure's reasons); the whole response.
 async fn readyz(address: &str) -> std::io::Result<String> {
     let mut stream = tokio::net::TcpStream::connect(address).await?;
     stream
-        .write_all(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .write_all(b"GET /readyz?verbose HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .await?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await?;

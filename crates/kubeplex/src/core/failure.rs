@@ -34,6 +34,21 @@ pub(crate) fn fenced(error: &(dyn StdError + 'static)) -> Option<&'static str> {
     causes(error).find_map(|e| e.downcast_ref::<Fenced>().map(|f| f.0))
 }
 
+/// Cuts `text` to at most `max` bytes, on a character boundary, ending it with `marker` when it was cut:
+/// a reason may carry a server's answer, and whoever reads it must not be handed an unbounded one.
+pub(crate) fn cut(text: &mut String, max: usize, marker: &str) {
+    if text.len() <= max {
+        return;
+    }
+    let room = max.saturating_sub(marker.len());
+    let end = (0..=room)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or_default();
+    text.truncate(end);
+    text.push_str(marker);
+}
+
 /// What kind of transport failure a chain holds, judged by the types in it.
 enum Transport<'a> {
     Untrusted(&'a rustls::Error),

@@ -378,15 +378,8 @@ fn condition(
         .find(|c| c.type_ == type_)
         .filter(|c| c.status == status)
         .map_or(now, |c| &c.last_transition_time);
-    if message.len() > MAX_MESSAGE {
-        // The API server would refuse the whole status for it.
-        let cut = (0..=MAX_MESSAGE - 3)
-            .rev()
-            .find(|&i| message.is_char_boundary(i))
-            .unwrap_or_default();
-        message.truncate(cut);
-        message.push_str("...");
-    }
+    // The API server would refuse the whole status for a longer one.
+    super::failure::cut(&mut message, MAX_MESSAGE, "...");
     Condition {
         type_: type_.into(),
         status: status.into(),

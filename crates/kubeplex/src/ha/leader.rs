@@ -195,13 +195,7 @@ pub(super) fn decide(
             ..spec
         }),
         Some(holder) => {
-            // A duration the API server would refuse (0 or negative) counts as none: this replica's own,
-            // never a take-over at once from a holder that may still be writing.
-            let duration = spec
-                .lease_duration_seconds
-                .and_then(|s| u64::try_from(s).ok())
-                .filter(|s| *s > 0)
-                .map_or(election.lease_duration, Duration::from_secs);
+            let duration = foreign_duration(spec.lease_duration_seconds, election.lease_duration);
             let seen = observed.since.unwrap_or(now);
             if now.saturating_duration_since(seen) < duration {
                 Decision::Wait(holder)
@@ -212,6 +206,19 @@ pub(super) fn decide(
         // Released by its holder: free at once.
         None => Decision::Write(taken_over(spec, election, stamp)),
     }
+}
+
+/// How long another holder's Lease holds unchanged: its `leaseDurationSeconds`, at most `own` (this
+/// replica's configured duration) — anyone who may write the Lease could otherwise stop every take-over
+/// for good with a huge one (replicas of one operator share their timings). A duration the API server
+/// would refuse (0 or negative) or none counts as `own`, never a take-over at once from a holder that may
+/// still be writing.
+pub(super) fn foreign_duration(seconds: Option<i32>, own: Duration) -> Duration {
+    seconds
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|s| *s > 0)
+        .map_or(own, Duration::from_secs)
+        .min(own)
 }
 
 pub(super) fn taken_over(

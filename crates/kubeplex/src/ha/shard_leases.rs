@@ -168,6 +168,15 @@ async fn round(
         if !is_kind(item, "member") || *name == own {
             continue;
         }
+        // A member Lease is named after its holder: one named otherwise is no replica's (someone else
+        // wrote it), and counting its holder would hand shards to a member that never reconciles them.
+        let holder = item
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref());
+        if holder.is_none_or(|holder| sharding.member_lease(holder) != *name) {
+            continue;
+        }
         let observed = memory.members.entry(name.clone()).or_default();
         // Read as another replica's Lease: `decide` says `Wait` (for its holder) while its record is fresh.
         if let Decision::Wait(holder) = decide(Some(item), lease, observed, now) {

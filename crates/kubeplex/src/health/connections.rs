@@ -8,11 +8,13 @@
 //! body. hyper serves each connection with the limits; axum routes.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -40,10 +42,10 @@ pub(super) async fn serve(
     let mut open = Connections::new(server);
     let mut backoff = Duration::ZERO;
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => {
                 backoff = Duration::ZERO;
-                stream
+                accepted
             }
             Err(error) => {
                 // Out of file descriptors (or another resource): free one by closing the oldest idle
@@ -67,10 +69,10 @@ pub(super) async fn serve(
         let task = tokio::spawn(async move {
             let connection = async {
                 match tls {
-                    None => http(stream, router, flag).await,
+                    None => http(stream, peer, router, flag).await,
                     Some(tls) => {
                         match tokio::time::timeout(HEADER_TIMEOUT, tls.accept(stream)).await {
-                            Ok(Ok(stream)) => http(stream, router, flag).await,
+                            Ok(Ok(stream)) => http(stream, peer, router, flag).await,
                             Ok(Err(error)) => Err(format!("TLS handshake failed: {error}")),
                             Err(_) => Err(format!("no TLS handshake within {HEADER_TIMEOUT:?}")),
                         }
@@ -91,13 +93,20 @@ pub(super) async fn serve(
     }
 }
 
-/// Serves HTTP/1.1 on `stream` with the limits; `served` is set when a request arrives.
-async fn http<S>(stream: S, router: Router, served: Arc<AtomicBool>) -> Result<(), String>
+/// Serves HTTP/1.1 on `stream` from `peer` with the limits; `served` is set when a request arrives. Each
+/// request carries its peer (axum's `ConnectInfo`) for the routes that answer the local host more.
+async fn http<S>(
+    stream: S,
+    peer: SocketAddr,
+    router: Router,
+    served: Arc<AtomicBool>,
+) -> Result<(), String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         served.store(true, Ordering::Relaxed);
+        request.extensions_mut().insert(ConnectInfo(peer));
         tower::ServiceExt::oneshot(router.clone(), request)
     });
     http1::Builder::new()

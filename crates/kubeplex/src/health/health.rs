@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 
 use super::report::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
+    capped,
 };
 use super::watch_health::{WatchEntry, WatchHealth, WatchState};
 use crate::core::Error;
@@ -40,6 +41,8 @@ pub(crate) struct Health {
 #[derive(Default)]
 struct ContextEntry {
     required: bool,
+    /// One of the code's contexts (not a member of the fleet): its name may be shown to anyone.
+    fixed: bool,
     /// Whether it was ready when last looked at (after each change).
     ready: bool,
     /// The pool could not configure a client: no watch or ping will run.
@@ -62,6 +65,21 @@ impl Health {
         }
         entry.required |= required;
         entry.connecting = true;
+    }
+
+    /// Declares one of the code's contexts (not a member), required or not: see [`Health::declare`].
+    pub(crate) fn declare_fixed(&self, context: &str, required: bool) {
+        self.declare(context, required);
+        if let Some(entry) = self.contexts.lock().get_mut(context) {
+            entry.fixed = true;
+        }
+    }
+
+    /// The contexts declared with [`Health::declare_fixed`]: the names the terse probe body may show.
+    pub(crate) fn fixed_contexts(&self) -> std::collections::BTreeSet<String> {
+        let contexts = self.contexts.lock();
+        let fixed = contexts.iter().filter(|(_, entry)| entry.fixed);
+        fixed.map(|(name, _)| name.clone()).collect()
     }
 
     /// Forgets a context for good (a member that left): it leaves the report.
@@ -290,6 +308,13 @@ impl ContextEntry {
                 reasons.push(format!("context {name}: {problem}"));
             }
         }
+        let reasons: Vec<String> = reasons.into_iter().map(capped).collect();
+        let watches: Vec<WatchReport> = (watches.into_iter())
+            .map(|mut w| {
+                w.problem = w.problem.map(capped);
+                w
+            })
+            .collect();
         let status = if !reasons.is_empty() {
             ContextStatus::Failing
         } else if self.connecting || watches.iter().any(|w| !w.synced) {

@@ -7,6 +7,7 @@ mod phases;
 mod ping;
 mod probes;
 mod report;
+mod review_budget;
 mod review_cache;
 mod scrape_review;
 mod secure_metrics;

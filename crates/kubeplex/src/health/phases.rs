@@ -5,7 +5,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 
 use super::health::Health;
-use super::report::{ContextReport, ContextStatus, MemberPhase, MemberReport};
+use super::report::{ContextReport, ContextStatus, MemberPhase, MemberReport, capped};
 
 /// A member's phase as the manager sets it; `Ready` is read from its health.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +45,7 @@ impl MemberPhases {
             }
             Phase::Leaving(why) => (MemberPhase::Leaving, why.clone()),
         };
+        let waiting_for = waiting_for.map(capped);
         Some(MemberReport { phase, waiting_for })
     }
 }

@@ -4,6 +4,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+/// The longest reason or problem reported, in bytes: a member's server writes part of it (its error
+/// answer), and a probe body must stay small whoever the server is.
+pub(super) const MAX_REASON: usize = 1024;
+
+/// `reason`, cut to [`MAX_REASON`] bytes (on a character boundary, marked) when longer.
+pub(super) fn capped(mut reason: String) -> String {
+    crate::core::cut(&mut reason, MAX_REASON, " [cut]");
+    reason
+}
+
 /// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::health`](crate::Running::health)
 /// report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

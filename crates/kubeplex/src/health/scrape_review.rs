@@ -1,7 +1,8 @@
 //! Whether a scrape may read the metrics, as controller-runtime's secure metrics decide it: the bearer
 //! token authenticated by a TokenReview, the user it names authorised by a SubjectAccessReview for `get`
 //! on the non-resource path `/metrics`, both asked of one context's API server; the verdict kept a short
-//! while ([`ReviewCache`]).
+//! while ([`ReviewCache`]); new tokens reviewed within a budget ([`ReviewBudget`]). With audiences, the
+//! TokenReview asks for them and a token valid for none of them is not authenticated.
 //!
 //! Neither review is a typed k8s-openapi field access: the fields' optionality differs between the
 //! Kubernetes versions an application may choose, so both travel as JSON.
@@ -18,6 +19,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::review_budget::ReviewBudget;
 use super::review_cache::{MAX_VERDICTS, ReviewCache, VERDICT_TTL, digest};
 use crate::core::chain;
 
@@ -34,6 +36,8 @@ const LOG_AGAIN_AFTER: Duration = Duration::from_secs(60);
 /// What a scrape's credentials allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Verdict {
+    /// A token not reviewed lately, past the budget of new tokens' reviews: not reviewed, try again later.
+    Throttled,
     /// The user may read the metrics.
     Allowed,
     /// The token authenticates `user`, who may not read them.
@@ -46,19 +50,25 @@ pub(super) enum Verdict {
 pub(super) struct ScrapeReview {
     client: kube::Client,
     context: String,
+    /// The audiences a token must be valid for (one of them); none: the API server's own.
+    audiences: Vec<String>,
     verdicts: Mutex<ReviewCache<Verdict>>,
+    /// Reviews of tokens without a kept verdict: a client trying token after token is held to it.
+    budget: Mutex<ReviewBudget>,
     turns: Semaphore,
     /// The last failure logged, and when.
     logged: Mutex<Option<(String, Instant)>>,
 }
 
 impl ScrapeReview {
-    /// Reviews with `client`, of `context`.
-    pub(super) fn new(client: kube::Client, context: &str) -> Self {
+    /// Reviews with `client`, of `context`, for `audiences` (empty: the API server's own).
+    pub(super) fn new(client: kube::Client, context: &str, audiences: Vec<String>) -> Self {
         Self {
             client,
             context: context.to_owned(),
+            audiences,
             verdicts: Mutex::new(ReviewCache::new(VERDICT_TTL, MAX_VERDICTS)),
+            budget: Mutex::new(ReviewBudget::new()),
             turns: Semaphore::new(REVIEWS_AT_ONCE),
             logged: Mutex::new(None),
         }
@@ -73,6 +83,9 @@ impl ScrapeReview {
         let key = digest(token);
         if let Some(verdict) = self.verdicts.lock().get(&key) {
             return Ok(verdict);
+        }
+        if !self.budget.lock().take() {
+            return Ok(Verdict::Throttled);
         }
         let reviewed = tokio::time::timeout(REVIEW_TIMEOUT, async {
             let _turn = self.turns.acquire().await.expect("never closed");
@@ -89,11 +102,14 @@ impl ScrapeReview {
 
     /// A TokenReview, then, for an authenticated user, a SubjectAccessReview.
     async fn ask(&self, token: &str) -> Result<Verdict, String> {
-        let review = json!({
+        let mut review = json!({
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenReview",
             "spec": { "token": token },
         });
+        if !self.audiences.is_empty() {
+            review["spec"]["audiences"] = json!(self.audiences);
+        }
         let review: TokenReview =
             serde_json::from_value(review).expect("a well-formed TokenReview");
         let api: Api<TokenReview> = Api::all(self.client.clone());
@@ -101,7 +117,10 @@ impl ScrapeReview {
         let answered = api.create(&PostParams::default(), &review).await;
         let answered = answered.map_err(|e| format!("TokenReview: {}", chain(&e)))?;
         let status: TokenStatus = status_of(&answered)?;
-        let user = match (status.authenticated, status.user) {
+        // Asked for audiences, the answer names those the token is valid for: none of ours, not ours.
+        let audience_ok = self.audiences.is_empty()
+            || (status.audiences.iter().flatten()).any(|a| self.audiences.contains(a));
+        let user = match (status.authenticated && audience_ok, status.user) {
             (true, Some(user)) => user,
             _ => return Ok(Verdict::Unauthenticated),
         };
@@ -167,6 +186,7 @@ struct TokenStatus {
     #[serde(default)]
     authenticated: bool,
     user: Option<UserInfo>,
+    audiences: Option<Vec<String>>,
 }
 
 /// The user a token authenticates, as the SubjectAccessReview asks about it.

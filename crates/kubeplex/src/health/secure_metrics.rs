@@ -1,6 +1,6 @@
 //! Secure metrics, as controller-runtime serves them: `/metrics` over HTTPS on a port of its own, each
-//! scrape authenticated by a TokenReview and authorised by a SubjectAccessReview ([`ScrapeReview`]); the
-//! probe port then serves the probes only.
+//! scrape authenticated by a TokenReview (for the audiences asked, and within a budget of new tokens) and
+//! authorised by a SubjectAccessReview ([`ScrapeReview`]); the probe port then serves the probes only.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,6 +35,7 @@ pub struct SecureMetrics {
     pub(crate) context: String,
     pub(crate) address: String,
     cert_dir: Option<PathBuf>,
+    audiences: Vec<String>,
 }
 
 impl SecureMetrics {
@@ -46,7 +47,17 @@ impl SecureMetrics {
             context: context.name().to_owned(),
             address: address.into(),
             cert_dir: None,
+            audiences: Vec::new(),
         }
+    }
+
+    /// Accepts only tokens valid for one of `audiences` (the TokenReview's `spec.audiences`), e.g. a
+    /// projected ServiceAccount token made for this operator's metrics; by default a token valid for the
+    /// API server itself (a ServiceAccount's ordinary token). A token meant for something else can then not
+    /// be replayed here.
+    pub fn audiences<I: IntoIterator<Item = S>, S: Into<String>>(mut self, audiences: I) -> Self {
+        self.audiences = audiences.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Presents the certificate in `dir`: `tls.crt` (PEM, the chain) and `tls.key` (PEM), the files a
@@ -110,7 +121,8 @@ impl BoundSecureMetrics {
                 self.context()
             ),
         })?;
-        let review = ScrapeReview::new(client, self.context());
+        let audiences = self.settings.audiences.clone();
+        let review = ScrapeReview::new(client, self.context(), audiences);
         let router = routes(Arc::new(Scrapes { review, registry }));
         tracing::info!(address = %self.address, context = %self.settings.context, "serving /metrics over HTTPS to reviewed scrapers");
         let served = super::connections::serve(
@@ -142,6 +154,13 @@ async fn scrape(State(scrapes): State<Arc<Scrapes>>, headers: HeaderMap) -> Resp
     let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     match scrapes.review.review(authorization).await {
         Ok(Verdict::Allowed) => super::probes::metrics_answer(&scrapes.registry),
+        // Too many new tokens lately: no review asked, the caller may try again in a second.
+        Ok(Verdict::Throttled) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            "Too Many Requests: too many new tokens to review; try again later\n",
+        )
+            .into_response(),
         Ok(Verdict::Unauthenticated) => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],

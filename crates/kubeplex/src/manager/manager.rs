@@ -275,7 +275,7 @@ impl Manager {
         }
         let contexts = Vec::from_iter(contexts);
         for context in &contexts {
-            health.declare(context, !self.optional.contains(context));
+            health.declare_fixed(context, !self.optional.contains(context));
         }
         let mut background = JoinSet::new();
         let probes = self.probes.as_deref();

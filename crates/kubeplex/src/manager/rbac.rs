@@ -129,6 +129,10 @@ pub struct ContextRbac {
     /// In the context that reviews the secure metrics' scrapes: the ClusterRole `<name>-metrics-reader`
     /// (`get` on the non-resource URL `/metrics`), for you to bind to the scraper's ServiceAccount.
     pub metrics_reader: Option<ClusterRole>,
+    /// For the members ([`Rbac::for_members`]): each cluster-wide grant of Secrets, or of a kind with
+    /// `delete`, in one sentence — rights in every namespace of every member cluster, which a child kind
+    /// without namespaces (or with `member_default_namespace`) gets without a word otherwise.
+    pub warnings: Vec<String>,
 }
 
 impl Rbac {
@@ -185,9 +189,16 @@ impl Rbac {
         rbac
     }
 
-    /// What every member of the fleet needs: the same in each, whichever joins.
+    /// What every member of the fleet needs: the same in each, whichever joins; with a warning for each
+    /// cluster-wide grant of Secrets or of a kind with `delete`.
     pub fn for_members(&self) -> ContextRbac {
-        self.build(|g| g.context.is_none())
+        let mut rbac = self.build(|g| g.context.is_none());
+        let rules = rbac
+            .cluster_roles
+            .iter()
+            .flat_map(|r| r.rules.iter().flatten());
+        rbac.warnings = rules.filter_map(broad_in_members).collect();
+        rbac
     }
 
     /// The Roles and bindings of the grants `wanted` picks.
@@ -261,6 +272,30 @@ impl Rbac {
 
 /// The verbs granted on each (group, resource) of one scope.
 type Rules<'a> = BTreeMap<(&'a str, &'a str), BTreeSet<&'a str>>;
+
+/// What `rule`, of a ClusterRole in every member, lets the operator do everywhere there, when that is
+/// Secrets or deleting something.
+fn broad_in_members(rule: &PolicyRule) -> Option<String> {
+    let resources = rule.resources.as_deref().unwrap_or_default().join(", ");
+    let group = (rule.api_groups.iter().flatten())
+        .find(|g| !g.is_empty())
+        .map_or(String::new(), |g| format!(".{g}"));
+    let secrets = rule.resources.iter().flatten().any(|r| r == "secrets");
+    let deletes = rule
+        .verbs
+        .iter()
+        .any(|v| v == "delete" || v == "deletecollection");
+    let what = match (secrets, deletes) {
+        (true, _) => "every Secret",
+        (false, true) => "deleting any of them",
+        (false, false) => return None,
+    };
+    Some(format!(
+        "cluster-wide in every member: {} on {resources}{group} in every namespace ({what}); give the child \
+         kind namespaces to grant less",
+        rule.verbs.join(", ")
+    ))
+}
 
 /// One rule: `verbs` on `resource` of `group`, the verbs in the usual order.
 fn rule(group: &str, resource: &str, verbs: BTreeSet<&str>) -> PolicyRule {

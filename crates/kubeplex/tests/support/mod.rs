@@ -190,9 +190,10 @@ pub async fn stop(running: kubeplex::Running) {
         .unwrap_or_else(|_| panic!("the operator did not shut down within {SHUTDOWN_LIMIT:?}"));
 }
 
-/// GETs a probe; returns the status code and the parsed JSON body.
+/// GETs a probe with `?verbose` (the whole report: the tests ask from loopback); returns the status code
+/// and the parsed JSON body.
 pub async fn probe(address: SocketAddr, path: &str) -> (u16, serde_json::Value) {
-    let response = http_get(address, path).await;
+    let response = http_get(address, &format!("{path}?verbose")).await;
     let status = response.split(' ').nth(1).unwrap().parse().unwrap();
     let body = response
         .split_once("\r\n\r\n")

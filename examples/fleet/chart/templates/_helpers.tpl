@@ -56,6 +56,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.members.enabled (not .Values.members.selector) }}
 {{- fail "members.selector: a label selector such as kubeplex.io/fleet=prod (an empty one would take every Secret of the namespace)" }}
 {{- end }}
+{{- if and .Values.serviceMonitor.enabled .Values.metrics.secure (not .Values.metrics.certSecret) (not .Values.serviceMonitor.insecureSkipVerify) }}
+{{- fail "serviceMonitor: the scrape verifies the operator's certificate, and without metrics.certSecret it is signed by itself: set metrics.certSecret (e.g. a cert-manager Certificate's Secret), or serviceMonitor.insecureSkipVerify=true to scrape unverified" }}
+{{- end }}
 {{- if not (has .Values.members.leavePolicy (list "delete" "orphan")) }}
 {{- fail (printf "members.leavePolicy: %q is not delete or orphan" .Values.members.leavePolicy) }}
 {{- end }}

@@ -5,6 +5,33 @@ use clap::CommandFactory as _;
 use super::*;
 
 #[test]
+fn run_takes_the_secure_metrics_audiences() {
+    let cli = Cli::try_parse_from([
+        "fleet",
+        "run",
+        "--secure-metrics-port",
+        "8443",
+        "--secure-metrics-audience",
+        "fleet-metrics,other",
+        "--secure-metrics-audience",
+        "third",
+    ])
+    .unwrap();
+    let Command::Run { operator, .. } = cli.command else {
+        panic!("not `run`: {cli:?}");
+    };
+    assert_eq!(
+        operator.secure_metrics_audiences,
+        ["fleet-metrics", "other", "third"]
+    );
+    let alone = Cli::try_parse_from(["fleet", "run", "--secure-metrics-audience", "x"]);
+    assert!(
+        alone.is_err(),
+        "an audience without secure metrics is refused"
+    );
+}
+
+#[test]
 fn run_takes_the_secure_metrics_port_and_its_certificate() {
     let cli = Cli::try_parse_from([
         "fleet",

@@ -23,6 +23,7 @@ const RENDERED: [(&str, &str, Targets); 2] = [
                 "control/45-poddisruptionbudget.yaml",
             ),
             ("service.yaml", "control/50-service.yaml"),
+            ("networkpolicy.yaml", "control/55-networkpolicy.yaml"),
             ("servicemonitor.yaml", "monitoring/servicemonitor.yaml"),
             ("prometheusrule.yaml", "monitoring/alerts.yaml"),
         ],

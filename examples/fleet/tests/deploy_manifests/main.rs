@@ -44,6 +44,7 @@ fn manifests_are_complete_and_least_privileged() {
             "Deployment",
             "Service",
             "PodDisruptionBudget",
+            "NetworkPolicy",
         ],
     );
     assert_kinds_present(
@@ -65,6 +66,7 @@ fn manifests_are_complete_and_least_privileged() {
                 "Deployment",
                 "Service",
                 "PodDisruptionBudget",
+                "NetworkPolicy",
             ][..],
         ),
         (
@@ -228,7 +230,9 @@ fn manifests_are_complete_and_least_privileged() {
             "--member-leave-policy",
             "delete",
             "--secure-metrics-port",
-            "8443"
+            "8443",
+            "--secure-metrics-cert-dir",
+            "/etc/kubeplex/metrics-tls"
         ])
     );
     members::assert_member_secrets(&load("members"), container);

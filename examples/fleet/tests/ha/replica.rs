@@ -138,9 +138,9 @@ impl Drop for Replica {
     }
 }
 
-/// The body of `/readyz`; `None` while it does not answer.
+/// The body of `/readyz?verbose` (from loopback: the whole report); `None` while it does not answer.
 async fn readyz(port: u16) -> Option<String> {
-    let response = crate::support::http::http_get(("127.0.0.1", port), "/readyz").await;
+    let response = crate::support::http::http_get(("127.0.0.1", port), "/readyz?verbose").await;
     response.ok().map(|r| r.body)
 }
 

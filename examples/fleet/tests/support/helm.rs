@@ -163,7 +163,7 @@ pub fn operator_flags(documents: &[Document]) -> Vec<String> {
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             // `fleet run`'s own, not the operator's.
-            "--probe-address" | "--secure-metrics-port" => {
+            "--probe-address" | "--secure-metrics-port" | "--secure-metrics-cert-dir" => {
                 rest.next();
             }
             _ => flags.push(arg.clone()),

@@ -1,7 +1,7 @@
 //! The Lease loop of sharded mode against a stand-in Lease server, in paused time: a replica that joins gets
 //! its shards handed over (the old owner's fence closed before it releases), a member that stops renewing is
-//! judged gone a lease duration after its last change was seen, one that returns gets its shards back, and
-//! one that leaves gives everything up.
+//! judged gone a lease duration after its last change was seen, one that returns gets its shards back, one
+//! that leaves gives everything up, and Leases a stranger wrote count for no longer than a lease duration.
 //!
 //! Timings: lease duration 15 s, renew deadline 10 s, retry period 1 s. Replica `a` starts at `t0` and runs
 //! its rounds at whole seconds, `b` at half seconds; the checks look between two rounds.
@@ -273,4 +273,38 @@ async fn a_member_that_stops_renewing_is_gone_a_lease_duration_later_and_gets_it
     assert!(b.role.borrow().leader);
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stranger_s_member_leases_hand_out_no_shards_for_longer_than_a_lease_duration() {
+    let leases = FakeLeases::default();
+    let sharding = Sharding::by_parent(ContextName::new("control"), "operators", "fleet", SHARDS);
+    let member = |name: &str, holder: &str| Lease {
+        metadata: super::labelled(name, "operators", "fleet", "member"),
+        spec: Some(k8s_openapi::api::coordination::v1::LeaseSpec {
+            holder_identity: Some(holder.to_owned()),
+            lease_duration_seconds: Some(i32::MAX),
+            ..Default::default()
+        }),
+    };
+    // A Lease named for no replica of its holder: never a member. One named right, but with a duration
+    // that would hold for good: a member only until it has not changed for a's own lease duration.
+    leases.write(member("fleet-member-anyone", "phantom"));
+    leases.write(member(&sharding.member_lease("ghost"), "ghost"));
+    let t0 = Instant::now();
+    let a = Replica::start(&leases, "a");
+    at(t0, 1_500).await;
+    assert_eq!(a.members(), ["a", "ghost"]);
+    at(t0, 14_500).await;
+    assert_eq!(a.members(), ["a", "ghost"]);
+    assert_eq!(a.held(), owned_by("a", &["a", "ghost"]));
+    at(t0, 15_500).await;
+    assert_eq!(
+        a.members(),
+        ["a"],
+        "ghost still a member after 15 s unchanged"
+    );
+    at(t0, 16_500).await;
+    assert_eq!(a.held().len(), usize::from(SHARDS));
+    a.stop().await;
 }

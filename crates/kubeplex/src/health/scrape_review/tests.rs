@@ -41,7 +41,7 @@ fn reviewing(allowed: bool) -> (ScrapeReview, fake_api::Requests) {
             fake_api::status(404, "NotFound", "no such path")
         }
     });
-    (ScrapeReview::new(client, "control"), requests)
+    (ScrapeReview::new(client, "control", Vec::new()), requests)
 }
 
 fn bearer(token: &str) -> Vec<u8> {
@@ -122,7 +122,7 @@ async fn a_failing_review_is_an_error_without_the_token_and_is_not_kept() {
             201 => access_review(true),
             code => fake_api::status(code, "ServiceUnavailable", "etcd is down"),
         });
-    let review = ScrapeReview::new(client, "control");
+    let review = ScrapeReview::new(client, "control", Vec::new());
     let error = review.review(Some(&bearer(TOKEN))).await.unwrap_err();
     assert!(error.contains("context control"), "{error}");
     assert!(error.contains("TokenReview"), "{error}");
@@ -138,11 +138,112 @@ async fn a_failing_review_is_an_error_without_the_token_and_is_not_kept() {
 #[tokio::test(start_paused = true)]
 async fn a_silent_api_server_fails_the_review_within_its_timeout() {
     let client = fake_api::answered_by(|_| std::future::pending());
-    let review = ScrapeReview::new(client, "control");
+    let review = ScrapeReview::new(client, "control", Vec::new());
     let started = Instant::now();
     let error = review.review(Some(&bearer(TOKEN))).await.unwrap_err();
     assert!(error.contains("no answer within"), "{error}");
     assert_eq!(started.elapsed(), REVIEW_TIMEOUT);
+}
+
+#[tokio::test(start_paused = true)]
+async fn token_after_token_is_reviewed_within_the_budget_and_known_tokens_still_pass() {
+    use super::super::review_budget::{BURST, REFILL_EVERY};
+    let (review, requests) = reviewing(true);
+    assert_eq!(
+        review.review(Some(&bearer(TOKEN))).await,
+        Ok(Verdict::Allowed)
+    );
+    let reviews = || requests.all().len();
+    let before = reviews();
+    let mut throttled = 0;
+    for n in 0..BURST + 10 {
+        match review.review(Some(&bearer(&format!("guess-{n}")))).await {
+            Ok(Verdict::Throttled) => throttled += 1,
+            verdict => assert_eq!(verdict, Ok(Verdict::Unauthenticated)),
+        }
+    }
+    // The scraper's own review took one from the burst.
+    assert_eq!(throttled, 11);
+    assert_eq!(
+        reviews() - before,
+        BURST as usize - 1,
+        "one TokenReview per guess within the budget"
+    );
+    let before = reviews();
+    assert_eq!(
+        review.review(Some(&bearer(TOKEN))).await,
+        Ok(Verdict::Allowed),
+        "a kept verdict needs no budget"
+    );
+    assert_eq!(
+        review.review(Some(&bearer("guess-0"))).await,
+        Ok(Verdict::Unauthenticated),
+        "nor does a kept refusal"
+    );
+    assert_eq!(reviews(), before);
+    tokio::time::advance(REFILL_EVERY).await;
+    assert_eq!(
+        review.review(Some(&bearer("guess-x"))).await,
+        Ok(Verdict::Unauthenticated)
+    );
+    assert_eq!(
+        review.review(Some(&bearer("guess-y"))).await,
+        Ok(Verdict::Throttled)
+    );
+    assert_eq!(reviews(), before + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn audiences_are_asked_for_and_a_token_valid_for_none_of_them_is_unauthenticated() {
+    // The server says the token is valid for `wrong-audience` unless the token is TOKEN; an empty list
+    // (valid for the API server only) for `no-audience`.
+    let (client, requests) = fake_api::client(move |_, uri, body| {
+        if !uri.contains("tokenreviews") {
+            return access_review(true);
+        }
+        let asked: Value = serde_json::from_str(body).unwrap();
+        let (code, mut answer) = token_review(true);
+        answer["status"]["audiences"] = match asked["spec"]["token"].as_str().unwrap() {
+            TOKEN => json!(["fleet-metrics"]),
+            "no-audience" => json!([]),
+            _ => json!(["wrong-audience"]),
+        };
+        (code, answer)
+    });
+    let audiences = vec!["fleet-metrics".to_owned(), "other".to_owned()];
+    let review = ScrapeReview::new(client, "control", audiences);
+    assert_eq!(
+        review.review(Some(&bearer(TOKEN))).await,
+        Ok(Verdict::Allowed)
+    );
+    let asked: Value = serde_json::from_str(&requests.all()[0].body).unwrap();
+    assert_eq!(
+        asked["spec"]["audiences"],
+        json!(["fleet-metrics", "other"])
+    );
+    for token in ["for-another-service", "no-audience"] {
+        assert_eq!(
+            review.review(Some(&bearer(token))).await,
+            Ok(Verdict::Unauthenticated),
+            "{token}"
+        );
+    }
+    assert_eq!(
+        requests.all().len(),
+        4,
+        "no SubjectAccessReview for a token not ours"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_audiences_none_are_asked_for() {
+    let (review, requests) = reviewing(true);
+    assert_eq!(
+        review.review(Some(&bearer(TOKEN))).await,
+        Ok(Verdict::Allowed)
+    );
+    let asked: Value = serde_json::from_str(&requests.all()[0].body).unwrap();
+    assert_eq!(asked["spec"].get("audiences"), None, "{asked}");
 }
 
 #[test]

@@ -331,3 +331,44 @@ fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
     let plain = manager(plan).rbac("operator", "ops").for_context("control");
     assert!(plain.cluster_roles.is_empty() && plain.metrics_reader.is_none());
 }
+
+#[test]
+fn a_cluster_wide_grant_of_secrets_or_deletes_in_every_member_is_named() {
+    let with = |child: fn() -> Child<ContextName>| {
+        let plan = move || {
+            Plan::new("web")
+                .contexts([ctx("control")])
+                .namespaces(["crds"])
+                .owns(child())
+        };
+        let manager = Manager::new().controller_with(Planned, move |_| plan());
+        let manager = manager.members(
+            KubeconfigSecrets::new(ctx("control"), "ops", "fleet=x"),
+            LeavePolicy::Delete,
+        );
+        manager.rbac("operator", "ops").for_members()
+    };
+    let secrets = with(|| {
+        Child::of::<k8s_openapi::api::core::v1::Secret>()
+            .namespaces(["a"])
+            .member_default_namespace()
+    });
+    assert_eq!(secrets.cluster_roles.len(), 1);
+    assert_eq!(
+        secrets.warnings,
+        [
+            "cluster-wide in every member: get, list, watch, create, patch, delete on secrets in every \
+          namespace (every Secret); give the child kind namespaces to grant less"
+        ]
+    );
+    let deployments = with(|| Child::of::<Deployment>().members());
+    assert_eq!(deployments.warnings.len(), 1);
+    assert!(
+        deployments.warnings[0].contains("on deployments.apps in every namespace (deleting any"),
+        "{:?}",
+        deployments.warnings
+    );
+    // In named namespaces: Roles, nothing to warn of; nor in a fixed context.
+    let named = with(|| Child::of::<Deployment>().members().namespaces(["a"]));
+    assert!(named.warnings.is_empty() && named.cluster_roles.is_empty());
+}

@@ -132,9 +132,17 @@ async fn a_standby_takes_over_a_lease_duration_after_it_last_saw_the_lease_chang
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_lease_without_a_valid_duration_holds_for_the_standbys_own_and_a_longer_one_for_itself() {
-    // (the Lease's leaseDurationSeconds, when b takes over)
-    let cases = [(Some(0), 15), (Some(-5), 15), (None, 15), (Some(30), 30)];
+async fn a_lease_holds_for_its_shorter_duration_or_the_standbys_own_never_longer() {
+    // (the Lease's leaseDurationSeconds, when b takes over): none, an invalid one, or a longer one than b's
+    // (a stranger's `2147483647` would hold for good) count as b's own.
+    let cases = [
+        (Some(0), 15),
+        (Some(-5), 15),
+        (None, 15),
+        (Some(30), 15),
+        (Some(i32::MAX), 15),
+        (Some(5), 5),
+    ];
     for (duration, taken_at) in cases {
         let leases = FakeLeases::default();
         leases.write(lease(Some("a"), duration));
