@@ -21,6 +21,10 @@ fn ui() {
             include_str!("ui/RUSTC_VERSION").trim()
         );
     }
+    // CI compares the diagnostics; `TRYBUILD=overwrite` would rewrite them and pass.
+    let ci = std::env::var_os("CI").is_some_and(|v| v == "true");
+    let overwrite = std::env::var_os("TRYBUILD").is_some();
+    assert!(!(overwrite && ci), "TRYBUILD is refused under CI=true");
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/*.rs");

@@ -42,7 +42,14 @@ const COMMAND: &str = "UPDATE_DEPLOY=1 cargo test -p kubeplex-fleet --test chart
 
 /// Whether the test writes what it would compare (`UPDATE_DEPLOY=1`).
 pub fn updating() -> bool {
-    std::env::var_os("UPDATE_DEPLOY").is_some_and(|v| v == "1")
+    let updating = std::env::var_os("UPDATE_DEPLOY").is_some_and(|v| v == "1");
+    // CI compares; a run that rewrote deploy/ would pass whatever the charts render.
+    let ci = std::env::var_os("CI").is_some_and(|v| v == "true");
+    assert!(
+        !(updating && ci),
+        "UPDATE_DEPLOY=1 is refused under CI=true"
+    );
+    updating
 }
 
 /// `deploy/`'s files as the charts render them: path → text.
