@@ -45,6 +45,8 @@ pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
 pub use kubeconfig::{Credential, set_user};
 pub use members::MEMBER_KUBECONFIG_KEY;
-pub use polling::{DEFAULT_POLL_INTERVAL, Observation, Polling, eventually, try_eventually};
+pub use polling::{
+    DEFAULT_POLL_INTERVAL, LEAST_TIME_FOR_A_CHECK, Observation, Polling, eventually, try_eventually,
+};
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};

@@ -10,6 +10,10 @@ use crate::error::{Error, Result};
 /// How often a check runs unless [`Polling::every`] says otherwise.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
+/// The least time one run of a check is given, even when the deadline is closer (the last run comes at the
+/// deadline): a check that sends a request needs a moment to be answered.
+pub const LEAST_TIME_FOR_A_CHECK: Duration = Duration::from_secs(5);
+
 /// How long [`eventually`] waits for a check to pass, and how often it runs the check.
 ///
 /// A [`Duration`] converts into one that polls every [`DEFAULT_POLL_INTERVAL`].
@@ -84,8 +88,9 @@ impl<T, E: fmt::Display> Observation for std::result::Result<T, E> {
 /// has not passed by the deadline.
 ///
 /// The check runs at once, then after each interval, and once more when the deadline has come, so it
-/// always runs at least once. A check that never returns is not interrupted. Time is tokio's, so a test
-/// with paused time waits no real time.
+/// always runs at least once. Each run is given the time left, and at least [`LEAST_TIME_FOR_A_CHECK`]: a
+/// run that has not returned by then is dropped and the wait fails, saying so, instead of hanging. Time is
+/// tokio's, so a test with paused time waits no real time.
 ///
 /// ```no_run
 /// # async fn demo(env: &kubeplex_testenv::TestEnv) {
@@ -129,7 +134,19 @@ pub async fn try_eventually<O: Observation>(
     let Polling { within, every } = polling.into();
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        match check().await.into_result() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let bound = left.max(LEAST_TIME_FOR_A_CHECK);
+        let observed = match tokio::time::timeout(bound, check()).await {
+            Ok(observation) => observation.into_result(),
+            Err(_) => {
+                return Err(Error::NotEventually {
+                    what: what.to_string(),
+                    within,
+                    last: format!("a run of the check did not return within {bound:?}"),
+                });
+            }
+        };
+        match observed {
             Ok(value) => return Ok(value),
             Err(last) if tokio::time::Instant::now() >= deadline => {
                 return Err(Error::NotEventually {
@@ -183,6 +200,46 @@ mod tests {
             (what.as_str(), within, last.as_str()),
             ("the answer", Duration::from_secs(1), "run 5: no answer")
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_check_that_never_returns_fails_the_wait_once_its_time_is_up() {
+        let started = Instant::now();
+        let mut runs = 0;
+        let outcome = try_eventually("a hung check", Duration::from_secs(30), async || {
+            runs += 1;
+            if runs == 2 {
+                std::future::pending::<()>().await;
+            }
+            false
+        })
+        .await;
+        // The second run, 100 ms in, is given what is left of the 30 s.
+        assert_eq!(started.elapsed(), Duration::from_secs(30));
+        let Err(Error::NotEventually { what, last, .. }) = outcome else {
+            panic!("not a timeout: {outcome:?}");
+        };
+        assert_eq!(what, "a hung check");
+        assert!(last.contains("did not return within"), "{last}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_run_at_the_deadline_still_has_time_to_answer() {
+        let started = Instant::now();
+        let mut runs = 0;
+        let polling = Polling::within(Duration::from_secs(1)).every(Duration::from_secs(1));
+        let value = try_eventually("a slow check", polling, async || {
+            runs += 1;
+            if runs == 2 {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            (runs == 2).then_some(runs)
+        })
+        .await
+        .unwrap();
+        // The second run came at the deadline, no time left, and still had its 5 s: it answered in 2.
+        assert_eq!(value, 2);
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
     }
 
     #[tokio::test(start_paused = true)]
