@@ -111,6 +111,7 @@ pub(crate) fn start<R: Reconcile>(
         term_keys: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),
+        deletions: Default::default(),
         abandoned: Default::default(),
         conflicts: Default::default(),
     });

@@ -167,6 +167,8 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,
     /// The children whose parent reference conflicts, reported once each.
     pub(crate) conflicts: super::conflicts::Conflicts,
+    /// When each deletion under way was first seen, for the abandon bounds.
+    pub(crate) deletions: super::finalize::DeletionsSeen,
 }
 
 impl<R: Reconcile> Engine<R> {

@@ -2,13 +2,15 @@
 //! run the user's cleanup, remove its children in every context (leaving in place, unlinked, those whose
 //! delete policy orphans them), then let it go.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
 use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
+// tokio's clock, so paused-time tests drive the abandon bounds.
+use tokio::time::Instant;
 
 use super::child_changes::ChildChanges;
 use super::children;
@@ -118,7 +120,7 @@ impl<R: Reconcile> Engine<R> {
             }
             self.members_not_listed(&mut outcomes);
         }
-        let deleted_for = deleted_for(&*object);
+        let deleted_for = self.deletions.deleted_for(&*object);
         let past = |bound: Option<Duration>| bound.is_some_and(|after| deleted_for >= after);
         let abandon_unreachable = past(self.plan.get_abandon_unreachable_after());
         let abandon_terminating = past(self.plan.get_abandon_terminating_after());
@@ -183,6 +185,7 @@ impl<R: Reconcile> Engine<R> {
         match self.set_finalizer(&object, &context, false).await {
             Ok(()) => {
                 self.finalized.insert(&uid);
+                self.deletions.forget(&uid);
                 Verdict::Done(Action::await_change())
             }
             Err(error) => {
@@ -279,21 +282,57 @@ fn finalizer_patch(
     Some(json_patch::Patch(operations))
 }
 
-/// How long ago the object's deletion was requested.
-/// How long ago the deletion was requested, at least: the API server writes `deletionTimestamp` in whole
-/// seconds, so the request came up to a second after it, and a bound counted from it must not end early.
-fn deleted_for<K: Resource>(object: &K) -> Duration {
-    let Some(deleted) = &object.meta().deletion_timestamp else {
-        return Duration::ZERO;
-    };
-    let elapsed = k8s_openapi::jiff::Timestamp::now().duration_since(deleted.0);
-    Duration::try_from(elapsed)
-        .unwrap_or(Duration::ZERO)
-        .saturating_sub(TIMESTAMP_GRANULARITY)
+/// How long a deletion not looked at is remembered: one in progress is looked at again at least every
+/// `error_requeue`. Forgotten, its count starts again when it is next seen (later, never sooner).
+const FORGET_DELETION_AFTER: Duration = Duration::from_secs(600);
+
+/// When this process first saw each deletion under way (by the parent's UID and `deletionTimestamp`), on
+/// tokio's clock. The abandon bounds count from there: comparing the local wall clock with the server's
+/// `deletionTimestamp` would abandon children at once on a clock running ahead, and could not be driven
+/// by a test's paused time. A restarted process counts again from its first look.
+#[derive(Default)]
+pub(crate) struct DeletionsSeen(parking_lot::Mutex<HashMap<String, Seen>>);
+
+/// One deletion: the `deletionTimestamp` it was seen with, when first and when last.
+struct Seen {
+    requested: Option<String>,
+    first: Instant,
+    last: Instant,
 }
 
-/// The resolution of the timestamps the API server writes.
-const TIMESTAMP_GRANULARITY: Duration = Duration::from_secs(1);
+impl DeletionsSeen {
+    /// How long this process has seen `object` being deleted (zero on the first look).
+    pub(crate) fn deleted_for<K: Resource>(&self, object: &K) -> Duration {
+        let (Some(uid), Some(requested)) = (&object.meta().uid, &object.meta().deletion_timestamp)
+        else {
+            return Duration::ZERO;
+        };
+        let requested = Some(requested.0.to_string());
+        let now = Instant::now();
+        let mut seen = self.0.lock();
+        seen.retain(|_, s| now.saturating_duration_since(s.last) < FORGET_DELETION_AFTER);
+        let entry = seen.entry(uid.clone()).or_insert(Seen {
+            requested: requested.clone(),
+            first: now,
+            last: now,
+        });
+        if entry.requested != requested {
+            // Another deletion of an object that reuses the UID cannot be; a changed timestamp is a new count.
+            *entry = Seen {
+                requested,
+                first: now,
+                last: now,
+            };
+        }
+        entry.last = now;
+        now.saturating_duration_since(entry.first)
+    }
+
+    /// The parent is gone (its finalizer removed): nothing to count any more.
+    pub(crate) fn forget(&self, uid: &str) {
+        self.0.lock().remove(uid);
+    }
+}
 
 #[cfg(test)]
 mod tests;

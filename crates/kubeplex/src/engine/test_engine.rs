@@ -42,6 +42,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         term_keys: Default::default(),
         written_status: Default::default(),
         finalized: Default::default(),
+        deletions: Default::default(),
         abandoned: Default::default(),
         conflicts: Default::default(),
     }

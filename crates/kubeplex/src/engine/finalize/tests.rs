@@ -302,7 +302,7 @@ fn last_status(requests: &fake_api::Requests) -> serde_json::Value {
     serde_json::from_str(&sent.body).unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let held = Arc::new(AtomicBool::new(true));
@@ -319,6 +319,10 @@ async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
         0,
     );
 
+    // Long past the unreachable bound, counted from the first look.
+    let verdict = engine.finalize(deleted.clone(), &cx).await;
+    assert!(matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()));
+    tokio::time::advance(Duration::from_secs(3600)).await;
     let verdict = engine.finalize(deleted.clone(), &cx).await;
     assert!(
         matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()),
@@ -343,7 +347,7 @@ async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
     assert!(released(&requests), "{:?}", requests.lines());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_what_stays() {
     let held = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let (client, requests) = holding(held);
@@ -357,16 +361,17 @@ async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_
         0,
     );
 
-    // Within the bound: it waits.
-    let verdict = engine
-        .finalize(deleted_parent(Duration::from_secs(1)), &cx)
-        .await;
+    // Requested long ago by the server's clock, but first seen now: it waits, whatever the clocks say.
+    let deleted = deleted_parent(Duration::from_secs(3600));
+    let verdict = engine.finalize(deleted.clone(), &cx).await;
+    assert!(matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()));
+    tokio::time::advance(Duration::from_secs(59)).await;
+    let verdict = engine.finalize(deleted.clone(), &cx).await;
     assert!(matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()));
     assert!(!released(&requests));
 
-    let verdict = engine
-        .finalize(deleted_parent(Duration::from_secs(3600)), &cx)
-        .await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let verdict = engine.finalize(deleted, &cx).await;
     assert_eq!(verdict, Verdict::Done(Action::await_change()));
     assert!(released(&requests), "{:?}", requests.lines());
     let abandoned = (requests.all().into_iter())

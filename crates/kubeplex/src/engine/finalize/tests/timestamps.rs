@@ -1,27 +1,43 @@
-//! How long ago a deletion was requested, from the server's whole-second timestamp.
+//! How long a deletion has been seen: counted on tokio's clock from this process's first look, whatever
+//! the server's `deletionTimestamp` and the local wall clock say.
 
 use std::time::Duration;
 
-use super::super::deleted_for;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::super::DeletionsSeen;
 use super::OURS;
 use crate::engine::test_engine::parent;
 
-#[test]
-fn a_deletion_counts_from_a_second_after_its_whole_second_timestamp() {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+/// The parent, deleted at `at` by the server's clock.
+fn deleted_at(at: k8s_openapi::jiff::Timestamp) -> k8s_openapi::api::core::v1::ConfigMap {
     let mut deleted = parent(&[OURS]);
-    assert_eq!(deleted_for(&deleted), Duration::ZERO);
-    // Requested 2.5 s ago, the server wrote the whole second: 2 or 3 s before now, never more.
-    let ago = k8s_openapi::jiff::SignedDuration::from_millis(2500);
-    let requested = k8s_openapi::jiff::Timestamp::now() - ago;
-    let written = requested.round(k8s_openapi::jiff::Unit::Second).unwrap();
-    let written = if written > requested {
-        written - k8s_openapi::jiff::SignedDuration::from_secs(1)
-    } else {
-        written
-    };
-    deleted.metadata.deletion_timestamp = Some(Time(written));
-    let counted = deleted_for(&deleted);
-    assert!(counted <= Duration::from_millis(2500), "{counted:?}");
-    assert!(counted >= Duration::from_millis(1400), "{counted:?}");
+    deleted.metadata.deletion_timestamp = Some(Time(at));
+    deleted
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deletion_counts_from_the_first_look_on_tokios_clock() {
+    let seen = DeletionsSeen::default();
+    assert_eq!(seen.deleted_for(&parent(&[OURS])), Duration::ZERO);
+    // A timestamp a day old (a local clock running ahead looks the same): no time has passed yet.
+    let hour = k8s_openapi::jiff::SignedDuration::from_hours(24);
+    let deleted = deleted_at(k8s_openapi::jiff::Timestamp::now() - hour);
+    assert_eq!(seen.deleted_for(&deleted), Duration::ZERO);
+    tokio::time::advance(Duration::from_secs(90)).await;
+    assert_eq!(seen.deleted_for(&deleted), Duration::from_secs(90));
+    // Forgotten once the parent is gone: a later look counts again.
+    seen.forget(deleted.metadata.uid.as_deref().unwrap());
+    assert_eq!(seen.deleted_for(&deleted), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deletion_not_looked_at_for_long_is_forgotten_and_counted_again() {
+    let seen = DeletionsSeen::default();
+    let deleted = deleted_at(k8s_openapi::jiff::Timestamp::now());
+    seen.deleted_for(&deleted);
+    tokio::time::advance(Duration::from_secs(300)).await;
+    assert_eq!(seen.deleted_for(&deleted), Duration::from_secs(300));
+    tokio::time::advance(Duration::from_secs(601)).await;
+    assert_eq!(seen.deleted_for(&deleted), Duration::ZERO);
 }
