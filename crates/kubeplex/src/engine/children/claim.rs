@@ -186,3 +186,6 @@ fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
     };
     Claim::Taken(owner, conflict.then(|| Box::new(meta)))
 }
+
+#[cfg(test)]
+mod tests;
