@@ -145,4 +145,73 @@ mod tests {
         assert!(counts.iter().all(|c| (60..=140).contains(c)), "{counts:?}");
         assert_eq!(of_parent(None, "x", 0), 0, "zero shards is one shard");
     }
+
+    /// Generated fleets: 1 to 8 members with arbitrary names (duplicates dropped), and one more to join.
+    fn fleet() -> impl proptest::strategy::Strategy<Value = (Vec<String>, String)> {
+        use proptest::prelude::*;
+        let name = "[a-z0-9-]{1,12}";
+        (proptest::collection::btree_set(name, 1..=8), name).prop_map(|(members, joining)| {
+            let members: Vec<String> = members.into_iter().collect();
+            let joining = format!("{joining}-new");
+            (members, joining)
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_shard_has_one_owner_whatever_order_the_members_are_listed_in(
+            (members, _) in fleet(),
+            rotate in 0usize..8,
+        ) {
+            let mut listed = members.clone();
+            let len = listed.len();
+            listed.rotate_left(rotate % len);
+            listed.reverse();
+            for shard in 0..64 {
+                let shard = shard.to_string();
+                let owner = owner(&shard, &members);
+                proptest::prop_assert!(owner.is_some_and(|o| members.iter().any(|m| m == o)));
+                proptest::prop_assert_eq!(owner, super::owner(&shard, &listed));
+            }
+        }
+
+        #[test]
+        fn a_join_or_a_leave_moves_only_the_shards_of_the_member_that_came_or_went(
+            (members, joining) in fleet(),
+        ) {
+            let before = assignment(128, &members);
+            let mut joined = members.clone();
+            joined.push(joining.clone());
+            let after = assignment(128, &joined);
+            for (shard, owner) in &after {
+                proptest::prop_assert!(owner == &before[shard] || owner == &joining, "shard {} moved between old members", shard);
+            }
+            // Leaving again gives back exactly what it took.
+            proptest::prop_assert_eq!(assignment(128, &members), before);
+            if members.len() > 1 {
+                let leaving = &members[0];
+                let rest = members[1..].to_vec();
+                let left = assignment(128, &rest);
+                for (shard, owner) in &left {
+                    let was = &assignment(128, &members)[shard];
+                    proptest::prop_assert!(was == owner || was == leaving, "shard {} moved from a member that stayed", shard);
+                }
+            }
+        }
+
+        #[test]
+        fn shards_spread_evenly_over_the_members((members, _) in fleet()) {
+            let shards = 1024;
+            let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+            for owner in assignment(shards, &members).into_values() {
+                *counts.entry(owner).or_default() += 1;
+            }
+            let fair = shards / members.len();
+            // Half to one and a half times a fair share: more than five standard deviations either side.
+            for member in &members {
+                let got = counts.get(member).copied().unwrap_or(0);
+                proptest::prop_assert!((fair / 2..=fair * 3 / 2).contains(&got), "{} owns {} of {} shards, fair is {}", member, got, shards, fair);
+            }
+        }
+    }
 }
