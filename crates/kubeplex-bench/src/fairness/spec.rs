@@ -51,6 +51,15 @@ impl FairnessOptions {
             ..Self::full()
         }
     }
+
+    /// A flood still long enough for a few quiet changes to wait behind it.
+    pub fn smoke() -> Self {
+        Self {
+            flood: 200,
+            reference_seconds: 1,
+            ..Self::full()
+        }
+    }
 }
 
 /// Who reconciles in one run: the baseline, or kubeplex in one of its dispatch orders.
