@@ -55,6 +55,8 @@ pub(crate) struct MemberOptions {
     /// Seconds of each count of requests (many_members): several ping intervals (10 s each) for a rate
     /// worth reading.
     pub window_s: u64,
+    /// The most windows counted until the rate with members stops falling (many_members).
+    pub steady_windows: usize,
     /// Seconds the operator runs untouched before its memory is read with and without members
     /// (many_members).
     pub quiet_s: u64,
@@ -72,6 +74,7 @@ impl MemberOptions {
             churn_cycles: 10,
             many: vec![100, 300, 1000],
             window_s: 30,
+            steady_windows: 4,
             quiet_s: 5,
             reread_heap: true,
         }
@@ -85,6 +88,7 @@ impl MemberOptions {
             churn_cycles: 3,
             many: vec![20, 50],
             window_s: 10,
+            steady_windows: 4,
             quiet_s: 5,
             reread_heap: false,
         }
@@ -99,6 +103,7 @@ impl MemberOptions {
             churn_cycles: 1,
             many: vec![2, 4],
             window_s: 1,
+            steady_windows: 1,
             quiet_s: 1,
             reread_heap: false,
         }

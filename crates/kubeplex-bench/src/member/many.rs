@@ -146,7 +146,7 @@ async fn one_size(
     let joined_now = operator.ask().await?;
     tokio::time::sleep(quiet).await;
     let joined = settled_reading(&mut operator).await?;
-    let steady = steady_rate(aliases, &probe, window).await?;
+    let steady = steady_rate(aliases, &probe, window, options.steady_windows).await?;
     let kinds: Vec<String> = (steady.above(&idle).iter())
         .map(|(kind, rate)| format!("{kind} {rate:.1}"))
         .collect();
@@ -225,15 +225,17 @@ async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, 
     })
 }
 
-/// The most windows read for the steady state.
-const STEADY_WINDOWS: usize = 4;
-
 /// The rate once it stopped falling: windows one after another until one is at least 95 % of the one
-/// before (or [`STEADY_WINDOWS`] were read). What the joins set going (their Events, a few sent at once)
-/// can still be draining when the last child appears.
-async fn steady_rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, String> {
+/// before (or `most` were read). What the joins set going (their Events, a few sent at once) can still be
+/// draining when the last child appears.
+async fn steady_rate(
+    aliases: &Aliases,
+    probe: &str,
+    window: Duration,
+    most: usize,
+) -> Result<Rate, String> {
     let mut last = rate(aliases, probe, window).await?;
-    for _ in 1..STEADY_WINDOWS {
+    for _ in 1..most {
         let next = rate(aliases, probe, window).await?;
         let settled = next.total() >= 0.95 * last.total();
         last = next;
