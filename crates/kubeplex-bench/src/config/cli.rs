@@ -15,7 +15,8 @@ use super::options::{self, Options};
 #[derive(Debug, Parser)]
 #[command(name = "kubeplex-bench", version, after_help = child_wrapper_note())]
 pub(crate) struct Cli {
-    /// Small sizes and 2 repeats (CI; a few minutes); the options below still apply on top.
+    /// Small sizes and 2 repeats (a few minutes in release: the run to compare before and after a change);
+    /// the options below still apply on top.
     #[arg(long)]
     quick: bool,
     /// Every section once at the smallest sizes that run all of it, 1 repeat (the tests' end-to-end run;

@@ -119,7 +119,6 @@ impl Options {
     /// where a section fits a line or compares sizes): the gate's end-to-end test, in the debug profile.
     pub(crate) fn smoke() -> Self {
         Self {
-            quick: false,
             smoke: true,
             repeats: 1,
             startup_objects: 100,
