@@ -1,9 +1,9 @@
 //! `kubeplex-bench`: kubeplex against a plain kube-runtime `Controller`, on real local API servers.
 //!
 //! ```text
-//! cargo run --release -p kubeplex-bench -- [--quick] [--json PATH] [--repeats R] [--startup-objects N]
-//!     [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] [--latency-seconds S]
-//!     [--link-rtt-ms MS] [--sections SECTION[,SECTION..]]
+//! cargo run --release -p kubeplex-bench -- [--quick | --smoke] [--json PATH] [--repeats R]
+//!     [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]]
+//!     [--latency-seconds S] [--link-rtt-ms MS] [--sections SECTION[,SECTION..]]
 //! ```
 //!
 //! `--help` lists them.

@@ -17,6 +17,7 @@ fn help_prints_the_usage_on_stdout() {
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     for flag in [
         "--quick",
+        "--smoke",
         "--json <PATH>",
         "--repeats <R>",
         "--sections <SECTION[,SECTION..]>",

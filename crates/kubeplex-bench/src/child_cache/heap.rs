@@ -60,6 +60,14 @@ impl ChildCacheOptions {
             settle_ms: 1000,
         }
     }
+
+    pub fn smoke() -> Self {
+        Self {
+            parents: 5,
+            per_parent: 10,
+            settle_ms: 250,
+        }
+    }
 }
 
 /// What the children are cached as in one run.

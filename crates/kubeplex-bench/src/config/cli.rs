@@ -1,5 +1,5 @@
 //! The parent's command line: clap for the syntax, `--help` and errors; the sizes start from the
-//! driver's presets (full, or `--quick`), and every option given replaces one of them.
+//! driver's presets (full, `--quick` or `--smoke`), and every option given replaces one of them.
 
 use std::path::PathBuf;
 
@@ -10,13 +10,19 @@ use clap::builder::styling::Reset;
 use super::options::{self, Options};
 
 /// Benchmarks kubeplex against a plain kube-runtime Controller on three real local API servers, and
-/// prints a table (and with --json, a report). Options left out keep the full sizes, or --quick's.
+/// prints a table (and with --json, a report). Options left out keep the full sizes, or --quick's or
+/// --smoke's.
 #[derive(Debug, Parser)]
 #[command(name = "kubeplex-bench", version, after_help = child_wrapper_note())]
 pub(crate) struct Cli {
-    /// Small sizes and 2 repeats (CI; a few minutes); the options below still apply on top.
+    /// Small sizes and 2 repeats (a few minutes in release: the run to compare before and after a change);
+    /// the options below still apply on top.
     #[arg(long)]
     quick: bool,
+    /// Every section once at the smallest sizes that run all of it, 1 repeat (the tests' end-to-end run;
+    /// its figures are not for reading); the options below still apply on top.
+    #[arg(long, conflicts_with = "quick")]
+    smoke: bool,
     /// Also write the report, with every sample, as JSON to PATH.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -84,7 +90,7 @@ pub(crate) struct Cli {
 impl Cli {
     /// The options to run with: the preset, with every option given replacing its figure.
     pub fn into_options(self) -> Options {
-        let mut options = preset(self.quick);
+        let mut options = preset(self.quick, self.smoke);
         options.json = self.json;
         options.repeats = self.repeats.unwrap_or(options.repeats);
         options.startup_objects = self.startup_objects.unwrap_or(options.startup_objects);
@@ -112,9 +118,11 @@ impl Cli {
     }
 }
 
-/// The driver's full sizes, or its `--quick` ones.
-fn preset(quick: bool) -> Options {
-    if quick {
+/// The driver's full sizes, or its `--quick` or `--smoke` ones.
+fn preset(quick: bool, smoke: bool) -> Options {
+    if smoke {
+        Options::smoke()
+    } else if quick {
         Options::quick()
     } else {
         Options::full()
@@ -127,7 +135,7 @@ fn positive() -> RangedU64ValueParser<usize> {
 
 /// One of the sections, which the full preset runs all of.
 fn section(name: &str) -> Result<String, String> {
-    let all = preset(false).sections;
+    let all = preset(false, false).sections;
     if all.iter().any(|s| s == name) {
         Ok(name.to_owned())
     } else {
@@ -169,11 +177,14 @@ mod tests {
     fn no_options_is_the_full_preset_and_quick_the_quick_one() {
         let full = parse(&[]).unwrap();
         assert!(!full.quick);
-        assert_eq!(full.repeats, preset(false).repeats);
-        assert_eq!(full.sections, preset(false).sections);
+        assert_eq!(full.repeats, preset(false, false).repeats);
+        assert_eq!(full.sections, preset(false, false).sections);
         let quick = parse(&["--quick"]).unwrap();
         assert!(quick.quick);
-        assert_eq!(quick.throughput_objects, preset(true).throughput_objects);
+        assert_eq!(
+            quick.throughput_objects,
+            preset(true, false).throughput_objects
+        );
         assert_ne!(quick.throughput_objects, full.throughput_objects);
     }
 
@@ -302,6 +313,23 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().members.many, [100, 300, 1000]);
         let error = parse(&["--members", "0"]).unwrap_err().to_string();
         assert!(error.contains("--members <M[,M..]>"), "{error}");
+    }
+
+    #[test]
+    fn smoke_is_its_own_preset_options_replace_its_figures_and_quick_is_refused_with_it() {
+        let smoke = parse(&["--smoke"]).unwrap();
+        assert!(smoke.smoke && !smoke.quick);
+        assert_eq!(smoke.repeats, 1);
+        assert_eq!(smoke.sections, preset(false, false).sections);
+        assert_eq!(smoke.members.many, Options::smoke().members.many);
+        assert!(smoke.fleet.parents < parse(&["--quick"]).unwrap().fleet.parents);
+        let options = parse(&["--smoke", "--repeats", "2", "--fleet-parents", "20"]).unwrap();
+        assert!(options.smoke);
+        assert_eq!((options.repeats, options.fleet.parents), (2, 20));
+        assert_eq!(options.fleet.scale, smoke.fleet.scale);
+        let error = parse(&["--smoke", "--quick"]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::ArgumentConflict);
+        assert!(error.to_string().contains("--quick"), "{error}");
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! What to measure and how much: the full sizes, `--quick`'s, and the sections (the command line in
-//! `cli.rs` starts from one of these presets).
+//! What to measure and how much: the full sizes, `--quick`'s, `--smoke`'s, and the sections (the command
+//! line in `cli.rs` starts from one of these presets).
 
 use std::path::PathBuf;
 
@@ -10,7 +10,7 @@ use crate::fairness::FairnessOptions;
 use crate::fleet::{FailoverOptions, FleetOptions};
 use crate::member::MemberOptions;
 
-pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick] [--json PATH] [--repeats R] \
+pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick | --smoke] [--json PATH] [--repeats R] \
 [--startup-objects N] [--memory-objects N] [--throughput-objects N] [--idle-contexts C[,C..]] \
 [--latency-seconds S] [--link-rtt-ms MS] [--member-parents P] [--member-joins J] [--churn-objects N] \
 [--churn-cycles C] [--fairness-flood N] [--members M[,M..]] \
@@ -41,6 +41,9 @@ pub(crate) const SECTIONS: [&str; 13] = [
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Options {
     pub quick: bool,
+    /// The smallest sizes that still run every part of every section: whether the bench works, not what
+    /// it measures.
+    pub smoke: bool,
     #[serde(skip)]
     pub json: Option<PathBuf>,
     pub repeats: usize,
@@ -69,6 +72,7 @@ impl Options {
     pub(crate) fn full() -> Self {
         Self {
             quick: false,
+            smoke: false,
             json: None,
             repeats: 5,
             startup_objects: 1000,
@@ -107,6 +111,31 @@ impl Options {
             failover: FailoverOptions::quick(),
             members: MemberOptions::quick(),
             fairness: FairnessOptions::quick(),
+            ..Self::full()
+        }
+    }
+
+    /// One run a side and the smallest sizes at which every section still does all it does (two sizes
+    /// where a section fits a line or compares sizes): the gate's end-to-end test, in the debug profile.
+    pub(crate) fn smoke() -> Self {
+        Self {
+            smoke: true,
+            repeats: 1,
+            startup_objects: 100,
+            startup_contexts: vec![1, 4],
+            latency_objects: 10,
+            latency_rate_per_s: 10,
+            latency_seconds: 1,
+            memory_objects: 100,
+            shared_controllers: vec![1, 2],
+            idle_contexts: vec![3, 6],
+            throughput_objects: 60,
+            throughput_concurrency: vec![1, 8],
+            fleet: FleetOptions::smoke(),
+            child_cache: ChildCacheOptions::smoke(),
+            failover: FailoverOptions::smoke(),
+            members: MemberOptions::smoke(),
+            fairness: FairnessOptions::smoke(),
             ..Self::full()
         }
     }

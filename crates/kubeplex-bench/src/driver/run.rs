@@ -102,8 +102,7 @@ pub(crate) async fn run(options: Options) -> Result<(), String> {
                 member = Some(cluster);
             }
             "many_members" => {
-                let (section, many_goals) =
-                    crate::member::many(&host, &options.members.many, options.quick).await?;
+                let (section, many_goals) = crate::member::many(&host, &options.members).await?;
                 sections.insert("many_members", section);
                 goals.extend(many_goals);
             }

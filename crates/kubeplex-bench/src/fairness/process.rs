@@ -28,8 +28,6 @@ use crate::harness::{answer, wait_started};
 
 /// How long any wait in the process may take before the run counts as failed.
 const WAIT: Duration = Duration::from_secs(300);
-/// After the last quiet write, time for its reconcile before the latencies are read.
-const TAIL: Duration = Duration::from_secs(1);
 
 // ---- kubeplex side ----
 
@@ -218,6 +216,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let spec: FairnessSpec = serde_json::from_str(spec).map_err(|e| format!("bad spec: {e}"))?;
     let kubeconfig = Kubeconfig::read_from(&spec.kubeconfig).map_err(|e| e.to_string())?;
     let period = Duration::from_millis(spec.quiet_period_ms.max(1));
+    let tail = Duration::from_millis(spec.tail_ms);
     let reference =
         usize::try_from(u64::from(spec.reference_seconds) * 1000 / spec.quiet_period_ms.max(1))
             .unwrap_or(usize::MAX);
@@ -280,7 +279,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         &answered,
     )
     .await?;
-    tokio::time::sleep(TAIL).await;
+    tokio::time::sleep(tail).await;
     let (reference_ms, reference_unseen) = probe.quiet_latencies(0, next, u64::MAX);
     let reference_delivery_ms = probe.quiet_deliveries(0, next, u64::MAX);
 
@@ -314,7 +313,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let (written, quiet, drain) = tokio::join!(flood, quiet, drain);
     let (flood_written_s, (last, flood_backlog)) = (written?, quiet?);
     drain?;
-    tokio::time::sleep(TAIL).await;
+    tokio::time::sleep(tail).await;
     let drained_at = probe.drained_at();
     let (flood_ms, flood_unseen) = probe.quiet_latencies(next, last, drained_at);
     let outcome = FairnessOutcome {

@@ -57,6 +57,7 @@ pub(crate) async fn run(
                 work_ms: options.work_ms,
                 quiet_period_ms: options.quiet_period_ms,
                 reference_seconds: options.reference_seconds,
+                tail_ms: options.tail_ms,
             };
             let outcome = child(bench, &spec).await?;
             runs.entry(variant).or_default().push(outcome);

@@ -31,6 +31,9 @@ pub(crate) struct FairnessOptions {
     pub quiet_period_ms: u64,
     /// Seconds of quiet changes without a flood (the reference).
     pub reference_seconds: u32,
+    /// After the last quiet change of each phase, time for its reconcile before the latencies are read,
+    /// in ms; a change it leaves unreconciled counts as unseen.
+    pub tail_ms: u64,
 }
 
 impl FairnessOptions {
@@ -41,6 +44,7 @@ impl FairnessOptions {
             work_ms: 5,
             quiet_period_ms: 100,
             reference_seconds: 10,
+            tail_ms: 1000,
         }
     }
 
@@ -48,6 +52,16 @@ impl FairnessOptions {
         Self {
             flood: 1000,
             reference_seconds: 3,
+            ..Self::full()
+        }
+    }
+
+    /// A flood still long enough for a few quiet changes to wait behind it.
+    pub fn smoke() -> Self {
+        Self {
+            flood: 200,
+            reference_seconds: 1,
+            tail_ms: 250,
             ..Self::full()
         }
     }
@@ -97,6 +111,7 @@ pub(super) struct FairnessSpec {
     pub work_ms: u64,
     pub quiet_period_ms: u64,
     pub reference_seconds: u32,
+    pub tail_ms: u64,
 }
 
 /// What a `__fairness` process prints.

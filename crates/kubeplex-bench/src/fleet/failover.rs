@@ -28,10 +28,6 @@ const CHILD: &str = "cluster-1";
 const NAMESPACE: &str = "failover";
 const LEASE: &str = "fleet-failover";
 const REPLICAS: usize = 3;
-/// client-go's timings, kubeplex's defaults: what a deployment runs.
-const LEASE_DURATION_S: u64 = 15;
-const RENEW_DEADLINE_S: u64 = 10;
-const RETRY_PERIOD_S: u64 = 2;
 /// Goal: a killed leader's successor reconciles a new parent within this many seconds.
 const GOAL_S: f64 = 20.0;
 /// How long one takeover may take before the section fails.
@@ -42,15 +38,38 @@ const POLL: Duration = Duration::from_millis(50);
 pub(crate) struct FailoverOptions {
     /// How many times the leader is killed.
     pub kills: usize,
+    /// The replicas' leader election timings, in seconds.
+    pub lease_duration_s: u64,
+    pub renew_deadline_s: u64,
+    pub retry_period_s: u64,
 }
 
 impl FailoverOptions {
+    /// client-go's timings, kubeplex's defaults: what a deployment runs.
     pub fn full() -> Self {
-        Self { kills: 10 }
+        Self {
+            kills: 10,
+            lease_duration_s: 15,
+            renew_deadline_s: 10,
+            retry_period_s: 2,
+        }
     }
 
     pub fn quick() -> Self {
-        Self { kills: 3 }
+        Self {
+            kills: 3,
+            ..Self::full()
+        }
+    }
+
+    /// One kill, with timings short enough not to dominate the run (still retry < renew deadline < lease).
+    pub fn smoke() -> Self {
+        Self {
+            kills: 1,
+            lease_duration_s: 4,
+            renew_deadline_s: 3,
+            retry_period_s: 1,
+        }
     }
 }
 
@@ -72,7 +91,7 @@ pub(crate) async fn run(
     let mut spawned = 0;
     let mut replicas = Vec::new();
     for _ in 0..REPLICAS {
-        replicas.push(spawn(host, &mut spawned).await?);
+        replicas.push(spawn(host, options, &mut spawned).await?);
     }
     create_parent(&control, "warm-up").await?;
     until_child(&children, "warm-up", Instant::now()).await?;
@@ -87,7 +106,7 @@ pub(crate) async fn run(
         let victim = replicas.remove(index);
         // At a random point of the renewal cycle: otherwise the section's own rhythm (a takeover, a
         // replacement's start, a kill) would kill at the same phase every time.
-        tokio::time::sleep(jitter(2 * RETRY_PERIOD_S)).await;
+        tokio::time::sleep(jitter(2 * options.retry_period_s)).await;
         victim.operator.kill().await?;
         let killed = Instant::now();
         let parent = format!("after-kill-{kill}");
@@ -120,7 +139,7 @@ pub(crate) async fn run(
         lease_s.push(took_lease);
         child_s.push(applied);
         // A replacement, as a Deployment would start one: the next kill again finds two standbys.
-        replicas.push(spawn(host, &mut spawned).await?);
+        replicas.push(spawn(host, options, &mut spawned).await?);
     }
     // The parents go while a leader still runs, so that their finalizers come off and a fleet section after
     // this one starts clean.
@@ -152,16 +171,21 @@ pub(crate) async fn run(
 
 fn report(options: &FailoverOptions, lease_s: &[f64], child_s: &[f64]) -> (Section, Goal) {
     let (p50, max) = (percentile(child_s, 50.0), percentile(child_s, 100.0));
+    let (lease, renew, retry) = (
+        options.lease_duration_s,
+        options.renew_deadline_s,
+        options.retry_period_s,
+    );
     let section = Section {
         title: "failover after a SIGKILLed leader".into(),
         method: format!(
             "{REPLICAS} replicas of the fleet operator (kubeplex side), each its own process, with leader \
-             election on the Lease {NAMESPACE}/{LEASE} in {CONTROL} (lease {LEASE_DURATION_S} s, renew deadline \
-             {RENEW_DEADLINE_S} s, retry {RETRY_PERIOD_S} s); {} times: SIGKILL the holder (after a random 0-{} s, so \
+             election on the Lease {NAMESPACE}/{LEASE} in {CONTROL} (lease {lease} s, renew deadline \
+             {renew} s, retry {retry} s); {} times: SIGKILL the holder (after a random 0-{} s, so \
              that kills fall anywhere in the renewal cycle), create a new parent at once, poll every {} ms until another replica holds the Lease and until the new parent's \
              Deployment exists in {CHILD}; then start a replacement replica. Times from the SIGKILL.",
             options.kills,
-            2 * RETRY_PERIOD_S,
+            2 * retry,
             POLL.as_millis()
         ),
         figures: vec![
@@ -177,12 +201,12 @@ fn report(options: &FailoverOptions, lease_s: &[f64], child_s: &[f64]) -> (Secti
                 percentile(lease_s, 100.0)
             ),
             format!(
-                "expected: a standby takes the Lease once it has seen it unchanged for {LEASE_DURATION_S} s \
-                 (it polls every {RETRY_PERIOD_S} s, so it sees the last renewal up to {RETRY_PERIOD_S} s late \
-                 and acts up to {RETRY_PERIOD_S} s later), counted from the last renewal, which came up to \
-                 {RETRY_PERIOD_S} s before the kill: between {} and {} s",
-                LEASE_DURATION_S - RETRY_PERIOD_S,
-                LEASE_DURATION_S + 2 * RETRY_PERIOD_S
+                "expected: a standby takes the Lease once it has seen it unchanged for {lease} s \
+                 (it polls every {retry} s, so it sees the last renewal up to {retry} s late \
+                 and acts up to {retry} s later), counted from the last renewal, which came up to \
+                 {retry} s before the kill: between {} and {} s",
+                lease - retry,
+                lease + 2 * retry
             ),
         ],
     };
@@ -211,7 +235,11 @@ async fn setup(host: &Host<'_>) -> Result<(Client, Client), String> {
 }
 
 /// Starts a replica and waits until its caches synced (a standby syncs too).
-async fn spawn(host: &Host<'_>, spawned: &mut usize) -> Result<Replica, String> {
+async fn spawn(
+    host: &Host<'_>,
+    options: &FailoverOptions,
+    spawned: &mut usize,
+) -> Result<Replica, String> {
     let identity = format!("failover-{spawned}");
     let spec = FleetSpec {
         side: Side::Kubeplex,
@@ -224,9 +252,9 @@ async fn spawn(host: &Host<'_>, spawned: &mut usize) -> Result<Replica, String> 
             namespace: NAMESPACE.to_owned(),
             name: LEASE.to_owned(),
             identity: identity.clone(),
-            lease_duration_s: LEASE_DURATION_S,
-            renew_deadline_s: RENEW_DEADLINE_S,
-            retry_period_s: RETRY_PERIOD_S,
+            lease_duration_s: options.lease_duration_s,
+            renew_deadline_s: options.renew_deadline_s,
+            retry_period_s: options.retry_period_s,
         }),
         members: None,
     };

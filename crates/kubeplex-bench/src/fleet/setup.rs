@@ -40,6 +40,15 @@ impl FleetOptions {
             ..Self::full()
         }
     }
+
+    /// Still two sizes for the scaling row, two child contexts and two namespaces in each.
+    pub fn smoke() -> Self {
+        Self {
+            parents: 10,
+            scale: vec![5],
+            ..Self::full()
+        }
+    }
 }
 
 /// Where the section runs: the clusters and how to start a child process.

@@ -52,6 +52,17 @@ pub(crate) struct MemberOptions {
     pub churn_cycles: usize,
     /// Numbers of members to join at once, the memory per member fitted over them (many_members).
     pub many: Vec<usize>,
+    /// Seconds of each count of requests (many_members): several ping intervals (10 s each) for a rate
+    /// worth reading.
+    pub window_s: u64,
+    /// The most windows counted until the rate with members stops falling (many_members).
+    pub steady_windows: usize,
+    /// Seconds the operator runs untouched before its memory is read with and without members
+    /// (many_members).
+    pub quiet_s: u64,
+    /// Whether the heap is read again after the pools' idle timeout and the watches' restart, 5 min
+    /// more per size (many_members).
+    pub reread_heap: bool,
 }
 
 impl MemberOptions {
@@ -62,6 +73,10 @@ impl MemberOptions {
             churn_objects: 1000,
             churn_cycles: 10,
             many: vec![100, 300, 1000],
+            window_s: 30,
+            steady_windows: 4,
+            quiet_s: 5,
+            reread_heap: true,
         }
     }
 
@@ -72,6 +87,25 @@ impl MemberOptions {
             churn_objects: 200,
             churn_cycles: 3,
             many: vec![20, 50],
+            window_s: 10,
+            steady_windows: 4,
+            quiet_s: 5,
+            reread_heap: false,
+        }
+    }
+
+    /// One join and one counted cycle of one parent per namespace; two sizes of members for the fit.
+    pub fn smoke() -> Self {
+        Self {
+            parents: 2,
+            joins: 1,
+            churn_objects: 10,
+            churn_cycles: 1,
+            many: vec![2, 4],
+            window_s: 1,
+            steady_windows: 1,
+            quiet_s: 1,
+            reread_heap: false,
         }
     }
 }

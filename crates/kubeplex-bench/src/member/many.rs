@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::aliases::{Aliases, SELECTOR_VALUE, member_name};
 use super::churn::settled_reading;
-use super::cluster::{CONTROL, IMAGE, SECRETS_NAMESPACE, SELECTOR_LABEL};
+use super::cluster::{CONTROL, IMAGE, MemberOptions, SECRETS_NAMESPACE, SELECTOR_LABEL};
 use super::many_report::{Restart, Size, report};
 use crate::child::Side;
 use crate::figures::{Goal, Section};
@@ -30,8 +30,6 @@ use crate::system::processes_seconds;
 pub(super) const PARENTS: usize = 10;
 /// How long the joins, the leaves or the parents' reconciles may take before the section fails.
 const LIMIT: Duration = Duration::from_secs(900);
-/// How long the operator runs untouched before and while its requests are counted.
-const QUIET: Duration = Duration::from_secs(5);
 /// Longer than an idle connection can stay in the operator's pools: one idle for 90 s is closed by the
 /// pool's next check, and the checks are 90 s apart.
 const POOL_IDLE: Duration = Duration::from_secs(185);
@@ -44,17 +42,15 @@ const SECRET_POLL: Duration = Duration::from_millis(100);
 
 pub(crate) async fn run(
     host: &Host<'_>,
-    sizes: &[usize],
-    quick: bool,
+    options: &MemberOptions,
 ) -> Result<(Section, Vec<Goal>), String> {
-    let mut sizes = sizes.to_vec();
+    let mut sizes = options.many.clone();
     sizes.sort_unstable();
     sizes.dedup();
     let Some(&largest) = sizes.last() else {
         return Err("many_members: at least one number of members".into());
     };
-    // Steady state: a window of several ping intervals (10 s each).
-    let window = Duration::from_secs(if quick { 10 } else { 30 });
+    let window = Duration::from_secs(options.window_s);
     let started = Instant::now();
     progress(&format!(
         "many_members: M = {sizes:?} members, {PARENTS} parents; namespaces for {largest} members"
@@ -77,7 +73,7 @@ pub(crate) async fn run(
     create_parents(&aliases).await?;
     let mut measured = Vec::new();
     for (n, &members) in sizes.iter().enumerate() {
-        let size = one_size(host, &aliases, &observer, members, window, quick, 5000 + n).await?;
+        let size = one_size(host, &aliases, &observer, members, options, 5000 + n).await?;
         progress(&format!("many_members: M={members}: {}", size.summary()));
         measured.push(size);
     }
@@ -115,17 +111,20 @@ async fn one_size(
     aliases: &Aliases,
     observer: &Observer,
     members: usize,
-    window: Duration,
-    quick: bool,
+    options: &MemberOptions,
     n: usize,
 ) -> Result<Size, String> {
+    let (window, quiet) = (
+        Duration::from_secs(options.window_s),
+        Duration::from_secs(options.quiet_s),
+    );
     let children = members * PARENTS;
     let mut operator = Operator::spawn(host, &spec(host), n)?;
     let synced: Synced = operator.next("its caches synced").await?;
     observer
         .until("every parent reconciled", LIMIT, |w| w.ready == PARENTS)
         .await?;
-    tokio::time::sleep(QUIET).await;
+    tokio::time::sleep(quiet).await;
     let before = settled_reading(&mut operator).await?;
     let probe = synced
         .probe
@@ -145,9 +144,9 @@ async fn one_size(
         "many_members: M={members}: every child {join_s:.2} s after the Secrets' creation"
     ));
     let joined_now = operator.ask().await?;
-    tokio::time::sleep(QUIET).await;
+    tokio::time::sleep(quiet).await;
     let joined = settled_reading(&mut operator).await?;
-    let steady = steady_rate(aliases, &probe, window).await?;
+    let steady = steady_rate(aliases, &probe, window, options.steady_windows).await?;
     let kinds: Vec<String> = (steady.above(&idle).iter())
         .map(|(kind, rate)| format!("{kind} {rate:.1}"))
         .collect();
@@ -162,7 +161,7 @@ async fn one_size(
     ));
     let (leave_s, left_behind) = leave(aliases, observer).await?;
     let left = settled_reading(&mut operator).await?;
-    let (after_idle, after_restart) = if quick {
+    let (after_idle, after_restart) = if !options.reread_heap {
         (None, None)
     } else {
         progress(&format!(
@@ -226,15 +225,17 @@ async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, 
     })
 }
 
-/// The most windows read for the steady state.
-const STEADY_WINDOWS: usize = 4;
-
 /// The rate once it stopped falling: windows one after another until one is at least 95 % of the one
-/// before (or [`STEADY_WINDOWS`] were read). What the joins set going (their Events, a few sent at once)
-/// can still be draining when the last child appears.
-async fn steady_rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, String> {
+/// before (or `most` were read). What the joins set going (their Events, a few sent at once) can still be
+/// draining when the last child appears.
+async fn steady_rate(
+    aliases: &Aliases,
+    probe: &str,
+    window: Duration,
+    most: usize,
+) -> Result<Rate, String> {
     let mut last = rate(aliases, probe, window).await?;
-    for _ in 1..STEADY_WINDOWS {
+    for _ in 1..most {
         let next = rate(aliases, probe, window).await?;
         let settled = next.total() >= 0.95 * last.total();
         last = next;

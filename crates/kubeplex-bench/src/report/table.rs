@@ -34,6 +34,8 @@ pub(crate) fn print_table(report: &Report) {
         report.options.repeats,
         if report.options.quick {
             ", --quick sizes"
+        } else if report.options.smoke {
+            ", --smoke sizes (whether the bench runs, not figures to read)"
         } else {
             ""
         }

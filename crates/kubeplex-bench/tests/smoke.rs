@@ -1,5 +1,5 @@
-//! `--quick` runs end to end and writes a JSON report with every section, in the shape each section
-//! promises; no timing is asserted.
+//! `--smoke` runs every section end to end and writes a JSON report with every section, in the shape each
+//! section promises; no timing is asserted.
 
 use std::process::Command;
 use std::time::Duration;
@@ -7,15 +7,15 @@ use std::time::Duration;
 use kubeplex_testenv::output_within;
 
 #[test]
-fn quick_run_writes_a_report_with_every_section() {
+fn smoke_run_writes_a_report_with_every_section() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
-    // Well above a --quick run on a slow machine; a hung section fails here instead of holding CI.
+    // Well above a --smoke run on a slow machine; a hung section fails here instead of holding CI.
     let output = output_within(
         Command::new(env!("CARGO_BIN_EXE_kubeplex-bench"))
-            .args(["--quick", "--json"])
+            .args(["--smoke", "--json"])
             .arg(&json),
-        Duration::from_secs(20 * 60),
+        Duration::from_secs(10 * 60),
     );
     assert!(
         output.status.success(),
@@ -40,6 +40,7 @@ fn quick_run_writes_a_report_with_every_section() {
         "throughput",
         "fairness",
         "fleet",
+        "failover",
         "member_join",
         "member_churn",
         "many_members",
@@ -63,7 +64,7 @@ fn quick_run_writes_a_report_with_every_section() {
     }
     assert!(report["goals"].as_array().is_some_and(|g| !g.is_empty()));
     // Startup reports the CPU behind its times: the operator's and the API servers'. /proc counts server CPU
-    // in 10 ms ticks, and a quick run at one context can use less than one tick on the servers, so the CPU
+    // in 10 ms ticks, and a small run at one context can use less than one tick on the servers, so the CPU
     // must have been read for some context count, not for each.
     let startup = report["sections"]["startup"]["figures"].as_array().unwrap();
     for prefix in ["operator CPU to synced", "API servers + etcds CPU"] {
@@ -193,6 +194,26 @@ fn quick_run_writes_a_report_with_every_section() {
         .filter(|g| g["section"] == "fleet")
         .count();
     assert!(fleet_goals >= 4, "fleet records {fleet_goals} goals");
+    // Failover: a takeover timed for every kill, and its goal.
+    let kills = report["options"]["failover"]["kills"].as_u64().unwrap() as usize;
+    let failover = report["sections"]["failover"]["figures"]
+        .as_array()
+        .unwrap();
+    for figure in failover {
+        let samples = figure["kubeplex"]["samples"].as_array();
+        assert!(
+            samples.is_some_and(|s| s.len() == kills && s.iter().all(|v| v.as_f64().is_some())),
+            "failover: not one time per kill: {figure}"
+        );
+    }
+    assert!(
+        report["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["section"] == "failover"),
+        "failover records no goal"
+    );
     // The member sections: each has a figure for every join (and cycle), from the operator's own process.
     // They have no baseline column: kube-runtime has no members.
     let figure = |section: &str, name: &str| -> Vec<f64> {
