@@ -30,6 +30,13 @@ impl Timings {
         retry_period: Duration::from_secs(2),
     };
 
+    /// How long a takeover after a SIGKILL may take: it needs at most a lease duration and two retry
+    /// periods (docs/ha.md); five times that, for a loaded 2-core machine.
+    pub fn failover_bound(self) -> Duration {
+        let needed = self.lease_duration + self.retry_period * 2;
+        needed * 5
+    }
+
     fn flags(self) -> [String; 6] {
         let seconds = |d: Duration| d.as_secs_f64().to_string();
         [
@@ -83,6 +90,19 @@ impl Replica {
     /// A replica of `fleet run --shards SHARDS` instead.
     pub fn start_sharded(env: &TestEnv, namespace: &str, identity: &str, shards: u16) -> Self {
         Self::start_sharded_with(env.kubeconfig_path(), namespace, identity, shards)
+    }
+
+    /// [`start_sharded`](Self::start_sharded) with `timings` instead of the tests' short ones.
+    pub fn start_sharded_timed(
+        env: &TestEnv,
+        namespace: &str,
+        identity: &str,
+        shards: u16,
+        timings: Timings,
+    ) -> Self {
+        let mode = ["--shards".to_owned(), shards.to_string()];
+        let kubeconfig = env.kubeconfig_path();
+        Self::spawn(kubeconfig, namespace, identity, timings, &mode)
     }
 
     pub fn start_sharded_with(
