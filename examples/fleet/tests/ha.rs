@@ -5,8 +5,8 @@
 //! clusters it still reaches; a rolling replacement loses no change.
 //!
 //! The tests share one set of clusters, each in namespaces of its own (the parents', the Lease's and the
-//! children's), so their replicas never meet. Timings are the defaults (lease 15 s, renew deadline 10 s,
-//! retry 2 s): what a deployment runs.
+//! children's), so their replicas never meet. The replicas run with short timings ([`TIMINGS`]), so that a
+//! takeover costs seconds; the rolling replacement, which waits out no Lease, runs the defaults.
 
 use kube::CustomResourceExt as _;
 use std::time::Duration;
@@ -33,15 +33,19 @@ use ha::{audit, relay, replica};
 
 use audit::{after, fence_deadline, writes_of};
 use relay::{Relay, kubeconfig_via, server_of};
-use replica::{Replica, logs, until};
+use replica::{Replica, Timings, logs, until};
 
 const WAIT: Duration = Duration::from_secs(60);
 const LEASE: &str = "fleet-operator";
-const LEASE_DURATION: Duration = Duration::from_secs(15);
-const RENEW_DEADLINE: Duration = Duration::from_secs(10);
-/// The 20 s goal for a takeover after a SIGKILL (a lease duration plus retries), plus slack for a loaded
-/// 2-core machine; the measured time is printed.
-const FAILOVER_BOUND: Duration = Duration::from_secs(30);
+/// The replicas' timings, short so that a takeover costs seconds: a lease of 5 s, renewed every second, and
+/// a fence that closes 4 s after a renewal's send — 1 s before any successor can exist, where the bytes of
+/// a write already handed to the kernel need a loopback transit (docs/ha.md, the fence). A renewal round
+/// has 3 s to come back before the fence lapses, some 30 times what it takes on an idle machine.
+const TIMINGS: Timings = Timings {
+    lease_duration: Duration::from_secs(5),
+    renew_deadline: Duration::from_secs(4),
+    retry_period: Duration::from_secs(1),
+};
 const CLUSTERS: [Fleet; 3] = [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB];
 
 static ENV: SharedTestEnv = SharedTestEnv::new(|| {
@@ -145,7 +149,7 @@ async fn converged(env: &TestEnv, namespace: &str, name: &str, image: &str, repl
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn three_replicas_one_leads_and_a_killed_leader_is_replaced_within_20_s() {
+async fn three_replicas_one_leads_and_a_killed_leader_is_replaced_within_the_bound() {
     let (env, ns, control) = setup("ha-kill").await;
     let mut replicas: Vec<Replica> = (1..=3)
         .map(|n| Replica::start(env, &ns, &format!("kill-{n}")))
@@ -163,10 +167,11 @@ async fn three_replicas_one_leads_and_a_killed_leader_is_replaced_within_20_s() 
     apply(&control, &ns, "after", "nginx:1.28").await;
     converged(env, &ns, "after", "nginx:1.28", &survivors).await;
     let failover = started.elapsed();
+    let bound = TIMINGS.failover_bound();
     eprintln!("SIGKILL of the leader -> a new parent's children in both clusters: {failover:?}");
     assert!(
-        failover <= FAILOVER_BOUND,
-        "failover took {failover:?} (bound {FAILOVER_BOUND:?})\n{}",
+        failover <= bound,
+        "failover took {failover:?} (bound {bound:?})\n{}",
         logs(&survivors)
     );
     let next = one_leader(&control, &ns, &survivors).await;
@@ -195,19 +200,24 @@ async fn a_frozen_leader_writes_nothing_after_its_deadline_and_comes_back_as_sta
     let all: Vec<&Replica> = replicas.iter().collect();
     let leader = one_leader(&control, &ns, &all).await;
     let frozen = &replicas[leader];
-    let others: Vec<&Replica> = replicas.iter().filter(|r| r.port != frozen.port).collect();
+    let others: Vec<&Replica> = replicas
+        .iter()
+        .filter(|r| r.identity != frozen.identity)
+        .collect();
     apply(&control, &ns, "steady", "nginx:1.27").await;
     converged(env, &ns, "steady", "nginx:1.27", &all).await;
 
     frozen.signal("STOP");
     let stopped = tokio::time::Instant::now();
-    // Parents keep changing during the freeze (two and a half lease durations).
+    // Parents keep changing during the freeze (two and a half lease durations, and on until the others
+    // converged below), every two retry periods.
+    let freeze = TIMINGS.lease_duration.mul_f64(2.5);
     let mut round = 0;
-    while stopped.elapsed() < Duration::from_secs(40) {
+    while stopped.elapsed() < freeze {
         round += 1;
         apply(&control, &ns, "steady", &format!("nginx:1.{}", 27 + round)).await;
         apply(&control, &ns, &format!("new-{round}"), "redis:7.4").await;
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        tokio::time::sleep(TIMINGS.retry_period * 2).await;
     }
     let image = format!("nginx:1.{}", 27 + round);
     converged(env, &ns, "steady", &image, &others).await;
@@ -218,6 +228,7 @@ async fn a_frozen_leader_writes_nothing_after_its_deadline_and_comes_back_as_sta
         "nobody took over from the frozen leader"
     );
 
+    let frozen_for = stopped.elapsed();
     frozen.signal("CONT");
     // Thawed, it finds its deadline passed, refuses its own pending writes and stands by.
     until(
@@ -260,8 +271,9 @@ async fn a_frozen_leader_writes_nothing_after_its_deadline_and_comes_back_as_sta
         "the new leader wrote no child after the old one's deadline"
     );
     eprintln!(
-        "{} frozen 40 s: {} writes before its deadline {deadline}, none after; {successor} wrote {} after",
+        "{} frozen {:?}: {} writes before its deadline {deadline}, none after; {successor} wrote {} after",
         frozen.identity,
+        frozen_for,
         writes.len(),
         successor_writes.iter().filter(|w| w.at > deadline).count()
     );
@@ -270,9 +282,12 @@ async fn a_frozen_leader_writes_nothing_after_its_deadline_and_comes_back_as_sta
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rolling_replacement_hands_over_at_once_and_loses_no_change() {
     let (env, ns, control) = setup("ha-roll").await;
+    // The default timings: a hand-over within a retry period (2 s) stands far apart from a Lease waited out
+    // (at least 13 s), and no step of this test waits for a Lease to expire.
+    let timings = Timings::DEFAULT;
     let mut replicas = vec![
-        Replica::start(env, &ns, "roll-1"),
-        Replica::start(env, &ns, "roll-2"),
+        Replica::start_timed(env, &ns, "roll-1", timings),
+        Replica::start_timed(env, &ns, "roll-2", timings),
     ];
     let leader = one_leader(&control, &ns, &replicas.iter().collect::<Vec<_>>()).await;
     apply(&control, &ns, "app", "nginx:1.27").await;
@@ -286,7 +301,7 @@ async fn a_rolling_replacement_hands_over_at_once_and_loses_no_change() {
     .await;
 
     // The new one first (maxSurge 1), then the old leader goes (SIGTERM: it releases the Lease).
-    replicas.push(Replica::start(env, &ns, "roll-3"));
+    replicas.push(Replica::start_timed(env, &ns, "roll-3", timings));
     one_leader(&control, &ns, &replicas.iter().collect::<Vec<_>>()).await;
     let mut old = replicas.remove(leader);
     apply(&control, &ns, "app", "nginx:1.28").await;
@@ -310,7 +325,7 @@ async fn a_rolling_replacement_hands_over_at_once_and_loses_no_change() {
         rest[next].identity
     );
     assert!(
-        handover < LEASE_DURATION,
+        handover < timings.lease_duration,
         "the hand-over took {handover:?}: the Lease was waited out instead of released\n{}",
         old.log()
     );

@@ -5,7 +5,7 @@ use kubeplex::Context as _;
 use kubeplex_fleet::Fleet;
 use kubeplex_testenv::TestEnv;
 
-use crate::{CLUSTERS, LEASE, RENEW_DEADLINE};
+use crate::{CLUSTERS, LEASE, TIMINGS};
 
 const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 
@@ -75,7 +75,7 @@ pub fn lease_deadline(writes: &[Write], namespace: &str, name: &str) -> Timestam
         .map(|w| w.at)
         .max()
         .expect("the replica renewed its Lease at least once");
-    renewed + RENEW_DEADLINE
+    renewed + TIMINGS.renew_deadline
 }
 
 /// The writes after `deadline`, as readable lines.

@@ -1,20 +1,63 @@
 //! A `fleet run --leader-election` (or `--shards`) process of the HA tests, its probes and log, and the tests' polling.
 
 use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use kubeplex_testenv::{Polling, TestEnv, try_eventually};
 
+use crate::TIMINGS;
+
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
+/// The manager's line once its probe server listens (`fleet run --probe-address 127.0.0.1:0`).
+const SERVING: &str = "serving /startupz";
+
+/// A replica's Lease timings, passed as `fleet run`'s flags.
+#[derive(Clone, Copy)]
+pub struct Timings {
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+impl Timings {
+    /// The runtime's defaults (client-go's), what a deployment runs.
+    pub const DEFAULT: Self = Self {
+        lease_duration: Duration::from_secs(15),
+        renew_deadline: Duration::from_secs(10),
+        retry_period: Duration::from_secs(2),
+    };
+
+    /// How long a takeover after a SIGKILL may take: it needs at most a lease duration and two retry
+    /// periods (docs/ha.md); five times that, for a loaded 2-core machine.
+    pub fn failover_bound(self) -> Duration {
+        let needed = self.lease_duration + self.retry_period * 2;
+        needed * 5
+    }
+
+    fn flags(self) -> [String; 6] {
+        let seconds = |d: Duration| d.as_secs_f64().to_string();
+        [
+            "--lease-duration".into(),
+            seconds(self.lease_duration),
+            "--renew-deadline".into(),
+            seconds(self.renew_deadline),
+            "--retry-period".into(),
+            seconds(self.retry_period),
+        ]
+    }
+}
 
 /// One `fleet run --leader-election` process, its log collected.
 pub struct Replica {
     pub identity: String,
-    pub port: u16,
     pub child: Child,
     log: Arc<Mutex<Vec<String>>>,
+    /// Where its probes listen, from its log: it binds port 0 itself, so no other process can take the
+    /// port between a choice and the bind.
+    probes: Arc<OnceLock<SocketAddr>>,
 }
 
 impl Replica {
@@ -23,12 +66,43 @@ impl Replica {
     }
 
     pub fn start_with(kubeconfig: &std::path::Path, namespace: &str, identity: &str) -> Self {
-        Self::spawn(kubeconfig, namespace, identity, &["--leader-election"])
+        Self::spawn(
+            kubeconfig,
+            namespace,
+            identity,
+            TIMINGS,
+            &["--leader-election"],
+        )
+    }
+
+    /// [`start`](Self::start) with `timings` instead of the tests' short ones.
+    pub fn start_timed(env: &TestEnv, namespace: &str, identity: &str, timings: Timings) -> Self {
+        let kubeconfig = env.kubeconfig_path();
+        Self::spawn(
+            kubeconfig,
+            namespace,
+            identity,
+            timings,
+            &["--leader-election"],
+        )
     }
 
     /// A replica of `fleet run --shards SHARDS` instead.
     pub fn start_sharded(env: &TestEnv, namespace: &str, identity: &str, shards: u16) -> Self {
         Self::start_sharded_with(env.kubeconfig_path(), namespace, identity, shards)
+    }
+
+    /// [`start_sharded`](Self::start_sharded) with `timings` instead of the tests' short ones.
+    pub fn start_sharded_timed(
+        env: &TestEnv,
+        namespace: &str,
+        identity: &str,
+        shards: u16,
+        timings: Timings,
+    ) -> Self {
+        let mode = ["--shards".to_owned(), shards.to_string()];
+        let kubeconfig = env.kubeconfig_path();
+        Self::spawn(kubeconfig, namespace, identity, timings, &mode)
     }
 
     pub fn start_sharded_with(
@@ -38,25 +112,22 @@ impl Replica {
         shards: u16,
     ) -> Self {
         let mode = ["--shards".to_owned(), shards.to_string()];
-        Self::spawn(kubeconfig, namespace, identity, &mode)
+        Self::spawn(kubeconfig, namespace, identity, TIMINGS, &mode)
     }
 
     fn spawn(
         kubeconfig: &std::path::Path,
         namespace: &str,
         identity: &str,
+        timings: Timings,
         mode: &[impl AsRef<std::ffi::OsStr>],
     ) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let mut child = Command::new(FLEET)
             .arg("run")
             .args(mode)
+            .args(timings.flags())
             .args(["--identity", identity])
-            .args(["--probe-address", &format!("127.0.0.1:{port}")])
+            .args(["--probe-address", "127.0.0.1:0"])
             .args(["--namespace", namespace, "--child-namespaces", namespace])
             .args(["--lease-namespace", namespace])
             .env("KUBECONFIG", kubeconfig)
@@ -68,17 +139,21 @@ impl Replica {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let sink = log.clone();
+        let probes = Arc::new(OnceLock::new());
+        let (sink, bound) = (log.clone(), probes.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(address) = probe_address(&line) {
+                    let _ = bound.set(address);
+                }
                 sink.lock().unwrap().push(line);
             }
         });
         Self {
             identity: identity.to_owned(),
-            port,
             child,
             log,
+            probes,
         }
     }
 
@@ -92,9 +167,7 @@ impl Replica {
 
     /// `leadership.role` and `.holder` of `/readyz`; `None` while it does not answer (in time).
     pub async fn role(&self) -> Option<(String, String)> {
-        let body = tokio::time::timeout(Duration::from_secs(2), readyz(self.port))
-            .await
-            .ok()??;
+        let body = self.readyz().await?;
         let json: serde_json::Value = serde_json::from_str(&body).ok()?;
         // None before the election has started.
         let leadership = json.get("leadership")?;
@@ -107,9 +180,7 @@ impl Replica {
 
     /// `sharding.members` and `.shards` of `/readyz`; `None` while it does not answer (in time).
     pub async fn shards(&self) -> Option<(Vec<String>, Vec<String>)> {
-        let body = tokio::time::timeout(Duration::from_secs(2), readyz(self.port))
-            .await
-            .ok()??;
+        let body = self.readyz().await?;
         let json: serde_json::Value = serde_json::from_str(&body).ok()?;
         let sharding = json.get("sharding")?;
         assert_eq!(sharding["identity"], self.identity.as_str(), "{json}");
@@ -120,6 +191,17 @@ impl Replica {
                 .collect()
         };
         Some((list("members"), list("shards")))
+    }
+
+    /// The body of `/readyz?verbose` (from loopback: the whole report); `None` before the probe server
+    /// listens and while it does not answer (in 2 s).
+    async fn readyz(&self) -> Option<String> {
+        let address = *self.probes.get()?;
+        let get = crate::support::http::http_get(address, "/readyz?verbose");
+        let response = tokio::time::timeout(Duration::from_secs(2), get)
+            .await
+            .ok()?;
+        response.ok().map(|r| r.body)
     }
 
     pub fn log(&self) -> String {
@@ -138,10 +220,13 @@ impl Drop for Replica {
     }
 }
 
-/// The body of `/readyz?verbose` (from loopback: the whole report); `None` while it does not answer.
-async fn readyz(port: u16) -> Option<String> {
-    let response = crate::support::http::http_get(("127.0.0.1", port), "/readyz?verbose").await;
-    response.ok().map(|r| r.body)
+/// The address in the manager's line that its probe server listens (`… serving /startupz … address=127.0.0.1:41234`).
+fn probe_address(line: &str) -> Option<SocketAddr> {
+    if !line.contains(SERVING) {
+        return None;
+    }
+    let value = line.split_once("address=")?.1;
+    value.split_whitespace().next()?.parse().ok()
 }
 
 pub fn logs(replicas: &[&Replica]) -> String {
