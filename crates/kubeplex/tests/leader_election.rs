@@ -2,7 +2,7 @@
 //! stands by (ready, saying who leads) and reconciles nothing; when the leader shuts down it gives the Lease
 //! up and the standby reconciles at once; a Lease a stranger holds with a huge duration is taken over after
 //! this replica's own lease duration.
-//! (Replicas as processes, frozen and killed, are tested in the example: examples/fleet/tests/ha/main.rs.)
+//! (Replicas as processes, frozen and killed, are tested in the example: examples/fleet/tests/ha.rs.)
 
 mod support;
 
