@@ -45,6 +45,17 @@ impl Runtime {
         })
     }
 
+    /// Whether the fence the current task's writes pass still belongs to this replica by its Lease loop's
+    /// last decision (the shard's, inside work for a parent in sharded mode; else the leader's), even if it
+    /// lapsed a moment ago.
+    pub(crate) fn still_holds_fence(&self) -> bool {
+        let shard = WORKING_FOR.try_with(|shard| *shard).ok();
+        match (&self.shards, shard) {
+            (Some(shards), Some(shard)) => shards.claims(shard),
+            _ => self.role.borrow().leader,
+        }
+    }
+
     /// Forgets the clients kept for member `name` beyond the member set (its shard clients): it left, or
     /// its credentials changed.
     pub(crate) fn forget_member_clients(&self, name: &str) {

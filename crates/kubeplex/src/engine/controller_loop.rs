@@ -263,6 +263,10 @@ fn work<R: Reconcile>(
                     let namespace = object.namespace.as_deref();
                     match shards.shard_of(context.name(), namespace, &object.name) {
                         Some(shard) if shards.holds(shard) => Some(shard),
+                        // Still this replica's, its fence lapsed for a moment: nothing else queues it again.
+                        Some(shard) if shards.claims(shard) => {
+                            return Action::requeue(crate::ha::FENCE_LAPSE_RETRY);
+                        }
                         // Another replica's: not reconciled here. Taking its shard over queues it again.
                         _ => return Action::await_change(),
                     }

@@ -14,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::events::{EventPublisher, Note};
 use crate::controller::{Controller, Reconcile};
+use crate::core::Action;
 use crate::core::ApiScope;
 use crate::core::Context;
 use crate::core::Error;
@@ -361,22 +362,25 @@ impl<R: Reconcile> Engine<R> {
         (outcomes, interim_result)
     }
 
-    /// Whether a write of this reconcile was refused by this replica's fence. Then the replica is no longer
-    /// the writer (another leads, or owns the parent's shard): it writes no status and no Event, abandons
-    /// nothing, and leaves the parent to the replica that is. Logged once per reconcile, with the refusal.
+    /// What follows a reconcile one of whose writes was refused by this replica's fence, if one was: it
+    /// writes no status and no Event, abandons nothing, and leaves the parent to the replica that holds
+    /// the fence. That is this one again when its Lease loop still holds it (the fence lapsed for a moment,
+    /// a renewal came late): then the parent is queued again shortly, since nothing else would queue it
+    /// once the fence reopens. Logged once per reconcile, with the refusal.
     pub(crate) fn stands_down(
         &self,
         context: &Target<R::Context>,
         outcomes: &BTreeMap<String, ContextOutcome>,
-    ) -> bool {
-        let Some((cluster, refusal)) = outcomes
+    ) -> Option<Action> {
+        let (cluster, refusal) = outcomes
             .iter()
-            .find_map(|(name, o)| o.fenced.map(|refusal| (name, refusal)))
-        else {
-            return false;
-        };
+            .find_map(|(name, o)| o.fenced.map(|refusal| (name, refusal)))?;
+        if self.runtime.still_holds_fence() {
+            tracing::info!(context = %context, cluster = %cluster, refusal, "a write was fenced while this replica still holds the fence (it lapsed for a moment): the parent is tried again");
+            return Some(Action::requeue(crate::ha::FENCE_LAPSE_RETRY));
+        }
         tracing::info!(context = %context, cluster = %cluster, refusal, "a write was fenced; the parent is left to the replica that holds the fence");
-        true
+        Some(Action::await_change())
     }
 
     /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].

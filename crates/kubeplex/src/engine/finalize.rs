@@ -107,8 +107,8 @@ impl<R: Reconcile> Engine<R> {
                 }
             })
             .await;
-        if self.stands_down(&context, &outcomes) {
-            return Verdict::Done(Action::await_change());
+        if let Some(action) = self.stands_down(&context, &outcomes) {
+            return Verdict::Done(action);
         }
         self.publish_all(&object, &context, orphaned.notes()).await;
         if self.plan.has_member_children() {

@@ -161,8 +161,8 @@ impl<R: Reconcile> Engine<R> {
             },
         ))
         .await;
-        if self.stands_down(&context, &outcomes) {
-            return Verdict::Done(Action::await_change());
+        if let Some(action) = self.stands_down(&context, &outcomes) {
+            return Verdict::Done(action);
         }
         let mut outcomes = outcomes;
         let leave_notes = self.record_orphaned_members(&before, &mut outcomes);

@@ -20,6 +20,11 @@ use super::rendezvous::ShardBy;
 use crate::client::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER};
 use crate::core::Shrink;
 
+/// How soon work refused by a fence that lapsed while this replica still holds it (as leader, or the
+/// shard's owner) is tried again: nothing else queues it when the fence reopens, since what is held does
+/// not change. A replica that really lost the fence finds so then, and leaves the work to the new holder.
+pub(crate) const FENCE_LAPSE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 tokio::task_local! {
     /// The shard of the parent the current task works for; set around each reconcile and orphan removal,
     /// read when a client is handed out.
@@ -98,6 +103,12 @@ impl ShardState {
     /// Whether this replica may work on shard `shard` now.
     pub(crate) fn holds(&self, shard: usize) -> bool {
         self.fences.get(shard).is_some_and(Fence::allows_writes)
+    }
+
+    /// Whether the Lease loop holds shard `shard`, as it last decided: its fence may have lapsed for a
+    /// moment (a renewal came late) while the shard is still this replica's.
+    pub(crate) fn claims(&self, shard: usize) -> bool {
+        self.held.borrow().get(shard).copied().unwrap_or(false)
     }
 
     /// Records which shards are held, waking whoever waits for new ones.

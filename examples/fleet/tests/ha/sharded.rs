@@ -14,7 +14,7 @@ use kubeplex_testenv::TestEnv;
 
 use super::audit::{after, lease_deadline, writes_of};
 use super::relay::{Relay, kubeconfig_via, server_of};
-use super::replica::{Replica, Timings, until};
+use super::replica::{Replica, until};
 use crate::{LEASE, WAIT, apply, setup};
 
 const PARENTS: usize = 300;
@@ -168,11 +168,11 @@ fn one_writer_each(
 async fn three_sharded_replicas_split_300_parents_and_a_killed_ones_shards_alone_move() {
     let (env, ns, _) = setup("ha-shards").await;
     let names = ["shard-a", "shard-b", "shard-c"];
-    // The default timings: after the kill a survivor renews up to 8 shard Leases a round, one after another,
-    // and the default renew deadline leaves such a round 8 s on a loaded machine instead of 3. A shard fence
-    // that lapses while its replica keeps the shard refuses the writes of the reconciles under way, which
-    // are then left to the fence's holder — the same replica — and this test counts every parent.
-    let timings = Timings::DEFAULT;
+    // Short leases: after the kill a survivor renews up to 8 shard Leases a round, one after another, and a
+    // round on a loaded machine can outlast the renew deadline. A shard fence that lapses while its replica
+    // keeps the shard refuses the writes of the reconciles under way: the replica tries them again (nothing
+    // else would queue them), and this test counts every parent.
+    let timings = super::super::TIMINGS;
     let mut replicas: Vec<Replica> = names
         .iter()
         .map(|name| Replica::start_sharded_timed(env, &ns, name, SHARDS, timings))

@@ -58,3 +58,46 @@ async fn no_child_cache_waits_for_nothing() {
     first_lists(Vec::new(), term).await;
     assert_eq!(start.elapsed(), Duration::ZERO);
 }
+
+/// A parent of a shard whose fence lapsed while the Lease loop still holds the shard (a renewal came late)
+/// is tried again shortly: nothing else queues it when the fence reopens. One of a shard another replica
+/// holds is left to it.
+#[tokio::test]
+async fn work_refused_by_a_lapsed_fence_of_a_shard_still_held_is_tried_again() {
+    use std::sync::Arc;
+
+    use crate::core::Action;
+
+    use crate::engine::engine::ReconcileKey;
+    use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
+    use crate::ha::{FENCE_LAPSE_RETRY, ShardBy, ShardState};
+
+    let (client, requests) =
+        crate::client::fake_api::client(|_, _, _| (404, serde_json::json!({})));
+    let mut engine = engine(client);
+    // One shard: every parent is in it. Its fence is closed (never renewed) whatever is held.
+    let shards = Arc::new(ShardState::new(ShardBy::Parent(1), vec!["0".into()]));
+    let mut runtime = Arc::try_unwrap(engine.runtime)
+        .ok()
+        .expect("the engine's runtime alone");
+    runtime.shards = Some(shards.clone());
+    engine.runtime = Arc::new(runtime);
+    let engine = Arc::new(engine);
+    let key = ReconcileKey {
+        context: CONTROL_TARGET,
+        object: kube::runtime::reflector::ObjectRef::from_obj(&parent(&[])),
+    };
+
+    shards.set_held(vec![true]);
+    let action = super::work(&engine)(key.clone()).await;
+    assert_eq!(action, Action::requeue(FENCE_LAPSE_RETRY));
+
+    shards.set_held(vec![false]);
+    let action = super::work(&engine)(key).await;
+    assert_eq!(action, Action::await_change());
+    assert!(
+        requests.all().is_empty(),
+        "reconciled: {:?}",
+        requests.lines()
+    );
+}

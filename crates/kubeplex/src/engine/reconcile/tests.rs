@@ -385,3 +385,43 @@ async fn an_interim_status_the_controller_wrote_last_is_not_written_again() {
             .contains("no answer within")
     );
 }
+
+/// A fenced write while this replica still leads by its Lease loop's word (the fence lapsed for a moment, a
+/// renewal came late) queues the parent again shortly, since nothing else would; once another leads, the
+/// parent is left to it.
+#[tokio::test]
+async fn a_fenced_write_is_tried_again_while_this_replica_still_holds_the_fence() {
+    use std::collections::BTreeMap;
+
+    use crate::core::{Action, ClusterState, ContextOutcome};
+
+    let (client, _) = fake_api::client(accept);
+    let mut engine = engine_with(client.clone(), client);
+    let outcome = |fenced| ContextOutcome {
+        fenced,
+        state: ClusterState::Unreachable,
+        children: 0,
+        message: None,
+    };
+    let fenced = BTreeMap::from([("cluster-a".to_owned(), outcome(Some("not the leader")))]);
+    let written = BTreeMap::from([("cluster-a".to_owned(), outcome(None))]);
+    assert_eq!(engine.stands_down(&CONTROL_TARGET, &written), None);
+    assert_eq!(
+        engine.stands_down(&CONTROL_TARGET, &fenced),
+        Some(Action::requeue(crate::ha::FENCE_LAPSE_RETRY))
+    );
+
+    let mut runtime = Arc::try_unwrap(engine.runtime)
+        .ok()
+        .expect("the engine's runtime alone");
+    let another = crate::client::Role {
+        leader: false,
+        holder: Some("replica-b".into()),
+    };
+    runtime.role = tokio::sync::watch::channel(another).1;
+    engine.runtime = Arc::new(runtime);
+    assert_eq!(
+        engine.stands_down(&CONTROL_TARGET, &fenced),
+        Some(Action::await_change())
+    );
+}
