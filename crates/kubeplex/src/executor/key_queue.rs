@@ -329,6 +329,8 @@ impl<K: QueueKey> State<K> {
 }
 
 #[cfg(test)]
+mod model;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod turns_tests;
