@@ -298,7 +298,7 @@ impl<K: QueueKey> State<K> {
             let due = (deadline(at, debounce), order);
             match &mut entry.wait {
                 // Due later (a debounced arrival, say): the requeue brings it forward.
-                Some(wait) if wait.due.0 >= at && wait.due.0 != due.0 => wait.due = due,
+                Some(wait) if wait.due.0 > due.0 => wait.due = due,
                 Some(_) => {}
                 None => {
                     entry.wait = Some(Wait {
@@ -328,6 +328,8 @@ impl<K: QueueKey> State<K> {
     }
 }
 
+#[cfg(test)]
+mod model;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

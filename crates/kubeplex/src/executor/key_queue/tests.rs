@@ -158,3 +158,14 @@ async fn arrivals_within_a_delay_run_once_by_its_end_however_many_arrive() {
         "a sooner arrival decides"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_requeue_never_delays_a_bounded_send_made_during_the_run() {
+    let (sender, queue, _) = queue(SECOND);
+    sender.send_within(1, Duration::ZERO);
+    assert_eq!(queue.next().await, 1);
+    // Due now by its bound; the requeue (now, plus the debounce) is later and must not push it back.
+    sender.send_within(1, Duration::ZERO);
+    queue.finished(&1, Some(Instant::now()));
+    assert_eq!(now_or_never(queue.next()), Some(1));
+}
