@@ -78,6 +78,10 @@ pub fn deployment_args() -> Vec<String> {
     if let Some(metrics) = args.iter().position(|a| a == "--secure-metrics-port") {
         args[metrics + 1] = "0".into();
     }
+    // The certificate the pod mounts from a Secret is not on this machine: the operator signs its own.
+    if let Some(dir) = args.iter().position(|a| a == "--secure-metrics-cert-dir") {
+        args.drain(dir..dir + 2);
+    }
     args
 }
 
