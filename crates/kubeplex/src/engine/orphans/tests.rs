@@ -10,7 +10,7 @@ use kube::runtime::watcher::Event;
 use super::*;
 use crate::client::fake_api;
 use crate::core::Action;
-use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, engine};
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine};
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
     let parent = ParentRef {
@@ -28,6 +28,19 @@ fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
         annotations: Some(annotations),
         ..ObjectMeta::default()
     }
+}
+
+/// An engine whose primary cache of namespace `other` has listed and holds no parent.
+fn with_listed_primaries(client: kube::Client) -> Engine<TestController> {
+    let engine = engine(client);
+    let (listed, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitDone);
+    engine.primaries.insert(
+        (CONTROL_TARGET, Some("other".into())),
+        Arc::new(SharedWatch::fed(listed, None)),
+    );
+    engine
 }
 
 #[tokio::test]
@@ -71,14 +84,7 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
 #[tokio::test]
 async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_event_asks() {
     let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
-    let mut engine = engine(client);
-    let (listed, mut writer) = reflector::store::<ConfigMap>();
-    writer.apply_watcher_event(&Event::Init);
-    writer.apply_watcher_event(&Event::InitDone);
-    engine.primaries.insert(
-        (CONTROL_TARGET, Some("other".into())),
-        Arc::new(SharedWatch::fed(listed, None)),
-    );
+    let mut engine = with_listed_primaries(client);
     let recreated = orphan("recreated", "other");
     engine.children.push(ChildWatch {
         context: crate::Context::name(&CLUSTER_A).into(),
@@ -174,14 +180,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
 #[tokio::test]
 async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
     let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
-    let mut engine = engine(client);
-    let (listed, mut writer) = reflector::store::<ConfigMap>();
-    writer.apply_watcher_event(&Event::Init);
-    writer.apply_watcher_event(&Event::InitDone);
-    engine.primaries.insert(
-        (CONTROL_TARGET, Some("other".into())),
-        Arc::new(SharedWatch::fed(listed, None)),
-    );
+    let mut engine = with_listed_primaries(client);
     let mut spared = orphan("spared", "other");
     let annotations = spared.annotations.get_or_insert_default();
     annotations.insert(crate::core::ON_DELETE_ANNOTATION.into(), "orphan".into());
@@ -315,14 +314,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
 #[tokio::test]
 async fn children_of_one_gone_uid_are_each_judged_by_their_own_reference() {
     let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
-    let mut engine = engine(client);
-    let (listed, mut writer) = reflector::store::<ConfigMap>();
-    writer.apply_watcher_event(&Event::Init);
-    writer.apply_watcher_event(&Event::InitDone);
-    engine.primaries.insert(
-        (CONTROL_TARGET, Some("other".into())),
-        Arc::new(SharedWatch::fed(listed, None)),
-    );
+    let mut engine = with_listed_primaries(client);
     // Two children of one UID that no parent has, naming different parents.
     let first = ParentRef {
         context: "control".into(),
