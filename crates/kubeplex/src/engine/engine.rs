@@ -362,11 +362,9 @@ impl<R: Reconcile> Engine<R> {
         (outcomes, interim_result)
     }
 
-    /// What follows a reconcile one of whose writes was refused by this replica's fence, if one was: it
-    /// writes no status and no Event, abandons nothing, and leaves the parent to the replica that holds
-    /// the fence. That is this one again when its Lease loop still holds it (the fence lapsed for a moment,
-    /// a renewal came late): then the parent is queued again shortly, since nothing else would queue it
-    /// once the fence reopens. Logged once per reconcile, with the refusal.
+    /// After a write refused by this replica's fence: no status, no Event, nothing abandoned; the parent is
+    /// left to the fence's holder, or tried again shortly when that is still this replica (its fence
+    /// lapsed for a moment), since nothing else queues it. Logged once per reconcile.
     pub(crate) fn stands_down(
         &self,
         context: &Target<R::Context>,

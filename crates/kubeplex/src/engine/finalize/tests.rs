@@ -318,8 +318,6 @@ async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
         engine.runtime.clone(),
         0,
     );
-
-    // Long past the unreachable bound, counted from the first look.
     let verdict = engine.finalize(deleted.clone(), &cx).await;
     assert!(matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()));
     tokio::time::advance(Duration::from_secs(3600)).await;
@@ -360,7 +358,6 @@ async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_
         engine.runtime.clone(),
         0,
     );
-
     // Requested long ago by the server's clock, but first seen now: it waits, whatever the clocks say.
     let deleted = deleted_parent(Duration::from_secs(3600));
     let verdict = engine.finalize(deleted.clone(), &cx).await;
@@ -369,7 +366,6 @@ async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_
     let verdict = engine.finalize(deleted.clone(), &cx).await;
     assert!(matches!(verdict, Verdict::Done(a) if a.requeue_after().is_some()));
     assert!(!released(&requests));
-
     tokio::time::advance(Duration::from_secs(1)).await;
     let verdict = engine.finalize(deleted, &cx).await;
     assert_eq!(verdict, Verdict::Done(Action::await_change()));
