@@ -134,6 +134,7 @@ impl TestEnvBuilder {
     /// `/readyz` (and its controller manager, if it has one, reports its controllers), installs the CRDs,
     /// and writes the kubeconfig.
     pub async fn start(self) -> Result<TestEnv> {
+        crate::deadline::arm_test_deadline();
         self.validate()?;
         if let Some(path) = &self.kubeconfig_path {
             // Fail before minutes of work, not after.

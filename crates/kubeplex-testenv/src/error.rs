@@ -120,6 +120,14 @@ pub enum Error {
     /// The shared environment failed to start in an earlier test of this binary.
     #[error("the shared test environment failed to start: {0}")]
     SharedStartFailed(String),
+    /// A GET ([`http_get`](crate::http_get)) got no whole HTTP response.
+    #[error("GET {path}: {problem}")]
+    Http {
+        /// The path asked for.
+        path: String,
+        /// What went wrong: the connection's error, the time limit, or what came instead of a response.
+        problem: String,
+    },
 }
 
 /// A result with the test environment's [`Error`].

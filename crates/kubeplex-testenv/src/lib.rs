@@ -26,8 +26,10 @@
 mod audit;
 mod builder;
 mod control_plane;
+mod deadline;
 mod env;
 mod error;
+mod http;
 mod kubeconfig;
 mod members;
 mod polling;
@@ -41,8 +43,10 @@ pub use control_plane::{
     Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, HELM_VAR, Helm, KUBEBUILDER_ASSETS,
     NO_PERMISSIONS_USER,
 };
+pub use deadline::{DEFAULT_TEST_DEADLINE, TEST_DEADLINE_VAR, arm_test_deadline};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};
 pub use error::{Error, Result};
+pub use http::{HTTP_LIMIT, HttpResponse, http_get};
 pub use kubeconfig::{Credential, set_user};
 pub use members::MEMBER_KUBECONFIG_KEY;
 pub use polling::{

@@ -131,6 +131,7 @@ pub async fn try_eventually<O: Observation>(
     polling: impl Into<Polling>,
     mut check: impl AsyncFnMut() -> O,
 ) -> Result<O::Value> {
+    crate::deadline::arm_test_deadline();
     let Polling { within, every } = polling.into();
     let deadline = tokio::time::Instant::now() + within;
     loop {

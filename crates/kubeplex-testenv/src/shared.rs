@@ -41,6 +41,7 @@ impl SharedTestEnv {
 
     /// The environment, started by the first caller; a failed start is reported to every caller, once.
     pub async fn get(&'static self) -> Result<&'static TestEnv> {
+        crate::deadline::arm_test_deadline();
         let started = self
             .env
             .get_or_init(|| async { (self.builder)().start().await.map_err(|e| e.to_string()) });

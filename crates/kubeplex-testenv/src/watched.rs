@@ -21,6 +21,7 @@ pub struct Watched {
 impl Watched {
     /// Starts `command` with stdout and stderr piped; `what` names it in panics.
     pub fn spawn(what: impl Into<String>, command: &mut Command) -> std::io::Result<Self> {
+        crate::deadline::arm_test_deadline();
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -147,6 +148,7 @@ fn kill_group(child: &mut Child) {
 /// When it cannot start, or is still running after `timeout` (it is killed, and the panic shows what it
 /// printed).
 pub fn output_within(command: &mut Command, timeout: Duration) -> Output {
+    crate::deadline::arm_test_deadline();
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -95,7 +95,7 @@ fn the_member_flags_need_a_selector_and_refuse_bad_values() {
 }
 
 /// Each member flag can come from the environment, as the Deployment in deploy/ may set it (the values
-/// themselves are read from a real environment in tests/cli.rs).
+/// themselves are read from a real environment in tests/operator/cli.rs).
 #[test]
 fn the_member_flags_are_also_environment_variables() {
     let command = Cli::command();

@@ -197,7 +197,7 @@ impl Replica {
     /// listens and while it does not answer (in 2 s).
     async fn readyz(&self) -> Option<String> {
         let address = *self.probes.get()?;
-        let get = crate::support::http::http_get(address, "/readyz?verbose");
+        let get = kubeplex_testenv::http_get(address, "/readyz?verbose");
         let response = tokio::time::timeout(Duration::from_secs(2), get)
             .await
             .ok()?;

@@ -172,7 +172,7 @@ async fn three_sharded_replicas_split_300_parents_and_a_killed_ones_shards_alone
     // round on a loaded machine can outlast the renew deadline. A shard fence that lapses while its replica
     // keeps the shard refuses the writes of the reconciles under way: the replica tries them again (nothing
     // else would queue them), and this test counts every parent.
-    let timings = super::super::TIMINGS;
+    let timings = crate::TIMINGS;
     let mut replicas: Vec<Replica> = names
         .iter()
         .map(|name| Replica::start_sharded_timed(env, &ns, name, SHARDS, timings))

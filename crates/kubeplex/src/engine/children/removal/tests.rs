@@ -304,7 +304,7 @@ async fn removing_a_child_of_a_gone_parent_honours_its_delete_policy() {
 
 /// Someone deletes the child and creates another of the same name between the runtime's list and its
 /// delete: the delete names the UID the list showed, so the server (as a real one does; see
-/// `tests/runtime_cleanup.rs`) refuses it with 409, and the new object stays.
+/// `tests/runtime/cleanup.rs`) refuses it with 409, and the new object stays.
 #[tokio::test]
 async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     let current = Arc::new(parking_lot::Mutex::new(Some("uid-web".to_owned())));

@@ -1,0 +1,186 @@
+//! Clusters that are down or hang: the probes say which, the other contexts keep reconciling, and a returning
+//! cluster is picked up without a restart. Each test breaks a cluster, so each has a private environment.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::{
+    Fleet, Recorder, WAIT, create_namespace, probe, probe_until, put_config_map, reasons,
+    wait_context_status, wait_started,
+};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
+use kubeplex_testenv::TestEnv;
+
+struct Watcher(Recorder);
+impl Controller for Watcher {
+    type Resource = ConfigMap;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("watcher")
+            .contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .namespaces(["faults"])
+    }
+}
+impl Reconcile for Watcher {
+    type Error = Infallible;
+    async fn reconcile(
+        &self,
+        object: Arc<ConfigMap>,
+        cx: &Cx<Fleet>,
+    ) -> Result<Action, Infallible> {
+        self.0.record(cx.context(), &object);
+        Ok(Action::await_change())
+    }
+}
+
+async fn environment() -> TestEnv {
+    let env = TestEnv::builder()
+        .clusters(["cluster-a", "cluster-b"])
+        .start()
+        .await
+        .unwrap();
+    for cluster in ["cluster-a", "cluster-b"] {
+        create_namespace(&env.client(cluster).await.unwrap(), "faults").await;
+    }
+    env
+}
+
+fn manager(env: &TestEnv, recorder: &Recorder) -> Manager {
+    Manager::with_kubeconfig(env.kubeconfig().clone())
+        .probes("127.0.0.1:0")
+        .ping_interval(Duration::from_secs(1))
+        .controller(Watcher(recorder.clone()))
+}
+
+fn saw(recorder: &Recorder, context: Fleet, value: &str) -> bool {
+    recorder
+        .all()
+        .iter()
+        .any(|s| s.context == context && s.value.as_deref() == Some(value))
+}
+
+#[tokio::test]
+async fn startupz_answers_503_until_a_hanging_context_has_synced() {
+    let env = environment().await;
+    env.freeze("cluster-b").unwrap();
+    let recorder = Recorder::default();
+    let running = manager(&env, &recorder).start().await.unwrap();
+    let address = running.probe_address().unwrap();
+
+    let body = probe(address, "/startupz").await.1;
+    assert_eq!(probe(address, "/startupz").await.0, 503, "{body:#}");
+    assert_ne!(body["contexts"]["cluster-b"]["status"], "ready", "{body:#}");
+    // The hanging cluster is named once its ping times out.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !reasons(&probe(address, "/startupz").await.1, "cluster-b").contains("unreachable") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "cluster-b never reported unreachable"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_context_status(address, "/startupz", "cluster-a", "ready").await;
+
+    env.thaw("cluster-b").unwrap();
+    wait_started(&running, "started after the thaw").await;
+    probe_until(address, "/startupz", 200, WAIT).await;
+    crate::support::stop(running).await;
+}
+
+#[tokio::test]
+async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() {
+    let env = environment().await;
+    env.stop("cluster-b").unwrap();
+    let recorder = Recorder::default();
+    let running = manager(&env, &recorder).start().await.unwrap();
+    let address = running.probe_address().unwrap();
+
+    put_config_map(
+        &env.client("cluster-a").await.unwrap(),
+        "faults",
+        "while-b-is-down",
+        "a-1",
+    )
+    .await;
+    recorder
+        .wait_for("a reconcile in cluster-a", WAIT, |_| {
+            saw(&recorder, Fleet::ClusterA, "a-1")
+        })
+        .await;
+    let body = probe_until(address, "/startupz", 503, WAIT).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut body = body;
+    while !reasons(&body, "cluster-b").contains("context cluster-b: unreachable") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "cluster-b not named: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        body = probe(address, "/startupz").await.1;
+    }
+    let body = wait_context_status(address, "/startupz", "cluster-a", "ready").await;
+    assert!(
+        reasons(&body, "cluster-b").contains("context cluster-b: unreachable"),
+        "{body:#}"
+    );
+
+    env.start("cluster-b").await.unwrap();
+    wait_started(&running, "started once cluster-b is back").await;
+    crate::support::stop(running).await;
+}
+
+#[tokio::test]
+async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
+    let env = environment().await;
+    let recorder = Recorder::default();
+    let running = manager(&env, &recorder).start().await.unwrap();
+    let address = running.probe_address().unwrap();
+    wait_started(&running, "started").await;
+    let b = env.client("cluster-b").await.unwrap();
+    put_config_map(&b, "faults", "survivor", "b-1").await;
+    recorder
+        .wait_for("the first version", WAIT, |_| {
+            saw(&recorder, Fleet::ClusterB, "b-1")
+        })
+        .await;
+    probe_until(address, "/readyz", 200, WAIT).await;
+
+    env.stop("cluster-b").unwrap();
+    probe_until(address, "/readyz", 503, WAIT).await;
+    // Wait for the state, not for one read of it: the 503 may come before cluster-b's reason is phrased.
+    let body = wait_context_status(address, "/readyz", "cluster-a", "ready").await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut body = body;
+    while !reasons(&body, "cluster-b").contains("context cluster-b") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "cluster-b not named: {body:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        body = probe(address, "/readyz").await.1;
+    }
+    assert_eq!(
+        probe(address, "/startupz").await.0,
+        200,
+        "started stays started"
+    );
+
+    // Back on the same port; the change is written before the operator's watch has reconnected.
+    env.start("cluster-b").await.unwrap();
+    put_config_map(
+        &env.client("cluster-b").await.unwrap(),
+        "faults",
+        "survivor",
+        "b-2",
+    )
+    .await;
+    recorder
+        .wait_for("the change made while disconnected", WAIT, |_| {
+            saw(&recorder, Fleet::ClusterB, "b-2")
+        })
+        .await;
+    probe_until(address, "/readyz", 200, WAIT).await;
+    crate::support::stop(running).await;
+}

@@ -1,0 +1,326 @@
+//! Frozen clusters (SIGSTOP: connections open, nothing answers), which the scenario's stopped ones
+//! (connection refused, at once) do not show: a frozen child cluster delays only its own sync and status,
+//! bounded by the per-context cap; and the orphan sweep, with the control cluster frozen at start, judges
+//! no parent before that cluster's cache has listed.
+//!
+//! The two tests freeze clusters and measure time, so they run one at a time, each in its own environment.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{WAIT, clusters, eventually};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kubeplex::{ClusterState, Context, ContextStatus, Manager, PARENT_UID_LABEL, Running};
+use kubeplex_fleet::demo::apply_instance;
+use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_testenv::TestEnv;
+
+/// The runtime's per-context cap: a context that has not answered by then is unreachable.
+const CAP: Duration = kubeplex::CONTEXT_TIMEOUT;
+/// "Normal time": well below the cap, so a sync that waited for the frozen cluster cannot make it.
+const NORMAL: Duration = Duration::from_secs(10);
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn start_operator(env: &TestEnv) -> Running {
+    tokio::time::timeout(
+        WAIT,
+        Manager::with_kubeconfig(env.kubeconfig().clone())
+            .controller(AppDeployer)
+            .start(),
+    )
+    .await
+    .expect("the manager starts in time")
+    .unwrap()
+}
+
+async fn apps(env: &TestEnv) -> Api<AppDeployment> {
+    Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE)
+}
+
+async fn apply(env: &TestEnv, name: &str, image: &str) {
+    apply_instance(&env.client("control").await.unwrap(), name, image, 1)
+        .await
+        .unwrap();
+}
+
+/// The children of `name` in `cluster` (one per child namespace) with this image, or what is missing.
+async fn children_with(
+    env: &TestEnv,
+    cluster: Fleet,
+    name: &str,
+    image: &str,
+) -> Result<Vec<Deployment>, String> {
+    let mut found = Vec::new();
+    for namespace in CHILD_NAMESPACES {
+        let api: Api<Deployment> =
+            Api::namespaced(env.client(cluster.name()).await.unwrap(), namespace);
+        let child = api
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or(format!("{cluster}/{namespace}/{name} missing"))?;
+        let pod = child.spec.template.spec.as_ref();
+        let actual = pod.and_then(|p| p.containers[0].image.clone());
+        if actual.as_deref() != Some(image) {
+            return Err(format!("{cluster}/{namespace}/{name} runs {actual:?}"));
+        }
+        found.push(child);
+    }
+    Ok(found)
+}
+
+/// Every Deployment of `cluster` linked to a parent, as (namespace/name, UID).
+async fn linked(env: &TestEnv, cluster: Fleet) -> Vec<(String, String)> {
+    let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
+    let mut all: Vec<_> = api
+        .list(&ListParams::default().labels(PARENT_UID_LABEL))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|d| {
+            let place = format!("{}/{}", d.namespace().unwrap_or_default(), d.name_any());
+            (place, d.uid().unwrap_or_default())
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// `cluster`'s state and message in the parent's status, if there is one.
+fn state_of(app: &AppDeployment, cluster: Fleet) -> Option<(ClusterState, String)> {
+    let status = app.status.as_ref()?.fleet.clusters.get(cluster.name())?;
+    Some((status.state, status.message.clone().unwrap_or_default()))
+}
+
+fn ready_condition(app: &AppDeployment) -> Option<String> {
+    let status = app.status.as_ref()?;
+    let ready = status
+        .fleet
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Applied")?;
+    Some(ready.status.clone())
+}
+
+/// Waits until the parent's status holds `wanted` for both child clusters; returns the parent.
+async fn wait_status(
+    env: &TestEnv,
+    what: &str,
+    name: &str,
+    wanted: impl Fn(Option<(ClusterState, String)>, Option<(ClusterState, String)>) -> bool,
+) -> AppDeployment {
+    eventually(what, || async {
+        let app = apps(env).await.get(name).await.map_err(|e| e.to_string())?;
+        let (a, b) = (
+            state_of(&app, Fleet::ClusterA),
+            state_of(&app, Fleet::ClusterB),
+        );
+        if wanted(a.clone(), b.clone()) {
+            Ok(app)
+        } else {
+            Err(format!("cluster-a {a:?}, cluster-b {b:?}"))
+        }
+    })
+    .await
+}
+
+fn is(state: ClusterState) -> impl Fn(&Option<(ClusterState, String)>) -> bool {
+    move |s| s.as_ref().is_some_and(|(actual, _)| *actual == state)
+}
+
+#[tokio::test]
+async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let env = clusters().await;
+    let running = start_operator(&env).await;
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    apply(&env, "before", "nginx:1.27").await;
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        eventually("children before the freeze", || {
+            children_with(&env, cluster, "before", "nginx:1.27")
+        })
+        .await;
+    }
+
+    // cluster-a is the first child context of the plan: were the contexts synced one after the other,
+    // cluster-b would wait for cluster-a's cap.
+    env.freeze("cluster-a").unwrap();
+    let applied = Instant::now();
+    apply(&env, "during", "redis:7.4").await;
+    eventually("cluster-b's children while cluster-a is frozen", || {
+        children_with(&env, Fleet::ClusterB, "during", "redis:7.4")
+    })
+    .await;
+    let children_after = applied.elapsed();
+    wait_status(
+        &env,
+        "cluster-b's status while cluster-a is frozen",
+        "during",
+        |_, b| is(ClusterState::Ready)(&b),
+    )
+    .await;
+    let status_after = applied.elapsed();
+    assert!(
+        children_after < NORMAL && status_after < NORMAL,
+        "a frozen cluster-a held back cluster-b: its children after {children_after:?}, its status after \
+         {status_after:?} (the cap is {CAP:?})"
+    );
+
+    // The cap: the frozen cluster's own outcome is written, as unreachable, once the cap has passed.
+    let app = wait_status(
+        &env,
+        "the cap marks cluster-a unreachable",
+        "during",
+        |a, b| {
+            is(ClusterState::Ready)(&b)
+                && a.is_some_and(|(state, message)| {
+                    state == ClusterState::Unreachable && message.contains("no answer within")
+                })
+        },
+    )
+    .await;
+    let capped_after = applied.elapsed();
+    assert!(
+        capped_after >= CAP - Duration::from_secs(1),
+        "cluster-a was given up after {capped_after:?}, before the {CAP:?} cap"
+    );
+    // The entry is cluster-a's: its message leaves the cluster to the key it is kept under.
+    let message = state_of(&app, Fleet::ClusterA).unwrap().1;
+    assert!(!message.contains("cluster-a"), "{message}");
+    assert_eq!(ready_condition(&app).as_deref(), Some("False"));
+
+    env.thaw("cluster-a").unwrap();
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        eventually("every child once cluster-a answers again", || {
+            children_with(&env, cluster, "during", "redis:7.4")
+        })
+        .await;
+    }
+    for name in ["before", "during"] {
+        let app = wait_status(&env, "both clusters Ready again", name, |a, b| {
+            is(ClusterState::Ready)(&a) && is(ClusterState::Ready)(&b)
+        })
+        .await;
+        assert_eq!(ready_condition(&app).as_deref(), Some("True"), "{name}");
+    }
+    crate::support::stop(running).await;
+}
+
+#[tokio::test]
+async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let env = clusters().await;
+    let running = start_operator(&env).await;
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    apply(&env, "kept", "nginx:1.27").await;
+    apply(&env, "gone", "redis:7.4").await;
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        eventually("kept's children", || {
+            children_with(&env, cluster, "kept", "nginx:1.27")
+        })
+        .await;
+        eventually("gone's children", || {
+            children_with(&env, cluster, "gone", "redis:7.4")
+        })
+        .await;
+    }
+    let gone_uid = apps(&env).await.get("gone").await.unwrap().uid().unwrap();
+    crate::support::stop(running).await;
+
+    // "gone" is deleted while the operator is not running: its children are orphans now.
+    let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
+    let parents = apps(&env).await;
+    parents
+        .patch(
+            "gone",
+            &PatchParams::default(),
+            &Patch::Merge(remove_finalizers),
+        )
+        .await
+        .unwrap();
+    parents.delete("gone", &Default::default()).await.unwrap();
+    eventually("gone is gone", || async {
+        match apps(&env).await.get_opt("gone").await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let before = [
+        linked(&env, Fleet::ClusterA).await,
+        linked(&env, Fleet::ClusterB).await,
+    ];
+    assert_eq!([before[0].len(), before[1].len()], [4, 4], "{before:?}");
+
+    // The operator starts with the control cluster frozen: the parents' cache cannot list.
+    env.freeze("control").unwrap();
+    let running = start_operator(&env).await;
+    eventually("the child clusters' watches have listed", || async {
+        let report = running.health();
+        let status = |c: Fleet| report.contexts.get(c.name()).map(|r| r.status);
+        match [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB].map(status) {
+            [
+                Some(control),
+                Some(ContextStatus::Ready),
+                Some(ContextStatus::Ready),
+            ] if control != ContextStatus::Ready => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    // Nothing to wait for here: a sweep that judged the empty parent cache deletes at once, once the child
+    // caches have listed (as they have), so every child must still be there throughout this window.
+    let window = Instant::now();
+    while window.elapsed() < Duration::from_secs(3) {
+        let now = [
+            linked(&env, Fleet::ClusterA).await,
+            linked(&env, Fleet::ClusterB).await,
+        ];
+        assert_eq!(
+            now, before,
+            "a child was deleted while its parent's cache had not listed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    env.thaw("control").unwrap();
+    let gone_children = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={gone_uid}"));
+    for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
+        let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
+        eventually("the genuine orphans are removed", || async {
+            let left = api.list(&gone_children).await.unwrap().items.len();
+            if left == 0 {
+                Ok(())
+            } else {
+                Err(format!("{left} orphans left in {cluster}"))
+            }
+        })
+        .await;
+    }
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started once control answers")
+        .unwrap();
+    for (cluster, before) in [Fleet::ClusterA, Fleet::ClusterB].into_iter().zip(before) {
+        let kept: Vec<_> = before
+            .into_iter()
+            .filter(|(place, _)| place.ends_with("/kept"))
+            .collect();
+        assert_eq!(
+            linked(&env, cluster).await,
+            kept,
+            "in {cluster}, kept's children are the very same objects (never deleted and recreated), and \
+             only they are left"
+        );
+    }
+    crate::support::stop(running).await;
+}

@@ -1,0 +1,340 @@
+//! What `fleet run` lets out, read as an SRE would: its log when a child cluster goes away (few lines, each
+//! naming the cluster, none a client library's raw dump), and every output (log, probes, status, Events)
+//! when credentials are wrong (never a byte of a credential).
+
+use std::io::{BufRead as _, BufReader};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::support::{WAIT, clusters};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::Api;
+use kubeplex::Context as _;
+use kubeplex_fleet::demo::apply_instance;
+use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
+use kubeplex_testenv::http_get;
+use kubeplex_testenv::{Polling, TestEnv, eventually};
+
+const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
+/// How long the cluster stays down: the logs must stay readable through a cluster failing for 60 s.
+const OUTAGE: Duration = Duration::from_secs(60);
+/// At most this many lines for the whole outage.
+const MAX_LINES: usize = 10;
+
+/// `fleet run` as a user starts it, its stderr collected line by line.
+struct Operator {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Operator {
+    /// With the default log filter, the test environment's kubeconfig and no probe port of interest.
+    fn start(env: &TestEnv) -> Self {
+        Self::start_with(env.kubeconfig_path(), "127.0.0.1:0", None)
+    }
+
+    fn start_with(kubeconfig: &Path, probes: &str, rust_log: Option<&str>) -> Self {
+        let mut command = Command::new(FLEET);
+        command
+            .args(["run", "--probe-address", probes])
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("RUST_LOG")
+            .env_remove("FLEET_LOG_FORMAT");
+        if let Some(filter) = rust_log {
+            command.env("RUST_LOG", filter);
+        }
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn wait_for_deployment(env: &TestEnv, cluster: Fleet, name: &str, image: &str) {
+    let api: Api<Deployment> = Api::namespaced(
+        env.client(cluster.name()).await.unwrap(),
+        CHILD_NAMESPACES[0],
+    );
+    let what = format!("a Deployment {name} with {image} in {cluster}");
+    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
+    eventually(what, polling, async || {
+        let current = api.get_opt(name).await.unwrap();
+        current
+            .and_then(|d| d.spec.template.spec?.containers.into_iter().next()?.image)
+            .is_some_and(|i| i == image)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
+    let env = clusters().await;
+    let control = env.client(Fleet::Control.name()).await.unwrap();
+    let operator = Operator::start(&env);
+    apply_instance(&control, "web", "nginx:1.27", 1)
+        .await
+        .unwrap();
+    wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.27").await;
+    let before = operator.lines();
+    assert!(
+        before.is_empty(),
+        "a healthy fleet logs nothing at the default level: {before:#?}"
+    );
+
+    env.stop(Fleet::ClusterB.name()).unwrap();
+    // Work keeps arriving for the stopped cluster: each change is a reconcile that cannot reach it.
+    let started = tokio::time::Instant::now();
+    for (i, image) in ["nginx:1.28", "nginx:1.29", "nginx:1.30"]
+        .into_iter()
+        .enumerate()
+    {
+        apply_instance(&control, "web", image, 1).await.unwrap();
+        apply_instance(&control, &format!("api-{i}"), image, 1)
+            .await
+            .unwrap();
+        wait_for_deployment(&env, Fleet::ClusterA, "web", image).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    tokio::time::sleep(OUTAGE.saturating_sub(started.elapsed())).await;
+    let during = operator.lines();
+    env.start(Fleet::ClusterB.name()).await.unwrap();
+
+    assert!(
+        !during.is_empty(),
+        "a minute with a cluster down logged nothing at all"
+    );
+    assert!(
+        during.len() <= MAX_LINES,
+        "{} lines for one cluster down for {OUTAGE:?} (at most {MAX_LINES}):\n{}",
+        during.len(),
+        during.join("\n")
+    );
+    for line in &during {
+        assert!(
+            line.contains("cluster-b"),
+            "a line that does not name the failing cluster: {line}"
+        );
+        for noise in [
+            "Api(",
+            "Status {",
+            "eof in poll",
+            "ErrorResponse",
+            "hyper::",
+        ] {
+            assert!(
+                !line.contains(noise),
+                "a client library's raw output ({noise}) in the default log: {line}"
+            );
+        }
+    }
+    // And it recovers without a restart.
+    wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.30").await;
+}
+
+/// `GET path` on the probe server: the status code and the body (`0` and empty when nothing answers, as
+/// before the server listens).
+async fn get(port: u16, path: &str) -> (u16, String) {
+    let response = http_get(("127.0.0.1", port), path).await;
+    response.map_or((0, String::new()), |r| (r.code, r.body))
+}
+
+/// Every credential of `kubeconfig`, in the forms it could leak in: as written (base64) and decoded.
+fn credentials(kubeconfig: &kube::config::Kubeconfig) -> Vec<String> {
+    use base64::Engine as _;
+    let mut secrets = Vec::new();
+    for entry in &kubeconfig.auth_infos {
+        let value = serde_json::to_value(&entry.auth_info).unwrap();
+        for field in [
+            "client-key-data",
+            "client-certificate-data",
+            "token",
+            "password",
+        ] {
+            let Some(text) = value[field].as_str() else {
+                continue;
+            };
+            secrets.push(text.to_owned());
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok());
+            // The PEM body lines: any one of them in an output is a leak.
+            for line in decoded.iter().flat_map(|d| d.lines()) {
+                if line.len() >= 40 && !line.starts_with("-----") {
+                    secrets.push(line.to_owned());
+                }
+            }
+        }
+    }
+    secrets
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
+    use std::os::unix::fs::PermissionsExt as _;
+    const PLUGIN_SECRET: &str = "exec-plugin-s3cr3t-91c2";
+
+    let env = clusters().await;
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("get-token");
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\necho '{{\"status\":{{\"token\":\"{PLUGIN_SECRET}\"}}}}'\necho 'could not refresh {PLUGIN_SECRET}' >&2\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // First a credential plugin that fails for cluster-b: no client can be configured, so a required
+    // context is missing and the operator stops at once, saying why.
+    let mut with_plugin = env.kubeconfig().clone();
+    kubeplex_testenv::set_user(
+        &mut with_plugin,
+        "cluster-b",
+        serde_json::json!({ "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": plugin.to_string_lossy(),
+            "interactiveMode": "Never",
+        }}),
+    );
+    // Then a token cluster-a rejects: the operator runs, and says so in probes, status and log.
+    let rejected = env
+        .kubeconfig_with("cluster-a", kubeplex_testenv::Credential::Invalid)
+        .unwrap();
+    let mut secrets = credentials(env.kubeconfig());
+    secrets.extend(credentials(&rejected));
+    secrets.push(PLUGIN_SECRET.to_owned());
+    assert!(
+        secrets
+            .iter()
+            .any(|s| s == "kubeplex-testenv-invalid-token")
+    );
+    let write = |name: &str, kubeconfig: &kube::config::Kubeconfig| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_saphyr::to_string(kubeconfig).unwrap()).unwrap();
+        path
+    };
+    let (with_plugin, rejected) = (write("plugin", &with_plugin), write("rejected", &rejected));
+
+    let mut all = Vec::new();
+    let stopped = kubeplex_testenv::output_within(
+        Command::new(FLEET)
+            .args(["run", "--probe-address", "127.0.0.1:0"])
+            .env("KUBECONFIG", &with_plugin)
+            .env("RUST_LOG", "debug"),
+        WAIT,
+    );
+    let said = String::from_utf8_lossy(&stopped.stderr).into_owned();
+    assert!(!stopped.status.success(), "{said}");
+    assert!(
+        said.contains("context cluster-b") && said.contains("credential plugin"),
+        "the failing plugin is not named: {said}"
+    );
+    all.push(("the log of a start that failed".to_owned(), said));
+    all.push((
+        "stdout of a start that failed".to_owned(),
+        String::from_utf8_lossy(&stopped.stdout).into_owned(),
+    ));
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // As verbose as a user debugging would make it.
+    let operator = Operator::start_with(&rejected, &format!("127.0.0.1:{port}"), Some("debug"));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let startup = loop {
+        let (_, body) = get(port, "/startupz?verbose").await;
+        if body.contains("credentials were rejected") {
+            break body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the probe never named the rejected credentials: {body}\n{}",
+            operator.lines().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let control = env.client(Fleet::Control.name()).await.unwrap();
+    apply_instance(&control, "web", "nginx:1.27", 1)
+        .await
+        .unwrap();
+    // The parent's status names both failing clusters once the operator has tried them.
+    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    loop {
+        let status = serde_json::to_string(&apps.get("web").await.unwrap().status).unwrap();
+        if status.contains("credentials were rejected") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no status for the failing cluster: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    all.extend([
+        ("/startupz".to_owned(), startup),
+        ("/readyz".to_owned(), get(port, "/readyz?verbose").await.1),
+        ("/livez".to_owned(), get(port, "/livez").await.1),
+    ]);
+    all.extend(outputs_of_cluster(&control).await);
+    let log = operator.lines().join("\n");
+    drop(operator);
+    assert!(
+        log.contains("cluster-a"),
+        "the log never names cluster-a:\n{log}"
+    );
+    all.push(("the log (RUST_LOG=debug)".to_owned(), log));
+    for (what, text) in &all {
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{what} repeats a credential ({}…):\n{text}",
+                &secret[..8.min(secret.len())]
+            );
+        }
+    }
+}
+
+/// What the control cluster holds about the parents: their statuses and Events.
+async fn outputs_of_cluster(control: &kube::Client) -> Vec<(String, String)> {
+    use k8s_openapi::api::events::v1::Event;
+    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let events: Api<Event> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let list = kube::api::ListParams::default();
+    vec![
+        (
+            "AppDeployment statuses".to_owned(),
+            serde_json::to_string(&apps.list(&list).await.unwrap().items).unwrap(),
+        ),
+        (
+            "Events".to_owned(),
+            serde_json::to_string(&events.list(&list).await.unwrap().items).unwrap(),
+        ),
+    ]
+}
