@@ -1,6 +1,8 @@
-//! The election's decisions as pure functions; its loop in [`running`].
+//! The election's decisions as pure functions; its loop in [`running`], and under generated fault
+//! schedules in [`schedules`].
 
 mod running;
+mod schedules;
 
 use super::*;
 use crate::core::ContextName;

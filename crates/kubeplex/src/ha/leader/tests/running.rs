@@ -23,16 +23,16 @@ use crate::client::{Fence, Role};
 use crate::core::ContextName;
 
 /// One replica running the election.
-struct Replica {
-    link: Link,
-    fence: Fence,
+pub(super) struct Replica {
+    pub(super) link: Link,
+    pub(super) fence: Fence,
     role: watch::Receiver<Role>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Replica {
-    fn start(leases: &FakeLeases, identity: &str) -> Self {
+    pub(super) fn start(leases: &FakeLeases, identity: &str) -> Self {
         let link = leases.link();
         let fence = Fence::closed();
         let (role_sender, role) = watch::channel(Role {
@@ -61,7 +61,7 @@ impl Replica {
         }
     }
 
-    fn leads(&self) -> bool {
+    pub(super) fn leads(&self) -> bool {
         self.role.borrow().leader
     }
 
@@ -70,7 +70,7 @@ impl Replica {
     }
 
     /// Stops the replica and waits (a minute at most) until it has given everything up.
-    async fn stop(self) {
+    pub(super) async fn stop(self) {
         let _ = self.stop.send(true);
         let ended = tokio::time::timeout(Duration::from_secs(60), self.task).await;
         ended.expect("the replica stops within a minute").unwrap();
