@@ -258,7 +258,7 @@ pub(super) async fn run(
         // the controllers would go on running and the probes would say "leader".
         let bounded = tokio::time::timeout(
             election.renew_deadline,
-            attempt(&api, &election, &mut observed, sent),
+            attempt(&api, &election, &mut observed),
         );
         let outcome = match bounded.await {
             Ok(outcome) => outcome,
@@ -316,10 +316,13 @@ async fn attempt(
     api: &Api<Lease>,
     election: &LeaderElection,
     observed: &mut Observed,
-    now: Instant,
 ) -> Result<Option<String>, String> {
     let lease = api.get_opt(&election.name).await.map_err(|e| chain(&e))?;
-    match decide(lease.as_ref(), election, observed, now) {
+    // Seen when the answer came, not when the round began: a slow read shows the Lease as it was on arrival,
+    // and counting from the round's start would take another's Lease over early by the read's delay, while
+    // its holder's fence may still be open.
+    let seen = Instant::now();
+    match decide(lease.as_ref(), election, observed, seen) {
         Decision::Wait(holder) => Ok(Some(holder)),
         Decision::Create => {
             let lease = Lease {

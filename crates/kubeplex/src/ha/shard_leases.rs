@@ -144,7 +144,7 @@ async fn round(
     state: &ShardState,
     member: &Fence,
     memory: &mut Memory,
-    now: Instant,
+    sent: Instant,
 ) -> Result<Vec<String>, String> {
     let lease = &sharding.lease;
     let selector = format!("{GROUP_LABEL}={}", lease.name);
@@ -152,6 +152,9 @@ async fn round(
         .list(&ListParams::default().labels(&selector))
         .await
         .map_err(|e| chain(&e))?;
+    // Fences count from when the round was sent, other replicas' records from when the list came back
+    // (a slow list shows them as they were on arrival): both err on the side of no two writers.
+    let seen = Instant::now();
     let by_name: BTreeMap<String, Lease> = listed
         .items
         .into_iter()
@@ -160,7 +163,7 @@ async fn round(
     let own = sharding.member_lease(&lease.identity);
     let renewed = renew_member(api, sharding, &own, by_name.get(&own)).await;
     if renewed.is_ok() {
-        member.open_for(now, lease.renew_deadline);
+        member.open_for(sent, lease.renew_deadline);
     }
     let mut members: Vec<String> = Vec::new();
     memory.members.retain(|name, _| by_name.contains_key(name));
@@ -179,7 +182,7 @@ async fn round(
         }
         let observed = memory.members.entry(name.clone()).or_default();
         // Read as another replica's Lease: `decide` says `Wait` (for its holder) while its record is fresh.
-        if let Decision::Wait(holder) = decide(Some(item), lease, observed, now) {
+        if let Decision::Wait(holder) = decide(Some(item), lease, observed, seen) {
             members.push(holder);
         }
     }
@@ -191,7 +194,7 @@ async fn round(
     for (shard, name) in state.names().iter().enumerate() {
         let election = &memory.elections[shard];
         let found = by_name.get(&election.name);
-        let decision = decide(found, election, &mut memory.shards[shard], now);
+        let decision = decide(found, election, &mut memory.shards[shard], seen);
         let ours = member.allows_writes()
             && super::rendezvous::owner(name, &members) == Some(lease.identity.as_str());
         let fence = state.fence(shard);
@@ -229,7 +232,7 @@ async fn round(
             }
         };
         match written {
-            Ok(_) => fence.open_for(now, lease.renew_deadline),
+            Ok(_) => fence.open_for(sent, lease.renew_deadline),
             // Another replica wrote first: its, for now; we try again next round.
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(error) => return Err(format!("shard Lease {}: {}", election.name, chain(&error))),

@@ -153,7 +153,7 @@ async fn ping(
         let began = tokio::time::Instant::now();
         // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room
         // for it while it sleeps between pings would hold that much per idle context (a heap profile of
-        // many idle contexts showed it: docs/performance.md).
+        // many idle contexts showed it: crates/kubeplex-bench/RUNS.md).
         let problem = Box::pin(once(&access)).await;
         metrics.pinged(&context, problem.is_none(), began.elapsed());
         if problem != last {

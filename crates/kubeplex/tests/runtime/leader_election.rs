@@ -44,20 +44,23 @@ impl Reconcile for Elected {
 }
 
 fn election(identity: &str) -> LeaderElection {
-    // Short timings keep the test quick; they keep the fencing order (retry < renew deadline < lease).
+    // They keep the fencing order (retry < renew deadline < lease).
     LeaderElection::new(Fleet::Control, NAMESPACE, "elected")
         .identity(identity)
-        .lease_duration(Duration::from_secs(4))
-        .renew_deadline(Duration::from_secs(3))
+        .lease_duration(LEASE)
+        .renew_deadline(RENEW_DEADLINE)
         .retry_period(RETRY)
 }
 
 /// How often a standby looks at the Lease.
 const RETRY: Duration = Duration::from_millis(500);
-/// How long a standby may take to lead once the leader released the Lease: its next look, one more for
-/// a look that raced the release, and a second for the requests on a loaded machine. Waiting the Lease
-/// out instead would take most of its 4 s duration.
-const HAND_OVER: Duration = Duration::from_millis(2 * 500 + 1000);
+/// The Lease's duration: long beside [`HAND_OVER`], so that a standby that waited the Lease out instead of
+/// taking the released one cannot pass for one that took it.
+const LEASE: Duration = Duration::from_secs(20);
+const RENEW_DEADLINE: Duration = Duration::from_secs(15);
+/// How long a standby may take to lead once the leader released the Lease: five times what it needs on an
+/// idle machine (its next look, one more for a look that raced the release, and the requests).
+const HAND_OVER: Duration = Duration::from_secs(5);
 
 async fn replica(env: &TestEnv, identity: &str, reconciler: Elected) -> kubeplex::Running {
     replica_on(env, election(identity), reconciler).await
@@ -112,15 +115,15 @@ async fn a_strangers_lease_with_a_huge_duration_is_taken_over_after_our_own() {
         .unwrap();
     let election = LeaderElection::new(Fleet::Control, NAMESPACE, "haunted")
         .identity("replica-h")
-        .lease_duration(Duration::from_secs(4))
-        .renew_deadline(Duration::from_secs(3))
+        .lease_duration(LEASE)
+        .renew_deadline(RENEW_DEADLINE)
         .retry_period(RETRY);
     let running = replica_on(env, election, Elected::default()).await;
-    // The ghost never renews: the Lease is the replica's once it has seen it unchanged for 4 s (its own
-    // duration, not the Lease's 68 years), give or take a round and a loaded machine.
+    // The ghost never renews: the Lease is the replica's once it has seen it unchanged for its own duration
+    // (not the Lease's 68 years), give or take a round and a loaded machine.
     eventually(
         "replica-h takes the ghost's Lease over",
-        Duration::from_secs(4) + HAND_OVER,
+        LEASE + HAND_OVER,
         async || holder_of(env, "haunted").await.as_deref() == Some("replica-h"),
     )
     .await;
@@ -195,7 +198,7 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
 #[tokio::test]
 async fn timings_that_cannot_fence_are_refused_at_start() {
     let env = env().await;
-    let unsafe_timings = election("replica-x").renew_deadline(Duration::from_secs(4));
+    let unsafe_timings = election("replica-x").renew_deadline(LEASE);
     let error = Manager::with_kubeconfig(env.kubeconfig().clone())
         .leader_election(unsafe_timings)
         .controller(Elected::default())

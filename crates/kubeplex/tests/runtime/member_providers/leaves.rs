@@ -149,9 +149,8 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
 
-    // Then a healthy one: its child appears as soon as it would alone.
+    // Then a healthy one, while the silent one's join hangs: its child appears as soon as it would alone.
     let started = tokio::time::Instant::now();
     let good = member_secret("good", Some(MEMBER), &text(&admin_kubeconfig(env)));
     secrets.create(&params, &good).await.unwrap();
@@ -170,8 +169,10 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
     println!(
         "the healthy member's child appeared {took:?} after its Secret, beside a silent member"
     );
+    // Alone it takes a second or two; waiting for the silent member's join would cost its
+    // `kubeplex::CONTEXT_TIMEOUT` (15 s) at least.
     assert!(
-        took < Duration::from_secs(8),
+        took < Duration::from_secs(10),
         "the healthy member's child took {took:?}"
     );
     drop(silent);

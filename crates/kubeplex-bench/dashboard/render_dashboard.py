@@ -6,18 +6,18 @@ The picture in docs/observability/dashboard.png shows what a failing cluster loo
 then while cluster-b answers but refuses the operator's writes. It is committed; this script is run by hand, not in CI. Needs Python 3.9+ and matplotlib
 (`pip install matplotlib`); `record` and `scenario` need only the standard library.
 
-Re-draw the picture from the committed samples of the run it shows (docs/observability/samples.jsonl.gz):
+Re-draw the picture from the committed samples of the run it shows (samples.jsonl.gz beside this script):
 
-    python3 docs/observability/render_dashboard.py render docs/observability/samples.jsonl.gz \
-        --out docs/observability/dashboard.png
+    python3 crates/kubeplex-bench/dashboard/render_dashboard.py render \
+        crates/kubeplex-bench/dashboard/samples.jsonl.gz --out docs/observability/dashboard.png
 
 Record a new run (from the repository's root; about 5 minutes once the demo is built):
 
     cargo build -p kubeplex-fleet                 # so that the demo starts at once below
-    python3 docs/observability/render_dashboard.py scenario --out /tmp/kubeplex-samples.jsonl
-    python3 docs/observability/render_dashboard.py render /tmp/kubeplex-samples.jsonl \
+    python3 crates/kubeplex-bench/dashboard/render_dashboard.py scenario --out /tmp/kubeplex-samples.jsonl
+    python3 crates/kubeplex-bench/dashboard/render_dashboard.py render /tmp/kubeplex-samples.jsonl \
         --out docs/observability/dashboard.png
-    gzip -9 -c /tmp/kubeplex-samples.jsonl > docs/observability/samples.jsonl.gz
+    gzip -9 -c /tmp/kubeplex-samples.jsonl > crates/kubeplex-bench/dashboard/samples.jsonl.gz
 
 `scenario` does, in order:
   1. starts `cargo run -q -p kubeplex-fleet -- demo` (its own process group) and waits for its table; it
@@ -41,10 +41,10 @@ Record a new run (from the repository's root; about 5 minutes once the demo is b
 By hand instead (any operator, any failure):
 
     cargo run -p kubeplex-fleet -- demo           # terminal 1; prints `Metrics: http://...` and KUBECONFIG
-    python3 docs/observability/render_dashboard.py record --url http://127.0.0.1:PORT/metrics \
+    python3 crates/kubeplex-bench/dashboard/render_dashboard.py record --url http://127.0.0.1:PORT/metrics \
         --seconds 180 --out /tmp/kubeplex-samples.jsonl            # terminal 2
     kill -STOP <pid of cluster-b's kube-apiserver>; ...; kill -CONT <pid>   # terminal 3, meanwhile
-    python3 docs/observability/render_dashboard.py render /tmp/kubeplex-samples.jsonl --out dashboard.png
+    python3 crates/kubeplex-bench/dashboard/render_dashboard.py render /tmp/kubeplex-samples.jsonl --out dashboard.png
 
 JSONL: one object per line, {"t": unix seconds, "samples": [[name, {label: value}, value], ...]} per scrape
 (only kubeplex's metrics: controller_runtime_*, workqueue_*, kubeplex_*), or {"t": ..., "mark": "text"}.
