@@ -5,6 +5,7 @@
 
 mod chart;
 mod cli;
+mod cluster_down;
 mod crd;
 mod dashboard;
 mod demo;

@@ -1,0 +1,100 @@
+//! What `fleet run` logs while a child cluster is down, read as an SRE would: few lines for a minute's outage
+//! (the first failure, and a repeat at most each minute), each naming the cluster, none a client library's
+//! raw dump; and it recovers without a restart.
+
+use std::time::Duration;
+
+use crate::output::Operator;
+use crate::support::{WAIT, clusters};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::Api;
+use kubeplex::Context as _;
+use kubeplex_fleet::demo::apply_instance;
+use kubeplex_fleet::{CHILD_NAMESPACES, Fleet};
+use kubeplex_testenv::{Polling, TestEnv, eventually};
+
+/// How long the cluster stays down: the logs must stay readable through a cluster failing for 60 s.
+const OUTAGE: Duration = Duration::from_secs(60);
+/// At most this many lines for the whole outage.
+const MAX_LINES: usize = 10;
+
+async fn wait_for_deployment(env: &TestEnv, cluster: Fleet, name: &str, image: &str) {
+    let api: Api<Deployment> = Api::namespaced(
+        env.client(cluster.name()).await.unwrap(),
+        CHILD_NAMESPACES[0],
+    );
+    let what = format!("a Deployment {name} with {image} in {cluster}");
+    let polling = Polling::within(WAIT).every(Duration::from_millis(200));
+    eventually(what, polling, async || {
+        let current = api.get_opt(name).await.unwrap();
+        current
+            .and_then(|d| d.spec.template.spec?.containers.into_iter().next()?.image)
+            .is_some_and(|i| i == image)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
+    let env = clusters().await;
+    let control = env.client(Fleet::Control.name()).await.unwrap();
+    let operator = Operator::start(&env);
+    apply_instance(&control, "web", "nginx:1.27", 1)
+        .await
+        .unwrap();
+    wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.27").await;
+    let before = operator.lines();
+    assert!(
+        before.is_empty(),
+        "a healthy fleet logs nothing at the default level: {before:#?}"
+    );
+
+    env.stop(Fleet::ClusterB.name()).unwrap();
+    // Work keeps arriving for the stopped cluster: each change is a reconcile that cannot reach it.
+    let started = tokio::time::Instant::now();
+    for (i, image) in ["nginx:1.28", "nginx:1.29", "nginx:1.30"]
+        .into_iter()
+        .enumerate()
+    {
+        apply_instance(&control, "web", image, 1).await.unwrap();
+        apply_instance(&control, &format!("api-{i}"), image, 1)
+            .await
+            .unwrap();
+        wait_for_deployment(&env, Fleet::ClusterA, "web", image).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    tokio::time::sleep(OUTAGE.saturating_sub(started.elapsed())).await;
+    let during = operator.lines();
+    env.start(Fleet::ClusterB.name()).await.unwrap();
+
+    assert!(
+        !during.is_empty(),
+        "a minute with a cluster down logged nothing at all"
+    );
+    assert!(
+        during.len() <= MAX_LINES,
+        "{} lines for one cluster down for {OUTAGE:?} (at most {MAX_LINES}):\n{}",
+        during.len(),
+        during.join("\n")
+    );
+    for line in &during {
+        assert!(
+            line.contains("cluster-b"),
+            "a line that does not name the failing cluster: {line}"
+        );
+        for noise in [
+            "Api(",
+            "Status {",
+            "eof in poll",
+            "ErrorResponse",
+            "hyper::",
+        ] {
+            assert!(
+                !line.contains(noise),
+                "a client library's raw output ({noise}) in the default log: {line}"
+            );
+        }
+    }
+    // And it recovers without a restart.
+    wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.30").await;
+}
