@@ -100,17 +100,22 @@ async fn run(schedule: Vec<Step>) -> (Option<Duration>, bool) {
     (overlap, led)
 }
 
+/// [`run`] on a runtime of its own in paused time (proptest's cases are plain functions).
+fn run_paused(schedule: Vec<Step>) -> (Option<Duration>, bool) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(run(schedule))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
     fn no_two_fences_are_open_at_once_under_any_schedule_and_one_replica_leads_after(schedule in schedule()) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let (overlap, led) = runtime.block_on(run(schedule));
+        let (overlap, led) = run_paused(schedule);
         prop_assert_eq!(overlap, None, "two fences open at once");
         prop_assert!(led, "no replica led within a minute of the links turning healthy");
     }
@@ -137,12 +142,7 @@ fn a_slow_reader_does_not_count_the_lease_as_seen_before_it_saw_it() {
         step(5_478, 1, Fault::Slow(ms(1_714))),
         step(3_847, 1, Fault::Failing(Some(409))),
     ];
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    let (overlap, led) = runtime.block_on(run(schedule));
+    let (overlap, led) = run_paused(schedule);
     assert_eq!(overlap, None, "two fences open at once");
     assert!(led);
 }
