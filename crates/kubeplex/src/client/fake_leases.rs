@@ -17,6 +17,8 @@ use tokio::sync::watch;
 
 use super::fake_api::{self, Seen, status};
 
+pub(crate) mod faults;
+
 /// A write that wins the race against the next write of a replica: it reaches the Leases just before it.
 type Interloper = Box<dyn FnOnce(&FakeLeases) + Send>;
 

@@ -1,10 +1,10 @@
-//! The children path on real clusters: status written beside other writers, failed reconciles in the
-//! status, children whose name is taken, and parent links from contexts whose names contain `/`.
+//! The children path on real clusters: status written beside other writers (in generated orders, in
+//! [`writers`]), failed reconciles in the status, children whose name is taken, and parent links from
+//! contexts whose names contain `/`.
 
 pub mod parent;
 pub mod wait;
-
-use std::time::Duration;
+mod writers;
 
 use crate::support::audit;
 use crate::support::{create_namespace, polling, wait_exists, wait_started};
@@ -14,63 +14,12 @@ use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::{Context, Manager};
 use kubeplex_testenv::{TestEnv, eventually};
-use parent::{ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes, StatusWriters};
+use parent::{ARN, Conflicts, Failing, Narrowing, Parent, ParentSpec, Slashes};
 use wait::{condition, create_parent, wait_parent};
 
 /// The suite's clusters, with this module's kinds installed.
 pub(crate) async fn env() -> &'static TestEnv {
     crate::support::clusters([("control", Parent::crd())]).await
-}
-
-#[tokio::test]
-async fn the_users_own_condition_and_the_runtimes_ready_live_side_by_side() {
-    let env = env().await;
-    let control = env.client("control").await.unwrap();
-    create_namespace(&env.client("cluster-a").await.unwrap(), "kids").await;
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(StatusWriters)
-        .start()
-        .await
-        .unwrap();
-    wait_started(&running, "status-writers started").await;
-    let spec = ParentSpec {
-        children: vec!["status-writers-child".into()],
-        own_condition: Some("Configured".into()),
-        ..ParentSpec::default()
-    };
-    create_parent(&control, "status-writers", "both", spec).await;
-    let both = |p: &Parent| {
-        condition(p, "Configured").is_some()
-            && condition(p, "Ready").is_some_and(|c| c.status == "True")
-    };
-    let parent = wait_parent(&control, "status-writers", "both", "both conditions", both).await;
-    // Settled: each reconcile writes both conditions again (the annotation below triggers one, twice), and
-    // neither writer removes the other's, so the status stays as it was; nothing else writes the parent
-    // after the reconcile it triggered.
-    let parents: Api<Parent> = Api::namespaced(control.clone(), "status-writers");
-    for round in ["1", "2"] {
-        let nudge = serde_json::json!({ "metadata": { "annotations": { "test.kubeplex.dev/nudge": round } } });
-        parents
-            .patch("both", &PatchParams::default(), &Patch::Merge(&nudge))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let nudged = parents.get("both").await.unwrap();
-        assert_eq!(
-            serde_json::to_value(&nudged.status).unwrap(),
-            serde_json::to_value(&parent.status).unwrap(),
-            "a reconcile changed the status, round {round}"
-        );
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let later = parents.get("both").await.unwrap();
-        assert_eq!(
-            nudged.resource_version(),
-            later.resource_version(),
-            "the two writers ping-pong: {:#?}",
-            later.status
-        );
-    }
-    crate::support::stop(running).await;
 }
 
 #[tokio::test]

@@ -1,10 +1,13 @@
 //! The Lease loop of sharded mode against a stand-in Lease server, in paused time: a replica that joins gets
 //! its shards handed over (the old owner's fence closed before it releases), a member that stops renewing is
 //! judged gone a lease duration after its last change was seen, one that returns gets its shards back, one
-//! that leaves gives everything up, and Leases a stranger wrote count for no longer than a lease duration.
+//! that leaves gives everything up, and Leases a stranger wrote count for no longer than a lease duration;
+//! under generated fault schedules in [`schedules`].
 //!
 //! Timings: lease duration 15 s, renew deadline 10 s, retry period 1 s. Replica `a` starts at `t0` and runs
 //! its rounds at whole seconds, `b` at half seconds; the checks look between two rounds.
+
+mod schedules;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,12 +1,14 @@
 //! The tests' parent: its CRD, its reconcile (ConfigMap children in cluster-a, on demand a failure or a
 //! condition of its own), the contexts, and one controller of Parents per test.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{CustomResource, ResourceExt};
 use kubeplex::{Action, Child, ContextName, Controller, Cx, FleetStatus, Plan, Reconcile};
+use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -51,15 +53,31 @@ pub enum ParentError {
     Kubeplex(#[from] kubeplex::Error),
 }
 
+/// How many reconciles of each parent (`namespace/name`) began.
+static RECONCILES: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// How many reconciles of the parent `namespace/name` began so far.
+pub fn reconciles(namespace: &str, name: &str) -> usize {
+    RECONCILES
+        .lock()
+        .get(&key(namespace, name))
+        .copied()
+        .unwrap_or(0)
+}
+
 pub async fn reconcile_parent(
     parent: Arc<Parent>,
     cx: &Cx<ContextName>,
 ) -> Result<Action, ParentError> {
     let namespace = parent.namespace().unwrap_or_default();
-    if parent.spec.fail {
-        let api: Api<ConfigMap> = cx.api(cx.context(), &namespace)?;
-        api.get("settings-that-do-not-exist").await?;
-    }
+    *RECONCILES
+        .lock()
+        .entry(key(&namespace, &parent.name_any()))
+        .or_default() += 1;
     if let Some(condition) = &parent.spec.own_condition {
         // The user's own condition, applied with its own field manager.
         let api: Api<Parent> = Api::namespaced(cx.client(cx.context())?, &namespace);
@@ -76,6 +94,11 @@ pub async fn reconcile_parent(
             &Patch::Apply(&status),
         )
         .await?;
+    }
+    // After the user's condition, so that it is written whether or not the reconcile fails.
+    if parent.spec.fail {
+        let api: Api<ConfigMap> = cx.api(cx.context(), &namespace)?;
+        api.get("settings-that-do-not-exist").await?;
     }
     for name in &parent.spec.children {
         let child = ConfigMap {

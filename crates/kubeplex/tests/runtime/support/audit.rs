@@ -13,6 +13,8 @@ pub struct Request {
     pub verb: String,
     /// `resource[/subresource] namespace/name`.
     pub what: String,
+    /// The path and query it was sent to.
+    pub uri: String,
     pub user: String,
     pub agent: String,
     /// When the server received it.
@@ -37,6 +39,7 @@ impl std::fmt::Display for Request {
         let Self {
             verb,
             what,
+            uri: _,
             user,
             agent,
             at,
@@ -77,6 +80,7 @@ pub fn requests(env: &TestEnv, cluster: &str) -> Vec<Request> {
                 field("namespace"),
                 field("name")
             ),
+            uri: text(&event["requestURI"]),
             user: text(&event["user"]["username"]),
             agent: text(&event["userAgent"]),
             at: text(&event["requestReceivedTimestamp"]).parse().unwrap(),

@@ -11,43 +11,7 @@ use tokio::time::Instant;
 
 use super::running::Replica;
 use crate::client::fake_leases::FakeLeases;
-
-/// What happens to one replica's link to the Lease server.
-#[derive(Clone, Debug)]
-enum Fault {
-    /// Nothing arrives from it, nothing is answered (`true`), or that ends (`false`).
-    Silent(bool),
-    /// Each request takes this long to arrive.
-    Slow(Duration),
-    /// Each request is answered with this code (a server error, a conflict, a throttle), or no longer.
-    Failing(Option<u16>),
-}
-
-/// A fault on one replica's link, `after` the previous step.
-#[derive(Clone, Debug)]
-struct Step {
-    after: Duration,
-    replica: usize,
-    fault: Fault,
-}
-
-fn fault() -> impl Strategy<Value = Fault> {
-    prop_oneof![
-        any::<bool>().prop_map(Fault::Silent),
-        (0..12_000u64).prop_map(|ms| Fault::Slow(Duration::from_millis(ms))),
-        prop::option::of(prop::sample::select(vec![409u16, 429, 500, 503]))
-            .prop_map(Fault::Failing),
-    ]
-}
-
-fn schedule() -> impl Strategy<Value = Vec<Step>> {
-    let step = (0..8_000u64, 0..3usize, fault()).prop_map(|(ms, replica, fault)| Step {
-        after: Duration::from_millis(ms),
-        replica,
-        fault,
-    });
-    prop::collection::vec(step, 1..16)
-}
+use crate::client::fake_leases::faults::{Fault, Step, paused, schedule};
 
 /// How often the fences are looked at between two steps.
 const TICK: Duration = Duration::from_millis(100);
@@ -73,17 +37,10 @@ async fn run(schedule: Vec<Step>) -> (Option<Duration>, bool) {
     };
     for step in schedule {
         watch(Instant::now() + step.after, &mut overlap).await;
-        let link = &replicas[step.replica].link;
-        match step.fault {
-            Fault::Silent(silent) => link.silent(silent),
-            Fault::Slow(delay) => link.delay(delay),
-            Fault::Failing(code) => link.failing(code),
-        }
+        replicas[step.replica].link.suffer(&step.fault);
     }
     for replica in &replicas {
-        replica.link.silent(false);
-        replica.link.delay(Duration::ZERO);
-        replica.link.failing(None);
+        replica.link.heal();
     }
     // Healthy again: a replica leads within a minute (a lease duration, a renew deadline, rounds).
     let healed = Instant::now();
@@ -100,22 +57,12 @@ async fn run(schedule: Vec<Step>) -> (Option<Duration>, bool) {
     (overlap, led)
 }
 
-/// [`run`] on a runtime of its own in paused time (proptest's cases are plain functions).
-fn run_paused(schedule: Vec<Step>) -> (Option<Duration>, bool) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    runtime.block_on(run(schedule))
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn no_two_fences_are_open_at_once_under_any_schedule_and_one_replica_leads_after(schedule in schedule()) {
-        let (overlap, led) = run_paused(schedule);
+    fn no_two_fences_are_open_at_once_under_any_schedule_and_one_replica_leads_after(schedule in schedule(3)) {
+        let (overlap, led) = paused(run(schedule));
         prop_assert_eq!(overlap, None, "two fences open at once");
         prop_assert!(led, "no replica led within a minute of the links turning healthy");
     }
@@ -126,11 +73,7 @@ proptest! {
 #[test]
 fn a_slow_reader_does_not_count_the_lease_as_seen_before_it_saw_it() {
     let ms = Duration::from_millis;
-    let step = |after, replica, fault| Step {
-        after: ms(after),
-        replica,
-        fault,
-    };
+    let step = Step::new;
     let schedule = vec![
         step(0, 2, Fault::Slow(ms(228))),
         step(1, 0, Fault::Slow(ms(5_001))),
@@ -142,7 +85,7 @@ fn a_slow_reader_does_not_count_the_lease_as_seen_before_it_saw_it() {
         step(5_478, 1, Fault::Slow(ms(1_714))),
         step(3_847, 1, Fault::Failing(Some(409))),
     ];
-    let (overlap, led) = run_paused(schedule);
+    let (overlap, led) = paused(run(schedule));
     assert_eq!(overlap, None, "two fences open at once");
     assert!(led);
 }
