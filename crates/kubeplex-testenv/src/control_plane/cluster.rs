@@ -136,6 +136,7 @@ impl Cluster {
         if self.apiserver.is_none() {
             let command = self.apiserver_command();
             self.apiserver = Some(spawn(&self.name, "kube-apiserver", command, &self.dir)?);
+            super::record_start(&self.name);
             self.frozen = false;
         }
         Ok(())
