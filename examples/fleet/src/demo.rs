@@ -67,7 +67,7 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
 
     let control = env.client(Fleet::Control.name()).await?;
     for (name, image, replicas) in INSTANCES {
-        apply_instance(&control, name, image, replicas).await?;
+        apply_instance(&control, CRD_NAMESPACE, name, image, replicas).await?;
         writeln!(
             out,
             "Applied AppDeployment {CRD_NAMESPACE}/{name} (image {image}, {replicas} replicas) to control."
@@ -100,7 +100,8 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
 }
 
 /// The scenario's three real clusters: `control` with the `AppDeployment` CRD and namespace `crds`,
-/// `cluster-a` and `cluster-b` with `namespace-a` and `namespace-b`. The example's tests start theirs so too.
+/// `cluster-a` and `cluster-b` with `namespace-a` and `namespace-b`. The example's tests that stop or freeze
+/// a cluster start theirs so too.
 pub async fn clusters() -> Result<TestEnv, DemoError> {
     start_clusters(&[]).await
 }
@@ -172,24 +173,27 @@ async fn create_namespaces_in(
     Ok(())
 }
 
-/// Creates or updates an `AppDeployment` in the control cluster (server-side apply).
+/// Creates or updates an `AppDeployment` in `namespace` of the control cluster (server-side apply).
 pub async fn apply_instance(
     control: &Client,
+    namespace: &str,
     name: &str,
     image: &str,
     replicas: i32,
 ) -> Result<(), DemoError> {
     let spec = serde_json::json!({ "image": image, "replicas": replicas });
-    apply_spec(control, name, spec).await
+    apply_spec(control, namespace, name, spec).await
 }
 
-/// Applies an `AppDeployment` called `name` with `spec` in the control cluster (server-side apply).
+/// Applies an `AppDeployment` called `name` with `spec` in `namespace` of the control cluster (server-side
+/// apply).
 async fn apply_spec(
     control: &Client,
+    namespace: &str,
     name: &str,
     spec: serde_json::Value,
 ) -> Result<(), DemoError> {
-    let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let api: Api<AppDeployment> = Api::namespaced(control.clone(), namespace);
     let object = serde_json::json!({
         "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment",
         "metadata": { "name": name },

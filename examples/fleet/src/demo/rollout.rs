@@ -22,10 +22,11 @@ const NEW: &str = "nginx:1.28";
 /// How long each step may take.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Creates or updates an `AppDeployment` in the control cluster whose image is rolled out one cluster at
-/// a time, in `order`.
+/// Creates or updates an `AppDeployment` in `namespace` of the control cluster whose image is rolled out
+/// one cluster at a time, in `order`.
 pub async fn apply_with_rollout(
     control: &Client,
+    namespace: &str,
     name: &str,
     image: &str,
     replicas: i32,
@@ -35,7 +36,7 @@ pub async fn apply_with_rollout(
         "image": image, "replicas": replicas,
         "rollout": { "strategy": "OneClusterAtATime", "order": order },
     });
-    super::apply_spec(control, name, spec).await
+    super::apply_spec(control, namespace, name, spec).await
 }
 
 /// The rollout of `crd-a` from `nginx:1.27` to `nginx:1.28`, halted by a Degraded cluster-a and resumed
@@ -62,7 +63,7 @@ pub(super) async fn progressive(
          each Deployment's status.",
         ORDER.join(", ")
     )?;
-    apply_with_rollout(&clients.control, NAME, OLD, 2, &ORDER).await?;
+    apply_with_rollout(&clients.control, CRD_NAMESPACE, NAME, OLD, 2, &ORDER).await?;
     for client in [&a, &b] {
         play_all(client, Played::Healthy).await?;
     }
@@ -76,7 +77,7 @@ pub(super) async fn progressive(
         "{NAME} runs {OLD}, Healthy in both clusters. Its image becomes {NEW} ..."
     )?;
 
-    apply_with_rollout(&clients.control, NAME, NEW, 2, &ORDER).await?;
+    apply_with_rollout(&clients.control, CRD_NAMESPACE, NAME, NEW, 2, &ORDER).await?;
     wait_images(&a, NEW).await?;
     writeln!(
         out,

@@ -19,9 +19,10 @@ use kubeplex::Context as _;
 use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
-/// The cases and their tools, one file each beside this one.
+/// The cases and their tools, one file each beside this one (the relay is the operator binary's too).
 pub mod audit;
 pub mod freezes;
+#[path = "../operator/support/relay.rs"]
 pub mod relay;
 pub mod replica;
 pub mod sharded;

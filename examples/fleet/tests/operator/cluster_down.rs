@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::Api;
 use kubeplex::Context as _;
 use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{CHILD_NAMESPACES, Fleet};
+use kubeplex_fleet::{CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::{Polling, TestEnv, eventually};
 
 /// How long the cluster stays down: the logs must stay readable through a cluster failing for 60 s.
@@ -39,7 +39,7 @@ async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
     let env = clusters().await;
     let control = env.client(Fleet::Control.name()).await.unwrap();
     let operator = Operator::start(&env);
-    apply_instance(&control, "web", "nginx:1.27", 1)
+    apply_instance(&control, CRD_NAMESPACE, "web", "nginx:1.27", 1)
         .await
         .unwrap();
     wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.27").await;
@@ -56,8 +56,10 @@ async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
         .into_iter()
         .enumerate()
     {
-        apply_instance(&control, "web", image, 1).await.unwrap();
-        apply_instance(&control, &format!("api-{i}"), image, 1)
+        apply_instance(&control, CRD_NAMESPACE, "web", image, 1)
+            .await
+            .unwrap();
+        apply_instance(&control, CRD_NAMESPACE, &format!("api-{i}"), image, 1)
             .await
             .unwrap();
         wait_for_deployment(&env, Fleet::ClusterA, "web", image).await;

@@ -40,9 +40,15 @@ async fn apps(env: &TestEnv) -> Api<AppDeployment> {
 }
 
 async fn apply(env: &TestEnv, name: &str, image: &str) {
-    apply_instance(&env.client("control").await.unwrap(), name, image, 1)
-        .await
-        .unwrap();
+    apply_instance(
+        &env.client("control").await.unwrap(),
+        CRD_NAMESPACE,
+        name,
+        image,
+        1,
+    )
+    .await
+    .unwrap();
 }
 
 /// The children of `name` in `cluster` (one per child namespace) with this image, or what is missing.

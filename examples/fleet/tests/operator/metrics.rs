@@ -2,17 +2,17 @@
 //! parse as OpenMetrics (with a parser, not a regex), and the figures follow what happens to each context —
 //! reconciles counted when parents are created, a frozen child cluster's `kubeplex_context_up` dropping to 0
 //! while the other stays 1, and `kubeplex_parent_deletion_blocked` held at 1 while a parent's deletion
-//! waits on a stopped cluster, then back to 0.
+//! waits on a stopped cluster, then back to 0. cluster-b is frozen and stopped for the operator alone,
+//! behind a relay that holds its bytes (as a frozen server does) or refuses its connections (as a stopped
+//! one does).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::dashboard::metrics::{METRICS, Type};
-use crate::support::{WAIT, clusters};
-use kube::api::{Api, DeleteParams};
-use kubeplex::Manager;
-use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployer, AppDeployment, CRD_NAMESPACE};
+use crate::support::{WAIT, stage};
+use kube::api::DeleteParams;
+use kubeplex_fleet::Fleet;
 use kubeplex_testenv::Polling;
 use kubeplex_testenv::{HttpResponse as Response, http_get};
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
@@ -154,14 +154,11 @@ fn expect(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_follow_each_context_through_the_scenario() {
-    let env = clusters().await;
-    let manager = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(AppDeployer)
-        .probes("127.0.0.1:0")
-        .ping_interval(PING);
+    let mut stage = stage("metrics").await;
+    let b = stage.relay(Fleet::ClusterB).await;
+    let manager = stage.manager().probes("127.0.0.1:0").ping_interval(PING);
     let running = crate::support::started(manager).await;
     let address = running.probe_address().unwrap();
-    let control = env.client("control").await.unwrap();
     // Every result (the example asks to run again in an hour: `requeue`) of the control context.
     let reconciles = |m: &Exposition| {
         let labels = [("controller", CONTROLLER), ("context", "control")];
@@ -171,9 +168,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
 
     // Parents created: reconciles of the control context are counted, children applied in both clusters.
     for name in ["metrics-1", "metrics-2", "metrics-3"] {
-        apply_instance(&control, name, "nginx:1.27", 1)
-            .await
-            .unwrap();
+        stage.apply(name, "nginx:1.27", 1).await;
     }
     eventually(address, "reconciles and children counted", |m| {
         let after = reconciles(m);
@@ -222,7 +217,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
         &[
             ("context", "cluster-a"),
             ("kind", "Deployment.apps/v1"),
-            ("namespace", "namespace-a"),
+            ("namespace", stage.children[0].as_str()),
         ],
     );
     assert!(
@@ -237,7 +232,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
     // 250 ms) and a loaded machine, where the wait below would allow `WAIT` (60 s).
     const SLACK: Duration = Duration::from_secs(5);
     let within = PING + kubeplex::PING_TIMEOUT + SLACK;
-    env.freeze("cluster-b").unwrap();
+    b.cut();
     let frozen = tokio::time::Instant::now();
     let metrics = eventually(address, "cluster-b down while frozen", |m| {
         expect(m, "kubeplex_context_up", &[("context", "cluster-b")], 0.0)
@@ -251,7 +246,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
     // The scrape that showed cluster-b down shows cluster-a still up.
     let a_up = value(&metrics, "kubeplex_context_up", &[("context", "cluster-a")]);
     assert_eq!(a_up, Some(1.0), "cluster-a while cluster-b is frozen");
-    env.thaw("cluster-b").unwrap();
+    b.open();
     eventually(address, "cluster-b up when thawed", |m| {
         expect(m, "kubeplex_context_up", &[("context", "cluster-b")], 1.0)
     })
@@ -259,8 +254,8 @@ async fn metrics_follow_each_context_through_the_scenario() {
 
     // A parent deleted while cluster-b is stopped waits for it: blocked 1, and 0 once it is back.
     let blocked = [("controller", CONTROLLER), ("context", "cluster-b")];
-    env.stop("cluster-b").unwrap();
-    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    b.refuse();
+    let apps = stage.apps().await;
     apps.delete("metrics-1", &DeleteParams::default())
         .await
         .unwrap();
@@ -269,7 +264,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
         expect(m, "kubeplex_context_up", &[("context", "cluster-b")], 0.0)
     })
     .await;
-    env.start("cluster-b").await.unwrap();
+    b.open();
     eventually(address, "deletion unblocked", |m| {
         expect(m, "kubeplex_parent_deletion_blocked", &blocked, 0.0)
     })

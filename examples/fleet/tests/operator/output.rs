@@ -9,11 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::{WAIT, clusters};
+use crate::support::{WAIT, stage};
 use kube::api::Api;
-use kubeplex::Context as _;
-use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployment, CRD_NAMESPACE, Fleet};
+use kubeplex_fleet::AppDeployment;
 use kubeplex_testenv::TestEnv;
 use kubeplex_testenv::http_get;
 
@@ -25,15 +23,23 @@ pub(crate) struct Operator {
 }
 
 impl Operator {
-    /// With the default log filter, the test environment's kubeconfig and no probe port of interest.
+    /// With the default log filter, the test environment's kubeconfig, the demo's namespaces and no probe
+    /// port of interest.
     pub(crate) fn start(env: &TestEnv) -> Self {
-        Self::start_with(env.kubeconfig_path(), "127.0.0.1:0", None)
+        Self::start_with(env.kubeconfig_path(), "127.0.0.1:0", None, &[])
     }
 
-    fn start_with(kubeconfig: &Path, probes: &str, rust_log: Option<&str>) -> Self {
+    /// `fleet run` with these further flags.
+    fn start_with(
+        kubeconfig: &Path,
+        probes: &str,
+        rust_log: Option<&str>,
+        flags: &[String],
+    ) -> Self {
         let mut command = Command::new(FLEET);
         command
             .args(["run", "--probe-address", probes])
+            .args(flags)
             .env("KUBECONFIG", kubeconfig)
             .env_remove("RUST_LOG")
             .env_remove("FLEET_LOG_FORMAT");
@@ -111,7 +117,8 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     use std::os::unix::fs::PermissionsExt as _;
     const PLUGIN_SECRET: &str = "exec-plugin-s3cr3t-91c2";
 
-    let env = clusters().await;
+    let stage = stage("output").await;
+    let env = stage.env;
     let dir = tempfile::tempdir().unwrap();
     let plugin = dir.path().join("get-token");
     std::fs::write(
@@ -157,6 +164,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     let stopped = kubeplex_testenv::output_within(
         Command::new(FLEET)
             .args(["run", "--probe-address", "127.0.0.1:0"])
+            .args(stage.run_flags())
             .env("KUBECONFIG", &with_plugin)
             .env("RUST_LOG", "debug"),
         WAIT,
@@ -179,7 +187,8 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
         .unwrap()
         .port();
     // As verbose as a user debugging would make it.
-    let operator = Operator::start_with(&rejected, &format!("127.0.0.1:{port}"), Some("debug"));
+    let probes = format!("127.0.0.1:{port}");
+    let operator = Operator::start_with(&rejected, &probes, Some("debug"), &stage.run_flags());
     let deadline = tokio::time::Instant::now() + WAIT;
     let startup = loop {
         let (_, body) = get(port, "/startupz?verbose").await;
@@ -193,12 +202,9 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let control = env.client(Fleet::Control.name()).await.unwrap();
-    apply_instance(&control, "web", "nginx:1.27", 1)
-        .await
-        .unwrap();
+    stage.apply("web", "nginx:1.27", 1).await;
     // The parent's status names both failing clusters once the operator has tried them.
-    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let apps = stage.apps().await;
     loop {
         let status = serde_json::to_string(&apps.get("web").await.unwrap().status).unwrap();
         if status.contains("credentials were rejected") {
@@ -215,7 +221,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
         ("/readyz".to_owned(), get(port, "/readyz?verbose").await.1),
         ("/livez".to_owned(), get(port, "/livez").await.1),
     ]);
-    all.extend(outputs_of_cluster(&control).await);
+    all.extend(outputs_of_cluster(&stage.control().await, &stage.parents).await);
     let log = operator.lines().join("\n");
     drop(operator);
     assert!(
@@ -234,11 +240,11 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     }
 }
 
-/// What the control cluster holds about the parents: their statuses and Events.
-async fn outputs_of_cluster(control: &kube::Client) -> Vec<(String, String)> {
+/// What the control cluster holds about the parents in `namespace`: their statuses and Events.
+async fn outputs_of_cluster(control: &kube::Client, namespace: &str) -> Vec<(String, String)> {
     use k8s_openapi::api::events::v1::Event;
-    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
-    let events: Api<Event> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), namespace);
+    let events: Api<Event> = Api::namespaced(control.clone(), namespace);
     let list = kube::api::ListParams::default();
     vec![
         (

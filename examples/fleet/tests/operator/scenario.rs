@@ -1,51 +1,49 @@
 //! The original scenario against three real clusters: children in other clusters, repair, cleanup that
-//! never orphans, degraded operation, and the orphan sweep.
+//! never orphans, degraded operation, and the orphan sweep. cluster-b is stopped for the operator alone,
+//! behind a relay that refuses its connections (as a stopped server does), the shared server still up.
 
 use std::time::Duration;
 
-use crate::support::{WAIT, clusters, eventually, operator};
+use crate::support::{Stage, WAIT, eventually, stage};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, Manager, PARENT_ANNOTATION, PARENT_UID_LABEL};
-use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
-use kubeplex_testenv::TestEnv;
+use kubeplex::{ClusterState, Context, PARENT_ANNOTATION, PARENT_UID_LABEL};
+use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
 
 const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
 
-async fn apps(env: &TestEnv) -> Api<AppDeployment> {
-    Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE)
-}
-
 /// The Deployment `name` in `namespace` of `cluster`, if it exists.
-async fn child(env: &TestEnv, cluster: Fleet, namespace: &str, name: &str) -> Option<Deployment> {
+async fn child(stage: &Stage, cluster: Fleet, namespace: &str, name: &str) -> Option<Deployment> {
     let api: Api<Deployment> =
-        Api::namespaced(env.client(cluster.name()).await.unwrap(), namespace);
+        Api::namespaced(stage.env.client(cluster.name()).await.unwrap(), namespace);
     api.get_opt(name).await.unwrap()
 }
 
-/// Every Deployment of `cluster` that carries a parent reference.
-async fn linked_children(env: &TestEnv, cluster: Fleet) -> Vec<Deployment> {
-    let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
-    api.list(&ListParams::default().labels(PARENT_UID_LABEL))
-        .await
-        .unwrap()
-        .items
+/// Every Deployment in the test's child namespaces of `cluster` that carries a parent reference.
+async fn linked_children(stage: &Stage, cluster: Fleet) -> Vec<Deployment> {
+    let client = stage.env.client(cluster.name()).await.unwrap();
+    let mut linked = Vec::new();
+    for namespace in &stage.children {
+        let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let linked_only = ListParams::default().labels(PARENT_UID_LABEL);
+        linked.extend(api.list(&linked_only).await.unwrap().items);
+    }
+    linked
 }
 
 /// Checks that every child of `name` in `clusters` exists with this image and replicas, linked to its parent.
 async fn children_match(
-    env: &TestEnv,
+    stage: &Stage,
     clusters: &[Fleet],
     name: &str,
     image: &str,
     replicas: i32,
 ) -> Result<(), String> {
-    let parent = apps(env).await.get(name).await.map_err(|e| e.to_string())?;
+    let parent = (stage.apps().await.get(name).await).map_err(|e| e.to_string())?;
     for &cluster in clusters {
-        for namespace in CHILD_NAMESPACES {
-            let deployment = child(env, cluster, namespace, name)
+        for namespace in &stage.children {
+            let deployment = child(stage, cluster, namespace, name)
                 .await
                 .ok_or(format!("{cluster}/{namespace}/{name} missing"))?;
             let spec = &deployment.spec;
@@ -62,7 +60,7 @@ async fn children_match(
             }
             assert_eq!(
                 deployment.annotations()[PARENT_ANNOTATION],
-                format!("control/{CRD_NAMESPACE}/{name}")
+                format!("control/{}/{name}", stage.parents)
             );
             assert_eq!(deployment.labels()[PARENT_UID_LABEL], parent.uid().unwrap());
             assert!(
@@ -91,19 +89,17 @@ fn ready(app: &AppDeployment) -> Option<(String, String)> {
 }
 
 /// Applies an `AppDeployment` and waits until its children exist in every child cluster.
-async fn create_app(env: &TestEnv, name: &str, image: &str, replicas: i32) {
-    let control = env.client("control").await.unwrap();
-    apply_instance(&control, name, image, replicas)
-        .await
-        .unwrap();
+async fn create_app(stage: &Stage, name: &str, image: &str, replicas: i32) {
+    stage.apply(name, image, replicas).await;
     eventually("children everywhere", || {
-        children_match(env, &CHILDREN, name, image, replicas)
+        children_match(stage, &CHILDREN, name, image, replicas)
     })
     .await;
 }
 
-async fn delete_app(env: &TestEnv, name: &str) {
-    apps(env)
+async fn delete_app(stage: &Stage, name: &str) {
+    stage
+        .apps()
         .await
         .delete(name, &DeleteParams::default())
         .await
@@ -111,9 +107,9 @@ async fn delete_app(env: &TestEnv, name: &str) {
 }
 
 /// Waits until the `AppDeployment` is gone (its finalizer removed).
-async fn wait_gone(env: &TestEnv, what: &str, name: &str) {
+async fn wait_gone(stage: &Stage, what: &str, name: &str) {
     eventually(what, || async {
-        match apps(env).await.get_opt(name).await.unwrap() {
+        match stage.apps().await.get_opt(name).await.unwrap() {
             None => Ok(()),
             Some(app) => Err(format!(
                 "still there: finalizers {:?}, status {:?}",
@@ -127,19 +123,17 @@ async fn wait_gone(env: &TestEnv, what: &str, name: &str) {
 
 #[tokio::test]
 async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
-    let env = clusters().await;
-    let running = operator(&env, Some(Duration::from_secs(1))).await;
-    let control = env.client("control").await.unwrap();
+    let stage = stage("scenario").await;
+    let running = stage.operator(Some(Duration::from_secs(1))).await;
+    let [a_ns, b_ns] = &stage.children;
 
-    apply_instance(&control, "crd-a", "nginx:1.27", 2)
-        .await
-        .unwrap();
+    stage.apply("crd-a", "nginx:1.27", 2).await;
     eventually("Deployments in both clusters × both namespaces", || {
-        children_match(&env, &CHILDREN, "crd-a", "nginx:1.27", 2)
+        children_match(&stage, &CHILDREN, "crd-a", "nginx:1.27", 2)
     })
     .await;
     eventually("both clusters Ready in the status", || async {
-        let app = apps(&env).await.get("crd-a").await.unwrap();
+        let app = stage.apps().await.get("crd-a").await.unwrap();
         let states = CHILDREN.map(|c| cluster_state(&app, c).map(|s| s.0));
         match (states, ready(&app)) {
             ([Some(ClusterState::Ready), Some(ClusterState::Ready)], Some((status, _)))
@@ -152,19 +146,17 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
     })
     .await;
 
-    apply_instance(&control, "crd-a", "nginx:1.28", 3)
-        .await
-        .unwrap();
+    stage.apply("crd-a", "nginx:1.28", 3).await;
     eventually("every child updated", || {
-        children_match(&env, &CHILDREN, "crd-a", "nginx:1.28", 3)
+        children_match(&stage, &CHILDREN, "crd-a", "nginx:1.28", 3)
     })
     .await;
 
-    let b: Api<Deployment> = Api::namespaced(env.client("cluster-b").await.unwrap(), "namespace-a");
+    let b: Api<Deployment> = Api::namespaced(stage.env.client("cluster-b").await.unwrap(), a_ns);
     let deleted_uid = b.get("crd-a").await.unwrap().uid();
     b.delete("crd-a", &DeleteParams::default()).await.unwrap();
     eventually("a child deleted by hand is recreated", || async {
-        let recreated = child(&env, Fleet::ClusterB, "namespace-a", "crd-a").await;
+        let recreated = child(&stage, Fleet::ClusterB, a_ns, "crd-a").await;
         match recreated {
             Some(d) if d.uid() != deleted_uid => Ok(()),
             other => Err(format!("{:?}", other.map(|d| d.uid()))),
@@ -172,7 +164,7 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
     })
     .await;
 
-    let a: Api<Deployment> = Api::namespaced(env.client("cluster-a").await.unwrap(), "namespace-b");
+    let a: Api<Deployment> = Api::namespaced(stage.env.client("cluster-a").await.unwrap(), b_ns);
     a.patch(
         "crd-a",
         &PatchParams::default(),
@@ -181,30 +173,29 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
     .await
     .unwrap();
     eventually("a child edited by hand is restored", || {
-        children_match(&env, &CHILDREN, "crd-a", "nginx:1.28", 3)
+        children_match(&stage, &CHILDREN, "crd-a", "nginx:1.28", 3)
     })
     .await;
 
-    delete_app(&env, "crd-a").await;
-    wait_gone(&env, "the parent is gone, its finalizer removed", "crd-a").await;
+    delete_app(&stage, "crd-a").await;
+    wait_gone(&stage, "the parent is gone, its finalizer removed", "crd-a").await;
     for cluster in CHILDREN {
         assert!(
-            linked_children(&env, cluster).await.is_empty(),
+            linked_children(&stage, cluster).await.is_empty(),
             "children left in {cluster}"
         );
     }
 
     // A parent deleted while the operator is not running: its children go at the next start.
-    apply_instance(&control, "crd-b", "redis:7.4", 1)
-        .await
-        .unwrap();
+    stage.apply("crd-b", "redis:7.4", 1).await;
     eventually("crd-b's children", || {
-        children_match(&env, &CHILDREN, "crd-b", "redis:7.4", 1)
+        children_match(&stage, &CHILDREN, "crd-b", "redis:7.4", 1)
     })
     .await;
     crate::support::stop(running).await;
     let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
-    apps(&env)
+    stage
+        .apps()
         .await
         .patch(
             "crd-b",
@@ -213,17 +204,17 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
         )
         .await
         .unwrap();
-    delete_app(&env, "crd-b").await;
+    delete_app(&stage, "crd-b").await;
     assert_eq!(
-        linked_children(&env, Fleet::ClusterA).await.len(),
+        linked_children(&stage, Fleet::ClusterA).await.len(),
         2,
         "the children outlive a parent deleted behind the operator's back"
     );
 
-    let running = operator(&env, Some(Duration::from_secs(1))).await;
+    let running = stage.operator(Some(Duration::from_secs(1))).await;
     eventually("the orphans are removed at start", || async {
-        let left = linked_children(&env, Fleet::ClusterA).await.len()
-            + linked_children(&env, Fleet::ClusterB).await.len();
+        let left = linked_children(&stage, Fleet::ClusterA).await.len()
+            + linked_children(&stage, Fleet::ClusterB).await.len();
         if left == 0 {
             Ok(())
         } else {
@@ -236,24 +227,18 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
 
 #[tokio::test]
 async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return() {
-    let env = clusters().await;
-    let running = operator(&env, Some(Duration::from_secs(1))).await;
-    env.stop("cluster-b").unwrap();
+    let mut stage = stage("unreachable").await;
+    let b = stage.relay(Fleet::ClusterB).await;
+    let running = stage.operator(Some(Duration::from_secs(1))).await;
+    b.refuse();
 
-    apply_instance(
-        &env.client("control").await.unwrap(),
-        "crd-b",
-        "redis:7.4",
-        1,
-    )
-    .await
-    .unwrap();
+    stage.apply("crd-b", "redis:7.4", 1).await;
     eventually("cluster-a's children while cluster-b is down", || {
-        children_match(&env, &[Fleet::ClusterA], "crd-b", "redis:7.4", 1)
+        children_match(&stage, &[Fleet::ClusterA], "crd-b", "redis:7.4", 1)
     })
     .await;
     eventually("the status names cluster-b unreachable", || async {
-        let app = apps(&env).await.get("crd-b").await.unwrap();
+        let app = stage.apps().await.get("crd-b").await.unwrap();
         match (
             cluster_state(&app, Fleet::ClusterA),
             cluster_state(&app, Fleet::ClusterB),
@@ -269,13 +254,13 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
     })
     .await;
 
-    env.start("cluster-b").await.unwrap();
+    b.open();
     eventually("cluster-b's children once it is back", || {
-        children_match(&env, &CHILDREN, "crd-b", "redis:7.4", 1)
+        children_match(&stage, &CHILDREN, "crd-b", "redis:7.4", 1)
     })
     .await;
     eventually("Ready again", || async {
-        let app = apps(&env).await.get("crd-b").await.unwrap();
+        let app = stage.apps().await.get("crd-b").await.unwrap();
         match ready(&app) {
             Some((status, _)) if status == "True" => Ok(()),
             other => Err(format!("{other:?}")),
@@ -287,16 +272,18 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
 
 #[tokio::test]
 async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
-    let env = clusters().await;
-    let running = operator(&env, Some(Duration::from_secs(1))).await;
-    create_app(&env, "crd-a", "nginx:1.27", 2).await;
+    let mut stage = stage("deletion").await;
+    let b = stage.relay(Fleet::ClusterB).await;
+    let running = stage.operator(Some(Duration::from_secs(1))).await;
+    create_app(&stage, "crd-a", "nginx:1.27", 2).await;
 
-    env.stop("cluster-b").unwrap();
-    delete_app(&env, "crd-a").await;
+    b.refuse();
+    delete_app(&stage, "crd-a").await;
     eventually(
         "the status names the cluster that blocks the deletion",
         || async {
-            let app = apps(&env)
+            let app = stage
+                .apps()
                 .await
                 .get("crd-a")
                 .await
@@ -319,22 +306,22 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
     )
     .await;
     assert!(
-        linked_children(&env, Fleet::ClusterA).await.is_empty(),
+        linked_children(&stage, Fleet::ClusterA).await.is_empty(),
         "the reachable cluster is cleaned up at once"
     );
 
-    env.start("cluster-b").await.unwrap();
-    wait_gone(&env, "the parent goes once cluster-b is back", "crd-a").await;
+    b.open();
+    wait_gone(&stage, "the parent goes once cluster-b is back", "crd-a").await;
     for cluster in CHILDREN {
         assert!(
-            linked_children(&env, cluster).await.is_empty(),
+            linked_children(&stage, cluster).await.is_empty(),
             "orphans left in {cluster}"
         );
     }
     crate::support::stop(running).await;
 }
 
-/// The fleet controller with the opt-in abandon policy.
+/// The fleet controller with the opt-in abandon policy (its namespaces replaced by the test's).
 #[kubeplex::controller(
     crd = AppDeployment,
     contexts = [Fleet::Control],
@@ -359,22 +346,15 @@ impl kubeplex::Reconcile for AbandoningDeployer {
 
 #[tokio::test]
 async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
-    let env = clusters().await;
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(AbandoningDeployer)
-        .start()
-        .await
-        .unwrap();
-    tokio::time::timeout(WAIT, running.wait_started())
-        .await
-        .expect("started")
-        .unwrap();
-    create_app(&env, "crd-a", "nginx:1.27", 2).await;
+    let mut stage = stage("abandon").await;
+    let b = stage.relay(Fleet::ClusterB).await;
+    let running = crate::support::started(stage.manager_with(AbandoningDeployer)).await;
+    create_app(&stage, "crd-a", "nginx:1.27", 2).await;
 
-    env.stop("cluster-b").unwrap();
+    b.refuse();
     let deleted = std::time::Instant::now();
-    delete_app(&env, "crd-a").await;
-    wait_gone(&env, "the parent goes after the abandon timeout", "crd-a").await;
+    delete_app(&stage, "crd-a").await;
+    wait_gone(&stage, "the parent goes after the abandon timeout", "crd-a").await;
     // Not before the timeout: the deletion waits for the cluster that long (timers never fire early).
     assert!(
         deleted.elapsed() >= Duration::from_secs(3),
@@ -382,7 +362,7 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
         deleted.elapsed()
     );
     let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE);
+        Api::namespaced(stage.control().await, &stage.parents);
     let abandoned: Vec<_> = events
         .list(&ListParams::default())
         .await
@@ -402,7 +382,7 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
         abandoned[0].note
     );
 
-    env.start("cluster-b").await.unwrap();
+    b.open();
     // Stays abandoned: once the operator sees cluster-b again (its watches listed), it does not come back
     // for those children.
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -416,10 +396,10 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
-        linked_children(&env, Fleet::ClusterB).await.len(),
+        linked_children(&stage, Fleet::ClusterB).await.len(),
         2,
         "the abandoned children are left as recorded"
     );
-    assert!(linked_children(&env, Fleet::ClusterA).await.is_empty());
+    assert!(linked_children(&stage, Fleet::ClusterA).await.is_empty());
     crate::support::stop(running).await;
 }

@@ -3,42 +3,51 @@
 //! change, and the audit logs count its patches of `appdeployments/status` in the control cluster and of the
 //! children in cluster-a. A patch that changes nothing leaves no trace in the object (no new
 //! resourceVersion), so only the API server's own record of the requests shows a runtime that writes on
-//! every reconcile.
+//! every reconcile. The clusters are shared: only the requests in the test's own namespaces count.
 
 use std::net::SocketAddr;
 
-use crate::support::{audited_clusters, eventually};
+use crate::support::{Stage, eventually, stage};
 use kube::api::{Api, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, Manager};
-use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
-use kubeplex_testenv::TestEnv;
+use kubeplex::{ClusterState, Context};
+use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::http_get;
 
 const NAME: &str = "steady";
 /// Reconciles that change nothing.
 const IDLE_RECONCILES: usize = 5;
 
-/// Completed `patch` requests of `resource` (and `subresource`, when given) named [`NAME`] in `cluster`'s
-/// audit log.
-fn patches(env: &TestEnv, cluster: Fleet, resource: &str, subresource: Option<&str>) -> usize {
-    env.audit_events(cluster.name())
-        .unwrap()
+/// Whether an audit event of `cluster` is about [`NAME`] in the test's namespaces there: the parents' in
+/// control, the children's elsewhere.
+fn ours(stage: &Stage, cluster: Fleet, e: &serde_json::Value) -> bool {
+    let namespace = e["objectRef"]["namespace"].as_str().unwrap_or("");
+    let mine = match cluster {
+        Fleet::Control => namespace == stage.parents,
+        _ => stage.children.iter().any(|n| n == namespace),
+    };
+    mine && e["objectRef"]["name"] == NAME
+}
+
+/// Completed `patch` requests of `resource` (and `subresource`, when given) named [`NAME`] in the test's
+/// namespaces of `cluster`, from its audit log.
+fn patches(stage: &Stage, cluster: Fleet, resource: &str, subresource: Option<&str>) -> usize {
+    let audited = stage.env.audit_events(cluster.name()).unwrap();
+    audited
         .iter()
         .filter(|e| e["stage"] == "ResponseComplete" && e["verb"] == "patch")
-        .filter(|e| e["objectRef"]["resource"] == resource && e["objectRef"]["name"] == NAME)
+        .filter(|e| e["objectRef"]["resource"] == resource && ours(stage, cluster, e))
         .filter(|e| e["objectRef"]["subresource"].as_str() == subresource)
         .count()
 }
 
 /// The writes to the parent and its children in cluster-a, in order, for a failure message.
-fn trail(env: &TestEnv) -> String {
+fn trail(stage: &Stage) -> String {
     let mut lines = Vec::new();
     for cluster in [Fleet::Control, Fleet::ClusterA] {
-        for e in env.audit_events(cluster.name()).unwrap() {
+        for e in stage.env.audit_events(cluster.name()).unwrap() {
             let write =
                 ["create", "patch", "update", "delete"].contains(&e["verb"].as_str().unwrap_or(""));
-            if e["stage"] == "ResponseComplete" && write && e["objectRef"]["name"] == NAME {
+            if e["stage"] == "ResponseComplete" && write && ours(stage, cluster, &e) {
                 lines.push(format!(
                     "{} {cluster} {} {}{} by {}",
                     e["stageTimestamp"].as_str().unwrap_or(""),
@@ -57,13 +66,13 @@ fn trail(env: &TestEnv) -> String {
     lines.join("\n")
 }
 
-fn status_patches(env: &TestEnv) -> usize {
-    patches(env, Fleet::Control, "appdeployments", Some("status"))
+fn status_patches(stage: &Stage) -> usize {
+    patches(stage, Fleet::Control, "appdeployments", Some("status"))
 }
 
 /// Applies of the parent's Deployments in cluster-a.
-fn child_applies(env: &TestEnv) -> usize {
-    patches(env, Fleet::ClusterA, "deployments", None)
+fn child_applies(stage: &Stage) -> usize {
+    patches(stage, Fleet::ClusterA, "deployments", None)
 }
 
 /// Reconciles of the control context's parents the operator has finished, from its `/metrics`.
@@ -124,69 +133,62 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
 
 #[tokio::test]
 async fn the_status_is_patched_once_per_real_change_and_never_by_an_idle_reconcile() {
-    let env = audited_clusters().await;
-    let manager = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(AppDeployer)
-        .probes("127.0.0.1:0");
-    let running = crate::support::started(manager).await;
+    let stage = stage("status-writes").await;
+    let running = crate::support::started(stage.manager().probes("127.0.0.1:0")).await;
     let probes = running.probe_address().unwrap();
-    let control = env.client("control").await.unwrap();
-    let apps: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let apps = stage.apps().await;
+    let children = stage.children.len();
 
     // Created, then Ready: one change of the status (from none to Ready everywhere).
-    apply_instance(&control, NAME, "nginx:1.27", 2)
-        .await
-        .unwrap();
-    let ready = wait_ready(&apps, CHILD_NAMESPACES.len() as u32).await;
+    stage.apply(NAME, "nginx:1.27", 2).await;
+    let ready = wait_ready(&apps, children as u32).await;
     reconcile_once(probes, &apps, "settled").await;
     assert_eq!(
-        status_patches(&env),
+        status_patches(&stage),
         1,
         "one status change from creation to Ready: {:#?}\n{}",
         ready.status,
-        trail(&env)
+        trail(&stage)
     );
 
     // Reconciles that change nothing write nothing: neither the children (still as the last apply left
     // them) nor the status.
-    let applies = child_applies(&env);
+    let applies = child_applies(&stage);
     for i in 0..IDLE_RECONCILES {
         reconcile_once(probes, &apps, &format!("idle-{i}")).await;
     }
     assert_eq!(
-        child_applies(&env),
+        child_applies(&stage),
         applies,
         "{IDLE_RECONCILES} reconciles that changed nothing applied the children again:\n{}",
-        trail(&env)
+        trail(&stage)
     );
     assert_eq!(
-        status_patches(&env),
+        status_patches(&stage),
         1,
         "{IDLE_RECONCILES} reconciles that changed nothing patched the status:\n{}",
-        trail(&env)
+        trail(&stage)
     );
     let idle = apps.get(NAME).await.unwrap();
     assert_eq!(idle.status, ready.status, "the status itself is unchanged");
 
     // A real change (a new generation, so a new observedGeneration) is written once.
-    apply_instance(&control, NAME, "nginx:1.27", 3)
-        .await
-        .unwrap();
-    let changed = wait_ready(&apps, CHILD_NAMESPACES.len() as u32).await;
+    stage.apply(NAME, "nginx:1.27", 3).await;
+    let changed = wait_ready(&apps, children as u32).await;
     assert_ne!(changed.status, ready.status);
     reconcile_once(probes, &apps, "changed").await;
     assert_eq!(
-        child_applies(&env),
-        applies + CHILD_NAMESPACES.len(),
+        child_applies(&stage),
+        applies + children,
         "the new replica count applied once to each child:\n{}",
-        trail(&env)
+        trail(&stage)
     );
     assert_eq!(
-        status_patches(&env),
+        status_patches(&stage),
         2,
         "one more status change, one more patch: {:#?}\n{}",
         changed.status,
-        trail(&env)
+        trail(&stage)
     );
     crate::support::stop(running).await;
 }

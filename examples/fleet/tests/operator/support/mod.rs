@@ -1,45 +1,144 @@
 //! What the example's real-cluster tests share: how long they wait, the clusters, the operator in this
 //! process, and polling until a condition holds.
+//!
+//! The tests that run the operator share one set of the demo's three clusters ([`stage`]: audit logs on,
+//! the `AppDeployment` CRD installed), each in namespaces of its own: its parents' in control, two for the
+//! children in cluster-a and cluster-b, which its operator is given in place of `crds`, `namespace-a` and
+//! `namespace-b`. A test that takes cluster-b away from its operator does it through a [`relay::Relay`] of
+//! its own, never to the shared servers. The tests that stop or freeze a real server start the demo's
+//! clusters for themselves ([`clusters`]); the binary's docs (`main.rs`) list every test with clusters of
+//! its own.
 #![allow(dead_code)] // Each test binary uses a different part.
 
 use kube::CustomResourceExt as _;
 use std::time::Duration;
 
-use kubeplex::{Manager, Running};
-use kubeplex_fleet::{AppDeployer, AppDeployment};
-use kubeplex_testenv::TestEnv;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Client;
+use kube::api::Api;
+use kube::config::Kubeconfig;
+use kubeplex::{Context as _, Controller, Manager, Plan, Reconcile, Running};
+use kubeplex_fleet::demo::apply_instance;
+use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
+use kubeplex_testenv::{SharedTestEnv, TestEnv};
 
 pub mod helm;
+pub mod relay;
 pub mod rollout;
 
 /// How long a test waits for anything the clusters or the operator do.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// The demo's three clusters, its CRD and namespaces.
+/// The demo's three clusters, its CRD and namespaces, for a test that stops or freezes one of them.
 pub async fn clusters() -> TestEnv {
     kubeplex_fleet::demo::clusters().await.unwrap()
 }
 
-/// The same clusters, each writing an audit log (who sent which request), in a set of their own.
-pub async fn audited_clusters() -> TestEnv {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", AppDeployment::crd())
+const FLEET: [Fleet; 3] = [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB];
+const CHILD_CLUSTERS: [&str; 2] = ["cluster-a", "cluster-b"];
+
+/// The demo's three clusters, each writing an audit log (who sent which request), shared by the tests.
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+    TestEnv::builder()
+        .clusters(FLEET.map(|c| c.name()))
+        .crd(Fleet::Control.name(), AppDeployment::crd())
         .audit_log(true)
-        .start()
-        .await
-        .unwrap();
-    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
-    env
+});
+
+/// One test's part of the shared clusters: its namespaces, and the kubeconfig its operators use.
+pub struct Stage {
+    pub env: &'static TestEnv,
+    /// The parents' namespace in control (the demo's `crds`).
+    pub parents: String,
+    /// The children's namespaces in cluster-a and cluster-b (the demo's `namespace-a` and `namespace-b`).
+    pub children: [String; 2],
+    kubeconfig: Kubeconfig,
 }
 
-/// The example's operator in this process, started (every context ready); pings every `ping` when given.
-pub async fn operator(env: &TestEnv, ping: Option<Duration>) -> Running {
-    let mut manager = Manager::with_kubeconfig(env.kubeconfig().clone()).controller(AppDeployer);
-    if let Some(interval) = ping {
-        manager = manager.ping_interval(interval);
+/// The shared clusters (started by the first test that asks) and new namespaces named after `prefix`.
+pub async fn stage(prefix: &str) -> Stage {
+    let env = CLUSTERS.get().await.unwrap();
+    let parents = env
+        .create_namespace(&[Fleet::Control.name()], prefix)
+        .await
+        .unwrap();
+    let mut children = Vec::new();
+    for side in ["a", "b"] {
+        let name = format!("{prefix}-{side}");
+        children.push(env.create_namespace(&CHILD_CLUSTERS, &name).await.unwrap());
     }
-    started(manager).await
+    Stage {
+        env,
+        parents,
+        children: children.try_into().unwrap(),
+        kubeconfig: env.kubeconfig().clone(),
+    }
+}
+
+impl Stage {
+    pub async fn control(&self) -> Client {
+        self.env.client(Fleet::Control.name()).await.unwrap()
+    }
+
+    /// The parents.
+    pub async fn apps(&self) -> Api<AppDeployment> {
+        Api::namespaced(self.control().await, &self.parents)
+    }
+
+    /// Creates or changes the parent `name` (`demo::apply_instance`).
+    pub async fn apply(&self, name: &str, image: &str, replicas: i32) {
+        let control = self.control().await;
+        apply_instance(&control, &self.parents, name, image, replicas)
+            .await
+            .unwrap();
+    }
+
+    /// `plan` in this test's namespaces.
+    pub fn plan(&self, plan: Plan<Fleet>) -> Plan<Fleet> {
+        plan.namespaces([self.parents.clone()])
+            .child_namespaces::<Deployment>(self.children.clone())
+    }
+
+    /// `fleet run`'s flags for this test's namespaces.
+    pub fn run_flags(&self) -> [String; 4] {
+        [
+            "--namespace".into(),
+            self.parents.clone(),
+            "--child-namespaces".into(),
+            self.children.join(","),
+        ]
+    }
+
+    /// A manager with `reconciler` in this test's namespaces.
+    pub fn manager_with<R: Reconcile + Controller<Context = Fleet>>(
+        &self,
+        reconciler: R,
+    ) -> Manager {
+        Manager::with_kubeconfig(self.kubeconfig.clone())
+            .controller_with(reconciler, |p| self.plan(p))
+    }
+
+    /// A manager with the example's controller in this test's namespaces.
+    pub fn manager(&self) -> Manager {
+        self.manager_with(AppDeployer)
+    }
+
+    /// The example's operator in this process, started (every context ready); pings every `ping` when given.
+    pub async fn operator(&self, ping: Option<Duration>) -> Running {
+        let mut manager = self.manager();
+        if let Some(interval) = ping {
+            manager = manager.ping_interval(interval);
+        }
+        started(manager).await
+    }
+
+    /// A relay in front of `cluster`, through which this test's operators reach it from now on: the test
+    /// takes the cluster away from them alone.
+    pub async fn relay(&mut self, cluster: Fleet) -> relay::Relay {
+        let relay = relay::Relay::start(relay::server_of(self.env, cluster)).await;
+        relay::route(&mut self.kubeconfig, cluster, &relay);
+        relay
+    }
 }
 
 /// Starts `manager` and waits (within [`WAIT`]) until it has started.

@@ -6,16 +6,15 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams};
 use kubeplex::Context as _;
 use kubeplex_fleet::demo::kubelet::{Played, image_of, play};
-use kubeplex_fleet::{AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet, RolloutStatus};
-use kubeplex_testenv::TestEnv;
+use kubeplex_fleet::{Fleet, RolloutStatus};
 
-use super::eventually;
+use super::{Stage, eventually};
 
 /// The image of `name`'s Deployment in each child namespace of `cluster` (`-` where there is none).
-pub async fn images(env: &TestEnv, cluster: Fleet, name: &str) -> Vec<String> {
-    let client = env.client(cluster.name()).await.unwrap();
+pub async fn images(stage: &Stage, cluster: Fleet, name: &str) -> Vec<String> {
+    let client = stage.env.client(cluster.name()).await.unwrap();
     let mut images = Vec::new();
-    for namespace in CHILD_NAMESPACES {
+    for namespace in &stage.children {
         let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
         let deployment = api.get_opt(name).await.unwrap();
         images.push(
@@ -28,10 +27,10 @@ pub async fn images(env: &TestEnv, cluster: Fleet, name: &str) -> Vec<String> {
 }
 
 /// Waits until every Deployment of `name` in `cluster` runs `image`.
-pub async fn wait_images(env: &TestEnv, cluster: Fleet, name: &str, image: &str) {
+pub async fn wait_images(stage: &Stage, cluster: Fleet, name: &str, image: &str) {
     let what = format!("{name}'s Deployments in {cluster} run {image}");
     eventually(&what, async || {
-        let images = images(env, cluster, name).await;
+        let images = images(stage, cluster, name).await;
         if images.iter().all(|i| i == image) {
             Ok(())
         } else {
@@ -42,24 +41,20 @@ pub async fn wait_images(env: &TestEnv, cluster: Fleet, name: &str, image: &str)
 }
 
 /// The parent's `status.rollout`.
-pub async fn rollout_status(env: &TestEnv, name: &str) -> Option<RolloutStatus> {
-    let api: Api<AppDeployment> = Api::namespaced(
-        env.client(Fleet::Control.name()).await.unwrap(),
-        CRD_NAMESPACE,
-    );
-    api.get(name).await.unwrap().status?.rollout
+pub async fn rollout_status(stage: &Stage, name: &str) -> Option<RolloutStatus> {
+    stage.apps().await.get(name).await.unwrap().status?.rollout
 }
 
 /// Waits until the parent's `status.rollout` satisfies `done`; returns it.
 pub async fn wait_rollout(
-    env: &TestEnv,
+    stage: &Stage,
     name: &str,
     what: &str,
     done: impl Fn(&RolloutStatus) -> bool,
 ) -> RolloutStatus {
     eventually(
         &format!("{name}'s rollout: {what}"),
-        async || match rollout_status(env, name).await {
+        async || match rollout_status(stage, name).await {
             Some(status) if done(&status) => Ok(status),
             other => Err(format!("{other:?}")),
         },
@@ -68,20 +63,17 @@ pub async fn wait_rollout(
 }
 
 /// Plays every Deployment of `name` in `cluster` as `played` (see `demo::kubelet`).
-pub async fn play_cluster(env: &TestEnv, cluster: Fleet, name: &str, played: Played) {
-    let client = env.client(cluster.name()).await.unwrap();
-    for namespace in CHILD_NAMESPACES {
+pub async fn play_cluster(stage: &Stage, cluster: Fleet, name: &str, played: Played) {
+    let client = stage.env.client(cluster.name()).await.unwrap();
+    for namespace in &stage.children {
         play(&client, namespace, name, played).await.unwrap();
     }
 }
 
 /// The rollout's Events on the parent `name` (reasons `Rollout…`), oldest first, as (reason, note, series
 /// count).
-pub async fn rollout_events(env: &TestEnv, name: &str) -> Vec<(String, String, i32)> {
-    let api: Api<Event> = Api::namespaced(
-        env.client(Fleet::Control.name()).await.unwrap(),
-        CRD_NAMESPACE,
-    );
+pub async fn rollout_events(stage: &Stage, name: &str) -> Vec<(String, String, i32)> {
+    let api: Api<Event> = Api::namespaced(stage.control().await, &stage.parents);
     let mut events: Vec<Event> = (api.list(&ListParams::default()).await.unwrap().items)
         .into_iter()
         .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
@@ -103,14 +95,14 @@ pub async fn rollout_events(env: &TestEnv, name: &str) -> Vec<(String, String, i
 
 /// Waits until the parent `name` has rollout Events with these reasons, in this order; returns them.
 pub async fn wait_rollout_events(
-    env: &TestEnv,
+    stage: &Stage,
     name: &str,
     reasons: &[&str],
 ) -> Vec<(String, String, i32)> {
     eventually(
         &format!("{name}'s rollout events {reasons:?}"),
         async || {
-            let events = rollout_events(env, name).await;
+            let events = rollout_events(stage, name).await;
             if events
                 .iter()
                 .map(|(r, _, _)| r.as_str())
@@ -127,10 +119,10 @@ pub async fn wait_rollout_events(
 
 /// Deletes `name`'s Deployments in every child namespace of `cluster`, as a person would by hand; returns
 /// their UIDs.
-pub async fn delete_deployments(env: &TestEnv, cluster: Fleet, name: &str) -> Vec<String> {
-    let client = env.client(cluster.name()).await.unwrap();
+pub async fn delete_deployments(stage: &Stage, cluster: Fleet, name: &str) -> Vec<String> {
+    let client = stage.env.client(cluster.name()).await.unwrap();
     let mut uids = Vec::new();
-    for namespace in CHILD_NAMESPACES {
+    for namespace in &stage.children {
         let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
         let gone = api.delete(name, &DeleteParams::default()).await.unwrap();
         let uid = gone.either(|d| d.metadata.uid, |s| s.details.map(|d| d.uid));
@@ -142,17 +134,17 @@ pub async fn delete_deployments(env: &TestEnv, cluster: Fleet, name: &str) -> Ve
 /// Waits until `name`'s Deployments in `cluster` are there again, none of them with one of these `uids`;
 /// returns their images.
 pub async fn wait_recreated(
-    env: &TestEnv,
+    stage: &Stage,
     cluster: Fleet,
     name: &str,
     uids: &[String],
 ) -> Vec<String> {
-    let client = env.client(cluster.name()).await.unwrap();
+    let client = stage.env.client(cluster.name()).await.unwrap();
     eventually(
         &format!("{name}'s Deployments in {cluster} re-created"),
         async || {
             let mut images = Vec::new();
-            for namespace in CHILD_NAMESPACES {
+            for namespace in &stage.children {
                 let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
                 match api.get_opt(name).await.unwrap() {
                     Some(d) if !uids.contains(d.metadata.uid.as_ref().unwrap()) => {
