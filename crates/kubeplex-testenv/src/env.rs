@@ -1,6 +1,7 @@
 //! The environment: several clusters, their kubeconfig, and the controls tests use on them.
 
 use std::fmt;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::control_plane::{Cluster, WorkDir};
 use crate::error::{Error, Result};
 use crate::kubeconfig::{self, ClusterEntry, Credential};
+use crate::relay::Relay;
 
 /// How long `start` waits for every cluster by default; upstream's envtest needed 60 s under CI contention.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
@@ -106,6 +108,32 @@ impl TestEnv {
     /// Whether the cluster's API server is frozen.
     pub fn is_frozen(&self, cluster: &str) -> Result<bool> {
         Ok(self.lock(cluster)?.is_frozen())
+    }
+
+    /// A [`Relay`] in front of the cluster's API server, open: the test takes the server away from those
+    /// it routes through the relay alone, while everyone else goes on using it.
+    pub async fn relay(&self, cluster: &str) -> Result<Relay> {
+        let port = self.lock(cluster)?.apiserver_port();
+        Relay::start(cluster, (Ipv4Addr::LOCALHOST, port).into())
+    }
+
+    /// The kubeconfig with the relay's cluster behind `relay`, written in the environment's directory (as
+    /// the `KUBECONFIG` of a program under test); for a kubeconfig of your own, [`Relay::route`].
+    pub fn kubeconfig_path_via(&self, relay: &Relay) -> Result<PathBuf> {
+        let mut kubeconfig = self.kubeconfig.clone();
+        relay.route(&mut kubeconfig)?;
+        let file = format!(
+            "kubeconfig-{}-via-{}",
+            relay.cluster,
+            relay.address().port()
+        );
+        let path = self.dir.path().join(file);
+        let text = serde_json::to_string_pretty(&kubeconfig).expect("a kubeconfig serializes");
+        std::fs::write(&path, text).map_err(|source| Error::KubeconfigPath {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
     }
 
     /// Process ids of every running kube-apiserver, etcd and kube-controller-manager.

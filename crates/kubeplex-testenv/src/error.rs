@@ -128,6 +128,15 @@ pub enum Error {
         /// What went wrong: the connection's error, the time limit, or what came instead of a response.
         problem: String,
     },
+    /// A relay ([`TestEnv::relay`](crate::TestEnv::relay)) could not start, or a kubeconfig to route
+    /// through it has no cluster of its name.
+    #[error("cluster {cluster}: relay: {problem}")]
+    Relay {
+        /// The cluster the relay is in front of.
+        cluster: String,
+        /// What went wrong.
+        problem: String,
+    },
 }
 
 /// A result with the test environment's [`Error`].

@@ -34,6 +34,7 @@ mod kubeconfig;
 mod members;
 mod polling;
 mod ready;
+mod relay;
 mod shared;
 mod tokens;
 mod watched;
@@ -52,5 +53,6 @@ pub use members::MEMBER_KUBECONFIG_KEY;
 pub use polling::{
     DEFAULT_POLL_INTERVAL, LEAST_TIME_FOR_A_CHECK, Observation, Polling, eventually, try_eventually,
 };
+pub use relay::Relay;
 pub use shared::SharedTestEnv;
 pub use watched::{Watched, output_within};

@@ -128,7 +128,12 @@ impl Cluster {
 
     /// `https://127.0.0.1:PORT`, stable across stop and start.
     pub(crate) fn server_url(&self) -> String {
-        format!("https://127.0.0.1:{}", self.apiserver_port.port())
+        format!("https://127.0.0.1:{}", self.apiserver_port())
+    }
+
+    /// The API server's loopback port, stable across stop and start.
+    pub(crate) fn apiserver_port(&self) -> u16 {
+        self.apiserver_port.port()
     }
 
     /// Starts the API server again on its port, with the same etcd (and so the same data).

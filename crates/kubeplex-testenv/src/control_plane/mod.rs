@@ -25,4 +25,5 @@ pub use ledger::LEDGER_VAR;
 pub(crate) use ledger::record_start;
 pub(crate) use pki::ClusterPki;
 pub use pki::NO_PERMISSIONS_USER;
+pub(crate) use reserved_port::ReservedPort;
 pub(crate) use work_dir::WorkDir;

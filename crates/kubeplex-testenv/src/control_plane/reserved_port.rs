@@ -1,4 +1,4 @@
-//! Loopback ports that stay ours from the moment they are chosen until the cluster is gone.
+//! Loopback ports that stay ours from the moment they are chosen until their cluster (or relay) is gone.
 //!
 //! Choosing a free port by binding port 0 and closing the socket leaves a window, until the program binds
 //! it, in which anyone can take it: another test environment or any server started on port 0 (and outgoing
@@ -17,14 +17,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// A loopback port reserved until this is dropped.
 #[derive(Debug)]
-pub(super) struct ReservedPort {
+pub(crate) struct ReservedPort {
     _socket: OwnedFd,
     port: u16,
 }
 
 impl ReservedPort {
     /// Reserves a free port on 127.0.0.1 chosen by the kernel.
-    pub(super) fn new() -> io::Result<Self> {
+    pub(crate) fn new() -> io::Result<Self> {
         let socket = port_sharing_socket()?;
         bind(&socket, 0)?;
         let mut address = loopback(0);
@@ -47,7 +47,7 @@ impl ReservedPort {
     }
 
     /// The port number.
-    pub(super) fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 }

@@ -19,16 +19,13 @@ use kubeplex::Context as _;
 use kubeplex_fleet::{AppDeployment, Fleet};
 use kubeplex_testenv::{Polling, SharedTestEnv, TestEnv, try_eventually};
 
-/// The cases and their tools, one file each beside this one (the relay is the operator binary's too).
+/// The cases and their tools, one file each beside this one.
 pub mod audit;
 pub mod freezes;
-#[path = "../operator/support/relay.rs"]
-pub mod relay;
 pub mod replica;
 pub mod sharded;
 
 use audit::{after, fence_deadline, writes_of};
-use relay::{Relay, kubeconfig_via, server_of};
 use replica::{Replica, Timings, logs, until};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -332,12 +329,8 @@ async fn a_rolling_replacement_hands_over_at_once_and_loses_no_change() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_leader_cut_off_from_the_control_cluster_stops_writing_to_the_children() {
     let (env, ns, control) = setup("ha-cut").await;
-    let relay = Relay::start(server_of(env, Fleet::Control)).await;
-    let cut_off = Replica::start_with(
-        &kubeconfig_via(env, Fleet::Control, &relay, &format!("kubeconfig-{ns}")),
-        &ns,
-        "cut-1",
-    );
+    let relay = env.relay(Fleet::Control.name()).await.unwrap();
+    let cut_off = Replica::start_with(&env.kubeconfig_path_via(&relay).unwrap(), &ns, "cut-1");
     one_leader(&control, &ns, &[&cut_off]).await;
     let other = Replica::start(env, &ns, "cut-2");
     let both = [&cut_off, &other];

@@ -13,7 +13,6 @@ use kubeplex_fleet::Fleet;
 use kubeplex_testenv::TestEnv;
 
 use super::audit::{after, lease_deadline, writes_of};
-use super::relay::{Relay, kubeconfig_via, server_of};
 use super::replica::{Replica, until};
 use crate::{LEASE, WAIT, apply, setup};
 
@@ -260,8 +259,8 @@ async fn three_sharded_replicas_split_300_parents_and_a_killed_ones_shards_alone
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sharded_replica_cut_off_from_the_control_cluster_stops_writing_to_the_children() {
     let (env, ns, _) = setup("ha-shard-cut").await;
-    let relay = Relay::start(server_of(env, Fleet::Control)).await;
-    let kubeconfig = kubeconfig_via(env, Fleet::Control, &relay, &format!("kubeconfig-{ns}"));
+    let relay = env.relay(Fleet::Control.name()).await.unwrap();
+    let kubeconfig = env.kubeconfig_path_via(&relay).unwrap();
     let cut_off = Replica::start_sharded_with(&kubeconfig, &ns, "scut-1", 4);
     let other = Replica::start_sharded(env, &ns, "scut-2", 4);
     let both = [&cut_off, &other];

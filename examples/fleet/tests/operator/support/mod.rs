@@ -4,7 +4,7 @@
 //! The tests that run the operator share one set of the demo's three clusters ([`stage`]: audit logs on,
 //! the `AppDeployment` CRD installed), each in namespaces of its own: its parents' in control, two for the
 //! children in cluster-a and cluster-b, which its operator is given in place of `crds`, `namespace-a` and
-//! `namespace-b`. A test that takes cluster-b away from its operator does it through a [`relay::Relay`] of
+//! `namespace-b`. A test that takes cluster-b away from its operator does it through a [`Relay`] of
 //! its own, never to the shared servers. The tests that stop or freeze a real server start the demo's
 //! clusters for themselves ([`clusters`]); the binary's docs (`main.rs`) list every test with clusters of
 //! its own.
@@ -20,10 +20,9 @@ use kube::config::Kubeconfig;
 use kubeplex::{Context as _, Controller, Manager, Plan, Reconcile, Running};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::{Relay, SharedTestEnv, TestEnv};
 
 pub mod helm;
-pub mod relay;
 pub mod rollout;
 
 /// How long a test waits for anything the clusters or the operator do.
@@ -134,9 +133,9 @@ impl Stage {
 
     /// A relay in front of `cluster`, through which this test's operators reach it from now on: the test
     /// takes the cluster away from them alone.
-    pub async fn relay(&mut self, cluster: Fleet) -> relay::Relay {
-        let relay = relay::Relay::start(relay::server_of(self.env, cluster)).await;
-        relay::route(&mut self.kubeconfig, cluster, &relay);
+    pub async fn relay(&mut self, cluster: Fleet) -> Relay {
+        let relay = self.env.relay(cluster.name()).await.unwrap();
+        relay.route(&mut self.kubeconfig).unwrap();
         relay
     }
 }
