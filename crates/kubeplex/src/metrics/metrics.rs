@@ -6,7 +6,7 @@
 //!
 //! Label sets are bounded by the plan: controller × context × kind × namespace, never per object.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::family::Family;
@@ -17,6 +17,7 @@ use prometheus_client::registry::Registry;
 
 use super::blocked::BlockedDeletions;
 use super::by_context::ContextSeries;
+use super::children_health::ChildrenByHealth;
 use super::handles::{QueueMetrics, WatchMetrics, gauge_value};
 use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
@@ -347,6 +348,17 @@ impl Metrics {
             ("namespace", namespace.unwrap_or("").to_owned()),
         ];
         self.cache_objects.remove(&labels);
+    }
+
+    /// Reads `controller`'s children by health at each scrape, while `source` lives.
+    pub(crate) fn report_children_health(
+        &self,
+        controller: &str,
+        source: Weak<dyn ChildrenByHealth>,
+    ) {
+        let mut sources = self.live.children_health.lock();
+        sources.retain(|(name, _)| name != controller);
+        sources.push((controller.to_owned(), source));
     }
 
     /// The member runner's figures.
