@@ -72,7 +72,7 @@
 #![allow(clippy::module_inception)]
 
 // Subsystems, lowest layer first: a folder imports only from folders above it in this list
-// (docs/architecture.md; `tests/layers.rs` checks it).
+// (docs/architecture.md; `tests/layers/` checks it).
 mod client;
 mod controller;
 mod core;

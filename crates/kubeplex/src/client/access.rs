@@ -9,50 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
-
 use super::authorization::{Authorization, RENEW_AT_MOST_EVERY};
 use super::credential_plugin::CredentialPlugin;
-use super::fence::Fence;
 use super::last_answer::LastAnswer;
+use super::no_access::NoAccess;
 use super::tls::Tls;
-use crate::core::{chain, may_pass};
-
-/// Why a context's credentials could not be read, and whether that may pass by itself (an exec plugin
-/// that failed) or lasts until the configuration changes (one kube cannot use).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct NoAccess {
-    /// The failure in words, without an exec plugin's output.
-    pub(crate) reason: String,
-    /// Trying again, with the same configuration, may succeed.
-    pub(crate) may_pass: bool,
-}
-
-impl NoAccess {
-    /// The failure `error` describes.
-    pub(crate) fn of(error: &(dyn std::error::Error + 'static)) -> Self {
-        Self {
-            reason: chain(error),
-            may_pass: may_pass(error),
-        }
-    }
-}
-
-/// A failure of the configuration itself: it lasts until the configuration changes.
-impl From<String> for NoAccess {
-    fn from(reason: String) -> Self {
-        Self {
-            reason,
-            may_pass: false,
-        }
-    }
-}
-
-impl std::fmt::Display for NoAccess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
 
 /// A context's configuration and credentials.
 #[derive(Clone)]
@@ -129,12 +90,6 @@ impl Access {
     /// request served (whatever its outcome), if it has.
     pub(crate) fn last_answer(&self) -> Option<tokio::time::Instant> {
         self.last_answer.at()
-    }
-
-    /// A client of its own, with its own connections and no fence, on the context's credentials (the
-    /// pings' and the leases' clients).
-    pub(crate) fn own_client(&self) -> Result<Client, String> {
-        super::transport::client(self, &Fence::default())
     }
 }
 

@@ -26,10 +26,10 @@ use tokio::time::Instant;
 use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
-use super::access::NoAccess;
 #[cfg(doc)]
 use super::credential_plugin::PluginError;
 use super::credential_plugin::{Credential, CredentialPlugin};
+use super::no_access::NoAccess;
 use crate::core::chain;
 
 /// How often, at most, a rejected token makes its exec plugin run again: a plugin that keeps handing out

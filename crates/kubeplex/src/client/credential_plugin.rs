@@ -18,7 +18,7 @@ use kube::config::{AuthInfo, ExecConfig};
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::access::NoAccess;
+use super::no_access::NoAccess;
 
 /// How long a plugin may take to answer unless the manager says otherwise
 /// (`Manager::credential_plugin_timeout`).

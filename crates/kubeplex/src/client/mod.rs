@@ -8,13 +8,16 @@ mod fence;
 mod fenced_io;
 mod in_cluster;
 mod last_answer;
+mod no_access;
 mod pool;
 mod tls;
 mod transport;
 
-pub(crate) use access::{Access, NoAccess};
+pub(crate) use access::Access;
 pub use credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
+pub(crate) use no_access::NoAccess;
+pub(crate) use transport::own_client;
 #[cfg(test)]
 pub(crate) mod fake_api;
 #[cfg(test)]

@@ -10,10 +10,11 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 // A kubeconfig error's causes carry the file name and the parser's reason.
-use super::access::{Access, NoAccess};
+use super::access::Access;
 use super::credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 use super::fence::Fence;
 use super::in_cluster::IN_CLUSTER;
+use super::no_access::NoAccess;
 use super::tls::Tls;
 use crate::core::kubeconfig_error;
 use crate::core::{Error, Result};

@@ -7,7 +7,7 @@ use hyper_rustls::{
 };
 use kube::client::ConfigExt;
 
-use super::access::NoAccess;
+use super::no_access::NoAccess;
 
 /// The servers whose TLS sessions a context's connections resume. A context talks to one API server (one
 /// server name), so a few are plenty; rustls' default of 256 reserves about 15 KB per context up front,

@@ -66,6 +66,12 @@ pub(crate) fn client(access: &Access, fence: &Fence) -> Result<Client, String> {
     client_over(access, fence, tcp)
 }
 
+/// A client of its own on `access`'s credentials, with its own connections and no fence (the pings' and
+/// the leases' clients).
+pub(crate) fn own_client(access: &Access) -> Result<Client, String> {
+    client(access, &Fence::default())
+}
+
 /// As [`client`], over `tcp` for the connections (tests hold connections back with it).
 pub(crate) fn client_over<C>(access: &Access, fence: &Fence, tcp: C) -> Result<Client, String>
 where

@@ -22,8 +22,8 @@ use crate::runtime::Runtime;
 mod children;
 mod desired;
 
-pub(crate) use children::ChildCaches;
-pub(crate) use desired::{DesiredChild, DesiredChildren};
+use super::child_caches::ChildCaches;
+use super::desired_child::DesiredChildren;
 
 /// The reconcile context: the context the object came from, access to every declared context, and the
 /// children the reconcile wants.

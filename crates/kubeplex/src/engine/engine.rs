@@ -12,7 +12,6 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use parking_lot::{Mutex, RwLock};
 
-use super::events::{EventPublisher, Note};
 use crate::controller::{Controller, Reconcile};
 use crate::core::Action;
 use crate::core::ApiScope;
@@ -21,6 +20,7 @@ use crate::core::Error;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{Member, Target};
+use crate::engine::status::events::{EventPublisher, Note};
 use crate::executor::QueueKey;
 use crate::members::SyncGuard;
 use crate::plan::Plan;
@@ -82,7 +82,7 @@ impl<R: Controller> std::hash::Hash for ReconcileKey<R> {
 
 /// Primary caches by (context, namespace); `None` is the all-namespaces watch.
 pub(crate) type PrimaryCaches<R> =
-    super::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
+    crate::engine::intake::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
 
 /// One child kind's cache in one (context, namespace).
 #[derive(Clone)]
@@ -91,9 +91,9 @@ pub(crate) struct ChildWatch {
     pub(crate) resource: kube::api::ApiResource,
     pub(crate) cache: Arc<dyn ChildCache>,
     /// Children applied whose watch has not delivered them yet, as the apply's answer judged them.
-    pub(crate) answered: Arc<super::answered::Answered>,
+    pub(crate) answered: Arc<crate::engine::children::answered::Answered>,
     /// What this controller last applied through it: a child still as applied is not applied again.
-    pub(crate) applied: Arc<super::applied::Applied>,
+    pub(crate) applied: Arc<crate::engine::children::applied::Applied>,
 }
 
 /// A controller's child watches in each joined member, and the members where they have listed (children
@@ -158,18 +158,18 @@ pub(crate) struct Engine<R: Reconcile> {
     /// The primary kind turned out to have no status subresource: status writes are skipped.
     pub(crate) no_status: std::sync::atomic::AtomicBool,
     /// The queue of the current term as leader, where every source of keys sends.
-    pub(crate) term_keys: super::sources::TermKeys<R>,
+    pub(crate) term_keys: crate::engine::intake::term_keys::TermKeys<ReconcileKey<R>>,
     /// The statuses this controller wrote lately, until the cache shows them.
-    pub(crate) written_status: super::recent_writes::WrittenStatus,
+    pub(crate) written_status: crate::engine::status::recent_writes::WrittenStatus,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
-    pub(crate) finalized: super::recent_writes::Finalized,
+    pub(crate) finalized: crate::engine::status::recent_writes::Finalized,
     /// The parents (UIDs) whose children in some context were abandoned by the abandon policy: a child of
     /// theirs that shows up again (its cluster answers again) is left where it is, as recorded.
     pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,
     /// The children whose parent reference conflicts, reported once each.
-    pub(crate) conflicts: super::conflicts::Conflicts,
+    pub(crate) conflicts: crate::engine::children::conflicts::Conflicts,
     /// When each deletion under way was first seen, for the abandon bounds.
-    pub(crate) deletions: super::finalize::DeletionsSeen,
+    pub(crate) deletions: crate::engine::deletions_seen::DeletionsSeen,
 }
 
 impl<R: Reconcile> Engine<R> {

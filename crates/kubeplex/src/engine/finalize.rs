@@ -2,20 +2,15 @@
 //! run the user's cleanup, remove its children in every context (leaving in place, unlinked, those whose
 //! delete policy orphans them), then let it go.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, TestOperation};
+use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
-use kube::{Resource, ResourceExt};
 // tokio's clock, so paused-time tests drive the abandon bounds.
-use tokio::time::Instant;
 
-use super::child_changes::ChildChanges;
-use super::children;
-use super::engine::{Engine, Primary};
-use super::events::{Note, deletion_note};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::Context;
@@ -24,6 +19,10 @@ use crate::core::Target;
 use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
+use crate::engine::children::changes::ChildChanges;
+use crate::engine::children::removal;
+use crate::engine::engine::{Engine, Primary};
+use crate::engine::status::events::{Note, deletion_note};
 
 /// How soon a deletion is tried again while the member provider has not reported its members.
 const MEMBERS_UNKNOWN_RETRY: Duration = Duration::from_secs(1);
@@ -102,7 +101,7 @@ impl<R: Reconcile> Engine<R> {
                 let counted = (&self.runtime.metrics, self.plan.name(), &self.conflicts);
                 let orphaned = &orphaned;
                 async move {
-                    children::remove_children(&name, client, &targets, parent, counted, orphaned)
+                    removal::remove_children(&name, client, &targets, parent, counted, orphaned)
                         .await
                 }
             })
@@ -280,58 +279,6 @@ fn finalizer_patch(
         }
     };
     Some(json_patch::Patch(operations))
-}
-
-/// How long a deletion not looked at is remembered: one in progress is looked at again at least every
-/// `error_requeue`. Forgotten, its count starts again when it is next seen (later, never sooner).
-const FORGET_DELETION_AFTER: Duration = Duration::from_secs(600);
-
-/// When this process first saw each deletion under way (by the parent's UID and `deletionTimestamp`), on
-/// tokio's clock. The abandon bounds count from there: comparing the local wall clock with the server's
-/// `deletionTimestamp` would abandon children at once on a clock running ahead, and could not be driven
-/// by a test's paused time. A restarted process counts again from its first look.
-#[derive(Default)]
-pub(crate) struct DeletionsSeen(parking_lot::Mutex<HashMap<String, Seen>>);
-
-/// One deletion: the `deletionTimestamp` it was seen with, when first and when last.
-struct Seen {
-    requested: Option<String>,
-    first: Instant,
-    last: Instant,
-}
-
-impl DeletionsSeen {
-    /// How long this process has seen `object` being deleted (zero on the first look).
-    pub(crate) fn deleted_for<K: Resource>(&self, object: &K) -> Duration {
-        let (Some(uid), Some(requested)) = (&object.meta().uid, &object.meta().deletion_timestamp)
-        else {
-            return Duration::ZERO;
-        };
-        let requested = Some(requested.0.to_string());
-        let now = Instant::now();
-        let mut seen = self.0.lock();
-        seen.retain(|_, s| now.saturating_duration_since(s.last) < FORGET_DELETION_AFTER);
-        let entry = seen.entry(uid.clone()).or_insert(Seen {
-            requested: requested.clone(),
-            first: now,
-            last: now,
-        });
-        if entry.requested != requested {
-            // Another deletion of an object that reuses the UID cannot be; a changed timestamp is a new count.
-            *entry = Seen {
-                requested,
-                first: now,
-                last: now,
-            };
-        }
-        entry.last = now;
-        now.saturating_duration_since(entry.first)
-    }
-
-    /// The parent is gone (its finalizer removed): nothing to count any more.
-    pub(crate) fn forget(&self, uid: &str) {
-        self.0.lock().remove(uid);
-    }
 }
 
 #[cfg(test)]

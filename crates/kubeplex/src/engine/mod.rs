@@ -2,25 +2,15 @@
 //! apply, prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
 //! shard watches. A test engine (`test_engine`) serves the unit tests here.
 
-mod answered;
-mod applied;
-mod apply_order;
-mod child_changes;
 mod children;
-mod children_health;
-mod conflicts;
 mod controller_loop;
+mod deletions_seen;
 mod engine;
-mod events;
 mod finalize;
-mod member_watches;
+mod intake;
 mod orphans;
-mod primaries;
-mod recent_writes;
 mod reconcile;
-mod shard_watches;
-mod sources;
-mod status_write;
+mod status;
 #[cfg(test)]
 mod test_engine;
 

@@ -20,13 +20,13 @@ use std::sync::Arc;
 use futures::future::join_all;
 use kube::{Resource, ResourceExt};
 
-use super::children::{self, Removed};
-use super::engine::{ChildWatch, Engine, Primary, ReconcileKey};
-use super::events::Note;
 use crate::controller::Reconcile;
 use crate::core::ParentRef;
 use crate::core::Target;
 use crate::core::{chain, namespaced_name};
+use crate::engine::children::removal::{self, Removed};
+use crate::engine::engine::{ChildWatch, Engine, Primary, ReconcileKey};
+use crate::engine::status::events::Note;
 use crate::ha::WORKING_FOR;
 use crate::watch::SharedWatch;
 
@@ -202,7 +202,7 @@ impl<R: Reconcile> Engine<R> {
                     watch.context,
                     parent.place()
                 );
-                let message = super::conflicts::capped(&message).to_owned();
+                let message = crate::engine::children::conflicts::capped(&message).to_owned();
                 let note = Note::warning("ChildConflict", "Reconcile", message)
                     .about(watch.context.clone());
                 self.publish(&holder, &context, note).await;
@@ -220,7 +220,7 @@ impl<R: Reconcile> Engine<R> {
             let name = child.name.clone().unwrap_or_default();
             tracing::info!(context = %watch.context, kind = %watch.resource.kind, %name, parent = %parent.name, "removing an orphaned child");
             let removal =
-                children::remove(client.clone(), &watch.resource, &child, self.plan.name());
+                removal::remove(client.clone(), &watch.resource, &child, self.plan.name());
             match removal.await {
                 Ok(Removed::Deleted) => {}
                 Ok(Removed::Orphaned) => {

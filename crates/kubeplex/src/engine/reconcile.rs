@@ -6,16 +6,17 @@ use std::sync::Arc;
 use kube::Resource;
 use tracing::Instrument;
 
-use super::child_changes::ChildChanges;
-use super::children::{self, Parentage};
-use super::children_health::declared;
-use super::engine::{Engine, Primary, ReconcileKey};
-use super::events::{Note, context_notes, health_notes};
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 use crate::core::{chain, namespaced_name};
+use crate::engine::children::changes::ChildChanges;
+use crate::engine::children::health::declared;
+use crate::engine::children::parentage::Parentage;
+use crate::engine::children::{sync, tally};
+use crate::engine::engine::{Engine, Primary, ReconcileKey};
+use crate::engine::status::events::{Note, context_notes, health_notes};
 
 impl<R: Reconcile> Engine<R> {
     /// Reconciles the object `key` names; returns what the executor does next with the key.
@@ -140,9 +141,8 @@ impl<R: Reconcile> Engine<R> {
                 let (link, changes) = (&link, &changes);
                 async move {
                     let watches: Vec<&_> = watches.iter().collect();
-                    let sync = children::sync_context(
-                        &name, client, desired, &watches, live, link, changes,
-                    );
+                    let sync =
+                        sync::sync_context(&name, client, desired, &watches, live, link, changes);
                     sync.await
                 }
             },
@@ -153,7 +153,7 @@ impl<R: Reconcile> Engine<R> {
                         return None;
                     }
                     let mut so_far = so_far;
-                    children::carry_kept(before, object.meta().generation, &mut so_far);
+                    tally::carry_kept(before, object.meta().generation, &mut so_far);
                     let health = self.children_health(declared, &so_far);
                     self.write_status(object, context, before, &so_far, &health)
                         .await
@@ -166,7 +166,7 @@ impl<R: Reconcile> Engine<R> {
         }
         let mut outcomes = outcomes;
         let leave_notes = self.record_orphaned_members(&before, &mut outcomes);
-        children::carry_kept(&before, object.meta().generation, &mut outcomes);
+        tally::carry_kept(&before, object.meta().generation, &mut outcomes);
         for (cluster, outcome) in outcomes
             .iter()
             .filter(|(_, o)| o.state == ClusterState::Conflict)

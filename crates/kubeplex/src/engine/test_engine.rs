@@ -11,11 +11,11 @@ use parking_lot::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::engine::Engine;
-use super::events::EventPublisher;
 use crate::Controller;
 pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_TARGET, TestController};
 use crate::core::PARENT_UID_LABEL;
+use crate::engine::engine::Engine;
+use crate::engine::status::events::EventPublisher;
 use crate::watch::ChildCache;
 
 /// An engine of [`TestController`] whose every context is reached through `client`.

@@ -134,8 +134,7 @@ impl Election {
 /// An `Api` of Leases in `election`'s namespace, over a client of its own on `access` (the Leases' writes
 /// are the only ones that must pass while the pool's fence is closed); why not, in words.
 fn lease_api(access: &Access, election: &LeaderElection) -> Result<Api<Lease>, String> {
-    let client = access
-        .own_client()
+    let client = crate::client::own_client(access)
         .map_err(|e| format!("context {}: cannot build a client: {e}", election.context,))?;
     Ok(Api::namespaced(client, &election.namespace))
 }

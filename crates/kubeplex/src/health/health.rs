@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use super::phases::{MemberPhases, Phase};
 use super::report::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
     capped,
@@ -35,7 +36,7 @@ pub(crate) struct Health {
     changed: Notify,
     leadership: Mutex<Option<LeadershipReport>>,
     sharding: Mutex<Option<ShardingReport>>,
-    pub(super) phases: super::phases::MemberPhases,
+    phases: MemberPhases,
 }
 
 #[derive(Default)]
@@ -138,7 +139,12 @@ impl Health {
     ) -> WatchHealth {
         let state = Arc::new(Mutex::new(WatchState::new(kind, plural, namespace)));
         self.update(context, |entry| entry.watches.push(state.clone()));
-        WatchHealth::new(context, state, self.clone())
+        let (health, name) = (self.clone(), context.to_owned());
+        WatchHealth::new(
+            context,
+            state,
+            Box::new(move || health.watch_changed(&name)),
+        )
     }
 
     /// Takes a watch closed for good (its shard moved to another replica) out of its context's report.
@@ -216,8 +222,18 @@ impl Health {
         self.changed.notified()
     }
 
+    /// Member `name` is now in `phase`; `None`: it is no member any more.
+    pub(crate) fn member_phase(&self, name: &str, phase: Option<Phase>) {
+        self.phases.set(name, phase);
+    }
+
+    /// Member `name`'s phase.
+    pub(crate) fn phase_of(&self, name: &str) -> Option<Phase> {
+        self.phases.get(name)
+    }
+
     /// One of `context`'s watches changed what it says: the context is judged again.
-    pub(super) fn watch_changed(&self, context: &str) {
+    fn watch_changed(&self, context: &str) {
         self.update(context, |_| {});
     }
 

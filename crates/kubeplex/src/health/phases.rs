@@ -4,7 +4,6 @@
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 
-use super::health::Health;
 use super::report::{ContextReport, ContextStatus, MemberPhase, MemberReport, capped};
 
 /// A member's phase as the manager sets it; `Ready` is read from its health.
@@ -23,6 +22,20 @@ pub(crate) enum Phase {
 pub(super) struct MemberPhases(Mutex<BTreeMap<String, Phase>>);
 
 impl MemberPhases {
+    /// Member `name` is now in `phase`; `None`: it is no member any more.
+    pub(super) fn set(&self, name: &str, phase: Option<Phase>) {
+        let mut phases = self.0.lock();
+        match phase {
+            Some(phase) => phases.insert(name.to_owned(), phase),
+            None => phases.remove(name),
+        };
+    }
+
+    /// Member `name`'s phase.
+    pub(super) fn get(&self, name: &str) -> Option<Phase> {
+        self.0.lock().get(name).cloned()
+    }
+
     /// Adds each member's phase to its report.
     pub(super) fn annotate(&self, contexts: &mut BTreeMap<String, ContextReport>) {
         for (name, report) in contexts.iter_mut() {
@@ -47,23 +60,6 @@ impl MemberPhases {
         };
         let waiting_for = waiting_for.map(capped);
         Some(MemberReport { phase, waiting_for })
-    }
-}
-
-impl Health {
-    /// Member `name` is now in `phase`; `None`: it is no member any more.
-    pub(crate) fn member_phase(&self, name: &str, phase: Option<Phase>) {
-        let mut phases = self.phases.0.lock();
-        match phase {
-            Some(phase) => phases.insert(name.to_owned(), phase),
-            None => phases.remove(name),
-        };
-    }
-
-    /// Member `name`'s phase.
-    pub(crate) fn phase_of(&self, name: &str) -> Option<Phase> {
-        let phases = self.phases.0.lock();
-        phases.get(name).cloned()
     }
 }
 

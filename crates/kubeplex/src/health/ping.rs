@@ -207,7 +207,7 @@ async fn until_due(
 
 /// One ping: a client built for it, and what the API server answered.
 async fn once(access: &Access) -> Option<String> {
-    match access.own_client() {
+    match crate::client::own_client(access) {
         Ok(client) => answer(&client).await,
         Err(error) => Some(format!("cannot build a client: {error}")),
     }

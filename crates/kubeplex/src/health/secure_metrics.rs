@@ -114,7 +114,7 @@ impl BoundSecureMetrics {
         access: &Access,
         registry: Arc<Registry>,
     ) -> Result<impl Future<Output = ()> + Send + 'static, Error> {
-        let client = access.own_client().map_err(|reason| Error::SecureMetrics {
+        let client = crate::client::own_client(access).map_err(|reason| Error::SecureMetrics {
             address: self.settings.address.clone(),
             reason: format!(
                 "context {}: cannot build a client: {reason}",

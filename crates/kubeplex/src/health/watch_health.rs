@@ -6,7 +6,6 @@ use std::sync::Arc;
 use kube::runtime::watcher;
 use parking_lot::Mutex;
 
-use super::health::Health;
 use super::report::WatchReport;
 
 /// What one watch last said about itself.
@@ -79,20 +78,25 @@ pub(crate) struct WatchEntry {
 pub(crate) struct WatchHealth {
     context: String,
     state: Arc<Mutex<WatchState>>,
-    health: Arc<Health>,
+    /// Tells the context's health that this watch changed what it says.
+    changed: Box<dyn Fn() + Send + Sync>,
 }
 
 impl WatchHealth {
-    /// The handle of the watch `state` in `context`, reporting into `health`.
-    pub(super) fn new(context: &str, state: Arc<Mutex<WatchState>>, health: Arc<Health>) -> Self {
+    /// The handle of the watch `state` in `context`, calling `changed` when what it says changes.
+    pub(super) fn new(
+        context: &str,
+        state: Arc<Mutex<WatchState>>,
+        changed: Box<dyn Fn() + Send + Sync>,
+    ) -> Self {
         Self {
             context: context.to_owned(),
             state,
-            health,
+            changed,
         }
     }
 
-    /// What [`Health::forget_watch`] takes.
+    /// What `Health::forget_watch` takes.
     pub(crate) fn entry(&self) -> WatchEntry {
         WatchEntry {
             context: self.context.clone(),
@@ -150,7 +154,7 @@ impl WatchHealth {
             state.logged = Some(now);
             drop(state);
             tracing::warn!(context = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
-            self.health.watch_changed(&self.context);
+            (self.changed)();
             return;
         }
         state.retries += 1;
@@ -170,7 +174,7 @@ impl WatchHealth {
     fn set(&self, change: impl FnOnce(&mut WatchState) -> bool) {
         let changed = change(&mut self.state.lock());
         if changed {
-            self.health.watch_changed(&self.context);
+            (self.changed)();
         }
     }
 }

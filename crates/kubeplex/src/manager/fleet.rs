@@ -5,29 +5,7 @@
 use std::time::Duration;
 
 use super::Manager;
-use crate::members::{
-    DEFAULT_MEMBER_CHANGES_AT_ONCE, KubeconfigAllowlist, LeavePolicy, MemberProvider,
-};
-
-/// The member provider and how its changes are carried out.
-pub(super) struct FleetOptions {
-    pub(super) provider: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
-    pub(super) at_once: usize,
-    pub(super) give_up_after: Option<Duration>,
-    /// What member kubeconfigs may contain beyond inline credentials.
-    pub(super) allowlist: KubeconfigAllowlist,
-}
-
-impl Default for FleetOptions {
-    fn default() -> Self {
-        Self {
-            provider: None,
-            at_once: DEFAULT_MEMBER_CHANGES_AT_ONCE,
-            give_up_after: None,
-            allowlist: KubeconfigAllowlist::default(),
-        }
-    }
-}
+use crate::members::{LeavePolicy, MemberProvider};
 
 impl Manager {
     /// Takes the fleet's members from `provider` (clusters that join and leave at run time: kubeconfig

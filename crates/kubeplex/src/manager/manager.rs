@@ -52,7 +52,7 @@ pub struct Manager {
     ping_interval: Duration,
     pub(super) election: Option<LeaderElection>,
     pub(super) sharding: Option<Sharding>,
-    pub(super) fleet: super::fleet::FleetOptions,
+    pub(super) fleet: super::fleet_options::FleetOptions,
 }
 
 impl Default for Manager {

@@ -66,7 +66,10 @@ impl Changes {
                     let mut may_retry = self.may_retry.lock();
                     may_retry.insert(name.clone(), (config, failed.reason));
                 }
-                self.runtime.metrics.member_change(change, "failed");
+                self.runtime
+                    .metrics
+                    .member_changes()
+                    .ended(change, "failed");
                 return;
             }
         };
@@ -90,7 +93,7 @@ impl Changes {
         } else {
             tracing::info!(context = %name, "member joined: its children are put there once its watches have listed");
         }
-        self.runtime.metrics.member_change(change, "done");
+        self.runtime.metrics.member_changes().ended(change, "done");
     }
 
     /// Member `name` cannot be used: `reason` shows in `/readyz`; logged when it changes.
@@ -163,7 +166,7 @@ impl Changes {
             LeaveOutcome::Abandoned(_) => "abandoned",
             _ => "done",
         };
-        runtime.metrics.member_change("leave", result);
+        runtime.metrics.member_changes().ended("leave", result);
         for done in done {
             let _ = done.send(outcome.clone());
         }

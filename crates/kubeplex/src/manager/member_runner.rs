@@ -106,7 +106,11 @@ impl MemberRunner {
                         Change::Join(config) => shared.join(name, config).await,
                         Change::Unhealthy(reason) => {
                             shared.unhealthy(&name, reason);
-                            shared.runtime.metrics.member_change("unhealthy", "done");
+                            shared
+                                .runtime
+                                .metrics
+                                .member_changes()
+                                .ended("unhealthy", "done");
                         }
                         Change::Leave(done) => shared.leave(name, slot, done).await,
                     }
@@ -114,7 +118,8 @@ impl MemberRunner {
             });
             runtime
                 .metrics
-                .member_changes_now(changes.at_work(), changes.waiting());
+                .member_changes()
+                .now(changes.at_work(), changes.waiting());
             if !open && changes.waiting() == 0 && changes.at_work() == 0 && !changes.busy() {
                 return;
             }
@@ -150,7 +155,7 @@ impl MemberRunner {
                     }
                     if ended.cancelled {
                         tracing::info!(context = %ended.member, change = ended.kind, "member change cancelled: a later change supersedes it");
-                        runtime.metrics.member_change(ended.kind, "cancelled");
+                        runtime.metrics.member_changes().ended(ended.kind, "cancelled");
                     }
                 },
                 () = &mut listed_at_the_latest, if !runtime.members.is_settled() => {

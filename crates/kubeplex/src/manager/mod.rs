@@ -2,6 +2,7 @@
 //! member runner.
 
 mod fleet;
+mod fleet_options;
 mod join_retries;
 mod manager;
 mod member_change;

@@ -6,7 +6,7 @@
 //!
 //! Label sets are bounded by the plan: controller × context × kind × namespace, never per object.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::family::Family;
@@ -17,12 +17,13 @@ use prometheus_client::registry::Registry;
 
 use super::blocked::BlockedDeletions;
 use super::by_context::ContextSeries;
+use super::children_health::ChildrenByHealth;
 use super::handles::{QueueMetrics, WatchMetrics, gauge_value};
 use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
 use super::members::MemberChangeMetrics;
-use crate::core::Verdict;
+use crate::core::{Shrink, Verdict};
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
 type Histograms<const N: usize> = Family<Labels<N>, Histogram>;
@@ -53,7 +54,7 @@ pub(crate) struct Metrics {
     pub(super) live: Arc<Live>,
     /// Every series of each context, for when a member leaves.
     pub(super) series: ContextSeries,
-    pub(super) member_changes: MemberChangeMetrics,
+    member_changes: MemberChangeMetrics,
 }
 
 /// The values of `controller_runtime_reconcile_total`'s `result` label.
@@ -347,6 +348,34 @@ impl Metrics {
             ("namespace", namespace.unwrap_or("").to_owned()),
         ];
         self.cache_objects.remove(&labels);
+    }
+
+    /// Reads `controller`'s children by health at each scrape, while `source` lives.
+    pub(crate) fn report_children_health(
+        &self,
+        controller: &str,
+        source: Weak<dyn ChildrenByHealth>,
+    ) {
+        let mut sources = self.live.children_health.lock();
+        sources.retain(|(name, _)| name != controller);
+        sources.push((controller.to_owned(), source));
+    }
+
+    /// The member runner's figures.
+    pub(crate) fn member_changes(&self) -> &MemberChangeMetrics {
+        &self.member_changes
+    }
+
+    /// A member left: no series names it any more, in any family that carries `context`.
+    pub(crate) fn context_left(&self, context: &str) {
+        self.series.remove(context);
+        // Its watches' clocks, even while a closed watch's task has not dropped its handles yet.
+        let mut watches = self.live.lock_watches();
+        watches.retain(|(labels, _)| labels[0].1 != context);
+        watches.shrink_when_sparse();
+        drop(watches);
+        self.blocked.context_left(context);
+        self.pings_ended(context);
     }
 
     /// Forgets the pings of a member that left (its counters of work done stay, as counters do).

@@ -4,7 +4,6 @@ use std::borrow::Cow;
 
 use kube::core::ApiResource;
 
-use super::plan::expand_namespaces;
 use crate::core::Context;
 use crate::core::{ApiScope, PrimaryResource};
 use crate::core::{DeletePolicy, PrunePolicy};
@@ -235,4 +234,12 @@ impl<C: Context> Child<C> {
             expand_namespaces(self.get_namespaces()).map(move |ns| (context, ns))
         })
     }
+}
+
+/// The namespaces to watch: each named one, or a single "all namespaces" when none is named.
+pub(super) fn expand_namespaces<'a>(
+    namespaces: &'a [Cow<'static, str>],
+) -> impl Iterator<Item = Option<&'a str>> {
+    let all = namespaces.is_empty().then_some(None);
+    namespaces.iter().map(|ns| Some(ns.as_ref())).chain(all)
 }

@@ -9,7 +9,7 @@ use kube::core::ApiResource;
 use crate::core::Context;
 use crate::core::{PrimaryResource, format_kind};
 
-use super::child::Child;
+use super::child::{Child, expand_namespaces};
 use super::dispatch::Dispatch;
 
 /// The longest the default error policy waits between retries of an object that keeps failing.
@@ -416,14 +416,6 @@ impl<C: Context> Plan<C> {
 /// `Kind.group/version` of a child kind, as problems name it.
 pub(super) fn child_kind(resource: &ApiResource) -> String {
     format_kind(&resource.kind, &resource.group, &resource.version)
-}
-
-/// The namespaces to watch: each named one, or a single "all namespaces" when none is named.
-pub(super) fn expand_namespaces<'a>(
-    namespaces: &'a [Cow<'static, str>],
-) -> impl Iterator<Item = Option<&'a str>> {
-    let all = namespaces.is_empty().then_some(None);
-    namespaces.iter().map(|ns| Some(ns.as_ref())).chain(all)
 }
 
 #[cfg(test)]

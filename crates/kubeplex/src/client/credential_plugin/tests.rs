@@ -62,7 +62,7 @@ async fn a_plugin_runs_once_per_client_build() {
         "kube ran it once more for TLS and once for the token"
     );
     // Clients of the built access share its token: none runs the plugin.
-    access.own_client().unwrap();
+    crate::client::own_client(&access).unwrap();
     assert_eq!(runs(dir.path()), 1);
 
     // A client certificate is read once too, and kube is given it.

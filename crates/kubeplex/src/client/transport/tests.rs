@@ -244,7 +244,7 @@ async fn every_client_of_a_context_stamps_its_servers_last_answer() {
     // A client of its own (a ping's), on a clone of the access; its answer (a `Status`, not a version)
     // is an answer all the same.
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let own = access.clone().own_client().unwrap();
+    let own = own_client(&access.clone()).unwrap();
     let _ = within(own.apiserver_version()).await;
     assert!(access.last_answer() > Some(first));
 }

@@ -1,22 +1,11 @@
 //! Reading the parent's children with their health, from the caches: what a reconcile that waits on its
 //! children (a rollout that goes on to the next cluster once the previous one is healthy) asks.
 
-use std::sync::Arc;
-
 use kube::Resource;
 use kube::api::ApiResource;
 
 use super::Cx;
 use crate::core::{Assessment, ChildHealth, Context, Health, Target};
-use crate::watch::ChildCache;
-
-/// A controller's child caches, as the engine keeps them.
-pub(crate) trait ChildCaches: Send + Sync {
-    /// The child caches in a context or member, with the kind each holds.
-    fn caches_in(&self, target: &str) -> Vec<(ApiResource, Arc<dyn ChildCache>)>;
-    /// Whether the context or member is ready (API server answering, every watch listed).
-    fn context_ready(&self, target: &str) -> bool;
-}
 
 impl<C: Context> Cx<C> {
     /// The parent's children of kind `K` in a context or member, each with its health, the reason, and the

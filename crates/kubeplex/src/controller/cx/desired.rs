@@ -1,29 +1,15 @@
 //! Declaring children: what a reconcile asks for in each context, checked against the plan, with the
 //! policies that decide whether the runtime may delete each child.
 
-use std::collections::BTreeMap;
-
 use kube::Resource;
 use kube::api::ApiResource;
 use serde::Serialize;
 
 use super::Cx;
 use crate::controller::ChildOptions;
+use crate::controller::desired_child::{DesiredChild, DesiredChildren};
 use crate::core::{ApiScope, Context, Error, Result, Target};
 use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
-
-/// A child the reconcile asked for, not yet applied (where it goes is the key it is kept under).
-#[derive(Clone, Debug)]
-pub(crate) struct DesiredChild {
-    pub(crate) resource: ApiResource,
-    pub(crate) namespace: Option<String>,
-    pub(crate) name: String,
-    pub(crate) object: serde_json::Value,
-}
-
-/// The children a reconcile asked for, by the context or member they go to, each in the order declared:
-/// split once, as they are declared, so that each context's sync takes its own.
-pub(crate) type DesiredChildren = BTreeMap<String, Vec<DesiredChild>>;
 
 impl<C: Context> Cx<C> {
     /// Declares a child the object should have in a context or member.

@@ -7,7 +7,7 @@
 
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams};
 
-use super::Parentage;
+use super::parentage::Parentage;
 use crate::controller::DesiredChild;
 use crate::core::{PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, written_by};
 use crate::engine::engine::ChildWatch;
@@ -18,7 +18,7 @@ use crate::engine::engine::ChildWatch;
 const NO_OBJECT_HAS: &str = "1";
 
 /// Whose a child is, as far as this parent is concerned.
-pub(super) enum Claim {
+pub(crate) enum Claim {
     /// Absent, or already this parent's (as it is now): apply it. `cached` when it was read from the
     /// cache (not from the server).
     Ours {
@@ -32,7 +32,7 @@ pub(super) enum Claim {
 
 impl Claim {
     /// A child just created: nothing was there before.
-    pub(super) fn new_child() -> Self {
+    pub(crate) fn new_child() -> Self {
         Self::Ours {
             before: None,
             cached: false,
@@ -43,7 +43,7 @@ impl Claim {
 /// What the cache says of the child's name: this parent's (or one it may take back) or someone else's.
 /// A name it does not have is to be applied under a precondition (an [`Attempt`]), and looked up only if
 /// the server refuses it.
-pub(super) fn claim(
+pub(crate) fn claim(
     watches: &[&ChildWatch],
     child: &DesiredChild,
     link: &Parentage<'_>,
@@ -76,7 +76,7 @@ pub(super) fn claim(
 
 /// An apply of a child the cache does not have, that the server lets through only as its precondition
 /// says.
-pub(super) struct Attempt {
+pub(crate) struct Attempt {
     precondition: Precondition,
     /// The child as it was, when it was this parent's.
     before: Option<Box<ObjectMeta>>,
@@ -93,7 +93,7 @@ enum Precondition {
 impl Attempt {
     /// Applies `child` if its precondition holds: `Ok(None)` when the server refused it (the name is
     /// taken, or the object is gone or another); [`look_up`] then says whose the name is.
-    pub(super) async fn apply(
+    pub(crate) async fn apply(
         &self,
         api: &Api<DynamicObject>,
         params: &PatchParams,
@@ -124,7 +124,7 @@ impl Attempt {
     }
 
     /// The claim of a child whose apply went through.
-    pub(super) fn ours(self) -> Claim {
+    pub(crate) fn ours(self) -> Claim {
         Claim::Ours {
             before: self.before,
             cached: false,
@@ -133,7 +133,7 @@ impl Attempt {
 }
 
 /// Whose the object that has the child's name is, read from the server.
-pub(super) async fn look_up(
+pub(crate) async fn look_up(
     api: &Api<DynamicObject>,
     child: &DesiredChild,
     link: &Parentage<'_>,

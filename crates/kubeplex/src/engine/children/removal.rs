@@ -10,13 +10,13 @@ use kube::api::{
     Preconditions,
 };
 
+use super::apply_order::sort_for_delete;
+use super::changes::{ChildChange, ChildChanges};
+use super::conflicts::Conflicts;
+use super::requests::{api, kind_of, place};
 use super::tally::Tally;
 use super::unlink::unlink;
-use super::{api, kind_of, place};
 use crate::core::{ContextOutcome, DeletePolicy, PARENT_UID_LABEL, ParentRef};
-use crate::engine::apply_order::sort_for_delete;
-use crate::engine::child_changes::{ChildChange, ChildChanges};
-use crate::engine::conflicts::Conflicts;
 use crate::metrics::Metrics;
 
 /// Deletes every child of the parent in one context, found by listing (not the cache, which may lag), the
@@ -213,7 +213,7 @@ pub(in crate::engine) async fn remove(
 
 /// What a delete did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Deleted {
+pub(crate) enum Deleted {
     /// The server deleted the child.
     Gone,
     /// The server accepted the delete and answered with the object: it may still be there (finalizers, a
@@ -224,7 +224,7 @@ pub(super) enum Deleted {
 }
 
 /// Deletes a child, only if it is still the object we saw (same UID); what the delete did.
-pub(super) async fn try_delete(
+pub(crate) async fn try_delete(
     client: Client,
     resource: &ApiResource,
     child: &ObjectMeta,

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 
-use super::failure;
+use super::requests::failure;
 
 /// The children of one context, as one pass over them left them.
 #[derive(Debug, Default)]
-pub(super) struct Tally {
+pub(crate) struct Tally {
     /// Children applied (or, removing, deleted).
-    pub(super) done: u32,
+    pub(crate) done: u32,
     /// What failed and why, one entry per child.
     failed: Vec<String>,
     /// Names taken by objects that are not this parent's.
@@ -35,7 +35,7 @@ impl Tally {
     /// Records a failed request about a child (`what`: `applying Deployment ns/web`) and goes on; or, when
     /// the cluster could not be reached or this replica's fence refused the write, stops: the outcome to
     /// report, since every other child would meet the same.
-    pub(super) fn fail(
+    pub(crate) fn fail(
         &mut self,
         context: &str,
         error: &kube::Error,
@@ -52,28 +52,28 @@ impl Tally {
     }
 
     /// Records a child whose name is taken (`why` says by whom).
-    pub(super) fn conflict(&mut self, why: String) {
+    pub(crate) fn conflict(&mut self, why: String) {
         self.conflicts.push(why);
     }
 
     /// Records a deleted child that is still there (`child` names it and says why).
-    pub(super) fn going(&mut self, child: String) {
+    pub(crate) fn going(&mut self, child: String) {
         self.going.push(child);
     }
 
     /// Records a child no longer declared that was unlinked and left in place (`child` names it).
-    pub(super) fn kept(&mut self, child: String) {
+    pub(crate) fn kept(&mut self, child: String) {
         self.kept.push(child);
     }
 
     /// Records a child of a deleted parent that was unlinked and left in place (`child` names it).
-    pub(super) fn orphaned(&mut self, child: String) {
+    pub(crate) fn orphaned(&mut self, child: String) {
         self.orphaned.push(child);
     }
 
     /// The outcome of applying (and pruning): `Failed` naming each child that failed (and any conflict),
     /// else `Conflict`, else `Ready` (`NotTargeted` when no child was wanted).
-    pub(super) fn applied(self, wanted: usize) -> ContextOutcome {
+    pub(crate) fn applied(self, wanted: usize) -> ContextOutcome {
         let kept = told(&self.kept, KEPT);
         let (state, mut notes) = if !self.failed.is_empty() {
             let mut all = self.failed;
@@ -98,7 +98,7 @@ impl Tally {
 
     /// The outcome of removing every child: `Ready` when none is left; `Deleting` with the children still
     /// going (and why) while they are; `Failed` naming each child whose delete failed.
-    pub(super) fn removed(self) -> ContextOutcome {
+    pub(crate) fn removed(self) -> ContextOutcome {
         let going = (!self.going.is_empty())
             .then(|| format!("waiting for children to go: {}", self.going.join(", ")));
         let state = if !self.failed.is_empty() {

@@ -6,7 +6,7 @@
 use kube::Client;
 use kube::api::{ApiResource, ObjectMeta, Patch, PatchParams};
 
-use super::api;
+use super::requests::api;
 use crate::core::unlink_patch;
 
 /// Unlinks `child`, only if it is still the object seen (same UID): `true` when done, `false` when it was

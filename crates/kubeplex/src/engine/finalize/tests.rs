@@ -5,8 +5,6 @@ use crate::Controller;
 use crate::client::fake_api::{self, status};
 use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, linked, parent};
 
-mod timestamps;
-
 const OURS: &str = "kubeplex.dev/test-controller";
 
 fn operations(patch: Option<json_patch::Patch>) -> serde_json::Value {

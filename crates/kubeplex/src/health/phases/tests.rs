@@ -1,4 +1,5 @@
 use super::*;
+use crate::health::Health;
 use crate::health::MemberPhase;
 
 #[test]

@@ -414,6 +414,7 @@ fn both(namespace: &str, member: &str, owner: &str, other: &str) -> String {
 }
 
 mod cluster_api;
+mod handling;
 mod leaves;
 mod retries;
 #[cfg(test)]

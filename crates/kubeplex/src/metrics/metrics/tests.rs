@@ -231,9 +231,9 @@ async fn a_context_that_left_has_no_series_in_any_family() {
 fn member_changes_are_counted_with_those_at_work_and_waiting() {
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
-    metrics.member_change("join", "done");
-    metrics.member_change("leave", "abandoned");
-    metrics.member_changes_now(3, 7);
+    metrics.member_changes().ended("join", "done");
+    metrics.member_changes().ended("leave", "abandoned");
+    metrics.member_changes().now(3, 7);
     let text = scrape(&registry);
     for line in [
         r#"kubeplex_member_changes_total{change="join",result="done"} 1"#,

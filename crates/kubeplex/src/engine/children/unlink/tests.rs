@@ -6,7 +6,7 @@ use kube::api::ObjectMeta;
 use crate::client::fake_api::{self, status};
 use crate::core::ClusterState;
 use crate::core::ParentRef;
-use crate::engine::children::tests::{
+use crate::engine::children::sync::tests::{
     applying, cached_at, child_meta, create_only, desired, parent, server, sync, sync_telling,
 };
 

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::*;
 use crate::client::fake_api::{self, Seen, status};
 use crate::members::provider::{Command, FixedClients, MemberProvider, MemberSink};
+use crate::members::providers::secret_finalizer::MEMBER_FINALIZER;
 use crate::members::providers::secrets::KubeconfigSecrets;
 use crate::{ContextName, LeavePolicy};
 

@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use super::engine::{Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Target;
+use crate::engine::engine::{Engine, Primary, ReconcileKey};
 use crate::executor::KeySender;
 use crate::watch::WatchKey;
 
 /// One primary watch of a controller sharded by context: where, and its key in the registry.
 #[derive(Clone)]
-pub(super) struct PrimaryWatchKey<C> {
+pub(crate) struct PrimaryWatchKey<C> {
     pub(crate) context: C,
     pub(crate) key: WatchKey,
 }
@@ -21,7 +21,7 @@ pub(super) struct PrimaryWatchKey<C> {
 /// Follows the shards this replica holds, for a term: on each change (and at once), the watches of held
 /// contexts not open yet are opened and send their keys to `keys`; those of contexts no longer held are
 /// closed. A watch open since an earlier term was subscribed when the term began.
-pub(super) async fn held_contexts<R: Reconcile>(
+pub(crate) async fn held_contexts<R: Reconcile>(
     engine: Arc<Engine<R>>,
     watches: Vec<PrimaryWatchKey<R::Context>>,
     keys: KeySender<ReconcileKey<R>>,
@@ -50,7 +50,7 @@ pub(super) async fn held_contexts<R: Reconcile>(
 
 /// Closes the watches of contexts this replica does not hold (at the end of a term, when no stream of
 /// [`held_contexts`] looks any more).
-pub(super) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatchKey<R::Context>]) {
+pub(crate) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatchKey<R::Context>]) {
     let Some(shards) = &engine.runtime.shards else {
         return;
     };

@@ -3,36 +3,13 @@
 //! parent), and they all send into the key queue of the current term as leader, which holds each key once.
 //! A standby has no queue: a new term subscribes every cache anew, so it starts with every cached object.
 
-use parking_lot::RwLock;
-
 use kube::runtime::reflector::ObjectRef;
 
-use super::engine::{Engine, Primary, ReconcileKey};
 use crate::controller::Reconcile;
 use crate::core::Target;
+use crate::engine::engine::{Engine, Primary, ReconcileKey};
 use crate::executor::KeySender;
 use crate::watch::{ChangeFilter, ChildCache, ChildChange, SharedWatch};
-
-/// The current term's queue; `None` while this replica stands by.
-pub(crate) struct TermKeys<R: Reconcile>(RwLock<Option<KeySender<ReconcileKey<R>>>>);
-
-impl<R: Reconcile> Default for TermKeys<R> {
-    fn default() -> Self {
-        Self(RwLock::new(None))
-    }
-}
-
-impl<R: Reconcile> TermKeys<R> {
-    /// The current term's queue, if this replica leads.
-    pub(crate) fn get(&self) -> Option<KeySender<ReconcileKey<R>>> {
-        self.0.read().clone()
-    }
-
-    /// A term begins (`Some`) or ends (`None`).
-    pub(crate) fn set(&self, keys: Option<KeySender<ReconcileKey<R>>>) {
-        *self.0.write() = keys;
-    }
-}
 
 impl<R: Reconcile> Engine<R> {
     /// Subscribes `keys` to the primary watch of `context`: every cached object first, then each change

@@ -45,7 +45,7 @@ const LAST: &[(&str, &str)] = &[
 
 /// Where a kind comes in the apply order: the lower, the earlier. Every kind not named above shares the
 /// rank between [`FIRST`] and [`LAST`].
-pub(super) fn rank(resource: &ApiResource) -> usize {
+pub(crate) fn rank(resource: &ApiResource) -> usize {
     let is = |&(group, kind): &(&str, &str)| resource.group == group && resource.kind == kind;
     if let Some(tier) = FIRST.iter().position(|tier| tier.iter().any(is)) {
         return tier;
@@ -54,13 +54,13 @@ pub(super) fn rank(resource: &ApiResource) -> usize {
 }
 
 /// Sorts `items` into the apply order; items of one rank keep their order (as they were declared).
-pub(super) fn sort_for_apply<T>(items: &mut [T], resource: impl Fn(&T) -> &ApiResource) {
+pub(crate) fn sort_for_apply<T>(items: &mut [T], resource: impl Fn(&T) -> &ApiResource) {
     items.sort_by_key(|item| rank(resource(item)));
 }
 
 /// Sorts `items` into the delete order, the apply order reversed (what depends on others goes first);
 /// items of one rank keep their order.
-pub(super) fn sort_for_delete<T>(items: &mut [T], resource: impl Fn(&T) -> &ApiResource) {
+pub(crate) fn sort_for_delete<T>(items: &mut [T], resource: impl Fn(&T) -> &ApiResource) {
     items.sort_by_key(|item| std::cmp::Reverse(rank(resource(item))));
 }
 

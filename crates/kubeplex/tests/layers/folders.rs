@@ -1,4 +1,4 @@
-//! The runtime's layering, checked: a subsystem folder of `src/` imports only from folders on a lower
+//! The runtime's layering: a subsystem folder of `src/` imports only from folders on a lower
 //! layer, never from one above it or beside it on its own layer. The order is written here once and
 //! mirrored by the table in `docs/architecture.md`.
 

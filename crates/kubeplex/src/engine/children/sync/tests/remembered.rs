@@ -6,7 +6,7 @@ use super::*;
 /// in a context `live` or not; the stand-in server answers an apply with `web` at `answered`. The requests
 /// sent.
 async fn sync_remembering(
-    applied: &Arc<crate::engine::applied::Applied>,
+    applied: &Arc<crate::engine::children::applied::Applied>,
     want: DesiredChild,
     version: &str,
     answered: &'static str,

@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::super::DeletionsSeen;
-use super::OURS;
+use super::DeletionsSeen;
 use crate::engine::test_engine::parent;
+
+/// A finalizer that holds the parent while its deletion is under way.
+const OURS: &str = "kubeplex.dev/test-controller";
 
 /// The parent, deleted at `at` by the server's clock.
 fn deleted_at(at: k8s_openapi::jiff::Timestamp) -> k8s_openapi::api::core::v1::ConfigMap {

@@ -10,11 +10,11 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use super::engine::{Engine, Primary};
 use crate::controller::Reconcile;
 use crate::core::Target;
 use crate::core::chain;
 use crate::core::{ClusterHealth, ContextOutcome, FleetStatus, now};
+use crate::engine::engine::{Engine, Primary};
 
 impl<R: Reconcile> Engine<R> {
     /// Records the outcome of syncing (or removing) the children per context, over `previous` (kubeplex's

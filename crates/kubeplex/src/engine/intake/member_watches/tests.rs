@@ -12,7 +12,7 @@ use super::follow;
 use kube::Resource;
 
 use crate::engine::engine::ReconcileKey;
-use crate::engine::events::Note;
+use crate::engine::status::events::Note;
 use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
 use crate::health::Health;

@@ -171,7 +171,7 @@ impl EventPublisher {
 /// context that became unreachable (`ClusterUnreachable`) or answers again (`ClusterReachable`), and a
 /// child name newly taken by someone else (`ChildConflict`), and a context whose apply failed
 /// (`ChildApplyFailed`, again only when its message changes). A state that stays is not told again.
-pub(super) fn context_notes(
+pub(crate) fn context_notes(
     previous: &FleetStatus,
     outcomes: &BTreeMap<String, ContextOutcome>,
 ) -> Vec<Note> {
@@ -222,7 +222,7 @@ pub(super) fn context_notes(
 /// whose worst child became `Degraded`, or another child than before is (`ChildDegraded`, naming the
 /// cluster and the child), and one whose degraded child is healthy or progressing again
 /// (`ChildRecovered`). A context unreachable now is not told as recovered.
-pub(super) fn health_notes(
+pub(crate) fn health_notes(
     previous: &FleetStatus,
     health: &BTreeMap<String, ClusterHealth>,
 ) -> Vec<Note> {
@@ -260,7 +260,7 @@ fn worst_child(health: &ClusterHealth) -> (&str, &str) {
 /// The event a deletion's outcomes call for, compared with the status before (`previous`): the deletion
 /// became blocked by contexts it cannot clean up (`DeletionBlocked`, naming them), or it was blocked and is
 /// no longer (`DeletionUnblocked`). Nothing while it stays blocked.
-pub(super) fn deletion_note(
+pub(crate) fn deletion_note(
     previous: &FleetStatus,
     outcomes: &BTreeMap<String, ContextOutcome>,
 ) -> Option<Note> {

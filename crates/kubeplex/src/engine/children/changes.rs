@@ -4,7 +4,7 @@
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
-use super::events::Note;
+use crate::engine::status::events::Note;
 
 /// What became of a child in another cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,7 +21,7 @@ pub(crate) enum ChildChange {
 /// The children a sync changed, in every context, as they happen (so that a context cut off by its cap
 /// still reports what it did before).
 #[derive(Default)]
-pub(super) struct ChildChanges(Mutex<Vec<(String, ChildChange, String)>>);
+pub(crate) struct ChildChanges(Mutex<Vec<(String, ChildChange, String)>>);
 
 impl ChildChanges {
     pub(crate) fn push(&self, context: &str, change: ChildChange, place: String) {
@@ -65,7 +65,7 @@ impl ChildChanges {
 
 /// What applying did to a child that was `before` (as the cache or the server had it): created, changed
 /// (a new generation, or for kinds without one a new resourceVersion), or nothing.
-pub(super) fn change_of(before: Option<&ObjectMeta>, after: &ObjectMeta) -> Option<ChildChange> {
+pub(crate) fn change_of(before: Option<&ObjectMeta>, after: &ObjectMeta) -> Option<ChildChange> {
     let Some(before) = before else {
         return Some(ChildChange::Created);
     };

@@ -6,10 +6,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::*;
 use crate::client::fake_api::{self, status};
-use crate::core::PARENT_UID_LABEL;
+use crate::core::{ClusterState, PARENT_UID_LABEL, ParentRef};
 use crate::engine::test_engine::FixedCache;
 
-pub(super) fn parent(uid: &str, name: &str) -> ParentRef {
+pub(crate) fn parent(uid: &str, name: &str) -> ParentRef {
     ParentRef {
         context: "control".into(),
         namespace: Some("crds".into()),
@@ -20,7 +20,7 @@ pub(super) fn parent(uid: &str, name: &str) -> ParentRef {
 
 /// A child's metadata as the cache or the server has it, linked to `parent` (and written by the controller)
 /// when given.
-pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
+pub(crate) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
     let (labels, annotations) = match parent {
         Some(p) => {
             let (l, a) = p.stamp("app-deployer", "AppDeployment.demo/v1");
@@ -40,7 +40,7 @@ pub(super) fn child_meta(name: &str, parent: Option<&ParentRef>) -> ObjectMeta {
     meta
 }
 
-pub(super) fn desired(name: &str) -> DesiredChild {
+pub(crate) fn desired(name: &str) -> DesiredChild {
     DesiredChild {
         resource: ApiResource::erase::<Deployment>(&()),
         namespace: Some("ns".into()),
@@ -64,7 +64,7 @@ fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
 
 /// Answers GETs from `existing` (404 otherwise) and accepts every write, but for an apply that only a
 /// missing object lets through (409 when `existing` has the name), as an API server does.
-pub(super) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
+pub(crate) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) {
     fake_api::client(move |method, uri, body| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
         let exists = existing.iter().any(|m| m.name.as_deref() == Some(name));
@@ -100,12 +100,12 @@ pub(super) fn server(existing: Vec<ObjectMeta>) -> (Client, fake_api::Requests) 
 }
 
 /// Whether a request's body is an apply that only a missing object lets through.
-pub(super) fn create_only(body: &str) -> bool {
+pub(crate) fn create_only(body: &str) -> bool {
     let body: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     body["metadata"]["resourceVersion"] == "1"
 }
 
-pub(super) async fn sync(
+pub(crate) async fn sync(
     client: Client,
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
@@ -115,7 +115,7 @@ pub(super) async fn sync(
 }
 
 /// As `sync`; also the events its changes call for, as (reason, message).
-pub(super) async fn sync_telling(
+pub(crate) async fn sync_telling(
     client: Client,
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
@@ -125,7 +125,7 @@ pub(super) async fn sync_telling(
 }
 
 /// As `sync_telling`, through `watch` (which a test may sync through again).
-pub(super) async fn sync_through(
+pub(crate) async fn sync_through(
     client: Client,
     want: Vec<DesiredChild>,
     watch: &ChildWatch,
@@ -279,7 +279,7 @@ async fn a_cluster_that_cannot_be_reached_stops_the_pass_at_the_first_child() {
 }
 
 /// Answers a child's apply with `generation` (and a resourceVersion), deletes as `delete` says.
-pub(super) fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
+pub(crate) fn applying(generation: i64, delete: u16) -> (Client, fake_api::Requests) {
     fake_api::client(move |method, uri, _| {
         let name = uri.split('?').next().unwrap().rsplit('/').next().unwrap();
         match method {
@@ -303,7 +303,7 @@ pub(super) fn applying(generation: i64, delete: u16) -> (Client, fake_api::Reque
     })
 }
 
-pub(super) fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
+pub(crate) fn cached_at(name: &str, parent: &ParentRef, generation: i64) -> ObjectMeta {
     ObjectMeta {
         generation: Some(generation),
         resource_version: Some("42".into()),

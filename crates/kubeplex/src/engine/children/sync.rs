@@ -2,71 +2,24 @@
 //! all when the parent goes. Nothing here knows the controller's types; the engine calls it once per child
 //! context.
 
-mod claim;
-mod removal;
-mod tally;
-mod unlink;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
+use kube::api::{ApiResource, ObjectMeta, Patch, PatchParams};
 
 use super::applied::digest;
 use super::apply_order::{sort_for_apply, sort_for_delete};
-use super::child_changes::{ChildChange, ChildChanges, change_of};
-use super::conflicts::Conflicts;
-use super::engine::ChildWatch;
+use super::changes::{ChildChange, ChildChanges, change_of};
+use super::claim::{Claim, claim, look_up};
+use super::parentage::Parentage;
+use super::removal::{Deleted, try_delete};
+use super::requests::{api, kind_of, place};
+use super::tally::Tally;
+use super::unlink::unlink;
 use crate::controller::DesiredChild;
-use crate::core::chain;
-use crate::core::{ClusterState, ContextOutcome};
-use crate::core::{ParentRef, PrunePolicy};
-use crate::core::{is_transport, transport};
-use crate::metrics::Metrics;
-use claim::{Claim, claim, look_up};
-use removal::{Deleted, try_delete};
-pub(super) use removal::{Removed, remove, remove_children};
-use tally::Tally;
-pub(super) use tally::carry_kept;
-use unlink::unlink;
-
-/// What linking needs to know of the parent and its controller.
-pub(super) struct Parentage<'a> {
-    pub(crate) parent: &'a ParentRef,
-    pub(crate) controller: &'a str,
-    pub(crate) parent_kind: &'a str,
-    /// Where applies and prunes are counted.
-    pub(crate) metrics: &'a Metrics,
-    /// Where children whose parent reference conflicts are reported.
-    pub(crate) conflicts: &'a Conflicts,
-}
-
-fn api(client: Client, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
-    match namespace {
-        Some(namespace) => Api::namespaced_with(client, namespace, resource),
-        None => Api::all_with(client, resource),
-    }
-}
-
-/// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
-/// replica's own fence refused the write, else failed. Its message says what failed and why; the context
-/// it is kept under names the cluster.
-pub(super) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
-    let fenced = crate::core::fenced(error);
-    let (state, why) = if let Some(refusal) = fenced {
-        (ClusterState::Failed, refusal.to_owned())
-    } else if is_transport(error) {
-        (ClusterState::Unreachable, transport(error))
-    } else {
-        (ClusterState::Failed, chain(error))
-    };
-    ContextOutcome {
-        state,
-        children: 0,
-        message: Some(format!("{what}: {why}")),
-        fenced,
-    }
-}
+use crate::core::ContextOutcome;
+use crate::core::PrunePolicy;
+use crate::engine::engine::ChildWatch;
 
 /// Applies the desired children of one context (server-side apply, the controller as field manager), in
 /// the apply order, and deletes the parent's children there that are no longer desired, in its reverse
@@ -80,7 +33,7 @@ pub(super) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
 ///
 /// Runs in an `apply` span (the context, how many children it wants there); the pruning in a `prune` span
 /// within it (how many it deletes).
-pub(super) async fn sync_context(
+pub(crate) async fn sync_context(
     context: &str,
     client: Client,
     mut desired: Vec<DesiredChild>,
@@ -277,17 +230,6 @@ async fn sync(
     tally.applied(desired.len())
 }
 
-/// `Kind.group/version`, as the metrics label kinds.
-fn kind_of(resource: &ApiResource) -> String {
-    crate::core::format_kind(&resource.kind, &resource.group, &resource.version)
-}
-
-/// How a child is named in messages: `Deployment namespace-a/web`.
-fn place(kind: &str, namespace: Option<&str>, name: &str) -> String {
-    let namespace = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
-    format!("{kind} {namespace}{name}")
-}
-
 /// Deletes the children no longer desired (unlinks those their prune policy keeps), each failure recorded
 /// in `tally`; the outcome to report when one stops the pruning (the cluster cannot be reached).
 async fn prune(
@@ -350,5 +292,6 @@ fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> 
         && Some(&desired.name) == meta.name.as_ref()
 }
 
+// Its helpers serve the tests of the children's other files too.
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

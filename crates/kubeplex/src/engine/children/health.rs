@@ -6,17 +6,17 @@ use std::sync::Arc;
 
 use kube::api::ApiResource;
 
-use super::engine::{ChildWatch, Engine};
 use crate::controller::{ChildCaches, DesiredChildren, Reconcile};
 use crate::core::{Assessment, ChildHealth, ClusterHealth, ClusterState, ContextOutcome, Health};
+use crate::engine::engine::{ChildWatch, Engine};
 use crate::metrics::ChildrenByHealth;
 use crate::watch::{ChildCache, missing};
 
 /// A child a reconcile declared: its kind, namespace and name.
-pub(super) type Declared = (ApiResource, Option<String>, String);
+pub(crate) type Declared = (ApiResource, Option<String>, String);
 
 /// The children declared in each context, before the sync takes them.
-pub(super) fn declared(desired: &DesiredChildren) -> BTreeMap<String, Vec<Declared>> {
+pub(crate) fn declared(desired: &DesiredChildren) -> BTreeMap<String, Vec<Declared>> {
     (desired.iter())
         .map(|(context, children)| {
             let children = children.iter();
@@ -65,7 +65,7 @@ fn judge(watches: &[ChildWatch], (resource, namespace, name): &Declared) -> Chil
 impl<R: Reconcile> Engine<R> {
     /// The health of the `declared` children in each context with an outcome: `Unknown` where the context
     /// could not be reached, none where the parent wants no children or is leaving.
-    pub(super) fn children_health(
+    pub(crate) fn children_health(
         &self,
         declared: &BTreeMap<String, Vec<Declared>>,
         outcomes: &BTreeMap<String, ContextOutcome>,

@@ -11,11 +11,11 @@ use kube::Client;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::children;
-use super::engine::{CONTEXT_TIMEOUT, ChildWatch, Engine, Primary};
 use crate::controller::Reconcile;
 use crate::core::chain;
 use crate::core::{Member, Target};
+use crate::engine::children::removal;
+use crate::engine::engine::{CONTEXT_TIMEOUT, ChildWatch, Engine, Primary};
 use crate::members::LeavePolicy;
 use crate::members::{LeaveProgress, MemberChange, STANDS_BY};
 use crate::watch::SharedWatch;
@@ -27,7 +27,7 @@ const LIST_PATIENCE: Duration = Duration::from_secs(5);
 /// Follows the fleet's members for `engine` until `changes` ends. A member's caches send their keys into
 /// the current term's queue when they open, and into each later term's when it begins. Each member's join
 /// and leave runs on its own: a member that does not answer holds back no other member's.
-pub(super) async fn follow<R: Reconcile>(
+pub(crate) async fn follow<R: Reconcile>(
     engine: Arc<Engine<R>>,
     mut changes: mpsc::Receiver<MemberChange>,
 ) {
@@ -289,8 +289,7 @@ async fn delete_cached(
     for watch in watches {
         for uid in watch.cache.parent_uids() {
             for child in watch.cache.children_of(&uid) {
-                let deletion =
-                    children::remove(client.clone(), &watch.resource, &child, controller);
+                let deletion = removal::remove(client.clone(), &watch.resource, &child, controller);
                 let what = format!(
                     "deleting {} {}",
                     watch.resource.kind,

@@ -1,0 +1,8 @@
+//! What feeds a controller's queue: its primary caches by place, the keys its watches and child caches
+//! send into the current term's queue, and the watches of members and shards that come and go.
+
+pub(super) mod member_watches;
+pub(super) mod primaries;
+pub(super) mod shard_watches;
+pub(super) mod sources;
+pub(super) mod term_keys;

@@ -1,0 +1,6 @@
+//! What a parent is told: kubeplex's part of its status (written by server-side apply, with the memory of
+//! own writes the caches do not show yet) and the Events of its changes.
+
+pub(super) mod events;
+pub(super) mod recent_writes;
+pub(super) mod write;

@@ -1,0 +1,27 @@
+//! What the manager keeps of its fleet's options until it starts.
+
+use std::time::Duration;
+
+use crate::members::{
+    DEFAULT_MEMBER_CHANGES_AT_ONCE, KubeconfigAllowlist, LeavePolicy, MemberProvider,
+};
+
+/// The member provider and how its changes are carried out.
+pub(super) struct FleetOptions {
+    pub(super) provider: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
+    pub(super) at_once: usize,
+    pub(super) give_up_after: Option<Duration>,
+    /// What member kubeconfigs may contain beyond inline credentials.
+    pub(super) allowlist: KubeconfigAllowlist,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        Self {
+            provider: None,
+            at_once: DEFAULT_MEMBER_CHANGES_AT_ONCE,
+            give_up_after: None,
+            allowlist: KubeconfigAllowlist::default(),
+        }
+    }
+}
