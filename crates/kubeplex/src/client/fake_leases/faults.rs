@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use tokio::time::Instant;
 
 use super::Link;
 
@@ -76,6 +77,18 @@ impl Link {
         self.silent(false);
         self.delay(Duration::ZERO);
         self.failing(None);
+    }
+}
+
+/// Plays `schedule` on `links` (one per replica): waits each step out in `wait` (given the instant to
+/// wait until), then brings its fault; heals every link once the schedule is over.
+pub(crate) async fn play(schedule: Vec<Step>, links: &[&Link], mut wait: impl AsyncFnMut(Instant)) {
+    for step in schedule {
+        wait(Instant::now() + step.after).await;
+        links[step.replica].suffer(&step.fault);
+    }
+    for link in links {
+        link.heal();
     }
 }
 

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::running::Replica;
 use crate::client::fake_leases::FakeLeases;
-use crate::client::fake_leases::faults::{Fault, Step, paused, schedule};
+use crate::client::fake_leases::faults::{Fault, Step, paused, play, schedule};
 
 /// How often the fences are looked at between two steps.
 const TICK: Duration = Duration::from_millis(100);
@@ -35,13 +35,11 @@ async fn run(schedule: Vec<Step>) -> (Option<Duration>, bool) {
             }
         }
     };
-    for step in schedule {
-        watch(Instant::now() + step.after, &mut overlap).await;
-        replicas[step.replica].link.suffer(&step.fault);
-    }
-    for replica in &replicas {
-        replica.link.heal();
-    }
+    let links: Vec<_> = replicas.iter().map(|r| &r.link).collect();
+    play(schedule, &links, async |until| {
+        watch(until, &mut overlap).await
+    })
+    .await;
     // Healthy again: a replica leads within a minute (a lease duration, a renew deadline, rounds).
     let healed = Instant::now();
     let mut led = false;

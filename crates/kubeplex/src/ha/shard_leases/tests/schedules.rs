@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::{Replica, SHARDS};
 use crate::client::fake_leases::FakeLeases;
-use crate::client::fake_leases::faults::{Step, paused, schedule};
+use crate::client::fake_leases::faults::{Step, paused, play, schedule};
 
 /// How often the fences are looked at between two steps.
 const TICK: Duration = Duration::from_millis(100);
@@ -59,13 +59,11 @@ async fn run(schedule: Vec<Step>) -> Seen {
             }
         }
     };
-    for step in schedule {
-        watch(Instant::now() + step.after, &mut seen).await;
-        replicas[step.replica].link.suffer(&step.fault);
-    }
-    for replica in &replicas {
-        replica.link.heal();
-    }
+    let links: Vec<_> = replicas.iter().map(|r| &r.link).collect();
+    play(schedule, &links, async |until| {
+        watch(until, &mut seen).await
+    })
+    .await;
     let healed = Instant::now();
     loop {
         watch(Instant::now() + TICK, &mut seen).await;
