@@ -85,6 +85,8 @@ mod members;
 mod metrics;
 mod plan;
 mod runtime;
+#[cfg(test)]
+mod testing;
 mod watch;
 
 // Span export over OTLP, off by default (docs/observability.md).

@@ -18,10 +18,6 @@ pub use credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
 pub(crate) use no_access::NoAccess;
 pub(crate) use transport::own_client;
-#[cfg(test)]
-pub(crate) mod fake_api;
-#[cfg(test)]
-pub(crate) mod fake_leases;
 
 pub use in_cluster::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
 pub use pool::CONTEXT_ENV_PREFIX;

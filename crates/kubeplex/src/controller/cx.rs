@@ -192,10 +192,10 @@ impl<C: Context> fmt::Debug for Cx<C> {
 mod tests {
     use super::*;
     use crate::Controller;
-    use crate::controller::test_controller::{CLUSTER_A, CONTROL, TestController, runtime};
+    use crate::testing::controller::{CLUSTER_A, CONTROL, TestController, runtime};
 
     pub(super) fn cx(context: crate::ContextName, failures: u32) -> Cx<crate::ContextName> {
-        let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
         Cx::new(
             Target::Context(context),
             Arc::new(TestController::plan()),

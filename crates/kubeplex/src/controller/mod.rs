@@ -6,9 +6,6 @@ mod controller;
 mod cx;
 mod desired_child;
 
-#[cfg(test)]
-pub(crate) mod test_controller;
-
 pub(crate) use child_caches::ChildCaches;
 pub use child_options::ChildOptions;
 pub use controller::{Controller, Reconcile};

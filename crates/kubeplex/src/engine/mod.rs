@@ -1,6 +1,6 @@
-//! One controller at work: its engine, the loop that feeds its executor, reconcile, children (apply order,
-//! apply, prune, changes), status writes, finalization, the orphan sweep, Events, and the primary, member and
-//! shard watches. A test engine (`test_engine`) serves the unit tests here.
+//! One controller at work: its engine, the loop that feeds its executor, reconcile, finalization, the orphan
+//! sweep; in wings, what feeds its queue (`intake`), one cluster's children (`children`) and what a parent is
+//! told (`status`).
 
 mod children;
 mod controller_loop;
@@ -11,8 +11,9 @@ mod intake;
 mod orphans;
 mod reconcile;
 mod status;
-#[cfg(test)]
-mod test_engine;
 
 pub(crate) use controller_loop::start as start_controller;
 pub use engine::CONTEXT_TIMEOUT;
+// The test engine (`crate::testing::engine`) builds one of these from outside the engine.
+#[cfg(test)]
+pub(crate) use {engine::Engine, status::events::EventPublisher};

@@ -194,7 +194,7 @@ mod tests {
         use k8s_openapi::api::core::v1::ConfigMap;
         use kube::api::{Api, DeleteParams};
 
-        let (base, requests) = crate::client::fake_api::client(|_, _, _| {
+        let (base, requests) = crate::testing::fake_api::client(|_, _, _| {
             (
                 200,
                 serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
@@ -248,8 +248,8 @@ mod tests {
 
         let answer =
             |_: &_, _: &_, _: &_| (404, serde_json::json!({"kind": "Status", "code": 404}));
-        let (old, to_old) = crate::client::fake_api::client(answer);
-        let (new, to_new) = crate::client::fake_api::client(answer);
+        let (old, to_old) = crate::testing::fake_api::client(answer);
+        let (new, to_new) = crate::testing::fake_api::client(answer);
         let state = ShardState::new(ShardBy::Parent(2), vec!["0".into(), "1".into()]);
         let read = |client| async move {
             let api: Api<ConfigMap> = Api::namespaced(client, "apps");

@@ -69,11 +69,11 @@ async fn work_refused_by_a_lapsed_fence_of_a_shard_still_held_is_tried_again() {
     use crate::core::Action;
 
     use crate::engine::engine::ReconcileKey;
-    use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
     use crate::ha::{FENCE_LAPSE_RETRY, ShardBy, ShardState};
+    use crate::testing::engine::{CONTROL_TARGET, engine, parent};
 
     let (client, requests) =
-        crate::client::fake_api::client(|_, _, _| (404, serde_json::json!({})));
+        crate::testing::fake_api::client(|_, _, _| (404, serde_json::json!({})));
     let mut engine = engine(client);
     // One shard: every parent is in it. Its fence is closed (never renewed) whatever is held.
     let shards = Arc::new(ShardState::new(ShardBy::Parent(1), vec!["0".into()]));

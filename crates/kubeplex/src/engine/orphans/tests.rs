@@ -8,9 +8,9 @@ use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 
 use super::*;
-use crate::client::fake_api;
 use crate::core::Action;
-use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine};
+use crate::testing::engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine};
+use crate::testing::fake_api;
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
     let parent = ParentRef {
@@ -238,7 +238,7 @@ fn watch_of(context: &str, children: Vec<ObjectMeta>) -> ChildWatch {
 }
 
 /// The requests that wrote a child (deleted or unlinked it): any but the Events' POSTs.
-fn child_writes(requests: &crate::client::fake_api::Requests) -> Vec<String> {
+fn child_writes(requests: &crate::testing::fake_api::Requests) -> Vec<String> {
     let lines = requests.lines().into_iter();
     lines.filter(|l| !l.contains("/events")).collect()
 }
@@ -250,7 +250,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
     // The real parent, live in its listed cache.
     let (parents, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&Event::Init);
-    let live = crate::engine::test_engine::parent(&[]);
+    let live = crate::testing::engine::parent(&[]);
     writer.apply_watcher_event(&Event::InitApply(live));
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(

@@ -15,15 +15,15 @@ use tracing_subscriber::layer::SubscriberExt;
 
 use self::recording::{Recording, SpanSeen};
 use super::with_resync;
-use crate::client::fake_api;
-use crate::controller::test_controller::runtime_of;
 use crate::core::Action;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey, not_answering_yet};
-use crate::engine::test_engine::{
+use crate::testing::controller::runtime_of;
+use crate::testing::engine::{
     CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
 };
+use crate::testing::fake_api;
 use crate::watch::SharedWatch;
 
 #[test]

@@ -128,10 +128,10 @@ mod tests {
 
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    use crate::client::fake_api::{self, status};
     use crate::core::{ClusterState, ContextOutcome};
     use crate::engine::engine::Engine;
-    use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
+    use crate::testing::engine::{CONTROL_TARGET, TestController, engine, parent};
+    use crate::testing::fake_api::{self, status};
 
     /// Writes `outcomes` over the status as a reconcile of `object` would find it.
     async fn write(

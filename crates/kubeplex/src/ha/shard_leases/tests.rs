@@ -18,13 +18,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{Group, run};
-use crate::client::fake_leases::{FakeLeases, Link};
 use crate::client::{Fence, Role};
 use crate::core::ContextName;
 use crate::ha::rendezvous::{ShardBy, owner};
 use crate::ha::shard_state::ShardState;
 use crate::ha::sharding::Sharding;
 use crate::health::Health;
+use crate::testing::fake_leases::{FakeLeases, Link};
 
 const SHARDS: u16 = 8;
 

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::client::fake_api;
+use crate::testing::fake_api;
 
 const TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.a-scrapers-token";
 const PROMETHEUS: &str = "system:serviceaccount:monitoring:prometheus";

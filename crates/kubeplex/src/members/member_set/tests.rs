@@ -12,9 +12,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{MemberChange, MemberSet, SYNCS_DRAIN};
-use crate::client::fake_api;
 use crate::health::Health;
 use crate::members::{LeaveOutcome, LeavePolicy, LeaveProgress, Slot};
+use crate::testing::fake_api;
 
 /// A client of its own stand-in server, and the requests that server saw.
 fn client() -> (kube::Client, fake_api::Requests) {

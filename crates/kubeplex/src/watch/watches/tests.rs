@@ -227,7 +227,7 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
     health.declare("test", true);
     let watches = WatchRegistry::new(health.clone(), metrics);
     // A server that answers every list with one object and every watch with nothing new.
-    let (client, _) = crate::client::fake_api::client(|_, uri, _| {
+    let (client, _) = crate::testing::fake_api::client(|_, uri, _| {
         if uri.contains("watch=true") {
             (
                 200,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::super::tests::cx;
 use super::*;
 use crate::Plan;
-use crate::controller::test_controller::{CLUSTER_A, CONTROL, runtime};
+use crate::testing::controller::{CLUSTER_A, CONTROL, runtime};
 
 fn config_map(namespace: Option<&str>, name: Option<&str>) -> ConfigMap {
     ConfigMap {
@@ -74,7 +74,7 @@ async fn the_declared_places_of_a_child_kind_and_its_default_namespace() {
 
 #[tokio::test]
 async fn children_are_split_by_context_as_they_are_declared() {
-    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("split")
         .contexts([CONTROL])
         .owns(crate::Child::of::<ConfigMap>().contexts([CLUSTER_A, CONTROL]));
@@ -99,7 +99,7 @@ async fn children_are_split_by_context_as_they_are_declared() {
 
 /// A cx of a plan that owns ConfigMaps in cluster-a, kept on prune.
 fn keeping_cx() -> Cx<crate::ContextName> {
-    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("keeps").contexts([CONTROL]).owns(
         crate::Child::of::<ConfigMap>()
             .contexts([CLUSTER_A])
@@ -206,7 +206,7 @@ async fn an_annotation_that_names_no_policy_is_refused_with_the_values_it_takes(
 
 #[tokio::test]
 async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
-    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("own-namespace").contexts([CONTROL]).owns(
         crate::Child::of::<ConfigMap>()
             .contexts([CLUSTER_A])
@@ -214,7 +214,7 @@ async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
             .member_default_namespace(),
     );
     let runtime = runtime(client.clone(), client);
-    let member_client = crate::client::fake_api::client_in("team-b");
+    let member_client = crate::testing::fake_api::client_in("team-b");
     runtime.members.joined("member-b", member_client).await;
     let cx = Cx::new(Target::Context(CONTROL), Arc::new(plan), runtime, 0);
     let member = crate::Member::new("member-b");

@@ -9,9 +9,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
-use crate::client::fake_api::{self, status};
 use crate::core::ClusterState;
 use crate::engine::children::sync::tests::{child_meta, parent};
+use crate::testing::fake_api::{self, status};
 
 /// A metadata list of these children.
 fn list(items: &[ObjectMeta]) -> serde_json::Value {

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 
 use super::*;
-use crate::client::fake_api::{self, status};
 use crate::core::{ClusterState, PARENT_UID_LABEL, ParentRef};
-use crate::engine::test_engine::FixedCache;
+use crate::testing::engine::FixedCache;
+use crate::testing::fake_api::{self, status};
 
 pub(crate) fn parent(uid: &str, name: &str) -> ParentRef {
     ParentRef {

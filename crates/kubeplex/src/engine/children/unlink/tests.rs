@@ -3,12 +3,12 @@
 
 use kube::api::ObjectMeta;
 
-use crate::client::fake_api::{self, status};
 use crate::core::ClusterState;
 use crate::core::ParentRef;
 use crate::engine::children::sync::tests::{
     applying, cached_at, child_meta, create_only, desired, parent, server, sync, sync_telling,
 };
+use crate::testing::fake_api::{self, status};
 
 /// `parent`'s child `name`, cached, whose prune policy keeps it.
 fn kept_at(name: &str, parent: &ParentRef) -> ObjectMeta {

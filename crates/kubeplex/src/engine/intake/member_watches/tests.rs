@@ -13,16 +13,16 @@ use kube::Resource;
 
 use crate::engine::engine::ReconcileKey;
 use crate::engine::status::events::Note;
-use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
 use crate::health::Health;
 use crate::members::{LeavePolicy, LeaveProgress, MemberChange, Slot};
+use crate::testing::engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::watch::SharedWatch;
 
 #[tokio::test(start_paused = true)]
 async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_it_still_counts_as_leaving()
  {
-    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let engine = engine(client);
     let (store, mut writer) = reflector::store();
     writer.apply_watcher_event(&watcher::Event::Apply(parent(&[])));
@@ -43,7 +43,7 @@ async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_i
     assert!(queue.waiting().is_empty());
 
     // An event about the member: its recorder goes with the member.
-    let (events, _) = crate::client::fake_api::client(|_, _, _| (201, serde_json::json!({})));
+    let (events, _) = crate::testing::fake_api::client(|_, _, _| (201, serde_json::json!({})));
     let note = Note::normal(
         "ClusterUnreachable",
         "Apply",

@@ -10,8 +10,8 @@ use kube::runtime::watcher;
 
 use crate::core::{PARENT_UID_LABEL, ParentRef};
 use crate::engine::engine::{ChildWatch, ReconcileKey};
-use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
+use crate::testing::engine::{CLUSTER_A, CONTROL_TARGET, TestController, engine, parent};
 use crate::watch::SharedWatch;
 
 /// A watch whose cache holds `objects`.
@@ -46,7 +46,7 @@ fn child(name: &str) -> ConfigMap {
 
 #[tokio::test]
 async fn a_term_queues_each_cached_parent_once_whichever_caches_name_it() {
-    let (client, _) = crate::client::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let mut engine = engine(client);
     engine.primaries.insert(
         (CONTROL_TARGET, Some("crds".into())),

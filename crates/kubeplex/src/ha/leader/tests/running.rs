@@ -18,9 +18,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::super::{LeaderElection, run};
-use crate::client::fake_leases::{FakeLeases, Link, line};
 use crate::client::{Fence, Role};
 use crate::core::ContextName;
+use crate::testing::fake_leases::{FakeLeases, Link, line};
 
 /// One replica running the election.
 pub(super) struct Replica {

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use tokio::time::Instant;
 
 use super::running::Replica;
-use crate::client::fake_leases::FakeLeases;
-use crate::client::fake_leases::faults::{Fault, Step, paused, play, schedule};
+use crate::testing::fake_leases::FakeLeases;
+use crate::testing::fake_leases::faults::{Fault, Step, paused, play, schedule};
 
 /// How often the fences are looked at between two steps.
 const TICK: Duration = Duration::from_millis(100);

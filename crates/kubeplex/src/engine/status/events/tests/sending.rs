@@ -16,7 +16,7 @@ async fn a_burst_of_events_is_sent_a_few_at_a_time_and_every_one_is_sent() {
         Arc::new(AtomicUsize::new(0)),
     );
     let (in_flight, peak, count) = (now.clone(), most.clone(), posted.clone());
-    let client = crate::client::fake_api::answered_by(move |seen| {
+    let client = crate::testing::fake_api::answered_by(move |seen| {
         let (in_flight, peak, count) = (in_flight.clone(), peak.clone(), count.clone());
         async move {
             if seen.method == "POST" {

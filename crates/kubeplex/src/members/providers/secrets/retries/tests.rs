@@ -10,10 +10,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::*;
-use crate::client::fake_api::{self, Seen, status};
 use crate::members::provider::{Command, FixedClients, MemberProvider, MemberSink};
 use crate::members::providers::secret_finalizer::MEMBER_FINALIZER;
 use crate::members::providers::secrets::KubeconfigSecrets;
+use crate::testing::fake_api::{self, Seen, status};
 use crate::{ContextName, LeavePolicy};
 
 #[tokio::test(start_paused = true)]
