@@ -49,7 +49,7 @@ pub(crate) use ownership::{ParentRef, unlink_patch};
 pub(crate) use ownership::{written_by, written_by_its_controller, written_marker};
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
-pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref};
+pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub(crate) use status::{ContextOutcome, now};
 pub(crate) use target::name_problem;

@@ -75,6 +75,13 @@ pub(crate) fn namespaced_name(namespace: Option<&str>, name: &str) -> String {
     format!("{}/{name}", namespace.unwrap_or(""))
 }
 
+/// A `resourceVersion` as a number, to tell which of two versions of one object is newer. They are opaque
+/// to clients by contract, but etcd's are integers that grow with every write; one that is not (another
+/// storage) is never taken as newer or current.
+pub(crate) fn version_number(version: Option<&str>) -> Option<u64> {
+    version?.parse().ok()
+}
+
 /// The scope of a kind (`kube::Resource::Scope`): where its objects live, and so how to address them.
 ///
 /// Implemented for namespaced and cluster-scoped kinds; the runtime uses it to watch a kind in one

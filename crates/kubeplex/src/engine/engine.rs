@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use educe::Educe;
 use futures::StreamExt;
 use futures::future::join_all;
 use futures::stream::FuturesUnordered;
@@ -40,27 +41,15 @@ pub const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
 pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// What a reconcile is keyed by: where the object lives (one of the controller's typed contexts, or a
-/// member of the fleet) and its reference; the same namespace/name in two contexts are two keys.
+/// member of the fleet) and its reference; the same namespace/name in two contexts are two keys. (Derived
+/// with the fields' bounds: `R` itself need not be `Clone`, `Eq` or `Hash`.)
+#[derive(Educe)]
+#[educe(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ReconcileKey<R: Controller> {
     pub(crate) context: Target<R::Context>,
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
-// Derives would demand `R: Clone + Eq + Hash`; only the fields need to be.
-impl<R: Controller> Clone for ReconcileKey<R> {
-    fn clone(&self) -> Self {
-        Self {
-            context: self.context.clone(),
-            object: self.object.clone(),
-        }
-    }
-}
-impl<R: Controller> PartialEq for ReconcileKey<R> {
-    fn eq(&self, other: &Self) -> bool {
-        self.context == other.context && self.object == other.object
-    }
-}
-impl<R: Controller> Eq for ReconcileKey<R> {}
 /// A controller's reconciles take turns by the context or member their object came from.
 impl<R: Controller> QueueKey for ReconcileKey<R> {
     type Group = Target<R::Context>;
@@ -71,12 +60,6 @@ impl<R: Controller> QueueKey for ReconcileKey<R> {
 
     fn group_name(group: &Self::Group) -> String {
         group.name().to_owned()
-    }
-}
-impl<R: Controller> std::hash::Hash for ReconcileKey<R> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.context.hash(state);
-        self.object.hash(state);
     }
 }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use educe::Educe;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -43,16 +44,10 @@ pub(crate) struct KeyQueue<K: QueueKey> {
 }
 
 /// A source's end; it stops accepting keys once the queue is dropped.
+#[derive(Educe)]
+#[educe(Clone)]
 pub(crate) struct KeySender<K: QueueKey> {
     shared: Weak<Shared<K>>,
-}
-
-impl<K: QueueKey> Clone for KeySender<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: self.shared.clone(),
-        }
-    }
 }
 
 /// A new, empty queue: an arrival is due `debounce` after the last arrival of its key; keys take their

@@ -15,6 +15,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use crate::core::version_number;
+
 /// Entries kept at least, however few children are cached: a sweep costs a pass over the cache.
 const SWEEP_FLOOR: usize = 1024;
 
@@ -50,7 +52,7 @@ impl Applied {
     /// Whether the child with this UID and cached resourceVersion is `digest` as this controller last
     /// applied it, unwritten since.
     pub(crate) fn is_current(&self, uid: Option<&str>, version: Option<&str>, digest: u64) -> bool {
-        let (Some(uid), Some(version)) = (uid, parse(version)) else {
+        let (Some(uid), Some(version)) = (uid, version_number(version)) else {
             return false;
         };
         let entries = self.0.lock();
@@ -70,7 +72,7 @@ impl Applied {
             return;
         };
         let mut entries = self.0.lock();
-        match parse(version) {
+        match version_number(version) {
             Some(version) => entries.by_uid.insert(key(uid), Written { digest, version }),
             None => entries.by_uid.remove(&key(uid)),
         };
@@ -94,12 +96,6 @@ fn key(uid: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     uid.hash(&mut hasher);
     hasher.finish()
-}
-
-/// ResourceVersions are opaque to clients, but compared only for equality here; one that is not an integer
-/// (as etcd's are) is never taken as current.
-fn parse(version: Option<&str>) -> Option<u64> {
-    version?.parse().ok()
 }
 
 #[cfg(test)]

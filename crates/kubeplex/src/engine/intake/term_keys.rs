@@ -1,18 +1,15 @@
 //! Where the keys of the current term go: the key queue of this replica's term as leader (or shard
 //! owner), swapped at each new term, and none between terms.
 
+use educe::Educe;
 use parking_lot::RwLock;
 
 use crate::executor::{KeySender, QueueKey};
 
 /// The current term's queue of keys `K`; `None` while this replica stands by.
+#[derive(Educe)]
+#[educe(Default)]
 pub(crate) struct TermKeys<K: QueueKey>(RwLock<Option<KeySender<K>>>);
-
-impl<K: QueueKey> Default for TermKeys<K> {
-    fn default() -> Self {
-        Self(RwLock::new(None))
-    }
-}
 
 impl<K: QueueKey> TermKeys<K> {
     /// The current term's queue, if this replica leads.

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 // tokio's clock, so paused-time tests drive the expiry.
 use tokio::time::Instant;
 
-use crate::core::FleetStatus;
+use crate::core::{FleetStatus, version_number};
 
 /// How long a written status is remembered: the cache shows a write within moments.
 const REMEMBER_WRITTEN: Duration = Duration::from_secs(60);
@@ -31,8 +31,10 @@ impl WrittenStatus {
         version: Option<String>,
         status: FleetStatus,
     ) {
-        let (Some(uid), Some(version)) = (object.meta().uid.clone(), parse(version.as_deref()))
-        else {
+        let (Some(uid), Some(version)) = (
+            object.meta().uid.clone(),
+            version_number(version.as_deref()),
+        ) else {
             return;
         };
         let mut written = self.0.lock();
@@ -44,7 +46,7 @@ impl WrittenStatus {
     pub(crate) fn newer_than(&self, object: &impl Resource) -> Option<FleetStatus> {
         let uid = object.meta().uid.as_ref()?;
         let mut written = self.0.lock();
-        let cached = parse(object.meta().resource_version.as_deref());
+        let cached = version_number(object.meta().resource_version.as_deref());
         match (written.get(uid), cached) {
             (Some((version, status, _)), Some(cached)) if cached < *version => Some(status.clone()),
             (Some(_), _) => {
@@ -55,10 +57,6 @@ impl WrittenStatus {
             (None, _) => None,
         }
     }
-}
-
-fn parse(version: Option<&str>) -> Option<u64> {
-    version?.parse().ok()
 }
 
 /// How long a finalized parent is remembered: its cache shows the finalizer's removal within moments.
