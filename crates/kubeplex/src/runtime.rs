@@ -30,7 +30,7 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// The client of `context` for the current task: in sharded mode, inside work for a parent, one whose
     /// writes are also fenced by that parent's shard.
-    pub(crate) fn client(&self, context: &str) -> crate::Result<kube::Client> {
+    pub(crate) fn client(&self, context: &str) -> crate::core::Result<kube::Client> {
         let base = match self.pool.client(context) {
             // Not a fixed context: a member, or the pool's error.
             Err(error @ Error::UndeclaredContext { .. }) => {

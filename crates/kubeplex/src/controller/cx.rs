@@ -191,10 +191,13 @@ impl<C: Context> fmt::Debug for Cx<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Controller;
+    use crate::controller::Controller;
     use crate::testing::controller::{CLUSTER_A, CONTROL, TestController, runtime};
 
-    pub(super) fn cx(context: crate::ContextName, failures: u32) -> Cx<crate::ContextName> {
+    pub(super) fn cx(
+        context: crate::core::ContextName,
+        failures: u32,
+    ) -> Cx<crate::core::ContextName> {
         let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
         Cx::new(
             Target::Context(context),
@@ -209,7 +212,7 @@ mod tests {
         let cx = cx(CONTROL, 0);
         assert!(cx.client(CLUSTER_A).is_ok());
         let undeclared = cx
-            .client(crate::ContextName::new("elsewhere"))
+            .client(crate::core::ContextName::new("elsewhere"))
             .err()
             .unwrap();
         assert!(

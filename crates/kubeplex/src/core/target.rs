@@ -126,7 +126,7 @@ pub(crate) fn name_problem(name: &str, fixed: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ContextName;
+    use crate::core::ContextName;
 
     #[test]
     fn a_target_is_a_context_or_a_member_by_name() {

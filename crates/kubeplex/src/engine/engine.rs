@@ -231,7 +231,7 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// The client of `context`, or why it has none.
-    pub(crate) fn client(&self, context: &str) -> crate::Result<Client> {
+    pub(crate) fn client(&self, context: &str) -> crate::core::Result<Client> {
         self.runtime.client(context)
     }
 
@@ -240,7 +240,7 @@ impl<R: Reconcile> Engine<R> {
         &self,
         object: &Primary<R>,
         context: &Target<R::Context>,
-    ) -> crate::Result<Api<Primary<R>>> {
+    ) -> crate::core::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
             self.client(context.name())?,
             object.namespace().as_deref(),

@@ -40,7 +40,7 @@ impl<R: Reconcile> Engine<R> {
         object: &Primary<R>,
         context: &Target<R::Context>,
         present: bool,
-    ) -> crate::Result<()> {
+    ) -> crate::core::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
         let api = self.parent_api(object, context)?;
         let in_context = |source| Error::Kube {

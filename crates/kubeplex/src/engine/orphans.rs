@@ -31,7 +31,10 @@ use crate::ha::WORKING_FOR;
 use crate::watch::SharedWatch;
 
 /// A live parent, with the context it lives in.
-type Holder<R> = (Target<<R as crate::Controller>::Context>, Arc<Primary<R>>);
+type Holder<R> = (
+    Target<<R as crate::controller::Controller>::Context>,
+    Arc<Primary<R>>,
+);
 
 impl<R: Reconcile> Engine<R> {
     /// Sweeps every child cache of the controller, each on its own.

@@ -39,11 +39,12 @@ impl Election {
         access: Access,
         fence: Fence,
         health: Arc<Health>,
-    ) -> crate::Result<Self> {
-        let api = lease_api(&access, &election).map_err(|reason| crate::Error::LeaderElection {
-            lease: election.lease(),
-            reason,
-        })?;
+    ) -> crate::core::Result<Self> {
+        let api =
+            lease_api(&access, &election).map_err(|reason| crate::core::Error::LeaderElection {
+                lease: election.lease(),
+                reason,
+            })?;
         let (role_sender, role) = watch::channel(Role {
             leader: false,
             holder: None,
@@ -85,11 +86,12 @@ impl Election {
         member: Fence,
         state: Arc<ShardState>,
         health: Arc<Health>,
-    ) -> crate::Result<Self> {
-        let api = lease_api(&access, &sharding.lease).map_err(|reason| crate::Error::Sharding {
-            group: sharding.group(),
-            reason,
-        })?;
+    ) -> crate::core::Result<Self> {
+        let api =
+            lease_api(&access, &sharding.lease).map_err(|reason| crate::core::Error::Sharding {
+                group: sharding.group(),
+                reason,
+            })?;
         let (role_sender, role) = watch::channel(Role {
             leader: false,
             holder: None,

@@ -139,7 +139,7 @@ fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
 /// Each of the `fixed` contexts' state (`ok`, `starting`, `failing`), and, when there are other contexts
 /// (the fleet's members), how many there are and how many of them are not ready.
 fn checks(
-    report: &crate::HealthReport,
+    report: &crate::health::HealthReport,
     fixed: &BTreeSet<String>,
 ) -> (BTreeMap<String, &'static str>, Option<serde_json::Value>) {
     let mut checks = BTreeMap::new();

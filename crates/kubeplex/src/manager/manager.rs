@@ -226,7 +226,8 @@ impl Manager {
         let up = health.clone();
         metrics.contexts_up(move || {
             let report = up.report();
-            let up = |c: &crate::ContextReport| c.status == crate::ContextStatus::Ready;
+            let up =
+                |c: &crate::health::ContextReport| c.status == crate::health::ContextStatus::Ready;
             report
                 .contexts
                 .iter()

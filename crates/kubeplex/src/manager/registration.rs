@@ -124,12 +124,14 @@ mod tests {
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 
     use super::*;
-    use crate::{Action, ContextName, Controller, Cx, Manager};
+    use crate::controller::{Controller, Cx};
+    use crate::core::{Action, ContextName};
+    use crate::manager::Manager;
 
     /// A controller of `K` in `control`, every namespace.
     struct Watching<K>(std::marker::PhantomData<K>);
 
-    impl<K: crate::PrimaryResource> Controller for Watching<K> {
+    impl<K: crate::core::PrimaryResource> Controller for Watching<K> {
         type Resource = K;
         type Context = ContextName;
         fn plan() -> Plan<ContextName> {
@@ -137,7 +139,7 @@ mod tests {
         }
     }
 
-    impl<K: crate::PrimaryResource> Reconcile for Watching<K> {
+    impl<K: crate::core::PrimaryResource> Reconcile for Watching<K> {
         type Error = Infallible;
         async fn reconcile(&self, _: Arc<K>, _: &Cx<ContextName>) -> Result<Action, Infallible> {
             Ok(Action::await_change())

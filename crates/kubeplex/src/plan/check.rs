@@ -135,7 +135,7 @@ mod tests {
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 
     use super::*;
-    use crate::ContextName;
+    use crate::core::ContextName;
 
     fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
         Plan::new(name).contexts([ContextName::new("control")])

@@ -7,14 +7,17 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 
 use crate::client::ClientPool;
+use crate::controller::{Controller, Cx, Reconcile};
+use crate::core::{Action, ContextName};
 use crate::health::Health;
+use crate::plan::{Child, Plan};
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
-use crate::{Action, Child, ContextName, Controller, Cx, Plan, Reconcile};
 
 pub(crate) const CONTROL: ContextName = ContextName::new("control");
 /// [`CONTROL`] as the target a reconcile is keyed by.
-pub(crate) const CONTROL_TARGET: crate::Target<ContextName> = crate::Target::Context(CONTROL);
+pub(crate) const CONTROL_TARGET: crate::core::Target<ContextName> =
+    crate::core::Target::Context(CONTROL);
 pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");
 
 /// Reconciles nothing; its plan owns ConfigMaps in `cluster-a`.
@@ -37,9 +40,13 @@ impl Controller for TestController {
 }
 
 impl Reconcile for TestController {
-    type Error = crate::Error;
+    type Error = crate::core::Error;
 
-    async fn reconcile(&self, _: Arc<ConfigMap>, _: &Cx<ContextName>) -> crate::Result<Action> {
+    async fn reconcile(
+        &self,
+        _: Arc<ConfigMap>,
+        _: &Cx<ContextName>,
+    ) -> crate::core::Result<Action> {
         Ok(Action::await_change())
     }
 }

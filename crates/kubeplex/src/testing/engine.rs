@@ -12,7 +12,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 pub(crate) use super::controller::{CLUSTER_A, CONTROL_TARGET, TestController};
-use crate::Controller;
+use crate::controller::Controller;
 use crate::core::PARENT_UID_LABEL;
 use crate::engine::{Engine, EventPublisher};
 use crate::watch::ChildCache;

@@ -25,6 +25,9 @@ const LAYERS: &[&[&str]] = &[
 /// tests, which the compiler keeps out of the library, import them).
 const EXEMPT: &[&str] = &["lib", "__private", "otlp", "testing"];
 
+/// The macros exported at the crate root (`#[macro_export]`), which can be named nowhere else.
+const ROOT_MACROS: &[&str] = &["contexts"];
+
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
@@ -138,8 +141,14 @@ fn violations(src: &Path) -> Vec<String> {
                     relative.display(),
                     if layer == own { "a folder beside it" } else { "a folder above it" },
                 )),
-                // Crate-root items (`crate::Action`) re-exported by lib.rs are not modules.
-                None => {}
+                // The macros `#[macro_export]` puts at the root have no other path.
+                None if ROOT_MACROS.contains(&imported.as_str()) => {}
+                // A name lib.rs re-exports for users: inside the crate it hides which folder it comes from.
+                None => problems.push(format!(
+                    "{}: imports `crate::{imported}` through the crate root; import it from the folder that \
+                     defines it",
+                    relative.display(),
+                )),
             }
         }
     }
@@ -184,8 +193,16 @@ fn an_upward_import_is_found() {
         "use crate::client::Fence;\n",
     )
     .expect("a file");
+    // A name the root re-exports, alone and in a group; a root macro is no import.
+    fs::write(
+        dir.path().join("metrics.rs"),
+        "use crate::Error;\nuse crate::{core::Action, Manager};\ncrate::contexts! {}\n",
+    )
+    .expect("a file");
     let problems = violations(dir.path());
-    assert_eq!(problems.len(), 2, "{problems:#?}");
+    assert_eq!(problems.len(), 4, "{problems:#?}");
     assert!(problems[0].starts_with("executor.rs: imports `crate::client` (layer 2) from `executor` (layer 2): a folder beside it"), "{}", problems[0]);
-    assert!(problems[1].starts_with("watch/mod.rs: imports `crate::engine` (layer 8) from `watch` (layer 4): a folder above it"), "{}", problems[1]);
+    assert!(problems[1].starts_with("metrics.rs: imports `crate::Error` through the crate root"), "{}", problems[1]);
+    assert!(problems[2].starts_with("metrics.rs: imports `crate::Manager` through the crate root"), "{}", problems[2]);
+    assert!(problems[3].starts_with("watch/mod.rs: imports `crate::engine` (layer 8) from `watch` (layer 4): a folder above it"), "{}", problems[3]);
 }

@@ -1,7 +1,7 @@
 //! The finalizer patches and the deletion path's events, against a stand-in API server.
 
 use super::*;
-use crate::Controller;
+use crate::controller::Controller;
 use crate::testing::engine::{CONTROL_TARGET, TestController, engine, linked, parent};
 use crate::testing::fake_api::{self, status};
 

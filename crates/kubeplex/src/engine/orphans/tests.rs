@@ -62,7 +62,7 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     );
     // The child whose parent cache is stuck comes first.
     engine.children.push(ChildWatch {
-        context: crate::Context::name(&CLUSTER_A).into(),
+        context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![
             orphan("judged-never", "crds"),
@@ -87,7 +87,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     let mut engine = with_listed_primaries(client);
     let recreated = orphan("recreated", "other");
     engine.children.push(ChildWatch {
-        context: crate::Context::name(&CLUSTER_A).into(),
+        context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![
             recreated.clone(),
@@ -142,7 +142,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
     );
     let gone = orphan("gone", "crds");
     engine.children.push(ChildWatch {
-        context: crate::Context::name(&CLUSTER_A).into(),
+        context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![gone.clone()])),
         answered: Default::default(),
@@ -185,7 +185,7 @@ async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
     let annotations = spared.annotations.get_or_insert_default();
     annotations.insert(crate::core::ON_DELETE_ANNOTATION.into(), "orphan".into());
     engine.children.push(ChildWatch {
-        context: crate::Context::name(&CLUSTER_A).into(),
+        context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![spared, orphan("deleted", "other")])),
         answered: Default::default(),
@@ -269,7 +269,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
         ..real.clone()
     };
     let forged = child_of("forged", &ghost);
-    let cluster_a = crate::Context::name(&CLUSTER_A);
+    let cluster_a = crate::core::Context::name(&CLUSTER_A);
     engine.children.push(watch_of(
         cluster_a,
         vec![forged.clone(), child_of("web", &real)],
@@ -326,7 +326,7 @@ async fn children_of_one_gone_uid_are_each_judged_by_their_own_reference() {
         name: "second".into(),
         ..first.clone()
     };
-    let cluster_a = crate::Context::name(&CLUSTER_A);
+    let cluster_a = crate::core::Context::name(&CLUSTER_A);
     engine.children.push(watch_of(
         cluster_a,
         vec![child_of("of-second", &second), child_of("of-first", &first)],

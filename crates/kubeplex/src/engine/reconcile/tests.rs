@@ -104,7 +104,7 @@ async fn reconcile_with(
         Arc::new(SharedWatch::fed(store, None)),
     );
     engine.children.push(ChildWatch {
-        context: crate::Context::name(&CLUSTER_A).into(),
+        context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: Arc::new(FixedCache(vec![stale_child()])),
         answered: Default::default(),
@@ -235,7 +235,7 @@ async fn a_fenced_write_leaves_the_status_and_the_events_alone() {
     let (cluster_a, reached) = fake_api::client(accept);
     let cluster_a = behind(&crate::client::Fence::closed(), cluster_a);
     // The parent carries its finalizer already, so the only writes due are the child's and the status'.
-    let plan = <TestController as crate::Controller>::plan();
+    let plan = <TestController as crate::controller::Controller>::plan();
     let finalizer = plan
         .managed_finalizer()
         .expect("a controller with children has a finalizer");
@@ -289,9 +289,9 @@ fn hanging() -> kube::Client {
 async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
     let (client, seen) = fake_api::client(accept);
     let mut engine = engine_with(client.clone(), client.clone());
-    let plan = <TestController as crate::Controller>::plan();
+    let plan = <TestController as crate::controller::Controller>::plan();
     let finalizer = plan.managed_finalizer().unwrap().into_owned();
-    let child = crate::Child::of::<ConfigMap>()
+    let child = crate::plan::Child::of::<ConfigMap>()
         .contexts([CLUSTER_A, CLUSTER_B])
         .namespaces(["ns"]);
     engine.plan = Arc::new(plan.owns(child));
@@ -330,7 +330,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
         .collect()
 }
 
-const CLUSTER_B: crate::ContextName = crate::ContextName::new("cluster-b");
+const CLUSTER_B: crate::core::ContextName = crate::core::ContextName::new("cluster-b");
 
 /// The interim status is written over what the controller remembers of its own writes, as the final one
 /// is: an interim status that is the controller's last write is not written again while the cache lags.

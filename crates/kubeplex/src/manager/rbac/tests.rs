@@ -5,10 +5,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 
 use super::*;
-use crate::{
-    Action, Child, ContextName, Controller, Cx, KubeconfigSecrets, LeaderElection, LeavePolicy,
-    Plan, Reconcile, Sharding,
-};
+use crate::controller::{Controller, Cx, Reconcile};
+use crate::core::{Action, ContextName};
+use crate::ha::{LeaderElection, Sharding};
+use crate::members::{KubeconfigSecrets, LeavePolicy};
+use crate::plan::{Child, Plan};
 
 /// A controller of Deployments; each test gives it its plan.
 struct Planned;
@@ -298,7 +299,8 @@ fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
             .contexts([ctx("control"), ctx("edge")])
             .namespaces(["crds"])
     };
-    let secure = manager(plan).secure_metrics(crate::SecureMetrics::new(ctx("control"), ":8443"));
+    let secure =
+        manager(plan).secure_metrics(crate::health::SecureMetrics::new(ctx("control"), ":8443"));
     let rbac = secure.rbac("operator", "ops");
     let control = rbac.for_context("control");
     assert_eq!(control.cluster_roles.len(), 1);

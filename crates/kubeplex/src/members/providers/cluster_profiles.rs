@@ -77,7 +77,7 @@ pub struct ClusterProfiles {
 impl ClusterProfiles {
     /// Members from the ClusterProfiles in `namespace` of `context`, reached with the plugins of `access`.
     pub fn new(
-        context: impl crate::Context,
+        context: impl crate::core::Context,
         namespace: impl Into<String>,
         access: AccessProviders,
     ) -> Self {

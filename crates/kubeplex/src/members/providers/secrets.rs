@@ -90,7 +90,7 @@ impl KubeconfigSecrets {
     /// Members from the Secrets in `namespace` of `context` that match `label_selector` (e.g.
     /// `fleet.example.com/cluster=true`).
     pub fn new(
-        context: impl crate::Context,
+        context: impl crate::core::Context,
         namespace: impl Into<String>,
         label_selector: impl Into<String>,
     ) -> Self {

@@ -1,7 +1,7 @@
 //! The plan builders: what a generated or hand-written plan watches after each adjustment.
 
 use super::*;
-use crate::ContextName;
+use crate::core::ContextName;
 
 fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
     Plan::new(name).contexts([ContextName::new("control")])

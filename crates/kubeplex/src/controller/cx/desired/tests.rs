@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::super::tests::cx;
 use super::*;
-use crate::Plan;
+use crate::plan::Plan;
 use crate::testing::controller::{CLUSTER_A, CONTROL, runtime};
 
 fn config_map(namespace: Option<&str>, name: Option<&str>) -> ConfigMap {
@@ -77,7 +77,7 @@ async fn children_are_split_by_context_as_they_are_declared() {
     let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("split")
         .contexts([CONTROL])
-        .owns(crate::Child::of::<ConfigMap>().contexts([CLUSTER_A, CONTROL]));
+        .owns(crate::plan::Child::of::<ConfigMap>().contexts([CLUSTER_A, CONTROL]));
     let cx = Cx::new(
         Target::Context(CONTROL),
         Arc::new(plan),
@@ -98,10 +98,10 @@ async fn children_are_split_by_context_as_they_are_declared() {
 }
 
 /// A cx of a plan that owns ConfigMaps in cluster-a, kept on prune.
-fn keeping_cx() -> Cx<crate::ContextName> {
+fn keeping_cx() -> Cx<crate::core::ContextName> {
     let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("keeps").contexts([CONTROL]).owns(
-        crate::Child::of::<ConfigMap>()
+        crate::plan::Child::of::<ConfigMap>()
             .contexts([CLUSTER_A])
             .keep_on_prune(),
     );
@@ -120,7 +120,7 @@ fn annotated(name: &str, key: &str, value: &str) -> ConfigMap {
 }
 
 /// The policy annotations each child taken carries, by name.
-fn policies(cx: &Cx<crate::ContextName>) -> Vec<(String, serde_json::Value)> {
+fn policies(cx: &Cx<crate::core::ContextName>) -> Vec<(String, serde_json::Value)> {
     let taken = cx.take_children();
     (taken.into_values().flatten())
         .map(|c| (c.name, c.object["metadata"]["annotations"].clone()))
@@ -180,7 +180,7 @@ async fn a_childs_policies_come_from_its_options_else_its_annotations_else_its_k
     );
 }
 
-fn cx_of_test_controller() -> Cx<crate::ContextName> {
+fn cx_of_test_controller() -> Cx<crate::core::ContextName> {
     cx(CONTROL, 0)
 }
 
@@ -208,7 +208,7 @@ async fn an_annotation_that_names_no_policy_is_refused_with_the_values_it_takes(
 async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
     let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("own-namespace").contexts([CONTROL]).owns(
-        crate::Child::of::<ConfigMap>()
+        crate::plan::Child::of::<ConfigMap>()
             .contexts([CLUSTER_A])
             .namespaces(["ns"])
             .member_default_namespace(),
@@ -217,7 +217,7 @@ async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
     let member_client = crate::testing::fake_api::client_in("team-b");
     runtime.members.joined("member-b", member_client).await;
     let cx = Cx::new(Target::Context(CONTROL), Arc::new(plan), runtime, 0);
-    let member = crate::Member::new("member-b");
+    let member = crate::core::Member::new("member-b");
     cx.child(&member, config_map(None, Some("defaulted")))
         .unwrap();
     let refused = cx

@@ -53,7 +53,7 @@ async fn a_term_queues_each_cached_parent_once_whichever_caches_name_it() {
         cached(vec![parent(&[])], None),
     );
     engine.children.push(ChildWatch {
-        context: crate::Context::name(&CLUSTER_A).into(),
+        context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
         cache: crate::watch::judged(
             cached(vec![child("a"), child("b")], Some(PARENT_UID_LABEL)),

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::ContextName;
+use crate::core::ContextName;
 use crate::members::provider::{Command, FixedClients, LeavePolicy};
 
 /// What the manager receives.

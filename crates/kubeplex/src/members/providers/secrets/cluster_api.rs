@@ -16,7 +16,7 @@ impl KubeconfigSecrets {
     /// the kubeconfig under `value` and the cluster's name in label `cluster.x-k8s.io/cluster-name`. The
     /// member is named as the cluster. Cluster API's other Secrets of a cluster (its CAs, a
     /// `<cluster>-user-kubeconfig`) are not members.
-    pub fn cluster_api(context: impl crate::Context, namespace: impl Into<String>) -> Self {
+    pub fn cluster_api(context: impl crate::core::Context, namespace: impl Into<String>) -> Self {
         Self {
             fields: Some(format!("type={CAPI_SECRET_TYPE}")),
             name_suffix: Some("-kubeconfig".to_owned()),

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::super::secret_finalizer::MEMBER_FINALIZER;
 use super::*;
-use crate::ContextName;
+use crate::core::ContextName;
 use crate::members::provider::{Command, FixedClients};
 
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| TestEnv::builder().clusters(["control"]));

@@ -10,11 +10,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::*;
+use crate::core::ContextName;
+use crate::members::LeavePolicy;
 use crate::members::provider::{Command, FixedClients, MemberProvider, MemberSink};
 use crate::members::providers::secret_finalizer::MEMBER_FINALIZER;
 use crate::members::providers::secrets::KubeconfigSecrets;
 use crate::testing::fake_api::{self, Seen, status};
-use crate::{ContextName, LeavePolicy};
 
 #[tokio::test(start_paused = true)]
 async fn the_backoff_grows_with_jitter_and_starts_over_once_handled() {
