@@ -202,7 +202,15 @@ fn an_upward_import_is_found() {
     let problems = violations(dir.path());
     assert_eq!(problems.len(), 4, "{problems:#?}");
     assert!(problems[0].starts_with("executor.rs: imports `crate::client` (layer 2) from `executor` (layer 2): a folder beside it"), "{}", problems[0]);
-    assert!(problems[1].starts_with("metrics.rs: imports `crate::Error` through the crate root"), "{}", problems[1]);
-    assert!(problems[2].starts_with("metrics.rs: imports `crate::Manager` through the crate root"), "{}", problems[2]);
+    assert!(
+        problems[1].starts_with("metrics.rs: imports `crate::Error` through the crate root"),
+        "{}",
+        problems[1]
+    );
+    assert!(
+        problems[2].starts_with("metrics.rs: imports `crate::Manager` through the crate root"),
+        "{}",
+        problems[2]
+    );
     assert!(problems[3].starts_with("watch/mod.rs: imports `crate::engine` (layer 8) from `watch` (layer 4): a folder above it"), "{}", problems[3]);
 }

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::core::ContextName;
+use crate::executor::LOG_AGAIN_AFTER;
 use crate::members::LeavePolicy;
 use crate::members::provider::{Command, FixedClients, MemberProvider, MemberSink};
 use crate::members::providers::secret_finalizer::MEMBER_FINALIZER;
