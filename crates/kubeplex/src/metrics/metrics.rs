@@ -23,7 +23,7 @@ use super::handles::{ping_histogram, queue_histogram, reconcile_histogram};
 use super::live::RunClock;
 use super::live::{EventClock, Labels, Live};
 use super::members::MemberChangeMetrics;
-use crate::core::{Shrink, Verdict};
+use crate::core::Verdict;
 
 /// The parents (`namespace/name`) each (controller, context) holds back.
 type Histograms<const N: usize> = Family<Labels<N>, Histogram>;
@@ -42,8 +42,8 @@ pub(crate) struct Metrics {
     queue_duration: Histograms<2>,
     work_duration: Histograms<2>,
     queue_retries: Family<Labels<2>, Counter>,
-    healthchecks: Family<Labels<2>, Counter>,
-    ping_seconds: Histograms<1>,
+    pub(super) healthchecks: Family<Labels<2>, Counter>,
+    pub(super) ping_seconds: Histograms<1>,
     watch_events: Family<Labels<4>, Counter>,
     watch_restarts: Family<Labels<4>, Counter>,
     cache_objects: Family<Labels<3>, Gauge>,
@@ -364,30 +364,6 @@ impl Metrics {
     /// The member runner's figures.
     pub(crate) fn member_changes(&self) -> &MemberChangeMetrics {
         &self.member_changes
-    }
-
-    /// A member left: no series names it any more, in any family that carries `context`.
-    pub(crate) fn context_left(&self, context: &str) {
-        self.series.remove(context);
-        // Its watches' clocks, even while a closed watch's task has not dropped its handles yet.
-        let mut watches = self.live.lock_watches();
-        watches.retain(|(labels, _)| labels[0].1 != context);
-        watches.shrink_when_sparse();
-        drop(watches);
-        self.blocked.context_left(context);
-        self.pings_ended(context);
-    }
-
-    /// Forgets the pings of a member that left (its counters of work done stay, as counters do).
-    pub(crate) fn pings_ended(&self, context: &str) {
-        for result in ["success", "failure"] {
-            let labels = [
-                ("context", context.to_owned()),
-                ("result", result.to_owned()),
-            ];
-            self.healthchecks.remove(&labels);
-        }
-        self.ping_seconds.remove(&[("context", context.to_owned())]);
     }
 
     /// Records a ping of `context`: whether it answered, and how long it took.

@@ -5,6 +5,7 @@ mod by_context;
 mod children_health;
 mod family;
 mod handles;
+mod leaving;
 mod live;
 mod members;
 mod metrics;
