@@ -192,7 +192,7 @@ impl<C: Context> fmt::Debug for Cx<C> {
 mod tests {
     use super::*;
     use crate::controller::Controller;
-    use crate::testing::controller::{CLUSTER_A, CONTROL, TestController, runtime};
+    use crate::controller::test_controller::{CLUSTER_A, CONTROL, TestController, runtime};
 
     pub(super) fn cx(
         context: crate::core::ContextName,

@@ -5,6 +5,8 @@ mod child_options;
 mod controller;
 mod cx;
 mod desired_child;
+#[cfg(test)]
+pub(crate) mod test_controller;
 
 pub(crate) use child_caches::ChildCaches;
 pub use child_options::ChildOptions;

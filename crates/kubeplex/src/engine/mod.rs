@@ -11,9 +11,8 @@ mod intake;
 mod orphans;
 mod reconcile;
 mod status;
+#[cfg(test)]
+mod test_engine;
 
 pub(crate) use controller_loop::start as start_controller;
 pub use engine::CONTEXT_TIMEOUT;
-// The test engine (`crate::testing::engine`) builds one of these from outside the engine.
-#[cfg(test)]
-pub(crate) use {engine::Engine, status::events::EventPublisher};

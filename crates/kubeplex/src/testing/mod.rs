@@ -1,8 +1,7 @@
-//! Test doubles for the unit tests, outside the layers: stand-in API servers (`fake_api`, and
-//! `fake_leases` for Leases with generated link faults), a test controller and its runtime (`controller`),
-//! and a test engine of it (`engine`). Only tests import them: the module is `#[cfg(test)]`.
+//! Stand-in API servers for the unit tests of every layer: `fake_api`, and `fake_leases` for Leases with
+//! generated link faults. They import nothing of the crate, so any layer's tests may use them; the test
+//! controller and the test engine, which build the runtime's own parts, live in the layers they build
+//! (`controller/test_controller.rs`, `engine/test_engine.rs`). Only tests import any of them.
 
-pub(crate) mod controller;
-pub(crate) mod engine;
 pub(crate) mod fake_api;
 pub(crate) mod fake_leases;

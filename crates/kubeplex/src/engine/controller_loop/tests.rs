@@ -69,8 +69,8 @@ async fn work_refused_by_a_lapsed_fence_of_a_shard_still_held_is_tried_again() {
     use crate::core::Action;
 
     use crate::engine::engine::ReconcileKey;
+    use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
     use crate::ha::{FENCE_LAPSE_RETRY, ShardBy, ShardState};
-    use crate::testing::engine::{CONTROL_TARGET, engine, parent};
 
     let (client, requests) =
         crate::testing::fake_api::client(|_, _, _| (404, serde_json::json!({})));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::DeletionsSeen;
-use crate::testing::engine::parent;
+use crate::engine::test_engine::parent;
 
 /// A finalizer that holds the parent while its deletion is under way.
 const OURS: &str = "kubeplex.dev/test-controller";

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::controller::Controller;
-use crate::testing::engine::{CONTROL_TARGET, TestController, engine, linked, parent};
+use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, linked, parent};
 use crate::testing::fake_api::{self, status};
 
 const OURS: &str = "kubeplex.dev/test-controller";
@@ -201,7 +201,7 @@ async fn a_blocked_deletion_names_the_cluster_once_in_each_message() {
         ),
         _ => (200, serde_json::to_value(parent(&[])).unwrap()),
     });
-    let engine = crate::testing::engine::engine_with(control, refusing());
+    let engine = crate::engine::test_engine::engine_with(control, refusing());
     let mut deleted = parent(&[OURS]);
     deleted.metadata.deletion_timestamp = Some(
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),

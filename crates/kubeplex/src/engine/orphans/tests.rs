@@ -9,7 +9,7 @@ use kube::runtime::watcher::Event;
 
 use super::*;
 use crate::core::Action;
-use crate::testing::engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine};
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine};
 use crate::testing::fake_api;
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
@@ -250,7 +250,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
     // The real parent, live in its listed cache.
     let (parents, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&Event::Init);
-    let live = crate::testing::engine::parent(&[]);
+    let live = crate::engine::test_engine::parent(&[]);
     writer.apply_watcher_event(&Event::InitApply(live));
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(

@@ -15,12 +15,12 @@ use tracing_subscriber::layer::SubscriberExt;
 
 use self::recording::{Recording, SpanSeen};
 use super::with_resync;
+use crate::controller::test_controller::runtime_of;
 use crate::core::Action;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey, not_answering_yet};
-use crate::testing::controller::runtime_of;
-use crate::testing::engine::{
+use crate::engine::test_engine::{
     CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
 };
 use crate::testing::fake_api;

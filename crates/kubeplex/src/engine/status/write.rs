@@ -130,7 +130,7 @@ mod tests {
 
     use crate::core::{ClusterState, ContextOutcome};
     use crate::engine::engine::Engine;
-    use crate::testing::engine::{CONTROL_TARGET, TestController, engine, parent};
+    use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
     use crate::testing::fake_api::{self, status};
 
     /// Writes `outcomes` over the status as a reconcile of `object` would find it.

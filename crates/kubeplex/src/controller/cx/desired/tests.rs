@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::super::tests::cx;
 use super::*;
+use crate::controller::test_controller::{CLUSTER_A, CONTROL, runtime};
 use crate::plan::Plan;
-use crate::testing::controller::{CLUSTER_A, CONTROL, runtime};
 
 fn config_map(namespace: Option<&str>, name: Option<&str>) -> ConfigMap {
     ConfigMap {

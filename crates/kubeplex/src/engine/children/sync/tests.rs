@@ -6,7 +6,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::*;
 use crate::core::{ClusterState, PARENT_UID_LABEL, ParentRef};
-use crate::testing::engine::FixedCache;
+use crate::engine::test_engine::FixedCache;
 use crate::testing::fake_api::{self, status};
 
 pub(crate) fn parent(uid: &str, name: &str) -> ParentRef {

@@ -13,10 +13,10 @@ use kube::Resource;
 
 use crate::engine::engine::ReconcileKey;
 use crate::engine::status::events::Note;
+use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
 use crate::health::Health;
 use crate::members::{LeavePolicy, LeaveProgress, MemberChange, Slot};
-use crate::testing::engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::watch::SharedWatch;
 
 #[tokio::test(start_paused = true)]

@@ -10,8 +10,8 @@ use kube::runtime::watcher;
 
 use crate::core::{PARENT_UID_LABEL, ParentRef};
 use crate::engine::engine::{ChildWatch, ReconcileKey};
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
-use crate::testing::engine::{CLUSTER_A, CONTROL_TARGET, TestController, engine, parent};
 use crate::watch::SharedWatch;
 
 /// A watch whose cache holds `objects`.

@@ -11,10 +11,11 @@ use parking_lot::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-pub(crate) use super::controller::{CLUSTER_A, CONTROL_TARGET, TestController};
 use crate::controller::Controller;
+pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_TARGET, TestController};
 use crate::core::PARENT_UID_LABEL;
-use crate::engine::{Engine, EventPublisher};
+use crate::engine::engine::Engine;
+use crate::engine::status::events::EventPublisher;
 use crate::watch::ChildCache;
 
 /// An engine of [`TestController`] whose every context is reached through `client`.
@@ -24,7 +25,7 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
 
 /// An engine of [`TestController`] that reaches `control` and `cluster-a` through clients of their own.
 pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestController> {
-    let runtime = crate::testing::controller::runtime(control, cluster_a);
+    let runtime = crate::controller::test_controller::runtime(control, cluster_a);
     let plan = TestController::plan();
     Engine {
         reconciler: TestController,
