@@ -210,4 +210,205 @@ impl MemberSet {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    //! The member set in paused time, with the test standing in for the controllers: a join returns once every
+    //! controller has opened its watches, new credentials replace the client, and a leave closes the gate,
+    //! waits for the child syncs under way (at most its limit), keeps the client until every controller has
+    //! carried the policy out, and says whether children were abandoned.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::Api;
+    use tokio::sync::mpsc;
+    use tokio::time::Instant;
+
+    use super::{MemberChange, MemberSet, SYNCS_DRAIN};
+    use crate::health::Health;
+    use crate::members::{LeaveOutcome, LeavePolicy, LeaveProgress, Slot};
+    use crate::testing::fake_api;
+
+    /// A client of its own stand-in server, and the requests that server saw.
+    fn client() -> (kube::Client, fake_api::Requests) {
+        fake_api::client(|_, _, _| fake_api::status(404, "NotFound", "nothing here"))
+    }
+
+    /// `future`'s output, which must come within a minute.
+    async fn within<T>(future: impl Future<Output = T>) -> T {
+        let output = tokio::time::timeout(Duration::from_secs(60), future).await;
+        output.expect("done within a minute")
+    }
+
+    /// The next change `changes` is told of, within `within`; `None` when there is none by then.
+    async fn told(
+        changes: &mut mpsc::Receiver<MemberChange>,
+        within: Duration,
+    ) -> Option<MemberChange> {
+        let next = tokio::time::timeout(within, changes.recv()).await;
+        next.ok()
+            .map(|change| change.expect("the member set is alive"))
+    }
+
+    /// Answers the next change `changes` is told of (within a minute): its kind and member.
+    async fn answer(changes: &mut mpsc::Receiver<MemberChange>) -> (&'static str, String) {
+        match told(changes, Duration::from_secs(60)).await {
+            Some(MemberChange::Joined { name, done, .. }) => {
+                done.send(()).unwrap();
+                ("joined", name)
+            }
+            Some(MemberChange::Left { name, done, .. }) => {
+                done.send(()).unwrap();
+                ("left", name)
+            }
+            None => panic!("no change within a minute"),
+        }
+    }
+
+    /// `name`'s leave under `policy`, on a task of its own.
+    fn leaving(
+        set: &Arc<MemberSet>,
+        name: &'static str,
+        policy: LeavePolicy,
+    ) -> (Arc<LeaveProgress>, tokio::task::JoinHandle<LeaveOutcome>) {
+        let health = Arc::new(Health::default());
+        let progress = Arc::new(LeaveProgress::new(name, Slot::default(), None, health));
+        let (set, carried) = (set.clone(), progress.clone());
+        let leave = tokio::spawn(async move { set.leave(name, policy, carried).await });
+        (progress, leave)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_join_returns_once_every_controller_has_opened_its_watches() {
+        let set = Arc::new(MemberSet::default());
+        let (mut first, mut second) = (set.subscribe(), set.subscribe());
+        // A controller that stopped: it holds no join back.
+        drop(set.subscribe());
+        let join = {
+            let set = set.clone();
+            tokio::spawn(async move { set.joined("member-a", client().0).await })
+        };
+        assert_eq!(answer(&mut first).await, ("joined", "member-a".to_owned()));
+        let Some(MemberChange::Joined { done, .. }) =
+            told(&mut second, Duration::from_secs(60)).await
+        else {
+            panic!("the second controller is told of the join");
+        };
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert!(
+            !join.is_finished(),
+            "the join returned before a controller had answered"
+        );
+        assert!(
+            set.is_current("member-a"),
+            "its client is there for the watches to open"
+        );
+        done.send(()).unwrap();
+        within(join).await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn new_credentials_replace_the_client_and_a_member_that_joins_again_is_not_orphaned_any_more()
+     {
+        let set = Arc::new(MemberSet::default());
+        let (old, old_requests) = client();
+        let (new, new_requests) = client();
+        within(set.joined("member-a", old)).await;
+        within(set.joined("member-a", new)).await;
+        let api: Api<ConfigMap> = Api::namespaced(set.client("member-a").unwrap(), "apps");
+        let _ = within(api.get_opt("web")).await;
+        assert!(
+            old_requests.all().is_empty(),
+            "the old credentials were used"
+        );
+        assert_eq!(new_requests.all().len(), 1);
+
+        let (_, leave) = leaving(&set, "member-a", LeavePolicy::Orphan);
+        assert_eq!(within(leave).await.unwrap(), LeaveOutcome::Done);
+        assert_eq!(set.orphaned(), ["member-a"]);
+        assert!(!set.contains("member-a"));
+        within(set.joined("member-a", client().0)).await;
+        assert!(set.orphaned().is_empty());
+        assert!(set.is_current("member-a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leave_waits_for_the_syncs_under_way_then_keeps_the_client_until_every_controller_is_done()
+     {
+        let set = Arc::new(MemberSet::default());
+        within(set.joined("member-a", client().0)).await;
+        within(set.joined("member-b", client().0)).await;
+        let mut controller = set.subscribe();
+        let mut syncs = set.enter_all();
+        assert_eq!(syncs.len(), 2);
+        let (_, in_a) = syncs.remove(0);
+        let started = Instant::now();
+        let (progress, leave) = leaving(&set, "member-a", LeavePolicy::Delete);
+        let forgotten = progress.forgotten();
+        drop(progress);
+        // The gate is closed at once: no new sync enters, no reconcile targets it; the controllers are not
+        // told before the sync under way has ended.
+        assert!(
+            told(&mut controller, Duration::from_secs(5))
+                .await
+                .is_none()
+        );
+        assert!(!set.is_current("member-a"));
+        assert_eq!(set.names(), ["member-b"]);
+        let entered: Vec<String> = set.enter_all().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(entered, ["member-b"]);
+        drop(in_a);
+        let Some(MemberChange::Left {
+            name, policy, done, ..
+        }) = told(&mut controller, Duration::from_secs(60)).await
+        else {
+            panic!("the controllers are told of the leave");
+        };
+        assert_eq!((name.as_str(), policy), ("member-a", LeavePolicy::Delete));
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        assert!(
+            set.client("member-a").is_some(),
+            "the deletes need its client"
+        );
+        assert_eq!(set.leaving().len(), 1);
+        done.send(()).unwrap();
+        assert_eq!(within(leave).await.unwrap(), LeaveOutcome::Done);
+        assert!(set.client("member-a").is_none());
+        // Forgotten once it no longer counts as leaving: the controllers reconcile their parents then.
+        assert!(set.leaving().is_empty());
+        within(forgotten).await;
+        // Its gate is open again for a later join (this controller stopped: it is not waited for).
+        drop(controller);
+        within(set.joined("member-a", client().0)).await;
+        assert_eq!(set.enter_all().len(), 2);
+        drop(syncs);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sync_that_does_not_end_holds_a_leave_back_only_until_the_drain_limit() {
+        let set = Arc::new(MemberSet::default());
+        within(set.joined("member-a", client().0)).await;
+        let mut controller = set.subscribe();
+        let _stuck = set.enter_all();
+        let started = Instant::now();
+        let (progress, leave) = leaving(&set, "member-a", LeavePolicy::Delete);
+        let told_at_limit = told(&mut controller, SYNCS_DRAIN - Duration::from_millis(100)).await;
+        assert!(
+            told_at_limit.is_none(),
+            "the leave did not wait for the sync"
+        );
+        let Some(MemberChange::Left { done, .. }) =
+            told(&mut controller, Duration::from_secs(1)).await
+        else {
+            panic!("the leave goes on at the drain limit");
+        };
+        assert_eq!(started.elapsed(), SYNCS_DRAIN);
+        // A controller that gave up on the member's children: the leave says so.
+        progress.abandon("test-controller", "the member did not answer".into());
+        done.send(()).unwrap();
+        assert_eq!(
+            within(leave).await.unwrap(),
+            LeaveOutcome::Abandoned("the member did not answer".into())
+        );
+    }
+}
