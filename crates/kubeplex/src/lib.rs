@@ -72,18 +72,19 @@
 #![allow(clippy::module_inception)]
 
 // Subsystems, lowest layer first: a folder imports only from folders above it in this list
-// (docs/architecture.md; `tests/layers/` checks it).
-mod client;
+// (docs/architecture.md; `tests/layers/` checks it). The public ones are the crate's map; their `mod.rs`
+// is the face users see.
+pub mod client;
 mod controller;
 mod core;
 mod engine;
 mod executor;
-mod ha;
-mod health;
+pub mod ha;
 mod manager;
-mod members;
+pub mod members;
 mod metrics;
-mod plan;
+pub mod plan;
+pub mod readiness;
 mod runtime;
 #[cfg(test)]
 mod testing;
@@ -97,36 +98,50 @@ pub mod otlp;
 #[doc(hidden)]
 pub mod __private;
 
-pub use crate::core::Action;
-pub use crate::core::Grant;
-pub use crate::core::{ApiScope, PrimaryResource};
-pub use crate::core::{
-    Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
-};
-pub use crate::core::{
-    CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
-};
-pub use crate::core::{ClusterHealth, ClusterState, ClusterStatus, Condition, FleetStatus};
-pub use crate::core::{Context, ContextName, ContextSet, UnknownContext};
-pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
-pub use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
-pub use crate::core::{Error, Result};
-pub use crate::core::{Member, Target};
-pub use client::{CONTEXT_ENV_PREFIX, DEFAULT_PLUGIN_TIMEOUT};
-pub use client::{IN_CLUSTER, SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV};
-pub use controller::{ChildOptions, Cx};
-pub use controller::{Controller, Reconcile};
+/// The clusters a controller works in: typed kubeconfig contexts, members that join at run time, and the
+/// cluster that names either (docs/fleets.md).
+pub mod fleet {
+    pub use crate::core::{Context, ContextName, ContextSet, Member, Target, UnknownContext};
+}
+
+/// What kubeplex writes into a parent's status: each cluster's state and its children's health
+/// (docs/ownership.md, "Status").
+pub mod status {
+    pub use crate::core::{ClusterHealth, ClusterState, ClusterStatus, Condition, FleetStatus};
+}
+
+/// A child's health, and the rules that judge it (docs/ownership.md, "Children's health").
+pub mod health {
+    pub use crate::core::{
+        Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
+    };
+}
+
+/// How children are marked as a parent's, and what becomes of them once no longer declared or when the
+/// parent goes (docs/ownership.md).
+pub mod ownership {
+    pub use crate::core::{
+        CONTROLLER_LABEL, DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION,
+        PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL, PrunePolicy,
+    };
+}
+
+/// The permissions a manager's controllers need in each cluster, worked out from their plans (docs/rbac.md).
+pub mod rbac {
+    pub use crate::core::{ApiScope, Grant};
+    pub use crate::manager::{ContextRbac, Rbac};
+}
+
+/// The log filter kubeplex's binaries start from.
+pub mod logging {
+    pub use crate::core::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
+}
+
+pub use crate::core::{Action, Error, PrimaryResource, Result};
+pub use crate::core::{ClusterState, FleetStatus};
+pub use crate::core::{Context, ContextName, ContextSet, Target};
+pub use controller::{ChildOptions, Controller, Cx, Reconcile};
 pub use engine::CONTEXT_TIMEOUT;
-pub use ha::Sharding;
-pub use ha::{
-    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
-};
-pub use health::SecureMetrics;
-pub use health::{
-    ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
-    ShardingReport, WatchReport,
-};
-pub use health::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
 /// ```text
@@ -162,20 +177,12 @@ pub use health::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 /// `docs/fleets.md`), in the same namespaces. Every mistake is a compile error at the offending token;
 /// see `docs/controller-attribute.md` for each key in detail.
 pub use kubeplex_macros::controller;
-pub use manager::Manager;
-pub use manager::Running;
-pub use manager::{ContextRbac, Rbac};
-pub use members::KubeconfigFile;
-pub use members::{AccessProviders, AccessProvidersError, ClusterProfiles};
-pub use members::{KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
-pub use members::{LeaveOutcome, LeavePolicy, MemberProvider, MemberSink, Members};
-pub use plan::{
-    Child, DEFAULT_ERROR_REQUEUE, DEFAULT_HEALTH_DEBOUNCE, Dispatch, MAX_CONTROLLER_NAME,
-    MAX_ERROR_REQUEUE, Plan,
-};
+pub use manager::{Manager, Running};
+pub use plan::{Child, Plan};
 /// The Prometheus client kubeplex registers its metrics with, for registering your own
 /// ([`Manager::register_metrics`]).
 pub use prometheus_client;
+pub use readiness::SecureMetrics;
 
 /// The names most controllers need: `use kubeplex::prelude::*;`. Traits whose methods you call but whose
 /// names you rarely write come in as `_`, so that your own `Context` (or `anyhow::Context`) does not
@@ -183,8 +190,8 @@ pub use prometheus_client;
 ///
 /// Besides the controller's own names, what a fleet operator uses: the status it reports
 /// ([`FleetStatus`], [`ClusterState`]), the places children go
-/// ([`Target`]), members from kubeconfig Secrets ([`KubeconfigSecrets`],
-/// [`LeavePolicy`]) and [`LeaderElection`].
+/// ([`Target`]), members from kubeconfig Secrets ([`KubeconfigSecrets`](members::KubeconfigSecrets),
+/// [`LeavePolicy`](members::LeavePolicy)) and [`LeaderElection`](ha::LeaderElection).
 ///
 /// ```
 /// use kubeplex::prelude::*;
@@ -200,8 +207,10 @@ pub use prometheus_client;
 /// let _: Option<Target<kubeplex::ContextName>> = None;
 /// ```
 pub mod prelude {
+    pub use crate::ha::LeaderElection;
+    pub use crate::members::{KubeconfigSecrets, LeavePolicy};
     pub use crate::{
         Action, ClusterState, Context as _, ContextSet as _, Controller as _, Cx, FleetStatus,
-        KubeconfigSecrets, LeaderElection, LeavePolicy, Manager, Reconcile, Target, controller,
+        Manager, Reconcile, Target, controller,
     };
 }

@@ -10,7 +10,7 @@
 //! // Spans go to the collector; the log lines keep their own filter (RUST_LOG, or kubeplex's default).
 //! let (otlp, guard) = kubeplex::otlp::layer("http://otel-collector.monitoring:4318", None)?;
 //! let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-//!     .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
+//!     .unwrap_or_else(|_| kubeplex::logging::DEFAULT_LOG_FILTER.into());
 //! tracing_subscriber::registry()
 //!     .with(tracing_subscriber::fmt::layer().with_filter(filter))
 //!     .with(otlp)
@@ -25,7 +25,7 @@
 //! ```
 //!
 //! The layer filters on its own: spans and events at `INFO` and above, so a global filter such as
-//! [`DEFAULT_LOG_FILTER`](crate::DEFAULT_LOG_FILTER) must not sit in front of it (put it on the fmt layer, as
+//! [`DEFAULT_LOG_FILTER`](crate::logging::DEFAULT_LOG_FILTER) must not sit in front of it (put it on the fmt layer, as
 //! above). It leaves out the runtime's `controller` span, which lives as long as its controller: under it,
 //! every reconcile of the process would be one trace; without it each `reconcile` span is the root of its own.
 //!

@@ -8,16 +8,16 @@ use crate::client::ClientPool;
 use crate::client::Role;
 use crate::core::Error;
 use crate::ha::{ShardState, WORKING_FOR};
-use crate::health::Health;
 use crate::members::MemberSet;
 use crate::metrics::Metrics;
+use crate::readiness::Readiness;
 use crate::watch::WatchRegistry;
 
 /// The shared parts of a running manager.
 pub(crate) struct Runtime {
     pub(crate) pool: ClientPool,
     pub(crate) watches: WatchRegistry,
-    pub(crate) health: Arc<Health>,
+    pub(crate) health: Arc<Readiness>,
     pub(crate) metrics: Metrics,
     /// Whether this replica leads: its controllers run only while it does.
     pub(crate) role: watch::Receiver<Role>,

@@ -15,7 +15,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use kubeplex::{ClusterState, Context, KubeconfigSecrets, LeavePolicy, Manager, PARENT_ANNOTATION};
+use kubeplex::{
+    ClusterState, Context, Manager, members::KubeconfigSecrets, members::LeavePolicy,
+    ownership::PARENT_ANNOTATION,
+};
 use kubeplex_testenv::TestEnv;
 
 use crate::{

@@ -276,8 +276,8 @@ where
     // would only repeat them.
     // RUST_LOG's directives keep kubeplex's quiet ones unless they name those targets themselves.
     let rust_log = std::env::var("RUST_LOG").unwrap_or_default();
-    let filter = tracing_subscriber::EnvFilter::try_new(kubeplex::log_filter(&rust_log))
-        .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
+    let filter = tracing_subscriber::EnvFilter::try_new(kubeplex::logging::log_filter(&rust_log))
+        .unwrap_or_else(|_| kubeplex::logging::DEFAULT_LOG_FILTER.into());
     let lines = tracing_subscriber::fmt::layer().with_writer(writer);
     let lines = match format {
         LogFormat::Text => lines.with_ansi(ansi).with_filter(filter).boxed(),

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 use kubeplex::{
-    AccessProviders, ClusterProfiles, Context as _, KubeconfigSecrets, LeavePolicy, Manager,
+    Context as _, Manager, members::AccessProviders, members::ClusterProfiles,
+    members::KubeconfigSecrets, members::LeavePolicy,
 };
 use kubeplex_fleet::Fleet;
 
@@ -111,7 +112,10 @@ impl MemberFlags {
     }
 
     /// `manager` with the members the flags ask for; as it is without a member source.
-    pub fn add_to(self, manager: Manager) -> Result<Manager, kubeplex::AccessProvidersError> {
+    pub fn add_to(
+        self,
+        manager: Manager,
+    ) -> Result<Manager, kubeplex::members::AccessProvidersError> {
         let policy = self.leave_policy();
         if !self.member_exec_command.is_empty() {
             let commands = self.member_exec_command.join(", ");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kubeplex::{LeaderElection, Manager, SecureMetrics, Sharding};
+use kubeplex::{Manager, SecureMetrics, ha::LeaderElection, ha::Sharding};
 use kubeplex_fleet::{AppDeployer, Fleet};
 
 use crate::members_cli::MemberFlags;
@@ -99,7 +99,10 @@ pub struct OperatorFlags {
 impl OperatorFlags {
     /// `manager` with the controller, its leader election or shards and its members as the flags say.
     /// Fails when the access-providers file cannot be used.
-    pub fn manager(self, manager: Manager) -> Result<Manager, kubeplex::AccessProvidersError> {
+    pub fn manager(
+        self,
+        manager: Manager,
+    ) -> Result<Manager, kubeplex::members::AccessProvidersError> {
         let Self {
             namespace,
             child_namespaces,

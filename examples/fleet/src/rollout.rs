@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use kubeplex::{ChildHealth, Health};
+use kubeplex::{health::ChildHealth, health::Health};
 
 use crate::app::{RolloutPhase, RolloutStatus};
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::figures::{Figure, Goal, Section, Spread};
 use crate::harness::{Bench, create_namespace, progress};
 
-/// The controller's name: its children carry it in [`CONTROLLER_LABEL`](kubeplex::CONTROLLER_LABEL).
+/// The controller's name: its children carry it in [`CONTROLLER_LABEL`](kubeplex::ownership::CONTROLLER_LABEL).
 pub(super) const CONTROLLER: &str = "child-cache-bench";
 pub(super) const PARENT_CLUSTER: &str = "cluster-0";
 pub(super) const CHILD_CLUSTER: &str = "cluster-1";

@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use kube::config::Kubeconfig;
-use kubeplex::{CONTROLLER_LABEL, Child, ContextName, Controller, Cx, Manager, Plan, Reconcile};
+use kubeplex::{
+    Child, ContextName, Controller, Cx, Manager, Plan, Reconcile, ownership::CONTROLLER_LABEL,
+};
 
 use super::heap::{
     CHILD_CLUSTER, CONTROLLER, Cache, CacheOutcome, CacheSpec, EMPTY_NAMESPACE, NAMESPACE,

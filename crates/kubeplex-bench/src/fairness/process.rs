@@ -14,7 +14,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use kube::config::Kubeconfig;
 use kube::runtime::{Controller as KubeController, controller, watcher};
-use kubeplex::{ContextName, Controller, Cx, Dispatch, Manager, Plan, Reconcile};
+use kubeplex::{ContextName, Controller, Cx, Manager, Plan, Reconcile, plan::Dispatch};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 

@@ -19,7 +19,7 @@ use kube::runtime::finalizer::{self, Event, finalizer};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Client, Resource, ResourceExt};
-use kubeplex::{ClusterState, ClusterStatus, Condition, FleetStatus};
+use kubeplex::{ClusterState, FleetStatus, status::ClusterStatus, status::Condition};
 
 use super::app::{APP_LABEL, FINALIZER, FleetApp, PARENT_NAMESPACE, deployment_for};
 

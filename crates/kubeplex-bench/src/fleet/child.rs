@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::config::Kubeconfig;
 use kubeplex::{
-    Child, ContextName, Controller, Cx, KubeconfigSecrets, LeavePolicy, Manager, Plan, Reconcile,
+    Child, ContextName, Controller, Cx, Manager, Plan, Reconcile, members::KubeconfigSecrets,
+    members::LeavePolicy,
 };
 use serde::{Deserialize, Serialize};
 
@@ -180,7 +181,7 @@ async fn start_kubeplex(
     if let Some(election) = &spec.election {
         let seconds = Duration::from_secs;
         manager = manager.leader_election(
-            kubeplex::LeaderElection::new(control, &election.namespace, &election.name)
+            kubeplex::ha::LeaderElection::new(control, &election.namespace, &election.name)
                 .identity(&election.identity)
                 .lease_duration(seconds(election.lease_duration_s))
                 .renew_deadline(seconds(election.renew_deadline_s))

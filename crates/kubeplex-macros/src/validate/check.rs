@@ -379,11 +379,11 @@ pub fn check_health(rule: &syn::Expr, errors: &mut Accumulator) -> Option<syn::P
         ),
         syn::Expr::Call(_) => {
             "`health` takes the rule function itself, not a call: `health = my_rules::web` \
-             (a `fn(&kubeplex::Projection) -> kubeplex::Assessment`)"
+             (a `fn(&kubeplex::health::Projection) -> kubeplex::health::Assessment`)"
                 .to_owned()
         }
         _ => "`health` takes the path of a rule function: `health = my_rules::web` \
-              (a `fn(&kubeplex::Projection) -> kubeplex::Assessment`)"
+              (a `fn(&kubeplex::health::Projection) -> kubeplex::health::Assessment`)"
             .to_owned(),
     };
     errors.push(Error::custom(problem).with_span(rule));

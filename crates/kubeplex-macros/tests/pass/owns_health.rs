@@ -3,14 +3,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::prelude::*;
-use kubeplex::{Assessment, Projection};
+use kubeplex::{health::Assessment, health::Projection};
 
 kubeplex::contexts! {
     pub enum Fleet { Control = "control", ClusterA = "cluster-a" }
 }
 
 mod rules {
-    use kubeplex::{Assessment, Projection};
+    use kubeplex::{health::Assessment, health::Projection};
 
     pub fn labelled(child: &Projection) -> Assessment {
         match child.metadata.labels.as_ref().and_then(|l| l.get("ready")) {

@@ -4,7 +4,7 @@ kubeplex::contexts! {
     pub enum Fleet { Control = "control", ClusterA = "cluster-a" }
 }
 
-fn web(_: &kubeplex::Projection) -> bool {
+fn web(_: &kubeplex::health::Projection) -> bool {
     true
 }
 

@@ -4,11 +4,11 @@ use crate::core::{DeletePolicy, PrunePolicy};
 
 /// How one child is treated when its parent no longer declares it, or is deleted, for
 /// [`Cx::child_with`](crate::Cx::child_with). What is not set here comes from an annotation the object
-/// carries ([`ON_PRUNE_ANNOTATION`](crate::ON_PRUNE_ANNOTATION),
-/// [`ON_DELETE_ANNOTATION`](crate::ON_DELETE_ANNOTATION)), else from the kind's `owns(..)`.
+/// carries ([`ON_PRUNE_ANNOTATION`](crate::ownership::ON_PRUNE_ANNOTATION),
+/// [`ON_DELETE_ANNOTATION`](crate::ownership::ON_DELETE_ANNOTATION)), else from the kind's `owns(..)`.
 ///
 /// ```
-/// # use kubeplex::{ChildOptions, DeletePolicy, PrunePolicy};
+/// # use kubeplex::{ChildOptions, ownership::DeletePolicy, ownership::PrunePolicy};
 /// let options = ChildOptions::new().keep_on_prune().orphan_on_delete();
 /// assert_eq!(options.get_prune(), Some(PrunePolicy::Keep));
 /// assert_eq!(options.get_on_delete(), Some(DeletePolicy::Orphan));

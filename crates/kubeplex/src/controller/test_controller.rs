@@ -9,8 +9,8 @@ use kube::Client;
 use crate::client::ClientPool;
 use crate::controller::{Controller, Cx, Reconcile};
 use crate::core::{Action, ContextName};
-use crate::health::Health;
 use crate::plan::{Child, Plan};
+use crate::readiness::Readiness;
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
 
@@ -60,7 +60,7 @@ pub(crate) fn runtime(control: Client, cluster_a: Client) -> Arc<Runtime> {
 pub(crate) fn runtime_of(
     clients: impl IntoIterator<Item = (&'static str, Client)>,
 ) -> Arc<Runtime> {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     Arc::new(Runtime {
         pool: ClientPool::from_clients(clients),
         watches: WatchRegistry::new(health.clone(), Default::default()),

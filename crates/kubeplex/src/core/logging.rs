@@ -10,7 +10,7 @@
 ///
 /// ```
 /// let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-///     .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
+///     .unwrap_or_else(|_| kubeplex::logging::DEFAULT_LOG_FILTER.into());
 /// # let _ = filter;
 /// ```
 pub const DEFAULT_LOG_FILTER: &str =
@@ -31,11 +31,11 @@ pub const QUIET_DIRECTIVES: [&str; 3] = [
 ///
 /// ```
 /// let rust_log = std::env::var("RUST_LOG").unwrap_or_default();
-/// let filter = tracing_subscriber::EnvFilter::try_new(kubeplex::log_filter(&rust_log))
-///     .unwrap_or_else(|_| kubeplex::DEFAULT_LOG_FILTER.into());
+/// let filter = tracing_subscriber::EnvFilter::try_new(kubeplex::logging::log_filter(&rust_log))
+///     .unwrap_or_else(|_| kubeplex::logging::DEFAULT_LOG_FILTER.into());
 /// # let _ = filter;
 /// assert_eq!(
-///     kubeplex::log_filter("info"),
+///     kubeplex::logging::log_filter("info"),
 ///     "info,kube_client::client=error,kube_client::client::builder=off,kube_runtime::watcher=error"
 /// );
 /// ```

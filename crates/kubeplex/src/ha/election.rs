@@ -11,7 +11,7 @@ use super::leader::{LeaderElection, run};
 use super::shard_state::ShardState;
 use super::sharding::Sharding;
 use crate::client::{Access, Fence, Role};
-use crate::health::{Health, LeadershipReport, ShardingReport};
+use crate::readiness::{LeadershipReport, Readiness, ShardingReport};
 
 /// The election a manager runs, or none: the role its controllers follow, and how to end it.
 pub(crate) struct Election {
@@ -38,7 +38,7 @@ impl Election {
         election: LeaderElection,
         access: Access,
         fence: Fence,
-        health: Arc<Health>,
+        health: Arc<Readiness>,
     ) -> crate::core::Result<Self> {
         let api =
             lease_api(&access, &election).map_err(|reason| crate::core::Error::LeaderElection {
@@ -85,7 +85,7 @@ impl Election {
         access: Access,
         member: Fence,
         state: Arc<ShardState>,
-        health: Arc<Health>,
+        health: Arc<Readiness>,
     ) -> crate::core::Result<Self> {
         let api =
             lease_api(&access, &sharding.lease).map_err(|reason| crate::core::Error::Sharding {

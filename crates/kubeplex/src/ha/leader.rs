@@ -37,7 +37,7 @@ pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
 ///
 /// ```
 /// # kubeplex::contexts! { enum Fleet { Control = "control" } }
-/// let election = kubeplex::LeaderElection::new(Fleet::Control, "operators", "app-deployer");
+/// let election = kubeplex::ha::LeaderElection::new(Fleet::Control, "operators", "app-deployer");
 /// let manager = kubeplex::Manager::new().leader_election(election);
 /// # let _ = manager;
 /// ```

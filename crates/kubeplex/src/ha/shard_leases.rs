@@ -28,7 +28,7 @@ use super::shard_state::ShardState;
 use super::sharding::{GROUP_LABEL, KIND_LABEL, Sharding};
 use crate::client::{Fence, Role};
 use crate::core::chain;
-use crate::health::{Health, ShardingReport};
+use crate::readiness::{Readiness, ShardingReport};
 
 /// What a replica remembers between rounds.
 struct Memory {
@@ -52,7 +52,7 @@ pub(super) struct Group {
     pub(crate) member: Fence,
     /// Whether this replica is a member now: its controllers run while it is.
     pub(crate) role: watch::Sender<Role>,
-    pub(crate) health: Arc<Health>,
+    pub(crate) health: Arc<Readiness>,
 }
 
 /// Runs sharded mode until `stop` turns true, then gives everything up.

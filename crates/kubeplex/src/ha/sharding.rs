@@ -17,7 +17,7 @@ pub(super) const KIND_LABEL: &str = "kubeplex.io/shard-lease";
 ///
 /// ```
 /// # kubeplex::contexts! { enum Fleet { Control = "control" } }
-/// let sharding = kubeplex::Sharding::by_parent(Fleet::Control, "operators", "app-deployer", 12);
+/// let sharding = kubeplex::ha::Sharding::by_parent(Fleet::Control, "operators", "app-deployer", 12);
 /// let manager = kubeplex::Manager::new().sharding(sharding);
 /// # let _ = manager;
 /// ```

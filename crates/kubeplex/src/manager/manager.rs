@@ -21,13 +21,13 @@ use crate::ha::Election;
 use crate::ha::LeaderElection;
 use crate::ha::ShardState;
 use crate::ha::Sharding;
-use crate::health::{Health, SecureMetrics};
 use crate::metrics::Metrics;
 use crate::plan::Plan;
+use crate::readiness::{Readiness, SecureMetrics};
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
 
-use crate::health::DEFAULT_PING_INTERVAL;
+use crate::readiness::DEFAULT_PING_INTERVAL;
 
 /// Runs controllers across contexts: one client per context, shared watches, probes, graceful shutdown.
 ///
@@ -138,7 +138,7 @@ impl Manager {
     }
 
     /// How long an exec credential plugin (`users[].user.exec`) may take to answer before it is stopped and
-    /// its client build fails (default [`DEFAULT_PLUGIN_TIMEOUT`](crate::DEFAULT_PLUGIN_TIMEOUT), 30 s);
+    /// its client build fails (default [`DEFAULT_PLUGIN_TIMEOUT`](crate::client::DEFAULT_PLUGIN_TIMEOUT), 30 s);
     /// for the fixed contexts and the members alike ([docs/fleets.md]).
     ///
     /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md#exec-credential-plugins
@@ -221,13 +221,14 @@ impl Manager {
         for registration in &self.controllers {
             registration.check()?;
         }
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         let metrics = Metrics::register(&mut self.registry);
         let up = health.clone();
         metrics.contexts_up(move || {
             let report = up.report();
-            let up =
-                |c: &crate::health::ContextReport| c.status == crate::health::ContextStatus::Ready;
+            let up = |c: &crate::readiness::ContextReport| {
+                c.status == crate::readiness::ContextStatus::Ready
+            };
             report
                 .contexts
                 .iter()
@@ -315,8 +316,13 @@ impl Manager {
             .map(|(context, access)| (context.to_owned(), access.clone()))
             .collect();
         let (interval, members) = (self.ping_interval, self.fleet.provider.is_some());
-        let pings =
-            crate::health::start_pings(targets, health.clone(), interval, metrics.clone(), members);
+        let pings = crate::readiness::start_pings(
+            targets,
+            health.clone(),
+            interval,
+            metrics.clone(),
+            members,
+        );
         let pings = Arc::new(pings);
         let primary_contexts = super::registration::primary_contexts(&self.controllers);
         let mut shards = None;

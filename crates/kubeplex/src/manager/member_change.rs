@@ -12,8 +12,8 @@ use tokio::sync::oneshot;
 use crate::client::{NoAccess, PoolConfig};
 use crate::core::Error;
 use crate::core::name_problem;
-use crate::health::{Phase, Pings};
 use crate::members::{LeaveOutcome, LeavePolicy, LeaveProgress, Slot};
+use crate::readiness::{Phase, Pings};
 use crate::runtime::Runtime;
 
 /// What every change of the runner shares.

@@ -16,11 +16,11 @@ use tokio::time::Instant;
 use super::join_retries::JoinRetries;
 use super::member_change::Changes;
 use crate::client::PoolConfig;
-use crate::health::{Phase, Pings};
 use crate::members::{
     Change, Command, FixedClients, KubeconfigAllowlist, LeavePolicy, MemberChanges, MemberProvider,
     MemberSink,
 };
+use crate::readiness::{Phase, Pings};
 use crate::runtime::Runtime;
 
 /// How many provider changes may wait for the runner to take them.

@@ -8,13 +8,13 @@ use tokio::task::JoinSet;
 
 use crate::core::{Error, Result};
 use crate::ha::Election;
-use crate::health::HealthReport;
+use crate::readiness::HealthReport;
 use crate::runtime::Runtime;
 
 /// A started manager.
 pub struct Running {
     /// Ends the pings when dropped.
-    pub(crate) _pings: Arc<crate::health::Pings>,
+    pub(crate) _pings: Arc<crate::readiness::Pings>,
     pub(crate) election: Election,
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) stop: watch::Sender<bool>,

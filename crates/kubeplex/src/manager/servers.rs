@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 
 use crate::client::ClientPool;
 use crate::core::{Error, Result};
-use crate::health::{BoundSecureMetrics, Health, SecureMetrics};
+use crate::readiness::{BoundSecureMetrics, Readiness, SecureMetrics};
 
 /// The servers, bound before any cluster is contacted, so that a taken port fails the start at once.
 pub(super) struct Servers {
@@ -25,7 +25,7 @@ impl Servers {
     pub(super) async fn bind(
         probes: Option<&str>,
         secure: Option<&SecureMetrics>,
-        health: &Arc<Health>,
+        health: &Arc<Readiness>,
         registry: Arc<Registry>,
         background: &mut JoinSet<()>,
     ) -> Result<Self> {
@@ -46,7 +46,7 @@ impl Servers {
                     Some(_) => "/startupz /readyz /livez /metrics",
                     None => "/startupz /readyz /livez",
                 };
-                background.spawn(crate::health::serve_probes(
+                background.spawn(crate::readiness::serve_probes(
                     listener,
                     health.clone(),
                     metrics,

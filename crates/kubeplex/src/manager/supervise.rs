@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::health::Health;
+use crate::readiness::Readiness;
 
 /// Runs a controller's loop as a task of its own; if it ends while the manager is running (a panic, or a
 /// bug that ends the loop), that is logged and `/livez` fails naming the controller, instead of the
@@ -13,7 +13,7 @@ pub(super) async fn supervise(
     controller: String,
     run: impl Future<Output = ()> + Send + 'static,
     stop: watch::Receiver<bool>,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
 ) {
     let ended = tokio::spawn(run).await;
     if *stop.borrow() {
@@ -34,7 +34,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_controller_loop_that_ends_or_panics_while_running_fails_liveness() {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         let (stop, stopped) = watch::channel(false);
         supervise("ended".into(), async {}, stopped.clone(), health.clone()).await;
         supervise(

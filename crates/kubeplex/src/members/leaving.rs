@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::changes::Slot;
-use crate::health::{Health, Phase};
+use crate::readiness::{Phase, Readiness};
 
 /// Why a standby's part of a leave waits.
 pub(crate) const STANDS_BY: &str = "this replica stands by: the leader deletes them";
@@ -23,7 +23,7 @@ pub(crate) struct LeaveProgress {
     /// After how long a member that does not answer has its children abandoned (`None`: never).
     give_up_after: Option<Duration>,
     started: Instant,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     state: Mutex<LeaveState>,
     /// Becomes `true` once the member is forgotten: no longer counted as leaving.
     forgotten: watch::Sender<bool>,
@@ -42,7 +42,7 @@ impl LeaveProgress {
         name: &str,
         slot: Slot,
         give_up_after: Option<Duration>,
-        health: Arc<Health>,
+        health: Arc<Readiness>,
     ) -> Self {
         Self {
             name: name.to_owned(),
@@ -160,22 +160,22 @@ impl LeaveProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::health::MemberPhase;
+    use crate::readiness::MemberPhase;
 
-    fn progress(health: &Arc<Health>) -> LeaveProgress {
+    fn progress(health: &Arc<Readiness>) -> LeaveProgress {
         health.arm();
         health.declare("m", false);
         LeaveProgress::new("m", Slot::default(), None, health.clone())
     }
 
-    fn shown(health: &Health) -> (MemberPhase, Option<String>) {
+    fn shown(health: &Readiness) -> (MemberPhase, Option<String>) {
         let member = health.report().contexts["m"].member.clone().unwrap();
         (member.phase, member.waiting_for)
     }
 
     #[test]
     fn a_standby_shows_that_the_leader_deletes_the_children_and_a_refusal_shows_its_reason() {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         let progress = progress(&health);
 
         progress.waits_for_the_leader("c");

@@ -225,8 +225,8 @@ mod tests {
     use tokio::time::Instant;
 
     use super::{MemberChange, MemberSet, SYNCS_DRAIN};
-    use crate::health::Health;
     use crate::members::{LeaveOutcome, LeavePolicy, LeaveProgress, Slot};
+    use crate::readiness::Readiness;
     use crate::testing::fake_api;
 
     /// A client of its own stand-in server, and the requests that server saw.
@@ -271,7 +271,7 @@ mod tests {
         name: &'static str,
         policy: LeavePolicy,
     ) -> (Arc<LeaveProgress>, tokio::task::JoinHandle<LeaveOutcome>) {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         let progress = Arc::new(LeaveProgress::new(name, Slot::default(), None, health));
         let (set, carried) = (set.clone(), progress.clone());
         let leave = tokio::spawn(async move { set.leave(name, policy, carried).await });

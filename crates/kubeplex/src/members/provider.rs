@@ -199,7 +199,7 @@ pub trait MemberProvider: Send + 'static {
 ///
 /// ```no_run
 /// # async fn doc(config: kube::Config) {
-/// use kubeplex::{LeavePolicy, Manager, Members};
+/// use kubeplex::{members::LeavePolicy, Manager, members::Members};
 /// let members = Members::new();
 /// let manager = Manager::new().members(members.clone(), LeavePolicy::Delete);
 /// // ... later, from your inventory:

@@ -58,11 +58,11 @@ impl<C: Context> Child<C> {
 
     /// Judges the health of children of this kind with `rule` instead of the kind's built-in one (the
     /// attribute's `owns(Kind, health = path::to::rule)`): a function of the child's
-    /// [`Projection`](crate::Projection) — its metadata, its status' scalar fields and conditions, and the
-    /// spec fields in [`SPEC_FIELDS`](crate::SPEC_FIELDS) — that says how it is doing and why.
+    /// [`Projection`](crate::health::Projection) — its metadata, its status' scalar fields and conditions, and the
+    /// spec fields in [`SPEC_FIELDS`](crate::health::SPEC_FIELDS) — that says how it is doing and why.
     ///
     /// ```
-    /// use kubeplex::{Assessment, Child, ContextName, Projection};
+    /// use kubeplex::{health::Assessment, Child, ContextName, health::Projection};
     ///
     /// fn ready_when_serving(child: &Projection) -> Assessment {
     ///     match child.status_str("phase") {
@@ -154,7 +154,7 @@ impl<C: Context> Child<C> {
 
     /// What becomes of a child of this kind that its parent no longer declares (the attribute's
     /// `prune`): deleted (the default), or kept — unlinked and left in place, never deleted by the runtime.
-    /// Recorded on each child ([`ON_PRUNE_ANNOTATION`](crate::ON_PRUNE_ANNOTATION)); one child can be
+    /// Recorded on each child ([`ON_PRUNE_ANNOTATION`](crate::ownership::ON_PRUNE_ANNOTATION)); one child can be
     /// chosen otherwise with [`ChildOptions`](crate::ChildOptions).
     #[must_use]
     pub fn prune(mut self, policy: PrunePolicy) -> Self {
@@ -173,7 +173,7 @@ impl<C: Context> Child<C> {
 
     /// What becomes of a child of this kind when its parent is deleted (the attribute's `on_delete`):
     /// deleted, the parent waiting until it is gone (the default), or orphaned — unlinked and left in
-    /// place. Recorded on each child ([`ON_DELETE_ANNOTATION`](crate::ON_DELETE_ANNOTATION)); one child
+    /// place. Recorded on each child ([`ON_DELETE_ANNOTATION`](crate::ownership::ON_DELETE_ANNOTATION)); one child
     /// can be chosen otherwise with [`ChildOptions`](crate::ChildOptions).
     #[must_use]
     pub fn on_delete(mut self, policy: DeletePolicy) -> Self {

@@ -19,8 +19,8 @@ use tokio::task::JoinSet;
 use super::label_index::LabelIndex;
 use crate::core::{ApiScope, PrimaryResource, Shrink, kind_label, object_ref};
 use crate::executor::RetryBackoff;
-use crate::health::{Health, WatchEntry, WatchHealth};
 use crate::metrics::{Metrics, WatchMetrics, gauge_value};
+use crate::readiness::{Readiness, WatchEntry, WatchHealth};
 
 /// What identifies a watch: two requests with the same key share one watch and one cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -190,12 +190,12 @@ pub(crate) struct WatchRegistry {
     watches: Mutex<HashMap<WatchKey, Opened>>,
     tasks: Mutex<JoinSet<()>>,
     opened: AtomicUsize,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     metrics: Metrics,
 }
 
 impl WatchRegistry {
-    pub(crate) fn new(health: Arc<Health>, metrics: Metrics) -> Self {
+    pub(crate) fn new(health: Arc<Readiness>, metrics: Metrics) -> Self {
         Self {
             watches: Mutex::default(),
             tasks: Mutex::new(JoinSet::new()),
@@ -394,7 +394,7 @@ async fn run<K: PrimaryResource>(
             Err(error) => {
                 metrics.restarted(crate::core::watch_failure_label(&error));
                 health.failed(&error);
-                if !crate::health::is_expired(&error) {
+                if !crate::readiness::is_expired(&error) {
                     tokio::time::sleep(backoff.next_delay()).await;
                 }
             }

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["core", "testing"],
     &["metrics"],
     &["client", "executor"],
-    &["health"],
+    &["readiness"],
     &["watch"],
     &["ha", "members", "plan"],
     &["runtime"],

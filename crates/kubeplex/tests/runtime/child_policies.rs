@@ -13,8 +13,9 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use kubeplex::{
-    Action, CONTROLLER_LABEL, ChildOptions, ClusterState, ContextName, Cx, FleetStatus, Manager,
-    ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PARENT_UID_LABEL, Reconcile, controller,
+    Action, ChildOptions, ClusterState, ContextName, Cx, FleetStatus, Manager, Reconcile,
+    controller, ownership::CONTROLLER_LABEL, ownership::ON_DELETE_ANNOTATION,
+    ownership::ON_PRUNE_ANNOTATION, ownership::PARENT_UID_LABEL,
 };
 use kubeplex_testenv::{TestEnv, eventually};
 use schemars::JsonSchema;

@@ -207,7 +207,7 @@ async fn children_of_a_parent_in_a_context_named_with_slashes_reach_their_parent
     let kids: Api<ConfigMap> = Api::namespaced(cluster_a.clone(), "kids");
     let child = wait_exists(&kids, "slashes-child").await;
     assert_eq!(
-        child.annotations()[kubeplex::PARENT_ANNOTATION],
+        child.annotations()[kubeplex::ownership::PARENT_ANNOTATION],
         format!("{}/slashes/eks", ARN.name())
     );
     // A child deleted by hand is an event of its parent: the parent is reconciled and the child returns.

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use kubeplex::{
-    Action, Child, ContextName, Controller, Cx, FleetStatus, Manager, PARENT_UID_LABEL, Plan,
-    Reconcile,
+    Action, Child, ContextName, Controller, Cx, FleetStatus, Manager, Plan, Reconcile,
+    ownership::PARENT_UID_LABEL,
 };
 use kubeplex_testenv::TestEnv;
 use parking_lot::Mutex;

@@ -15,8 +15,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{CustomResource, CustomResourceExt, ResourceExt};
 use kubeplex::{
-    Action, CONTROLLER_LABEL, Child, ClusterState, ContextName, Controller, Cx, FleetStatus,
-    Manager, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL, Plan, Reconcile,
+    Action, Child, ClusterState, ContextName, Controller, Cx, FleetStatus, Manager, Plan,
+    Reconcile, ownership::CONTROLLER_LABEL, ownership::PARENT_ANNOTATION,
+    ownership::PARENT_KIND_ANNOTATION, ownership::PARENT_UID_LABEL,
 };
 use kubeplex_testenv::{TestEnv, eventually};
 use schemars::JsonSchema;

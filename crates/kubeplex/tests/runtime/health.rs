@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::CustomResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kubeplex::Health;
+use kubeplex::health::Health;
 use kubeplex_testenv::{TestEnv, TestEnvBuilder, eventually};
 use parent::{
     Configs, Deployments, Jobs, SEEN_BY_CX, Unreachable, Widget, Widgets, Workload, WorkloadSpec,
@@ -285,7 +285,7 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
     eventually("cluster-a not ready", polling(), async || {
         let report = scene.running().health();
         match report.contexts.get("cluster-a").map(|c| c.status) {
-            Some(kubeplex::ContextStatus::Ready) | None => Err(format!("{report:?}")),
+            Some(kubeplex::readiness::ContextStatus::Ready) | None => Err(format!("{report:?}")),
             Some(_) => Ok(()),
         }
     })

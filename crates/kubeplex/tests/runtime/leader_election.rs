@@ -14,7 +14,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kubeplex::prelude::*;
-use kubeplex::{LeaderElection, Manager};
+use kubeplex::{Manager, ha::LeaderElection};
 use kubeplex_testenv::{TestEnv, eventually};
 
 /// The suite's clusters, with this module's kinds installed.

@@ -33,7 +33,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use kubeplex::prelude::*;
-use kubeplex::{KubeconfigFile, KubeconfigSecrets, LeavePolicy, MEMBER_FINALIZER, Running};
+use kubeplex::{
+    Running, members::KubeconfigFile, members::KubeconfigSecrets, members::LeavePolicy,
+    members::MEMBER_FINALIZER,
+};
 use kubeplex_testenv::TestEnv;
 
 /// The suite's clusters, with this module's kinds installed.
@@ -63,7 +66,7 @@ spreader!(FileReload, "spread-reload");
 async fn start(
     env: &TestEnv,
     controller: impl Reconcile,
-    provider: impl kubeplex::MemberProvider,
+    provider: impl kubeplex::members::MemberProvider,
     policy: LeavePolicy,
 ) -> Running {
     start_with(env, controller, provider, policy, |manager| manager).await
@@ -73,7 +76,7 @@ async fn start(
 async fn start_with(
     env: &TestEnv,
     controller: impl Reconcile,
-    provider: impl kubeplex::MemberProvider,
+    provider: impl kubeplex::members::MemberProvider,
     policy: LeavePolicy,
     configure: impl FnOnce(Manager) -> Manager,
 ) -> Running {
@@ -95,7 +98,7 @@ fn member_secret(name: &str, member: Option<&str>, kubeconfig: &str) -> Secret {
     let mut labels = serde_json::Map::new();
     labels.insert(SELECTOR.0.into(), SELECTOR.1.into());
     if let Some(member) = member {
-        labels.insert(kubeplex::MEMBER_NAME_LABEL.into(), member.into());
+        labels.insert(kubeplex::members::MEMBER_NAME_LABEL.into(), member.into());
     }
     serde_json::from_value(serde_json::json!({
         "metadata": { "name": name, "labels": labels },

@@ -18,7 +18,7 @@ use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use kube::config::KubeConfigOptions;
 use kubeplex::prelude::*;
-use kubeplex::{LeavePolicy, Manager, Members};
+use kubeplex::{Manager, members::LeavePolicy, members::Members};
 use kubeplex_testenv::{TestEnv, eventually};
 
 /// The suite's clusters, with this module's kinds installed.

@@ -14,7 +14,7 @@ use crate::support::{
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kubeplex::prelude::*;
-use kubeplex::{Manager, Sharding};
+use kubeplex::{Manager, ha::Sharding};
 use kubeplex_testenv::{Polling, TestEnv, eventually};
 
 pub mod by_context;
@@ -285,7 +285,7 @@ async fn refusal(manager: Manager) -> String {
 async fn sharding_and_leader_election_together_are_refused() {
     let env = env().await;
     let manager = || Manager::with_kubeconfig(env.kubeconfig().clone());
-    let election = kubeplex::LeaderElection::new(Fleet::Control, NAMESPACE, "x");
+    let election = kubeplex::ha::LeaderElection::new(Fleet::Control, NAMESPACE, "x");
     assert_eq!(
         refusal(
             manager()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kubeplex::{Context as _, MEMBER_FINALIZER, MEMBER_NAME_LABEL};
+use kubeplex::{Context as _, members::MEMBER_FINALIZER, members::MEMBER_NAME_LABEL};
 use kubeplex_testenv::TestEnv;
 
 use super::{Clients, DemoError, create_namespaces_in, table, wait_until_ready};

@@ -1,4 +1,4 @@
-use kubeplex::Health::{Degraded, Healthy, Missing, Progressing, Unknown};
+use kubeplex::health::Health::{Degraded, Healthy, Missing, Progressing, Unknown};
 
 use super::*;
 

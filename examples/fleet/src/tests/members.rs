@@ -22,7 +22,10 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     assert_eq!(members.members_namespace, kubeplex_fleet::MEMBERS_NAMESPACE);
     assert_eq!(members.member_leave_policy, MemberLeavePolicy::Delete);
     assert!(members.takes_members());
-    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Delete);
+    assert_eq!(
+        members.leave_policy(),
+        kubeplex::members::LeavePolicy::Delete
+    );
 
     let members = members_of(&[
         "--members-from-secrets",
@@ -34,7 +37,10 @@ fn run_takes_members_from_secrets_with_a_namespace_and_a_leave_policy() {
     ])
     .unwrap();
     assert_eq!(members.members_namespace, "fleet-system");
-    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Orphan);
+    assert_eq!(
+        members.leave_policy(),
+        kubeplex::members::LeavePolicy::Orphan
+    );
     // With the typed contexts' other flags.
     let cli = Cli::try_parse_from([
         "fleet",
@@ -137,7 +143,10 @@ fn run_takes_members_from_cluster_profiles_or_cluster_api_one_source_at_a_time()
         members.members_from_cluster_api.as_deref(),
         Some("capi-system")
     );
-    assert_eq!(members.leave_policy(), kubeplex::LeavePolicy::Delete);
+    assert_eq!(
+        members.leave_policy(),
+        kubeplex::members::LeavePolicy::Delete
+    );
     // Two sources, or an access-providers file without profiles: refused.
     let both = members_of(&[
         "--members-from-cluster-api",

@@ -11,7 +11,9 @@ use crate::support::{WAIT, clusters, eventually};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, ContextStatus, Manager, PARENT_UID_LABEL, Running};
+use kubeplex::{
+    ClusterState, Context, Manager, Running, ownership::PARENT_UID_LABEL, readiness::ContextStatus,
+};
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;

@@ -140,7 +140,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
 
     // No retry and no hot loop: nothing changes while the spec stays as it is — watched past two error
     // requeues, when a retry would have come (and recorded a second Event) had the spec been retried.
-    tokio::time::sleep(2 * kubeplex::DEFAULT_ERROR_REQUEUE + Duration::from_secs(1)).await;
+    tokio::time::sleep(2 * kubeplex::plan::DEFAULT_ERROR_REQUEUE + Duration::from_secs(1)).await;
     let later = api.get("invalid").await.unwrap();
     assert_eq!(
         later.resource_version(),

@@ -20,7 +20,7 @@ use kube::CustomResourceExt as _;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::Kubeconfig;
-use kubeplex::{ClusterState, Context as _, Manager, PARENT_UID_LABEL, Running};
+use kubeplex::{ClusterState, Context as _, Manager, Running, ownership::PARENT_UID_LABEL};
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::{SharedTestEnv, TestEnv};
 use rbac::{
@@ -354,7 +354,10 @@ async fn member_secret_handled(env: &TestEnv) -> Result<(), String> {
         || async {
             let secret = secrets.get("lp-member").await.map_err(|e| e.to_string())?;
             let finalizers = secret.finalizers();
-            match finalizers.iter().any(|f| f == kubeplex::MEMBER_FINALIZER) {
+            match finalizers
+                .iter()
+                .any(|f| f == kubeplex::members::MEMBER_FINALIZER)
+            {
                 true => Ok(()),
                 false => Err(format!("finalizers {finalizers:?}")),
             }
@@ -411,7 +414,7 @@ async fn fleet_run_reaches_control_through_the_in_cluster_service_account() {
     let mut fleet = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleet"))
         .args(args)
         .env("KUBECONFIG", &kubeconfig)
-        .env("KUBEPLEX_CONTEXT_CONTROL", kubeplex::IN_CLUSTER)
+        .env("KUBEPLEX_CONTEXT_CONTROL", kubeplex::client::IN_CLUSTER)
         .env("KUBEPLEX_SERVICE_ACCOUNT_DIR", &account)
         .env("KUBERNETES_SERVICE_HOST", server.host().unwrap())
         .env(

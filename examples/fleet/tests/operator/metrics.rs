@@ -227,11 +227,11 @@ async fn metrics_follow_each_context_through_the_scenario() {
 
     // A frozen child cluster is down within the probe period; the other stays up. At worst a ping of
     // cluster-b was answered just before the freeze: the next one starts a ping interval later (`PING`)
-    // and gives up after kubeplex's ping timeout (`kubeplex::PING_TIMEOUT`), and `kubeplex_context_up` is
+    // and gives up after kubeplex's ping timeout (`kubeplex::readiness::PING_TIMEOUT`), and `kubeplex_context_up` is
     // read from that result at the next scrape. 5 s more covers this test's polling (a scrape every
     // 250 ms) and a loaded machine, where the wait below would allow `WAIT` (60 s).
     const SLACK: Duration = Duration::from_secs(5);
-    let within = PING + kubeplex::PING_TIMEOUT + SLACK;
+    let within = PING + kubeplex::readiness::PING_TIMEOUT + SLACK;
     b.cut();
     let frozen = tokio::time::Instant::now();
     let metrics = eventually(address, "cluster-b down while frozen", |m| {

@@ -8,7 +8,7 @@ use crate::support::{Stage, WAIT, eventually, stage};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kubeplex::{ClusterState, Context, PARENT_ANNOTATION, PARENT_UID_LABEL};
+use kubeplex::{ClusterState, Context, ownership::PARENT_ANNOTATION, ownership::PARENT_UID_LABEL};
 use kubeplex_fleet::{AppDeployer, AppDeployment, Fleet};
 
 const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];

@@ -47,8 +47,8 @@ impl<C: Context> Cx<C> {
     /// As [`child`](Self::child), with this child's policies chosen: whether it is kept (unlinked and left
     /// in place) once no longer declared, and whether it is orphaned (likewise) when the parent is
     /// deleted. What `options` leaves unset comes from the object's own annotations
-    /// ([`ON_PRUNE_ANNOTATION`](crate::ON_PRUNE_ANNOTATION),
-    /// [`ON_DELETE_ANNOTATION`](crate::ON_DELETE_ANNOTATION)), else from its kind's `owns(..)`; the
+    /// ([`ON_PRUNE_ANNOTATION`](crate::ownership::ON_PRUNE_ANNOTATION),
+    /// [`ON_DELETE_ANNOTATION`](crate::ownership::ON_DELETE_ANNOTATION)), else from its kind's `owns(..)`; the
     /// outcome is recorded on the child as those annotations (`docs/ownership.md`).
     ///
     /// ```no_run

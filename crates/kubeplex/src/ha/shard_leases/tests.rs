@@ -23,7 +23,7 @@ use crate::core::ContextName;
 use crate::ha::rendezvous::{ShardBy, owner};
 use crate::ha::shard_state::ShardState;
 use crate::ha::sharding::Sharding;
-use crate::health::Health;
+use crate::readiness::Readiness;
 use crate::testing::fake_leases::{FakeLeases, Link};
 
 const SHARDS: u16 = 8;
@@ -34,7 +34,7 @@ struct Replica {
     state: Arc<ShardState>,
     member: Fence,
     role: watch::Receiver<Role>,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -55,7 +55,7 @@ impl Replica {
             leader: false,
             holder: None,
         });
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         let (stop, stopped) = watch::channel(false);
         let group = Group {
             api: link.api(),

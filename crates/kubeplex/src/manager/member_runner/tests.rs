@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 use super::{COMMANDS_WAITING, LISTED_AT_THE_LATEST, MemberRunner, RELOAD_AGAIN_AFTER};
 use crate::client::{ClientPool, PoolConfig, Role};
-use crate::health::{Health, Phase, start_pings};
 use crate::members::{Command, LeaveOutcome, LeavePolicy, MemberChange};
 use crate::metrics::Metrics;
+use crate::readiness::{Phase, Readiness, start_pings};
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
 
@@ -33,7 +33,7 @@ struct Runner {
 }
 
 fn start() -> Runner {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let runtime = Arc::new(Runtime {

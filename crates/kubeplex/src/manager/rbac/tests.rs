@@ -299,8 +299,10 @@ fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
             .contexts([ctx("control"), ctx("edge")])
             .namespaces(["crds"])
     };
-    let secure =
-        manager(plan).secure_metrics(crate::health::SecureMetrics::new(ctx("control"), ":8443"));
+    let secure = manager(plan).secure_metrics(crate::readiness::SecureMetrics::new(
+        ctx("control"),
+        ":8443",
+    ));
     let rbac = secure.rbac("operator", "ops");
     let control = rbac.for_context("control");
     assert_eq!(control.cluster_roles.len(), 1);

@@ -45,7 +45,7 @@ use profile::Profile;
 /// - A change of what reaches it (the offered cluster, the plugin's configuration and extensions) joins
 ///   it again: its client is rebuilt and its watches list again.
 /// - The profile deleted (or no longer selected) makes the member leave under the manager's
-///   [`LeavePolicy`](crate::LeavePolicy); under `Delete` its children are deleted with the plugin's
+///   [`LeavePolicy`](crate::members::LeavePolicy); under `Delete` its children are deleted with the plugin's
 ///   credentials, which outlive the profile.
 /// - A profile offering no provider the file names, a plugin that fails (reported by its exit status,
 ///   never its output), a status that cannot be read: its member is reported unhealthy with the reason;
@@ -58,8 +58,8 @@ use profile::Profile;
 ///
 /// ```no_run
 /// # kubeplex::contexts! { pub enum Fleet { Control = "control" } }
-/// # fn doc() -> Result<(), kubeplex::AccessProvidersError> {
-/// use kubeplex::{AccessProviders, ClusterProfiles, LeavePolicy, Manager};
+/// # fn doc() -> Result<(), kubeplex::members::AccessProvidersError> {
+/// use kubeplex::{members::AccessProviders, members::ClusterProfiles, members::LeavePolicy, Manager};
 /// let access = AccessProviders::from_file("/etc/fleet/access-providers.json")?;
 /// let profiles = ClusterProfiles::new(Fleet::Control, "fleet-system", access)
 ///     .label_selector("x-k8s.io/cluster-manager=open-cluster-management");

@@ -46,7 +46,7 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
 ///   again from what its file says then, changed or not.
 ///
 /// ```no_run
-/// # use kubeplex::{KubeconfigFile, LeavePolicy, Manager};
+/// # use kubeplex::{members::KubeconfigFile, members::LeavePolicy, Manager};
 /// let manager = Manager::new()
 ///     .members(KubeconfigFile::new("/etc/fleet/members"), LeavePolicy::Orphan);
 /// ```

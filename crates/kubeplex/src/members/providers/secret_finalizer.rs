@@ -6,7 +6,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 /// The finalizer kubeplex keeps on a member's Secret under
-/// [`LeavePolicy::Delete`](crate::LeavePolicy::Delete), so that its credentials stay until the member's
+/// [`LeavePolicy::Delete`](crate::members::LeavePolicy::Delete), so that its credentials stay until the member's
 /// children are deleted.
 pub const MEMBER_FINALIZER: &str = "kubeplex.io/member-cleanup";
 

@@ -60,14 +60,14 @@ const DEFAULT_KEY: &str = "kubeconfig";
 ///   Secrets may add members and choose their credentials: it is the fleet's administration. Two Secrets naming one member: the
 ///   first keeps it, and the member is unhealthy, naming both, until one of them goes.
 /// - Under [`LeavePolicy::Delete`] each member's Secret carries
-///   [`MEMBER_FINALIZER`](crate::MEMBER_FINALIZER): deleting the Secret makes the member leave, its children
+///   [`MEMBER_FINALIZER`](crate::members::MEMBER_FINALIZER): deleting the Secret makes the member leave, its children
 ///   are deleted with the credentials still there, then the finalizer is removed and the Secret goes.
 ///
 /// It needs `get`, `list` and `watch` on Secrets in the namespace, and `patch` for the finalizer.
 ///
 /// ```no_run
 /// # kubeplex::contexts! { pub enum Fleet { Control = "control" } }
-/// use kubeplex::{KubeconfigSecrets, LeavePolicy, Manager};
+/// use kubeplex::{members::KubeconfigSecrets, members::LeavePolicy, Manager};
 /// let secrets = KubeconfigSecrets::new(Fleet::Control, "fleet-system", "fleet.example.com/cluster=true");
 /// let manager = Manager::new().members(secrets, LeavePolicy::Delete);
 /// // Or Cluster API's `<cluster>-kubeconfig` Secrets, one member per cluster.

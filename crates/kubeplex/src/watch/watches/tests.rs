@@ -43,7 +43,7 @@ async fn drive_measured(
     let (store, writer) = reflector::store();
     let watch = Arc::new(SharedWatch::new(store, index_label));
     before(&watch);
-    let health = Arc::new(Health::default()).watch_started(
+    let health = Arc::new(Readiness::default()).watch_started(
         "test",
         Some("ns"),
         "ConfigMap/v1".into(),
@@ -161,7 +161,7 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
     });
     let (store, _writer) = reflector::store::<ConfigMap>();
     let watch = Arc::new(SharedWatch::new(store, None));
-    let health = Arc::new(Health::default()).watch_started(
+    let health = Arc::new(Readiness::default()).watch_started(
         "test",
         None,
         "ConfigMap/v1".into(),
@@ -223,7 +223,7 @@ async fn events_objects_and_restarts_are_counted_per_watch() {
 async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_frees_its_cache() {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::register(&mut registry);
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("test", true);
     let watches = WatchRegistry::new(health.clone(), metrics);
     // A server that answers every list with one object and every watch with nothing new.

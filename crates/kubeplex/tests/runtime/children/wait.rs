@@ -30,7 +30,7 @@ pub async fn wait_parent(
     wait_status(&api, name, what, done).await
 }
 
-pub fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::Condition> {
+pub fn condition<'a>(parent: &'a Parent, type_: &str) -> Option<&'a kubeplex::status::Condition> {
     parent
         .status
         .as_ref()?

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kubeplex::{Condition, Manager};
+use kubeplex::{Manager, status::Condition};
 use kubeplex_testenv::{TestEnv, eventually};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
-use kubeplex::Health;
+use kubeplex::health::Health;
 
 use super::parent::{Others, RealController, WorkloadSpec};
 use super::scene::{Scene, health, ready};

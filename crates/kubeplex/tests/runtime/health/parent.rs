@@ -15,8 +15,10 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::ObjectMeta;
 use kube::{CustomResource, ResourceExt};
-use kubeplex::{Action, Assessment, Child, ContextName, Controller, Cx, FleetStatus, Health};
-use kubeplex::{Plan, Projection, Reconcile};
+use kubeplex::{
+    Action, Child, ContextName, Controller, Cx, FleetStatus, health::Assessment, health::Health,
+};
+use kubeplex::{Plan, Reconcile, health::Projection};
 use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -5,7 +5,7 @@
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kubeplex::{ClusterHealth, Health, Manager, Reconcile, Running};
+use kubeplex::{Manager, Reconcile, Running, health::Health, status::ClusterHealth};
 use kubeplex_testenv::TestEnv;
 use serde::de::DeserializeOwned;
 

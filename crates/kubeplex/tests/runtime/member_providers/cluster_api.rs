@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use kubeplex::prelude::*;
-use kubeplex::{LeavePolicy, MEMBER_FINALIZER};
+use kubeplex::{members::LeavePolicy, members::MEMBER_FINALIZER};
 
 use super::accounts::{MEMBER, admin_kubeconfig, text};
 use super::{member_status, start};
@@ -31,7 +31,7 @@ async fn a_cluster_api_kubeconfig_secret_joins_its_cluster_and_its_deletion_make
     let env = super::env().await;
     let namespace = env.create_namespace(&["control"], "capi").await.unwrap();
     let secrets: Api<Secret> = Api::namespaced(env.client("control").await.unwrap(), &namespace);
-    let provider = kubeplex::KubeconfigSecrets::cluster_api(Fleet::Control, &namespace);
+    let provider = kubeplex::members::KubeconfigSecrets::cluster_api(Fleet::Control, &namespace);
     let running = start(env, ClusterApiJoin, provider, LeavePolicy::Delete).await;
     create_spread(env, "spread-capi", "web").await;
     let child = "web-cluster-api-join";

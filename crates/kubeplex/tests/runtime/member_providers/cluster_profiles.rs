@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use kubeplex::prelude::*;
-use kubeplex::{AccessProviders, ClusterProfiles, LeavePolicy, Running};
+use kubeplex::{Running, members::AccessProviders, members::ClusterProfiles, members::LeavePolicy};
 use kubeplex_testenv::TestEnv;
 use serde_json::{Value, json};
 

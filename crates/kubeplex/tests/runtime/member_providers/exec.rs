@@ -8,7 +8,7 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::PostParams;
-use kubeplex::LeavePolicy;
+use kubeplex::members::LeavePolicy;
 use kubeplex::prelude::*;
 use kubeplex_testenv::TestEnv;
 
@@ -27,7 +27,7 @@ spreader!(SecretsExecRetry, "spread-exec-retry");
 async fn start(
     env: &TestEnv,
     controller: impl Reconcile,
-    provider: impl kubeplex::MemberProvider,
+    provider: impl kubeplex::members::MemberProvider,
     dir: &Path,
 ) -> kubeplex::Running {
     let plugin = dir.join("plugin").to_string_lossy().into_owned();

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kubeplex::prelude::*;
-use kubeplex::{LeavePolicy, MemberPhase};
+use kubeplex::{members::LeavePolicy, readiness::MemberPhase};
 use kubeplex_testenv::TestEnv;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -240,7 +240,7 @@ async fn a_cluster_api_kubeconfig_secret_that_would_run_a_command_is_refused_unt
         .await
         .unwrap();
     let secrets: Api<Secret> = Api::namespaced(env.client("control").await.unwrap(), &namespace);
-    let provider = kubeplex::KubeconfigSecrets::cluster_api(Fleet::Control, &namespace);
+    let provider = kubeplex::members::KubeconfigSecrets::cluster_api(Fleet::Control, &namespace);
     let running = start(env, UntrustedCapi, provider, LeavePolicy::Orphan).await;
     let address = running.probe_address().unwrap();
     create_spread(env, "spread-untrusted-capi", "web").await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{DeleteParams, PostParams};
-use kubeplex::LeavePolicy;
+use kubeplex::members::LeavePolicy;
 use kubeplex::prelude::*;
 use kubeplex_testenv::{TestEnv, eventually};
 

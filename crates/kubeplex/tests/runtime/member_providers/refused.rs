@@ -14,7 +14,7 @@ use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::watcher;
 use kubeplex::prelude::*;
-use kubeplex::{LeavePolicy, MEMBER_FINALIZER};
+use kubeplex::{members::LeavePolicy, members::MEMBER_FINALIZER};
 use kubeplex_testenv::eventually;
 use parking_lot::Mutex;
 

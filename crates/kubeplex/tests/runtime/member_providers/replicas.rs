@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, PostParams};
 use kubeplex::prelude::*;
-use kubeplex::{LeaderElection, LeavePolicy, MemberPhase, Running};
+use kubeplex::{Running, ha::LeaderElection, members::LeavePolicy, readiness::MemberPhase};
 use kubeplex_testenv::{TestEnv, eventually};
 
 use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
@@ -50,7 +50,7 @@ async fn replica(
     namespace: &str,
     identity: &str,
     controller: impl Reconcile,
-    provider: kubeplex::KubeconfigSecrets,
+    provider: kubeplex::members::KubeconfigSecrets,
 ) -> Running {
     let running = Manager::with_kubeconfig(kubeconfig)
         .probes("127.0.0.1:0")
@@ -215,7 +215,7 @@ async fn a_standby_neither_deletes_a_leaving_members_children_nor_releases_its_s
     .await;
     assert_eq!(
         finalizers(&secrets, REFUSING).await,
-        Some(vec![kubeplex::MEMBER_FINALIZER.to_owned()])
+        Some(vec![kubeplex::members::MEMBER_FINALIZER.to_owned()])
     );
     assert!(crate::spread::has_child(env, MEMBER, child).await);
 

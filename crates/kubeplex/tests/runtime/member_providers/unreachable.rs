@@ -11,7 +11,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use kubeplex::prelude::*;
-use kubeplex::{LeavePolicy, MEMBER_FINALIZER, MemberPhase};
+use kubeplex::{members::LeavePolicy, members::MEMBER_FINALIZER, readiness::MemberPhase};
 use kubeplex_testenv::{TestEnv, eventually};
 
 use super::accounts::{MEMBER, admin_kubeconfig, text};

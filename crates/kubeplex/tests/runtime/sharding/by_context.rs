@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::prelude::*;
-use kubeplex::{Manager, Sharding};
+use kubeplex::{Manager, ha::Sharding};
 
 use super::{env, split};
 use crate::support::{WAIT, create_namespace, probe, put_config_map, wait_started};

@@ -2,7 +2,7 @@
 //! its Role lets it read them, in the format the Secret provider reads.
 
 use kube::config::Kubeconfig;
-use kubeplex::{Context as _, ContextSet as _, MEMBER_NAME_LABEL};
+use kubeplex::{Context as _, ContextSet as _, members::MEMBER_NAME_LABEL};
 use kubeplex_fleet::Fleet;
 use serde_json::Value;
 

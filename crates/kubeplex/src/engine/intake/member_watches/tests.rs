@@ -15,8 +15,8 @@ use crate::engine::engine::ReconcileKey;
 use crate::engine::status::events::Note;
 use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
 use crate::executor::key_queue;
-use crate::health::Health;
 use crate::members::{LeavePolicy, LeaveProgress, MemberChange, Slot};
+use crate::readiness::Readiness;
 use crate::watch::SharedWatch;
 
 #[tokio::test(start_paused = true)]
@@ -58,7 +58,7 @@ async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_i
     let (changes, received) = mpsc::channel(1);
     let engine = Arc::new(engine);
     let following = tokio::spawn(follow(engine.clone(), received));
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     let progress = Arc::new(LeaveProgress::new(
         "member-a",
         Slot::default(),
@@ -103,7 +103,7 @@ async fn a_leave_that_is_dropped_counts_as_forgotten() {
         "member-a",
         Slot::default(),
         None,
-        Arc::new(Health::default()),
+        Arc::new(Readiness::default()),
     );
     let forgotten = progress.forgotten();
     drop(progress);

@@ -8,8 +8,8 @@ use std::time::Duration;
 use kube::config::{ExecConfig, ExecInteractiveMode};
 
 use super::{Runner, settle, start};
-use crate::health::ContextStatus;
 use crate::members::{Command, LeaveOutcome};
+use crate::readiness::ContextStatus;
 
 /// A configuration whose exec plugin exits 3 while `flag` exists, else prints a token.
 fn plugin_config(flag: &Path) -> kube::Config {

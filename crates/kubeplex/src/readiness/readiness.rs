@@ -21,7 +21,7 @@ use crate::core::Error;
 
 /// Shared health state, updated by the pool, the watches and the pings.
 #[derive(Default)]
-pub(crate) struct Health {
+pub(crate) struct Readiness {
     contexts: Mutex<BTreeMap<String, ContextEntry>>,
     /// Controllers whose loop ended while the manager was running, and why: the process is half-dead.
     dead_controllers: Mutex<BTreeMap<String, String>>,
@@ -55,8 +55,8 @@ struct ContextEntry {
     watches: Vec<Arc<Mutex<WatchState>>>,
 }
 
-impl Health {
-    /// Declares a context, required or not; it is "connecting" until [`Health::connected`].
+impl Readiness {
+    /// Declares a context, required or not; it is "connecting" until [`Readiness::connected`].
     pub(crate) fn declare(&self, context: &str, required: bool) {
         let mut contexts = self.contexts.lock();
         let entry = contexts.entry(context.to_owned()).or_default();
@@ -68,7 +68,7 @@ impl Health {
         entry.connecting = true;
     }
 
-    /// Declares one of the code's contexts (not a member), required or not: see [`Health::declare`].
+    /// Declares one of the code's contexts (not a member), required or not: see [`Readiness::declare`].
     pub(crate) fn declare_fixed(&self, context: &str, required: bool) {
         self.declare(context, required);
         if let Some(entry) = self.contexts.lock().get_mut(context) {
@@ -76,7 +76,7 @@ impl Health {
         }
     }
 
-    /// The contexts declared with [`Health::declare_fixed`]: the names the terse probe body may show.
+    /// The contexts declared with [`Readiness::declare_fixed`]: the names the terse probe body may show.
     pub(crate) fn fixed_contexts(&self) -> std::collections::BTreeSet<String> {
         let contexts = self.contexts.lock();
         let fixed = contexts.iter().filter(|(_, entry)| entry.fixed);

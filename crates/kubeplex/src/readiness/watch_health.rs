@@ -96,7 +96,7 @@ impl WatchHealth {
         }
     }
 
-    /// What `Health::forget_watch` takes.
+    /// What `Readiness::forget_watch` takes.
     pub(crate) fn entry(&self) -> WatchEntry {
         WatchEntry {
             context: self.context.clone(),

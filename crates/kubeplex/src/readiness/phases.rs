@@ -66,15 +66,15 @@ impl MemberPhases {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::health::Health;
-    use crate::health::MemberPhase;
+    use crate::readiness::MemberPhase;
+    use crate::readiness::Readiness;
 
     #[test]
     fn a_member_shows_joining_ready_and_leaving_with_what_it_waits_for() {
-        let health = Health::default();
+        let health = Readiness::default();
         health.arm();
         health.declare("m", false);
-        let phase = |health: &Health| health.report().contexts["m"].member.clone();
+        let phase = |health: &Readiness| health.report().contexts["m"].member.clone();
         assert_eq!(
             phase(&health),
             None,

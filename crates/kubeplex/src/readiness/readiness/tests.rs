@@ -1,4 +1,4 @@
-//! Health: readiness per context, how failures are phrased and logged.
+//! Readiness: readiness per context, how failures are phrased and logged.
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ fn api_error(code: u16) -> watcher::Error {
 
 #[test]
 fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("cluster-a", true);
     health.declare("cluster-b", false);
     let report = health.report();
@@ -51,7 +51,7 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
 
 #[test]
 fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("cluster-a", true);
     let watch = health.watch_started(
         "cluster-a",
@@ -82,7 +82,7 @@ fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
 
 #[test]
 fn a_required_context_without_a_client_is_fatal_and_an_optional_one_is_not() {
-    let health = Health::default();
+    let health = Readiness::default();
     health.declare("control", true);
     health.declare("extra", false);
     let error = Error::UndeclaredContext {
@@ -136,7 +136,7 @@ fn warnings(f: impl FnOnce()) -> Vec<String> {
 
 #[test]
 fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_all() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("cluster-b", true);
     let watch = health.watch_started(
         "cluster-b",
@@ -169,7 +169,7 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
 
 #[tokio::test(start_paused = true)]
 async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_since() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("cluster-b", true);
     let watch = health.watch_started(
         "cluster-b",
@@ -198,7 +198,7 @@ async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_
 
 #[test]
 fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_refusals() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("cluster-b", true);
     health.connected("cluster-b", None);
     let watch = |namespace| {
@@ -244,7 +244,7 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
 
 #[test]
 fn started_latches_without_a_report_when_every_required_context_is_ready_at_once() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("cluster-a", true);
     health.declare("cluster-b", true);
     health.declare("optional", false);
@@ -284,7 +284,7 @@ fn started_latches_without_a_report_when_every_required_context_is_ready_at_once
 
 #[test]
 fn a_required_context_without_a_client_is_fatal_an_optional_one_is_not() {
-    let health = Health::default();
+    let health = Readiness::default();
     health.declare("required", true);
     health.declare("optional", false);
     let error = Error::ClientConfig {
@@ -304,7 +304,7 @@ fn a_required_context_without_a_client_is_fatal_an_optional_one_is_not() {
 
 #[test]
 fn each_failing_watch_of_a_context_is_named_in_its_line() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     let watch = |kind: &str, plural: &str, namespace| {
         health.watch_started("cluster-b", Some(namespace), kind.into(), plural.into())
     };
@@ -334,7 +334,7 @@ fn each_failing_watch_of_a_context_is_named_in_its_line() {
 
 #[test]
 fn a_member_forgotten_stays_gone_whatever_its_ping_or_watches_report_late() {
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Readiness::default());
     health.declare("member-1", false);
     health.connected("member-1", None);
     let watch = health.watch_started(

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::health::Health;
+use super::readiness::Readiness;
 use crate::client::Access;
 use crate::core::{Shrink, chain};
 use crate::metrics::Metrics;
@@ -28,7 +28,7 @@ pub(crate) struct Pings {
     members: parking_lot::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
     /// Told the name of a member whose server starts rejecting its credentials.
     rejected: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
 }
@@ -78,7 +78,7 @@ impl Pings {
 /// requests are. With `members`, the thread runs even without targets, for the members that join later.
 pub(crate) fn start(
     targets: Vec<(String, Access)>,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
     members: bool,
@@ -140,7 +140,7 @@ pub(crate) fn start(
 async fn ping(
     context: String,
     access: Access,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
     rejected: Option<tokio::sync::mpsc::Sender<String>>,
@@ -186,7 +186,7 @@ async fn ping(
 /// on waking counts as a ping answered (its watches' failures to reach the server are over).
 async fn until_due(
     context: &str,
-    health: &Health,
+    health: &Readiness,
     pinged: tokio::time::Instant,
     interval: Duration,
     healthy: bool,
@@ -275,7 +275,7 @@ mod tests {
     /// Runs [`until_due`] with the server answering the context's clients at `answers` (seconds after the
     /// last ping); the seconds until the next ping is due.
     async fn due_after(answers: &[u64], healthy: bool) -> u64 {
-        let health = Health::default();
+        let health = Readiness::default();
         health.declare("cluster-a", true);
         let start = tokio::time::Instant::now();
         let last = Arc::new(parking_lot::Mutex::new(None));
@@ -315,7 +315,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_answer_in_place_of_a_ping_counts_as_one_for_the_watches() {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         health.declare("cluster-a", true);
         let watch = health.watch_started(
             "cluster-a",
@@ -357,7 +357,7 @@ mod tests {
         let access = Access::of("cluster-a", config, Duration::from_secs(30))
             .await
             .unwrap();
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         health.declare("cluster-a", true);
         let _pings = start(
             vec![("cluster-a".into(), access)],

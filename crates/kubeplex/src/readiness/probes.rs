@@ -21,18 +21,18 @@ use tokio::net::TcpListener;
 
 use prometheus_client::registry::Registry;
 
-use super::health::Health;
+use super::readiness::Readiness;
 use super::report::ContextStatus;
 
 /// What the routes read.
 struct Served {
-    health: Arc<Health>,
+    health: Arc<Readiness>,
 }
 
 /// Serves the probes until the task is aborted, and `/metrics` from `registry` when it is given.
 pub(crate) async fn serve(
     listener: TcpListener,
-    health: Arc<Health>,
+    health: Arc<Readiness>,
     registry: Option<Arc<Registry>>,
 ) {
     super::connections::serve(listener, routes(health, registry), None, "probe server").await;
@@ -40,7 +40,7 @@ pub(crate) async fn serve(
 
 /// The probe routes, with `/metrics` when `registry` is given; GET routes answer HEAD too, other
 /// methods 405.
-fn routes(health: Arc<Health>, registry: Option<Arc<Registry>>) -> Router {
+fn routes(health: Arc<Readiness>, registry: Option<Arc<Registry>>) -> Router {
     let mut router = Router::new()
         .route("/startupz", get(startupz))
         .route("/readyz", get(readyz))
@@ -139,7 +139,7 @@ fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
 /// Each of the `fixed` contexts' state (`ok`, `starting`, `failing`), and, when there are other contexts
 /// (the fleet's members), how many there are and how many of them are not ready.
 fn checks(
-    report: &crate::health::HealthReport,
+    report: &crate::readiness::HealthReport,
     fixed: &BTreeSet<String>,
 ) -> (BTreeMap<String, &'static str>, Option<serde_json::Value>) {
     let mut checks = BTreeMap::new();
@@ -199,7 +199,7 @@ mod tests {
         method: &str,
         path: &str,
     ) -> (StatusCode, String) {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         let request = axum::http::Request::builder()
             .method(method)
             .uri(path)
@@ -222,7 +222,7 @@ mod tests {
 
     /// `GET path` from `peer` (as the accept loop records it) on the probes of `health`.
     async fn get_from(
-        health: &Arc<Health>,
+        health: &Arc<Readiness>,
         peer: &str,
         path: &str,
     ) -> (StatusCode, serde_json::Value) {
@@ -237,8 +237,8 @@ mod tests {
 
     /// A manager's health with a fixed context `control`, ready, and two members, one ready and one whose
     /// Secret is refused with a reason naming it, its kubeconfig's path and a long answer of its server.
-    fn fleet_health() -> Arc<Health> {
-        let health = Arc::new(Health::default());
+    fn fleet_health() -> Arc<Readiness> {
+        let health = Arc::new(Readiness::default());
         health.declare_fixed("control", true);
         health.connected("control", None);
         for member in ["member-ok", "member-secret-x"] {
@@ -374,7 +374,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dead_controller_fails_livez_by_name() {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Readiness::default());
         health.controller_ended("app-deployer", "its loop panicked".into());
         let request = axum::http::Request::get("/livez")
             .body(axum::body::Body::empty())

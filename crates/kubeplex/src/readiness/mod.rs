@@ -1,11 +1,11 @@
-//! Per-context health: the state the probes report, the health report types, the pings, the probe
-//! server, and the secure metrics server.
+//! Whether each cluster answers: the state the probes report (`/startupz`, `/readyz`, `/livez`), the report
+//! types, the pings, the probe server, and the secure metrics server (docs/probes.md).
 
 mod connections;
-mod health;
 mod phases;
 mod ping;
 mod probes;
+mod readiness;
 mod report;
 mod review_budget;
 mod review_cache;
@@ -14,11 +14,11 @@ mod secure_metrics;
 mod serving_certificate;
 mod watch_health;
 
-pub(crate) use health::Health;
 pub(crate) use phases::Phase;
 pub use ping::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 pub(crate) use ping::{Pings, start as start_pings};
 pub(crate) use probes::serve as serve_probes;
+pub(crate) use readiness::Readiness;
 pub use report::{
     ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
     ShardingReport, WatchReport,
