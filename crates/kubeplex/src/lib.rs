@@ -45,12 +45,12 @@
 //! )]
 //! pub struct AppDeployer;
 //!
-//! // The business logic; `cx.context()` is the context `app` came from.
+//! // The business logic; `cx.cluster()` is the context `app` came from.
 //! impl Reconcile for AppDeployer {
 //!     type Error = kubeplex::Error;
 //!
 //!     async fn reconcile(&self, app: Arc<AppDeployment>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
-//!         let _ = (app, cx.context());
+//!         let _ = (app, cx.cluster());
 //!         Ok(Action::requeue(Duration::from_secs(3600)))
 //!     }
 //! }
@@ -101,7 +101,7 @@ pub mod __private;
 /// The clusters a controller works in: typed kubeconfig contexts, members that join at run time, and the
 /// cluster that names either (docs/fleets.md).
 pub mod fleet {
-    pub use crate::core::{Context, ContextName, ContextSet, Member, Target, UnknownContext};
+    pub use crate::core::{Cluster, Context, ContextName, ContextSet, Member, UnknownContext};
 }
 
 /// What kubeplex writes into a parent's status: each cluster's state and its children's health
@@ -138,10 +138,10 @@ pub mod logging {
 }
 
 pub use crate::core::{Action, Error, PrimaryResource, Result};
+pub use crate::core::{Cluster, Context, ContextName, ContextSet};
 pub use crate::core::{ClusterState, FleetStatus};
-pub use crate::core::{Context, ContextName, ContextSet, Target};
 pub use controller::{ChildOptions, Controller, Cx, Reconcile};
-pub use engine::CONTEXT_TIMEOUT;
+pub use engine::CLUSTER_TIMEOUT;
 /// Describes a controller: implements [`Controller`] for the struct it is on.
 ///
 /// ```text
@@ -190,7 +190,7 @@ pub use readiness::SecureMetrics;
 ///
 /// Besides the controller's own names, what a fleet operator uses: the status it reports
 /// ([`FleetStatus`], [`ClusterState`]), the places children go
-/// ([`Target`]), members from kubeconfig Secrets ([`KubeconfigSecrets`](members::KubeconfigSecrets),
+/// ([`Cluster`]), members from kubeconfig Secrets ([`KubeconfigSecrets`](members::KubeconfigSecrets),
 /// [`LeavePolicy`](members::LeavePolicy)) and [`LeaderElection`](ha::LeaderElection).
 ///
 /// ```
@@ -204,13 +204,13 @@ pub use readiness::SecureMetrics;
 ///     );
 /// let status = FleetStatus::default();
 /// assert!(status.clusters.values().all(|c| c.state != ClusterState::Failed));
-/// let _: Option<Target<kubeplex::ContextName>> = None;
+/// let _: Option<Cluster<kubeplex::ContextName>> = None;
 /// ```
 pub mod prelude {
     pub use crate::ha::LeaderElection;
     pub use crate::members::{KubeconfigSecrets, LeavePolicy};
     pub use crate::{
-        Action, ClusterState, Context as _, ContextSet as _, Controller as _, Cx, FleetStatus,
-        Manager, Reconcile, Target, controller,
+        Action, Cluster, ClusterState, Context as _, ContextSet as _, Controller as _, Cx,
+        FleetStatus, Manager, Reconcile, controller,
     };
 }

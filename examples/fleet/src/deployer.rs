@@ -59,7 +59,7 @@ impl Reconcile for AppDeployer {
             return Err(DeployError::InvalidSpec(problem));
         }
         // cluster-a, cluster-b, then every member of the fleet now (none unless `fleet run` was given some).
-        let targets = cx.targets_of::<Deployment>();
+        let targets = cx.clusters_of::<Deployment>();
         let namespaces = app.spec.targets(&owns);
         let Some(order) = app.spec.rollout.as_ref().map(|r| &r.order) else {
             for cluster in targets {
@@ -75,7 +75,7 @@ impl Reconcile for AppDeployer {
         };
         // A progressive rollout: the clusters' Deployments as their caches have them decide which image
         // each cluster gets. A change of their health reconciles this parent again; no polling.
-        let names: Vec<&str> = targets.iter().map(Target::name).collect();
+        let names: Vec<&str> = targets.iter().map(Cluster::name).collect();
         let clusters: Vec<ClusterView> = (rollout::ordered(&names, order).into_iter())
             .filter_map(|name| targets.iter().find(|t| t.name() == name))
             .map(|target| ClusterView {
@@ -151,7 +151,7 @@ async fn write_rollout_status(
         "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
     });
     let manager = format!("{}-rollout", cx.controller());
-    let api = cx.api::<AppDeployment>(cx.context(), &app.namespace().unwrap_or_default())?;
+    let api = cx.api::<AppDeployment>(cx.cluster(), &app.namespace().unwrap_or_default())?;
     let params = PatchParams::apply(&manager).force();
     let written = (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))).await?;
     let version = written.metadata.resource_version.as_deref();
@@ -160,14 +160,14 @@ async fn write_rollout_status(
 }
 
 fn log_failed_write(app: &AppDeployment, cx: &Cx<Fleet>, error: &WriteError) {
-    let context = cx.context();
-    tracing::warn!(context = %context.name(), object = %app.name_any(), %error, "writing the rollout's status failed");
+    let context = cx.cluster();
+    tracing::warn!(cluster = %context.name(), object = %app.name_any(), %error, "writing the rollout's status failed");
 }
 
 /// Publishes a rollout's Event on the parent, in its own cluster, as the controller (kube's `Recorder`,
 /// as kubeplex's own Events). A failure to publish is logged: an Event never holds back the rollout.
 async fn publish(app: &AppDeployment, cx: &Cx<Fleet>, event: RolloutEvent) {
-    let context = cx.context();
+    let context = cx.cluster();
     let published = match cx.client(context.clone()) {
         Ok(client) => {
             let reporter = Reporter {
@@ -193,7 +193,7 @@ async fn publish(app: &AppDeployment, cx: &Cx<Fleet>, event: RolloutEvent) {
         Err(error) => Err(error.to_string()),
     };
     if let Err(error) = published {
-        tracing::warn!(context = %context.name(), object = %app.name_any(), reason = event.reason, %error, "publishing the rollout's event failed");
+        tracing::warn!(cluster = %context.name(), object = %app.name_any(), reason = event.reason, %error, "publishing the rollout's event failed");
     }
 }
 

@@ -129,7 +129,7 @@ impl MemberFlags {
         let context = Fleet::Control.name();
         if let Some(selector) = self.members_from_secrets {
             let namespace = self.members_namespace;
-            tracing::info!(%context, %namespace, %selector, ?policy,
+            tracing::info!(cluster = %context, %namespace, %selector, ?policy,
                 "members of the fleet from kubeconfig Secrets");
             let secrets = KubeconfigSecrets::new(Fleet::Control, namespace, selector);
             return Ok(manager.members(secrets, policy));
@@ -140,13 +140,13 @@ impl MemberFlags {
                 None => AccessProviders::default(),
             };
             let providers = access.names().join(", ");
-            tracing::info!(%context, %namespace, %providers, ?policy,
+            tracing::info!(cluster = %context, %namespace, %providers, ?policy,
                 "members of the fleet from ClusterProfiles");
             let profiles = ClusterProfiles::new(Fleet::Control, namespace, access);
             return Ok(manager.members(profiles, policy));
         }
         if let Some(namespace) = self.members_from_cluster_api {
-            tracing::info!(%context, %namespace, ?policy,
+            tracing::info!(cluster = %context, %namespace, ?policy,
                 "members of the fleet from Cluster API's kubeconfig Secrets");
             let secrets = KubeconfigSecrets::cluster_api(Fleet::Control, namespace);
             return Ok(manager.members(secrets, policy));

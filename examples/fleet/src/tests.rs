@@ -166,7 +166,7 @@ fn text_logs_have_colour_codes_only_on_a_terminal() {
     let plain = log_one_warning(LogFormat::Text, false);
     assert!(plain.contains("WARN"), "{plain}");
     assert!(
-        plain.contains("cannot reach the cluster context=\"cluster-a\""),
+        plain.contains("cannot reach the cluster cluster=\"cluster-a\""),
         "{plain}"
     );
     assert!(!plain.contains('\x1b'), "{plain:?}");

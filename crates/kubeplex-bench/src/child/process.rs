@@ -119,7 +119,7 @@ impl Reconcile for Bench {
         object: Arc<ConfigMap>,
         cx: &Cx<ContextName>,
     ) -> Result<kubeplex::Action, Infallible> {
-        let context = cx.context();
+        let context = cx.cluster();
         let client = if self.0.get {
             cx.client(context.clone()).ok()
         } else {

@@ -29,7 +29,7 @@ impl Reconcile for FleetWide {
 #[controller(crd = ConfigMap, contexts = ["control"], owns(Secret, members, namespaces = ["apps"]))]
 struct MembersOnly;
 
-// The primary resource watched in every member too: `cx.context()` says which member an object came from.
+// The primary resource watched in every member too: `cx.cluster()` says which member an object came from.
 #[controller(crd = ConfigMap, contexts = [Fleet::Control], members, owns(Secret, members))]
 struct Everywhere;
 
@@ -41,9 +41,9 @@ impl Reconcile for Everywhere {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        let _typed_or_member: Option<Fleet> = cx.context().as_context();
+        let _typed_or_member: Option<Fleet> = cx.cluster().as_context();
         cx.child(
-            cx.context(),
+            cx.cluster(),
             Secret {
                 metadata: object.metadata.clone(),
                 ..Secret::default()

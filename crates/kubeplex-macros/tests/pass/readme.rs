@@ -47,7 +47,7 @@ impl Reconcile for AppDeployer {
         app: Arc<AppDeployment>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        let _ = (app.spec.replicas, cx.context());
+        let _ = (app.spec.replicas, cx.cluster());
         Ok(Action::requeue(Duration::from_secs(3600)))
     }
 }

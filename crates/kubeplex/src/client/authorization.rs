@@ -234,7 +234,7 @@ impl Authorization {
         current.runs = current.runs.saturating_add(1);
         match ran {
             Ok((layer, renew_at)) => {
-                tracing::debug!(%context, "the credential plugin ran again");
+                tracing::debug!(cluster = %context, "the credential plugin ran again");
                 current.source = source(layer);
                 current.generation = current.generation.saturating_add(1);
                 current.renew_at = renew_at;
@@ -243,7 +243,7 @@ impl Authorization {
             }
             Err(problem) => {
                 if state.failed.as_ref() != Some(&problem) {
-                    tracing::warn!(%context, %problem, "the credential plugin could not renew the credentials");
+                    tracing::warn!(cluster = %context, %problem, "the credential plugin could not renew the credentials");
                 }
                 state.failed = Some(problem.clone());
                 Err(problem)

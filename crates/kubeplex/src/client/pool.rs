@@ -263,7 +263,7 @@ impl PoolConfig {
         if let Some(insecurity) = Tls::insecurity(access.config())
             && self.warned.lock().insert(context.to_owned())
         {
-            tracing::warn!(%context, %insecurity, "the context's connections are not secure");
+            tracing::warn!(cluster = %context, %insecurity, "the context's connections are not secure");
         }
         Ok((client, access))
     }

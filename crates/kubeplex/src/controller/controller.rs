@@ -31,7 +31,7 @@ pub trait Reconcile: Controller {
     /// What a failed reconcile reports.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// Reconciles `object`, which came from the context `cx.context()`.
+    /// Reconciles `object`, which came from the context `cx.cluster()`.
     fn reconcile(
         &self,
         object: Arc<Self::Resource>,

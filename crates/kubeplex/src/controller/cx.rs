@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 
 use crate::core::Context;
 use crate::core::PrimaryResource;
+use crate::core::{Cluster, Member};
 use crate::core::{Error, Result};
-use crate::core::{Member, Target};
 #[cfg(doc)]
 use crate::plan::DEFAULT_ERROR_REQUEUE;
 use crate::plan::{MAX_ERROR_REQUEUE, Plan};
@@ -28,7 +28,7 @@ use super::desired_child::DesiredChildren;
 /// The reconcile context: the context the object came from, access to every declared context, and the
 /// children the reconcile wants.
 pub struct Cx<C> {
-    context: Target<C>,
+    cluster: Cluster<C>,
     plan: Arc<Plan<C>>,
     runtime: Arc<Runtime>,
     desired: Mutex<DesiredChildren>,
@@ -39,13 +39,13 @@ pub struct Cx<C> {
 
 impl<C: Context> Cx<C> {
     pub(crate) fn new(
-        context: Target<C>,
+        cluster: Cluster<C>,
         plan: Arc<Plan<C>>,
         runtime: Arc<Runtime>,
         failures: u32,
     ) -> Self {
         Self {
-            context,
+            cluster,
             plan,
             runtime,
             desired: Mutex::default(),
@@ -65,10 +65,10 @@ impl<C: Context> Cx<C> {
     }
 
     /// Where the reconciled object came from: one of the controller's typed contexts
-    /// (`Target::Context(Fleet::Control)`, which compares equal to `Fleet::Control`), or a member of the
+    /// (`Cluster::Context(Fleet::Control)`, which compares equal to `Fleet::Control`), or a member of the
     /// fleet when the plan watches its primaries in every member.
-    pub fn context(&self) -> Target<C> {
-        self.context.clone()
+    pub fn cluster(&self) -> Cluster<C> {
+        self.cluster.clone()
     }
 
     /// The name of the controller running this reconcile.
@@ -79,12 +79,12 @@ impl<C: Context> Cx<C> {
     /// The client of any context the manager's controllers declared, or of a member of the fleet. Fails
     /// with [`Error::UndeclaredContext`] for a context no controller declared, [`Error::ClientConfig`] for
     /// one whose client could not be configured, and [`Error::Member`] for a member that is not one now.
-    pub fn client(&self, target: impl Into<Target<C>>) -> Result<Client> {
-        let target = target.into();
+    pub fn client(&self, cluster: impl Into<Cluster<C>>) -> Result<Client> {
+        let cluster = cluster.into();
         self.runtime
-            .client(target.name())
-            .map_err(|error| match (target, error) {
-                (Target::Member(member), Error::UndeclaredContext { .. }) => Error::Member {
+            .client(cluster.name())
+            .map_err(|error| match (cluster, error) {
+                (Cluster::Member(member), Error::UndeclaredContext { .. }) => Error::Member {
                     context: member.name().to_owned(),
                     reason: "not a member of the fleet now (it left, or has not joined)".into(),
                 },
@@ -93,11 +93,11 @@ impl<C: Context> Cx<C> {
     }
 
     /// An `Api` for a namespaced kind in `namespace` of a context or member.
-    pub fn api<K>(&self, target: impl Into<Target<C>>, namespace: &str) -> Result<Api<K>>
+    pub fn api<K>(&self, cluster: impl Into<Cluster<C>>, namespace: &str) -> Result<Api<K>>
     where
         K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
     {
-        Ok(Api::namespaced(self.client(target)?, namespace))
+        Ok(Api::namespaced(self.client(cluster)?, namespace))
     }
 
     /// Every cached object of kind `K` in `context`, from the watches the controllers opened there
@@ -130,19 +130,19 @@ impl<C: Context> Cx<C> {
 
     /// Everywhere children of kind `K` live now: the contexts of [`contexts_of`](Self::contexts_of), then
     /// every current member when the kind is declared with `members`.
-    pub fn targets_of<K: Resource<DynamicType = ()>>(&self) -> Vec<Target<C>> {
+    pub fn clusters_of<K: Resource<DynamicType = ()>>(&self) -> Vec<Cluster<C>> {
         let resource = ApiResource::erase::<K>(&());
-        let mut targets: Vec<Target<C>> = self
+        let mut clusters: Vec<Cluster<C>> = self
             .contexts_of::<K>()
             .into_iter()
-            .map(Target::Context)
+            .map(Cluster::Context)
             .collect();
         let in_members =
             (self.plan.children().iter()).any(|c| c.resource() == &resource && c.in_members());
         if in_members {
-            targets.extend(self.members().into_iter().map(Target::Member));
+            clusters.extend(self.members().into_iter().map(Cluster::Member));
         }
-        targets
+        clusters
     }
 
     /// The namespaces where children of kind `K` may live in a context or member, as declared; empty when
@@ -151,10 +151,10 @@ impl<C: Context> Cx<C> {
     /// namespace, which is not listed here: give its children no namespace and they go there.
     pub fn namespaces_of<K: Resource<DynamicType = ()>>(
         &self,
-        target: impl Into<Target<C>>,
+        cluster: impl Into<Cluster<C>>,
     ) -> Vec<&str> {
-        let (target, resource) = (target.into(), ApiResource::erase::<K>(&()));
-        let namespaces: IndexSet<&str> = (self.declared(&resource, &target).into_iter())
+        let (cluster, resource) = (cluster.into(), ApiResource::erase::<K>(&()));
+        let namespaces: IndexSet<&str> = (self.declared(&resource, &cluster).into_iter())
             .flat_map(|c| c.get_namespaces().iter().map(AsRef::as_ref))
             .collect();
         namespaces.into_iter().collect()
@@ -182,7 +182,7 @@ fn error_backoff(base: Duration, failures: u32) -> Duration {
 impl<C: Context> fmt::Debug for Cx<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cx")
-            .field("context", &self.context)
+            .field("cluster", &self.cluster)
             .field("controller", &self.plan.name())
             .finish()
     }
@@ -200,7 +200,7 @@ mod tests {
     ) -> Cx<crate::core::ContextName> {
         let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
         Cx::new(
-            Target::Context(context),
+            Cluster::Context(context),
             Arc::new(TestController::plan()),
             runtime(client.clone(), client),
             failures,

@@ -16,8 +16,8 @@ use crate::watch::WatchRegistry;
 
 pub(crate) const CONTROL: ContextName = ContextName::new("control");
 /// [`CONTROL`] as the target a reconcile is keyed by.
-pub(crate) const CONTROL_TARGET: crate::core::Target<ContextName> =
-    crate::core::Target::Context(CONTROL);
+pub(crate) const CONTROL_TARGET: crate::core::Cluster<ContextName> =
+    crate::core::Cluster::Context(CONTROL);
 pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");
 
 /// Reconciles nothing; its plan owns ConfigMaps in `cluster-a`.

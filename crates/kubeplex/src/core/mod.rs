@@ -6,6 +6,7 @@ mod action;
 mod capacity;
 mod child_health;
 mod child_policy;
+mod cluster;
 mod cluster_health;
 mod context;
 mod contexts_macro;
@@ -19,7 +20,6 @@ mod ownership;
 mod redact;
 mod resource;
 mod status;
-mod target;
 
 pub use action::Action;
 pub(crate) use action::Verdict;
@@ -28,6 +28,8 @@ pub use child_health::{
     Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
 };
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
+pub(crate) use cluster::name_problem;
+pub use cluster::{Cluster, Member};
 pub use cluster_health::ClusterHealth;
 pub use context::{Context, ContextName, ContextSet, UnknownContext};
 #[cfg(test)]
@@ -52,5 +54,3 @@ pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
 pub(crate) use status::{ContextOutcome, now};
-pub(crate) use target::name_problem;
-pub use target::{Member, Target};

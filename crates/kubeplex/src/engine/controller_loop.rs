@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 
 use crate::controller::Reconcile;
 use crate::core::Action;
+use crate::core::Cluster;
 use crate::core::Context;
-use crate::core::Target;
 use crate::core::kind_label;
 use crate::engine::engine::{ChildWatch, Engine, Primary, PrimaryCaches, ReconcileKey};
 use crate::engine::intake::member_watches;
@@ -59,7 +59,7 @@ pub(crate) fn start<R: Reconcile>(
         };
         let watch = runtime.watches.watch::<Primary<R>>(key, client);
         primaries.insert(
-            (Target::Context(context), namespace.map(str::to_owned)),
+            (Cluster::Context(context), namespace.map(str::to_owned)),
             watch,
         );
     }

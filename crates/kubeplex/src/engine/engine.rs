@@ -19,8 +19,8 @@ use crate::core::ApiScope;
 use crate::core::Context;
 use crate::core::Error;
 use crate::core::ParentRef;
+use crate::core::{Cluster, Member};
 use crate::core::{ClusterState, ContextOutcome};
-use crate::core::{Member, Target};
 use crate::engine::status::events::{EventPublisher, Note};
 use crate::executor::QueueKey;
 use crate::members::SyncGuard;
@@ -33,11 +33,11 @@ pub(super) type Primary<R> = <R as Controller>::Resource;
 
 /// How long syncing or cleaning up one context in one reconcile may take before it counts as unreachable,
 /// so that a hung cluster delays only its own status.
-pub const CONTEXT_TIMEOUT: Duration = Duration::from_secs(15);
+pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long the child contexts that answered wait for the others before their outcomes are written: a
 /// context still working then is reported as not answering yet (until its own outcome, at most
-/// [`CONTEXT_TIMEOUT`] later), so that a hung cluster delays only its own status.
+/// [`CLUSTER_TIMEOUT`] later), so that a hung cluster delays only its own status.
 pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// What a reconcile is keyed by: where the object lives (one of the controller's typed contexts, or a
@@ -46,13 +46,13 @@ pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 #[derive(Educe)]
 #[educe(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ReconcileKey<R: Controller> {
-    pub(crate) context: Target<R::Context>,
+    pub(crate) context: Cluster<R::Context>,
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
 /// A controller's reconciles take turns by the context or member their object came from.
 impl<R: Controller> QueueKey for ReconcileKey<R> {
-    type Group = Target<R::Context>;
+    type Group = Cluster<R::Context>;
 
     fn group(&self) -> Self::Group {
         self.context.clone()
@@ -159,7 +159,7 @@ impl<R: Reconcile> Engine<R> {
     /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
     pub(crate) fn primary_cache(
         &self,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<Primary<R>>>> {
         self.primaries.get(context, namespace)
@@ -220,8 +220,8 @@ impl<R: Reconcile> Engine<R> {
             .iter()
             .find(|c| c.name() == parent.context);
         let context = match fixed {
-            Some(context) => Target::Context(*context),
-            None if plan.in_members() => Target::Member(Member::new(parent.context.as_str())),
+            Some(context) => Cluster::Context(*context),
+            None if plan.in_members() => Cluster::Member(Member::new(parent.context.as_str())),
             None => return None,
         };
         Some(ReconcileKey {
@@ -239,7 +239,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) fn parent_api(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
     ) -> crate::core::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
             self.client(context.name())?,
@@ -251,7 +251,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) fn parent_ref(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
     ) -> ParentRef {
         ParentRef {
             context: context.name().to_owned(),
@@ -265,7 +265,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn publish(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         note: Note,
     ) {
         self.publish_all(object, context, vec![note]).await;
@@ -275,7 +275,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn publish_all(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         notes: Vec<Note>,
     ) {
         if notes.is_empty() {
@@ -291,7 +291,7 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// Runs `work` for every child context at once, each bounded by [`CONTEXT_TIMEOUT`] and given its client,
+    /// Runs `work` for every child context at once, each bounded by [`CLUSTER_TIMEOUT`] and given its client,
     /// so that an unreachable or hung cluster holds back only its own outcome.
     pub(crate) async fn per_child_context<'a, F>(
         &'a self,
@@ -350,21 +350,21 @@ impl<R: Reconcile> Engine<R> {
     /// lapsed for a moment), since nothing else queues it. Logged once per reconcile.
     pub(crate) fn stands_down(
         &self,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> Option<Action> {
         let (cluster, refusal) = outcomes
             .iter()
             .find_map(|(name, o)| o.fenced.map(|refusal| (name, refusal)))?;
         if self.runtime.still_holds_fence() {
-            tracing::info!(context = %context, cluster = %cluster, refusal, "a write was fenced while this replica still holds the fence (it lapsed for a moment): the parent is tried again");
+            tracing::info!(%cluster, refusal, "a write was fenced while this replica still holds the fence (it lapsed for a moment): the parent is tried again");
             return Some(Action::requeue(crate::ha::FENCE_LAPSE_RETRY));
         }
-        tracing::info!(context = %context, cluster = %cluster, refusal, "a write was fenced; the parent is left to the replica that holds the fence");
+        tracing::info!(%cluster, refusal, "a write was fenced; the parent is left to the replica that holds the fence");
         Some(Action::await_change())
     }
 
-    /// One future per child context: its name and its outcome, bounded by [`CONTEXT_TIMEOUT`].
+    /// One future per child context: its name and its outcome, bounded by [`CLUSTER_TIMEOUT`].
     fn child_context_runs<'a, F>(
         &'a self,
         mut work: impl FnMut(Arc<str>, Client) -> F,
@@ -405,20 +405,20 @@ pub(super) fn not_answering_yet() -> ContextOutcome {
         state: ClusterState::Unreachable,
         children: 0,
         message: Some(format!(
-            "no answer yet after {INTERIM_AFTER:?} (waiting up to {CONTEXT_TIMEOUT:?})"
+            "no answer yet after {INTERIM_AFTER:?} (waiting up to {CLUSTER_TIMEOUT:?})"
         )),
     }
 }
 
 /// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
 async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
-    tokio::time::timeout(CONTEXT_TIMEOUT, work)
+    tokio::time::timeout(CLUSTER_TIMEOUT, work)
         .await
         .unwrap_or_else(|_| ContextOutcome {
             fenced: None,
             state: ClusterState::Unreachable,
             children: 0,
-            message: Some(format!("unreachable: no answer within {CONTEXT_TIMEOUT:?}")),
+            message: Some(format!("unreachable: no answer within {CLUSTER_TIMEOUT:?}")),
         })
 }
 

@@ -13,9 +13,9 @@ use kube::api::{Patch, PatchParams};
 
 use crate::controller::Cx;
 use crate::controller::Reconcile;
+use crate::core::Cluster;
 use crate::core::Context;
 use crate::core::Error;
-use crate::core::Target;
 use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
@@ -38,7 +38,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn set_finalizer(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         present: bool,
     ) -> crate::core::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
@@ -79,7 +79,7 @@ impl<R: Reconcile> Engine<R> {
     /// still there (kept by its own finalizers), until it goes (its deletion is an event of the parent, and
     /// the parent is checked again after `error_requeue` besides) or the terminating bound gives up on it.
     pub(crate) async fn finalize(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
-        let context = cx.context();
+        let context = cx.cluster();
         let uid = object.uid().unwrap_or_default();
         if self.finalized.contains(&uid) {
             // Its finalizer is gone already; the cache does not show it yet (a child's deletion queued
@@ -87,7 +87,7 @@ impl<R: Reconcile> Engine<R> {
             return Verdict::Done(Action::await_change());
         }
         if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
-            tracing::warn!(context = %context, error = %chain(&error), "cleanup failed");
+            tracing::warn!(cluster = %context, error = %chain(&error), "cleanup failed");
             return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
         }
         // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.
@@ -114,7 +114,7 @@ impl<R: Reconcile> Engine<R> {
             // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
             // waits for it as for an unreachable context.
             if !self.runtime.members.is_settled() {
-                tracing::debug!(context = %context, "deletion waits for the member provider to report its members");
+                tracing::debug!(cluster = %context, "deletion waits for the member provider to report its members");
                 return Verdict::Done(Action::requeue(MEMBERS_UNKNOWN_RETRY));
             }
             self.members_not_listed(&mut outcomes);
@@ -147,7 +147,7 @@ impl<R: Reconcile> Engine<R> {
                 }
             };
             let message = format!("{why} ({})", outcome.message.take().unwrap_or_default());
-            tracing::warn!(context = %name, %message, "abandoning children");
+            tracing::warn!(cluster = %name, %message, "abandoning children");
             let note = Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
                 .about(name);
             self.publish(&object, &context, note).await;
@@ -188,7 +188,7 @@ impl<R: Reconcile> Engine<R> {
                 Verdict::Done(Action::await_change())
             }
             Err(error) => {
-                tracing::warn!(context = %context, error = %chain(&error), "removing the finalizer failed");
+                tracing::warn!(cluster = %context, error = %chain(&error), "removing the finalizer failed");
                 Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()))
             }
         }

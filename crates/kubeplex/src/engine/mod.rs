@@ -15,4 +15,4 @@ mod status;
 mod test_engine;
 
 pub(crate) use controller_loop::start as start_controller;
-pub use engine::CONTEXT_TIMEOUT;
+pub use engine::CLUSTER_TIMEOUT;

@@ -21,8 +21,8 @@ use futures::future::join_all;
 use kube::{Resource, ResourceExt};
 
 use crate::controller::Reconcile;
+use crate::core::Cluster;
 use crate::core::ParentRef;
-use crate::core::Target;
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::removal::{self, Removed};
 use crate::engine::engine::{ChildWatch, Engine, Primary, ReconcileKey};
@@ -32,7 +32,7 @@ use crate::watch::SharedWatch;
 
 /// A live parent, with the context it lives in.
 type Holder<R> = (
-    Target<<R as crate::controller::Controller>::Context>,
+    Cluster<<R as crate::controller::Controller>::Context>,
     Arc<Primary<R>>,
 );
 
@@ -221,16 +221,16 @@ impl<R: Reconcile> Engine<R> {
         // Only the children that name this parent, all of it: another naming the same UID is judged by its own.
         for child in children.filter(|child| parent.is_parent_of(child)) {
             let name = child.name.clone().unwrap_or_default();
-            tracing::info!(context = %watch.context, kind = %watch.resource.kind, %name, parent = %parent.name, "removing an orphaned child");
+            tracing::info!(cluster = %watch.context, kind = %watch.resource.kind, %name, parent = %parent.name, "removing an orphaned child");
             let removal =
                 removal::remove(client.clone(), &watch.resource, &child, self.plan.name());
             match removal.await {
                 Ok(Removed::Deleted) => {}
                 Ok(Removed::Orphaned) => {
-                    tracing::info!(context = %watch.context, kind = %watch.resource.kind, %name, "its delete policy orphans it: unlinked, left in place");
+                    tracing::info!(cluster = %watch.context, kind = %watch.resource.kind, %name, "its delete policy orphans it: unlinked, left in place");
                 }
                 Err(error) => {
-                    tracing::warn!(context = %watch.context, error = %chain(&error), "removing an orphaned child failed");
+                    tracing::warn!(cluster = %watch.context, error = %chain(&error), "removing an orphaned child failed");
                 }
             }
         }

@@ -36,7 +36,7 @@ impl<R: Reconcile> Engine<R> {
         let span = tracing::info_span!(
             "reconcile",
             controller = %self.plan.name(),
-            context = %key.context,
+            cluster = %key.context,
             namespace = namespace.unwrap_or(""),
             name = %key.object.name,
             reconcile_id = %reconcile_id(),
@@ -70,7 +70,7 @@ impl<R: Reconcile> Engine<R> {
     }
 
     async fn reconcile_object(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
-        let context = cx.context();
+        let context = cx.cluster();
         let deleting = object.meta().deletion_timestamp.is_some();
         if let Some(finalizer) = &self.finalizer {
             let has_finalizer = object
@@ -89,7 +89,7 @@ impl<R: Reconcile> Engine<R> {
             if !has_finalizer
                 && let Err(error) = Box::pin(self.set_finalizer(&object, &context, true)).await
             {
-                tracing::warn!(context = %context, error = %chain(&error), "adding the finalizer failed");
+                tracing::warn!(cluster = %context, error = %chain(&error), "adding the finalizer failed");
                 return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
             }
         } else if deleting {
@@ -100,11 +100,11 @@ impl<R: Reconcile> Engine<R> {
             Ok(action) => action,
             Err(error) => {
                 if let Some(refusal) = crate::core::fenced(&error) {
-                    tracing::info!(context = %context, refusal, "the reconcile's write was fenced; the parent is left to the replica that holds the fence");
+                    tracing::info!(cluster = %context, refusal, "the reconcile's write was fenced; the parent is left to the replica that holds the fence");
                     return Verdict::Done(Action::await_change());
                 }
                 let message = chain(&error);
-                tracing::warn!(context = %context, error = %message, "reconcile failed");
+                tracing::warn!(cluster = %context, error = %message, "reconcile failed");
                 if !self.plan.children().is_empty() {
                     Box::pin(self.write_failure(&object, &context, &message)).await;
                 }
@@ -172,7 +172,7 @@ impl<R: Reconcile> Engine<R> {
             .filter(|(_, o)| o.state == ClusterState::Conflict)
         {
             let message = outcome.message.as_deref().unwrap_or_default();
-            tracing::warn!(context = %context, %cluster, %message, "a child's name is taken");
+            tracing::warn!(%cluster, %message, "a child's name is taken");
         }
         let health = self.children_health(&declared, &outcomes);
         let mut notes = changes.notes();

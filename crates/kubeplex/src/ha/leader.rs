@@ -283,7 +283,7 @@ pub(super) async fn run(
         let problem = outcome.as_ref().err().cloned();
         if problem != last_problem {
             if let Some(problem) = &problem {
-                tracing::warn!(context = %election.context, lease = %election.name, %problem, "leader election: the Lease cannot be read or written");
+                tracing::warn!(cluster = %election.context, lease = %election.name, %problem, "leader election: the Lease cannot be read or written");
             }
             last_problem = problem;
         }
@@ -294,7 +294,7 @@ pub(super) async fn run(
             }
             if next.leader != current.leader {
                 let holder = next.holder.as_deref().unwrap_or("nobody");
-                tracing::info!(context = %election.context, identity = %election.identity, leader = next.leader, %holder, "leadership changed");
+                tracing::info!(cluster = %election.context, identity = %election.identity, leader = next.leader, %holder, "leadership changed");
             }
             *current = next;
             true
@@ -377,7 +377,7 @@ async fn release(api: &Api<Lease>, election: &LeaderElection) {
         .replace(&election.name, &PostParams::default(), &lease)
         .await
     {
-        tracing::warn!(context = %election.context, error = %chain(&error), "releasing the Lease failed; a successor waits for it to expire");
+        tracing::warn!(cluster = %election.context, error = %chain(&error), "releasing the Lease failed; a successor waits for it to expire");
     }
 }
 

@@ -95,7 +95,7 @@ pub(super) async fn run(group: Group, mut stop: watch::Receiver<bool>) {
         let problem = outcome.err();
         if problem != last_problem {
             if let Some(problem) = &problem {
-                tracing::warn!(context = %lease.context, group = %sharding.group(), %problem, "sharding: the Leases cannot be read or written");
+                tracing::warn!(cluster = %lease.context, group = %sharding.group(), %problem, "sharding: the Leases cannot be read or written");
             }
             last_problem = problem;
         }
@@ -116,7 +116,7 @@ pub(super) async fn run(group: Group, mut stop: watch::Receiver<bool>) {
             report.members = members;
         }
         if report.shards != owned {
-            tracing::info!(context = %lease.context, identity = %lease.identity, shards = ?owned, "shards held changed");
+            tracing::info!(cluster = %lease.context, identity = %lease.identity, shards = ?owned, "shards held changed");
         }
         report.shards = owned;
         health.set_sharding(report);
@@ -311,7 +311,7 @@ async fn release(api: &Api<Lease>, context: &str, mut lease: Lease) {
         spec.lease_duration_seconds = Some(1);
     }
     if let Err(error) = api.replace(&name, &PostParams::default(), &lease).await {
-        tracing::debug!(%context, lease = %name, error = %chain(&error), "releasing a shard Lease failed; its next owner waits for it to expire");
+        tracing::debug!(cluster = %context, lease = %name, error = %chain(&error), "releasing a shard Lease failed; its next owner waits for it to expire");
     }
 }
 
@@ -345,7 +345,7 @@ async fn leave(
         }
         let own = sharding.member_lease(&lease.identity);
         if let Err(error) = api.delete(&own, &DeleteParams::default()).await {
-            tracing::debug!(context = %lease.context, lease = %own, error = %chain(&error), "deleting the member Lease failed; the others stop counting it after a lease duration");
+            tracing::debug!(cluster = %lease.context, lease = %own, error = %chain(&error), "deleting the member Lease failed; the others stop counting it after a lease duration");
         }
     };
     // Bounded: a control cluster that does not answer must not hold the shutdown.

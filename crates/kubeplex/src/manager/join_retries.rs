@@ -36,9 +36,9 @@ impl JoinRetries {
     ) -> Duration {
         let Failed { retry_in, warn } = self.0.failed(member, config, cause);
         if warn {
-            tracing::warn!(context = %member, problem = %cause, ?retry_in, "member could not join, for a cause that may pass: trying again with backoff");
+            tracing::warn!(cluster = %member, problem = %cause, ?retry_in, "member could not join, for a cause that may pass: trying again with backoff");
         } else {
-            tracing::debug!(context = %member, problem = %cause, ?retry_in, "member could not join: trying again with backoff");
+            tracing::debug!(cluster = %member, problem = %cause, ?retry_in, "member could not join: trying again with backoff");
         }
         retry_in
     }

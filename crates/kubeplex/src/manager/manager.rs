@@ -226,11 +226,11 @@ impl Manager {
         let up = health.clone();
         metrics.contexts_up(move || {
             let report = up.report();
-            let up = |c: &crate::readiness::ContextReport| {
-                c.status == crate::readiness::ContextStatus::Ready
+            let up = |c: &crate::readiness::ClusterReport| {
+                c.status == crate::readiness::ClusterReadiness::Ready
             };
             report
-                .contexts
+                .clusters
                 .iter()
                 .map(|(name, c)| (name.clone(), up(c)))
                 .collect()
@@ -306,7 +306,7 @@ impl Manager {
             if let Some(error) = error
                 && self.optional.contains(context)
             {
-                tracing::warn!(%context, %error, "optional context cannot be used");
+                tracing::warn!(cluster = %context, %error, "optional context cannot be used");
             }
             health.connected(context, error);
         }

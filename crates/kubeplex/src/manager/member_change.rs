@@ -89,9 +89,9 @@ impl Changes {
         self.runtime.forget_member_clients(&name);
         self.runtime.members.expect(&name, false);
         if rejoined {
-            tracing::info!(context = %name, "member's credentials changed: its client is rebuilt and its watches list again");
+            tracing::info!(cluster = %name, "member's credentials changed: its client is rebuilt and its watches list again");
         } else {
-            tracing::info!(context = %name, "member joined: its children are put there once its watches have listed");
+            tracing::info!(cluster = %name, "member joined: its children are put there once its watches have listed");
         }
         self.runtime.metrics.member_changes().ended(change, "done");
     }
@@ -118,7 +118,7 @@ impl Changes {
         let mut problems = self.lock();
         if problems.get(name) != Some(&reason) {
             if log {
-                tracing::warn!(context = %name, problem = %reason, "member cannot be used");
+                tracing::warn!(cluster = %name, problem = %reason, "member cannot be used");
             }
             problems.insert(name.to_owned(), reason);
         }
@@ -147,10 +147,10 @@ impl Changes {
             self.close_watches(&name);
             match &outcome {
                 LeaveOutcome::Abandoned(reason) => {
-                    tracing::warn!(context = %name, policy = ?self.policy, problem = %reason, "member left the fleet; its children there were abandoned");
+                    tracing::warn!(cluster = %name, policy = ?self.policy, problem = %reason, "member left the fleet; its children there were abandoned");
                 }
                 _ => {
-                    tracing::info!(context = %name, policy = ?self.policy, "member left the fleet")
+                    tracing::info!(cluster = %name, policy = ?self.policy, "member left the fleet")
                 }
             }
         }

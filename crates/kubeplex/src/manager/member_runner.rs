@@ -134,7 +134,7 @@ impl MemberRunner {
                 Some(name) = rejected.recv() => {
                     let recently = reloaded.get(&name).is_some_and(|at| at.elapsed() < RELOAD_AGAIN_AFTER);
                     if !recently && runtime.members.client(&name).is_some() {
-                        tracing::warn!(context = %name, "member's credentials were rejected: asking its provider to read them again");
+                        tracing::warn!(cluster = %name, "member's credentials were rejected: asking its provider to read them again");
                         reloaded.insert(name.clone(), Instant::now());
                         let _ = reload.try_send(name);
                     }
@@ -154,7 +154,7 @@ impl MemberRunner {
                         None => {}
                     }
                     if ended.cancelled {
-                        tracing::info!(context = %ended.member, change = ended.kind, "member change cancelled: a later change supersedes it");
+                        tracing::info!(cluster = %ended.member, change = ended.kind, "member change cancelled: a later change supersedes it");
                         runtime.metrics.member_changes().ended(ended.kind, "cancelled");
                     }
                 },
@@ -262,7 +262,7 @@ fn log_slow(
             }
             (true, _) => "the controllers to open its watches".to_owned(),
         };
-        tracing::warn!(context = %change.member, change = change.kind, waited = ?change.waited, %waits_for, "member change is taking long");
+        tracing::warn!(cluster = %change.member, change = change.kind, waited = ?change.waited, %waits_for, "member change is taking long");
     }
 }
 

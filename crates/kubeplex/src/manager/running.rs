@@ -8,7 +8,7 @@ use tokio::task::JoinSet;
 
 use crate::core::{Error, Result};
 use crate::ha::Election;
-use crate::readiness::HealthReport;
+use crate::readiness::ReadinessReport;
 use crate::runtime::Runtime;
 
 /// A started manager.
@@ -56,7 +56,7 @@ impl Running {
     }
 
     /// The health of every context now, as the probes report it.
-    pub fn health(&self) -> HealthReport {
+    pub fn health(&self) -> ReadinessReport {
         self.runtime.health.report()
     }
 

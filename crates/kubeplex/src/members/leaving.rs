@@ -93,7 +93,7 @@ impl LeaveProgress {
             }
             None => "for as long as it takes".to_owned(),
         };
-        tracing::warn!(context = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted yet (the member does not answer, or refuses); tried again {give_up}");
+        tracing::warn!(cluster = %self.name, controller, problem = %reason, "member's leave waits: its children cannot be deleted yet (the member does not answer, or refuses); tried again {give_up}");
         state.waits.insert(controller.to_owned(), reason.clone());
         drop(state);
         self.slot.park();
@@ -112,7 +112,7 @@ impl LeaveProgress {
         if state.waits.get(controller) == Some(&reason) {
             return;
         }
-        tracing::debug!(context = %self.name, controller, "member's leave: its children are deleted by the leader");
+        tracing::debug!(cluster = %self.name, controller, "member's leave: its children are deleted by the leader");
         state.waits.insert(controller.to_owned(), reason.clone());
         drop(state);
         self.slot.park();
@@ -128,7 +128,7 @@ impl LeaveProgress {
         if waited.is_some() && state.waits.is_empty() {
             drop(state);
             if waited.as_deref() != Some(STANDS_BY) {
-                tracing::info!(context = %self.name, controller, "member answers again: its leave goes on");
+                tracing::info!(cluster = %self.name, controller, "member answers again: its leave goes on");
             }
             self.health
                 .member_phase(&self.name, Some(Phase::Leaving(None)));
@@ -169,7 +169,7 @@ mod tests {
     }
 
     fn shown(health: &Readiness) -> (MemberPhase, Option<String>) {
-        let member = health.report().contexts["m"].member.clone().unwrap();
+        let member = health.report().clusters["m"].member.clone().unwrap();
         (member.phase, member.waiting_for)
     }
 

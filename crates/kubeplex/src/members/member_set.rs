@@ -170,7 +170,7 @@ impl MemberSet {
         (self.leaves.lock()).insert(name.to_owned(), progress.clone());
         // From now on reconciles leave it out (and, under the orphan policy, say so in the status).
         if !self.gate.close(name, SYNCS_DRAIN).await {
-            tracing::warn!(context = %name, "member leaving while a child sync there has not ended: it may leave a child behind");
+            tracing::warn!(cluster = %name, "member leaving while a child sync there has not ended: it may leave a child behind");
         }
         if policy == LeavePolicy::Orphan {
             let mut orphaned = self.orphaned.lock();

@@ -20,7 +20,7 @@ pub(crate) use ping::{Pings, start as start_pings};
 pub(crate) use probes::serve as serve_probes;
 pub(crate) use readiness::Readiness;
 pub use report::{
-    ContextReport, ContextStatus, HealthReport, LeadershipReport, MemberPhase, MemberReport,
+    ClusterReadiness, ClusterReport, LeadershipReport, MemberPhase, MemberReport, ReadinessReport,
     ShardingReport, WatchReport,
 };
 pub(crate) use secure_metrics::BoundSecureMetrics;

@@ -4,7 +4,7 @@
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 
-use super::report::{ContextReport, ContextStatus, MemberPhase, MemberReport, capped};
+use super::report::{ClusterReadiness, ClusterReport, MemberPhase, MemberReport, capped};
 
 /// A member's phase as the manager sets it; `Ready` is read from its health.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,18 +37,20 @@ impl MemberPhases {
     }
 
     /// Adds each member's phase to its report.
-    pub(super) fn annotate(&self, contexts: &mut BTreeMap<String, ContextReport>) {
+    pub(super) fn annotate(&self, contexts: &mut BTreeMap<String, ClusterReport>) {
         for (name, report) in contexts.iter_mut() {
             report.member = self.report(name, report);
         }
     }
 
     /// What `/readyz` shows of member `name`, its health being `report`.
-    fn report(&self, name: &str, report: &ContextReport) -> Option<MemberReport> {
+    fn report(&self, name: &str, report: &ClusterReport) -> Option<MemberReport> {
         let phases = self.0.lock();
         let (phase, waiting_for) = match phases.get(name)? {
             Phase::Queued(why) => (MemberPhase::Joining, Some(why.clone())),
-            Phase::Joining if report.status == ContextStatus::Ready => (MemberPhase::Ready, None),
+            Phase::Joining if report.status == ClusterReadiness::Ready => {
+                (MemberPhase::Ready, None)
+            }
             Phase::Joining => {
                 let why = report.reasons.first().cloned();
                 (
@@ -74,7 +76,7 @@ mod tests {
         let health = Readiness::default();
         health.arm();
         health.declare("m", false);
-        let phase = |health: &Readiness| health.report().contexts["m"].member.clone();
+        let phase = |health: &Readiness| health.report().clusters["m"].member.clone();
         assert_eq!(
             phase(&health),
             None,
@@ -110,7 +112,7 @@ mod tests {
         );
         let body = serde_json::to_value(health.report()).unwrap();
         assert_eq!(
-            body["contexts"]["m"]["member"]["phase"], "leaving",
+            body["clusters"]["m"]["member"]["phase"], "leaving",
             "{body:#}"
         );
 

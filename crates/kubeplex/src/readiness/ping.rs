@@ -158,8 +158,8 @@ async fn ping(
         metrics.pinged(&context, problem.is_none(), began.elapsed());
         if problem != last {
             match &problem {
-                Some(problem) => tracing::warn!(%context, %problem, "ping failed"),
-                None if last.is_some() => tracing::info!(%context, "answers pings again"),
+                Some(problem) => tracing::warn!(cluster = %context, %problem, "ping failed"),
+                None if last.is_some() => tracing::info!(cluster = %context, "answers pings again"),
                 None => {}
             }
             if problem.as_deref() == Some(REJECTED)
@@ -329,7 +329,7 @@ mod tests {
         let refused =
             kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)));
         watch.failed(&refused);
-        assert!(!health.report().contexts["cluster-a"].reasons.is_empty());
+        assert!(!health.report().clusters["cluster-a"].reasons.is_empty());
         let start = tokio::time::Instant::now();
         let answered = start + Duration::from_secs(5);
         let wait = until_due(
@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(tokio::time::Instant::now() - start, Duration::from_secs(15));
         let report = health.report();
         assert!(
-            report.contexts["cluster-a"].reasons.is_empty(),
+            report.clusters["cluster-a"].reasons.is_empty(),
             "{report:?}"
         );
     }
@@ -385,7 +385,7 @@ mod tests {
         );
         let report = health.report();
         assert!(
-            report.contexts["cluster-a"].reasons.is_empty(),
+            report.clusters["cluster-a"].reasons.is_empty(),
             "{report:?}"
         );
     }

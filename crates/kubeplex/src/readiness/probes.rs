@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use prometheus_client::registry::Registry;
 
 use super::readiness::Readiness;
-use super::report::ContextStatus;
+use super::report::ClusterReadiness;
 
 /// What the routes read.
 struct Served {
@@ -126,7 +126,7 @@ fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
         }
         return json(passing, &body);
     }
-    body["contexts"] = serde_json::json!(report.contexts);
+    body["clusters"] = serde_json::json!(report.clusters);
     if let Some(sharding) = &report.sharding {
         body["sharding"] = serde_json::json!(sharding);
     }
@@ -139,21 +139,21 @@ fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
 /// Each of the `fixed` contexts' state (`ok`, `starting`, `failing`), and, when there are other contexts
 /// (the fleet's members), how many there are and how many of them are not ready.
 fn checks(
-    report: &crate::readiness::HealthReport,
+    report: &crate::readiness::ReadinessReport,
     fixed: &BTreeSet<String>,
 ) -> (BTreeMap<String, &'static str>, Option<serde_json::Value>) {
     let mut checks = BTreeMap::new();
     let (mut members, mut not_ready) = (0, 0);
-    for (name, context) in &report.contexts {
+    for (name, context) in &report.clusters {
         if !fixed.contains(name) {
             members += 1;
-            not_ready += usize::from(context.status != ContextStatus::Ready);
+            not_ready += usize::from(context.status != ClusterReadiness::Ready);
             continue;
         }
         let state = match context.status {
-            ContextStatus::Ready => "ok",
-            ContextStatus::Starting => "starting",
-            ContextStatus::Failing => "failing",
+            ClusterReadiness::Ready => "ok",
+            ClusterReadiness::Starting => "starting",
+            ClusterReadiness::Failing => "failing",
         };
         checks.insert(name.clone(), state);
     }
@@ -316,10 +316,10 @@ mod tests {
     async fn the_local_host_reads_the_detail_on_verbose_with_reasons_cut() {
         let health = fleet_health();
         let (_, terse) = get_from(&health, "127.0.0.1:41000", "/readyz").await;
-        assert!(terse.get("contexts").is_none(), "{terse}");
+        assert!(terse.get("clusters").is_none(), "{terse}");
         for path in ["/readyz?verbose", "/startupz?x=1&verbose"] {
             let (_, body) = get_from(&health, "[::1]:41000", path).await;
-            let reasons = &body["contexts"]["member-secret-x"]["reasons"];
+            let reasons = &body["clusters"]["member-secret-x"]["reasons"];
             let reason = reasons[0].as_str().unwrap();
             assert!(
                 reason.contains("Secret fleet/member-secret-x"),
@@ -331,7 +331,7 @@ mod tests {
                 reason.len()
             );
             assert!(reason.ends_with(" [cut]"), "{reason}");
-            assert_eq!(body["contexts"]["member-ok"]["status"], "ready", "{path}");
+            assert_eq!(body["clusters"]["member-ok"]["status"], "ready", "{path}");
         }
     }
 

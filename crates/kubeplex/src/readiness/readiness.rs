@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 
 use super::phases::{MemberPhases, Phase};
 use super::report::{
-    ContextReport, ContextStatus, HealthReport, LeadershipReport, ShardingReport, WatchReport,
-    capped,
+    ClusterReadiness, ClusterReport, LeadershipReport, ReadinessReport, ShardingReport,
+    WatchReport, capped,
 };
 use super::watch_health::{WatchEntry, WatchHealth, WatchState};
 use crate::core::Error;
@@ -168,9 +168,9 @@ impl Readiness {
     }
 
     /// The report the probes serve; latches `started` the first time every required context is ready.
-    pub(crate) fn report(&self) -> HealthReport {
+    pub(crate) fn report(&self) -> ReadinessReport {
         let contexts = self.contexts.lock();
-        let mut contexts: BTreeMap<String, ContextReport> = contexts
+        let mut contexts: BTreeMap<String, ClusterReport> = contexts
             .iter()
             .map(|(name, entry)| (name.clone(), entry.report(name)))
             .collect();
@@ -178,13 +178,13 @@ impl Readiness {
         let ready = contexts
             .values()
             .filter(|c| c.required)
-            .all(|c| c.status == ContextStatus::Ready);
+            .all(|c| c.status == ClusterReadiness::Ready);
         let started = self.started.fetch_or(ready, Ordering::AcqRel) || ready;
         let leadership = self.leadership.lock().clone();
-        HealthReport {
+        ReadinessReport {
             started,
             ready,
-            contexts,
+            clusters: contexts,
             leadership,
             sharding: self.sharding(),
         }
@@ -308,7 +308,7 @@ impl ContextEntry {
             && self.watches.iter().all(|w| w.lock().is_ready())
     }
 
-    fn report(&self, name: &str) -> ContextReport {
+    fn report(&self, name: &str) -> ClusterReport {
         let watches: Vec<WatchReport> = self.watches.iter().map(|w| w.lock().report()).collect();
         let mut reasons: Vec<String> = Vec::new();
         if let Some(error) = &self.config_error {
@@ -332,13 +332,13 @@ impl ContextEntry {
             })
             .collect();
         let status = if !reasons.is_empty() {
-            ContextStatus::Failing
+            ClusterReadiness::Failing
         } else if self.connecting || watches.iter().any(|w| !w.synced) {
-            ContextStatus::Starting
+            ClusterReadiness::Starting
         } else {
-            ContextStatus::Ready
+            ClusterReadiness::Ready
         };
-        ContextReport {
+        ClusterReport {
             required: self.required,
             status,
             reasons,

@@ -18,13 +18,13 @@ pub(super) fn capped(mut reason: String) -> String {
 /// report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct HealthReport {
+pub struct ReadinessReport {
     /// Every required context has been ready at once (it stays true after that).
     pub started: bool,
     /// Every required context is ready now.
     pub ready: bool,
-    /// Each context any registered controller declared, by name.
-    pub contexts: BTreeMap<String, ContextReport>,
+    /// Each cluster: every context a registered controller declared, and every member, by name.
+    pub clusters: BTreeMap<String, ClusterReport>,
     /// With leader election: whether this replica leads, and who does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leadership: Option<LeadershipReport>,
@@ -61,11 +61,11 @@ pub struct LeadershipReport {
 /// The health of one context.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct ContextReport {
+pub struct ClusterReport {
     /// Whether the manager waits for this context to start (the default) or runs degraded without it.
     pub required: bool,
     /// Where the context stands.
-    pub status: ContextStatus,
+    pub status: ClusterReadiness,
     /// Why it is not ready, each reason naming the context, e.g. `context cluster-b: unreachable: ...`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
@@ -102,7 +102,7 @@ pub enum MemberPhase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
-pub enum ContextStatus {
+pub enum ClusterReadiness {
     /// Reachable, authorised, and every watch has synced.
     Ready,
     /// Nothing has failed, but not every watch has listed its objects yet.

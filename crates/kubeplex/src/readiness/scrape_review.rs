@@ -158,7 +158,7 @@ impl ScrapeReview {
             None => true,
         };
         if again {
-            tracing::warn!(context = %self.context, %problem, "secure metrics: a scrape could not be reviewed");
+            tracing::warn!(cluster = %self.context, %problem, "secure metrics: a scrape could not be reviewed");
             *logged = Some((problem.clone(), now));
         }
         format!("context {}: {problem}", self.context)

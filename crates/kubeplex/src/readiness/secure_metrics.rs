@@ -124,7 +124,7 @@ impl BoundSecureMetrics {
         let audiences = self.settings.audiences.clone();
         let review = ScrapeReview::new(client, self.context(), audiences);
         let router = routes(Arc::new(Scrapes { review, registry }));
-        tracing::info!(address = %self.address, context = %self.settings.context, "serving /metrics over HTTPS to reviewed scrapers");
+        tracing::info!(address = %self.address, cluster = %self.settings.context, "serving /metrics over HTTPS to reviewed scrapers");
         let served = super::connections::serve(
             self.listener,
             router,

@@ -128,7 +128,7 @@ impl WatchHealth {
     pub(crate) fn failed(&self, error: &watcher::Error) {
         if is_expired(error) {
             // 410 Gone: the resourceVersion is too old and the watcher relists, as it should.
-            tracing::debug!(context = %self.context, "watch expired; relisting");
+            tracing::debug!(cluster = %self.context, "watch expired; relisting");
             return;
         }
         let mut state = self.state.lock();
@@ -153,7 +153,7 @@ impl WatchHealth {
             state.retries = 0;
             state.logged = Some(now);
             drop(state);
-            tracing::warn!(context = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
+            tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
             (self.changed)();
             return;
         }
@@ -165,9 +165,9 @@ impl WatchHealth {
             state.logged = Some(now);
             let retries = std::mem::take(&mut state.retries);
             drop(state);
-            tracing::warn!(context = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
+            tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
         } else {
-            tracing::debug!(context = %self.context, %kind, %namespace, %problem, "watch still failing");
+            tracing::debug!(cluster = %self.context, %kind, %namespace, %problem, "watch still failing");
         }
     }
 

@@ -38,7 +38,7 @@ impl Reconcile for Configured {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        self.seen.record(cx.context(), &object);
+        self.seen.record(cx.cluster(), &object);
         for namespace in cx.namespaces_of::<ServiceAccount>(Fleet::ClusterA) {
             let child = ServiceAccount {
                 metadata: ObjectMeta {
@@ -112,7 +112,7 @@ async fn namespaces_chosen_at_run_time_replace_the_attributes() {
     // The watches are the chosen ones: the attribute's namespaces are not watched at all.
     let health = running.health();
     let watched_namespaces = |context: &str| -> Vec<String> {
-        let mut namespaces: Vec<String> = health.contexts[context]
+        let mut namespaces: Vec<String> = health.clusters[context]
             .watches
             .iter()
             .map(|w| w.namespace.clone())

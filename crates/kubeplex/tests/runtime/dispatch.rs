@@ -36,7 +36,7 @@ macro_rules! recording_controller {
                 object: Arc<ConfigMap>,
                 cx: &Cx<Fleet>,
             ) -> Result<Action, Infallible> {
-                self.0.record(cx.context(), &object);
+                self.0.record(cx.cluster(), &object);
                 Ok(Action::await_change())
             }
         }
@@ -208,7 +208,7 @@ impl Reconcile for Options {
             .lock()
             .push(cx.cached::<ConfigMap>(Fleet::ClusterA).len());
         tokio::time::sleep(Duration::from_millis(50)).await;
-        self.seen.record(cx.context(), &object);
+        self.seen.record(cx.cluster(), &object);
         self.running.fetch_sub(1, Ordering::SeqCst);
         Ok(Action::await_change()) // the plan's requeue_after applies
     }
@@ -380,7 +380,7 @@ impl Reconcile for PanicsOnce {
             0,
             "the first reconcile panics"
         );
-        self.1.record(cx.context(), &object);
+        self.1.record(cx.cluster(), &object);
         Ok(Action::await_change())
     }
 }

@@ -30,7 +30,7 @@ impl Reconcile for Watcher {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Infallible> {
-        self.0.record(cx.context(), &object);
+        self.0.record(cx.cluster(), &object);
         Ok(Action::await_change())
     }
 }
@@ -71,7 +71,7 @@ async fn startupz_answers_503_until_a_hanging_context_has_synced() {
 
     let body = probe(address, "/startupz").await.1;
     assert_eq!(probe(address, "/startupz").await.0, 503, "{body:#}");
-    assert_ne!(body["contexts"]["cluster-b"]["status"], "ready", "{body:#}");
+    assert_ne!(body["clusters"]["cluster-b"]["status"], "ready", "{body:#}");
     // The hanging cluster is named once its ping times out.
     let deadline = tokio::time::Instant::now() + WAIT;
     while !reasons(&probe(address, "/startupz").await.1, "cluster-b").contains("unreachable") {

@@ -284,8 +284,8 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
     // before that may trust the cache, as it does for any cluster that answers.
     eventually("cluster-a not ready", polling(), async || {
         let report = scene.running().health();
-        match report.contexts.get("cluster-a").map(|c| c.status) {
-            Some(kubeplex::readiness::ContextStatus::Ready) | None => Err(format!("{report:?}")),
+        match report.clusters.get("cluster-a").map(|c| c.status) {
+            Some(kubeplex::readiness::ClusterReadiness::Ready) | None => Err(format!("{report:?}")),
             Some(_) => Ok(()),
         }
     })

@@ -38,7 +38,7 @@ impl Reconcile for Elected {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        self.seen.record(cx.context(), &object);
+        self.seen.record(cx.cluster(), &object);
         Ok(Action::await_change())
     }
 }

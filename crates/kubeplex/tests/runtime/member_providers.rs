@@ -172,7 +172,7 @@ async fn a_cluster_joins_by_its_secret_leaves_when_the_secret_is_deleted_and_joi
         "the Secret went before the member's children"
     );
     let report = running.health();
-    assert!(!report.contexts.contains_key(MEMBER), "{report:#?}");
+    assert!(!report.clusters.contains_key(MEMBER), "{report:#?}");
     // The typed context kept its child.
     assert!(has_child(env, "cluster-a", child).await);
 
@@ -219,7 +219,7 @@ async fn a_malformed_member_secret_fails_only_its_member_with_a_reason_naming_th
     let (code, ready) = probe(address, "/readyz").await;
     assert_eq!(code, 200, "{ready:#}");
     for context in ["control", "cluster-a"] {
-        assert_eq!(ready["contexts"][context]["status"], "ready", "{ready:#}");
+        assert_eq!(ready["clusters"][context]["status"], "ready", "{ready:#}");
     }
     member_status(&running, "ready").await;
     assert_eq!(probe(address, "/startupz").await.0, 200);
@@ -249,7 +249,7 @@ async fn a_context_of_a_kubeconfig_file_joins_leaves_when_removed_and_joins_agai
     wait_child(env, MEMBER, child, false).await;
     wait_until(
         "the member gone from the health report",
-        async || match running.health().contexts.get(MEMBER) {
+        async || match running.health().clusters.get(MEMBER) {
             Some(left) => Err(format!("still there: {left:?}")),
             None => Ok(()),
         },

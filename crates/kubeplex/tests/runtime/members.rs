@@ -45,7 +45,7 @@ impl Reconcile for Local {
     type Error = kubeplex::Error;
 
     async fn reconcile(&self, parent: Arc<Spread>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
-        let from = cx.context();
+        let from = cx.cluster();
         let kind = if from.as_member().is_some() {
             "member"
         } else {
@@ -147,12 +147,12 @@ async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_join
         "the child outlived its member's leave"
     );
     let report = running.health();
-    assert!(!report.contexts.contains_key("cluster-c"), "{report:#?}");
+    assert!(!report.clusters.contains_key("cluster-c"), "{report:#?}");
     // Nor in /metrics: no series of any family names it (a fleet that turns over does not grow it).
     let scraped = metrics(address).await;
     let left: Vec<&str> = scraped
         .lines()
-        .filter(|l| l.contains("context=\"cluster-c\""))
+        .filter(|l| l.contains("cluster=\"cluster-c\""))
         .collect();
     assert!(
         left.is_empty(),
@@ -195,7 +195,7 @@ async fn a_member_that_leaves_under_orphan_keeps_its_children_and_the_status_say
     // Still there, and no longer watched: a change to the parent does not reach it.
     let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
     assert!(api.get_opt("db-orphaning").await.unwrap().is_some());
-    assert!(!running.health().contexts.contains_key("cluster-c"));
+    assert!(!running.health().clusters.contains_key("cluster-c"));
     crate::support::stop(running).await;
 }
 

@@ -54,7 +54,7 @@ macro_rules! recording {
                     *count
                 };
                 self.most_at_once_per_key.fetch_max(now, Ordering::SeqCst);
-                self.seen.record(cx.context(), &object);
+                self.seen.record(cx.cluster(), &object);
                 tokio::time::sleep($work).await;
                 *self.running.lock().get_mut(&name).unwrap() -= 1;
                 self.finished.fetch_add(1, Ordering::SeqCst);

@@ -45,7 +45,7 @@ impl Reconcile for Sharded {
         object: Arc<ConfigMap>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        self.seen.record(cx.context(), &object);
+        self.seen.record(cx.cluster(), &object);
         let value = object.data.as_ref().and_then(|d| d.get("value")).cloned();
         let mark = format!("{}:{}", self.identity, value.unwrap_or_default());
         let current = object
@@ -55,13 +55,13 @@ impl Reconcile for Sharded {
             .and_then(|a| a.get(MARK));
         if current != Some(&mark) {
             // Through the reconcile's client: fenced by the parent's shard.
-            let api: Api<ConfigMap> = cx.api(cx.context(), NAMESPACE)?;
+            let api: Api<ConfigMap> = cx.api(cx.cluster(), NAMESPACE)?;
             let patch = serde_json::json!({"metadata": {"annotations": {MARK: mark}}});
             let name = object.metadata.name.clone().unwrap_or_default();
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(|source| kubeplex::Error::Kube {
-                    context: cx.context().name().to_owned(),
+                    context: cx.cluster().name().to_owned(),
                     source,
                 })?;
         }

@@ -69,7 +69,7 @@ macro_rules! spreader {
                 parent: std::sync::Arc<Spread>,
                 cx: &Cx<Fleet>,
             ) -> Result<Action, Self::Error> {
-                for target in cx.targets_of::<ConfigMap>() {
+                for target in cx.clusters_of::<ConfigMap>() {
                     cx.child(target, crate::spread::child(&parent, cx.controller()))?;
                 }
                 Ok(Action::await_change())

@@ -125,8 +125,8 @@ async fn a_kind_not_served_in_one_context_is_named_with_the_context() {
     );
     wait_context_status(address, "/startupz", "cluster-a", "ready").await;
     assert_eq!(
-        running.health().contexts["cluster-b"].status,
-        kubeplex::readiness::ContextStatus::Failing
+        running.health().clusters["cluster-b"].status,
+        kubeplex::readiness::ClusterReadiness::Failing
     );
     crate::support::stop(running).await;
 }
@@ -192,12 +192,12 @@ async fn startup_succeeds_once_every_context_is_ready() {
     let body = probe_until(address, "/startupz", 200, WAIT).await;
     for context in [Fleet::ClusterA, Fleet::ClusterB] {
         assert_eq!(
-            body["contexts"][context.name()]["status"],
+            body["clusters"][context.name()]["status"],
             "ready",
             "{body:#}"
         );
         assert_eq!(
-            body["contexts"][context.name()]["watches"][0]["synced"],
+            body["clusters"][context.name()]["watches"][0]["synced"],
             true,
             "{body:#}"
         );
@@ -239,16 +239,16 @@ async fn an_optional_context_is_reported_but_does_not_hold_back_startup() {
     let (running, address) = start(manager).await;
     wait_started(&running, "started without cluster-b").await;
     let body = probe_until(address, "/startupz", 200, WAIT).await;
-    assert_eq!(body["contexts"]["cluster-b"]["required"], false, "{body:#}");
+    assert_eq!(body["clusters"]["cluster-b"]["required"], false, "{body:#}");
     assert_eq!(
-        body["contexts"]["cluster-b"]["status"], "failing",
+        body["clusters"]["cluster-b"]["status"], "failing",
         "{body:#}"
     );
     assert!(
         reasons(&body, "cluster-b").contains("cluster-z"),
         "{body:#}"
     );
-    assert_eq!(body["contexts"]["cluster-a"]["status"], "ready", "{body:#}");
+    assert_eq!(body["clusters"]["cluster-a"]["status"], "ready", "{body:#}");
     crate::support::stop(running).await;
 }
 

@@ -116,7 +116,7 @@ fn run_takes_the_member_flags_from_the_environment() {
         .find(|l| l.contains("members of the fleet from kubeconfig Secrets"))
         .unwrap_or_else(|| panic!("no line about the members:\n{stderr}"));
     for field in [
-        "context=control",
+        "cluster=control",
         "namespace=fleet-system",
         "selector=kubeplex.io/fleet=prod",
         "policy=Orphan",

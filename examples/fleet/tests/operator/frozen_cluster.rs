@@ -12,14 +12,15 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kubeplex::{
-    ClusterState, Context, Manager, Running, ownership::PARENT_UID_LABEL, readiness::ContextStatus,
+    ClusterState, Context, Manager, Running, ownership::PARENT_UID_LABEL,
+    readiness::ClusterReadiness,
 };
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::TestEnv;
 
 /// The runtime's per-context cap: a context that has not answered by then is unreachable.
-const CAP: Duration = kubeplex::CONTEXT_TIMEOUT;
+const CAP: Duration = kubeplex::CLUSTER_TIMEOUT;
 /// "Normal time": well below the cap, so a sync that waited for the frozen cluster cannot make it.
 const NORMAL: Duration = Duration::from_secs(10);
 
@@ -274,13 +275,13 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
     let running = start_operator(&env).await;
     eventually("the child clusters' watches have listed", || async {
         let report = running.health();
-        let status = |c: Fleet| report.contexts.get(c.name()).map(|r| r.status);
+        let status = |c: Fleet| report.clusters.get(c.name()).map(|r| r.status);
         match [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB].map(status) {
             [
                 Some(control),
-                Some(ContextStatus::Ready),
-                Some(ContextStatus::Ready),
-            ] if control != ContextStatus::Ready => Ok(()),
+                Some(ClusterReadiness::Ready),
+                Some(ClusterReadiness::Ready),
+            ] if control != ClusterReadiness::Ready => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })

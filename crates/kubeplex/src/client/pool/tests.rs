@@ -329,7 +329,7 @@ async fn insecure_connections_are_said_once_per_context() {
         let said = logs.lines(expected);
         assert_eq!(said.len(), 1, "{said:?}");
         assert!(
-            said[0].contains("WARN") && said[0].contains("context=cluster-b"),
+            said[0].contains("WARN") && said[0].contains("cluster=cluster-b"),
             "{said:?}"
         );
     }

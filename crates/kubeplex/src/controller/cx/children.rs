@@ -5,7 +5,7 @@ use kube::Resource;
 use kube::api::ApiResource;
 
 use super::Cx;
-use crate::core::{Assessment, ChildHealth, Context, Health, Target};
+use crate::core::{Assessment, ChildHealth, Cluster, Context, Health};
 
 impl<C: Context> Cx<C> {
     /// The parent's children of kind `K` in a context or member, each with its health, the reason, and the
@@ -30,18 +30,18 @@ impl<C: Context> Cx<C> {
     /// ```
     pub fn children<K: Resource<DynamicType = ()>>(
         &self,
-        target: impl Into<Target<C>>,
+        cluster: impl Into<Cluster<C>>,
     ) -> Vec<ChildHealth> {
         let Some((caches, parent_uid)) = &self.children else {
             return Vec::new();
         };
-        let (target, resource) = (target.into(), ApiResource::erase::<K>(&()));
-        let mut children: Vec<ChildHealth> = (caches.caches_in(target.name()).iter())
+        let (cluster, resource) = (cluster.into(), ApiResource::erase::<K>(&()));
+        let mut children: Vec<ChildHealth> = (caches.caches_in(cluster.name()).iter())
             .filter(|(kind, _)| kind == &resource)
             .flat_map(|(_, cache)| cache.health_of(parent_uid))
             .collect();
         children.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-        if !caches.context_ready(target.name()) {
+        if !caches.context_ready(cluster.name()) {
             for child in &mut children {
                 let why = Assessment::new(Health::Unknown, "the cluster cannot be asked now");
                 (child.health, child.reason) = (why.health, why.reason);
@@ -52,8 +52,11 @@ impl<C: Context> Cx<C> {
 
     /// Whether every child of kind `K` in a context or member is [`Health::Healthy`] (and there is at least
     /// one): "is the rollout done in cluster-a?".
-    pub fn all_healthy<K: Resource<DynamicType = ()>>(&self, target: impl Into<Target<C>>) -> bool {
-        let children = self.children::<K>(target);
+    pub fn all_healthy<K: Resource<DynamicType = ()>>(
+        &self,
+        cluster: impl Into<Cluster<C>>,
+    ) -> bool {
+        let children = self.children::<K>(cluster);
         !children.is_empty() && children.iter().all(ChildHealth::is_healthy)
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Cx;
 use crate::controller::ChildOptions;
 use crate::controller::desired_child::{DesiredChild, DesiredChildren};
-use crate::core::{ApiScope, Context, Error, Result, Target};
+use crate::core::{ApiScope, Cluster, Context, Error, Result};
 use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 
 impl<C: Context> Cx<C> {
@@ -37,11 +37,11 @@ impl<C: Context> Cx<C> {
     /// Fails when the kind is not declared with `owns(..)` for that context (or with `members` for a
     /// member), the member is not one now, its namespace is not one of the declared namespaces, or the child
     /// has no name.
-    pub fn child<K>(&self, target: impl Into<Target<C>>, child: K) -> Result<()>
+    pub fn child<K>(&self, cluster: impl Into<Cluster<C>>, child: K) -> Result<()>
     where
         K: Resource<DynamicType = (), Scope: ApiScope> + Serialize,
     {
-        self.child_with(target, child, ChildOptions::new())
+        self.child_with(cluster, child, ChildOptions::new())
     }
 
     /// As [`child`](Self::child), with this child's policies chosen: whether it is kept (unlinked and left
@@ -69,34 +69,34 @@ impl<C: Context> Cx<C> {
     /// value that names no policy.
     pub fn child_with<K>(
         &self,
-        target: impl Into<Target<C>>,
+        cluster: impl Into<Cluster<C>>,
         child: K,
         options: ChildOptions,
     ) -> Result<()>
     where
         K: Resource<DynamicType = (), Scope: ApiScope> + Serialize,
     {
-        let target = target.into();
+        let cluster = cluster.into();
         let resource = ApiResource::erase::<K>(&());
         let invalid = |reason: String| Error::InvalidChild {
-            context: target.name().to_owned(),
+            context: cluster.name().to_owned(),
             kind: resource.kind.clone(),
             reason,
         };
-        let declared = self.declared(&resource, &target);
+        let declared = self.declared(&resource, &cluster);
         if declared.is_empty() {
             return Err(invalid(format!(
                 "controller {} declares no owns({}{}) in this context",
                 self.controller(),
                 resource.kind,
-                if matches!(target, Target::Member(_)) {
+                if matches!(cluster, Cluster::Member(_)) {
                     ", members"
                 } else {
                     ""
                 },
             )));
         }
-        if let Target::Member(member) = &target
+        if let Cluster::Member(member) = &cluster
             && !self.runtime.members.is_current(member.name())
         {
             return Err(invalid(
@@ -109,9 +109,9 @@ impl<C: Context> Cx<C> {
             .clone()
             .ok_or_else(|| invalid("the child has no metadata.name".into()))?;
         let namespaced = <K::Scope as ApiScope>::NAMESPACED;
-        let namespaces: Vec<String> = match &target {
+        let namespaces: Vec<String> = match &cluster {
             // The member's own namespace, where its child watch is.
-            Target::Member(member)
+            Cluster::Member(member)
                 if namespaced && declared.iter().any(|c| c.in_member_default_namespace()) =>
             {
                 let client = self.runtime.members.client(member.name());
@@ -120,7 +120,7 @@ impl<C: Context> Cx<C> {
                     .into_iter()
                     .collect()
             }
-            _ => (self.namespaces_of::<K>(target.clone()).into_iter())
+            _ => (self.namespaces_of::<K>(cluster.clone()).into_iter())
                 .map(str::to_owned)
                 .collect(),
         };
@@ -144,7 +144,7 @@ impl<C: Context> Cx<C> {
             .owner_references
             .as_ref()
             .is_some_and(|o| !o.is_empty())
-            && target != self.context
+            && cluster != self.cluster
         {
             return Err(invalid(
                 "ownerReferences cannot span clusters (the garbage collector would delete the child as an \
@@ -206,10 +206,10 @@ impl<C: Context> Cx<C> {
             object,
         };
         let mut declared = self.desired.lock();
-        match declared.get_mut(target.name()) {
+        match declared.get_mut(cluster.name()) {
             Some(children) => children.push(desired),
             None => {
-                declared.insert(target.name().to_owned(), vec![desired]);
+                declared.insert(cluster.name().to_owned(), vec![desired]);
             }
         }
         Ok(())
@@ -219,13 +219,13 @@ impl<C: Context> Cx<C> {
     pub(super) fn declared(
         &self,
         resource: &ApiResource,
-        target: &Target<C>,
+        cluster: &Cluster<C>,
     ) -> Vec<&crate::plan::Child<C>> {
         let declares = |c: &&crate::plan::Child<C>| {
             c.resource() == resource
-                && match target {
-                    Target::Context(context) => c.get_contexts().contains(context),
-                    Target::Member(_) => c.in_members(),
+                && match cluster {
+                    Cluster::Context(context) => c.get_contexts().contains(context),
+                    Cluster::Member(_) => c.in_members(),
                 }
         };
         self.plan.children().iter().filter(declares).collect()

@@ -42,7 +42,7 @@ impl Conflicts {
             }
         }
         let why = capped(why);
-        tracing::warn!(%context, %kind, %name, conflict = %why, "a child's parent reference conflicts: left alone");
+        tracing::warn!(cluster = %context, %kind, %name, conflict = %why, "a child's parent reference conflicts: left alone");
         true
     }
 }

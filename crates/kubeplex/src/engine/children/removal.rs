@@ -33,7 +33,7 @@ pub(in crate::engine) async fn remove_children(
     counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
 ) -> ContextOutcome {
-    let span = tracing::info_span!("prune", context, children = tracing::field::Empty);
+    let span = tracing::info_span!("prune", cluster = context, children = tracing::field::Empty);
     let removal = remove_all(
         context,
         client,
@@ -106,7 +106,7 @@ async fn remove_all(
                     continue;
                 }
                 let name = child.metadata.name.clone().unwrap_or_default();
-                tracing::info!(%context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
+                tracing::info!(cluster = %context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
                 match try_delete(client.clone(), resource, &child.metadata).await {
                     Ok(deleted) => {
                         let counts = deleted != Deleted::NotThere;
@@ -155,7 +155,7 @@ async fn orphan(
     controller: &str,
 ) -> Result<Option<String>, (kube::Error, String)> {
     let name = child.name.as_deref().unwrap_or_default();
-    tracing::info!(%context, kind = %resource.kind, %name, "orphaning a child of a deleted parent: unlinked, left in place");
+    tracing::info!(cluster = %context, kind = %resource.kind, %name, "orphaning a child of a deleted parent: unlinked, left in place");
     match unlink(client.clone(), resource, child, controller).await {
         Ok(true) => Ok(Some(place(
             &resource.kind,

@@ -43,7 +43,7 @@ pub(crate) async fn sync_context(
     changes: &ChildChanges,
 ) -> ContextOutcome {
     sort_for_apply(&mut desired, |child| &child.resource);
-    let span = tracing::info_span!("apply", context, children = desired.len());
+    let span = tracing::info_span!("apply", cluster = context, children = desired.len());
     // A sync cut off by the per-context cap (a hung cluster) counts its children not yet applied as errors.
     let unfinished = Unfinished {
         link,
@@ -220,7 +220,7 @@ async fn sync(
     }
     if !stale.is_empty() {
         sort_for_delete(&mut stale, |(watch, _)| &watch.resource);
-        let span = tracing::info_span!("prune", context, children = stale.len());
+        let span = tracing::info_span!("prune", cluster = context, children = stale.len());
         let pruned = prune(context, &client, stale, changes, link, &mut tally);
         let pruned = tracing::Instrument::instrument(pruned, span);
         if let Some(stop) = pruned.await {
@@ -243,7 +243,7 @@ async fn prune(
     for (watch, stale) in stale {
         let name = stale.name.clone().unwrap_or_default();
         if PrunePolicy::of(&stale) == PrunePolicy::Keep {
-            tracing::info!(%context, kind = %watch.resource.kind, %name, "keeping a child no longer desired: unlinked, left in place");
+            tracing::info!(cluster = %context, kind = %watch.resource.kind, %name, "keeping a child no longer desired: unlinked, left in place");
             match unlink(client.clone(), &watch.resource, &stale, link.controller).await {
                 Ok(false) => {}
                 Ok(true) => {
@@ -260,7 +260,7 @@ async fn prune(
             }
             continue;
         }
-        tracing::info!(%context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
+        tracing::info!(cluster = %context, kind = %watch.resource.kind, %name, "deleting a child no longer desired");
         match try_delete(client.clone(), &watch.resource, &stale).await {
             Ok(Deleted::NotThere) => {}
             Ok(Deleted::Gone | Deleted::Accepted) => {

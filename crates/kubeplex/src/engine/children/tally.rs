@@ -46,7 +46,7 @@ impl Tally {
             return Some(outcome);
         }
         let message = outcome.message.unwrap_or_default();
-        tracing::debug!(%context, error = %message, "a child failed; the others go on");
+        tracing::debug!(cluster = %context, error = %message, "a child failed; the others go on");
         self.failed.push(message);
         None
     }

@@ -13,9 +13,9 @@ use tokio::task::JoinSet;
 
 use crate::controller::Reconcile;
 use crate::core::chain;
-use crate::core::{Member, Target};
+use crate::core::{Cluster, Member};
 use crate::engine::children::removal;
-use crate::engine::engine::{CONTEXT_TIMEOUT, ChildWatch, Engine, Primary};
+use crate::engine::engine::{CLUSTER_TIMEOUT, ChildWatch, Engine, Primary};
 use crate::members::LeavePolicy;
 use crate::members::{LeaveProgress, MemberChange, STANDS_BY};
 use crate::watch::SharedWatch;
@@ -65,7 +65,7 @@ pub(crate) async fn follow<R: Reconcile>(
                         engine.follow_children(&*watch.cache, keys.clone());
                     }
                     for watch in &primaries {
-                        let place = Target::Member(Member::new(name.as_str()));
+                        let place = Cluster::Member(Member::new(name.as_str()));
                         Engine::<R>::follow_primaries(watch, place, keys.clone());
                     }
                 }
@@ -77,7 +77,7 @@ pub(crate) async fn follow<R: Reconcile>(
                 waits.spawn(async move {
                     futures::future::join_all(opened.iter().map(|w| w.cache.ready())).await;
                     listing.member_children.listed(&member);
-                    tracing::debug!(context = %member, controller = listing.plan.name(), "member's child watches listed");
+                    tracing::debug!(cluster = %member, controller = listing.plan.name(), "member's child watches listed");
                     listing.queue_every_parent();
                     if listing.runtime.role.borrow().leader {
                         listing.sweep_watches(&opened).await;
@@ -85,7 +85,7 @@ pub(crate) async fn follow<R: Reconcile>(
                 });
                 listings.insert(name.clone(), waits);
                 let _ = done.send(());
-                tracing::info!(context = %name, "member joined: its objects are watched, and every parent is reconciled for it once they have listed");
+                tracing::info!(cluster = %name, "member joined: its objects are watched, and every parent is reconciled for it once they have listed");
             }
             MemberChange::Left {
                 name,
@@ -103,7 +103,7 @@ pub(crate) async fn follow<R: Reconcile>(
                     // Its parents are no longer reconciled; their children elsewhere stay as they are (the
                     // orphan sweep does not judge parents in a cluster it cannot see).
                     engine.primaries.remove_member(&name);
-                    tracing::info!(context = %name, ?policy, "member left");
+                    tracing::info!(cluster = %name, ?policy, "member left");
                     let forgotten = progress.forgotten();
                     drop(progress);
                     let _ = done.send(());
@@ -133,7 +133,7 @@ fn open_primaries<R: Reconcile>(
             .runtime
             .watches
             .watch::<Primary<R>>(key, client.clone());
-        let place = Target::Member(Member::new(name));
+        let place = Cluster::Member(Member::new(name));
         engine
             .primaries
             .insert((place, namespace.map(str::to_owned)), watch.clone());
@@ -193,7 +193,7 @@ async fn delete_children<R: Reconcile>(
         let problem = match tokio::time::timeout(LIST_PATIENCE, listed).await {
             Err(_) => {
                 let health = engine.runtime.health.report();
-                let reasons = health.contexts.get(name).map(|c| c.reasons.clone());
+                let reasons = health.clusters.get(name).map(|c| c.reasons.clone());
                 let why = reasons.and_then(|r| r.into_iter().next());
                 Some(why.unwrap_or_else(|| "its children are not listed yet".to_owned()))
             }
@@ -203,7 +203,7 @@ async fn delete_children<R: Reconcile>(
                     if waited {
                         progress.answered(controller);
                     }
-                    tracing::info!(context = %name, controller, deleted, "member left: its children are deleted");
+                    tracing::info!(cluster = %name, controller, deleted, "member left: its children are deleted");
                     return;
                 }
                 Err(problem) => Some(problem),
@@ -235,7 +235,7 @@ async fn delete_children<R: Reconcile>(
             let reason = format!(
                 "member {name}'s children could not be deleted within {after:?} of its leave: they were left behind ({problem})"
             );
-            tracing::warn!(context = %name, controller, %problem, "giving up on a leaving member whose children cannot be deleted: they are abandoned");
+            tracing::warn!(cluster = %name, controller, %problem, "giving up on a leaving member whose children cannot be deleted: they are abandoned");
             progress.abandon(controller, reason);
             return;
         }
@@ -295,13 +295,13 @@ async fn delete_cached(
                     watch.resource.kind,
                     child.name.as_deref().unwrap_or("")
                 );
-                match tokio::time::timeout(CONTEXT_TIMEOUT, deletion).await {
+                match tokio::time::timeout(CLUSTER_TIMEOUT, deletion).await {
                     Ok(Ok(_)) => deleted += 1,
                     Ok(Err(error)) => {
                         return Err(format!("{what} failed: {}", chain(&error)));
                     }
                     Err(_) => {
-                        return Err(format!("{what}: no answer within {CONTEXT_TIMEOUT:?}"));
+                        return Err(format!("{what}: no answer within {CLUSTER_TIMEOUT:?}"));
                     }
                 }
             }

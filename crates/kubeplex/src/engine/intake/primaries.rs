@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use crate::core::Cluster;
 use crate::core::Context;
 use crate::core::PrimaryResource;
 use crate::core::Shrink;
-use crate::core::Target;
 use crate::watch::SharedWatch;
 
 /// A typed context or a member, and a namespace (`None`: every namespace).
-type CacheKey<C> = (Target<C>, Option<String>);
+type CacheKey<C> = (Cluster<C>, Option<String>);
 
 /// The primary caches of one controller; `C` is its context type.
 pub(crate) struct PrimaryCaches<C, K: PrimaryResource> {
@@ -32,7 +32,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
     /// The cache of `context` that holds objects of `namespace`: its namespace's, else the all-namespaces one.
     pub(crate) fn get(
         &self,
-        context: &Target<C>,
+        context: &Cluster<C>,
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<K>>> {
         let caches = self.caches.read();
@@ -43,7 +43,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
     }
 
     /// Every cache, with its context.
-    pub(crate) fn all(&self) -> Vec<(Target<C>, Arc<SharedWatch<K>>)> {
+    pub(crate) fn all(&self) -> Vec<(Cluster<C>, Arc<SharedWatch<K>>)> {
         let caches = self.caches.read();
         caches
             .iter()
@@ -67,7 +67,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
     /// Whether the cache of (`context`, `namespace`) is there (exactly that key, no fallback).
     pub(crate) fn has(&self, context: C, namespace: Option<&str>) -> bool {
         let caches = self.caches.read();
-        caches.contains_key(&(Target::Context(context), namespace.map(str::to_owned)))
+        caches.contains_key(&(Cluster::Context(context), namespace.map(str::to_owned)))
     }
 
     /// Takes the cache of (`context`, `namespace`) out.
@@ -77,6 +77,6 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
         namespace: Option<&str>,
     ) -> Option<Arc<SharedWatch<K>>> {
         let mut caches = self.caches.write();
-        caches.remove(&(Target::Context(context), namespace.map(str::to_owned)))
+        caches.remove(&(Cluster::Context(context), namespace.map(str::to_owned)))
     }
 }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use crate::controller::Reconcile;
+use crate::core::Cluster;
 use crate::core::Context;
-use crate::core::Target;
 use crate::engine::engine::{Engine, Primary, ReconcileKey};
 use crate::executor::KeySender;
 use crate::watch::WatchKey;
@@ -76,11 +76,11 @@ fn open<R: Reconcile>(
         .watches
         .watch::<Primary<R>>(entry.key.clone(), client);
     let namespace = entry.key.namespace.clone();
-    tracing::info!(context = %entry.context.name(), "watching the primaries of a shard now held");
+    tracing::info!(cluster = %entry.context.name(), "watching the primaries of a shard now held");
     engine
         .primaries
-        .insert((Target::Context(entry.context), namespace), watch.clone());
-    Engine::<R>::follow_primaries(&watch, Target::Context(entry.context), keys.clone());
+        .insert((Cluster::Context(entry.context), namespace), watch.clone());
+    Engine::<R>::follow_primaries(&watch, Cluster::Context(entry.context), keys.clone());
 }
 
 /// Closes the watch of `entry` if open: out of the controller's caches, out of the registry (its task ends
@@ -89,6 +89,6 @@ fn close<R: Reconcile>(engine: &Engine<R>, entry: &PrimaryWatchKey<R::Context>) 
     let namespace = entry.key.namespace.as_deref();
     if engine.primaries.remove(entry.context, namespace).is_some() {
         engine.runtime.watches.release(&entry.key);
-        tracing::info!(context = %entry.context.name(), "closed the primaries' watch of a shard no longer held");
+        tracing::info!(cluster = %entry.context.name(), "closed the primaries' watch of a shard no longer held");
     }
 }

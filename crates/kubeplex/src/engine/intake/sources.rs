@@ -6,7 +6,7 @@
 use kube::runtime::reflector::ObjectRef;
 
 use crate::controller::Reconcile;
-use crate::core::Target;
+use crate::core::Cluster;
 use crate::engine::engine::{Engine, Primary, ReconcileKey};
 use crate::executor::KeySender;
 use crate::watch::{ChangeFilter, ChildCache, ChildChange, SharedWatch};
@@ -16,7 +16,7 @@ impl<R: Reconcile> Engine<R> {
     /// that reconciles (see [`ChangeFilter`]).
     pub(crate) fn follow_primaries(
         watch: &SharedWatch<Primary<R>>,
-        context: Target<R::Context>,
+        context: Cluster<R::Context>,
         keys: KeySender<ReconcileKey<R>>,
     ) {
         let changed = ChangeFilter::default();

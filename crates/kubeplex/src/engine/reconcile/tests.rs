@@ -150,10 +150,10 @@ async fn a_reconcile_runs_in_a_span_with_its_id_and_its_child_work_in_spans_with
         let fields: Vec<&str> = span.fields.keys().map(String::as_str).collect();
         assert_eq!(
             fields,
-            ["context", "controller", "name", "namespace", "reconcile_id"]
+            ["cluster", "controller", "name", "namespace", "reconcile_id"]
         );
         assert_eq!(span.fields["controller"], "test-controller");
-        assert_eq!(span.fields["context"], "control");
+        assert_eq!(span.fields["cluster"], "control");
         assert_eq!(
             (
                 span.fields["namespace"].as_str(),
@@ -175,14 +175,14 @@ async fn a_reconcile_runs_in_a_span_with_its_id_and_its_child_work_in_spans_with
     let apply = named("apply");
     assert_eq!(apply.len(), 1, "{spans:#?}");
     assert!(descends(&apply[0], sync));
-    assert_eq!(apply[0].fields["context"], "cluster-a");
+    assert_eq!(apply[0].fields["cluster"], "cluster-a");
     assert_eq!(apply[0].fields["children"], "0");
     let prune = named("prune");
     assert_eq!(prune.len(), 2, "{spans:#?}");
     assert!(descends(&prune[0], &apply[0]) && descends(&prune[0], sync));
     assert_eq!(
         (
-            prune[0].fields["context"].as_str(),
+            prune[0].fields["cluster"].as_str(),
             prune[0].fields["children"].as_str()
         ),
         ("cluster-a", "1")
@@ -191,7 +191,7 @@ async fn a_reconcile_runs_in_a_span_with_its_id_and_its_child_work_in_spans_with
     assert!(descends(&prune[1], deletion), "{spans:#?}");
     assert_eq!(
         (
-            prune[1].fields["context"].as_str(),
+            prune[1].fields["cluster"].as_str(),
             prune[1].fields["children"].as_str()
         ),
         ("cluster-a", "0")

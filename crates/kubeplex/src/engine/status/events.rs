@@ -162,7 +162,7 @@ impl EventPublisher {
         // Never closed: a permit always comes.
         let _sending = self.at_once.acquire().await;
         if let Err(error) = recorder.publish(&event, object).await {
-            tracing::warn!(%context, reason = note.reason, error = %chain(&error), "publishing an event failed");
+            tracing::warn!(cluster = %context, reason = note.reason, error = %chain(&error), "publishing an event failed");
         }
     }
 }

@@ -11,7 +11,7 @@ use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
 use crate::controller::Reconcile;
-use crate::core::Target;
+use crate::core::Cluster;
 use crate::core::chain;
 use crate::core::{ClusterHealth, ContextOutcome, FleetStatus, now};
 use crate::engine::engine::{Engine, Primary};
@@ -23,7 +23,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_status(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
         health: &BTreeMap<String, ClusterHealth>,
@@ -39,7 +39,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_failure(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         message: &str,
     ) {
         let previous = self.previous_status(object);
@@ -51,7 +51,7 @@ impl<R: Reconcile> Engine<R> {
     async fn apply_status(
         &self,
         object: &Primary<R>,
-        context: &Target<R::Context>,
+        context: &Cluster<R::Context>,
         previous: &FleetStatus,
         status: FleetStatus,
     ) -> bool {
@@ -69,7 +69,7 @@ impl<R: Reconcile> Engine<R> {
         let api = match self.parent_api(object, context) {
             Ok(api) => api,
             Err(error) => {
-                tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+                tracing::warn!(cluster = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
                 return false;
             }
         };
@@ -96,7 +96,7 @@ impl<R: Reconcile> Engine<R> {
                 false
             }
             Err(error) => {
-                tracing::warn!(context = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
+                tracing::warn!(cluster = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
                 false
             }
             Ok(version) => {

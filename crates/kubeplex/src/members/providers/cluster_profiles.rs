@@ -121,7 +121,7 @@ impl MemberProvider for ClusterProfiles {
             let client = match sink.client(&context) {
                 Ok(client) => client,
                 Err(error) => {
-                    tracing::error!(%context, error = %error,
+                    tracing::error!(cluster = %context, error = %error,
                         "ClusterProfiles cannot be read, so no member joins from them");
                     return;
                 }
@@ -140,14 +140,14 @@ impl MemberProvider for ClusterProfiles {
                     event = events.next() => match event {
                         Some(Ok(event)) => {
                             if !matches!(event, Event::Init) && failing.take().is_some() {
-                                tracing::info!(%context, %namespace, "watching ClusterProfiles again");
+                                tracing::info!(cluster = %context, %namespace, "watching ClusterProfiles again");
                             }
                             profiles.event(event).await;
                         }
                         Some(Err(error)) => {
                             let problem = chain(&error);
                             if failing.as_ref() != Some(&problem) {
-                                tracing::warn!(%context, %namespace, %problem,
+                                tracing::warn!(cluster = %context, %namespace, %problem,
                                     "watching ClusterProfiles failed; retrying with backoff");
                                 failing = Some(problem);
                             }
@@ -157,7 +157,7 @@ impl MemberProvider for ClusterProfiles {
                     member = profiles.sink.reload_requested() => profiles.reload(&member).await,
                     Some((member, outcome)) = profiles.leaves.next(), if !profiles.leaves.is_empty() => {
                         if let LeaveOutcome::Abandoned(reason) = outcome {
-                            tracing::warn!(context = %member, %reason,
+                            tracing::warn!(cluster = %member, %reason,
                                 "member of a deleted ClusterProfile left with its children abandoned");
                         }
                     }
@@ -240,7 +240,7 @@ impl Profiles {
         if let Some(owner) = self.owners.get(&member).filter(|o| **o != name) {
             if self.clashes.insert(name.clone(), object).is_none() {
                 let namespace = &self.provider.namespace;
-                tracing::warn!(context = %member, profile = %name, %owner,
+                tracing::warn!(cluster = %member, profile = %name, %owner,
                     "ClusterProfiles {namespace}/{owner} and {namespace}/{name} give one member name; \
                      {name} is ignored");
             }
@@ -288,7 +288,7 @@ impl Profiles {
                 // Its cluster came through the allowlist; its user is the operator's own plugin.
                 match trusted_config_of(kubeconfig, &member).await {
                     Ok(config) => {
-                        tracing::debug!(context = %member, %profile, "member from ClusterProfile");
+                        tracing::debug!(cluster = %member, %profile, "member from ClusterProfile");
                         self.sink.join(&member, config).await;
                         (tracked.joined, tracked.reported) = (Some(print), None);
                         return;
@@ -324,7 +324,7 @@ impl Profiles {
         };
         self.owners.remove(&tracked.member);
         let member = tracked.member;
-        tracing::debug!(context = %member, %profile, "member's ClusterProfile is gone; leaving");
+        tracing::debug!(cluster = %member, %profile, "member's ClusterProfile is gone; leaving");
         let left = self.sink.leave_started(&member).await;
         let leaving = member.clone();
         self.leaves

@@ -162,7 +162,7 @@ impl Poller {
     /// if that is unchanged.
     pub(crate) async fn reload(&mut self, sink: &MemberSink, member: &str) {
         let path = self.path.display();
-        tracing::debug!(context = %member, %path, "reading the member's kubeconfig again");
+        tracing::debug!(cluster = %member, %path, "reading the member's kubeconfig again");
         self.read_and_report(sink, Some(member)).await;
     }
 
@@ -234,7 +234,7 @@ impl Poller {
             self.report(sink, name, want, again).await;
         }
         for name in leaving {
-            tracing::debug!(context = %name, "member is no longer in its kubeconfig file; leaving");
+            tracing::debug!(cluster = %name, "member is no longer in its kubeconfig file; leaving");
             self.members.remove(&name);
             // Not waited for: the manager carries it out beside the other members' changes.
             drop(sink.leave_started(&name).await);
@@ -272,7 +272,7 @@ impl Poller {
             match config_of(kubeconfig, Some(&name), sink.kubeconfig_allowlist()).await {
                 Ok(config) => {
                     let path = want.file.display();
-                    tracing::debug!(context = %name, %path, "member from kubeconfig file");
+                    tracing::debug!(cluster = %name, %path, "member from kubeconfig file");
                     sink.join(&name, config).await;
                     known.joined = true;
                 }

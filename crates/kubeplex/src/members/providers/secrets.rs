@@ -140,7 +140,7 @@ impl MemberProvider for KubeconfigSecrets {
             let client = match sink.client(&self.context) {
                 Ok(client) => client,
                 Err(error) => {
-                    tracing::error!(context = %self.context, error = %error,
+                    tracing::error!(cluster = %self.context, error = %error,
                         "kubeconfig Secrets cannot be read, so no member joins from them");
                     return;
                 }
@@ -162,7 +162,7 @@ impl MemberProvider for KubeconfigSecrets {
                             // `Init` precedes every retry of a failing watch too: only an object is progress.
                             if !matches!(event, Event::Init) && failing.take().is_some() {
                                 let KubeconfigSecrets { context, namespace, .. } = &secrets.provider;
-                                tracing::info!(%context, %namespace, "watching kubeconfig Secrets again");
+                                tracing::info!(cluster = %context, %namespace, "watching kubeconfig Secrets again");
                             }
                             secrets.event(event).await;
                         }
@@ -170,7 +170,7 @@ impl MemberProvider for KubeconfigSecrets {
                             let problem = chain(&error);
                             if failing.as_ref() != Some(&problem) {
                                 let KubeconfigSecrets { context, namespace, .. } = &secrets.provider;
-                                tracing::warn!(%context, %namespace, %problem,
+                                tracing::warn!(cluster = %context, %namespace, %problem,
                                     "watching kubeconfig Secrets failed; retrying with backoff");
                                 failing = Some(problem);
                             }
@@ -325,7 +325,7 @@ impl Secrets {
             Ok((print, text)) => {
                 match config_from_kubeconfig(text, None, self.sink.kubeconfig_allowlist()).await {
                     Ok(config) => {
-                        tracing::debug!(context = %member, secret = %name, "member from kubeconfig Secret");
+                        tracing::debug!(cluster = %member, secret = %name, "member from kubeconfig Secret");
                         self.sink.join(&member, config).await;
                         let owned = self.members.get_mut(&member).expect("inserted above");
                         (owned.joined, owned.reported) = (Some(print), None);
@@ -357,7 +357,7 @@ impl Secrets {
         match self.members.get(&member) {
             Some(owned) if owned.secret == secret => {
                 self.members.remove(&member);
-                tracing::debug!(context = %member, %secret, "member's Secret is gone; leaving");
+                tracing::debug!(cluster = %member, %secret, "member's Secret is gone; leaving");
                 self.start_leave(&member, secret).await;
             }
             // Its conflict with the owner ended.

@@ -17,7 +17,10 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
     health.declare("cluster-a", true);
     health.declare("cluster-b", false);
     let report = health.report();
-    assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Starting);
+    assert_eq!(
+        report.clusters["cluster-a"].status,
+        ClusterReadiness::Starting
+    );
     assert!(!report.ready && !report.started);
 
     health.connected("cluster-a", None);
@@ -28,12 +31,12 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
         "deployments".into(),
     );
     assert_eq!(
-        health.report().contexts["cluster-a"].status,
-        ContextStatus::Starting
+        health.report().clusters["cluster-a"].status,
+        ClusterReadiness::Starting
     );
     watch.synced();
     let report = health.report();
-    assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Ready);
+    assert_eq!(report.clusters["cluster-a"].status, ClusterReadiness::Ready);
     assert!(
         report.ready && report.started,
         "the optional cluster-b does not hold it back"
@@ -44,7 +47,7 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
     let report = health.report();
     assert!(report.started && !report.ready);
     assert_eq!(
-        report.contexts["cluster-a"].reasons,
+        report.clusters["cluster-a"].reasons,
         ["context cluster-a: unreachable: connection refused"]
     );
 }
@@ -71,13 +74,16 @@ fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
         watch.failed(&api_error(code));
         let report = health.report();
         assert_eq!(
-            report.contexts["cluster-a"].reasons,
+            report.clusters["cluster-a"].reasons,
             [format!("context cluster-a: {expected}")]
         );
-        assert_eq!(report.contexts["cluster-a"].status, ContextStatus::Failing);
+        assert_eq!(
+            report.clusters["cluster-a"].status,
+            ClusterReadiness::Failing
+        );
     }
     watch.working();
-    assert!(health.report().contexts["cluster-a"].reasons.is_empty());
+    assert!(health.report().clusters["cluster-a"].reasons.is_empty());
 }
 
 #[test]
@@ -155,12 +161,12 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
     });
     assert_eq!(lines.len(), 2, "{lines:#?}");
     assert!(
-        lines.iter().all(|l| l.contains("context=cluster-b")),
+        lines.iter().all(|l| l.contains("cluster=cluster-b")),
         "{lines:#?}"
     );
     assert!(lines[0].contains("403 Forbidden") && lines[1].contains("401 Unauthorized"));
     assert!(
-        !health.report().contexts["cluster-b"]
+        !health.report().clusters["cluster-b"]
             .reasons
             .iter()
             .any(|r| r.contains("410"))
@@ -221,15 +227,15 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
     quiet.failed(&connection_refused());
     refused.failed(&api_error(403));
     assert_eq!(
-        health.report().contexts["cluster-b"].status,
-        ContextStatus::Failing
+        health.report().clusters["cluster-b"].status,
+        ClusterReadiness::Failing
     );
 
     // It answers again. The quiet watch resumed without an event to say so: the answer clears it; the
     // refusal is a server's answer and stays until the watch itself works.
     health.pinged("cluster-b", None);
     let report = health.report();
-    let problems: Vec<_> = report.contexts["cluster-b"]
+    let problems: Vec<_> = report.clusters["cluster-b"]
         .watches
         .iter()
         .map(|w| (w.namespace.as_str(), w.problem.is_some()))
@@ -237,8 +243,8 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
     assert_eq!(problems, [("quiet", false), ("refused", true)]);
     refused.working();
     assert_eq!(
-        health.report().contexts["cluster-b"].status,
-        ContextStatus::Ready
+        health.report().clusters["cluster-b"].status,
+        ClusterReadiness::Ready
     );
 }
 
@@ -326,7 +332,7 @@ fn each_failing_watch_of_a_context_is_named_in_its_line() {
     ]) {
         let named = format!("kind={kind} namespace={namespace}");
         assert!(
-            line.contains(&named) && line.contains("context=cluster-b"),
+            line.contains(&named) && line.contains("cluster=cluster-b"),
             "{line}"
         );
     }
@@ -344,7 +350,7 @@ fn a_member_forgotten_stays_gone_whatever_its_ping_or_watches_report_late() {
         "configmaps".into(),
     );
     watch.synced();
-    assert!(health.report().contexts.contains_key("member-1"));
+    assert!(health.report().clusters.contains_key("member-1"));
 
     // It left. Its ping, on its own thread, and a watch task aborted mid-poll may still report once.
     health.forget_context("member-1");
@@ -354,16 +360,16 @@ fn a_member_forgotten_stays_gone_whatever_its_ping_or_watches_report_late() {
     watch.working();
     health.forget_watch(&watch.entry());
     assert!(
-        !health.report().contexts.contains_key("member-1"),
+        !health.report().clusters.contains_key("member-1"),
         "{:#?}",
-        health.report().contexts
+        health.report().clusters
     );
 
     // It joins again: it is reported anew.
     health.declare("member-1", false);
     health.connected("member-1", None);
     assert_eq!(
-        health.report().contexts["member-1"].status,
-        ContextStatus::Ready
+        health.report().clusters["member-1"].status,
+        ClusterReadiness::Ready
     );
 }

@@ -252,7 +252,7 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
     let watch = watches.watch::<ConfigMap>(key.clone(), client);
     let listed = tokio::time::timeout(Duration::from_secs(10), watch.listed()).await;
     assert_eq!(listed, Ok(true));
-    let watched = || health.report().contexts["test"].watches.len();
+    let watched = || health.report().clusters["test"].watches.len();
     assert_eq!(watched(), 1);
     let scrape = || {
         let mut text = String::new();

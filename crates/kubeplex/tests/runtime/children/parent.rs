@@ -80,7 +80,7 @@ pub async fn reconcile_parent(
         .or_default() += 1;
     if let Some(condition) = &parent.spec.own_condition {
         // The user's own condition, applied with its own field manager.
-        let api: Api<Parent> = Api::namespaced(cx.client(cx.context())?, &namespace);
+        let api: Api<Parent> = Api::namespaced(cx.client(cx.cluster())?, &namespace);
         let status = serde_json::json!({
             "apiVersion": "test.kubeplex.dev/v1", "kind": "Parent",
             "status": { "conditions": [{
@@ -97,7 +97,7 @@ pub async fn reconcile_parent(
     }
     // After the user's condition, so that it is written whether or not the reconcile fails.
     if parent.spec.fail {
-        let api: Api<ConfigMap> = cx.api(cx.context(), &namespace)?;
+        let api: Api<ConfigMap> = cx.api(cx.cluster(), &namespace)?;
         api.get("settings-that-do-not-exist").await?;
     }
     for name in &parent.spec.children {

@@ -133,7 +133,7 @@ async fn status_saying(running: &Running, member: &str, status: &str, expected: 
     kubeplex_testenv::eventually(what, crate::support::WAIT, async || {
         let body = probe(address, "/readyz").await.1;
         let reason = reasons(&body, member);
-        match body["contexts"][member]["status"] == status && reason.contains(expected) {
+        match body["clusters"][member]["status"] == status && reason.contains(expected) {
             true => Ok(reason),
             false => Err(format!("{body:#}")),
         }
@@ -211,7 +211,7 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     wait_child(env, MEMBER, child, false).await;
     wait_until(
         "the member gone from the health report",
-        async || match running.health().contexts.get(&member) {
+        async || match running.health().clusters.get(&member) {
             Some(left) => Err(format!("still there: {left:?}")),
             None => Ok(()),
         },

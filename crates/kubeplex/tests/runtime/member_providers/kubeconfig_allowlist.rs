@@ -218,7 +218,7 @@ async fn member_secrets_that_would_run_commands_or_read_local_files_are_refused_
         Api::namespaced(env.client("control").await.unwrap(), "spread-untrusted");
     let status = parents.get("web").await.unwrap().status.unwrap_or_default();
     for (member, _, _) in &refused {
-        let phase = report.contexts.get(*member).and_then(|c| c.member.clone());
+        let phase = report.clusters.get(*member).and_then(|c| c.member.clone());
         assert_eq!(
             phase.map(|p| p.phase),
             Some(MemberPhase::Joining),

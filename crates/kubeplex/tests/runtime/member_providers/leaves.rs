@@ -38,7 +38,7 @@ async fn wait_failing(address: std::net::SocketAddr, members: &[&str]) -> serde_
         async || {
             let body = probe(address, "/readyz").await.1;
             let reported = members.iter().all(|member| {
-                let reasons = &body["contexts"][member]["reasons"];
+                let reasons = &body["clusters"][member]["reasons"];
                 reasons.as_array().is_some_and(|r| !r.is_empty())
             });
             if reported {
@@ -142,7 +142,7 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
         crate::support::WAIT,
         async || {
             let body = probe(address, "/readyz").await.1;
-            match body["contexts"].get("silent") {
+            match body["clusters"].get("silent") {
                 Some(_) => Ok(()),
                 None => Err(format!("{body:#}")),
             }
@@ -170,7 +170,7 @@ async fn a_member_that_does_not_answer_holds_back_no_other_members_join() {
         "the healthy member's child appeared {took:?} after its Secret, beside a silent member"
     );
     // Alone it takes a second or two; waiting for the silent member's join would cost its
-    // `kubeplex::CONTEXT_TIMEOUT` (15 s) at least.
+    // `kubeplex::CLUSTER_TIMEOUT` (15 s) at least.
     assert!(
         took < Duration::from_secs(10),
         "the healthy member's child took {took:?}"

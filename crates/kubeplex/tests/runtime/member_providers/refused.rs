@@ -94,7 +94,7 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
     let note = event.note.unwrap_or_default();
     assert_eq!(event.type_.as_deref(), Some("Warning"));
     assert!(note.contains(REFUSING) && note.contains("403"), "{note}");
-    let context = format!("context={REFUSING}");
+    let context = format!("cluster={REFUSING}");
     let warning = eventually("a warning naming the member", WAIT, async || {
         let lines = logs.lines();
         let found = lines
@@ -129,7 +129,7 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
     .await;
     let (_, body) = crate::support::probe(running.probe_address().unwrap(), "/readyz").await;
     assert_eq!(
-        body["contexts"][REFUSING]["member"]["phase"], "leaving",
+        body["clusters"][REFUSING]["member"]["phase"], "leaving",
         "{body:#}"
     );
 
@@ -156,7 +156,7 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
         lines(deleted)
     );
     let report = running.health();
-    assert!(!report.contexts.contains_key(REFUSING), "{report:#?}");
+    assert!(!report.clusters.contains_key(REFUSING), "{report:#?}");
 
     // And it stays gone: the child's events from before the leave until a while after it ended.
     tokio::time::sleep(SETTLE).await;

@@ -82,7 +82,7 @@ async fn wait_role(running: &Running, role: &str) {
 async fn wait_leaving_for(running: &Running, text: &str) -> String {
     eventually(format!("{REFUSING} leaving for {text}"), WAIT, async || {
         let report = running.health();
-        let phase = report.contexts.get(REFUSING).and_then(|c| c.member.clone());
+        let phase = report.clusters.get(REFUSING).and_then(|c| c.member.clone());
         match phase {
             Some(p) if p.phase == MemberPhase::Leaving => match p.waiting_for {
                 Some(why) if why.contains(text) => Ok(why),
@@ -223,8 +223,8 @@ async fn a_standby_neither_deletes_a_leaving_members_children_nor_releases_its_s
     wait_left(env, &secrets, child).await;
     // The standby's leave ends too: its cache shows the children gone.
     eventually("the standby forgot the member", WAIT, async || {
-        match b.health().contexts.contains_key(REFUSING) {
-            true => Err(format!("{:?}", b.health().contexts.get(REFUSING))),
+        match b.health().clusters.contains_key(REFUSING) {
+            true => Err(format!("{:?}", b.health().clusters.get(REFUSING))),
             false => Ok(()),
         }
     })
@@ -311,7 +311,7 @@ async fn a_leader_cut_off_in_a_leave_writes_nothing_to_the_member_after_the_take
         "A never tried to delete the child: the test shows nothing"
     );
     let still = a.health();
-    let phase = still.contexts.get(REFUSING).and_then(|c| c.member.clone());
+    let phase = still.clusters.get(REFUSING).and_then(|c| c.member.clone());
     println!("A, cut off, shows the member as {phase:?}; B took over at {takeover}");
     // Reconnected, so that A can release the Lease's hold and stop.
     relay.listen(Mode::Forward).await;

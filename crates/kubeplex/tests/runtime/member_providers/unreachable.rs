@@ -32,7 +32,7 @@ const VIA_PROXY: &str = "cluster-c-via-proxy";
 pub async fn wait_leaving(running: &kubeplex::Running, member: &str) -> String {
     eventually(format!("{member} leaving in /readyz"), WAIT, async || {
         let report = running.health();
-        let phase = report.contexts.get(member).and_then(|c| c.member.clone());
+        let phase = report.clusters.get(member).and_then(|c| c.member.clone());
         match phase {
             Some(p) if p.phase == MemberPhase::Leaving && p.waiting_for.is_some() => {
                 Ok(p.waiting_for.unwrap_or_default())
@@ -128,7 +128,7 @@ async fn an_unreachable_members_leave_keeps_its_secret_and_says_leaving_until_it
     })
     .await;
     let report = running.health();
-    assert!(!report.contexts.contains_key(MEMBER), "{report:#?}");
+    assert!(!report.clusters.contains_key(MEMBER), "{report:#?}");
     crate::support::stop(running).await;
 }
 

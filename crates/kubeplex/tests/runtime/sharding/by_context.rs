@@ -38,7 +38,7 @@ impl Reconcile for PerContext {
         let name = object.metadata.name.clone().unwrap_or_default();
         let value = object.data.as_ref().and_then(|d| d.get("value")).cloned();
         let seen = (
-            cx.context().name().to_owned(),
+            cx.cluster().name().to_owned(),
             name,
             value.unwrap_or_default(),
         );
@@ -122,7 +122,7 @@ type Replicas = Vec<(&'static str, kubeplex::Running, PerContext)>;
 /// The contexts where `running` has a watch open (`/readyz`).
 async fn watched_contexts(running: &kubeplex::Running) -> BTreeSet<String> {
     let (_, body) = probe(running.probe_address().unwrap(), "/readyz").await;
-    let contexts = body["contexts"].as_object().cloned().unwrap_or_default();
+    let contexts = body["clusters"].as_object().cloned().unwrap_or_default();
     contexts
         .into_iter()
         .filter(|(_, c)| c["watches"].as_array().is_some_and(|w| !w.is_empty()))

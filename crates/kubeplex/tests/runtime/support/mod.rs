@@ -108,7 +108,7 @@ pub struct Recorder(Arc<Mutex<Vec<Seen>>>);
 
 impl Recorder {
     /// Records a reconcile of `object` from `context` (these tests watch typed contexts only).
-    pub fn record(&self, context: kubeplex::Target<Fleet>, object: &ConfigMap) {
+    pub fn record(&self, context: kubeplex::Cluster<Fleet>, object: &ConfigMap) {
         let seen = Seen {
             context: context.as_context().expect("a typed context"),
             namespace: object.metadata.namespace.clone().unwrap_or_default(),
@@ -224,7 +224,7 @@ pub async fn probe_until(
 
 /// The reasons a probe body gives for `context`, joined.
 pub fn reasons(body: &serde_json::Value, context: &str) -> String {
-    body["contexts"][context]["reasons"]
+    body["clusters"][context]["reasons"]
         .as_array()
         .map(|r| {
             r.iter()
@@ -246,7 +246,7 @@ pub async fn wait_context_status(
     let what = format!("{context} {status} in {path}");
     eventually(what, WAIT, async || {
         let body = probe(address, path).await.1;
-        if body["contexts"][context]["status"] == status {
+        if body["clusters"][context]["status"] == status {
             Ok(body)
         } else {
             Err(format!("{body:#}"))

@@ -79,7 +79,7 @@ async fn children_are_split_by_context_as_they_are_declared() {
         .contexts([CONTROL])
         .owns(crate::plan::Child::of::<ConfigMap>().contexts([CLUSTER_A, CONTROL]));
     let cx = Cx::new(
-        Target::Context(CONTROL),
+        Cluster::Context(CONTROL),
         Arc::new(plan),
         runtime(client.clone(), client),
         0,
@@ -106,7 +106,7 @@ fn keeping_cx() -> Cx<crate::core::ContextName> {
             .keep_on_prune(),
     );
     Cx::new(
-        Target::Context(CONTROL),
+        Cluster::Context(CONTROL),
         Arc::new(plan),
         runtime(client.clone(), client),
         0,
@@ -216,7 +216,7 @@ async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
     let runtime = runtime(client.clone(), client);
     let member_client = crate::testing::fake_api::client_in("team-b");
     runtime.members.joined("member-b", member_client).await;
-    let cx = Cx::new(Target::Context(CONTROL), Arc::new(plan), runtime, 0);
+    let cx = Cx::new(Cluster::Context(CONTROL), Arc::new(plan), runtime, 0);
     let member = crate::core::Member::new("member-b");
     cx.child(&member, config_map(None, Some("defaulted")))
         .unwrap();

@@ -9,7 +9,7 @@ use kube::config::{ExecConfig, ExecInteractiveMode};
 
 use super::{Runner, settle, start};
 use crate::members::{Command, LeaveOutcome};
-use crate::readiness::ContextStatus;
+use crate::readiness::ClusterReadiness;
 
 /// A configuration whose exec plugin exits 3 while `flag` exists, else prints a token.
 fn plugin_config(flag: &Path) -> kube::Config {
@@ -43,8 +43,8 @@ impl Runner {
     /// `/readyz`'s reasons for `name`, which must be failing.
     fn failing(&self, name: &str) -> String {
         let report = self.runtime.health.report();
-        let context = &report.contexts[name];
-        assert_ne!(context.status, ContextStatus::Ready, "{name} is ready");
+        let context = &report.clusters[name];
+        assert_ne!(context.status, ClusterReadiness::Ready, "{name} is ready");
         context.reasons.join("; ")
     }
 
@@ -126,7 +126,7 @@ async fn a_newer_change_of_the_member_or_its_leave_cancels_the_pending_retry() {
             .runtime
             .health
             .report()
-            .contexts
+            .clusters
             .contains_key("member-b")
     );
     runner.stop().await;

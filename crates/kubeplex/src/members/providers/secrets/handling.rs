@@ -28,7 +28,7 @@ impl Secrets {
         if self.retries.succeeded(secret) {
             let member = self.secrets.get(secret).map_or(secret, String::as_str);
             let name = self.secret_name(secret);
-            tracing::info!(context = %member, secret = %name, "handling the Secret succeeded again");
+            tracing::info!(cluster = %member, secret = %name, "handling the Secret succeeded again");
         }
     }
 
@@ -40,10 +40,10 @@ impl Secrets {
         let (name, retry_in) = (self.secret_name(secret), failed.retry_in);
         match failed.warn {
             true => {
-                tracing::warn!(context = %member, secret = %name, %problem, ?retry_in, "{what}; trying again with backoff")
+                tracing::warn!(cluster = %member, secret = %name, %problem, ?retry_in, "{what}; trying again with backoff")
             }
             false => {
-                tracing::debug!(context = %member, secret = %name, %problem, ?retry_in, "{what}; trying again with backoff")
+                tracing::debug!(cluster = %member, secret = %name, %problem, ?retry_in, "{what}; trying again with backoff")
             }
         }
     }

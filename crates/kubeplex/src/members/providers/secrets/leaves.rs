@@ -29,7 +29,7 @@ impl Secrets {
                 self.members.insert(member.to_owned(), Owned::default());
             }
             if self.members.remove(member).is_some() {
-                tracing::debug!(context = %member, secret = %name, "member's Secret is deleted; leaving");
+                tracing::debug!(cluster = %member, secret = %name, "member's Secret is deleted; leaving");
                 self.start_leave(member, &name).await;
                 self.leaving.insert(name.clone());
                 return; // The finalizer goes once the member has left.
@@ -55,7 +55,7 @@ impl Secrets {
         if let LeaveOutcome::Abandoned(reason) = &outcome {
             let (api, namespace) = (&self.api, &self.provider.namespace);
             if let Err(error) = abandoned_event(api, namespace, &secret, &member, reason).await {
-                tracing::warn!(context = %member, error = %chain(&error), "recording the abandoned children in an Event failed");
+                tracing::warn!(cluster = %member, error = %chain(&error), "recording the abandoned children in an Event failed");
             }
         }
         if self.leaving.remove(&secret) {

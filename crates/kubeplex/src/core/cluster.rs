@@ -1,5 +1,5 @@
 //! Members: clusters that join and leave a fleet at run time, named by strings, beside the typed contexts
-//! the operator was compiled for; and [`Target`], the one type that says "a fixed context or a member".
+//! the operator was compiled for; and [`Cluster`], the one type that says "a fixed context or a member".
 
 use std::fmt::{self, Debug, Display};
 use std::sync::Arc;
@@ -39,17 +39,17 @@ impl Display for Member {
 
 /// Where a child goes or a client points: one of the fleet's typed contexts, or a member.
 ///
-/// Every method of [`Cx`](crate::Cx) that takes a place takes `impl Into<Target<C>>`, so a typed context
+/// Every method of [`Cx`](crate::Cx) that takes a place takes `impl Into<Cluster<C>>`, so a typed context
 /// (`Fleet::ClusterA`, checked by the compiler) and a [`Member`] (known at run time) are both accepted.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub enum Target<C> {
+pub enum Cluster<C> {
     /// A context declared with [`contexts!`](crate::contexts) (or a string context).
     Context(C),
     /// A member of the fleet, discovered at run time.
     Member(Member),
 }
 
-impl<C: Context> Target<C> {
+impl<C: Context> Cluster<C> {
     /// The name the runtime knows the place by: the context's kubeconfig name, or the member's name.
     pub fn name(&self) -> &str {
         match self {
@@ -59,7 +59,7 @@ impl<C: Context> Target<C> {
     }
 }
 
-impl<C: Context> Target<C> {
+impl<C: Context> Cluster<C> {
     /// The typed context, when it is one.
     pub fn as_context(&self) -> Option<C> {
         match self {
@@ -77,32 +77,32 @@ impl<C: Context> Target<C> {
     }
 }
 
-/// `cx.context() == Fleet::Control` reads as it did when contexts were all typed.
-impl<C: Context> PartialEq<C> for Target<C> {
+/// `cx.cluster() == Fleet::Control` reads as it did when contexts were all typed.
+impl<C: Context> PartialEq<C> for Cluster<C> {
     fn eq(&self, other: &C) -> bool {
         self.as_context() == Some(*other)
     }
 }
 
-impl<C: Context> Display for Target<C> {
+impl<C: Context> Display for Cluster<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl<C: Context> From<C> for Target<C> {
+impl<C: Context> From<C> for Cluster<C> {
     fn from(context: C) -> Self {
         Self::Context(context)
     }
 }
 
-impl<C: Context> From<Member> for Target<C> {
+impl<C: Context> From<Member> for Cluster<C> {
     fn from(member: Member) -> Self {
         Self::Member(member)
     }
 }
 
-impl<C: Context> From<&Member> for Target<C> {
+impl<C: Context> From<&Member> for Cluster<C> {
     fn from(member: &Member) -> Self {
         Self::Member(member.clone())
     }
@@ -130,8 +130,8 @@ mod tests {
 
     #[test]
     fn a_target_is_a_context_or_a_member_by_name() {
-        let fixed: Target<ContextName> = ContextName::new("cluster-a").into();
-        let member: Target<ContextName> = Member::new("cluster-c").into();
+        let fixed: Cluster<ContextName> = ContextName::new("cluster-a").into();
+        let member: Cluster<ContextName> = Member::new("cluster-c").into();
         assert_eq!((fixed.name(), member.name()), ("cluster-a", "cluster-c"));
         assert_eq!(member.to_string(), "cluster-c");
         assert_ne!(fixed, member);
