@@ -176,3 +176,102 @@ fn unusable(error: &Error) -> ContextOutcome {
         message: Some(error.detail()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The fan-out's arrivals in paused time, and the fence its clients write behind.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, DeleteParams};
+
+    use super::{Arrival, INTERIM_AFTER};
+    use crate::controller::Controller;
+    use crate::controller::test_controller::{CLUSTER_A, TestController, runtime_of};
+    use crate::core::{ClusterState, ContextOutcome};
+    use crate::engine::test_engine::engine;
+    use crate::ha::{ShardBy, ShardState};
+    use crate::testing::fake_api;
+
+    const CLUSTER_B: crate::core::ContextName = crate::core::ContextName::new("cluster-b");
+
+    fn ready() -> ContextOutcome {
+        ContextOutcome {
+            fenced: None,
+            state: ClusterState::Ready,
+            children: 0,
+            message: None,
+        }
+    }
+
+    /// cluster-a answers at once, cluster-b after 5 s: the fan-out yields cluster-a's outcome, the interim
+    /// once after [`INTERIM_AFTER`], then cluster-b's, each when it happens.
+    #[tokio::test(start_paused = true)]
+    async fn outcomes_are_yielded_as_they_arrive_and_the_interim_once_between() {
+        let (client, _) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let mut engine = engine(client.clone());
+        let child = crate::plan::Child::of::<ConfigMap>().contexts([CLUSTER_A, CLUSTER_B]);
+        engine.plan = Arc::new(TestController::plan().owns(child));
+        engine.runtime = runtime_of([("cluster-a", client.clone()), ("cluster-b", client)]);
+        let start = tokio::time::Instant::now();
+        let arrivals = engine.fan_out(engine.places(), None, |place, _| {
+            let late = &*place.name == "cluster-b";
+            async move {
+                if late {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                ready()
+            }
+        });
+        let seen: Vec<(String, Duration)> = (arrivals.map(|arrival| {
+            let what = match arrival {
+                Arrival::Answered(name, _, _) => name,
+                Arrival::InterimDue => "interim".to_owned(),
+            };
+            (what, start.elapsed())
+        }))
+        .collect()
+        .await;
+        let at = |name: &str, secs| (name.to_owned(), Duration::from_secs(secs));
+        assert_eq!(
+            seen,
+            [at("cluster-a", 0), at("interim", 2), at("cluster-b", 5)]
+        );
+        assert_eq!(INTERIM_AFTER, Duration::from_secs(2));
+    }
+
+    /// Each place's client writes behind the fence of the shard handed to the fan-out: a closed one refuses
+    /// the write before it is sent, and without a shard it goes out.
+    #[tokio::test]
+    async fn the_clients_write_behind_the_fence_of_the_shard_handed_in() {
+        let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let mut engine = engine(client.clone());
+        let mut runtime = Arc::try_unwrap(engine.runtime)
+            .ok()
+            .expect("the engine's runtime alone");
+        runtime.shards = Some(Arc::new(ShardState::new(
+            ShardBy::Parent(1),
+            vec!["0".into()],
+        )));
+        engine.runtime = Arc::new(runtime);
+        let delete = |_: &super::Place<'_>, client| async move {
+            let api: Api<ConfigMap> = Api::namespaced(client, "ns");
+            match api.delete("web", &DeleteParams::default()).await {
+                Ok(_) => ready(),
+                Err(_) => ContextOutcome {
+                    fenced: Some("refused"),
+                    ..ready()
+                },
+            }
+        };
+        let fenced = engine.per_child_context(Some(0), delete).await;
+        assert!(fenced["cluster-a"].fenced.is_some());
+        assert!(requests.all().is_empty(), "{:?}", requests.lines());
+        let unfenced = engine.per_child_context(None, delete).await;
+        assert!(unfenced["cluster-a"].fenced.is_none());
+        assert_eq!(requests.all().len(), 1);
+    }
+}

@@ -128,3 +128,84 @@ impl StatusDraft {
         self.written = Some(status);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::StatusDraft;
+    use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+
+    fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
+        ContextOutcome {
+            fenced: None,
+            state,
+            children: 1,
+            message: message.map(str::to_owned),
+        }
+    }
+
+    /// The status a reconcile of generation 3 wrote: cluster-a told the children it kept.
+    fn kept_before(now: &Time) -> FleetStatus {
+        let told = outcome(ClusterState::Ready, Some("1 child kept: Namespace blue"));
+        let outcomes = BTreeMap::from([("cluster-a".to_owned(), told)]);
+        FleetStatus::from_outcomes(
+            &FleetStatus::default(),
+            &outcomes,
+            &BTreeMap::new(),
+            Some(3),
+            now,
+        )
+    }
+
+    /// One draft makes both writes: the interim one tells the places still working as not answering yet
+    /// beside the members leaving, the final one goes over it; the children kept are carried once, as
+    /// cluster-a's outcome arrives, while the spec is the same.
+    #[test]
+    fn a_draft_is_settled_as_outcomes_arrive_and_gives_the_interim_and_the_final_status() {
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let places = vec!["cluster-a".to_owned(), "cluster-b".to_owned()];
+        let mut draft = StatusDraft::new(kept_before(&now), Some(3), BTreeMap::new(), places);
+        draft.member(
+            "member-c".into(),
+            outcome(ClusterState::Leaving, Some("leaving")),
+        );
+        draft.settle("cluster-a".into(), outcome(ClusterState::Ready, None), &[]);
+        assert_eq!(
+            draft.outcomes()["cluster-a"].message.as_deref(),
+            Some("1 child kept: Namespace blue")
+        );
+
+        let (interim, previous) = draft.status(true, &now);
+        assert_eq!(previous, draft.before());
+        let states: Vec<(&str, ClusterState)> = (interim.clusters.iter())
+            .map(|(name, c)| (name.as_str(), c.state))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("cluster-a", ClusterState::Ready),
+                ("cluster-b", ClusterState::Unreachable),
+                ("member-c", ClusterState::Leaving)
+            ]
+        );
+        draft.wrote(interim.clone());
+
+        draft.settle("cluster-b".into(), outcome(ClusterState::Ready, None), &[]);
+        let (last, previous) = draft.status(false, &now);
+        assert_eq!(
+            previous, &interim,
+            "the final write goes over the interim one"
+        );
+        assert_eq!(last.clusters["cluster-b"].state, ClusterState::Ready);
+        assert_eq!(last.clusters["cluster-b"].message, None);
+        assert_eq!(last.clusters["member-c"].state, ClusterState::Leaving);
+
+        // A new generation: the children kept are no longer told.
+        let mut next = StatusDraft::new(kept_before(&now), Some(4), BTreeMap::new(), Vec::new());
+        next.settle("cluster-a".into(), outcome(ClusterState::Ready, None), &[]);
+        assert_eq!(next.outcomes()["cluster-a"].message, None);
+    }
+}
