@@ -7,7 +7,7 @@ use tokio::sync::watch;
 use crate::client::ClientPool;
 use crate::client::Role;
 use crate::core::Error;
-use crate::ha::{ShardState, WORKING_FOR};
+use crate::ha::ShardState;
 use crate::members::MemberSet;
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
@@ -28,9 +28,13 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// The client of `context` for the current task: in sharded mode, inside work for a parent, one whose
-    /// writes are also fenced by that parent's shard.
-    pub(crate) fn client(&self, context: &str) -> crate::core::Result<kube::Client> {
+    /// The client of `context` for work fenced by `shard` (in sharded mode, the shard of the parent the work
+    /// is for): its writes pass that shard's fence as well. `None`: the leader's fence alone.
+    pub(crate) fn client(
+        &self,
+        context: &str,
+        shard: Option<usize>,
+    ) -> crate::core::Result<kube::Client> {
         let base = match self.pool.client(context) {
             // Not a fixed context: a member, or the pool's error.
             Err(error @ Error::UndeclaredContext { .. }) => {
@@ -38,18 +42,15 @@ impl Runtime {
             }
             other => other?,
         };
-        let shard = WORKING_FOR.try_with(|shard| *shard).ok();
         Ok(match (&self.shards, shard) {
             (Some(shards), Some(shard)) => shards.fenced_client(shard, context, base),
             _ => base,
         })
     }
 
-    /// Whether the fence the current task's writes pass still belongs to this replica by its Lease loop's
-    /// last decision (the shard's, inside work for a parent in sharded mode; else the leader's), even if it
-    /// lapsed a moment ago.
-    pub(crate) fn still_holds_fence(&self) -> bool {
-        let shard = WORKING_FOR.try_with(|shard| *shard).ok();
+    /// Whether the fence that work fenced by `shard` writes behind still belongs to this replica by its Lease
+    /// loop's last decision (the shard's in sharded mode; else the leader's), even if it lapsed a moment ago.
+    pub(crate) fn still_holds_fence(&self, shard: Option<usize>) -> bool {
         match (&self.shards, shard) {
             (Some(shards), Some(shard)) => shards.claims(shard),
             _ => self.role.borrow().leader,

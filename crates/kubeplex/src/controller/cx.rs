@@ -35,6 +35,8 @@ pub struct Cx<C> {
     failures: u32,
     /// The controller's child caches and the UID of the parent reconciled, for [`Cx::children`].
     children: Option<(Arc<dyn ChildCaches>, String)>,
+    /// In sharded mode, the shard of the parent reconciled: every client handed out writes behind its fence.
+    shard: Option<usize>,
 }
 
 impl<C: Context> Cx<C> {
@@ -51,7 +53,19 @@ impl<C: Context> Cx<C> {
             desired: Mutex::default(),
             failures,
             children: None,
+            shard: None,
         }
+    }
+
+    /// Hands out clients whose writes pass the fence of `shard` as well (the parent's, in sharded mode).
+    pub(crate) fn fenced_by(mut self, shard: Option<usize>) -> Self {
+        self.shard = shard;
+        self
+    }
+
+    /// The shard whose fence this reconcile's writes pass, in sharded mode.
+    pub(crate) fn shard(&self) -> Option<usize> {
+        self.shard
     }
 
     /// Reads the children of the parent with `parent_uid` from `caches` (see [`Cx::children`]).
@@ -82,7 +96,7 @@ impl<C: Context> Cx<C> {
     pub fn client(&self, cluster: impl Into<Cluster<C>>) -> Result<Client> {
         let cluster = cluster.into();
         self.runtime
-            .client(cluster.name())
+            .client(cluster.name(), self.shard)
             .map_err(|error| match (cluster, error) {
                 (Cluster::Member(member), Error::UndeclaredContext { .. }) => Error::Member {
                     context: member.name().to_owned(),

@@ -21,7 +21,6 @@ use crate::engine::intake::member_watches;
 use crate::engine::intake::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
 use crate::engine::status::events::EventPublisher;
 use crate::executor::{self, ExecutorConfig, Fairness, KeySender};
-use crate::ha::WORKING_FOR;
 use crate::members::MemberChange;
 use crate::metrics::ChildrenByHealth;
 use crate::plan::Dispatch;
@@ -114,6 +113,7 @@ pub(crate) fn start<R: Reconcile>(
         deletions: Default::default(),
         abandoned: Default::default(),
         conflicts: Default::default(),
+        told_leaves: Default::default(),
     });
     if !engine.plan.children().is_empty() {
         let source: Weak<dyn ChildrenByHealth> = Arc::downgrade(&engine) as _;
@@ -272,13 +272,9 @@ fn work<R: Reconcile>(
                     }
                 }
             };
-            let run = std::panic::AssertUnwindSafe(engine.clone().reconcile(key));
-            let run = futures::FutureExt::catch_unwind(run);
-            let ran = match shard {
-                Some(shard) => WORKING_FOR.scope(shard, run).await,
-                None => run.await,
-            };
-            match ran {
+            // Every write of the reconcile passes the fence of the parent's shard, handed down with it.
+            let run = std::panic::AssertUnwindSafe(engine.clone().reconcile(key, shard));
+            match futures::FutureExt::catch_unwind(run).await {
                 Ok(action) => action,
                 Err(panic) => {
                     let (metrics, controller) = (&engine.runtime.metrics, engine.plan.name());

@@ -1,14 +1,12 @@
 //! One controller's engine: what its reconciles share (the reconciler, the plan, its caches and clients),
-//! the key they are reconciled by, and the per-context fan-out the child paths use.
+//! and the key they are reconciled by.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use educe::Educe;
-use futures::StreamExt;
 use futures::future::join_all;
-use futures::stream::FuturesUnordered;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use parking_lot::{Mutex, RwLock};
@@ -17,13 +15,11 @@ use crate::controller::{Controller, Reconcile};
 use crate::core::Action;
 use crate::core::ApiScope;
 use crate::core::Context;
-use crate::core::Error;
+use crate::core::ContextOutcome;
 use crate::core::ParentRef;
 use crate::core::{Cluster, Member};
-use crate::core::{ClusterState, ContextOutcome};
 use crate::engine::status::events::{EventPublisher, Note};
 use crate::executor::QueueKey;
-use crate::members::SyncGuard;
 use crate::plan::Plan;
 use crate::runtime::Runtime;
 use crate::watch::ChildCache;
@@ -34,11 +30,6 @@ pub(super) type Primary<R> = <R as Controller>::Resource;
 /// How long syncing or cleaning up one context in one reconcile may take before it counts as unreachable,
 /// so that a hung cluster delays only its own status.
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// How long the child contexts that answered wait for the others before their outcomes are written: a
-/// context still working then is reported as not answering yet (until its own outcome, at most
-/// [`CLUSTER_TIMEOUT`] later), so that a hung cluster delays only its own status.
-pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// What a reconcile is keyed by: where the object lives (one of the controller's typed contexts, or a
 /// member of the fleet) and its reference; the same namespace/name in two contexts are two keys. (Derived
@@ -63,6 +54,14 @@ impl<R: Controller> QueueKey for ReconcileKey<R> {
     }
 }
 
+/// A write to a parent: the object, the context it lives in, and the shard whose fence the write passes
+/// as well (the parent's, in sharded mode).
+pub(crate) type ParentWrite<'a, R> = (
+    &'a Primary<R>,
+    &'a Cluster<<R as Controller>::Context>,
+    Option<usize>,
+);
+
 /// Primary caches by (context, namespace); `None` is the all-namespaces watch.
 pub(crate) type PrimaryCaches<R> =
     crate::engine::intake::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
@@ -77,6 +76,24 @@ pub(crate) struct ChildWatch {
     pub(crate) answered: Arc<crate::engine::children::answered::Answered>,
     /// What this controller last applied through it: a child still as applied is not applied again.
     pub(crate) applied: Arc<crate::engine::children::applied::Applied>,
+}
+
+/// This controller's child watches in one context, lent: the engine's own of a fixed context, or a member's
+/// shared list; a reconcile looks them up once per context for its sync and its children's health.
+#[derive(Clone)]
+pub(crate) enum ChildWatches<'a> {
+    Fixed(Vec<&'a ChildWatch>),
+    Member(Arc<Vec<ChildWatch>>),
+}
+
+impl ChildWatches<'_> {
+    /// Each watch, borrowed.
+    pub(crate) fn lent(&self) -> Vec<&ChildWatch> {
+        match self {
+            Self::Fixed(watches) => watches.clone(),
+            Self::Member(watches) => watches.iter().collect(),
+        }
+    }
 }
 
 /// A controller's child watches in each joined member, and the members where they have listed (children
@@ -149,6 +166,8 @@ pub(crate) struct Engine<R: Reconcile> {
     /// The parents (UIDs) whose children in some context were abandoned by the abandon policy: a child of
     /// theirs that shows up again (its cluster answers again) is left where it is, as recorded.
     pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// The waits of leaving members each parent was warned of.
+    pub(crate) told_leaves: crate::engine::status::told_leaves::ToldLeaves,
     /// The children whose parent reference conflicts, reported once each.
     pub(crate) conflicts: crate::engine::children::conflicts::Conflicts,
     /// When each deletion under way was first seen, for the abandon bounds.
@@ -165,14 +184,15 @@ impl<R: Reconcile> Engine<R> {
         self.primaries.get(context, namespace)
     }
 
-    /// This controller's child watches in `context`, a fixed context or a member.
-    pub(crate) fn child_watches_in(&self, context: &str) -> Vec<ChildWatch> {
-        let fixed = self.children.iter().filter(|w| w.context == context);
-        let mut watches: Vec<ChildWatch> = fixed.cloned().collect();
-        if watches.is_empty() {
-            watches.extend(self.member_children.of(context).iter().cloned());
+    /// This controller's child watches in `context`, a fixed context or a member, lent.
+    pub(crate) fn child_watches_in(&self, context: &str) -> ChildWatches<'_> {
+        let fixed: Vec<&ChildWatch> = (self.children.iter())
+            .filter(|w| w.context == context)
+            .collect();
+        if fixed.is_empty() {
+            return ChildWatches::Member(self.member_children.of(context));
         }
-        watches
+        ChildWatches::Fixed(fixed)
     }
 
     /// Every child watch of this controller, the fixed contexts' and the members'.
@@ -180,19 +200,6 @@ impl<R: Reconcile> Engine<R> {
         let mut watches = self.children.clone();
         watches.extend(self.member_children.all());
         watches
-    }
-
-    /// Where this controller's children live now: the fixed child contexts, then every joined member when
-    /// its children live in every member.
-    pub(crate) fn child_context_names(&self) -> Vec<Arc<str>> {
-        let fixed = self.plan.child_contexts().into_iter().map(|c| c.name());
-        let mut names: Vec<Arc<str>> = fixed.map(Arc::from).collect();
-        if self.plan.has_member_children() {
-            let members = self.runtime.members.names().into_iter();
-            let listed = members.filter(|name| self.member_children.has_listed(name));
-            names.extend(listed.map(Arc::from));
-        }
-        names
     }
 
     /// The key of the primary watch of `plan` in `context` (a typed context's or a member's name) and
@@ -230,19 +237,24 @@ impl<R: Reconcile> Engine<R> {
         })
     }
 
-    /// The client of `context`, or why it has none.
-    pub(crate) fn client(&self, context: &str) -> crate::core::Result<Client> {
-        self.runtime.client(context)
+    /// The client of `context` whose writes pass the fence of `shard` as well, or why it has none.
+    pub(crate) fn client(
+        &self,
+        context: &str,
+        shard: Option<usize>,
+    ) -> crate::core::Result<Client> {
+        self.runtime.client(context, shard)
     }
 
-    /// An `Api` for the primary kind where `object` lives.
+    /// An `Api` for the primary kind where `object` lives, its writes behind `shard`'s fence as well.
     pub(crate) fn parent_api(
         &self,
         object: &Primary<R>,
         context: &Cluster<R::Context>,
+        shard: Option<usize>,
     ) -> crate::core::Result<Api<Primary<R>>> {
         Ok(<<Primary<R> as Resource>::Scope as ApiScope>::api(
-            self.client(context.name())?,
+            self.client(context.name(), shard)?,
             object.namespace().as_deref(),
         ))
     }
@@ -261,27 +273,29 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// Publishes an event about `object` in its own context.
+    /// Publishes an event about `object` in its own context (behind `shard`'s fence as well).
     pub(crate) async fn publish(
         &self,
         object: &Primary<R>,
         context: &Cluster<R::Context>,
+        shard: Option<usize>,
         note: Note,
     ) {
-        self.publish_all(object, context, vec![note]).await;
+        self.publish_all(object, context, shard, vec![note]).await;
     }
 
-    /// Publishes events about `object` in its own context, at once.
+    /// Publishes events about `object` in its own context, at once (behind `shard`'s fence as well).
     pub(crate) async fn publish_all(
         &self,
         object: &Primary<R>,
         context: &Cluster<R::Context>,
+        shard: Option<usize>,
         notes: Vec<Note>,
     ) {
         if notes.is_empty() {
             return;
         }
-        if let Ok(client) = self.client(context.name()) {
+        if let Ok(client) = self.client(context.name(), shard) {
             let reference = object.object_ref(&());
             join_all(notes.into_iter().map(|note| {
                 self.events
@@ -291,143 +305,22 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// Runs `work` for every child context at once, each bounded by [`CLUSTER_TIMEOUT`] and given its client,
-    /// so that an unreachable or hung cluster holds back only its own outcome.
-    pub(crate) async fn per_child_context<'a, F>(
-        &'a self,
-        work: impl Fn(Arc<str>, Client) -> F,
-    ) -> BTreeMap<String, ContextOutcome>
-    where
-        F: Future<Output = ContextOutcome> + 'a,
-    {
-        join_all(self.child_context_runs(work))
-            .await
-            .into_iter()
-            .collect()
-    }
-
-    /// As [`Engine::per_child_context`]; besides, when some contexts are done and others still working
-    /// after [`INTERIM_AFTER`], `interim` is given the outcomes so far, the others as not answering yet,
-    /// once, so that the contexts that answered need not wait for a hung one's cap to be recorded. Returns
-    /// the outcomes, and what `interim` returned if it ran.
-    pub(crate) async fn per_child_context_with_interim<'a, F, I>(
-        &'a self,
-        work: impl FnMut(Arc<str>, Client) -> F,
-        interim: impl FnOnce(BTreeMap<String, ContextOutcome>) -> I,
-    ) -> (BTreeMap<String, ContextOutcome>, Option<I::Output>)
-    where
-        F: Future<Output = ContextOutcome> + 'a,
-        I: Future,
-    {
-        let mut runs: FuturesUnordered<_> = self.child_context_runs(work).into_iter().collect();
-        let all = runs.len();
-        let mut outcomes = BTreeMap::new();
-        let (mut interim, mut interim_result) = (Some(interim), None);
-        let grace = tokio::time::sleep(INTERIM_AFTER);
-        tokio::pin!(grace);
-        loop {
-            tokio::select! {
-                next = runs.next() => match next {
-                    Some((name, outcome)) => { outcomes.insert(name, outcome); }
-                    None => break,
-                },
-                () = &mut grace, if interim.is_some() && !outcomes.is_empty() && outcomes.len() < all => {
-                    let mut so_far = outcomes.clone();
-                    for context in self.child_context_names() {
-                        so_far.entry(context.to_string()).or_insert_with(not_answering_yet);
-                    }
-                    if let Some(interim) = interim.take() {
-                        interim_result = Some(interim(so_far).await);
-                    }
-                }
-            }
-        }
-        (outcomes, interim_result)
-    }
-
     /// After a write refused by this replica's fence: no status, no Event, nothing abandoned; the parent is
     /// left to the fence's holder, or tried again shortly when that is still this replica (its fence
     /// lapsed for a moment), since nothing else queues it. Logged once per reconcile.
     pub(crate) fn stands_down(
         &self,
-        context: &Cluster<R::Context>,
+        shard: Option<usize>,
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) -> Option<Action> {
         let (cluster, refusal) = outcomes
             .iter()
             .find_map(|(name, o)| o.fenced.map(|refusal| (name, refusal)))?;
-        if self.runtime.still_holds_fence() {
+        if self.runtime.still_holds_fence(shard) {
             tracing::info!(%cluster, refusal, "a write was fenced while this replica still holds the fence (it lapsed for a moment): the parent is tried again");
             return Some(Action::requeue(crate::ha::FENCE_LAPSE_RETRY));
         }
         tracing::info!(%cluster, refusal, "a write was fenced; the parent is left to the replica that holds the fence");
         Some(Action::await_change())
-    }
-
-    /// One future per child context: its name and its outcome, bounded by [`CLUSTER_TIMEOUT`].
-    fn child_context_runs<'a, F>(
-        &'a self,
-        mut work: impl FnMut(Arc<str>, Client) -> F,
-    ) -> Vec<impl Future<Output = (String, ContextOutcome)> + 'a>
-    where
-        F: Future<Output = ContextOutcome> + 'a,
-    {
-        let fixed =
-            (self.plan.child_contexts().into_iter()).map(|c| (Arc::<str>::from(c.name()), None));
-        let mut places: Vec<(Arc<str>, Option<SyncGuard>)> = fixed.collect();
-        if self.plan.has_member_children() {
-            // Each member's sync holds its gate open: a leave waits for it before deleting children.
-            let members = self.runtime.members.enter_all().into_iter();
-            let listed = members.filter(|(name, _)| self.member_children.has_listed(name));
-            places.extend(listed.map(|(name, guard)| (name.into(), Some(guard))));
-        }
-        places
-            .into_iter()
-            .map(|(name, guard)| {
-                let run = (self.runtime.client(&name)).map(|client| work(name.clone(), client));
-                async move {
-                    let outcome = match run {
-                        Ok(run) => timed(run).await,
-                        Err(error) => unusable(&error),
-                    };
-                    drop(guard);
-                    (name.to_string(), outcome)
-                }
-            })
-            .collect()
-    }
-}
-
-/// The interim outcome of a child context still working after [`INTERIM_AFTER`].
-pub(super) fn not_answering_yet() -> ContextOutcome {
-    ContextOutcome {
-        fenced: None,
-        state: ClusterState::Unreachable,
-        children: 0,
-        message: Some(format!(
-            "no answer yet after {INTERIM_AFTER:?} (waiting up to {CLUSTER_TIMEOUT:?})"
-        )),
-    }
-}
-
-/// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
-async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
-    tokio::time::timeout(CLUSTER_TIMEOUT, work)
-        .await
-        .unwrap_or_else(|_| ContextOutcome {
-            fenced: None,
-            state: ClusterState::Unreachable,
-            children: 0,
-            message: Some(format!("unreachable: no answer within {CLUSTER_TIMEOUT:?}")),
-        })
-}
-
-/// The outcome for a context the pool has no client for.
-fn unusable(error: &Error) -> ContextOutcome {
-    ContextOutcome {
-        fenced: None,
-        state: ClusterState::Failed,
-        children: 0,
-        message: Some(error.detail()),
     }
 }

@@ -13,7 +13,6 @@ use kube::api::{Patch, PatchParams};
 
 use crate::controller::Cx;
 use crate::controller::Reconcile;
-use crate::core::Cluster;
 use crate::core::Context;
 use crate::core::Error;
 use crate::core::{Action, Verdict};
@@ -21,7 +20,7 @@ use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::changes::ChildChanges;
 use crate::engine::children::removal;
-use crate::engine::engine::{Engine, Primary};
+use crate::engine::engine::{Engine, ParentWrite, Primary};
 use crate::engine::status::events::{Note, deletion_note};
 
 /// How soon a deletion is tried again while the member provider has not reported its members.
@@ -37,12 +36,11 @@ impl<R: Reconcile> Engine<R> {
     /// object that is gone is done.
     pub(crate) async fn set_finalizer(
         &self,
-        object: &Primary<R>,
-        context: &Cluster<R::Context>,
+        (object, context, shard): ParentWrite<'_, R>,
         present: bool,
     ) -> crate::core::Result<()> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
-        let api = self.parent_api(object, context)?;
+        let api = self.parent_api(object, context, shard)?;
         let in_context = |source| Error::Kube {
             context: context.name().to_owned(),
             source,
@@ -79,7 +77,8 @@ impl<R: Reconcile> Engine<R> {
     /// still there (kept by its own finalizers), until it goes (its deletion is an event of the parent, and
     /// the parent is checked again after `error_requeue` besides) or the terminating bound gives up on it.
     pub(crate) async fn finalize(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
-        let context = cx.cluster();
+        let (context, shard) = (cx.cluster(), cx.shard());
+        let write = (&*object, &context, shard);
         let uid = object.uid().unwrap_or_default();
         if self.finalized.contains(&uid) {
             // Its finalizer is gone already; the cache does not show it yet (a child's deletion queued
@@ -95,7 +94,8 @@ impl<R: Reconcile> Engine<R> {
         let orphaned = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
-            .per_child_context(|name, client| {
+            .per_child_context(shard, |place, client| {
+                let name = place.name.clone();
                 let targets = self.child_targets(&name);
                 let parent = &parent;
                 let counted = (&self.runtime.metrics, self.plan.name(), &self.conflicts);
@@ -106,10 +106,11 @@ impl<R: Reconcile> Engine<R> {
                 }
             })
             .await;
-        if let Some(action) = self.stands_down(&context, &outcomes) {
+        if let Some(action) = self.stands_down(shard, &outcomes) {
             return Verdict::Done(action);
         }
-        self.publish_all(&object, &context, orphaned.notes()).await;
+        self.publish_all(&object, &context, shard, orphaned.notes())
+            .await;
         if self.plan.has_member_children() {
             // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
             // waits for it as for an unreachable context.
@@ -150,7 +151,7 @@ impl<R: Reconcile> Engine<R> {
             tracing::warn!(cluster = %name, %message, "abandoning children");
             let note = Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
                 .about(name);
-            self.publish(&object, &context, note).await;
+            self.publish(&object, &context, shard, note).await;
             *outcome = ContextOutcome {
                 fenced: None,
                 state: ClusterState::Abandoned,
@@ -165,10 +166,10 @@ impl<R: Reconcile> Engine<R> {
             metrics.deletion_blocked(self.plan.name(), name, &parent, waits);
         }
         if let Some(note) = deletion_note(&before, &outcomes) {
-            self.publish(&object, &context, note).await;
+            self.publish(&object, &context, shard, note).await;
         }
         if blocked {
-            self.write_status(&object, &context, &before, &outcomes, &BTreeMap::new())
+            self.write_status(write, &before, &outcomes, &BTreeMap::new())
                 .await;
             return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
         }
@@ -178,10 +179,10 @@ impl<R: Reconcile> Engine<R> {
             .any(|o| o.state == ClusterState::Abandoned)
         {
             self.abandoned.lock().insert(uid.clone());
-            self.write_status(&object, &context, &before, &outcomes, &BTreeMap::new())
+            self.write_status(write, &before, &outcomes, &BTreeMap::new())
                 .await;
         }
-        match self.set_finalizer(&object, &context, false).await {
+        match self.set_finalizer(write, false).await {
             Ok(()) => {
                 self.finalized.insert(&uid);
                 self.deletions.forget(&uid);

@@ -1,11 +1,12 @@
-//! One controller at work: its engine, the loop that feeds its executor, reconcile, finalization, the orphan
-//! sweep; in wings, what feeds its queue (`intake`), one cluster's children (`children`) and what a parent is
-//! told (`status`).
+//! One controller at work: its engine, the loop that feeds its executor, reconcile and its fan-out over the
+//! child contexts, finalization, the orphan sweep; in wings, what feeds its queue (`intake`), one cluster's
+//! children (`children`) and what a parent is told (`status`).
 
 mod children;
 mod controller_loop;
 mod deletions_seen;
 mod engine;
+mod fan_out;
 mod finalize;
 mod intake;
 mod orphans;

@@ -27,7 +27,6 @@ use crate::core::{chain, namespaced_name};
 use crate::engine::children::removal::{self, Removed};
 use crate::engine::engine::{ChildWatch, Engine, Primary, ReconcileKey};
 use crate::engine::status::events::Note;
-use crate::ha::WORKING_FOR;
 use crate::watch::SharedWatch;
 
 /// A live parent, with the context it lives in.
@@ -88,8 +87,8 @@ impl<R: Reconcile> Engine<R> {
                     continue;
                 }
                 if let Some(holder) = self.holder_of(&parent) {
-                    self.report_conflicts(std::slice::from_ref(watch), &parent, holder)
-                        .await;
+                    let watches = std::slice::from_ref(watch);
+                    self.report_conflicts(watches, &parent, holder, None).await;
                     continue;
                 }
                 let shards = self.runtime.shards.as_ref();
@@ -100,12 +99,10 @@ impl<R: Reconcile> Engine<R> {
                     )
                 });
                 match shard {
-                    None => self.remove_orphans(watch, &parent).await,
+                    None => self.remove_orphans(watch, &parent, None).await,
                     // Sharded: the owner of the parent's shard removes its orphans, fenced by that shard.
                     Some((shards, Some(shard))) if shards.holds(shard) => {
-                        WORKING_FOR
-                            .scope(shard, self.remove_orphans(watch, &parent))
-                            .await;
+                        self.remove_orphans(watch, &parent, Some(shard)).await;
                     }
                     Some(_) => {}
                 }
@@ -118,8 +115,8 @@ impl<R: Reconcile> Engine<R> {
     /// cluster — those whose whole reference is the parent asked for. Judged as the sweep judges — by the
     /// parent's UID (which the event that asked carries), in a cache that has listed and holds no object of
     /// that UID, nor any other listed cache under another name (a conflict) — and run where the request is
-    /// reconciled (the leader, or the owner of the parent's shard, fenced by it).
-    pub(crate) async fn remove_orphans_of(&self, request: &ReconcileKey<R>) {
+    /// reconciled (the leader, or the owner of the parent's shard, fenced by `shard`).
+    pub(crate) async fn remove_orphans_of(&self, request: &ReconcileKey<R>, shard: Option<usize>) {
         let Some(uid) = request.object.extra.uid.as_deref() else {
             return;
         };
@@ -147,11 +144,12 @@ impl<R: Reconcile> Engine<R> {
         };
         let watches = self.all_child_watches();
         if let Some(holder) = self.holder_of(&parent) {
-            self.report_conflicts(&watches, &parent, holder).await;
+            self.report_conflicts(&watches, &parent, holder, shard)
+                .await;
             return;
         }
         for watch in &watches {
-            self.remove_orphans(watch, &parent).await;
+            self.remove_orphans(watch, &parent, shard).await;
         }
     }
 
@@ -176,12 +174,14 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Reports the children in `watches` that name `parent`, whose UID `holder` has under another reference:
-    /// a warning for each (once), and an Event on the real parent. None of them is touched.
+    /// a warning for each (once), and an Event on the real parent (written behind `shard`'s fence). None of
+    /// them is touched.
     async fn report_conflicts(
         &self,
         watches: &[ChildWatch],
         parent: &ParentRef,
         (context, holder): Holder<R>,
+        shard: Option<usize>,
     ) {
         let real = self.parent_ref(&holder, &context);
         for watch in watches {
@@ -208,13 +208,14 @@ impl<R: Reconcile> Engine<R> {
                 let message = crate::engine::children::conflicts::capped(&message).to_owned();
                 let note = Note::warning("ChildConflict", "Reconcile", message)
                     .about(watch.context.clone());
-                self.publish(&holder, &context, note).await;
+                self.publish(&holder, &context, shard, note).await;
             }
         }
     }
 
-    async fn remove_orphans(&self, watch: &ChildWatch, parent: &ParentRef) {
-        let Ok(client) = self.client(&watch.context) else {
+    /// Removes `parent`'s children in `watch`'s cache, behind the fence of `shard` (the parent's) as well.
+    async fn remove_orphans(&self, watch: &ChildWatch, parent: &ParentRef, shard: Option<usize>) {
+        let Ok(client) = self.client(&watch.context, shard) else {
             return;
         };
         let children = watch.cache.children_of(&parent.uid).into_iter();

@@ -1,26 +1,35 @@
 //! Reconciling one object: read it from the cache, keep the finalizer, run the user's reconcile, then sync
-//! its children in every context and record the outcome in its status.
+//! its children in every context, settling each outcome into one status draft as it arrives, and write it.
 
 use std::sync::Arc;
 
 use kube::Resource;
 use tracing::Instrument;
 
+use futures::StreamExt;
+
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::{Action, Verdict};
-use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::changes::ChildChanges;
 use crate::engine::children::health::declared;
 use crate::engine::children::parentage::Parentage;
-use crate::engine::children::{sync, tally};
+use crate::engine::children::sync;
 use crate::engine::engine::{Engine, Primary, ReconcileKey};
+use crate::engine::fan_out::Arrival;
+use crate::engine::status::draft::StatusDraft;
 use crate::engine::status::events::{Note, context_notes, health_notes};
 
 impl<R: Reconcile> Engine<R> {
-    /// Reconciles the object `key` names; returns what the executor does next with the key.
-    pub(crate) async fn reconcile(self: Arc<Self>, key: ReconcileKey<R>) -> Action {
+    /// Reconciles the object `key` names, every write behind the fence of `shard` as well (the parent's, in
+    /// sharded mode); returns what the executor does next with the key.
+    pub(crate) async fn reconcile(
+        self: Arc<Self>,
+        key: ReconcileKey<R>,
+        shard: Option<usize>,
+    ) -> Action {
         let namespace = key.object.namespace.as_deref();
         // Gone from the cache: deleted (the finalizer keeps objects that still have children).
         let Some(object) = self
@@ -30,7 +39,7 @@ impl<R: Reconcile> Engine<R> {
             self.failures().remove(&key);
             let parent = namespaced_name(namespace, &key.object.name);
             self.runtime.metrics.parent_gone(self.plan.name(), &parent);
-            self.remove_orphans_of(&key).await;
+            self.remove_orphans_of(&key, shard).await;
             return Action::await_change();
         };
         let span = tracing::info_span!(
@@ -49,7 +58,7 @@ impl<R: Reconcile> Engine<R> {
             failures,
         );
         let parent_uid = object.meta().uid.clone().unwrap_or_default();
-        let cx = cx.with_children(self.clone(), parent_uid);
+        let cx = cx.with_children(self.clone(), parent_uid).fenced_by(shard);
         let began = tokio::time::Instant::now();
         let verdict = self.reconcile_object(object, &cx).instrument(span).await;
         let (metrics, controller) = (&self.runtime.metrics, self.plan.name());
@@ -70,7 +79,8 @@ impl<R: Reconcile> Engine<R> {
     }
 
     async fn reconcile_object(&self, object: Arc<Primary<R>>, cx: &Cx<R::Context>) -> Verdict {
-        let context = cx.cluster();
+        let (context, shard) = (cx.cluster(), cx.shard());
+        let write = (&*object, &context, shard);
         let deleting = object.meta().deletion_timestamp.is_some();
         if let Some(finalizer) = &self.finalizer {
             let has_finalizer = object
@@ -81,14 +91,12 @@ impl<R: Reconcile> Engine<R> {
                 .any(|f| f == finalizer);
             if deleting {
                 return if has_finalizer {
-                    Box::pin(self.finalize(object, cx)).await
+                    Box::pin(self.finalize(object.clone(), cx)).await
                 } else {
                     Verdict::Done(Action::await_change())
                 };
             }
-            if !has_finalizer
-                && let Err(error) = Box::pin(self.set_finalizer(&object, &context, true)).await
-            {
+            if !has_finalizer && let Err(error) = Box::pin(self.set_finalizer(write, true)).await {
                 tracing::warn!(cluster = %context, error = %chain(&error), "adding the finalizer failed");
                 return Verdict::Done(Action::requeue(self.plan.error_requeue_or_default()));
             }
@@ -106,11 +114,11 @@ impl<R: Reconcile> Engine<R> {
                 let message = chain(&error);
                 tracing::warn!(cluster = %context, error = %message, "reconcile failed");
                 if !self.plan.children().is_empty() {
-                    Box::pin(self.write_failure(&object, &context, &message)).await;
+                    Box::pin(self.write_failure(write, &message)).await;
                 }
                 // Repeats of a failure become one event series (the recorder's), not one per retry.
                 let note = Note::warning("ReconcileFailed", "Reconcile", message);
-                Box::pin(self.publish(&object, &context, note)).await;
+                Box::pin(self.publish(&object, &context, shard, note)).await;
                 return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
             }
         };
@@ -119,9 +127,13 @@ impl<R: Reconcile> Engine<R> {
             return Verdict::Done(action);
         }
         let mut desired = cx.take_children();
-        let declared = declared(&desired);
+        let places = self.places();
+        let names = places.iter().map(|p| p.name.to_string()).collect();
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
+        let mut draft =
+            StatusDraft::new(before, object.meta().generation, declared(&desired), names);
+        let leave_notes = self.record_orphaned_members(&object, &mut draft);
         let changes = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);
         let link = Parentage {
@@ -131,60 +143,49 @@ impl<R: Reconcile> Engine<R> {
             metrics: &self.runtime.metrics,
             conflicts: &self.conflicts,
         };
-        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status,
-        // over `before`), and the final status is written over what the interim one left.
-        let (outcomes, interim) = Box::pin(self.per_child_context_with_interim(
-            |name, client| {
-                let desired = desired.remove(&*name).unwrap_or_default();
-                let watches = self.child_watches_in(&name);
-                let live = self.runtime.health.is_context_ready(&name);
+        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
+        // and the final status is written over what the interim one left.
+        {
+            let arrivals = self.fan_out(places, shard, |place, client| {
+                let desired = desired.remove(&*place.name).unwrap_or_default();
+                let live = self.runtime.health.is_context_ready(&place.name);
+                let (name, watches) = (place.name.clone(), place.watches.clone());
                 let (link, changes) = (&link, &changes);
                 async move {
-                    let watches: Vec<&_> = watches.iter().collect();
-                    let sync =
-                        sync::sync_context(&name, client, desired, &watches, live, link, changes);
-                    sync.await
+                    let watches = watches.lent();
+                    sync::sync_context(&name, client, desired, &watches, live, link, changes).await
                 }
-            },
-            |so_far| {
-                let (object, context, before, declared) = (&object, &context, &before, &declared);
-                async move {
-                    if so_far.values().any(|o| o.fenced.is_some()) {
-                        return None;
+            });
+            let mut arrivals = std::pin::pin!(arrivals);
+            while let Some(arrival) = arrivals.next().await {
+                match arrival {
+                    Arrival::Answered(name, outcome, watches) => {
+                        draft.settle(name, outcome, &watches.lent());
                     }
-                    let mut so_far = so_far;
-                    tally::carry_kept(before, object.meta().generation, &mut so_far);
-                    let health = self.children_health(declared, &so_far);
-                    self.write_status(object, context, before, &so_far, &health)
-                        .await
+                    Arrival::InterimDue if !draft.fenced() => {
+                        Box::pin(self.write_draft(write, &mut draft, true)).await;
+                    }
+                    Arrival::InterimDue => {}
                 }
-            },
-        ))
-        .await;
-        if let Some(action) = self.stands_down(&context, &outcomes) {
+            }
+        }
+        if let Some(action) = self.stands_down(shard, draft.outcomes()) {
             return Verdict::Done(action);
         }
-        let mut outcomes = outcomes;
-        let leave_notes = self.record_orphaned_members(&before, &mut outcomes);
-        tally::carry_kept(&before, object.meta().generation, &mut outcomes);
-        for (cluster, outcome) in outcomes
-            .iter()
-            .filter(|(_, o)| o.state == ClusterState::Conflict)
+        for (cluster, outcome) in
+            (draft.outcomes().iter()).filter(|(_, o)| o.state == ClusterState::Conflict)
         {
             let message = outcome.message.as_deref().unwrap_or_default();
             tracing::warn!(%cluster, %message, "a child's name is taken");
         }
-        let health = self.children_health(&declared, &outcomes);
         let mut notes = changes.notes();
-        notes.extend(context_notes(&before, &outcomes));
-        notes.extend(health_notes(&before, &health));
+        notes.extend(context_notes(draft.before(), draft.outcomes()));
+        notes.extend(health_notes(draft.before(), draft.health()));
         notes.extend(leave_notes);
-        Box::pin(self.publish_all(&object, &context, notes)).await;
-        let previous = interim.flatten();
-        let previous = previous.as_ref().unwrap_or(&before);
-        Box::pin(self.write_status(&object, &context, previous, &outcomes, &health)).await;
+        Box::pin(self.publish_all(&object, &context, shard, notes)).await;
+        Box::pin(self.write_draft(write, &mut draft, false)).await;
         // A context that failed is retried soon, whatever the reconcile asked for.
-        if outcomes.values().any(|o| !o.state.is_settled()) {
+        if draft.outcomes().values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();
             let sooner = action
                 .requeue_after()
@@ -196,14 +197,10 @@ impl<R: Reconcile> Engine<R> {
 }
 
 impl<R: Reconcile> Engine<R> {
-    /// Adds the members that left with their children orphaned, so that the status says where they stayed,
-    /// and those leaving; returns a `MemberLeaveWaits` warning for each leave that newly waits (or waits for
-    /// something else than the status `before` says): its children cannot be deleted yet.
-    fn record_orphaned_members(
-        &self,
-        before: &FleetStatus,
-        outcomes: &mut std::collections::BTreeMap<String, ContextOutcome>,
-    ) -> Vec<Note> {
+    /// Adds to the `draft` the members that left with their children orphaned, so that the status says where
+    /// they stayed, and those leaving; returns a `MemberLeaveWaits` warning for each leave that newly waits
+    /// (or waits for something else than this parent was told): its children cannot be deleted yet.
+    fn record_orphaned_members(&self, object: &Primary<R>, draft: &mut StatusDraft) -> Vec<Note> {
         let mut notes = Vec::new();
         if !self.plan.has_member_children() {
             return notes;
@@ -211,14 +208,18 @@ impl<R: Reconcile> Engine<R> {
         for name in self.runtime.members.orphaned() {
             let message =
                 "left the fleet; its children there stay, no longer managed (leave policy orphan)";
-            outcomes.entry(name).or_insert(ContextOutcome {
-                fenced: None,
-                state: ClusterState::Left,
-                children: 0,
-                message: Some(message.to_owned()),
-            });
+            draft.member(
+                name,
+                ContextOutcome {
+                    fenced: None,
+                    state: ClusterState::Left,
+                    children: 0,
+                    message: Some(message.to_owned()),
+                },
+            );
         }
         // And those leaving now, with what their leave waits for.
+        let uid = object.meta().uid.as_deref().unwrap_or_default();
         for (name, waits) in self.runtime.members.leaving() {
             let message = match &waits {
                 Some(why) => format!(
@@ -228,23 +229,24 @@ impl<R: Reconcile> Engine<R> {
                     format!("member {name} is leaving the fleet; no child is put there any more")
                 }
             };
-            let told = before.clusters.get(&name).is_some_and(|c| {
-                c.state == ClusterState::Leaving && c.message.as_deref() == Some(message.as_str())
-            });
-            if let Some(why) = waits
-                && !told
+            let news = self.told_leaves.tell(&name, uid, waits.as_deref());
+            if let Some(why) = &waits
+                && news
             {
                 let text = format!(
                     "member {name} is leaving the fleet, but this parent's children there cannot be deleted yet; tried again until it answers and allows it: {why}"
                 );
                 notes.push(Note::warning("MemberLeaveWaits", "Delete", text).about(name.clone()));
             }
-            outcomes.entry(name).or_insert(ContextOutcome {
-                fenced: None,
-                state: ClusterState::Leaving,
-                children: 0,
-                message: Some(message),
-            });
+            draft.member(
+                name,
+                ContextOutcome {
+                    fenced: None,
+                    state: ClusterState::Leaving,
+                    children: 0,
+                    message: Some(message),
+                },
+            );
         }
         notes
     }

@@ -45,6 +45,7 @@ pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestCont
         deletions: Default::default(),
         abandoned: Default::default(),
         conflicts: Default::default(),
+        told_leaves: Default::default(),
     }
 }
 

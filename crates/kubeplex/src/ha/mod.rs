@@ -13,5 +13,5 @@ pub use leader::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
 };
 pub(crate) use rendezvous::ShardBy;
-pub(crate) use shard_state::{FENCE_LAPSE_RETRY, ShardState, WORKING_FOR};
+pub(crate) use shard_state::{FENCE_LAPSE_RETRY, ShardState};
 pub use sharding::Sharding;

@@ -25,12 +25,6 @@ use crate::core::Shrink;
 /// not change. A replica that really lost the fence finds so then, and leaves the work to the new holder.
 pub(crate) const FENCE_LAPSE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-tokio::task_local! {
-    /// The shard of the parent the current task works for; set around each reconcile and orphan removal,
-    /// read when a client is handed out.
-    pub(crate) static WORKING_FOR: usize;
-}
-
 /// The shards of a sharded manager, and this replica's hold on each.
 pub(crate) struct ShardState {
     by: ShardBy,

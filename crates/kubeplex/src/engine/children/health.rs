@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kube::api::ApiResource;
 
 use crate::controller::{ChildCaches, DesiredChildren, Reconcile};
-use crate::core::{Assessment, ChildHealth, ClusterHealth, ClusterState, ContextOutcome, Health};
+use crate::core::{Assessment, ChildHealth, ClusterHealth, ClusterState, Health};
 use crate::engine::engine::{ChildWatch, Engine};
 use crate::metrics::ChildrenByHealth;
 use crate::watch::{ChildCache, missing};
@@ -38,7 +38,7 @@ fn unknown(children: &[Declared], why: &str) -> Vec<ChildHealth> {
 }
 
 /// One declared child as the caches of its context have it.
-fn judge(watches: &[ChildWatch], (resource, namespace, name): &Declared) -> ChildHealth {
+fn judge(watches: &[&ChildWatch], (resource, namespace, name): &Declared) -> ChildHealth {
     let caches: Vec<&Arc<dyn ChildCache>> = (watches.iter())
         .filter(|w| &w.resource == resource)
         .map(|w| &w.cache)
@@ -62,40 +62,34 @@ fn judge(watches: &[ChildWatch], (resource, namespace, name): &Declared) -> Chil
     missing(namespace.as_deref(), name)
 }
 
-impl<R: Reconcile> Engine<R> {
-    /// The health of the `declared` children in each context with an outcome: `Unknown` where the context
-    /// could not be reached, none where the parent wants no children or is leaving.
-    pub(crate) fn children_health(
-        &self,
-        declared: &BTreeMap<String, Vec<Declared>>,
-        outcomes: &BTreeMap<String, ContextOutcome>,
-    ) -> BTreeMap<String, ClusterHealth> {
-        let mut health = BTreeMap::new();
-        for (context, outcome) in outcomes {
-            let Some(children) = declared.get(context).filter(|c| !c.is_empty()) else {
-                continue;
-            };
-            let judged = match outcome.state {
-                ClusterState::Unreachable => unknown(children, "the cluster is unreachable"),
-                ClusterState::Ready | ClusterState::Failed | ClusterState::Conflict => {
-                    let watches = self.child_watches_in(context);
-                    children.iter().map(|c| judge(&watches, c)).collect()
-                }
-                _ => continue,
-            };
-            if let Some(summary) = ClusterHealth::of(&judged) {
-                health.insert(context.clone(), summary);
-            }
-        }
-        health
+/// How the `declared` children of one context are doing, read from its `watches` once its sync ended in
+/// `state`: `Unknown` where the context could not be reached, none where the parent wants no children
+/// there or it is leaving.
+pub(crate) fn judged(
+    declared: &[Declared],
+    state: ClusterState,
+    watches: &[&ChildWatch],
+) -> Option<ClusterHealth> {
+    if declared.is_empty() {
+        return None;
     }
+    let judged = match state {
+        ClusterState::Unreachable => unknown(declared, "the cluster is unreachable"),
+        ClusterState::Ready | ClusterState::Failed | ClusterState::Conflict => {
+            declared.iter().map(|c| judge(watches, c)).collect()
+        }
+        _ => return None,
+    };
+    ClusterHealth::of(&judged)
 }
 
 /// What `Cx::children` reads: this controller's child caches in a context or member.
 impl<R: Reconcile> ChildCaches for Engine<R> {
     fn caches_in(&self, target: &str) -> Vec<(ApiResource, Arc<dyn ChildCache>)> {
         let watches = self.child_watches_in(target);
-        watches.into_iter().map(|w| (w.resource, w.cache)).collect()
+        let lent = watches.lent().into_iter();
+        lent.map(|w| (w.resource.clone(), w.cache.clone()))
+            .collect()
     }
 
     fn context_ready(&self, target: &str) -> bool {

@@ -3,9 +3,7 @@
 //! yet, an invalid object) neither hides nor holds back the rest, and the state names every child that
 //! failed and why. Children a policy spared (kept, orphaned) are named in the message too.
 
-use std::collections::BTreeMap;
-
-use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+use crate::core::{ClusterState, ClusterStatus, ContextOutcome};
 
 use super::requests::failure;
 
@@ -131,26 +129,35 @@ fn told(children: &[String], what: &str) -> Option<String> {
     Some(format!("{count} {what}: {}", children.join(", ")))
 }
 
-/// Keeps each context's note of the children it kept while the parent's spec is the one it was written
-/// for: the unlink itself (the child leaves the controller's watch), a resync, any later reconcile would
-/// otherwise wipe it at once. A new generation of the parent, or anything else to say, replaces it.
+/// Keeps a context's note of the children it kept while the parent's spec is the one it was written for
+/// (`same_spec`): the unlink itself (the child leaves the controller's watch), a resync, any later
+/// reconcile would otherwise wipe it at once. A new generation of the parent, or anything else to say,
+/// replaces it. `before` is the context's status as the reconcile found it.
 pub(in crate::engine) fn carry_kept(
-    previous: &FleetStatus,
-    generation: Option<i64>,
-    outcomes: &mut BTreeMap<String, ContextOutcome>,
+    before: Option<&ClusterStatus>,
+    same_spec: bool,
+    outcome: &mut ContextOutcome,
 ) {
-    if generation.is_none() || previous.observed_generation() != generation {
+    let Some(before) = before.filter(|b| same_spec && tells_kept(b)) else {
         return;
+    };
+    if outcome.message.is_none() && outcome.state == before.state {
+        outcome.message.clone_from(&before.message);
     }
-    for (context, outcome) in outcomes {
-        let Some(before) = previous.clusters.get(context) else {
-            continue;
-        };
-        let told_kept = before.message.as_deref().is_some_and(|m| m.contains(KEPT));
-        if outcome.message.is_none() && outcome.state == before.state && told_kept {
-            outcome.message.clone_from(&before.message);
-        }
-    }
+}
+
+/// Whether a context's status names children kept. Derived from what the status persists, its state and
+/// whether it has a message, never from the message's words: [`Tally::applied`] gives a settled context
+/// (`Ready`, or `NotTargeted`) a message only to name the children kept, and no other outcome of a
+/// reconcile is written with those states and a message. Nothing besides is persisted (a field of its
+/// own would be user-visible, and lost under a CRD generated before it), and an engine's memory would be
+/// lost on a restart or a move of the shard, while the status tells kept until the spec changes.
+fn tells_kept(status: &ClusterStatus) -> bool {
+    let settled = matches!(
+        status.state,
+        ClusterState::Ready | ClusterState::NotTargeted
+    );
+    settled && status.message.is_some()
 }
 
 #[cfg(test)]
@@ -158,36 +165,21 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::*;
-    use crate::core::ClusterStatus;
 
-    fn written(generation: i64, message: Option<&str>) -> FleetStatus {
+    /// cluster-a as a status written before says it: `state`, with `message`.
+    fn written(state: ClusterState, message: Option<&str>) -> ClusterStatus {
         let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let mut cluster = ClusterStatus::new(ClusterState::Ready, 1, now.clone());
+        let mut cluster = ClusterStatus::new(state, 1, now);
         cluster.message = message.map(str::to_owned);
-        let outcomes = BTreeMap::from([(
-            "cluster-a".to_owned(),
-            ContextOutcome {
-                state: cluster.state,
-                children: 1,
-                message: cluster.message.clone(),
-                fenced: None,
-            },
-        )]);
-        FleetStatus::from_outcomes(
-            &FleetStatus::default(),
-            &outcomes,
-            &BTreeMap::new(),
-            Some(generation),
-            &now,
-        )
+        cluster
     }
 
-    fn ready() -> BTreeMap<String, ContextOutcome> {
+    fn ready() -> ContextOutcome {
         let tally = Tally {
             done: 1,
             ..Tally::default()
         };
-        BTreeMap::from([("cluster-a".to_owned(), tally.applied(1))])
+        tally.applied(1)
     }
 
     #[test]
@@ -202,30 +194,42 @@ mod tests {
         assert_eq!(kept.state, ClusterState::Ready);
         let told = "2 children kept (no longer declared; left in place, unlinked): Namespace team-blue, ConfigMap team-blue/settings";
         assert_eq!(kept.message.as_deref(), Some(told));
+        let before = written(ClusterState::Ready, Some(told));
 
-        // The next reconcile of the same generation (the unlink's own event, a resync) keeps saying so.
+        // The next reconcile of the same spec (the unlink's own event, a resync) keeps saying so.
         let mut again = ready();
-        carry_kept(&written(3, Some(told)), Some(3), &mut again);
-        assert_eq!(again["cluster-a"].message.as_deref(), Some(told));
-        // A new generation does not; nor does a state with its own message, nor a message of another kind.
+        carry_kept(Some(&before), true, &mut again);
+        assert_eq!(again.message.as_deref(), Some(told));
+        // A new spec does not; nor does a state with its own message, nor a context that said nothing.
         let mut changed = ready();
-        carry_kept(&written(3, Some(told)), Some(4), &mut changed);
-        assert_eq!(changed["cluster-a"].message, None);
-        let mut failed = BTreeMap::from([(
-            "cluster-a".to_owned(),
-            failure(&kube::Error::LinesCodecMaxLineLengthExceeded, "applying x"),
-        )]);
-        carry_kept(&written(3, Some(told)), Some(3), &mut failed);
-        assert!(
-            !failed["cluster-a"]
-                .message
-                .as_deref()
-                .unwrap()
-                .contains(KEPT)
+        carry_kept(Some(&before), false, &mut changed);
+        assert_eq!(changed.message, None);
+        let mut failed = failure(&kube::Error::LinesCodecMaxLineLengthExceeded, "applying x");
+        let said = failed.message.clone();
+        carry_kept(Some(&before), true, &mut failed);
+        assert_eq!(failed.message, said);
+        let mut quiet = ready();
+        carry_kept(Some(&written(ClusterState::Ready, None)), true, &mut quiet);
+        carry_kept(None, true, &mut quiet);
+        assert_eq!(quiet.message, None);
+    }
+
+    /// Only a settled context's message names children kept: a failure that named some (its own words
+    /// beside them) is not carried into a context settled since.
+    #[test]
+    fn kept_is_told_by_a_settled_state_with_a_message_whatever_its_words() {
+        let failed_keeping = written(ClusterState::Failed, Some(KEPT));
+        assert!(!tells_kept(&failed_keeping));
+        let mut settled = ready();
+        carry_kept(Some(&failed_keeping), true, &mut settled);
+        assert_eq!(settled.message, None);
+        let mut not_targeted = Tally::default().applied(0);
+        let worded = written(
+            ClusterState::NotTargeted,
+            Some("1 child kept in other words"),
         );
-        let mut other = ready();
-        carry_kept(&written(3, Some("something else")), Some(3), &mut other);
-        assert_eq!(other["cluster-a"].message, None);
+        carry_kept(Some(&worded), true, &mut not_targeted);
+        assert_eq!(not_targeted.message.as_deref(), worded.message.as_deref());
     }
 
     #[test]

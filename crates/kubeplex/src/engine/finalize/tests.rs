@@ -46,7 +46,7 @@ async fn removing_the_finalizer_of_a_parent_that_is_gone_is_success() {
         fake_api::client(|_, _, _| status(404, "NotFound", "configmaps \"parent\" not found"));
     let engine = engine(client);
     engine
-        .set_finalizer(&parent(&[OURS]), &CONTROL_TARGET, false)
+        .set_finalizer((&parent(&[OURS]), &CONTROL_TARGET, None), false)
         .await
         .unwrap();
     assert_eq!(requests.lines().len(), 1);
@@ -70,7 +70,7 @@ async fn a_stale_cached_parent_is_retried_at_once_against_a_fresh_copy() {
     });
     let engine = engine(client);
     engine
-        .set_finalizer(&parent(&[]), &CONTROL_TARGET, true)
+        .set_finalizer((&parent(&[]), &CONTROL_TARGET, None), true)
         .await
         .unwrap();
     let seen = requests.all();
@@ -87,7 +87,7 @@ async fn other_failures_are_reported_after_one_try() {
     let (client, requests) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
     let engine = engine(client);
     let error = engine
-        .set_finalizer(&parent(&[]), &CONTROL_TARGET, true)
+        .set_finalizer((&parent(&[]), &CONTROL_TARGET, None), true)
         .await
         .unwrap_err();
     let forbidden =

@@ -111,6 +111,7 @@ pub(crate) async fn follow<R: Reconcile>(
                     // controller's part holds the leave, so that no reconcile still finds it leaving.
                     forgotten.await;
                     engine.events.forget(&name);
+                    engine.told_leaves.forget(&name);
                     engine.queue_every_parent();
                 });
             }

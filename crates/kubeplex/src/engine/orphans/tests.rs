@@ -107,7 +107,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     without_uid.object.extra.uid = None;
     let action = tokio::time::timeout(
         Duration::from_secs(2),
-        engine.clone().reconcile(without_uid),
+        engine.clone().reconcile(without_uid, None),
     )
     .await
     .unwrap();
@@ -118,7 +118,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
         "no UID, no judgement"
     );
 
-    let action = tokio::time::timeout(Duration::from_secs(2), engine.reconcile(request))
+    let action = tokio::time::timeout(Duration::from_secs(2), engine.reconcile(request, None))
         .await
         .unwrap();
     assert_eq!(action, Action::await_change(), "a parent that is gone");
@@ -157,9 +157,12 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
         context: CONTROL_TARGET,
         object: ParentRef::of(&gone).unwrap().object_ref(),
     };
-    let action = tokio::time::timeout(Duration::from_secs(2), engine.clone().reconcile(request))
-        .await
-        .unwrap();
+    let action = tokio::time::timeout(
+        Duration::from_secs(2),
+        engine.clone().reconcile(request, None),
+    )
+    .await
+    .unwrap();
     assert_eq!(action, Action::await_change());
     assert_eq!(requests.lines(), Vec::<String>::new(), "judged unlisted");
 
@@ -285,7 +288,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
         object: ParentRef::of(&forged).unwrap().object_ref(),
     };
     for _ in 0..2 {
-        let reconcile = engine.clone().reconcile(request.clone());
+        let reconcile = engine.clone().reconcile(request.clone(), None);
         let action = tokio::time::timeout(Duration::from_secs(2), reconcile).await;
         assert_eq!(action.unwrap(), Action::await_change());
     }
@@ -336,7 +339,7 @@ async fn children_of_one_gone_uid_are_each_judged_by_their_own_reference() {
         context: CONTROL_TARGET,
         object: first.object_ref(),
     };
-    let reconcile = engine.clone().reconcile(request);
+    let reconcile = engine.clone().reconcile(request, None);
     let action = tokio::time::timeout(Duration::from_secs(2), reconcile).await;
     assert_eq!(
         action.unwrap(),

@@ -19,7 +19,8 @@ use crate::controller::test_controller::runtime_of;
 use crate::core::Action;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
-use crate::engine::engine::{ChildWatch, Engine, ReconcileKey, not_answering_yet};
+use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
+use crate::engine::fan_out::not_answering_yet;
 use crate::engine::test_engine::{
     CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
 };
@@ -115,7 +116,7 @@ async fn reconcile_with(
         object: ObjectRef::from_obj(&object),
     };
     let engine = Arc::new(engine);
-    let _ = engine.clone().reconcile(key).await;
+    let _ = engine.clone().reconcile(key, None).await;
     engine
 }
 
@@ -323,7 +324,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
         context: CONTROL_TARGET,
         object: ObjectRef::from_obj(&object),
     };
-    let _ = Arc::new(engine).reconcile(key).await;
+    let _ = Arc::new(engine).reconcile(key, None).await;
     (seen.all().iter())
         .filter(|s| s.uri.contains("/status?"))
         .map(|s| serde_json::from_str(&s.body).unwrap())
@@ -405,9 +406,9 @@ async fn a_fenced_write_is_tried_again_while_this_replica_still_holds_the_fence(
     };
     let fenced = BTreeMap::from([("cluster-a".to_owned(), outcome(Some("not the leader")))]);
     let written = BTreeMap::from([("cluster-a".to_owned(), outcome(None))]);
-    assert_eq!(engine.stands_down(&CONTROL_TARGET, &written), None);
+    assert_eq!(engine.stands_down(None, &written), None);
     assert_eq!(
-        engine.stands_down(&CONTROL_TARGET, &fenced),
+        engine.stands_down(None, &fenced),
         Some(Action::requeue(crate::ha::FENCE_LAPSE_RETRY))
     );
 
@@ -421,7 +422,7 @@ async fn a_fenced_write_is_tried_again_while_this_replica_still_holds_the_fence(
     runtime.role = tokio::sync::watch::channel(another).1;
     engine.runtime = Arc::new(runtime);
     assert_eq!(
-        engine.stands_down(&CONTROL_TARGET, &fenced),
+        engine.stands_down(None, &fenced),
         Some(Action::await_change())
     );
 }

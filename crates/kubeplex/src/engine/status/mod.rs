@@ -1,6 +1,8 @@
-//! What a parent is told: kubeplex's part of its status (written by server-side apply, with the memory of
-//! own writes the caches do not show yet) and the Events of its changes.
+//! What a parent is told: kubeplex's part of its status (drafted once per reconcile, written by server-side
+//! apply, with the memory of own writes the caches do not show yet) and the Events of its changes.
 
+pub(super) mod draft;
 pub(super) mod events;
 pub(super) mod recent_writes;
+pub(super) mod told_leaves;
 pub(super) mod write;

@@ -11,47 +11,54 @@ use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
 use crate::controller::Reconcile;
-use crate::core::Cluster;
 use crate::core::chain;
 use crate::core::{ClusterHealth, ContextOutcome, FleetStatus, now};
-use crate::engine::engine::{Engine, Primary};
+use crate::engine::engine::{Engine, ParentWrite, Primary};
+use crate::engine::status::draft::StatusDraft;
 
 impl<R: Reconcile> Engine<R> {
-    /// Records the outcome of syncing (or removing) the children per context, over `previous` (kubeplex's
-    /// part of the status as this reconcile found it, see [`Engine::previous_status`], or as its interim
-    /// write left it); returns the status when it is in place (written, or unchanged).
+    /// Records the outcome of removing the children per context, over `previous` (kubeplex's part of the
+    /// status as this reconcile found it, see [`Engine::previous_status`]), behind `shard`'s fence as well.
     pub(crate) async fn write_status(
         &self,
-        object: &Primary<R>,
-        context: &Cluster<R::Context>,
+        (object, context, shard): ParentWrite<'_, R>,
         previous: &FleetStatus,
         outcomes: &BTreeMap<String, ContextOutcome>,
         health: &BTreeMap<String, ClusterHealth>,
-    ) -> Option<FleetStatus> {
+    ) {
         let generation = object.meta().generation;
         let status = FleetStatus::from_outcomes(previous, outcomes, health, generation, &now());
-        self.apply_status(object, context, previous, status.clone())
-            .await
-            .then_some(status)
+        self.apply_status((object, context, shard), previous, status)
+            .await;
+    }
+
+    /// Writes the reconcile's `draft` as it stands (`interim`: the places still working told as not
+    /// answering yet) over what its last write left, behind `shard`'s fence as well.
+    pub(crate) async fn write_draft(
+        &self,
+        write: ParentWrite<'_, R>,
+        draft: &mut StatusDraft,
+        interim: bool,
+    ) {
+        let (status, previous) = draft.status(interim, &now());
+        if self.apply_status(write, previous, status.clone()).await {
+            draft.wrote(status);
+        }
     }
 
     /// Records a failed reconcile: `Ready=False` with the error, the clusters as they were.
-    pub(crate) async fn write_failure(
-        &self,
-        object: &Primary<R>,
-        context: &Cluster<R::Context>,
-        message: &str,
-    ) {
+    pub(crate) async fn write_failure(&self, write: ParentWrite<'_, R>, message: &str) {
+        let object = write.0;
         let previous = self.previous_status(object);
         let status =
             FleetStatus::reconcile_failed(&previous, message, object.meta().generation, &now());
-        self.apply_status(object, context, &previous, status).await;
+        self.apply_status(write, &previous, status).await;
     }
 
+    /// Applies `status` unless it is `previous`; whether it is in place (written, or unchanged).
     async fn apply_status(
         &self,
-        object: &Primary<R>,
-        context: &Cluster<R::Context>,
+        (object, context, shard): ParentWrite<'_, R>,
         previous: &FleetStatus,
         status: FleetStatus,
     ) -> bool {
@@ -66,7 +73,7 @@ impl<R: Reconcile> Engine<R> {
         // Forced: kubeplex owns these fields; an earlier version of it wrote them with a merge patch.
         let params = PatchParams::apply(self.plan.name()).force();
         let span = tracing::info_span!("status_write", clusters = status.clusters.len());
-        let api = match self.parent_api(object, context) {
+        let api = match self.parent_api(object, context, shard) {
             Ok(api) => api,
             Err(error) => {
                 tracing::warn!(cluster = %context.name(), error = %chain(&error), "writing the per-cluster status failed");
@@ -140,14 +147,9 @@ mod tests {
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) {
         let previous = engine.previous_status(object);
+        let write = (object, &CONTROL_TARGET, None);
         engine
-            .write_status(
-                object,
-                &CONTROL_TARGET,
-                &previous,
-                outcomes,
-                &BTreeMap::new(),
-            )
+            .write_status(write, &previous, outcomes, &BTreeMap::new())
             .await;
     }
 

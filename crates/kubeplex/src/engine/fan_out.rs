@@ -1,0 +1,277 @@
+//! The per-context fan-out of a reconcile: where its children live now (computed once), the work in each
+//! place at once, bounded, and each place's outcome yielded as it arrives.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use kube::Client;
+
+use crate::controller::Reconcile;
+use crate::core::Context;
+use crate::core::Error;
+use crate::core::{ClusterState, ContextOutcome};
+use crate::engine::engine::{CLUSTER_TIMEOUT, ChildWatches, Engine};
+use crate::members::SyncGuard;
+
+/// How long the child contexts that answered wait for the others before their outcomes are written: a
+/// context still working then is reported as not answering yet (until its own outcome, at most
+/// [`CLUSTER_TIMEOUT`] later), so that a hung cluster delays only its own status.
+pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
+
+/// One place a reconcile's children live: a fixed child context or a listed member, with this controller's
+/// child watches there (lent) and, for a member, the guard that holds its gate open while its sync runs (a
+/// leave waits for it before deleting children).
+pub(crate) struct Place<'a> {
+    pub(crate) name: Arc<str>,
+    pub(crate) watches: ChildWatches<'a>,
+    guard: Option<SyncGuard>,
+}
+
+/// What the fan-out yields, as it happens.
+pub(crate) enum Arrival<'a> {
+    /// A place's outcome, with its watches handed back for its children's health.
+    Answered(String, ContextOutcome, ChildWatches<'a>),
+    /// Some places answered and others still work after [`INTERIM_AFTER`]: once, time for the interim write.
+    InterimDue,
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// Where this controller's children live now: the fixed child contexts, then every joined member whose
+    /// child watches have listed, when its children live in every member.
+    pub(crate) fn places(&self) -> Vec<Place<'_>> {
+        let fixed = (self.plan.child_contexts().into_iter()).map(|c| (Arc::from(c.name()), None));
+        let mut places: Vec<(Arc<str>, Option<SyncGuard>)> = fixed.collect();
+        if self.plan.has_member_children() {
+            let members = self.runtime.members.enter_all().into_iter();
+            let listed = members.filter(|(name, _)| self.member_children.has_listed(name));
+            places.extend(listed.map(|(name, guard)| (name.into(), Some(guard))));
+        }
+        (places.into_iter())
+            .map(|(name, guard)| Place {
+                watches: self.child_watches_in(&name),
+                name,
+                guard,
+            })
+            .collect()
+    }
+
+    /// Runs `work` in every place at once, each bounded by [`CLUSTER_TIMEOUT`] and given the place's client
+    /// (behind `shard`'s fence as well), so that an unreachable or hung cluster holds back only its own
+    /// outcome; yields each outcome as it arrives, and once [`Arrival::InterimDue`].
+    pub(crate) fn fan_out<'a, F>(
+        &'a self,
+        places: Vec<Place<'a>>,
+        shard: Option<usize>,
+        work: impl FnMut(&Place<'a>, Client) -> F,
+    ) -> impl Stream<Item = Arrival<'a>> + 'a
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        let runs: FuturesUnordered<_> = self.runs(places, shard, work).into_iter().collect();
+        let all = runs.len();
+        let grace = Some(Box::pin(tokio::time::sleep(INTERIM_AFTER)));
+        futures::stream::unfold(
+            (runs, grace, 0),
+            move |(mut runs, mut grace, answered)| async move {
+                let due = grace.is_some() && answered > 0 && answered < all;
+                let arrival = tokio::select! {
+                    next = runs.next() => {
+                        let (name, outcome, watches) = next?;
+                        Arrival::Answered(name, outcome, watches)
+                    }
+                    () = async { if let Some(grace) = grace.as_mut() { grace.await } }, if due => {
+                        Arrival::InterimDue
+                    }
+                };
+                let answered = match arrival {
+                    Arrival::Answered(..) => answered + 1,
+                    Arrival::InterimDue => {
+                        grace = None;
+                        answered
+                    }
+                };
+                Some((arrival, (runs, grace, answered)))
+            },
+        )
+    }
+
+    /// Runs `work` in every place at once, as [`Engine::fan_out`], and returns the outcomes once all are in.
+    pub(crate) async fn per_child_context<'a, F>(
+        &'a self,
+        shard: Option<usize>,
+        work: impl FnMut(&Place<'a>, Client) -> F,
+    ) -> BTreeMap<String, ContextOutcome>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        let runs = self.runs(self.places(), shard, work);
+        let outcomes = join_all(runs).await.into_iter();
+        outcomes.map(|(name, outcome, _)| (name, outcome)).collect()
+    }
+
+    /// One future per place: its name, its outcome bounded by [`CLUSTER_TIMEOUT`], and its watches.
+    fn runs<'a, F>(
+        &'a self,
+        places: Vec<Place<'a>>,
+        shard: Option<usize>,
+        mut work: impl FnMut(&Place<'a>, Client) -> F,
+    ) -> Vec<impl Future<Output = (String, ContextOutcome, ChildWatches<'a>)> + 'a>
+    where
+        F: Future<Output = ContextOutcome> + 'a,
+    {
+        (places.into_iter())
+            .map(|place| {
+                let run = (self.runtime.client(&place.name, shard)).map(|c| work(&place, c));
+                async move {
+                    let outcome = match run {
+                        Ok(run) => timed(run).await,
+                        Err(error) => unusable(&error),
+                    };
+                    let Place {
+                        name,
+                        watches,
+                        guard,
+                    } = place;
+                    drop(guard);
+                    (name.to_string(), outcome, watches)
+                }
+            })
+            .collect()
+    }
+}
+
+/// The interim outcome of a child context still working after [`INTERIM_AFTER`].
+pub(super) fn not_answering_yet() -> ContextOutcome {
+    ContextOutcome {
+        fenced: None,
+        state: ClusterState::Unreachable,
+        children: 0,
+        message: Some(format!(
+            "no answer yet after {INTERIM_AFTER:?} (waiting up to {CLUSTER_TIMEOUT:?})"
+        )),
+    }
+}
+
+/// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
+async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
+    tokio::time::timeout(CLUSTER_TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| ContextOutcome {
+            fenced: None,
+            state: ClusterState::Unreachable,
+            children: 0,
+            message: Some(format!("unreachable: no answer within {CLUSTER_TIMEOUT:?}")),
+        })
+}
+
+/// The outcome for a context the pool has no client for.
+fn unusable(error: &Error) -> ContextOutcome {
+    ContextOutcome {
+        fenced: None,
+        state: ClusterState::Failed,
+        children: 0,
+        message: Some(error.detail()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fan-out's arrivals in paused time, and the fence its clients write behind.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, DeleteParams};
+
+    use super::{Arrival, INTERIM_AFTER};
+    use crate::controller::Controller;
+    use crate::controller::test_controller::{CLUSTER_A, TestController, runtime_of};
+    use crate::core::{ClusterState, ContextOutcome};
+    use crate::engine::test_engine::engine;
+    use crate::ha::{ShardBy, ShardState};
+    use crate::testing::fake_api;
+
+    const CLUSTER_B: crate::core::ContextName = crate::core::ContextName::new("cluster-b");
+
+    fn ready() -> ContextOutcome {
+        ContextOutcome {
+            fenced: None,
+            state: ClusterState::Ready,
+            children: 0,
+            message: None,
+        }
+    }
+
+    /// cluster-a answers at once, cluster-b after 5 s: the fan-out yields cluster-a's outcome, the interim
+    /// once after [`INTERIM_AFTER`], then cluster-b's, each when it happens.
+    #[tokio::test(start_paused = true)]
+    async fn outcomes_are_yielded_as_they_arrive_and_the_interim_once_between() {
+        let (client, _) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let mut engine = engine(client.clone());
+        let child = crate::plan::Child::of::<ConfigMap>().contexts([CLUSTER_A, CLUSTER_B]);
+        engine.plan = Arc::new(TestController::plan().owns(child));
+        engine.runtime = runtime_of([("cluster-a", client.clone()), ("cluster-b", client)]);
+        let start = tokio::time::Instant::now();
+        let arrivals = engine.fan_out(engine.places(), None, |place, _| {
+            let late = &*place.name == "cluster-b";
+            async move {
+                if late {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                ready()
+            }
+        });
+        let seen: Vec<(String, Duration)> = (arrivals.map(|arrival| {
+            let what = match arrival {
+                Arrival::Answered(name, _, _) => name,
+                Arrival::InterimDue => "interim".to_owned(),
+            };
+            (what, start.elapsed())
+        }))
+        .collect()
+        .await;
+        let at = |name: &str, secs| (name.to_owned(), Duration::from_secs(secs));
+        assert_eq!(
+            seen,
+            [at("cluster-a", 0), at("interim", 2), at("cluster-b", 5)]
+        );
+        assert_eq!(INTERIM_AFTER, Duration::from_secs(2));
+    }
+
+    /// Each place's client writes behind the fence of the shard handed to the fan-out: a closed one refuses
+    /// the write before it is sent, and without a shard it goes out.
+    #[tokio::test]
+    async fn the_clients_write_behind_the_fence_of_the_shard_handed_in() {
+        let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
+        let mut engine = engine(client.clone());
+        let mut runtime = Arc::try_unwrap(engine.runtime)
+            .ok()
+            .expect("the engine's runtime alone");
+        runtime.shards = Some(Arc::new(ShardState::new(
+            ShardBy::Parent(1),
+            vec!["0".into()],
+        )));
+        engine.runtime = Arc::new(runtime);
+        let delete = |_: &super::Place<'_>, client| async move {
+            let api: Api<ConfigMap> = Api::namespaced(client, "ns");
+            match api.delete("web", &DeleteParams::default()).await {
+                Ok(_) => ready(),
+                Err(_) => ContextOutcome {
+                    fenced: Some("refused"),
+                    ..ready()
+                },
+            }
+        };
+        let fenced = engine.per_child_context(Some(0), delete).await;
+        assert!(fenced["cluster-a"].fenced.is_some());
+        assert!(requests.all().is_empty(), "{:?}", requests.lines());
+        let unfenced = engine.per_child_context(None, delete).await;
+        assert!(unfenced["cluster-a"].fenced.is_none());
+        assert_eq!(requests.all().len(), 1);
+    }
+}
