@@ -6,7 +6,6 @@ mod children;
 mod controller_loop;
 mod deletions_seen;
 mod engine;
-mod fan_out;
 mod finalize;
 mod intake;
 mod orphans;

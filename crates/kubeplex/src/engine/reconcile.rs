@@ -14,11 +14,11 @@ use crate::core::{Action, Verdict};
 use crate::core::{ClusterState, ContextOutcome};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::changes::ChildChanges;
+use crate::engine::children::fan_out::Arrival;
 use crate::engine::children::health::declared;
 use crate::engine::children::parentage::Parentage;
 use crate::engine::children::sync;
 use crate::engine::engine::{Engine, Primary, ReconcileKey};
-use crate::engine::fan_out::Arrival;
 use crate::engine::status::draft::StatusDraft;
 use crate::engine::status::events::{Note, context_notes, health_notes};
 

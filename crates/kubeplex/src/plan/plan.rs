@@ -108,7 +108,7 @@ impl<C: Context> Plan<C> {
     }
 
     /// Watches the primary resource in every member of the fleet too, in the same namespaces: each member
-    /// that joins has its objects reconciled, and [`Cx::context`](crate::Cx::context) says which member an
+    /// that joins has its objects reconciled, and [`Cx::cluster`](crate::Cx::cluster) says which member an
     /// object came from (docs/fleets.md).
     #[must_use]
     pub fn members(mut self) -> Self {

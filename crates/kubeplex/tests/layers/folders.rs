@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
 const EXEMPT: &[&str] = &["lib", "__private", "otlp"];
 
 /// The macros exported at the crate root (`#[macro_export]`), which can be named nowhere else.
-const ROOT_MACROS: &[&str] = &["clusters"];
+const ROOT_MACROS: &[&str] = &["contexts"];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))

@@ -1,5 +1,6 @@
-//! A parent's children in one cluster: applied in the apply order (claimed by name, own applies
-//! remembered), pruned or kept, removed when the parent goes; what changed, conflicts, and how they are doing.
+//! A parent's children: the fan-out over the clusters they live in, and in each cluster applied in the apply
+//! order (claimed by name, own applies remembered), pruned or kept, removed when the parent goes; what changed,
+//! conflicts, and how they are doing.
 
 pub(super) mod answered;
 pub(super) mod applied;
@@ -7,6 +8,7 @@ pub(super) mod apply_order;
 pub(super) mod changes;
 pub(super) mod claim;
 pub(super) mod conflicts;
+pub(super) mod fan_out;
 pub(super) mod health;
 pub(super) mod parentage;
 pub(super) mod removal;

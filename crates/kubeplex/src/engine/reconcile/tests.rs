@@ -19,8 +19,8 @@ use crate::controller::test_controller::runtime_of;
 use crate::core::Action;
 use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
-use crate::engine::fan_out::not_answering_yet;
 use crate::engine::test_engine::{
     CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
 };

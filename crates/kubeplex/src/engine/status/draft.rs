@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::core::{ClusterHealth, ContextOutcome, FleetStatus};
+use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::children::health::{Declared, judged};
 use crate::engine::children::tally::carry_kept;
 use crate::engine::engine::ChildWatch;
-use crate::engine::fan_out::not_answering_yet;
 
 /// kubeplex's part of one parent's status, as one reconcile works it out.
 pub(crate) struct StatusDraft {

@@ -19,7 +19,7 @@ use crate::members::SyncGuard;
 /// How long the child contexts that answered wait for the others before their outcomes are written: a
 /// context still working then is reported as not answering yet (until its own outcome, at most
 /// [`CLUSTER_TIMEOUT`] later), so that a hung cluster delays only its own status.
-pub(super) const INTERIM_AFTER: Duration = Duration::from_secs(2);
+pub(in crate::engine) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// One place a reconcile's children live: a fixed child context or a listed member, with this controller's
 /// child watches there (lent) and, for a member, the guard that holds its gate open while its sync runs (a
@@ -144,7 +144,7 @@ impl<R: Reconcile> Engine<R> {
 }
 
 /// The interim outcome of a child context still working after [`INTERIM_AFTER`].
-pub(super) fn not_answering_yet() -> ContextOutcome {
+pub(in crate::engine) fn not_answering_yet() -> ContextOutcome {
     ContextOutcome {
         fenced: None,
         state: ClusterState::Unreachable,
