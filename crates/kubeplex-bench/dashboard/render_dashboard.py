@@ -267,14 +267,14 @@ def scenario(args) -> None:
             os.kill(frozen, signal.SIGCONT)
         recorder.mark("cluster-b thawed")
         recorder.until(165)
-        kubectl("apply", "-f", "-", context="cluster-b", stdin=REJECT_DEPLOYMENTS)
+        kubectl("apply", "-f", "-", cluster="cluster-b", stdin=REJECT_DEPLOYMENTS)
         recorder.mark("cluster-b refuses Deployment writes")
         try:
             recorder.until(170)
             replicas(5)
             recorder.until(215)
         finally:
-            kubectl("delete", "-f", "-", context="cluster-b", stdin=REJECT_DEPLOYMENTS)
+            kubectl("delete", "-f", "-", cluster="cluster-b", stdin=REJECT_DEPLOYMENTS)
         recorder.mark("cluster-b accepts them again")
         recorder.until(220)
         replicas(6)
@@ -450,7 +450,7 @@ def render(args) -> None:
 
     # Context up, as a state timeline.
     ax = axes[0][0]
-    up = s.gauge("kubeplex_context_up", ("context",), agg=max)
+    up = s.gauge("kubeplex_cluster_up", ("cluster",), agg=max)
     contexts = sorted(up, key=lambda g: list(CONTEXT_COLORS).index(g[0]) if g[0] in CONTEXT_COLORS else 99)
     for row, group in enumerate(reversed(contexts)):
         values = up[group]
@@ -466,47 +466,47 @@ def render(args) -> None:
                                 ha="center", va="center", color="white", fontsize=10, fontweight="bold")
                 start = i
     ax.set_yticks(range(len(contexts)), [g[0] for g in reversed(contexts)])
-    ax.set_title("Context up  (kubeplex_context_up)")
+    ax.set_title("Context up  (kubeplex_cluster_up)")
 
     # Errors by context, per minute (the dashboard's increase(...[1m])).
     ax = axes[0][1]
     per_minute = lambda series: {g: [None if v is None else v * 60 for v in vs] for g, vs in series.items()}
-    line(ax, per_minute(s.rate("kubeplex_context_healthchecks_total", ("context",), 60,
+    line(ax, per_minute(s.rate("kubeplex_cluster_healthchecks_total", ("cluster",), 60,
                                where=lambda l: l["result"] == "failure")),
          lambda g: f"{g[0]} failed pings", style={"pings": "-"})
-    line(ax, per_minute(s.rate("kubeplex_children_applied_total", ("context", "result"), 60,
+    line(ax, per_minute(s.rate("kubeplex_children_applied_total", ("cluster", "result"), 60,
                                where=lambda l: l["result"] in ("error", "conflict"))),
          lambda g: f"{g[0]} child apply {g[1]}", style={"apply error": "--", "apply conflict": "-."})
-    line(ax, per_minute(s.rate("kubeplex_watch_restarts_total", ("context",), 60,
+    line(ax, per_minute(s.rate("kubeplex_watch_restarts_total", ("cluster",), 60,
                                where=lambda l: l["reason"] != "expired")),
          lambda g: f"{g[0]} watch failures", style={"failures": ":"})
     ax.set_title("Errors by context  (per minute)")
 
-    line(axes[0][2], s.gauge("kubeplex_parent_deletion_blocked", ("controller", "context")),
+    line(axes[0][2], s.gauge("kubeplex_parent_deletion_blocked", ("controller", "cluster")),
          lambda g: f"{g[0]} waits on {g[1]}")
     axes[0][2].set_title("Blocked deletions  (kubeplex_parent_deletion_blocked)")
 
-    line(axes[1][0], s.rate("kubeplex_children_applied_total", ("context", "result"), w),
+    line(axes[1][0], s.rate("kubeplex_children_applied_total", ("cluster", "result"), w),
          lambda g: f"{g[0]} {g[1]}", style={"success": "-", "error": "--", "conflict": ":"})
     axes[1][0].set_title("Child applies by context  (/s)")
 
-    errors = s.rate("controller_runtime_reconcile_errors_total", ("context",), w)
-    line(axes[1][1], s.rate("controller_runtime_reconcile_total", ("context", "result"), w),
+    errors = s.rate("controller_runtime_reconcile_errors_total", ("cluster",), w)
+    line(axes[1][1], s.rate("controller_runtime_reconcile_total", ("cluster", "result"), w),
          lambda g: f"{g[0]} {g[1]}", style={"success": "-", "error": "--", "requeue": ":"})
     axes[1][1].set_title("Reconcile rate by context  (/s)" + ("" if errors else ": no reconcile failed"))
 
     ax = axes[1][2]
     for q, style in ((0.5, "-"), (0.99, "--")):
-        series = s.quantile(q, "controller_runtime_reconcile_time_seconds", ("context",), w)
+        series = s.quantile(q, "controller_runtime_reconcile_time_seconds", ("cluster",), w)
         line(ax, {(g[0], f"p{q * 100:g}"): v for g, v in series.items()}, lambda g: f"{g[0]} {g[1]}",
              style={"p50": "-", "p99": "--"})
     ax.set_title("Reconcile latency p50 / p99  (s)")
 
-    line(axes[2][0], s.quantile(0.99, "kubeplex_context_ping_seconds", ("context",), w),
+    line(axes[2][0], s.quantile(0.99, "kubeplex_cluster_ping_seconds", ("cluster",), w),
          lambda g: f"{g[0]} p99")
     axes[2][0].set_title("Ping latency p99  (s, answered pings)")
 
-    line(axes[2][1], s.gauge("kubeplex_cache_objects", ("context", "kind")), lambda g: f"{g[0]} {g[1]}")
+    line(axes[2][1], s.gauge("kubeplex_cache_objects", ("cluster", "kind")), lambda g: f"{g[0]} {g[1]}")
     axes[2][1].set_title("Cache objects per context and kind")
 
     line(axes[2][2], s.gauge("workqueue_depth", ("controller",)), lambda g: f"{g[0]} waiting")
@@ -557,9 +557,9 @@ def render(args) -> None:
 
 
 USED = [
-    "kubeplex_context_up", "kubeplex_parent_deletion_blocked", "kubeplex_children_applied_total",
-    "kubeplex_context_healthchecks_total", "controller_runtime_reconcile_total",
-    "controller_runtime_reconcile_time_seconds_bucket", "kubeplex_context_ping_seconds_bucket",
+    "kubeplex_cluster_up", "kubeplex_parent_deletion_blocked", "kubeplex_children_applied_total",
+    "kubeplex_cluster_healthchecks_total", "controller_runtime_reconcile_total",
+    "controller_runtime_reconcile_time_seconds_bucket", "kubeplex_cluster_ping_seconds_bucket",
     "kubeplex_cache_objects", "workqueue_depth", "controller_runtime_active_workers",
 ]
 

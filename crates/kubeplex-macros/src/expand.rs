@@ -41,9 +41,9 @@ pub fn expand(model: &Model) -> TokenStream {
         let limit = Literal::u16_unsuffixed(limit);
         calls.push(quote!(.concurrency(#limit)));
     }
-    if let Some(limit) = model.concurrency_per_target {
+    if let Some(limit) = model.concurrency_per_cluster {
         let limit = Literal::u16_unsuffixed(limit);
-        calls.push(quote!(.concurrency_per_target(#limit)));
+        calls.push(quote!(.concurrency_per_cluster(#limit)));
     }
     for (method, value) in [
         (quote!(debounce), model.debounce),

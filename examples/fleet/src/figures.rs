@@ -22,7 +22,7 @@ pub async fn scrape(address: SocketAddr) -> Result<String, DemoError> {
 }
 
 /// Two lines summing up `text` (OpenMetrics): reconciles per result and children applied per context,
-/// then each context's `kubeplex_context_up`.
+/// then each context's `kubeplex_cluster_up`.
 pub fn summary(text: &str) -> [String; 2] {
     let mut reconciles: BTreeMap<String, f64> = BTreeMap::new();
     let mut applied: BTreeMap<String, f64> = BTreeMap::new();
@@ -33,10 +33,10 @@ pub fn summary(text: &str) -> [String; 2] {
                 *reconciles.entry(label(labels, "result")).or_default() += value;
             }
             "kubeplex_children_applied_total" if label(labels, "result") == "success" => {
-                *applied.entry(label(labels, "context")).or_default() += value;
+                *applied.entry(label(labels, "cluster")).or_default() += value;
             }
-            "kubeplex_context_up" => {
-                up.insert(label(labels, "context"), value);
+            "kubeplex_cluster_up" => {
+                up.insert(label(labels, "cluster"), value);
             }
             _ => {}
         }
@@ -86,12 +86,12 @@ mod tests {
     #[test]
     fn the_summary_sums_per_result_and_context() {
         let text = r#"# TYPE controller_runtime_reconcile counter
-controller_runtime_reconcile_total{controller="app-deployer",context="control",result="success"} 4
-controller_runtime_reconcile_total{controller="app-deployer",context="control",result="error"} 1
-kubeplex_children_applied_total{controller="app-deployer",context="cluster-a",kind="Deployment.apps/v1",result="success"} 4
-kubeplex_children_applied_total{controller="app-deployer",context="cluster-a",kind="Deployment.apps/v1",result="error"} 2
-kubeplex_context_up{context="cluster-a"} 1
-kubeplex_context_up{context="cluster-b"} 0
+controller_runtime_reconcile_total{controller="app-deployer",cluster="control",result="success"} 4
+controller_runtime_reconcile_total{controller="app-deployer",cluster="control",result="error"} 1
+kubeplex_children_applied_total{controller="app-deployer",cluster="cluster-a",kind="Deployment.apps/v1",result="success"} 4
+kubeplex_children_applied_total{controller="app-deployer",cluster="cluster-a",kind="Deployment.apps/v1",result="error"} 2
+kubeplex_cluster_up{cluster="cluster-a"} 1
+kubeplex_cluster_up{cluster="cluster-b"} 0
 # EOF"#;
         let [first, second] = super::summary(text);
         assert_eq!(

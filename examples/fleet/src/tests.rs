@@ -179,7 +179,7 @@ fn json_logs_are_one_object_per_line_with_the_fields_on_top() {
     let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(line["level"], "WARN", "{line}");
     assert_eq!(line["message"], "cannot reach the cluster", "{line}");
-    assert_eq!(line["context"], "cluster-a", "{line}");
+    assert_eq!(line["cluster"], "cluster-a", "{line}");
     assert!(!out.contains('\x1b'), "{out:?}");
 }
 

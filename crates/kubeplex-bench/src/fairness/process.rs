@@ -75,7 +75,7 @@ fn start_kubeplex(
                 Variant::Fifo => plan.dispatch(Dispatch::Fifo),
                 Variant::FairCapped => plan
                     .dispatch(Dispatch::Fair)
-                    .concurrency_per_target(concurrency.saturating_sub(1).max(1)),
+                    .concurrency_per_cluster(concurrency.saturating_sub(1).max(1)),
                 Variant::Fair | Variant::Baseline => plan.dispatch(Dispatch::Fair),
             }
         }))

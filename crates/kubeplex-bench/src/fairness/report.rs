@@ -109,7 +109,7 @@ pub(super) fn report(
              flood / p without. The process also watches the quiet object itself, to tell the servers' and \
              the watch's share of the latency (sent -> delivered) from the dispatch's. Baseline: one kube-runtime Controller per context, each with concurrency {c}, \
              and a shared {c}-permit semaphore around the work. kubeplex: Plan::concurrency({c}) with \
-             Dispatch::Fair (fair), Dispatch::Fair + concurrency_per_target({cap}) (fair+cap), Dispatch::Fifo \
+             Dispatch::Fair (fair), Dispatch::Fair + concurrency_per_cluster({cap}) (fair+cap), Dispatch::Fifo \
              (fifo); every side in the same repeat, the order rotating. The baseline column is the same \
              baseline runs in every row.",
             n = options.flood,

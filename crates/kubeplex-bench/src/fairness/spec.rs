@@ -75,7 +75,7 @@ pub(super) enum Variant {
     Baseline,
     /// kubeplex, `Dispatch::Fair` (the default).
     Fair,
-    /// kubeplex, `Dispatch::Fair` and `concurrency_per_target(concurrency - 1)`: one run slot the noisy
+    /// kubeplex, `Dispatch::Fair` and `concurrency_per_cluster(concurrency - 1)`: one run slot the noisy
     /// context cannot take.
     FairCapped,
     /// kubeplex, `Dispatch::Fifo`.

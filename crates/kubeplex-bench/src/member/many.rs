@@ -199,7 +199,7 @@ async fn one_size(
 
 /// Over `window`: requests per second the API servers counted (less the parent's own two readings), by
 /// verb and resource and in all, and pings per second the operator sent (its
-/// `kubeplex_context_healthchecks_total`, which the servers' counters leave out: a ping is a
+/// `kubeplex_cluster_healthchecks_total`, which the servers' counters leave out: a ping is a
 /// `GET /version`).
 async fn rate(aliases: &Aliases, probe: &str, window: Duration) -> Result<Rate, String> {
     // Each counter over the time between its own two readings: reading the servers' counters takes a
@@ -297,10 +297,10 @@ async fn pings(address: &str) -> Result<f64, String> {
     Ok(healthchecks(&text))
 }
 
-/// The sum of `kubeplex_context_healthchecks_total` over its series.
+/// The sum of `kubeplex_cluster_healthchecks_total` over its series.
 pub(super) fn healthchecks(metrics: &str) -> f64 {
     (metrics.lines())
-        .filter(|line| line.starts_with("kubeplex_context_healthchecks_total{"))
+        .filter(|line| line.starts_with("kubeplex_cluster_healthchecks_total{"))
         .filter_map(|line| line.rsplit_once(' '))
         .map(|(_, value)| value.trim().parse::<f64>().unwrap_or(0.0))
         .sum()
@@ -433,10 +433,10 @@ mod tests {
 
     #[test]
     fn pings_are_summed_over_contexts_and_results() {
-        let text = "# TYPE kubeplex_context_healthchecks counter\n\
-            kubeplex_context_healthchecks_total{context=\"control\",result=\"success\"} 12\n\
-            kubeplex_context_healthchecks_total{context=\"many-0001\",result=\"failure\"} 3\n\
-            kubeplex_context_ping_seconds_count{context=\"control\"} 12\n";
+        let text = "# TYPE kubeplex_cluster_healthchecks counter\n\
+            kubeplex_cluster_healthchecks_total{cluster=\"control\",result=\"success\"} 12\n\
+            kubeplex_cluster_healthchecks_total{cluster=\"many-0001\",result=\"failure\"} 3\n\
+            kubeplex_cluster_ping_seconds_count{cluster=\"control\"} 12\n";
         assert!((healthchecks(text) - 15.0).abs() < 1e-9);
     }
 }

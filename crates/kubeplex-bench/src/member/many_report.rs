@@ -332,7 +332,7 @@ pub(super) fn report(
              settled; requests counted over {w} s; every Secret deleted, timed until no child and no Secret \
              is left; memory read once settled. Requests: apiserver_request_total of the three servers, \
              every verb but WATCH, less the parent's own readings, plus the operator's pings (GET /version, which those counters leave out) from its own \
-             kubeplex_context_healthchecks_total; per member = (rates with M members - rates with the \
+             kubeplex_cluster_healthchecks_total; per member = (rates with M members - rates with the \
              operator and no member) / M x 10 s. The servers' own loops (their Leases) are in both rates. Memory per member = (joined - before) \
              / M; the fit is over the M values. Then, with the {m} Secrets created while no operator runs, a \
              new operator is started: time to ready (caches of the typed contexts synced) and to every child \

@@ -32,9 +32,9 @@ pub struct ControllerArgs {
     pub field_selector: Option<Str>,
     /// `concurrency = 8` (default: unbounded): at most this many reconciles at once, 1..=65535.
     pub concurrency: Option<Int>,
-    /// `concurrency_per_target = 2` (default: none): at most this many reconciles at once of objects from
+    /// `concurrency_per_cluster = 2` (default: none): at most this many reconciles at once of objects from
     /// one context or member, 1..=65535.
-    pub concurrency_per_target: Option<Int>,
+    pub concurrency_per_cluster: Option<Int>,
     /// `debounce = "1s"` (optional): wait this long for more events on an object before reconciling it.
     pub debounce: Option<Str>,
     /// `requeue_after = "1h"` (optional): reconcile every object again this long after a success.

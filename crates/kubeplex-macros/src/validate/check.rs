@@ -251,7 +251,7 @@ pub fn check_field_selector(lit: &LitStr, errors: &mut Accumulator) {
     }
 }
 
-/// `concurrency` (or `concurrency_per_target`, as `key`) is 1..=65535.
+/// `concurrency` (or `concurrency_per_cluster`, as `key`) is 1..=65535.
 pub fn check_concurrency(int: &LitInt, key: &str, errors: &mut Accumulator) -> Option<u16> {
     let too_large =
         || Error::custom(format!("`{key}` is at most 65535; omit it for unbounded")).with_span(int);

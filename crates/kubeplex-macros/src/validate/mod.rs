@@ -45,8 +45,8 @@ pub struct Model {
     pub field_selector: Option<LitStr>,
     /// `concurrency`.
     pub concurrency: Option<u16>,
-    /// `concurrency_per_target`.
-    pub concurrency_per_target: Option<u16>,
+    /// `concurrency_per_cluster`.
+    pub concurrency_per_cluster: Option<u16>,
     /// `debounce`, in milliseconds.
     pub debounce: Option<u64>,
     /// `requeue_after`, in milliseconds.
@@ -256,9 +256,9 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
     let concurrency = args
         .concurrency
         .and_then(|int| check::check_concurrency(&int.0, "concurrency", errors));
-    let concurrency_per_target = args
-        .concurrency_per_target
-        .and_then(|int| check::check_concurrency(&int.0, "concurrency_per_target", errors));
+    let concurrency_per_cluster = args
+        .concurrency_per_cluster
+        .and_then(|int| check::check_concurrency(&int.0, "concurrency_per_cluster", errors));
 
     for (key, value) in [
         ("abandon_unreachable_after", &args.abandon_unreachable_after),
@@ -342,7 +342,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         label_selector,
         field_selector,
         concurrency,
-        concurrency_per_target,
+        concurrency_per_cluster,
         debounce,
         requeue_after,
         error_requeue,

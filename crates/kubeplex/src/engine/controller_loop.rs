@@ -85,7 +85,7 @@ pub(crate) fn start<R: Reconcile>(
         debounce: shared_plan.get_debounce().unwrap_or_default(),
         fairness: Fairness {
             fair: shared_plan.get_dispatch() == Dispatch::Fair,
-            per_group: shared_plan.get_concurrency_per_target().map(usize::from),
+            per_group: shared_plan.get_concurrency_per_cluster().map(usize::from),
         },
         max_waiting: MAX_WAITING_FOR_A_WORKER,
         panic_retry: shared_plan.error_requeue_or_default(),
@@ -360,7 +360,7 @@ mod tests {
         use crate::core::Action;
 
         use crate::engine::engine::ReconcileKey;
-        use crate::engine::test_engine::{CONTROL_TARGET, engine, parent};
+        use crate::engine::test_engine::{CONTROL_CLUSTER, engine, parent};
         use crate::ha::{FENCE_LAPSE_RETRY, ShardBy, ShardState};
 
         let (client, requests) =
@@ -375,7 +375,7 @@ mod tests {
         engine.runtime = Arc::new(runtime);
         let engine = Arc::new(engine);
         let key = ReconcileKey {
-            context: CONTROL_TARGET,
+            context: CONTROL_CLUSTER,
             object: kube::runtime::reflector::ObjectRef::from_obj(&parent(&[])),
         };
 

@@ -12,7 +12,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::controller::Controller;
-pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_TARGET, TestController};
+pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_CLUSTER, TestController};
 use crate::core::PARENT_UID_LABEL;
 use crate::engine::engine::Engine;
 use crate::engine::status::events::EventPublisher;

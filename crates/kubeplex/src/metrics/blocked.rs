@@ -42,7 +42,7 @@ impl BlockedDeletions {
             let count = gauge_value(parents.len());
             let labels = [
                 ("controller", controller.to_owned()),
-                ("context", context.to_owned()),
+                ("cluster", context.to_owned()),
             ];
             self.gauge.get_or_create(&labels).set(count);
         }
@@ -71,7 +71,7 @@ impl BlockedDeletions {
             all.remove(&key);
             let (controller, context) = key;
             self.gauge
-                .remove(&[("controller", controller), ("context", context)]);
+                .remove(&[("controller", controller), ("cluster", context)]);
         }
         all.shrink_when_sparse();
     }

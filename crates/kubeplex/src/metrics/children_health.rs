@@ -46,8 +46,8 @@ mod tests {
         metrics.report_children_health("apps", weak);
         let text = scrape(&registry);
         for line in [
-            r#"kubeplex_children{controller="apps",context="cluster-a",health="Healthy"} 2"#,
-            r#"kubeplex_children{controller="apps",context="member-b",health="Degraded"} 1"#,
+            r#"kubeplex_children{controller="apps",cluster="cluster-a",health="Healthy"} 2"#,
+            r#"kubeplex_children{controller="apps",cluster="member-b",health="Degraded"} 1"#,
         ] {
             assert!(text.contains(line), "{line} not in\n{text}");
         }

@@ -122,7 +122,7 @@ mod tests {
     type Labels = [(&'static str, String); 1];
 
     fn context(name: &str) -> Labels {
-        [("context", name.to_owned())]
+        [("cluster", name.to_owned())]
     }
 
     #[test]

@@ -20,11 +20,11 @@ impl Metrics {
     pub(crate) fn pings_ended(&self, context: &str) {
         for result in ["success", "failure"] {
             let labels = [
-                ("context", context.to_owned()),
+                ("cluster", context.to_owned()),
                 ("result", result.to_owned()),
             ];
             self.healthchecks.remove(&labels);
         }
-        self.ping_seconds.remove(&[("context", context.to_owned())]);
+        self.ping_seconds.remove(&[("cluster", context.to_owned())]);
     }
 }

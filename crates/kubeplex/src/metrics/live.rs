@@ -170,7 +170,7 @@ impl Collector for Live {
             .flat_map(|(controller, queue)| {
                 let waiting = queue.waiting_by_group();
                 waiting.into_iter().map(move |(group, keys)| {
-                    let labels = [("controller", controller.clone()), ("context", group)];
+                    let labels = [("controller", controller.clone()), ("cluster", group)];
                     #[allow(clippy::cast_precision_loss)]
                     (labels, keys as f64)
                 })
@@ -197,7 +197,7 @@ impl Collector for Live {
                 counts.into_iter().map(move |(context, health, n)| {
                     let labels = [
                         ("controller", controller.clone()),
-                        ("context", context),
+                        ("cluster", context),
                         ("health", health.to_owned()),
                     ];
                     (labels, f64::from(n))
@@ -215,11 +215,11 @@ impl Collector for Live {
         let contexts = up.as_ref().map(|read| read()).unwrap_or_default();
         gauge_family(
             &mut encoder,
-            "kubeplex_context_up",
+            "kubeplex_cluster_up",
             "1 when the context is ready (client configured, API server answering, every watch listed), else 0",
             contexts
                 .into_iter()
-                .map(|(context, up)| ([("context", context)], if up { 1.0 } else { 0.0 })),
+                .map(|(context, up)| ([("cluster", context)], if up { 1.0 } else { 0.0 })),
         )
     }
 }

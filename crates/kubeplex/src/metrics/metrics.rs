@@ -162,12 +162,12 @@ impl Metrics {
             m.queue_retries,
         );
         r.register(
-            "kubeplex_context_healthchecks",
+            "kubeplex_cluster_healthchecks",
             "Pings of each context's API server, per result (success, failure)",
             m.healthchecks,
         );
         r.register(
-            "kubeplex_context_ping_seconds",
+            "kubeplex_cluster_ping_seconds",
             "How long each context's API server took to answer a ping",
             m.ping_seconds,
         );
@@ -216,7 +216,7 @@ impl Metrics {
     ) {
         let labels = [
             ("controller", controller.to_owned()),
-            ("context", context.to_owned()),
+            ("cluster", context.to_owned()),
         ];
         self.series.track(context, &self.reconcile_time, &labels);
         self.reconcile_time
@@ -242,7 +242,7 @@ impl Metrics {
         for context in contexts {
             let labels = [
                 ("controller", controller.to_owned()),
-                ("context", context.to_owned()),
+                ("cluster", context.to_owned()),
             ];
             self.series.track(context, &self.reconcile_errors, &labels);
             drop(self.reconcile_errors.get_or_create(&labels));
@@ -266,7 +266,7 @@ impl Metrics {
     pub(crate) fn panicked(&self, controller: &str, context: &str) {
         let labels = [
             ("controller", controller.to_owned()),
-            ("context", context.to_owned()),
+            ("cluster", context.to_owned()),
         ];
         self.series.track(context, &self.reconcile_panics, &labels);
         self.reconcile_panics.get_or_create(&labels).inc();
@@ -314,7 +314,7 @@ impl Metrics {
     /// The handles of one watch (`namespace` `None`: all namespaces, labelled "").
     pub(crate) fn watch(&self, context: &str, kind: &str, namespace: Option<&str>) -> WatchMetrics {
         let labels: Labels<3> = [
-            ("context", context.to_owned()),
+            ("cluster", context.to_owned()),
             ("kind", kind.to_owned()),
             ("namespace", namespace.unwrap_or("").to_owned()),
         ];
@@ -343,7 +343,7 @@ impl Metrics {
     /// counters do).
     pub(crate) fn watch_closed(&self, context: &str, kind: &str, namespace: Option<&str>) {
         let labels: Labels<3> = [
-            ("context", context.to_owned()),
+            ("cluster", context.to_owned()),
             ("kind", kind.to_owned()),
             ("namespace", namespace.unwrap_or("").to_owned()),
         ];
@@ -370,13 +370,13 @@ impl Metrics {
     pub(crate) fn pinged(&self, context: &str, answered: bool, took: Duration) {
         let result = if answered { "success" } else { "failure" };
         let labels = [
-            ("context", context.to_owned()),
+            ("cluster", context.to_owned()),
             ("result", result.to_owned()),
         ];
         self.series.track(context, &self.healthchecks, &labels);
         self.healthchecks.get_or_create(&labels).inc();
         if answered {
-            let labels = [("context", context.to_owned())];
+            let labels = [("cluster", context.to_owned())];
             self.series.track(context, &self.ping_seconds, &labels);
             let seconds = self.ping_seconds.get_or_create(&labels);
             seconds.observe(took.as_secs_f64());
@@ -395,7 +395,7 @@ impl Metrics {
         if count > 0 {
             let labels = [
                 ("controller", controller.to_owned()),
-                ("context", context.to_owned()),
+                ("cluster", context.to_owned()),
                 ("kind", kind.to_owned()),
                 ("result", result.to_owned()),
             ];
@@ -409,7 +409,7 @@ impl Metrics {
         if count > 0 {
             let labels = [
                 ("controller", controller.to_owned()),
-                ("context", context.to_owned()),
+                ("cluster", context.to_owned()),
                 ("kind", kind.to_owned()),
             ];
             self.series.track(context, &self.children_pruned, &labels);
@@ -427,7 +427,7 @@ impl Metrics {
         self.blocked.parent_gone(controller, parent);
     }
 
-    /// Reads `kubeplex_context_up` at each scrape from `contexts` (each context and whether it is up).
+    /// Reads `kubeplex_cluster_up` at each scrape from `contexts` (each context and whether it is up).
     pub(crate) fn contexts_up(
         &self,
         contexts: impl Fn() -> Vec<(String, bool)> + Send + Sync + 'static,

@@ -44,16 +44,16 @@ impl<C: Context> Plan<C> {
                     .into(),
             );
         }
-        if self.concurrency_per_target == Some(0) {
+        if self.concurrency_per_cluster == Some(0) {
             problems.push(
-                "`concurrency_per_target = 0` would never reconcile; omit `concurrency_per_target` for \
+                "`concurrency_per_cluster = 0` would never reconcile; omit `concurrency_per_cluster` for \
                  unbounded, or give a limit from 1 to 65535"
                     .into(),
             );
         }
-        if self.concurrency_per_target.is_some() && self.dispatch == Dispatch::Fifo {
+        if self.concurrency_per_cluster.is_some() && self.dispatch == Dispatch::Fifo {
             problems.push(
-                "`concurrency_per_target` needs `Dispatch::Fair` (the default): in due order the \
+                "`concurrency_per_cluster` needs `Dispatch::Fair` (the default): in due order the \
                  reconciles do not take turns by target"
                     .into(),
             );

@@ -61,7 +61,7 @@ pub struct Plan<C> {
     pub(super) label_selector: Option<Cow<'static, str>>,
     pub(super) field_selector: Option<Cow<'static, str>>,
     pub(super) concurrency: Option<u16>,
-    pub(super) concurrency_per_target: Option<u16>,
+    pub(super) concurrency_per_cluster: Option<u16>,
     pub(super) dispatch: Dispatch,
     pub(super) debounce: Option<Duration>,
     pub(super) health_debounce: Option<Duration>,
@@ -86,7 +86,7 @@ impl<C: Context> Plan<C> {
             label_selector: None,
             field_selector: None,
             concurrency: None,
-            concurrency_per_target: None,
+            concurrency_per_cluster: None,
             dispatch: Dispatch::Fair,
             debounce: None,
             health_debounce: None,
@@ -171,8 +171,8 @@ impl<C: Context> Plan<C> {
     /// place cannot take every run ([`concurrency`](Self::concurrency) still bounds the total). Needs
     /// [`Dispatch::Fair`], the default.
     #[must_use]
-    pub fn concurrency_per_target(mut self, limit: u16) -> Self {
-        self.concurrency_per_target = Some(limit);
+    pub fn concurrency_per_cluster(mut self, limit: u16) -> Self {
+        self.concurrency_per_cluster = Some(limit);
         self
     }
 
@@ -332,9 +332,9 @@ impl<C: Context> Plan<C> {
         self.concurrency
     }
 
-    /// The per-target limit set by [`concurrency_per_target`](Self::concurrency_per_target), if any.
-    pub fn get_concurrency_per_target(&self) -> Option<u16> {
-        self.concurrency_per_target
+    /// The per-target limit set by [`concurrency_per_cluster`](Self::concurrency_per_cluster), if any.
+    pub fn get_concurrency_per_cluster(&self) -> Option<u16> {
+        self.concurrency_per_cluster
     }
 
     /// The dispatch order set by [`dispatch`](Self::dispatch).

@@ -249,7 +249,7 @@ async fn scrapes_are_authenticated_and_authorised_by_the_control_cluster() {
         }
     })
     .await;
-    assert!(body.contains("kubeplex_context_up"), "{body}");
+    assert!(body.contains("kubeplex_cluster_up"), "{body}");
     assert!(body.ends_with("# EOF\n"), "{body}");
     let refused = scrape(address, &ca, Some(&stranger)).await;
     assert_eq!(refused.0, 403, "{}", refused.1);

@@ -92,7 +92,7 @@ async fn a_registered_metric_is_served_with_kubeplexs_own() {
     // each app reconciled once (nothing changes them again).
     let reconciles = [
         r#"controller="deployer""#,
-        r#"context="cluster-a""#,
+        r#"cluster="cluster-a""#,
         r#"result="success""#,
     ];
     let body = eventually("two apps deployed and reconciled", WAIT, async || {
@@ -115,9 +115,9 @@ async fn a_registered_metric_is_served_with_kubeplexs_own() {
     assert_eq!(deployed.get(), 2);
 
     // kubeplex's own families are all still there in the same exposition, which ends as OpenMetrics requires.
-    let up = sample(&body, "kubeplex_context_up", &[r#"context="cluster-a""#]);
+    let up = sample(&body, "kubeplex_cluster_up", &[r#"cluster="cluster-a""#]);
     assert_eq!(up, Some(1.0), "{body}");
-    let watch = [r#"context="cluster-a""#, r#"namespace="user-metrics""#];
+    let watch = [r#"cluster="cluster-a""#, r#"namespace="user-metrics""#];
     let cached = sample(&body, "kubeplex_cache_objects", &watch);
     assert_eq!(cached, Some(2.0), "{body}");
     for family in [

@@ -346,7 +346,7 @@ fn metrics_are_scraped_as_the_mode_serves_them() {
     let rule = one(&documents, "PrometheusRule", "kubeplex-fleet");
     assert_eq!(
         rule.value["spec"]["groups"][0]["rules"][0]["alert"],
-        "KubeplexContextDown"
+        "KubeplexClusterDown"
     );
 
     let mut plain = toggles.to_vec();

@@ -21,22 +21,22 @@ use promql::{check_expr, ident_char, refs};
 #[test]
 fn the_lexer_finds_metrics_labels_and_functions() {
     let found = refs(
-        r#"histogram_quantile(0.99, sum by (context, le) (rate(kubeplex_context_ping_seconds_bucket{context=~"$context", x!="a}b"}[$__rate_interval]))) > bool 0.5 offset 5m"#,
+        r#"histogram_quantile(0.99, sum by (cluster, le) (rate(kubeplex_cluster_ping_seconds_bucket{cluster=~"$cluster", x!="a}b"}[$__rate_interval]))) > bool 0.5 offset 5m"#,
     );
     assert_eq!(
         found.series,
         [(
-            "kubeplex_context_ping_seconds_bucket".to_owned(),
+            "kubeplex_cluster_ping_seconds_bucket".to_owned(),
             vec![
-                ("context".to_owned(), "$context".to_owned()),
+                ("context".to_owned(), "$cluster".to_owned()),
                 ("x".to_owned(), "a}b".to_owned())
             ]
         )]
     );
     assert_eq!(found.grouping, ["context", "le"]);
     assert_eq!(found.functions, ["histogram_quantile", "sum", "rate"]);
-    let found = refs("max_over_time(kubeplex_context_up[5m]) == 0");
-    assert_eq!(found.series, [("kubeplex_context_up".to_owned(), vec![])]);
+    let found = refs("max_over_time(kubeplex_cluster_up[5m]) == 0");
+    assert_eq!(found.series, [("kubeplex_cluster_up".to_owned(), vec![])]);
     assert_eq!(found.functions, ["max_over_time"]);
 }
 
@@ -55,13 +55,13 @@ fn a_histogram_without_suffix_fails() {
 #[test]
 #[should_panic(expected = "has no label cluster")]
 fn a_renamed_label_fails() {
-    check_expr("test", r#"kubeplex_context_up{cluster="cluster-b"}"#);
+    check_expr("test", r#"kubeplex_cluster_up{cluster="cluster-b"}"#);
 }
 
 #[test]
 #[should_panic(expected = "a label none of its metrics has")]
 fn grouping_by_an_unknown_label_fails() {
-    check_expr("test", "sum by (cluster) (kubeplex_context_up)");
+    check_expr("test", "sum by (cluster) (kubeplex_cluster_up)");
 }
 
 #[test]
@@ -89,14 +89,14 @@ fn every_panel_queries_known_metrics_only() {
         for expr in exprs {
             let origin = format!("panel {title:?}");
             check_expr(&origin, expr);
-            // The $context selector filters every series that has a context.
+            // The $cluster selector filters every series that has a context.
             for (series, matchers) in refs(expr).series {
                 if series_labels(&series).unwrap().contains("context") {
                     assert!(
                         matchers
                             .iter()
-                            .any(|(label, value)| label == "context" && value == "$context"),
-                        "{origin}: `{expr}`: {series} is not filtered by context=~\"$context\""
+                            .any(|(label, value)| label == "context" && value == "$cluster"),
+                        "{origin}: `{expr}`: {series} is not filtered by cluster=~\"$cluster\""
                     );
                 }
             }
@@ -115,8 +115,8 @@ fn the_required_panels_exist() {
     let dashboard = dashboard();
     let panels = panels(&dashboard);
     let required = [
-        ("Context up", "kubeplex_context_up"),
-        ("Errors by context", "kubeplex_context_healthchecks_total"),
+        ("Context up", "kubeplex_cluster_up"),
+        ("Errors by context", "kubeplex_cluster_healthchecks_total"),
         ("Errors by context", "kubeplex_children_applied_total"),
         (
             "Reconcile rate by context",
@@ -137,7 +137,7 @@ fn the_required_panels_exist() {
         ),
         ("Blocked deletions", "kubeplex_parent_deletion_blocked"),
         ("Watch restarts", "kubeplex_watch_restarts_total"),
-        ("Ping latency p99", "kubeplex_context_ping_seconds_bucket"),
+        ("Ping latency p99", "kubeplex_cluster_ping_seconds_bucket"),
     ];
     for (wanted, metric) in required {
         let panel = panels
@@ -239,8 +239,8 @@ fn the_alert_rules_parse_and_use_known_metrics() {
             .find(|(name, _, _)| *name == wanted)
             .unwrap_or_else(|| panic!("no alert {wanted}"))
     };
-    let (_, used, duration) = find("KubeplexContextDown");
-    assert!(used.contains("kubeplex_context_up"));
+    let (_, used, duration) = find("KubeplexClusterDown");
+    assert!(used.contains("kubeplex_cluster_up"));
     assert_eq!(*duration, Some("5m"));
     let (_, used, duration) = find("KubeplexDeletionBlocked");
     assert!(used.contains("kubeplex_parent_deletion_blocked"));
@@ -341,7 +341,7 @@ fn the_docs_describe_every_metric_and_no_other() {
         if [
             "controller_runtime_",
             "workqueue_",
-            "kubeplex_context_",
+            "kubeplex_cluster_",
             "kubeplex_watch_",
             "kubeplex_cache_",
             "kubeplex_children_",

@@ -1,6 +1,6 @@
 //! `/metrics` during the scenario, on real clusters, read the way Prometheus reads it: every scrape must
 //! parse as OpenMetrics (with a parser, not a regex), and the figures follow what happens to each context —
-//! reconciles counted when parents are created, a frozen child cluster's `kubeplex_context_up` dropping to 0
+//! reconciles counted when parents are created, a frozen child cluster's `kubeplex_cluster_up` dropping to 0
 //! while the other stays 1, and `kubeplex_parent_deletion_blocked` held at 1 while a parent's deletion
 //! waits on a stopped cluster, then back to 0. cluster-b is frozen and stopped for the operator alone,
 //! behind a relay that holds its bytes (as a frozen server does) or refuses its connections (as a stopped
@@ -193,9 +193,9 @@ async fn metrics_follow_each_context_through_the_scenario() {
     .await;
     let metrics = eventually(address, "every context up and pinged", |m| {
         for cluster in ["control", "cluster-a", "cluster-b"] {
-            expect(m, "kubeplex_context_up", &[("context", cluster)], 1.0)?;
+            expect(m, "kubeplex_cluster_up", &[("context", cluster)], 1.0)?;
             let labels = [("context", cluster), ("result", "success")];
-            if value(m, "kubeplex_context_healthchecks", &labels).unwrap_or(0.0) < 1.0 {
+            if value(m, "kubeplex_cluster_healthchecks", &labels).unwrap_or(0.0) < 1.0 {
                 return Err(format!("{cluster} not pinged yet"));
             }
         }
@@ -227,7 +227,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
 
     // A frozen child cluster is down within the probe period; the other stays up. At worst a ping of
     // cluster-b was answered just before the freeze: the next one starts a ping interval later (`PING`)
-    // and gives up after kubeplex's ping timeout (`kubeplex::readiness::PING_TIMEOUT`), and `kubeplex_context_up` is
+    // and gives up after kubeplex's ping timeout (`kubeplex::readiness::PING_TIMEOUT`), and `kubeplex_cluster_up` is
     // read from that result at the next scrape. 5 s more covers this test's polling (a scrape every
     // 250 ms) and a loaded machine, where the wait below would allow `WAIT` (60 s).
     const SLACK: Duration = Duration::from_secs(5);
@@ -235,20 +235,20 @@ async fn metrics_follow_each_context_through_the_scenario() {
     b.cut();
     let frozen = tokio::time::Instant::now();
     let metrics = eventually(address, "cluster-b down while frozen", |m| {
-        expect(m, "kubeplex_context_up", &[("context", "cluster-b")], 0.0)
+        expect(m, "kubeplex_cluster_up", &[("context", "cluster-b")], 0.0)
     })
     .await;
     let took = frozen.elapsed();
     assert!(
         took <= within,
-        "cluster-b's kubeplex_context_up dropped {took:?} after the freeze, not within {within:?}"
+        "cluster-b's kubeplex_cluster_up dropped {took:?} after the freeze, not within {within:?}"
     );
     // The scrape that showed cluster-b down shows cluster-a still up.
-    let a_up = value(&metrics, "kubeplex_context_up", &[("context", "cluster-a")]);
+    let a_up = value(&metrics, "kubeplex_cluster_up", &[("context", "cluster-a")]);
     assert_eq!(a_up, Some(1.0), "cluster-a while cluster-b is frozen");
     b.open();
     eventually(address, "cluster-b up when thawed", |m| {
-        expect(m, "kubeplex_context_up", &[("context", "cluster-b")], 1.0)
+        expect(m, "kubeplex_cluster_up", &[("context", "cluster-b")], 1.0)
     })
     .await;
 
@@ -261,7 +261,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
         .unwrap();
     eventually(address, "deletion blocked on cluster-b", |m| {
         expect(m, "kubeplex_parent_deletion_blocked", &blocked, 1.0)?;
-        expect(m, "kubeplex_context_up", &[("context", "cluster-b")], 0.0)
+        expect(m, "kubeplex_cluster_up", &[("context", "cluster-b")], 0.0)
     })
     .await;
     b.open();

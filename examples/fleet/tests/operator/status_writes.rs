@@ -80,7 +80,7 @@ async fn reconciles(probes: SocketAddr) -> f64 {
     let metrics = http_get(probes, "/metrics").await.unwrap();
     (metrics.body.lines())
         .filter(|l| l.starts_with("controller_runtime_reconcile_total{"))
-        .filter(|l| l.contains(r#"context="control""#))
+        .filter(|l| l.contains(r#"cluster="control""#))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }

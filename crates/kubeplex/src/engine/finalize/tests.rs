@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::controller::Controller;
-use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, linked, parent};
+use crate::engine::test_engine::{CONTROL_CLUSTER, TestController, engine, linked, parent};
 use crate::testing::fake_api::{self, status};
 
 const OURS: &str = "kubeplex.dev/test-controller";
@@ -46,7 +46,7 @@ async fn removing_the_finalizer_of_a_parent_that_is_gone_is_success() {
         fake_api::client(|_, _, _| status(404, "NotFound", "configmaps \"parent\" not found"));
     let engine = engine(client);
     engine
-        .set_finalizer((&parent(&[OURS]), &CONTROL_TARGET, None), false)
+        .set_finalizer((&parent(&[OURS]), &CONTROL_CLUSTER, None), false)
         .await
         .unwrap();
     assert_eq!(requests.lines().len(), 1);
@@ -70,7 +70,7 @@ async fn a_stale_cached_parent_is_retried_at_once_against_a_fresh_copy() {
     });
     let engine = engine(client);
     engine
-        .set_finalizer((&parent(&[]), &CONTROL_TARGET, None), true)
+        .set_finalizer((&parent(&[]), &CONTROL_CLUSTER, None), true)
         .await
         .unwrap();
     let seen = requests.all();
@@ -87,7 +87,7 @@ async fn other_failures_are_reported_after_one_try() {
     let (client, requests) = fake_api::client(|_, _, _| status(403, "Forbidden", "no"));
     let engine = engine(client);
     let error = engine
-        .set_finalizer((&parent(&[]), &CONTROL_TARGET, None), true)
+        .set_finalizer((&parent(&[]), &CONTROL_CLUSTER, None), true)
         .await
         .unwrap_err();
     let forbidden =
@@ -146,7 +146,7 @@ async fn a_blocked_deletion_is_told_once_however_often_it_is_retried_and_its_end
     );
     let deleted = Arc::new(deleted);
     let cx = Cx::new(
-        CONTROL_TARGET,
+        CONTROL_CLUSTER,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,
@@ -207,7 +207,7 @@ async fn a_blocked_deletion_names_the_cluster_once_in_each_message() {
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
     );
     let cx = Cx::new(
-        CONTROL_TARGET,
+        CONTROL_CLUSTER,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,
@@ -311,7 +311,7 @@ async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
     engine.plan = Arc::new(plan);
     let deleted = deleted_parent(Duration::from_secs(3600));
     let cx = Cx::new(
-        CONTROL_TARGET,
+        CONTROL_CLUSTER,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,
@@ -351,7 +351,7 @@ async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_
     let plan = TestController::plan().abandon_terminating_after(Duration::from_secs(60));
     engine.plan = Arc::new(plan);
     let cx = Cx::new(
-        CONTROL_TARGET,
+        CONTROL_CLUSTER,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,
@@ -426,7 +426,7 @@ async fn a_child_its_policy_orphans_is_unlinked_told_and_does_not_hold_the_paren
     });
     let engine = engine(client);
     let cx = Cx::new(
-        CONTROL_TARGET,
+        CONTROL_CLUSTER,
         engine.plan.clone(),
         engine.runtime.clone(),
         0,

@@ -93,7 +93,7 @@ mod tests {
 
     use crate::core::{PARENT_UID_LABEL, ParentRef};
     use crate::engine::engine::{ChildWatch, ReconcileKey};
-    use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, TestController, engine, parent};
+    use crate::engine::test_engine::{CLUSTER_A, CONTROL_CLUSTER, TestController, engine, parent};
     use crate::executor::key_queue;
     use crate::watch::SharedWatch;
 
@@ -132,7 +132,7 @@ mod tests {
         let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
         let mut engine = engine(client);
         engine.primaries.insert(
-            (CONTROL_TARGET, Some("crds".into())),
+            (CONTROL_CLUSTER, Some("crds".into())),
             cached(vec![parent(&[])], None),
         );
         engine.children.push(ChildWatch {
@@ -148,7 +148,7 @@ mod tests {
         let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
         engine.begin_term(&keys);
         let parent_key = ReconcileKey::<TestController> {
-            context: CONTROL_TARGET,
+            context: CONTROL_CLUSTER,
             object: ObjectRef::from_obj(&parent(&[])),
         };
         assert!(

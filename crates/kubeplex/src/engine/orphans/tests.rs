@@ -9,7 +9,7 @@ use kube::runtime::watcher::Event;
 
 use super::*;
 use crate::core::Action;
-use crate::engine::test_engine::{CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine};
+use crate::engine::test_engine::{CLUSTER_A, CONTROL_CLUSTER, FixedCache, TestController, engine};
 use crate::testing::fake_api;
 
 fn orphan(name: &str, parent_namespace: &str) -> ObjectMeta {
@@ -37,7 +37,7 @@ fn with_listed_primaries(client: kube::Client) -> Engine<TestController> {
     writer.apply_watcher_event(&Event::Init);
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("other".into())),
+        (CONTROL_CLUSTER, Some("other".into())),
         Arc::new(SharedWatch::fed(listed, None)),
     );
     engine
@@ -53,11 +53,11 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     writer.apply_watcher_event(&Event::Init);
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("crds".into())),
+        (CONTROL_CLUSTER, Some("crds".into())),
         Arc::new(SharedWatch::fed(stuck, None)),
     );
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("other".into())),
+        (CONTROL_CLUSTER, Some("other".into())),
         Arc::new(SharedWatch::fed(listed, None)),
     );
     // The child whose parent cache is stuck comes first.
@@ -100,7 +100,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     // The request its ADDED event makes: the parent, with the UID the child names.
     let parent = ParentRef::of(&recreated).unwrap();
     let request = ReconcileKey {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: parent.object_ref(),
     };
     let mut without_uid = request.clone();
@@ -137,7 +137,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
     let mut engine = engine(client);
     let (parents, mut writer) = reflector::store::<ConfigMap>();
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("crds".into())),
+        (CONTROL_CLUSTER, Some("crds".into())),
         Arc::new(SharedWatch::fed(parents, None)),
     );
     let gone = orphan("gone", "crds");
@@ -154,7 +154,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
 
     // The child's event asks for its parent before the parents' cache has listed: nothing is judged.
     let request = ReconcileKey {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: ParentRef::of(&gone).unwrap().object_ref(),
     };
     let action = tokio::time::timeout(
@@ -257,7 +257,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
     writer.apply_watcher_event(&Event::InitApply(live));
     writer.apply_watcher_event(&Event::InitDone);
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("crds".into())),
+        (CONTROL_CLUSTER, Some("crds".into())),
         Arc::new(SharedWatch::fed(parents, None)),
     );
     let real = ParentRef {
@@ -284,7 +284,7 @@ async fn a_forged_child_naming_an_absent_parent_under_a_live_parents_uid_deletes
 
     // Its event asks for the absent parent, under the real one's UID; asked twice, then the sweep.
     let request = ReconcileKey {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: ParentRef::of(&forged).unwrap().object_ref(),
     };
     for _ in 0..2 {
@@ -336,7 +336,7 @@ async fn children_of_one_gone_uid_are_each_judged_by_their_own_reference() {
     ));
     let engine = Arc::new(engine);
     let request = ReconcileKey {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: first.object_ref(),
     };
     let reconcile = engine.clone().reconcile(request, None);

@@ -22,7 +22,7 @@ use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
 use crate::engine::test_engine::{
-    CLUSTER_A, CONTROL_TARGET, FixedCache, TestController, engine_with, parent,
+    CLUSTER_A, CONTROL_CLUSTER, FixedCache, TestController, engine_with, parent,
 };
 use crate::testing::fake_api;
 use crate::watch::SharedWatch;
@@ -101,7 +101,7 @@ async fn reconcile_with(
     let (store, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("crds".into())),
+        (CONTROL_CLUSTER, Some("crds".into())),
         Arc::new(SharedWatch::fed(store, None)),
     );
     engine.children.push(ChildWatch {
@@ -112,7 +112,7 @@ async fn reconcile_with(
         applied: Default::default(),
     });
     let key: ReconcileKey<TestController> = ReconcileKey {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: ObjectRef::from_obj(&object),
     };
     let engine = Arc::new(engine);
@@ -312,7 +312,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
     let (store, mut writer) = reflector::store::<ConfigMap>();
     writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
     engine.primaries.insert(
-        (CONTROL_TARGET, Some("crds".into())),
+        (CONTROL_CLUSTER, Some("crds".into())),
         Arc::new(SharedWatch::fed(store, None)),
     );
     if let Some(written) = written {
@@ -321,7 +321,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
             .record(&object, Some("2".into()), written);
     }
     let key = ReconcileKey::<TestController> {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: ObjectRef::from_obj(&object),
     };
     let _ = Arc::new(engine).reconcile(key, None).await;

@@ -137,7 +137,7 @@ mod tests {
 
     use crate::core::{ClusterState, ContextOutcome};
     use crate::engine::engine::Engine;
-    use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
+    use crate::engine::test_engine::{CONTROL_CLUSTER, TestController, engine, parent};
     use crate::testing::fake_api::{self, status};
 
     /// Writes `outcomes` over the status as a reconcile of `object` would find it.
@@ -147,7 +147,7 @@ mod tests {
         outcomes: &BTreeMap<String, ContextOutcome>,
     ) {
         let previous = engine.previous_status(object);
-        let write = (object, &CONTROL_TARGET, None);
+        let write = (object, &CONTROL_CLUSTER, None);
         engine
             .write_status(write, &previous, outcomes, &BTreeMap::new())
             .await;

@@ -180,8 +180,8 @@ async fn waiting_keys_are_counted_per_group_at_scrape_time() {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     for line in [
-        r#"kubeplex_queue_depth{controller="q",context="group-0"} 2"#,
-        r#"kubeplex_queue_depth{controller="q",context="group-1"} 1"#,
+        r#"kubeplex_queue_depth{controller="q",cluster="group-0"} 2"#,
+        r#"kubeplex_queue_depth{controller="q",cluster="group-1"} 1"#,
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }

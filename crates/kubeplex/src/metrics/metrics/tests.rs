@@ -34,13 +34,13 @@ fn reconciles_are_counted_per_context_and_result() {
     metrics.panicked("apps", "cluster-b");
     let text = scrape(&registry);
     for line in [
-        r#"controller_runtime_reconcile_total{controller="apps",context="cluster-a",result="success"} 1"#,
-        r#"controller_runtime_reconcile_total{controller="apps",context="cluster-a",result="requeue"} 1"#,
-        r#"controller_runtime_reconcile_total{controller="apps",context="cluster-b",result="error"} 2"#,
-        r#"controller_runtime_reconcile_errors_total{controller="apps",context="cluster-b"} 2"#,
-        r#"controller_runtime_reconcile_panics_total{controller="apps",context="cluster-b"} 1"#,
-        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.025",controller="apps",context="cluster-a"} 2"#,
-        r#"controller_runtime_reconcile_time_seconds_count{controller="apps",context="cluster-b"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="apps",cluster="cluster-a",result="success"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="apps",cluster="cluster-a",result="requeue"} 1"#,
+        r#"controller_runtime_reconcile_total{controller="apps",cluster="cluster-b",result="error"} 2"#,
+        r#"controller_runtime_reconcile_errors_total{controller="apps",cluster="cluster-b"} 2"#,
+        r#"controller_runtime_reconcile_panics_total{controller="apps",cluster="cluster-b"} 1"#,
+        r#"controller_runtime_reconcile_time_seconds_bucket{le="0.025",controller="apps",cluster="cluster-a"} 2"#,
+        r#"controller_runtime_reconcile_time_seconds_count{controller="apps",cluster="cluster-b"} 1"#,
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
@@ -69,7 +69,7 @@ async fn running_times_and_watch_ages_are_read_at_scrape_time() {
         text.contains(&format!("workqueue_unfinished_work_seconds{labels} 5.0")),
         "{text}"
     );
-    let age = r#"kubeplex_cache_last_event_age_seconds{context="cluster-a",kind="Deployment.apps/v1",namespace="team-a"}"#;
+    let age = r#"kubeplex_cache_last_event_age_seconds{cluster="cluster-a",kind="Deployment.apps/v1",namespace="team-a"}"#;
     assert!(text.contains(&format!("{age} 4.0")), "{text}");
     assert!(
         text.contains(r#"controller_runtime_max_concurrent_reconciles{controller="apps"} 4"#),
@@ -105,15 +105,15 @@ fn context_up_comes_from_the_health_report_at_scrape_time() {
             ("cluster-b".into(), read.load(Ordering::Relaxed)),
         ]
     });
-    assert!(scrape(&registry).contains(r#"kubeplex_context_up{context="cluster-b"} 1"#));
+    assert!(scrape(&registry).contains(r#"kubeplex_cluster_up{cluster="cluster-b"} 1"#));
     up.store(false, Ordering::Relaxed);
     let text = scrape(&registry);
     assert!(
-        text.contains(r#"kubeplex_context_up{context="cluster-b"} 0"#),
+        text.contains(r#"kubeplex_cluster_up{cluster="cluster-b"} 0"#),
         "{text}"
     );
     assert!(
-        text.contains(r#"kubeplex_context_up{context="cluster-a"} 1"#),
+        text.contains(r#"kubeplex_cluster_up{cluster="cluster-a"} 1"#),
         "{text}"
     );
 }
@@ -125,7 +125,7 @@ fn blocked_deletions_count_parents_per_context_until_unblocked_or_gone() {
     let gauge = |context: &str| {
         let text = scrape(&registry);
         let series = format!(
-            r#"kubeplex_parent_deletion_blocked{{controller="apps",context="{context}"}} "#
+            r#"kubeplex_parent_deletion_blocked{{controller="apps",cluster="{context}"}} "#
         );
         text.lines()
             .find_map(|l| l.strip_prefix(series.as_str()).map(str::to_owned))
@@ -151,9 +151,9 @@ fn a_started_controllers_error_series_exist_at_zero() {
     metrics.controller_started("apps", ["control"]);
     let text = scrape(&registry);
     for line in [
-        r#"controller_runtime_reconcile_total{controller="apps",context="control",result="error"} 0"#,
-        r#"controller_runtime_reconcile_errors_total{controller="apps",context="control"} 0"#,
-        r#"controller_runtime_reconcile_panics_total{controller="apps",context="control"} 0"#,
+        r#"controller_runtime_reconcile_total{controller="apps",cluster="control",result="error"} 0"#,
+        r#"controller_runtime_reconcile_errors_total{controller="apps",cluster="control"} 0"#,
+        r#"controller_runtime_reconcile_panics_total{controller="apps",cluster="control"} 0"#,
         r#"workqueue_retries_total{name="apps",controller="apps"} 0"#,
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
@@ -187,7 +187,7 @@ async fn a_context_that_left_has_no_series_in_any_family() {
     }
     let text = scrape(&registry);
     assert!(
-        text.contains(r#"kubeplex_watch_events_total{context="member-m""#),
+        text.contains(r#"kubeplex_watch_events_total{cluster="member-m""#),
         "{text}"
     );
     drop(left);
@@ -195,7 +195,7 @@ async fn a_context_that_left_has_no_series_in_any_family() {
     let text = scrape(&registry);
     let families: std::collections::BTreeSet<&str> = text
         .lines()
-        .filter(|l| l.contains(r#"context="member-m""#))
+        .filter(|l| l.contains(r#"cluster="member-m""#))
         .map(|l| l.split('{').next().unwrap_or(l))
         .collect();
     assert!(
@@ -208,8 +208,8 @@ async fn a_context_that_left_has_no_series_in_any_family() {
         "controller_runtime_reconcile_errors_total",
         "controller_runtime_reconcile_panics_total",
         "controller_runtime_reconcile_time_seconds_count",
-        "kubeplex_context_healthchecks_total",
-        "kubeplex_context_ping_seconds_count",
+        "kubeplex_cluster_healthchecks_total",
+        "kubeplex_cluster_ping_seconds_count",
         "kubeplex_watch_events_total",
         "kubeplex_watch_restarts_total",
         "kubeplex_cache_objects",
@@ -218,7 +218,7 @@ async fn a_context_that_left_has_no_series_in_any_family() {
         "kubeplex_parent_deletion_blocked",
         "kubeplex_cache_last_event_age_seconds",
     ] {
-        let kept = r#"context="cluster-a""#;
+        let kept = r#"cluster="cluster-a""#;
         assert!(
             text.lines()
                 .any(|l| l.starts_with(family) && l.contains(kept)),

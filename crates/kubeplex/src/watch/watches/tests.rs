@@ -208,7 +208,7 @@ async fn events_objects_and_restarts_are_counted_per_watch() {
     drive_measured(events, None, |_| {}, &metrics).await;
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-    let labels = r#"context="test",kind="ConfigMap/v1",namespace="ns""#;
+    let labels = r#"cluster="test",kind="ConfigMap/v1",namespace="ns""#;
     for line in [
         format!(r#"kubeplex_watch_events_total{{{labels},type="applied"}} 2"#),
         format!(r#"kubeplex_watch_events_total{{{labels},type="deleted"}} 1"#),

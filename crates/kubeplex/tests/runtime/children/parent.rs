@@ -115,9 +115,9 @@ pub async fn reconcile_parent(
     Ok(Action::await_change())
 }
 
-/// A controller of Parents in `$context`, namespace `$namespace`, with ConfigMap children in cluster-a.
+/// A controller of Parents in `$cluster`, namespace `$namespace`, with ConfigMap children in cluster-a.
 macro_rules! parent_controller {
-    ($name:ident, $controller:literal, $context:expr, $namespace:literal) => {
+    ($name:ident, $controller:literal, $cluster:expr, $namespace:literal) => {
         pub struct $name;
 
         impl Controller for $name {
@@ -125,7 +125,7 @@ macro_rules! parent_controller {
             type Context = ContextName;
             fn plan() -> Plan<ContextName> {
                 Plan::new($controller)
-                    .contexts([$context])
+                    .contexts([$cluster])
                     .namespaces([$namespace])
                     .owns(
                         Child::of::<ConfigMap>()

@@ -89,14 +89,14 @@ pub(crate) const METRICS: &[(&str, Type, &[&str])] = &[
         &["controller", "context", "health"],
     ),
     // kubeplex's own, per context.
-    ("kubeplex_context_up", Type::Gauge, &["context"]),
+    ("kubeplex_cluster_up", Type::Gauge, &["context"]),
     (
-        "kubeplex_context_healthchecks_total",
+        "kubeplex_cluster_healthchecks_total",
         Type::Counter,
         &["context", "result"],
     ),
     (
-        "kubeplex_context_ping_seconds",
+        "kubeplex_cluster_ping_seconds",
         Type::Histogram,
         &["context"],
     ),

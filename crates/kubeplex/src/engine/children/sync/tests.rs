@@ -391,7 +391,7 @@ fn children_a_cut_off_sync_never_counted_are_counted_as_errors() {
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     let series = |result: &str| {
         format!(
-            r#"kubeplex_children_applied_total{{controller="app-deployer",context="cluster-b",kind="Deployment.apps/v1",result="{result}"}}"#
+            r#"kubeplex_children_applied_total{{controller="app-deployer",cluster="cluster-b",kind="Deployment.apps/v1",result="{result}"}}"#
         )
     };
     assert!(text.contains(&format!("{} 1", series("success"))), "{text}");

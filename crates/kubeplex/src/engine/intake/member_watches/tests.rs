@@ -13,7 +13,7 @@ use kube::Resource;
 
 use crate::engine::engine::ReconcileKey;
 use crate::engine::status::events::Note;
-use crate::engine::test_engine::{CONTROL_TARGET, TestController, engine, parent};
+use crate::engine::test_engine::{CONTROL_CLUSTER, TestController, engine, parent};
 use crate::executor::key_queue;
 use crate::members::{LeavePolicy, LeaveProgress, MemberChange, Slot};
 use crate::readiness::Readiness;
@@ -29,11 +29,11 @@ async fn a_leave_reconciles_the_parents_once_the_member_is_forgotten_not_while_i
     let primary = Arc::new(SharedWatch::fed(store, None));
     engine
         .primaries
-        .insert((CONTROL_TARGET, Some("crds".into())), primary);
+        .insert((CONTROL_CLUSTER, Some("crds".into())), primary);
     let (keys, queue) = key_queue(Duration::ZERO, Default::default(), Default::default());
     engine.begin_term(&keys);
     let parent_key = ReconcileKey::<TestController> {
-        context: CONTROL_TARGET,
+        context: CONTROL_CLUSTER,
         object: ObjectRef::from_obj(&parent(&[])),
     };
     // The term's first run of the parent is over: the queue is empty.
