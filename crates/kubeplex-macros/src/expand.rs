@@ -26,35 +26,35 @@ pub fn expand(model: &Model) -> TokenStream {
     let mut calls = Vec::new();
     if !model.namespaces.is_empty() {
         let namespaces = &model.namespaces;
-        calls.push(quote!(.namespaces([#(#namespaces),*])));
+        calls.push(quote!(.with_namespaces([#(#namespaces),*])));
     }
     if model.members {
         calls.push(quote!(.members()));
     }
     if let Some(selector) = &model.label_selector {
-        calls.push(quote!(.label_selector(#selector)));
+        calls.push(quote!(.with_label_selector(#selector)));
     }
     if let Some(selector) = &model.field_selector {
-        calls.push(quote!(.field_selector(#selector)));
+        calls.push(quote!(.with_field_selector(#selector)));
     }
     if let Some(limit) = model.concurrency {
         let limit = Literal::u16_unsuffixed(limit);
-        calls.push(quote!(.concurrency(#limit)));
+        calls.push(quote!(.with_concurrency(#limit)));
     }
     if let Some(limit) = model.concurrency_per_cluster {
         let limit = Literal::u16_unsuffixed(limit);
-        calls.push(quote!(.concurrency_per_cluster(#limit)));
+        calls.push(quote!(.with_concurrency_per_cluster(#limit)));
     }
     for (method, value) in [
-        (quote!(debounce), model.debounce),
-        (quote!(requeue_after), model.requeue_after),
-        (quote!(error_requeue), model.error_requeue),
+        (quote!(with_debounce), model.debounce),
+        (quote!(with_requeue_after), model.requeue_after),
+        (quote!(with_error_requeue), model.error_requeue),
         (
-            quote!(abandon_unreachable_after),
+            quote!(with_abandon_unreachable_after),
             model.abandon_unreachable_after,
         ),
         (
-            quote!(abandon_terminating_after),
+            quote!(with_abandon_terminating_after),
             model.abandon_terminating_after,
         ),
     ] {
@@ -64,7 +64,7 @@ pub fn expand(model: &Model) -> TokenStream {
         }
     }
     if let Some(finalizer) = &model.finalizer {
-        calls.push(quote!(.finalizer(#finalizer)));
+        calls.push(quote!(.with_finalizer(#finalizer)));
     }
     for child in &model.children {
         let kind = &child.kind;
@@ -72,16 +72,19 @@ pub fn expand(model: &Model) -> TokenStream {
         // from `Plan::owns`. Contexts last, as the plan's (below).
         let contexts = (!child.contexts.is_empty()).then(|| {
             let contexts = context_exprs(model, &child.contexts);
-            quote!(.contexts([#(#contexts),*]))
+            quote!(.with_contexts([#(#contexts),*]))
         });
         let members = child.members.then(|| quote!(.members()));
         let namespaces = (!child.namespaces.is_empty()).then(|| {
             let namespaces = &child.namespaces;
-            quote!(.namespaces([#(#namespaces),*]))
+            quote!(.with_namespaces([#(#namespaces),*]))
         });
         let keep = child.keep_on_prune.then(|| quote!(.keep_on_prune()));
         let orphan = child.orphan_on_delete.then(|| quote!(.orphan_on_delete()));
-        let health = child.health.as_ref().map(|rule| quote!(.health(#rule)));
+        let health = child
+            .health
+            .as_ref()
+            .map(|rule| quote!(.with_health(#rule)));
         calls.push(quote! {
             .owns(#krate::Child::of::<#kind>() #members #namespaces #keep #orphan #health #contexts)
         });
@@ -90,7 +93,7 @@ pub fn expand(model: &Model) -> TokenStream {
     // The primary's contexts last: were the fleet not declared with `contexts!` (reported by `type
     // Context`), the calls after them would each also be reported, for a `Plan<Fleet>`.
     let contexts = context_exprs(model, &model.contexts);
-    calls.push(quote!(.contexts([#(#contexts),*])));
+    calls.push(quote!(.with_contexts([#(#contexts),*])));
 
     let checks = checks(model);
     let membership = membership_check(model);

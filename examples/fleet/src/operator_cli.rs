@@ -123,7 +123,7 @@ impl OperatorFlags {
             ($leases:expr) => {{
                 let mut leases = $leases;
                 if let Some(identity) = identity {
-                    leases = leases.identity(identity);
+                    leases = leases.with_identity(identity);
                 }
                 if let Some(duration) = lease_duration {
                     leases = leases.lease_duration(duration);
@@ -166,7 +166,7 @@ impl OperatorFlags {
         let manager = members.add_to(manager)?;
         // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
         Ok(manager.controller_with(AppDeployer, |plan| {
-            plan.namespaces([namespace])
+            plan.with_namespaces([namespace])
                 .child_namespaces::<Deployment>(child_namespaces)
         }))
     }

@@ -153,10 +153,10 @@ async fn start_kubeplex(
     for i in 0..spec.controllers {
         manager = manager.controller_with(Bench(probe.clone()), |_| {
             let plan = Plan::new(format!("bench-{i}"))
-                .contexts(contexts.iter().copied())
-                .namespaces([spec.namespace.clone()]);
+                .with_contexts(contexts.iter().copied())
+                .with_namespaces([spec.namespace.clone()]);
             match spec.concurrency {
-                Some(limit) => plan.concurrency(limit),
+                Some(limit) => plan.with_concurrency(limit),
                 None => plan,
             }
         });

@@ -101,14 +101,14 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let rss_before = rss_bytes();
     let (parents, children) = (ContextName::new("parents"), ContextName::new("children"));
     let mut owned = Child::of::<Deployment>()
-        .contexts([children])
-        .namespaces([namespace]);
+        .with_contexts([children])
+        .with_namespaces([namespace]);
     if spec.cache == Cache::Objects {
         owned = owned.cache_objects();
     }
     let plan = Plan::new(CONTROLLER)
-        .contexts([parents])
-        .namespaces([NAMESPACE])
+        .with_contexts([parents])
+        .with_namespaces([NAMESPACE])
         .owns(owned);
     PLAN.set(plan)
         .map_err(|_| "the plan was already set".to_owned())?;

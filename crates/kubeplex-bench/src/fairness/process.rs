@@ -68,15 +68,15 @@ fn start_kubeplex(
         .context_alias(quiet, QUIET_CLUSTER)
         .controller_with(Fairness(probe.clone()), move |_| {
             let plan = Plan::new("fairness")
-                .contexts([noisy, quiet])
-                .namespaces([NAMESPACE])
-                .concurrency(concurrency);
+                .with_contexts([noisy, quiet])
+                .with_namespaces([NAMESPACE])
+                .with_concurrency(concurrency);
             match variant {
-                Variant::Fifo => plan.dispatch(Dispatch::Fifo),
+                Variant::Fifo => plan.with_dispatch(Dispatch::Fifo),
                 Variant::FairCapped => plan
-                    .dispatch(Dispatch::Fair)
-                    .concurrency_per_cluster(concurrency.saturating_sub(1).max(1)),
-                Variant::Fair | Variant::Baseline => plan.dispatch(Dispatch::Fair),
+                    .with_dispatch(Dispatch::Fair)
+                    .with_concurrency_per_cluster(concurrency.saturating_sub(1).max(1)),
+                Variant::Fair | Variant::Baseline => plan.with_dispatch(Dispatch::Fair),
             }
         }))
 }

@@ -150,10 +150,10 @@ async fn start_kubeplex(
         .iter()
         .map(|(name, _)| ContextName::new(leak(name)))
         .collect();
-    let mut children = Child::of::<Deployment>().contexts(clusters.iter().copied());
+    let mut children = Child::of::<Deployment>().with_contexts(clusters.iter().copied());
     // None named: the children are in each member's own namespace only.
     if !spec.namespaces.is_empty() {
-        children = children.namespaces(spec.namespaces.clone());
+        children = children.with_namespaces(spec.namespaces.clone());
     }
     let own_namespace = spec.members.as_ref().is_some_and(|m| m.own_namespace);
     if own_namespace {
@@ -162,13 +162,13 @@ async fn start_kubeplex(
         children = children.members();
     }
     let mut plan = Plan::new("fleet-bench")
-        .contexts([control])
-        .namespaces([PARENT_NAMESPACE])
+        .with_contexts([control])
+        .with_namespaces([PARENT_NAMESPACE])
         .owns(children)
-        .finalizer(FINALIZER)
-        .error_requeue(Duration::from_secs(5));
+        .with_finalizer(FINALIZER)
+        .with_error_requeue(Duration::from_secs(5));
     if let Some(limit) = spec.concurrency {
-        plan = plan.concurrency(limit);
+        plan = plan.with_concurrency(limit);
     }
     PLAN.set(plan)
         .map_err(|_| "the plan was already set".to_owned())?;
@@ -182,7 +182,7 @@ async fn start_kubeplex(
         let seconds = Duration::from_secs;
         manager = manager.leader_election(
             kubeplex::ha::LeaderElection::new(control, &election.namespace, &election.name)
-                .identity(&election.identity)
+                .with_identity(&election.identity)
                 .lease_duration(seconds(election.lease_duration_s))
                 .renew_deadline(seconds(election.renew_deadline_s))
                 .retry_period(seconds(election.retry_period_s)),

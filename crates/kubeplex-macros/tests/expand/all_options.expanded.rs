@@ -35,24 +35,26 @@ impl ::kubeplex::Controller for DeploymentAuditor {
     type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("deployment-auditor")
-            .namespaces(["team-a", "team-b"])
-            .label_selector("app.kubernetes.io/managed-by=kubeplex,tier in (web, api)")
-            .field_selector("metadata.namespace!=kube-system")
-            .concurrency(16)
-            .debounce(::core::time::Duration::from_millis(500))
-            .requeue_after(::core::time::Duration::from_millis(5400000))
-            .error_requeue(::core::time::Duration::from_millis(30000))
-            .abandon_unreachable_after(::core::time::Duration::from_millis(7200000))
-            .abandon_terminating_after(::core::time::Duration::from_millis(1800000))
-            .finalizer("audit.example.com/report")
-            .owns(::kubeplex::Child::of::<ConfigMap>().contexts([Fleet::Control]))
+            .with_namespaces(["team-a", "team-b"])
+            .with_label_selector(
+                "app.kubernetes.io/managed-by=kubeplex,tier in (web, api)",
+            )
+            .with_field_selector("metadata.namespace!=kube-system")
+            .with_concurrency(16)
+            .with_debounce(::core::time::Duration::from_millis(500))
+            .with_requeue_after(::core::time::Duration::from_millis(5400000))
+            .with_error_requeue(::core::time::Duration::from_millis(30000))
+            .with_abandon_unreachable_after(::core::time::Duration::from_millis(7200000))
+            .with_abandon_terminating_after(::core::time::Duration::from_millis(1800000))
+            .with_finalizer("audit.example.com/report")
+            .owns(::kubeplex::Child::of::<ConfigMap>().with_contexts([Fleet::Control]))
             .owns(
                 ::kubeplex::Child::of::<Secret>()
-                    .namespaces(["audit"])
+                    .with_namespaces(["audit"])
                     .keep_on_prune()
                     .orphan_on_delete()
-                    .contexts([Fleet::Control]),
+                    .with_contexts([Fleet::Control]),
             )
-            .contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
     }
 }

@@ -7,7 +7,7 @@ impl my_kubeplex::Controller for WidgetController {
     type Context = my_kubeplex::ContextName;
     fn plan() -> my_kubeplex::Plan<Self::Context> {
         my_kubeplex::Plan::new("widgets")
-            .contexts([
+            .with_contexts([
                 my_kubeplex::ContextName::new("prod-eu"),
                 my_kubeplex::ContextName::new("prod-us"),
             ])

@@ -12,14 +12,16 @@ impl ::kubeplex::Controller for Mirror {
         ::kubeplex::Plan::new("mirror")
             .owns(
                 ::kubeplex::Child::of::<Secret>()
-                    .contexts([
+                    .with_contexts([
                         ::kubeplex::__private::member::<
                             crate::fleet::Fleet,
                         >("cluster-a"),
                         ::kubeplex::__private::member::<crate::fleet::Fleet>("cluster-b"),
                     ]),
             )
-            .contexts([::kubeplex::__private::member::<crate::fleet::Fleet>("control")])
+            .with_contexts([
+                ::kubeplex::__private::member::<crate::fleet::Fleet>("control"),
+            ])
     }
 }
 const _: () = {

@@ -12,9 +12,9 @@ impl ::kubeplex::Controller for Judged {
         ::kubeplex::Plan::new("judged")
             .owns(
                 ::kubeplex::Child::of::<Deployment>()
-                    .health(rules::web)
-                    .contexts([Fleet::ClusterA]),
+                    .with_health(rules::web)
+                    .with_contexts([Fleet::ClusterA]),
             )
-            .contexts([Fleet::Control])
+            .with_contexts([Fleet::Control])
     }
 }

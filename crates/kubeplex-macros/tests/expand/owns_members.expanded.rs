@@ -34,17 +34,19 @@ impl ::kubeplex::Controller for AppDeployer {
     type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("app-deployer")
-            .namespaces(["crds"])
+            .with_namespaces(["crds"])
             .owns(
                 ::kubeplex::Child::of::<Deployment>()
                     .members()
-                    .namespaces(["namespace-a", "namespace-b"])
-                    .contexts([Fleet::ClusterA, Fleet::ClusterB]),
+                    .with_namespaces(["namespace-a", "namespace-b"])
+                    .with_contexts([Fleet::ClusterA, Fleet::ClusterB]),
             )
             .owns(
-                ::kubeplex::Child::of::<Secret>().members().namespaces(["namespace-a"]),
+                ::kubeplex::Child::of::<Secret>()
+                    .members()
+                    .with_namespaces(["namespace-a"]),
             )
             .owns(::kubeplex::Child::of::<ConfigMap>().members())
-            .contexts([Fleet::Control])
+            .with_contexts([Fleet::Control])
     }
 }

@@ -27,9 +27,11 @@ impl ::kubeplex::Controller for AppDeployer {
     type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("app-deployer")
-            .namespaces(["crds"])
+            .with_namespaces(["crds"])
             .members()
-            .owns(::kubeplex::Child::of::<Deployment>().members().namespaces(["apps"]))
-            .contexts([Fleet::Control])
+            .owns(
+                ::kubeplex::Child::of::<Deployment>().members().with_namespaces(["apps"]),
+            )
+            .with_contexts([Fleet::Control])
     }
 }

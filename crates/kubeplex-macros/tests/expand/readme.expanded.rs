@@ -27,13 +27,13 @@ impl ::kubeplex::Controller for AppDeployer {
     type Context = <Fleet as ::kubeplex::__private::Fleet>::Itself;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("app-deployer")
-            .namespaces(["crds"])
-            .finalizer("demo.kubeplex.dev/cleanup")
+            .with_namespaces(["crds"])
+            .with_finalizer("demo.kubeplex.dev/cleanup")
             .owns(
                 ::kubeplex::Child::of::<Deployment>()
-                    .namespaces(["namespace-a", "namespace-b"])
-                    .contexts([Fleet::ClusterA, Fleet::ClusterB]),
+                    .with_namespaces(["namespace-a", "namespace-b"])
+                    .with_contexts([Fleet::ClusterA, Fleet::ClusterB]),
             )
-            .contexts([Fleet::Control])
+            .with_contexts([Fleet::Control])
     }
 }

@@ -25,7 +25,7 @@ impl ::kubeplex::Controller for AppReconciler {
     type Context = ::kubeplex::ContextName;
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("app-reconciler")
-            .namespaces(["crds"])
-            .contexts([::kubeplex::ContextName::new("control")])
+            .with_namespaces(["crds"])
+            .with_contexts([::kubeplex::ContextName::new("control")])
     }
 }

@@ -41,16 +41,16 @@ fn builds_its_plan() {
     let plan = DeploymentAuditor::plan();
     assert_eq!(plan.name(), "deployment-auditor");
     assert_eq!(plan.watches().count(), 4);
-    assert_eq!(plan.get_concurrency(), Some(16));
-    assert_eq!(plan.get_debounce(), Some(Duration::from_millis(500)));
-    assert_eq!(plan.get_requeue_after(), Some(Duration::from_secs(5400)));
-    assert_eq!(plan.get_error_requeue(), Some(Duration::from_secs(30)));
+    assert_eq!(plan.concurrency(), Some(16));
+    assert_eq!(plan.debounce(), Some(Duration::from_millis(500)));
+    assert_eq!(plan.requeue_after(), Some(Duration::from_secs(5400)));
+    assert_eq!(plan.error_requeue(), Some(Duration::from_secs(30)));
     assert_eq!(
-        plan.get_label_selector(),
+        plan.label_selector(),
         Some("app.kubernetes.io/managed-by=kubeplex,tier in (web, api)")
     );
     assert_eq!(
-        plan.get_field_selector(),
+        plan.field_selector(),
         Some("metadata.namespace!=kube-system")
     );
     assert_eq!(plan.children().len(), 2);

@@ -9,5 +9,5 @@ pub struct WidgetController;
 #[test]
 fn builds_its_plan() {
     assert_eq!(WidgetController::plan().name(), "widgets");
-    assert_eq!(WidgetController::plan().get_contexts().len(), 2);
+    assert_eq!(WidgetController::plan().contexts().len(), 2);
 }

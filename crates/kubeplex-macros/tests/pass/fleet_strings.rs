@@ -24,9 +24,9 @@ pub(crate) struct Mirror;
 #[test]
 fn builds_its_plan() {
     let plan: kubeplex::Plan<Fleet> = Mirror::plan();
-    assert_eq!(plan.get_contexts(), [Fleet::Control]);
+    assert_eq!(plan.contexts(), [Fleet::Control]);
     assert_eq!(
-        plan.children()[0].get_contexts(),
+        plan.children()[0].contexts(),
         [Fleet::ClusterA, Fleet::ClusterB]
     );
 }

@@ -44,6 +44,6 @@ impl Reconcile for Judged {
 #[test]
 fn builds_its_plan() {
     let plan = <Judged as kubeplex::Controller>::plan();
-    let rule = plan.children()[0].get_health();
+    let rule = plan.children()[0].health();
     assert_eq!(rule(&Projection::default()).reason, "not labelled ready");
 }

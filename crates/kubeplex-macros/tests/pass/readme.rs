@@ -58,7 +58,7 @@ fn builds_its_plan() {
     assert_eq!(plan.name(), "app-deployer");
     let watches: Vec<_> = plan.watches().collect();
     assert_eq!(watches, [(Fleet::Control, Some("crds"))]);
-    assert_eq!(plan.get_finalizer(), Some("demo.kubeplex.dev/cleanup"));
+    assert_eq!(plan.finalizer(), Some("demo.kubeplex.dev/cleanup"));
     let child = &plan.children()[0];
     assert_eq!(child.resource().kind, "Deployment");
     assert_eq!(child.watches().count(), 4);

@@ -25,6 +25,6 @@ struct AppReconciler {
 fn builds_its_plan() {
     let plan = AppReconciler::plan();
     assert_eq!(plan.name(), "app-reconciler");
-    assert_eq!(plan.get_contexts(), [ContextName::new("control")]);
-    assert_eq!(plan.get_namespaces(), ["crds"]);
+    assert_eq!(plan.contexts(), [ContextName::new("control")]);
+    assert_eq!(plan.namespaces(), ["crds"]);
 }

@@ -10,8 +10,8 @@ use crate::core::{DeletePolicy, PrunePolicy};
 /// ```
 /// # use kubeplex::{ChildOptions, ownership::DeletePolicy, ownership::PrunePolicy};
 /// let options = ChildOptions::new().keep_on_prune().orphan_on_delete();
-/// assert_eq!(options.get_prune(), Some(PrunePolicy::Keep));
-/// assert_eq!(options.get_on_delete(), Some(DeletePolicy::Orphan));
+/// assert_eq!(options.prune(), Some(PrunePolicy::Keep));
+/// assert_eq!(options.on_delete(), Some(DeletePolicy::Orphan));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChildOptions {
@@ -27,7 +27,7 @@ impl ChildOptions {
 
     /// What becomes of the child once its parent no longer declares it.
     #[must_use]
-    pub fn prune(mut self, policy: PrunePolicy) -> Self {
+    pub fn with_prune(mut self, policy: PrunePolicy) -> Self {
         self.prune = Some(policy);
         self
     }
@@ -35,12 +35,12 @@ impl ChildOptions {
     /// Once its parent no longer declares it, the child is unlinked and left in place, not deleted.
     #[must_use]
     pub fn keep_on_prune(self) -> Self {
-        self.prune(PrunePolicy::Keep)
+        self.with_prune(PrunePolicy::Keep)
     }
 
     /// What becomes of the child when its parent is deleted.
     #[must_use]
-    pub fn on_delete(mut self, policy: DeletePolicy) -> Self {
+    pub fn with_on_delete(mut self, policy: DeletePolicy) -> Self {
         self.on_delete = Some(policy);
         self
     }
@@ -48,16 +48,16 @@ impl ChildOptions {
     /// When its parent is deleted, the child is unlinked and left in place, not deleted.
     #[must_use]
     pub fn orphan_on_delete(self) -> Self {
-        self.on_delete(DeletePolicy::Orphan)
+        self.with_on_delete(DeletePolicy::Orphan)
     }
 
-    /// The prune policy chosen (set by [`prune`](Self::prune)), if any.
-    pub fn get_prune(&self) -> Option<PrunePolicy> {
+    /// The prune policy chosen (set by [`with_prune`](Self::with_prune)), if any.
+    pub fn prune(&self) -> Option<PrunePolicy> {
         self.prune
     }
 
-    /// The delete policy chosen (set by [`on_delete`](Self::on_delete)), if any.
-    pub fn get_on_delete(&self) -> Option<DeletePolicy> {
+    /// The delete policy chosen (set by [`with_on_delete`](Self::with_on_delete)), if any.
+    pub fn on_delete(&self) -> Option<DeletePolicy> {
         self.on_delete
     }
 }

@@ -137,7 +137,7 @@ impl<C: Context> Cx<C> {
         let resource = ApiResource::erase::<K>(&());
         let contexts: IndexSet<C> = (self.plan.children().iter())
             .filter(|c| c.resource() == &resource)
-            .flat_map(|c| c.get_contexts().iter().copied())
+            .flat_map(|c| c.contexts().iter().copied())
             .collect();
         contexts.into_iter().collect()
     }
@@ -169,7 +169,7 @@ impl<C: Context> Cx<C> {
     ) -> Vec<&str> {
         let (cluster, resource) = (cluster.into(), ApiResource::erase::<K>(&()));
         let namespaces: IndexSet<&str> = (self.declared(&resource, &cluster).into_iter())
-            .flat_map(|c| c.get_namespaces().iter().map(AsRef::as_ref))
+            .flat_map(|c| c.namespaces().iter().map(AsRef::as_ref))
             .collect();
         namespaces.into_iter().collect()
     }

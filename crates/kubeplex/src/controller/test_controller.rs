@@ -29,12 +29,12 @@ impl Controller for TestController {
 
     fn plan() -> Plan<ContextName> {
         Plan::new("test-controller")
-            .contexts([CONTROL])
-            .namespaces(["crds", "other"])
+            .with_contexts([CONTROL])
+            .with_namespaces(["crds", "other"])
             .owns(
                 Child::of::<ConfigMap>()
-                    .contexts([CLUSTER_A])
-                    .namespaces(["ns"]),
+                    .with_contexts([CLUSTER_A])
+                    .with_namespaces(["ns"]),
             )
     }
 }

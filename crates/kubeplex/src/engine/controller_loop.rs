@@ -81,19 +81,19 @@ pub(crate) fn start<R: Reconcile>(
         }
     }
     let config = ExecutorConfig {
-        concurrency: shared_plan.get_concurrency().map(usize::from),
-        debounce: shared_plan.get_debounce().unwrap_or_default(),
+        concurrency: shared_plan.concurrency().map(usize::from),
+        debounce: shared_plan.debounce().unwrap_or_default(),
         fairness: Fairness {
-            fair: shared_plan.get_dispatch() == Dispatch::Fair,
-            per_group: shared_plan.get_concurrency_per_cluster().map(usize::from),
+            fair: shared_plan.dispatch() == Dispatch::Fair,
+            per_group: shared_plan.concurrency_per_cluster().map(usize::from),
         },
         max_waiting: MAX_WAITING_FOR_A_WORKER,
         panic_retry: shared_plan.error_requeue_or_default(),
         metrics: runtime
             .metrics
-            .queue(&name, shared_plan.get_concurrency().map(usize::from)),
+            .queue(&name, shared_plan.concurrency().map(usize::from)),
     };
-    let contexts = shared_plan.get_contexts().iter().map(|c| c.name());
+    let contexts = shared_plan.contexts().iter().map(|c| c.name());
     runtime.metrics.controller_started(&name, contexts);
     let engine = Arc::new(Engine {
         reconciler,

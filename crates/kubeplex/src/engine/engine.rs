@@ -213,8 +213,8 @@ impl<R: Reconcile> Engine<R> {
             context: context.to_owned(),
             kind: std::any::TypeId::of::<Primary<R>>(),
             namespace: namespace.map(str::to_owned),
-            label_selector: plan.get_label_selector().map(str::to_owned),
-            field_selector: plan.get_field_selector().map(str::to_owned),
+            label_selector: plan.label_selector().map(str::to_owned),
+            field_selector: plan.field_selector().map(str::to_owned),
             index_label: None,
         }
     }
@@ -222,10 +222,7 @@ impl<R: Reconcile> Engine<R> {
     /// The key of the parent a child's reference points at, if the parent is one of this controller's.
     /// A parent in a member is one when the plan watches its primaries in every member.
     pub(crate) fn key_for(plan: &Plan<R::Context>, parent: &ParentRef) -> Option<ReconcileKey<R>> {
-        let fixed = plan
-            .get_contexts()
-            .iter()
-            .find(|c| c.name() == parent.context);
+        let fixed = plan.contexts().iter().find(|c| c.name() == parent.context);
         let context = match fixed {
             Some(context) => Cluster::Context(*context),
             None if plan.in_members() => Cluster::Member(Member::new(parent.context.as_str())),

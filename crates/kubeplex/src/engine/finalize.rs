@@ -122,8 +122,8 @@ impl<R: Reconcile> Engine<R> {
         }
         let deleted_for = self.deletions.deleted_for(&*object);
         let past = |bound: Option<Duration>| bound.is_some_and(|after| deleted_for >= after);
-        let abandon_unreachable = past(self.plan.get_abandon_unreachable_after());
-        let abandon_terminating = past(self.plan.get_abandon_terminating_after());
+        let abandon_unreachable = past(self.plan.abandon_unreachable_after());
+        let abandon_terminating = past(self.plan.abandon_terminating_after());
         let mut blocked = false;
         for (name, outcome) in &mut outcomes {
             // Reachable, its children deleted, some still there: the terminating bound applies to it.

@@ -122,7 +122,7 @@ impl<R: Reconcile> Engine<R> {
                 return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
             }
         };
-        let action = with_resync(action, self.plan.get_requeue_after());
+        let action = with_resync(action, self.plan.requeue_after());
         if self.plan.children().is_empty() {
             return Verdict::Done(action);
         }

@@ -72,7 +72,7 @@ impl LeaderElection {
     }
 
     /// This replica's name in the Lease (and in its requests' `User-Agent`).
-    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = identity.into();
         self
     }
@@ -97,8 +97,8 @@ impl LeaderElection {
         self
     }
 
-    /// This replica's identity, as [`identity`](Self::identity) set it or the default.
-    pub fn get_identity(&self) -> &str {
+    /// This replica's identity, as [`with_identity`](Self::with_identity) set it or the default.
+    pub fn identity(&self) -> &str {
         &self.identity
     }
 

@@ -58,8 +58,8 @@ impl Sharding {
     }
 
     /// This replica's name in the Leases (and in its requests' `User-Agent`).
-    pub fn identity(mut self, identity: impl Into<String>) -> Self {
-        self.lease = self.lease.identity(identity);
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
+        self.lease = self.lease.with_identity(identity);
         self
     }
 
@@ -81,9 +81,9 @@ impl Sharding {
         self
     }
 
-    /// This replica's identity, as [`identity`](Self::identity) set it or the default.
-    pub fn get_identity(&self) -> &str {
-        self.lease.get_identity()
+    /// This replica's identity, as [`with_identity`](Self::with_identity) set it or the default.
+    pub fn identity(&self) -> &str {
+        self.lease.identity()
     }
 
     /// `namespace/name` of the group, for errors.
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn lease_names_are_valid_and_distinct() {
-        let sharding = Sharding::by_context(Fleet::Control, "ops", "fleet").identity("Pod_1");
+        let sharding = Sharding::by_context(Fleet::Control, "ops", "fleet").with_identity("Pod_1");
         assert_eq!(sharding.member_lease("pod-1"), "fleet-member-pod-1");
         let member = sharding.member_lease("Pod_1");
         assert!(member.starts_with("fleet-member-pod-1-"), "{member}");

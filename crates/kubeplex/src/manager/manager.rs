@@ -198,7 +198,7 @@ impl Manager {
     }
 
     /// Adds a controller whose plan depends on run-time configuration: `configure` gets `R::plan()` once, here,
-    /// and returns the plan to run, e.g. `|plan| plan.namespaces([ns]).child_namespaces::<Deployment>(list)`
+    /// and returns the plan to run, e.g. `|plan| plan.with_namespaces([ns]).child_namespaces::<Deployment>(list)`
     /// with values from flags ([`Plan`]'s builders replace the attribute's). They are checked when the manager
     /// starts, in the attribute's words ([`Error::InvalidPlan`]).
     pub fn controller_with<R: Reconcile>(

@@ -44,8 +44,8 @@ impl Manager {
     /// #     type Resource = k8s_openapi::api::apps::v1::Deployment;
     /// #     type Context = ContextName;
     /// #     fn plan() -> Plan<ContextName> {
-    /// #         Plan::new("web").contexts([ContextName::new("control")]).namespaces(["apps"])
-    /// #             .owns(Child::of::<ConfigMap>().contexts([ContextName::new("edge")]).namespaces(["web"]))
+    /// #         Plan::new("web").with_contexts([ContextName::new("control")]).with_namespaces(["apps"])
+    /// #             .owns(Child::of::<ConfigMap>().with_contexts([ContextName::new("edge")]).with_namespaces(["web"]))
     /// #     }
     /// # }
     /// # impl Reconcile for Web {

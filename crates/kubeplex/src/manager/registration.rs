@@ -70,7 +70,7 @@ impl<R: Reconcile> Registration for Registered<R> {
 
     fn check(&self) -> Result<()> {
         let namespaced = <<R::Resource as Resource>::Scope as ApiScope>::NAMESPACED;
-        let scope = (!namespaced && !self.plan.get_namespaces().is_empty())
+        let scope = (!namespaced && !self.plan.namespaces().is_empty())
             .then(|| cluster_scoped(&kind_label::<R::Resource>()));
         let problems: Vec<String> = scope.into_iter().chain(self.plan.problem()).collect();
         if problems.is_empty() {
@@ -91,7 +91,7 @@ impl<R: Reconcile> Registration for Registered<R> {
     }
 
     fn primary_contexts(&self) -> Vec<String> {
-        let contexts = self.plan.get_contexts().iter();
+        let contexts = self.plan.contexts().iter();
         contexts.map(|c| c.name().to_owned()).collect()
     }
 
@@ -135,7 +135,7 @@ mod tests {
         type Resource = K;
         type Context = ContextName;
         fn plan() -> Plan<ContextName> {
-            Plan::new("watching").contexts([ContextName::new("control")])
+            Plan::new("watching").with_contexts([ContextName::new("control")])
         }
     }
 
@@ -155,10 +155,10 @@ mod tests {
         let mut calls = 0;
         let registered = Registered::new(watching::<ConfigMap>(), |plan| {
             calls += 1;
-            plan.namespaces(["team-a".to_owned()])
+            plan.with_namespaces(["team-a".to_owned()])
         });
         assert_eq!(calls, 1);
-        assert_eq!(registered.plan.get_namespaces(), ["team-a"]);
+        assert_eq!(registered.plan.namespaces(), ["team-a"]);
         assert_eq!(registered.name(), "watching");
         assert_eq!(registered.contexts(), ["control"]);
         assert!(registered.check().is_ok());
@@ -167,7 +167,9 @@ mod tests {
     #[tokio::test]
     async fn run_time_values_are_checked_when_the_manager_starts() {
         let started = Manager::with_kubeconfig(Default::default())
-            .controller_with(watching::<ConfigMap>(), |plan| plan.namespaces(["Bad_NS"]))
+            .controller_with(watching::<ConfigMap>(), |plan| {
+                plan.with_namespaces(["Bad_NS"])
+            })
             .start()
             .await;
         let Err(Error::InvalidPlan { controller, reason }) = started else {
@@ -179,7 +181,8 @@ mod tests {
             "{reason}"
         );
         // A cluster-scoped primary has no namespace to be watched in.
-        let registered = Registered::new(watching::<Namespace>(), |plan| plan.namespaces(["x"]));
+        let registered =
+            Registered::new(watching::<Namespace>(), |plan| plan.with_namespaces(["x"]));
         let reason = registered.check().unwrap_err().to_string();
         assert_eq!(
             reason,

@@ -138,14 +138,14 @@ mod tests {
     use crate::core::ContextName;
 
     fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
-        Plan::new(name).contexts([ContextName::new("control")])
+        Plan::new(name).with_contexts([ContextName::new("control")])
     }
 
     fn owning() -> Plan<ContextName> {
         plan("web").owns(
             Child::of::<Deployment>()
-                .contexts([ContextName::new("a")])
-                .namespaces(["apps"]),
+                .with_contexts([ContextName::new("a")])
+                .with_namespaces(["apps"]),
         )
     }
 
@@ -176,22 +176,28 @@ mod tests {
 
     #[test]
     fn namespaces_given_at_run_time_are_checked_in_the_attributes_words() {
-        assert_eq!(plan("web").namespaces(["team-a", "b2"]).problem(), None);
+        assert_eq!(
+            plan("web").with_namespaces(["team-a", "b2"]).problem(),
+            None
+        );
         for bad in ["Bad_NS", "", "-a", "a_b", &"a".repeat(64)] {
-            let problem = plan("web").namespaces([bad.to_owned()]).problem();
+            let problem = plan("web").with_namespaces([bad.to_owned()]).problem();
             assert_eq!(problem, invalid_namespace(bad), "{bad:?}");
         }
         assert_eq!(
-            plan("web").namespaces(["a", "b", "a"]).problem().unwrap(),
+            plan("web")
+                .with_namespaces(["a", "b", "a"])
+                .problem()
+                .unwrap(),
             duplicate_namespace("a")
         );
-        let empty = plan("web").namespaces(Vec::<String>::new()).problem();
+        let empty = plan("web").with_namespaces(Vec::<String>::new()).problem();
         assert!(
             empty.unwrap().starts_with(EMPTY_NAMESPACES),
             "an empty list is not every namespace"
         );
         // Every problem at once, not only the first.
-        let both = plan("web").namespaces(["X", "Y"]).problem().unwrap();
+        let both = plan("web").with_namespaces(["X", "Y"]).problem().unwrap();
         assert!(both.contains("\"X\"") && both.contains("\"Y\""), "{both}");
     }
 
@@ -231,7 +237,7 @@ mod tests {
     #[test]
     fn a_cluster_scoped_child_cannot_have_namespaces() {
         let everywhere =
-            plan("ns").owns(Child::of::<Namespace>().contexts([ContextName::new("a")]));
+            plan("ns").owns(Child::of::<Namespace>().with_contexts([ContextName::new("a")]));
         assert_eq!(everywhere.problem(), None);
         let problem = everywhere
             .child_namespaces::<Namespace>(["x"])
@@ -248,20 +254,23 @@ mod tests {
 
     #[test]
     fn zero_concurrency_and_zero_delays_are_refused() {
-        let problem = plan("web").concurrency(0).problem().unwrap();
+        let problem = plan("web").with_concurrency(0).problem().unwrap();
         assert!(
             problem.starts_with("`concurrency = 0` would never reconcile"),
             "{problem}"
         );
-        let problem = plan("web").requeue_after(Duration::ZERO).problem().unwrap();
+        let problem = plan("web")
+            .with_requeue_after(Duration::ZERO)
+            .problem()
+            .unwrap();
         assert_eq!(
             problem,
             "invalid `requeue_after`: it is zero; omit it instead"
         );
         assert_eq!(
             plan("web")
-                .concurrency(1)
-                .debounce(Duration::from_millis(1))
+                .with_concurrency(1)
+                .with_debounce(Duration::from_millis(1))
                 .problem(),
             None
         );

@@ -12,8 +12,7 @@ use crate::watch::{OpenChildWatch, open_child_watch, open_full_child_watch};
 
 /// A kind of object a controller creates for its primary objects, in the contexts and namespaces named.
 ///
-/// Its getters follow [`Plan`](crate::Plan)'s: `get_` and the builder's name (`namespaces` /
-/// `get_namespaces`).
+/// Its builders and getters follow [`Plan`](crate::Plan)'s: `with_namespaces` sets, `namespaces` reads.
 #[derive(Clone, Debug)]
 pub struct Child<C> {
     pub(super) resource: ApiResource,
@@ -73,17 +72,17 @@ impl<C: Context> Child<C> {
     /// }
     ///
     /// let child = Child::<ContextName>::of::<k8s_openapi::api::core::v1::ConfigMap>()
-    ///     .health(ready_when_serving);
+    ///     .with_health(ready_when_serving);
     /// # let _ = child;
     /// ```
     #[must_use]
-    pub fn health(mut self, rule: HealthRule) -> Self {
+    pub fn with_health(mut self, rule: HealthRule) -> Self {
         self.health = rule;
         self
     }
 
-    /// The rule that judges the health of children of this kind (set by [`health`](Self::health)).
-    pub fn get_health(&self) -> HealthRule {
+    /// The rule that judges the health of children of this kind (set by [`with_health`](Self::with_health)).
+    pub fn health(&self) -> HealthRule {
         self.health
     }
 
@@ -98,7 +97,7 @@ impl<C: Context> Child<C> {
 
     /// Children live in these contexts.
     #[must_use]
-    pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
+    pub fn with_contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
         self.contexts.extend(contexts);
         self
     }
@@ -137,7 +136,7 @@ impl<C: Context> Child<C> {
     /// Children live in these namespaces, replacing those named before; the rules are those of
     /// [`Plan::namespaces`](crate::Plan::namespaces).
     #[must_use]
-    pub fn namespaces<S: Into<Cow<'static, str>>>(
+    pub fn with_namespaces<S: Into<Cow<'static, str>>>(
         mut self,
         namespaces: impl IntoIterator<Item = S>,
     ) -> Self {
@@ -157,7 +156,7 @@ impl<C: Context> Child<C> {
     /// Recorded on each child ([`ON_PRUNE_ANNOTATION`](crate::ownership::ON_PRUNE_ANNOTATION)); one child can be
     /// chosen otherwise with [`ChildOptions`](crate::ChildOptions).
     #[must_use]
-    pub fn prune(mut self, policy: PrunePolicy) -> Self {
+    pub fn with_prune(mut self, policy: PrunePolicy) -> Self {
         self.prune = policy;
         self
     }
@@ -168,7 +167,7 @@ impl<C: Context> Child<C> {
     /// put in it.
     #[must_use]
     pub fn keep_on_prune(self) -> Self {
-        self.prune(PrunePolicy::Keep)
+        self.with_prune(PrunePolicy::Keep)
     }
 
     /// What becomes of a child of this kind when its parent is deleted (the attribute's `on_delete`):
@@ -176,7 +175,7 @@ impl<C: Context> Child<C> {
     /// place. Recorded on each child ([`ON_DELETE_ANNOTATION`](crate::ownership::ON_DELETE_ANNOTATION)); one child
     /// can be chosen otherwise with [`ChildOptions`](crate::ChildOptions).
     #[must_use]
-    pub fn on_delete(mut self, policy: DeletePolicy) -> Self {
+    pub fn with_on_delete(mut self, policy: DeletePolicy) -> Self {
         self.on_delete = policy;
         self
     }
@@ -185,16 +184,16 @@ impl<C: Context> Child<C> {
     /// deletes it; `on_delete = orphan` in the attribute.
     #[must_use]
     pub fn orphan_on_delete(self) -> Self {
-        self.on_delete(DeletePolicy::Orphan)
+        self.with_on_delete(DeletePolicy::Orphan)
     }
 
-    /// What becomes of a child no longer declared (set by [`prune`](Self::prune)).
-    pub fn get_prune(&self) -> PrunePolicy {
+    /// What becomes of a child no longer declared (set by [`with_prune`](Self::with_prune)).
+    pub fn prune(&self) -> PrunePolicy {
         self.prune
     }
 
-    /// What becomes of a child when its parent is deleted (set by [`on_delete`](Self::on_delete)).
-    pub fn get_on_delete(&self) -> DeletePolicy {
+    /// What becomes of a child when its parent is deleted (set by [`with_on_delete`](Self::with_on_delete)).
+    pub fn on_delete(&self) -> DeletePolicy {
         self.on_delete
     }
 
@@ -208,14 +207,14 @@ impl<C: Context> Child<C> {
         self.namespaced
     }
 
-    /// The contexts children live in (set by [`contexts`](Self::contexts)).
-    pub fn get_contexts(&self) -> &[C] {
+    /// The contexts children live in (set by [`with_contexts`](Self::with_contexts)).
+    pub fn contexts(&self) -> &[C] {
         &self.contexts
     }
 
-    /// The namespaces children live in (set by [`namespaces`](Self::namespaces)); empty means all
+    /// The namespaces children live in (set by [`with_namespaces`](Self::with_namespaces)); empty means all
     /// namespaces.
-    pub fn get_namespaces(&self) -> &[Cow<'static, str>] {
+    pub fn namespaces(&self) -> &[Cow<'static, str>] {
         self.namespaces.as_deref().unwrap_or_default()
     }
 
@@ -225,13 +224,13 @@ impl<C: Context> Child<C> {
         if self.member_default_namespace && self.namespaced {
             return vec![Some(default)];
         }
-        expand_namespaces(self.get_namespaces()).collect()
+        expand_namespaces(self.namespaces()).collect()
     }
 
     /// Every (context, namespace) pair children are watched in; `None` is all namespaces.
     pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(self.get_namespaces()).map(move |ns| (context, ns))
+            expand_namespaces(self.namespaces()).map(move |ns| (context, ns))
         })
     }
 }

@@ -25,7 +25,7 @@ impl<C: Context> Plan<C> {
             .map(|c| Some(c.name().to_owned()))
             .collect();
         let places = named.iter().cloned().chain(self.members.then_some(None));
-        let namespaces = scoped(namespaced, self.get_namespaces());
+        let namespaces = scoped(namespaced, self.namespaces());
         let plural = &primary.plural;
         for context in places {
             for namespace in &namespaces {
@@ -63,12 +63,9 @@ impl<C: Context> Plan<C> {
             }
         }
         for child in &self.children {
-            let contexts = child
-                .get_contexts()
-                .iter()
-                .map(|c| Some(c.name().to_owned()));
+            let contexts = child.contexts().iter().map(|c| Some(c.name().to_owned()));
             let places = contexts.chain(child.in_members().then_some(None));
-            let namespaces = scoped(child.is_namespaced(), child.get_namespaces());
+            let namespaces = scoped(child.is_namespaced(), child.namespaces());
             let resource = child.resource();
             // A member's own namespace is known only once it joins: granted there as anywhere.
             let anywhere = vec![None];

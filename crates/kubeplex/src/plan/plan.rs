@@ -31,24 +31,23 @@ pub const MAX_CONTROLLER_NAME: usize = kubeplex_names::MAX_CONTROLLER_NAME;
 /// and the builders adjust a generated one to run-time configuration
 /// ([`Manager::controller_with`](crate::Manager::controller_with)).
 ///
-/// The builders are named after the attribute's keys; each value a builder sets is read by `get_` and the
-/// builder's name (`label_selector` sets, [`get_label_selector`](Self::get_label_selector) reads), as in
-/// `std::process::Command`. The one flag, [`members`](Self::members), reads as
-/// [`in_members`](Self::in_members).
+/// A value is set by `with_` and the attribute key's name and read by the key's name alone
+/// ([`with_label_selector`](Self::with_label_selector) sets, [`label_selector`](Self::label_selector) reads).
+/// The one flag, [`members`](Self::members), reads as [`in_members`](Self::in_members).
 ///
 /// ```
 /// use k8s_openapi::api::apps::v1::Deployment;
 /// use kubeplex::{Child, ContextName, Plan};
 ///
-/// let generated = Plan::new("web").contexts([ContextName::new("control")]).namespaces(["crds"]).owns(
-///     Child::of::<Deployment>().contexts([ContextName::new("cluster-a")]).namespaces(["apps"]),
+/// let generated = Plan::new("web").with_contexts([ContextName::new("control")]).with_namespaces(["crds"]).owns(
+///     Child::of::<Deployment>().with_contexts([ContextName::new("cluster-a")]).with_namespaces(["apps"]),
 /// );
 /// // Values from flags replace the attribute's; they are checked when the manager starts.
 /// let (namespace, children) = ("team-a".to_owned(), vec!["x".to_owned(), "y".to_owned()]);
-/// let plan = generated.namespaces([namespace]).child_namespaces::<Deployment>(children);
-/// assert_eq!(plan.get_namespaces(), ["team-a"]);
+/// let plan = generated.with_namespaces([namespace]).child_namespaces::<Deployment>(children);
+/// assert_eq!(plan.namespaces(), ["team-a"]);
 /// assert_eq!(plan.problem(), None);
-/// assert!(plan.namespaces(["Team-A"]).problem().unwrap().starts_with(r#"invalid namespace "Team-A""#));
+/// assert!(plan.with_namespaces(["Team-A"]).problem().unwrap().starts_with(r#"invalid namespace "Team-A""#));
 /// ```
 #[derive(Clone, Debug)]
 pub struct Plan<C> {
@@ -102,7 +101,7 @@ impl<C: Context> Plan<C> {
 
     /// Watches the primary resource in these contexts.
     #[must_use]
-    pub fn contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
+    pub fn with_contexts(mut self, contexts: impl IntoIterator<Item = C>) -> Self {
         self.contexts.extend(contexts);
         self
     }
@@ -123,7 +122,7 @@ impl<C: Context> Plan<C> {
 
     /// The namespaces the primary resource is watched in within each member; `None` is all namespaces.
     pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
-        expand_namespaces(self.get_namespaces())
+        expand_namespaces(self.namespaces())
     }
 
     /// Watches the primary resource in these namespaces only, replacing those named before (the
@@ -131,7 +130,7 @@ impl<C: Context> Plan<C> {
     /// [`Manager::controller_with`](crate::Manager::controller_with)). Each must be a DNS-1123 label, listed
     /// once, and the list must not be empty; [`problem`](Self::problem) says what is wrong.
     #[must_use]
-    pub fn namespaces<S: Into<Cow<'static, str>>>(
+    pub fn with_namespaces<S: Into<Cow<'static, str>>>(
         mut self,
         namespaces: impl IntoIterator<Item = S>,
     ) -> Self {
@@ -148,21 +147,21 @@ impl<C: Context> Plan<C> {
 
     /// Watches only objects matching this label selector.
     #[must_use]
-    pub fn label_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
+    pub fn with_label_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
         self.label_selector = Some(selector.into());
         self
     }
 
     /// Watches only objects matching this field selector.
     #[must_use]
-    pub fn field_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
+    pub fn with_field_selector(mut self, selector: impl Into<Cow<'static, str>>) -> Self {
         self.field_selector = Some(selector.into());
         self
     }
 
     /// Runs at most this many reconciles at once (unbounded when not set).
     #[must_use]
-    pub fn concurrency(mut self, limit: u16) -> Self {
+    pub fn with_concurrency(mut self, limit: u16) -> Self {
         self.concurrency = Some(limit);
         self
     }
@@ -171,7 +170,7 @@ impl<C: Context> Plan<C> {
     /// place cannot take every run ([`concurrency`](Self::concurrency) still bounds the total). Needs
     /// [`Dispatch::Fair`], the default.
     #[must_use]
-    pub fn concurrency_per_cluster(mut self, limit: u16) -> Self {
+    pub fn with_concurrency_per_cluster(mut self, limit: u16) -> Self {
         self.concurrency_per_cluster = Some(limit);
         self
     }
@@ -179,14 +178,14 @@ impl<C: Context> Plan<C> {
     /// How due reconciles take turns between contexts and members: [`Dispatch::Fair`] (the default) or
     /// [`Dispatch::Fifo`].
     #[must_use]
-    pub fn dispatch(mut self, dispatch: Dispatch) -> Self {
+    pub fn with_dispatch(mut self, dispatch: Dispatch) -> Self {
         self.dispatch = dispatch;
         self
     }
 
     /// Waits this long after an event for further events on the same object before reconciling.
     #[must_use]
-    pub fn debounce(mut self, delay: Duration) -> Self {
+    pub fn with_debounce(mut self, delay: Duration) -> Self {
         self.debounce = Some(delay);
         self
     }
@@ -196,34 +195,34 @@ impl<C: Context> Plan<C> {
     /// write, so a rolling update does not write the parent on every pod; unlike
     /// [`debounce`](Self::debounce), a stream of changes does not push it back.
     #[must_use]
-    pub fn health_debounce(mut self, delay: Duration) -> Self {
+    pub fn with_health_debounce(mut self, delay: Duration) -> Self {
         self.health_debounce = Some(delay);
         self
     }
 
-    /// How long a change of a child's health may wait (set by [`health_debounce`](Self::health_debounce),
+    /// How long a change of a child's health may wait (set by [`with_health_debounce`](Self::with_health_debounce),
     /// else [`DEFAULT_HEALTH_DEBOUNCE`]).
-    pub fn get_health_debounce(&self) -> Duration {
+    pub fn health_debounce(&self) -> Duration {
         self.health_debounce.unwrap_or(DEFAULT_HEALTH_DEBOUNCE)
     }
 
     /// Reconciles every object again this long after its last successful reconcile.
     #[must_use]
-    pub fn requeue_after(mut self, delay: Duration) -> Self {
+    pub fn with_requeue_after(mut self, delay: Duration) -> Self {
         self.requeue_after = Some(delay);
         self
     }
 
     /// Retries a failed reconcile after this long (the default error policy).
     #[must_use]
-    pub fn error_requeue(mut self, delay: Duration) -> Self {
+    pub fn with_error_requeue(mut self, delay: Duration) -> Self {
         self.error_requeue = Some(delay);
         self
     }
 
     /// Keeps this finalizer on every primary object until its children in every context are gone.
     #[must_use]
-    pub fn finalizer(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+    pub fn with_finalizer(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.finalizer = Some(name.into());
         self
     }
@@ -232,7 +231,7 @@ impl<C: Context> Plan<C> {
     /// deletion), gives up on that context's children: they are left behind, and the parent's status and an
     /// event say so. Without this, deletion waits for the context to return (nothing is ever orphaned).
     #[must_use]
-    pub fn abandon_unreachable_after(mut self, timeout: Duration) -> Self {
+    pub fn with_abandon_unreachable_after(mut self, timeout: Duration) -> Self {
         self.abandon_unreachable_after = Some(timeout);
         self
     }
@@ -243,7 +242,7 @@ impl<C: Context> Plan<C> {
     /// `Warning` event `ChildrenAbandoned` names the children that stay, and they are left to finish on
     /// their own. Without this, the parent stays until they are gone (nothing is left behind unseen).
     #[must_use]
-    pub fn abandon_terminating_after(mut self, timeout: Duration) -> Self {
+    pub fn with_abandon_terminating_after(mut self, timeout: Duration) -> Self {
         self.abandon_terminating_after = Some(timeout);
         self
     }
@@ -299,68 +298,68 @@ impl<C: Context> Plan<C> {
         &self.name
     }
 
-    /// The contexts the primary resource is watched in (set by [`contexts`](Self::contexts)).
-    pub fn get_contexts(&self) -> &[C] {
+    /// The contexts the primary resource is watched in (set by [`with_contexts`](Self::with_contexts)).
+    pub fn contexts(&self) -> &[C] {
         &self.contexts
     }
 
-    /// The namespaces the primary resource is watched in (set by [`namespaces`](Self::namespaces)); empty
+    /// The namespaces the primary resource is watched in (set by [`with_namespaces`](Self::with_namespaces)); empty
     /// means all namespaces.
-    pub fn get_namespaces(&self) -> &[Cow<'static, str>] {
+    pub fn namespaces(&self) -> &[Cow<'static, str>] {
         self.namespaces.as_deref().unwrap_or_default()
     }
 
     /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
     pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(self.get_namespaces()).map(move |ns| (context, ns))
+            expand_namespaces(self.namespaces()).map(move |ns| (context, ns))
         })
     }
 
-    /// The label selector set by [`label_selector`](Self::label_selector), if any.
-    pub fn get_label_selector(&self) -> Option<&str> {
+    /// The label selector set by [`with_label_selector`](Self::with_label_selector), if any.
+    pub fn label_selector(&self) -> Option<&str> {
         self.label_selector.as_deref()
     }
 
-    /// The field selector set by [`field_selector`](Self::field_selector), if any.
-    pub fn get_field_selector(&self) -> Option<&str> {
+    /// The field selector set by [`with_field_selector`](Self::with_field_selector), if any.
+    pub fn field_selector(&self) -> Option<&str> {
         self.field_selector.as_deref()
     }
 
-    /// The most reconciles run at once, set by [`concurrency`](Self::concurrency); `None` is unbounded.
-    pub fn get_concurrency(&self) -> Option<u16> {
+    /// The most reconciles run at once, set by [`with_concurrency`](Self::with_concurrency); `None` is unbounded.
+    pub fn concurrency(&self) -> Option<u16> {
         self.concurrency
     }
 
-    /// The per-target limit set by [`concurrency_per_cluster`](Self::concurrency_per_cluster), if any.
-    pub fn get_concurrency_per_cluster(&self) -> Option<u16> {
+    /// The per-target limit set by [`with_concurrency_per_cluster`](Self::with_concurrency_per_cluster), if any.
+    pub fn concurrency_per_cluster(&self) -> Option<u16> {
         self.concurrency_per_cluster
     }
 
-    /// The dispatch order set by [`dispatch`](Self::dispatch).
-    pub fn get_dispatch(&self) -> Dispatch {
+    /// The dispatch order set by [`with_dispatch`](Self::with_dispatch).
+    pub fn dispatch(&self) -> Dispatch {
         self.dispatch
     }
 
-    /// The delay set by [`debounce`](Self::debounce), if any.
-    pub fn get_debounce(&self) -> Option<Duration> {
+    /// The delay set by [`with_debounce`](Self::with_debounce), if any.
+    pub fn debounce(&self) -> Option<Duration> {
         self.debounce
     }
 
-    /// The periodic requeue delay set by [`requeue_after`](Self::requeue_after), if any.
-    pub fn get_requeue_after(&self) -> Option<Duration> {
+    /// The periodic requeue delay set by [`with_requeue_after`](Self::with_requeue_after), if any.
+    pub fn requeue_after(&self) -> Option<Duration> {
         self.requeue_after
     }
 
-    /// The retry delay after a failed reconcile set by [`error_requeue`](Self::error_requeue), if any (the
+    /// The retry delay after a failed reconcile set by [`with_error_requeue`](Self::with_error_requeue), if any (the
     /// runtime uses [`DEFAULT_ERROR_REQUEUE`] without one).
-    pub fn get_error_requeue(&self) -> Option<Duration> {
+    pub fn error_requeue(&self) -> Option<Duration> {
         self.error_requeue
     }
 
-    /// The finalizer set by [`finalizer`](Self::finalizer), if any; the one the runtime keeps is
+    /// The finalizer set by [`with_finalizer`](Self::with_finalizer), if any; the one the runtime keeps is
     /// [`managed_finalizer`](Self::managed_finalizer).
-    pub fn get_finalizer(&self) -> Option<&str> {
+    pub fn finalizer(&self) -> Option<&str> {
         self.finalizer.as_deref()
     }
 
@@ -374,13 +373,13 @@ impl<C: Context> Plan<C> {
         }
     }
 
-    /// The timeout set by [`abandon_unreachable_after`](Self::abandon_unreachable_after), if any.
-    pub fn get_abandon_unreachable_after(&self) -> Option<Duration> {
+    /// The timeout set by [`with_abandon_unreachable_after`](Self::with_abandon_unreachable_after), if any.
+    pub fn abandon_unreachable_after(&self) -> Option<Duration> {
         self.abandon_unreachable_after
     }
 
-    /// The timeout set by [`abandon_terminating_after`](Self::abandon_terminating_after), if any.
-    pub fn get_abandon_terminating_after(&self) -> Option<Duration> {
+    /// The timeout set by [`with_abandon_terminating_after`](Self::with_abandon_terminating_after), if any.
+    pub fn abandon_terminating_after(&self) -> Option<Duration> {
         self.abandon_terminating_after
     }
 

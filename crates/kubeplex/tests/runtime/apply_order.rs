@@ -56,10 +56,10 @@ impl Controller for Teams {
     type Context = ContextName;
     fn plan() -> Plan<ContextName> {
         Plan::new("teams")
-            .contexts([CONTROL])
-            .namespaces(["teams"])
-            .owns(Child::of::<Namespace>().contexts(CHILD_CLUSTERS))
-            .owns(Child::of::<ResourceQuota>().contexts(CHILD_CLUSTERS))
+            .with_contexts([CONTROL])
+            .with_namespaces(["teams"])
+            .owns(Child::of::<Namespace>().with_contexts(CHILD_CLUSTERS))
+            .owns(Child::of::<ResourceQuota>().with_contexts(CHILD_CLUSTERS))
     }
 }
 

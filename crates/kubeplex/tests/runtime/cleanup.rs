@@ -79,12 +79,12 @@ macro_rules! cleaner {
             type Context = ContextName;
             fn plan() -> Plan<ContextName> {
                 Plan::new($controller)
-                    .contexts([CONTROL])
-                    .namespaces([$namespace])
+                    .with_contexts([CONTROL])
+                    .with_namespaces([$namespace])
                     .owns(
                         Child::of::<ConfigMap>()
-                            .contexts([CLUSTER_A])
-                            .namespaces([KIDS]),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces([KIDS]),
                     )
             }
         }
@@ -250,7 +250,7 @@ async fn a_controller_without_a_declared_finalizer_keeps_kubeplex_dev_slash_its_
     let env = env().await;
     setup(env, "cleanup-defaults").await;
     let defaults = Defaults::default();
-    assert_eq!(Defaults::plan().get_finalizer(), None, "none declared");
+    assert_eq!(Defaults::plan().finalizer(), None, "none declared");
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(defaults.clone())
         .start()

@@ -92,7 +92,7 @@ async fn namespaces_chosen_at_run_time_replace_the_attributes() {
     let controller = Configured::default();
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller_with(controller.clone(), |plan| {
-            plan.namespaces([watched.clone()])
+            plan.with_namespaces([watched.clone()])
                 .child_namespaces::<ServiceAccount>(kids.clone())
         })
         .start()

@@ -46,26 +46,26 @@ macro_rules! recording_controller {
 recording_controller!(
     FanOut,
     Plan::new("fan-out")
-        .contexts([Fleet::ClusterA, Fleet::ClusterB])
-        .namespaces(["fan-1", "fan-2"])
+        .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
+        .with_namespaces(["fan-1", "fan-2"])
 );
 recording_controller!(
     SharedFirst,
     Plan::new("shared-first")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["shared-1"])
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["shared-1"])
 );
 recording_controller!(
     SharedSecond,
     Plan::new("shared-second")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["shared-1"])
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["shared-1"])
 );
 recording_controller!(
     OtherNamespace,
     Plan::new("other-namespace")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["shared-2"])
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["shared-2"])
 );
 
 #[tokio::test]
@@ -183,11 +183,11 @@ impl Controller for Options {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("options")
-            .contexts([Fleet::ClusterA])
-            .namespaces(["options"])
-            .label_selector("kubeplex-test=selected")
-            .concurrency(1)
-            .requeue_after(Duration::from_millis(300))
+            .with_contexts([Fleet::ClusterA])
+            .with_namespaces(["options"])
+            .with_label_selector("kubeplex-test=selected")
+            .with_concurrency(1)
+            .with_requeue_after(Duration::from_millis(300))
     }
 }
 
@@ -227,9 +227,9 @@ impl Controller for Failing {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("failing")
-            .contexts([Fleet::ClusterB])
-            .namespaces(["failing"])
-            .error_requeue(Duration::from_millis(50))
+            .with_contexts([Fleet::ClusterB])
+            .with_namespaces(["failing"])
+            .with_error_requeue(Duration::from_millis(50))
     }
 }
 
@@ -362,9 +362,9 @@ impl Controller for PanicsOnce {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("panics-once")
-            .contexts([Fleet::ClusterA])
-            .namespaces(["panics"])
-            .error_requeue(Duration::from_millis(100))
+            .with_contexts([Fleet::ClusterA])
+            .with_namespaces(["panics"])
+            .with_error_requeue(Duration::from_millis(100))
     }
 }
 

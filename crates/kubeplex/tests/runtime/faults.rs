@@ -19,8 +19,8 @@ impl Controller for Watcher {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("watcher")
-            .contexts([Fleet::ClusterA, Fleet::ClusterB])
-            .namespaces(["faults"])
+            .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .with_namespaces(["faults"])
     }
 }
 impl Reconcile for Watcher {

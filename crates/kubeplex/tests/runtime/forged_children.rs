@@ -67,12 +67,12 @@ macro_rules! holder_controller {
             type Context = ContextName;
             fn plan() -> Plan<ContextName> {
                 Plan::new($controller)
-                    .contexts([CONTROL])
-                    .namespaces([$namespace])
+                    .with_contexts([CONTROL])
+                    .with_namespaces([$namespace])
                     .owns(
                         Child::of::<Deployment>()
-                            .contexts([CLUSTER_A, CLUSTER_B])
-                            .namespaces([$namespace]),
+                            .with_contexts([CLUSTER_A, CLUSTER_B])
+                            .with_namespaces([$namespace]),
                     )
             }
         }

@@ -46,7 +46,7 @@ impl Reconcile for Elected {
 fn election(identity: &str) -> LeaderElection {
     // They keep the fencing order (retry < renew deadline < lease).
     LeaderElection::new(Fleet::Control, NAMESPACE, "elected")
-        .identity(identity)
+        .with_identity(identity)
         .lease_duration(LEASE)
         .renew_deadline(RENEW_DEADLINE)
         .retry_period(RETRY)
@@ -71,7 +71,7 @@ async fn replica_on(
     election: LeaderElection,
     reconciler: Elected,
 ) -> kubeplex::Running {
-    let identity = election.get_identity().to_owned();
+    let identity = election.identity().to_owned();
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .probes("127.0.0.1:0")
         .leader_election(election)
@@ -114,7 +114,7 @@ async fn a_strangers_lease_with_a_huge_duration_is_taken_over_after_our_own() {
         .await
         .unwrap();
     let election = LeaderElection::new(Fleet::Control, NAMESPACE, "haunted")
-        .identity("replica-h")
+        .with_identity("replica-h")
         .lease_duration(LEASE)
         .renew_deadline(RENEW_DEADLINE)
         .retry_period(RETRY);

@@ -68,39 +68,39 @@ recording!(
     Selected,
     Duration::ZERO,
     Plan::new("selected")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["selector"])
-        .field_selector("metadata.name=picked")
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["selector"])
+        .with_field_selector("metadata.name=picked")
 );
 recording!(
     Debounced,
     Duration::ZERO,
     Plan::new("debounced")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["debounce"])
-        .debounce(Duration::from_secs(2))
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["debounce"])
+        .with_debounce(Duration::from_secs(2))
 );
 recording!(
     Unbounded,
     Duration::from_millis(300),
     Plan::new("unbounded")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["unbounded"])
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["unbounded"])
 );
 recording!(
     Slow,
     Duration::from_secs(20),
     Plan::new("slow")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["shared-watch"])
-        .concurrency(1)
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["shared-watch"])
+        .with_concurrency(1)
 );
 recording!(
     Fast,
     Duration::ZERO,
     Plan::new("fast")
-        .contexts([Fleet::ClusterA])
-        .namespaces(["shared-watch"])
+        .with_contexts([Fleet::ClusterA])
+        .with_namespaces(["shared-watch"])
 );
 
 async fn manager_with(controller: impl Reconcile) -> kubeplex::Running {

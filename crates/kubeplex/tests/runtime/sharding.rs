@@ -72,7 +72,7 @@ impl Reconcile for Sharded {
 fn sharding(identity: &str) -> Sharding {
     // Short timings keep the test quick; they keep the fencing order (retry < renew deadline < lease).
     Sharding::by_parent(Fleet::Control, NAMESPACE, "sharded", SHARDS)
-        .identity(identity)
+        .with_identity(identity)
         .lease_duration(Duration::from_secs(4))
         .renew_deadline(Duration::from_secs(3))
         .retry_period(Duration::from_millis(500))

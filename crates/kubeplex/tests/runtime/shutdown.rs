@@ -25,9 +25,9 @@ impl Controller for Slow {
     fn plan() -> Plan<Fleet> {
         let namespace = std::env::var("SLOW_NAMESPACE").unwrap_or_else(|_| "slow".into());
         Plan::new("slow")
-            .contexts([Fleet::ClusterA])
-            .namespaces([namespace])
-            .concurrency(1)
+            .with_contexts([Fleet::ClusterA])
+            .with_namespaces([namespace])
+            .with_concurrency(1)
     }
 }
 impl Reconcile for Slow {

@@ -38,8 +38,8 @@ impl Controller for Widgets {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("widgets")
-            .contexts([Fleet::ClusterA, Fleet::ClusterB])
-            .namespaces(["widgets"])
+            .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .with_namespaces(["widgets"])
     }
 }
 impl Reconcile for Widgets {
@@ -55,8 +55,8 @@ impl Controller for ConfigMaps {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("config-maps")
-            .contexts([Fleet::ClusterA, Fleet::ClusterB])
-            .namespaces(["perm-1"])
+            .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .with_namespaces(["perm-1"])
     }
 }
 impl Reconcile for ConfigMaps {

@@ -25,8 +25,8 @@ impl Controller for Deployer {
     type Context = Fleet;
     fn plan() -> Plan<Fleet> {
         Plan::new("deployer")
-            .contexts([Fleet::ClusterA])
-            .namespaces([NAMESPACE])
+            .with_contexts([Fleet::ClusterA])
+            .with_namespaces([NAMESPACE])
     }
 }
 impl Reconcile for Deployer {

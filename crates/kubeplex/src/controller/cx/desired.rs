@@ -159,20 +159,20 @@ impl<C: Context> Cx<C> {
         }
         let annotations = &mut object["metadata"]["annotations"];
         let prune = match (
-            options.get_prune(),
+            options.prune(),
             annotation(annotations, ON_PRUNE_ANNOTATION),
         ) {
             (Some(policy), _) => policy,
             (None, Some(value)) => PrunePolicy::parse(value)
                 .ok_or_else(|| invalid(unknown_policy(ON_PRUNE_ANNOTATION, value, "keep")))?,
             // Declarations of the kind that reach this place and disagree: the one that spares wins.
-            (None, None) if declared.iter().any(|c| c.get_prune() == PrunePolicy::Keep) => {
+            (None, None) if declared.iter().any(|c| c.prune() == PrunePolicy::Keep) => {
                 PrunePolicy::Keep
             }
             (None, None) => PrunePolicy::Delete,
         };
         let on_delete = match (
-            options.get_on_delete(),
+            options.on_delete(),
             annotation(annotations, ON_DELETE_ANNOTATION),
         ) {
             (Some(policy), _) => policy,
@@ -181,7 +181,7 @@ impl<C: Context> Cx<C> {
             (None, None)
                 if declared
                     .iter()
-                    .any(|c| c.get_on_delete() == DeletePolicy::Orphan) =>
+                    .any(|c| c.on_delete() == DeletePolicy::Orphan) =>
             {
                 DeletePolicy::Orphan
             }
@@ -224,7 +224,7 @@ impl<C: Context> Cx<C> {
         let declares = |c: &&crate::plan::Child<C>| {
             c.resource() == resource
                 && match cluster {
-                    Cluster::Context(context) => c.get_contexts().contains(context),
+                    Cluster::Context(context) => c.contexts().contains(context),
                     Cluster::Member(_) => c.in_members(),
                 }
         };

@@ -213,7 +213,7 @@ mod tests {
     async fn outcomes_are_yielded_as_they_arrive_and_the_interim_once_between() {
         let (client, _) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
         let mut engine = engine(client.clone());
-        let child = crate::plan::Child::of::<ConfigMap>().contexts([CLUSTER_A, CLUSTER_B]);
+        let child = crate::plan::Child::of::<ConfigMap>().with_contexts([CLUSTER_A, CLUSTER_B]);
         engine.plan = Arc::new(TestController::plan().owns(child));
         engine.runtime = runtime_of([("cluster-a", client.clone()), ("cluster-b", client)]);
         let start = tokio::time::Instant::now();

@@ -307,7 +307,7 @@ async fn a_child_deleted_but_still_there_holds_the_parent_until_it_is_gone() {
     let (client, requests) = holding(held.clone());
     let mut engine = engine(client);
     // Long past the unreachable bound: it is not what decides about a child still terminating.
-    let plan = TestController::plan().abandon_unreachable_after(Duration::from_secs(60));
+    let plan = TestController::plan().with_abandon_unreachable_after(Duration::from_secs(60));
     engine.plan = Arc::new(plan);
     let deleted = deleted_parent(Duration::from_secs(3600));
     let cx = Cx::new(
@@ -348,7 +348,7 @@ async fn past_the_terminating_bound_the_parent_is_released_with_an_event_naming_
     let held = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let (client, requests) = holding(held);
     let mut engine = engine(client);
-    let plan = TestController::plan().abandon_terminating_after(Duration::from_secs(60));
+    let plan = TestController::plan().with_abandon_terminating_after(Duration::from_secs(60));
     engine.plan = Arc::new(plan);
     let cx = Cx::new(
         CONTROL_CLUSTER,

@@ -36,7 +36,7 @@ impl<R: Reconcile> Engine<R> {
     /// waits at most the plan's health debounce, with the others of that parent.
     pub(crate) fn follow_children(&self, cache: &dyn ChildCache, keys: KeySender<ReconcileKey<R>>) {
         let plan = self.plan.clone();
-        let within = plan.get_health_debounce();
+        let within = plan.health_debounce();
         cache.subscribe_parents(Box::new(move |parent, change| {
             match (Self::key_for(&plan, &parent), change) {
                 (Some(key), ChildChange::Object) => keys.send(key),

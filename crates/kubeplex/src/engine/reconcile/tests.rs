@@ -293,8 +293,8 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
     let plan = <TestController as crate::controller::Controller>::plan();
     let finalizer = plan.managed_finalizer().unwrap().into_owned();
     let child = crate::plan::Child::of::<ConfigMap>()
-        .contexts([CLUSTER_A, CLUSTER_B])
-        .namespaces(["ns"]);
+        .with_contexts([CLUSTER_A, CLUSTER_B])
+        .with_namespaces(["ns"]);
     engine.plan = Arc::new(plan.owns(child));
     engine.runtime = runtime_of([
         ("control", client.clone()),

@@ -8,7 +8,7 @@ use super::*;
 use crate::core::ContextName;
 
 fn election(identity: &str) -> LeaderElection {
-    LeaderElection::new(ContextName::new("control"), "operators", "apps").identity(identity)
+    LeaderElection::new(ContextName::new("control"), "operators", "apps").with_identity(identity)
 }
 
 fn lease(holder: Option<&str>, renewed: i64, transitions: i32) -> Lease {

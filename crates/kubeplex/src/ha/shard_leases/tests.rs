@@ -44,7 +44,7 @@ impl Replica {
         let link = leases.link();
         let sharding =
             Sharding::by_parent(ContextName::new("control"), "operators", "fleet", SHARDS)
-                .identity(identity)
+                .with_identity(identity)
                 .lease_duration(Duration::from_secs(15))
                 .renew_deadline(Duration::from_secs(10))
                 .retry_period(Duration::from_secs(1));

@@ -71,12 +71,12 @@ fn namespaces_of(rbac: &ContextRbac) -> Vec<Option<String>> {
 fn named_namespaces_give_a_role_in_each() {
     let rbac = manager(|| {
         Plan::new("web")
-            .contexts([ctx("control")])
-            .namespaces(["crds"])
+            .with_contexts([ctx("control")])
+            .with_namespaces(["crds"])
             .owns(
                 Child::of::<ConfigMap>()
-                    .contexts([ctx("edge")])
-                    .namespaces(["a", "b"]),
+                    .with_contexts([ctx("edge")])
+                    .with_namespaces(["a", "b"]),
             )
     })
     .rbac("operator", "ops");
@@ -134,8 +134,8 @@ fn named_namespaces_give_a_role_in_each() {
 fn without_namespaces_the_grants_are_cluster_wide() {
     let rbac = manager(|| {
         Plan::new("web")
-            .contexts([ctx("control")])
-            .owns(Child::of::<ConfigMap>().contexts([ctx("control")]))
+            .with_contexts([ctx("control")])
+            .owns(Child::of::<ConfigMap>().with_contexts([ctx("control")]))
     })
     .rbac("operator", "ops")
     .name("web-operator")
@@ -172,13 +172,13 @@ fn without_namespaces_the_grants_are_cluster_wide() {
 fn a_cluster_scoped_child_gets_a_cluster_role_beside_the_namespaced_roles() {
     let rbac = manager(|| {
         Plan::new("web")
-            .contexts([ctx("control")])
-            .namespaces(["crds"])
-            .owns(Child::of::<Namespace>().contexts([ctx("edge")]))
+            .with_contexts([ctx("control")])
+            .with_namespaces(["crds"])
+            .owns(Child::of::<Namespace>().with_contexts([ctx("edge")]))
             .owns(
                 Child::of::<ConfigMap>()
-                    .contexts([ctx("edge")])
-                    .namespaces(["a"]),
+                    .with_contexts([ctx("edge")])
+                    .with_namespaces(["a"]),
             )
     })
     .rbac("operator", "ops");
@@ -206,9 +206,9 @@ fn a_cluster_scoped_child_gets_a_cluster_role_beside_the_namespaced_roles() {
 fn members_need_the_children_and_the_secrets_provider_its_secrets() {
     let rbac = manager(|| {
         Plan::new("web")
-            .contexts([ctx("control")])
-            .namespaces(["crds"])
-            .owns(Child::of::<ConfigMap>().members().namespaces(["a"]))
+            .with_contexts([ctx("control")])
+            .with_namespaces(["crds"])
+            .owns(Child::of::<ConfigMap>().members().with_namespaces(["a"]))
     })
     .members(
         KubeconfigSecrets::new(ctx("control"), "ops", "fleet=x"),
@@ -244,8 +244,8 @@ fn members_need_the_children_and_the_secrets_provider_its_secrets() {
 fn leader_election_and_sharding_need_their_leases() {
     let plan = || {
         Plan::new("web")
-            .contexts([ctx("control")])
-            .namespaces(["crds"])
+            .with_contexts([ctx("control")])
+            .with_namespaces(["crds"])
     };
     let elected =
         manager(plan).leader_election(LeaderElection::new(ctx("control"), "leases", "web"));
@@ -282,9 +282,9 @@ fn leader_election_and_sharding_need_their_leases() {
 fn without_a_member_provider_members_need_nothing() {
     let rbac = manager(|| {
         Plan::new("web")
-            .contexts([ctx("control")])
-            .namespaces(["crds"])
-            .owns(Child::of::<ConfigMap>().members().namespaces(["a"]))
+            .with_contexts([ctx("control")])
+            .with_namespaces(["crds"])
+            .owns(Child::of::<ConfigMap>().members().with_namespaces(["a"]))
     })
     .rbac("operator", "ops");
     assert!(!rbac.in_members());
@@ -296,8 +296,8 @@ fn without_a_member_provider_members_need_nothing() {
 fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
     let plan = || {
         Plan::new("web")
-            .contexts([ctx("control"), ctx("edge")])
-            .namespaces(["crds"])
+            .with_contexts([ctx("control"), ctx("edge")])
+            .with_namespaces(["crds"])
     };
     let secure = manager(plan).secure_metrics(crate::readiness::SecureMetrics::new(
         ctx("control"),
@@ -341,8 +341,8 @@ fn a_cluster_wide_grant_of_secrets_or_deletes_in_every_member_is_named() {
     let with = |child: fn() -> Child<ContextName>| {
         let plan = move || {
             Plan::new("web")
-                .contexts([ctx("control")])
-                .namespaces(["crds"])
+                .with_contexts([ctx("control")])
+                .with_namespaces(["crds"])
                 .owns(child())
         };
         let manager = Manager::new().controller_with(Planned, move |_| plan());
@@ -354,7 +354,7 @@ fn a_cluster_wide_grant_of_secrets_or_deletes_in_every_member_is_named() {
     };
     let secrets = with(|| {
         Child::of::<k8s_openapi::api::core::v1::Secret>()
-            .namespaces(["a"])
+            .with_namespaces(["a"])
             .member_default_namespace()
     });
     assert_eq!(secrets.cluster_roles.len(), 1);
@@ -373,6 +373,6 @@ fn a_cluster_wide_grant_of_secrets_or_deletes_in_every_member_is_named() {
         deployments.warnings
     );
     // In named namespaces: Roles, nothing to warn of; nor in a fixed context.
-    let named = with(|| Child::of::<Deployment>().members().namespaces(["a"]));
+    let named = with(|| Child::of::<Deployment>().members().with_namespaces(["a"]));
     assert!(named.warnings.is_empty() && named.cluster_roles.is_empty());
 }

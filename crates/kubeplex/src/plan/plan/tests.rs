@@ -4,20 +4,20 @@ use super::*;
 use crate::core::ContextName;
 
 fn plan(name: impl Into<Cow<'static, str>>) -> Plan<ContextName> {
-    Plan::new(name).contexts([ContextName::new("control")])
+    Plan::new(name).with_contexts([ContextName::new("control")])
 }
 
 #[test]
 fn the_default_finalizer_is_named_after_the_controller_when_it_has_children() {
     let owning = plan("web").owns(
-        Child::of::<k8s_openapi::api::core::v1::ConfigMap>().contexts([ContextName::new("a")]),
+        Child::of::<k8s_openapi::api::core::v1::ConfigMap>().with_contexts([ContextName::new("a")]),
     );
     assert_eq!(
         owning.managed_finalizer().as_deref(),
         Some("kubeplex.dev/web")
     );
     assert_eq!(plan("web").managed_finalizer(), None);
-    let named = plan("web").finalizer("example.com/cleanup");
+    let named = plan("web").with_finalizer("example.com/cleanup");
     assert_eq!(
         named.managed_finalizer().as_deref(),
         Some("example.com/cleanup")
@@ -26,19 +26,22 @@ fn the_default_finalizer_is_named_after_the_controller_when_it_has_children() {
 
 #[test]
 fn namespaces_replace_those_named_before_and_all_namespaces_forgets_them() {
-    let generated = plan("web").namespaces(["from-the-attribute"]);
-    let configured = generated.clone().namespaces(["team-a", "team-b"]);
+    let generated = plan("web").with_namespaces(["from-the-attribute"]);
+    let configured = generated.clone().with_namespaces(["team-a", "team-b"]);
     let control = ContextName::new("control");
     assert_eq!(
         configured.watches().collect::<Vec<_>>(),
         [(control, Some("team-a")), (control, Some("team-b"))]
     );
     let everywhere = configured.all_namespaces();
-    assert!(everywhere.get_namespaces().is_empty());
+    assert!(everywhere.namespaces().is_empty());
     assert_eq!(everywhere.watches().collect::<Vec<_>>(), [(control, None)]);
     // Owned strings work as well as literals: flags and Helm values arrive as `String`s.
     let from_flag: Vec<String> = "x,y".split(',').map(str::to_owned).collect();
-    assert_eq!(generated.namespaces(from_flag).get_namespaces(), ["x", "y"]);
+    assert_eq!(
+        generated.with_namespaces(from_flag).namespaces(),
+        ["x", "y"]
+    );
 }
 
 #[test]
@@ -48,14 +51,22 @@ fn child_namespaces_replace_them_for_every_owns_of_the_kind() {
 
     let (a, b) = (ContextName::new("a"), ContextName::new("b"));
     let generated = plan("web")
-        .owns(Child::of::<Deployment>().contexts([a]).namespaces(["old"]))
-        .owns(Child::of::<Deployment>().contexts([b]))
-        .owns(Child::of::<ConfigMap>().contexts([a]).namespaces(["kept"]));
+        .owns(
+            Child::of::<Deployment>()
+                .with_contexts([a])
+                .with_namespaces(["old"]),
+        )
+        .owns(Child::of::<Deployment>().with_contexts([b]))
+        .owns(
+            Child::of::<ConfigMap>()
+                .with_contexts([a])
+                .with_namespaces(["kept"]),
+        );
     let configured = generated.child_namespaces::<Deployment>(["x", "y"]);
     let namespaces: Vec<Vec<&str>> = configured
         .children()
         .iter()
-        .map(|c| c.get_namespaces().iter().map(AsRef::as_ref).collect())
+        .map(|c| c.namespaces().iter().map(AsRef::as_ref).collect())
         .collect();
     assert_eq!(namespaces, [vec!["x", "y"], vec!["x", "y"], vec!["kept"]]);
     assert_eq!(
@@ -67,33 +78,33 @@ fn child_namespaces_replace_them_for_every_owns_of_the_kind() {
         everywhere.children()[0].watches().collect::<Vec<_>>(),
         [(a, None)]
     );
-    assert_eq!(everywhere.children()[2].get_namespaces(), ["kept"]);
+    assert_eq!(everywhere.children()[2].namespaces(), ["kept"]);
     // The child builders replace too.
     let child = Child::<ContextName>::of::<ConfigMap>()
-        .namespaces(["one"])
-        .namespaces(["two"]);
-    assert_eq!(child.get_namespaces(), ["two"]);
-    assert!(child.all_namespaces().get_namespaces().is_empty());
+        .with_namespaces(["one"])
+        .with_namespaces(["two"]);
+    assert_eq!(child.namespaces(), ["two"]);
+    assert!(child.all_namespaces().namespaces().is_empty());
 }
 
 #[test]
 fn a_kind_in_each_members_default_namespace_is_watched_and_granted_there() {
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     let own = Child::<ContextName>::of::<ConfigMap>()
-        .namespaces(["declared"])
+        .with_namespaces(["declared"])
         .member_default_namespace();
     assert!(own.in_members() && own.in_member_default_namespace());
     assert_eq!(own.member_namespaces("team-b"), [Some("team-b")]);
     let declared = Child::<ContextName>::of::<ConfigMap>()
-        .namespaces(["declared"])
+        .with_namespaces(["declared"])
         .members();
     assert_eq!(declared.member_namespaces("team-b"), [Some("declared")]);
     // A cluster-scoped kind has no namespace to default to.
     let cluster_scoped = Child::<ContextName>::of::<Namespace>().member_default_namespace();
     assert_eq!(cluster_scoped.member_namespaces("team-b"), [None]);
     let plan = Plan::new("p")
-        .contexts([ContextName::new("a")])
-        .owns(own.contexts([ContextName::new("a")]));
+        .with_contexts([ContextName::new("a")])
+        .owns(own.with_contexts([ContextName::new("a")]));
     let grants = plan.grants(&kube::core::ApiResource::erase::<ConfigMap>(&()), true);
     let children: Vec<(Option<&str>, Option<&str>)> = (grants.iter())
         .filter(|g| g.resource == "configmaps" && g.verbs.iter().any(|v| v == "delete"))

@@ -125,12 +125,12 @@ macro_rules! parent_controller {
             type Context = ContextName;
             fn plan() -> Plan<ContextName> {
                 Plan::new($controller)
-                    .contexts([$cluster])
-                    .namespaces([$namespace])
+                    .with_contexts([$cluster])
+                    .with_namespaces([$namespace])
                     .owns(
                         Child::of::<ConfigMap>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(["kids"]),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(["kids"]),
                     )
             }
         }

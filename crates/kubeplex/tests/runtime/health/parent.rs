@@ -296,53 +296,53 @@ macro_rules! workload_controller {
             fn plan() -> Plan<ContextName> {
                 let child_namespace = [$namespace];
                 Plan::new($controller)
-                    .contexts([CONTROL])
-                    .namespaces([$namespace])
+                    .with_contexts([CONTROL])
+                    .with_namespaces([$namespace])
                     .owns(
                         Child::of::<Deployment>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<Job>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<Widget>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<ConfigMap>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace)
-                            .health(labelled_ready),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace)
+                            .with_health(labelled_ready),
                     )
                     .owns(
                         Child::of::<StatefulSet>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<DaemonSet>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<ReplicaSet>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<PersistentVolumeClaim>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
                     .owns(
                         Child::of::<Service>()
-                            .contexts([CLUSTER_A])
-                            .namespaces(child_namespace),
+                            .with_contexts([CLUSTER_A])
+                            .with_namespaces(child_namespace),
                     )
             }
         }

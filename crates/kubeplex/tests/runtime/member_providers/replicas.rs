@@ -38,7 +38,7 @@ const SETTLE: Duration = Duration::from_secs(12);
 /// Short timings keep the test quick; they keep the fencing order (retry < renew deadline < lease).
 fn election(namespace: &str, identity: &str) -> LeaderElection {
     LeaderElection::new(Fleet::Control, namespace, LEASE)
-        .identity(identity)
+        .with_identity(identity)
         .lease_duration(Duration::from_secs(4))
         .renew_deadline(Duration::from_secs(3))
         .retry_period(Duration::from_millis(500))

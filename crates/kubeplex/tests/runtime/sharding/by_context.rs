@@ -75,7 +75,7 @@ async fn sharded_by_context_each_context_is_reconciled_by_one_replica() {
             "by-context",
             "by-context",
         )
-        .identity(identity)
+        .with_identity(identity)
         .lease_duration(Duration::from_secs(4))
         .renew_deadline(Duration::from_secs(3))
         .retry_period(Duration::from_millis(500));

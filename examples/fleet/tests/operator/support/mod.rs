@@ -94,7 +94,7 @@ impl Stage {
 
     /// `plan` in this test's namespaces.
     pub fn plan(&self, plan: Plan<Fleet>) -> Plan<Fleet> {
-        plan.namespaces([self.parents.clone()])
+        plan.with_namespaces([self.parents.clone()])
             .child_namespaces::<Deployment>(self.children.clone())
     }
 

@@ -76,8 +76,8 @@ async fn the_declared_places_of_a_child_kind_and_its_default_namespace() {
 async fn children_are_split_by_context_as_they_are_declared() {
     let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
     let plan = Plan::new("split")
-        .contexts([CONTROL])
-        .owns(crate::plan::Child::of::<ConfigMap>().contexts([CLUSTER_A, CONTROL]));
+        .with_contexts([CONTROL])
+        .owns(crate::plan::Child::of::<ConfigMap>().with_contexts([CLUSTER_A, CONTROL]));
     let cx = Cx::new(
         Cluster::Context(CONTROL),
         Arc::new(plan),
@@ -100,9 +100,9 @@ async fn children_are_split_by_context_as_they_are_declared() {
 /// A cx of a plan that owns ConfigMaps in cluster-a, kept on prune.
 fn keeping_cx() -> Cx<crate::core::ContextName> {
     let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
-    let plan = Plan::new("keeps").contexts([CONTROL]).owns(
+    let plan = Plan::new("keeps").with_contexts([CONTROL]).owns(
         crate::plan::Child::of::<ConfigMap>()
-            .contexts([CLUSTER_A])
+            .with_contexts([CLUSTER_A])
             .keep_on_prune(),
     );
     Cx::new(
@@ -135,7 +135,7 @@ async fn a_childs_policies_come_from_its_options_else_its_annotations_else_its_k
         .unwrap();
     let options = ChildOptions::new()
         .orphan_on_delete()
-        .prune(PrunePolicy::Delete);
+        .with_prune(PrunePolicy::Delete);
     cx.child_with(
         CLUSTER_A,
         annotated("options", ON_PRUNE_ANNOTATION, "keep"),
@@ -207,10 +207,10 @@ async fn an_annotation_that_names_no_policy_is_refused_with_the_values_it_takes(
 #[tokio::test]
 async fn in_a_member_a_child_kind_may_live_in_the_members_default_namespace() {
     let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
-    let plan = Plan::new("own-namespace").contexts([CONTROL]).owns(
+    let plan = Plan::new("own-namespace").with_contexts([CONTROL]).owns(
         crate::plan::Child::of::<ConfigMap>()
-            .contexts([CLUSTER_A])
-            .namespaces(["ns"])
+            .with_contexts([CLUSTER_A])
+            .with_namespaces(["ns"])
             .member_default_namespace(),
     );
     let runtime = runtime(client.clone(), client);

@@ -41,7 +41,7 @@ impl Replica {
         });
         let (stop, stopped) = watch::channel(false);
         let election = LeaderElection::new(ContextName::new("control"), "operators", "apps")
-            .identity(identity)
+            .with_identity(identity)
             .lease_duration(Duration::from_secs(15))
             .renew_deadline(Duration::from_secs(10))
             .retry_period(Duration::from_secs(1));
