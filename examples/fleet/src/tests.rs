@@ -24,7 +24,7 @@ fn log_one_warning(format: LogFormat, ansi: bool) -> String {
     let writer = captured.clone();
     let subscriber = subscriber(format, ansi, move || writer.clone(), Vec::new());
     tracing::subscriber::with_default(subscriber, || {
-        tracing::warn!(context = "cluster-a", "cannot reach the cluster");
+        tracing::warn!(cluster = "cluster-a", "cannot reach the cluster");
     });
     String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
 }

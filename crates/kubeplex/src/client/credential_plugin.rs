@@ -145,8 +145,8 @@ impl CredentialPlugin {
     /// for blocking tasks.)
     pub(crate) async fn run(&self) -> Result<Credential, PluginError> {
         let mut command = self.command()?;
-        let child = command.spawn().map_err(PluginError::Start)?;
-        let running = Running::new(child.id());
+        let child = spawn(&mut command).await.map_err(PluginError::Start)?;
+        let running = PluginProcess::new(child.id());
         let reaped = running.reaped.clone();
         let answering = tokio::task::spawn_blocking(move || answer(child, &reaped));
         let answered = tokio::time::timeout(self.timeout, answering).await;
@@ -199,13 +199,35 @@ impl CredentialPlugin {
     }
 }
 
+/// How often a spawn refused because the plugin's file is busy is tried, and how long apart.
+const BUSY_TRIES: u32 = 5;
+const BUSY_PAUSE: Duration = Duration::from_millis(20);
+
+/// Starts `command`. A plugin file written a moment ago (installed or replaced in place) can be refused
+/// with "text file busy" while any thread of this process forks with it still open for writing; that lasts
+/// until the fork's `exec`, so the spawn is tried again after a short pause.
+async fn spawn(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 1;
+    loop {
+        match command.spawn() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < BUSY_TRIES =>
+            {
+                tries += 1;
+                tokio::time::sleep(BUSY_PAUSE).await;
+            }
+            spawned => return spawned,
+        }
+    }
+}
+
 /// A plugin's process group, stopped when this is dropped unless the plugin was reaped.
-struct Running {
+struct PluginProcess {
     pid: u32,
     reaped: Arc<AtomicBool>,
 }
 
-impl Running {
+impl PluginProcess {
     fn new(pid: u32) -> Self {
         Self {
             pid,
@@ -214,7 +236,7 @@ impl Running {
     }
 }
 
-impl Drop for Running {
+impl Drop for PluginProcess {
     fn drop(&mut self) {
         if !self.reaped.load(Ordering::Acquire) {
             stop(self.pid);

@@ -16,7 +16,7 @@ use crate::core::Action;
 use crate::core::Cluster;
 use crate::core::Context;
 use crate::core::kind_label;
-use crate::engine::engine::{ChildWatch, Engine, Primary, PrimaryCaches, ReconcileKey};
+use crate::engine::engine::{ChildWatch, Engine, Primaries, Primary, ReconcileKey};
 use crate::engine::intake::member_watches;
 use crate::engine::intake::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
 use crate::engine::status::events::EventPublisher;
@@ -43,7 +43,7 @@ pub(crate) fn start<R: Reconcile>(
     stop: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let name = plan.name().to_owned();
-    let primaries = PrimaryCaches::<R>::default();
+    let primaries = Primaries::<R>::default();
     // Sharded by context: a context's primaries are watched only while this replica holds its shard.
     let by_context = runtime.shards.as_ref().is_some_and(|s| s.by_context());
     let mut deferred = Vec::new();

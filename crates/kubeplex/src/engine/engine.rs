@@ -63,7 +63,7 @@ pub(crate) type ParentWrite<'a, R> = (
 );
 
 /// Primary caches by (context, namespace); `None` is the all-namespaces watch.
-pub(crate) type PrimaryCaches<R> =
+pub(crate) type Primaries<R> =
     crate::engine::intake::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
 
 /// One child kind's cache in one (context, namespace).
@@ -145,7 +145,7 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) reconciler: R,
     pub(crate) plan: Arc<Plan<R::Context>>,
     pub(crate) runtime: Arc<Runtime>,
-    pub(crate) primaries: PrimaryCaches<R>,
+    pub(crate) primaries: Primaries<R>,
     pub(crate) children: Vec<ChildWatch>,
     /// The child watches in each joined member, when children live in every member.
     pub(crate) member_children: MemberChildren,

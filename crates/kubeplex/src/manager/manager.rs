@@ -52,7 +52,7 @@ pub struct Manager {
     ping_interval: Duration,
     pub(super) election: Option<LeaderElection>,
     pub(super) sharding: Option<Sharding>,
-    pub(super) fleet: super::fleet_options::FleetOptions,
+    pub(super) fleet: super::members::options::FleetOptions,
 }
 
 impl Default for Manager {
@@ -376,7 +376,7 @@ impl Manager {
             ));
         }
         if let Some((provider, policy)) = self.fleet.provider {
-            let runner = super::member_runner::MemberRunner {
+            let runner = super::members::runner::MemberRunner {
                 runtime: runtime.clone(),
                 pool: self.pool.clone(),
                 pings: pings.clone(),

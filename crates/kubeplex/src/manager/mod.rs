@@ -2,11 +2,8 @@
 //! member runner.
 
 mod fleet;
-mod fleet_options;
-mod join_retries;
 mod manager;
-mod member_change;
-mod member_runner;
+mod members;
 mod rbac;
 mod registration;
 mod running;

@@ -69,7 +69,7 @@ impl Slot {
 }
 
 /// A change at work.
-struct Running {
+struct AtWork {
     kind: &'static str,
     started: Instant,
     abort: AbortHandle,
@@ -103,7 +103,7 @@ pub(crate) struct MemberChanges<J> {
     /// order of arrival (the oldest member's change starts first).
     waiting: BTreeMap<String, VecDeque<(Change<J>, Instant, u64)>>,
     arrived: u64,
-    running: BTreeMap<String, Running>,
+    running: BTreeMap<String, AtWork>,
     tasks: JoinSet<()>,
     ids: HashMap<Id, String>,
     wake: Arc<Notify>,
@@ -200,7 +200,7 @@ impl<J: Send + 'static> MemberChanges<J> {
             let abort = self.tasks.spawn(run(&member, change, slot.clone()));
             self.ids.insert(abort.id(), member.clone());
             let started = Instant::now();
-            let running = Running {
+            let running = AtWork {
                 kind,
                 started,
                 abort,

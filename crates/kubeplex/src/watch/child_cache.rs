@@ -14,7 +14,7 @@ use kube::Client;
 use kube::api::ObjectMeta;
 
 use super::projected::Projected;
-use super::trigger::{ChildChange, ChildChangeFilter};
+use super::trigger::{ChildChangeFilter, ChildChangeKind};
 use super::watches::{SharedWatch, WatchKey, WatchRegistry};
 use crate::core::{Assessment, ChildHealth, Health, HealthRule, Projection};
 use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
@@ -34,7 +34,7 @@ pub(crate) type OpenChildWatch = fn(
 
 /// Takes the parent of a changed child and what changed (into a queue, as a key); `false` once it takes no
 /// more.
-pub(crate) type ParentSink = Box<dyn Fn(ParentRef, ChildChange) -> bool + Send + Sync>;
+pub(crate) type ParentSink = Box<dyn Fn(ParentRef, ChildChangeKind) -> bool + Send + Sync>;
 
 /// A child kind's cache, through the metadata the runtime needs to link, repair and prune, and the health
 /// of each child.

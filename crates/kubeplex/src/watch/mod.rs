@@ -12,5 +12,5 @@ pub(crate) use child_cache::{
 };
 #[cfg(test)]
 pub(crate) use child_cache::{ParentSink, judged};
-pub(crate) use trigger::{ChangeFilter, ChildChange};
+pub(crate) use trigger::{ChangeFilter, ChildChangeKind};
 pub(crate) use watches::{SharedWatch, WatchKey, WatchRegistry};

@@ -43,7 +43,7 @@ impl ChangeFilter {
 
 /// Which kind of change of a child re-queues its parent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ChildChange {
+pub(crate) enum ChildChangeKind {
     /// What the runtime links, repairs and prunes by: its spec (generation), labels, annotations,
     /// deletion, uid; or the child is new, or gone.
     Object,
@@ -65,7 +65,7 @@ impl ChildChangeFilter {
         &self,
         change: &ObjectChange<'_, K>,
         health: u64,
-    ) -> Option<ChildChange> {
+    ) -> Option<ChildChangeKind> {
         let meta = change.object().meta();
         let key = (
             meta.namespace.clone(),
@@ -75,14 +75,14 @@ impl ChildChangeFilter {
         match change {
             ObjectChange::Deleted(_) => {
                 seen.remove(&key);
-                Some(ChildChange::Object)
+                Some(ChildChangeKind::Object)
             }
             ObjectChange::Applied(object) => {
                 let print = fingerprint(*object);
                 match seen.insert(key, (print, health)) {
-                    Some((before, _)) if before != print => Some(ChildChange::Object),
-                    None => Some(ChildChange::Object),
-                    Some((_, before)) if before != health => Some(ChildChange::Health),
+                    Some((before, _)) if before != print => Some(ChildChangeKind::Object),
+                    None => Some(ChildChangeKind::Object),
+                    Some((_, before)) if before != health => Some(ChildChangeKind::Health),
                     Some(_) => None,
                 }
             }
@@ -120,16 +120,24 @@ mod tests {
         let filter = ChildChangeFilter::default();
         let mut child = object(Some(1), "10");
         let seen = |child: &ConfigMap, health| filter.passes(&ObjectChange::Applied(child), health);
-        assert_eq!(seen(&child, 1), Some(ChildChange::Object), "first sight");
+        assert_eq!(
+            seen(&child, 1),
+            Some(ChildChangeKind::Object),
+            "first sight"
+        );
         child.metadata.resource_version = Some("11".into());
         assert_eq!(seen(&child, 1), None, "a status write, the same health");
         child.metadata.resource_version = Some("12".into());
-        assert_eq!(seen(&child, 2), Some(ChildChange::Health));
+        assert_eq!(seen(&child, 2), Some(ChildChangeKind::Health));
         child.metadata.generation = Some(2);
-        assert_eq!(seen(&child, 2), Some(ChildChange::Object), "a spec change");
+        assert_eq!(
+            seen(&child, 2),
+            Some(ChildChangeKind::Object),
+            "a spec change"
+        );
         assert_eq!(
             filter.passes(&ObjectChange::Deleted(&child), 2),
-            Some(ChildChange::Object)
+            Some(ChildChangeKind::Object)
         );
     }
 

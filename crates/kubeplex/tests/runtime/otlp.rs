@@ -60,14 +60,14 @@ fn reconcile_spans_reach_the_collector_as_protobuf() {
             target: "kubeplex::reconcile",
             "reconcile",
             controller = "app-deployer",
-            context = "control",
+            cluster = "control",
             namespace = "crds",
             name = "web",
             reconcile_id = "reconcile-0001",
         )
         .entered();
-        tracing::info_span!(target: "kubeplex::children", "apply", context = "cluster-a")
-            .in_scope(|| tracing::warn!(context = "cluster-a", "child conflict on web-cluster-a"));
+        tracing::info_span!(target: "kubeplex::children", "apply", cluster = "cluster-a")
+            .in_scope(|| tracing::warn!(cluster = "cluster-a", "child conflict on web-cluster-a"));
         tracing::debug_span!("too-detailed-to-export").in_scope(|| {});
     });
     // Nothing has been sent yet (the batch waits 5 s); shutting down sends it.
@@ -123,7 +123,7 @@ fn reconcile_spans_reach_the_collector_as_protobuf() {
         .expect("no reconcile span");
     for (key, value) in [
         ("controller", "app-deployer"),
-        ("context", "control"),
+        ("cluster", "control"),
         ("namespace", "crds"),
         ("name", "web"),
         ("reconcile_id", "reconcile-0001"),
@@ -144,7 +144,7 @@ fn reconcile_spans_reach_the_collector_as_protobuf() {
     assert_eq!(apply.parent_span_id, reconcile.span_id);
     assert_eq!(apply.trace_id, reconcile.trace_id);
     assert_eq!(
-        apply.attributes.get("context").map(String::as_str),
+        apply.attributes.get("cluster").map(String::as_str),
         Some("cluster-a")
     );
     assert_eq!(apply.events, ["child conflict on web-cluster-a"]);
@@ -235,7 +235,7 @@ fn a_real_reconcile_exports_its_span_tree() {
         });
     for (key, value) in [
         ("controller", "traced"),
-        ("context", "control"),
+        ("cluster", "control"),
         ("namespace", "traced"),
     ] {
         assert_eq!(
@@ -253,7 +253,7 @@ fn a_real_reconcile_exports_its_span_tree() {
         .find(|s| s.name == "apply" && s.parent_span_id == reconcile.span_id)
         .unwrap_or_else(|| panic!("no apply span under the reconcile: {spans:?}"));
     assert_eq!(
-        apply.attributes.get("context").map(String::as_str),
+        apply.attributes.get("cluster").map(String::as_str),
         Some("control")
     );
     assert!(

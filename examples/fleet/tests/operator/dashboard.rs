@@ -28,12 +28,12 @@ fn the_lexer_finds_metrics_labels_and_functions() {
         [(
             "kubeplex_cluster_ping_seconds_bucket".to_owned(),
             vec![
-                ("context".to_owned(), "$cluster".to_owned()),
+                ("cluster".to_owned(), "$cluster".to_owned()),
                 ("x".to_owned(), "a}b".to_owned())
             ]
         )]
     );
-    assert_eq!(found.grouping, ["context", "le"]);
+    assert_eq!(found.grouping, ["cluster", "le"]);
     assert_eq!(found.functions, ["histogram_quantile", "sum", "rate"]);
     let found = refs("max_over_time(kubeplex_cluster_up[5m]) == 0");
     assert_eq!(found.series, [("kubeplex_cluster_up".to_owned(), vec![])]);
@@ -89,13 +89,13 @@ fn every_panel_queries_known_metrics_only() {
         for expr in exprs {
             let origin = format!("panel {title:?}");
             check_expr(&origin, expr);
-            // The $cluster selector filters every series that has a context.
+            // The $cluster selector filters every series that has a cluster.
             for (series, matchers) in refs(expr).series {
-                if series_labels(&series).unwrap().contains("context") {
+                if series_labels(&series).unwrap().contains("cluster") {
                     assert!(
                         matchers
                             .iter()
-                            .any(|(label, value)| label == "context" && value == "$cluster"),
+                            .any(|(label, value)| label == "cluster" && value == "$cluster"),
                         "{origin}: `{expr}`: {series} is not filtered by cluster=~\"$cluster\""
                     );
                 }
@@ -115,15 +115,15 @@ fn the_required_panels_exist() {
     let dashboard = dashboard();
     let panels = panels(&dashboard);
     let required = [
-        ("Context up", "kubeplex_cluster_up"),
-        ("Errors by context", "kubeplex_cluster_healthchecks_total"),
-        ("Errors by context", "kubeplex_children_applied_total"),
+        ("Cluster up", "kubeplex_cluster_up"),
+        ("Errors by cluster", "kubeplex_cluster_healthchecks_total"),
+        ("Errors by cluster", "kubeplex_children_applied_total"),
         (
-            "Reconcile rate by context",
+            "Reconcile rate by cluster",
             "controller_runtime_reconcile_total",
         ),
         (
-            "Reconcile errors by context",
+            "Reconcile errors by cluster",
             "controller_runtime_reconcile_errors_total",
         ),
         (
@@ -132,7 +132,7 @@ fn the_required_panels_exist() {
         ),
         ("Queue depth", "workqueue_depth"),
         (
-            "Cache objects per context and kind",
+            "Cache objects per cluster and kind",
             "kubeplex_cache_objects",
         ),
         ("Blocked deletions", "kubeplex_parent_deletion_blocked"),
@@ -159,16 +159,16 @@ fn the_required_panels_exist() {
         .map(|e| e.split_whitespace().collect())
         .collect();
     for quantile in ["0.5", "0.99"] {
-        let wanted = format!("histogram_quantile({quantile},sumby(context,le)");
+        let wanted = format!("histogram_quantile({quantile},sumby(cluster,le)");
         assert!(
             compact.iter().any(|e| e.starts_with(&wanted)),
-            "the latency panel has no p{quantile} by context: {compact:?}"
+            "the latency panel has no p{quantile} by cluster: {compact:?}"
         );
     }
 }
 
 #[test]
-fn the_variables_are_the_data_source_and_the_context() {
+fn the_variables_are_the_data_source_and_the_cluster() {
     let dashboard = dashboard();
     let variables = dashboard["templating"]["list"]
         .as_array()
@@ -183,23 +183,23 @@ fn the_variables_are_the_data_source_and_the_context() {
     assert_eq!(source["type"], "datasource");
     assert_eq!(source["query"], "prometheus");
 
-    let context = variable("context");
-    assert_eq!(context["type"], "query");
-    assert_eq!(context["datasource"]["uid"], "${DS_PROMETHEUS}");
-    assert_eq!(context["multi"], true);
-    assert_eq!(context["includeAll"], true);
+    let cluster = variable("cluster");
+    assert_eq!(cluster["type"], "query");
+    assert_eq!(cluster["datasource"]["uid"], "${DS_PROMETHEUS}");
+    assert_eq!(cluster["multi"], true);
+    assert_eq!(cluster["includeAll"], true);
     // Grafana's `label_values(metric, label)`: the metric must have the label.
-    let query = context["query"]["query"].as_str().expect("query.query");
-    assert_eq!(context["definition"], query);
+    let query = cluster["query"]["query"].as_str().expect("query.query");
+    assert_eq!(cluster["definition"], query);
     let (metric, label) = query
         .strip_prefix("label_values(")
         .and_then(|q| q.strip_suffix(')'))
         .and_then(|q| q.split_once(','))
         .unwrap_or_else(|| panic!("not label_values(metric, label): {query}"));
     let labels = series_labels(metric.trim())
-        .unwrap_or_else(|| panic!("the context variable reads {metric}, which is not exported"));
-    assert_eq!(label.trim(), "context");
-    assert!(labels.contains("context"));
+        .unwrap_or_else(|| panic!("the cluster variable reads {metric}, which is not exported"));
+    assert_eq!(label.trim(), "cluster");
+    assert!(labels.contains("cluster"));
 
     // Import through the UI asks for the data source once.
     assert_eq!(dashboard["__inputs"][0]["name"], "DS_PROMETHEUS");

@@ -153,7 +153,7 @@ fn expect(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn metrics_follow_each_context_through_the_scenario() {
+async fn metrics_follow_each_cluster_through_the_scenario() {
     let mut stage = stage("metrics").await;
     let b = stage.relay(Fleet::ClusterB).await;
     let manager = stage.manager().probes("127.0.0.1:0").ping_interval(PING);
@@ -161,7 +161,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
     let address = running.probe_address().unwrap();
     // Every result (the example asks to run again in an hour: `requeue`) of the control context.
     let reconciles = |m: &Exposition| {
-        let labels = [("controller", CONTROLLER), ("context", "control")];
+        let labels = [("controller", CONTROLLER), ("cluster", "control")];
         values(m, "controller_runtime_reconcile", &labels).sum::<f64>()
     };
     let before = reconciles(&scrape(address).await);
@@ -178,7 +178,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
         for cluster in ["cluster-a", "cluster-b"] {
             let labels = [
                 ("controller", CONTROLLER),
-                ("context", cluster),
+                ("cluster", cluster),
                 ("kind", "Deployment.apps/v1"),
                 ("result", "success"),
             ];
@@ -191,10 +191,10 @@ async fn metrics_follow_each_context_through_the_scenario() {
         Ok(())
     })
     .await;
-    let metrics = eventually(address, "every context up and pinged", |m| {
+    let metrics = eventually(address, "every cluster up and pinged", |m| {
         for cluster in ["control", "cluster-a", "cluster-b"] {
-            expect(m, "kubeplex_cluster_up", &[("context", cluster)], 1.0)?;
-            let labels = [("context", cluster), ("result", "success")];
+            expect(m, "kubeplex_cluster_up", &[("cluster", cluster)], 1.0)?;
+            let labels = [("cluster", cluster), ("result", "success")];
             if value(m, "kubeplex_cluster_healthchecks", &labels).unwrap_or(0.0) < 1.0 {
                 return Err(format!("{cluster} not pinged yet"));
             }
@@ -205,7 +205,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
     let time = value(
         &metrics,
         "controller_runtime_reconcile_time_seconds",
-        &[("context", "control")],
+        &[("cluster", "control")],
     );
     assert!(
         time.unwrap_or(0.0) >= 3.0,
@@ -215,7 +215,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
         &metrics,
         "kubeplex_cache_objects",
         &[
-            ("context", "cluster-a"),
+            ("cluster", "cluster-a"),
             ("kind", "Deployment.apps/v1"),
             ("namespace", stage.children[0].as_str()),
         ],
@@ -235,7 +235,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
     b.cut();
     let frozen = tokio::time::Instant::now();
     let metrics = eventually(address, "cluster-b down while frozen", |m| {
-        expect(m, "kubeplex_cluster_up", &[("context", "cluster-b")], 0.0)
+        expect(m, "kubeplex_cluster_up", &[("cluster", "cluster-b")], 0.0)
     })
     .await;
     let took = frozen.elapsed();
@@ -244,16 +244,16 @@ async fn metrics_follow_each_context_through_the_scenario() {
         "cluster-b's kubeplex_cluster_up dropped {took:?} after the freeze, not within {within:?}"
     );
     // The scrape that showed cluster-b down shows cluster-a still up.
-    let a_up = value(&metrics, "kubeplex_cluster_up", &[("context", "cluster-a")]);
+    let a_up = value(&metrics, "kubeplex_cluster_up", &[("cluster", "cluster-a")]);
     assert_eq!(a_up, Some(1.0), "cluster-a while cluster-b is frozen");
     b.open();
     eventually(address, "cluster-b up when thawed", |m| {
-        expect(m, "kubeplex_cluster_up", &[("context", "cluster-b")], 1.0)
+        expect(m, "kubeplex_cluster_up", &[("cluster", "cluster-b")], 1.0)
     })
     .await;
 
     // A parent deleted while cluster-b is stopped waits for it: blocked 1, and 0 once it is back.
-    let blocked = [("controller", CONTROLLER), ("context", "cluster-b")];
+    let blocked = [("controller", CONTROLLER), ("cluster", "cluster-b")];
     b.refuse();
     let apps = stage.apps().await;
     apps.delete("metrics-1", &DeleteParams::default())
@@ -261,7 +261,7 @@ async fn metrics_follow_each_context_through_the_scenario() {
         .unwrap();
     eventually(address, "deletion blocked on cluster-b", |m| {
         expect(m, "kubeplex_parent_deletion_blocked", &blocked, 1.0)?;
-        expect(m, "kubeplex_cluster_up", &[("context", "cluster-b")], 0.0)
+        expect(m, "kubeplex_cluster_up", &[("cluster", "cluster-b")], 0.0)
     })
     .await;
     b.open();

@@ -266,3 +266,44 @@ fn only_a_user_whose_credentials_come_from_the_plugin_runs_it() {
     assert!(CredentialPlugin::of(&only_exec, DEFAULT_PLUGIN_TIMEOUT).is_some());
     assert!(CredentialPlugin::of(&AuthInfo::default(), DEFAULT_PLUGIN_TIMEOUT).is_none());
 }
+
+/// An executable in `dir` that exits 0, and a handle that holds it open for writing (so it is busy).
+fn busy_program(dir: &Path) -> (std::path::PathBuf, std::fs::File) {
+    let path = dir.join("busy");
+    std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    (path, writer)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plugin_file_busy_for_a_moment_is_started_once_it_is_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writer) = busy_program(dir.path());
+    let mut command = std::process::Command::new(&path);
+    let started = tokio::spawn(async move { spawn(&mut command).await.map(|mut c| c.wait()) });
+    // On a current-thread runtime the spawned task runs its first try here: refused, it pauses.
+    tokio::task::yield_now().await;
+    assert!(
+        !started.is_finished(),
+        "the first try waits out the busy file"
+    );
+    drop(writer);
+    let status = started
+        .await
+        .unwrap()
+        .expect("started once the file is free");
+    assert!(status.unwrap().success());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plugin_file_busy_for_good_is_refused_after_a_few_tries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _writer) = busy_program(dir.path());
+    let began = tokio::time::Instant::now();
+    let error = spawn(&mut std::process::Command::new(&path))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::ExecutableFileBusy);
+    assert_eq!(began.elapsed(), BUSY_PAUSE * (BUSY_TRIES - 1));
+}

@@ -9,7 +9,7 @@ use crate::controller::Reconcile;
 use crate::core::Cluster;
 use crate::engine::engine::{Engine, Primary, ReconcileKey};
 use crate::executor::KeySender;
-use crate::watch::{ChangeFilter, ChildCache, ChildChange, SharedWatch};
+use crate::watch::{ChangeFilter, ChildCache, ChildChangeKind, SharedWatch};
 
 impl<R: Reconcile> Engine<R> {
     /// Subscribes `keys` to the primary watch of `context`: every cached object first, then each change
@@ -39,8 +39,8 @@ impl<R: Reconcile> Engine<R> {
         let within = plan.health_debounce();
         cache.subscribe_parents(Box::new(move |parent, change| {
             match (Self::key_for(&plan, &parent), change) {
-                (Some(key), ChildChange::Object) => keys.send(key),
-                (Some(key), ChildChange::Health) => keys.send_within(key, within),
+                (Some(key), ChildChangeKind::Object) => keys.send(key),
+                (Some(key), ChildChangeKind::Health) => keys.send_within(key, within),
                 (None, _) => keys.is_open(),
             }
         }));

@@ -13,26 +13,26 @@ pub(crate) enum Type {
 
 /// Every metric `/metrics` exposes: name (counters with their `_total`), type, labels.
 pub(crate) const METRICS: &[(&str, Type, &[&str])] = &[
-    // controller-runtime compatible, plus `context`.
+    // controller-runtime compatible, plus `cluster`.
     (
         "controller_runtime_reconcile_total",
         Type::Counter,
-        &["controller", "context", "result"],
+        &["controller", "cluster", "result"],
     ),
     (
         "controller_runtime_reconcile_errors_total",
         Type::Counter,
-        &["controller", "context"],
+        &["controller", "cluster"],
     ),
     (
         "controller_runtime_reconcile_panics_total",
         Type::Counter,
-        &["controller", "context"],
+        &["controller", "cluster"],
     ),
     (
         "controller_runtime_reconcile_time_seconds",
         Type::Histogram,
-        &["controller", "context"],
+        &["controller", "cluster"],
     ),
     (
         "controller_runtime_active_workers",
@@ -76,64 +76,64 @@ pub(crate) const METRICS: &[(&str, Type, &[&str])] = &[
         Type::Gauge,
         &["name", "controller"],
     ),
-    // Keys waiting per context or member (fair dispatch's groups).
+    // Keys waiting per cluster or member (fair dispatch's groups).
     (
         "kubeplex_queue_depth",
         Type::Gauge,
-        &["controller", "context"],
+        &["controller", "cluster"],
     ),
-    // Children in each context's cache by their health.
+    // Children in each cluster's cache by their health.
     (
         "kubeplex_children",
         Type::Gauge,
-        &["controller", "context", "health"],
+        &["controller", "cluster", "health"],
     ),
-    // kubeplex's own, per context.
-    ("kubeplex_cluster_up", Type::Gauge, &["context"]),
+    // kubeplex's own, per cluster.
+    ("kubeplex_cluster_up", Type::Gauge, &["cluster"]),
     (
         "kubeplex_cluster_healthchecks_total",
         Type::Counter,
-        &["context", "result"],
+        &["cluster", "result"],
     ),
     (
         "kubeplex_cluster_ping_seconds",
         Type::Histogram,
-        &["context"],
+        &["cluster"],
     ),
     (
         "kubeplex_watch_events_total",
         Type::Counter,
-        &["context", "kind", "namespace", "type"],
+        &["cluster", "kind", "namespace", "type"],
     ),
     (
         "kubeplex_watch_restarts_total",
         Type::Counter,
-        &["context", "kind", "namespace", "reason"],
+        &["cluster", "kind", "namespace", "reason"],
     ),
     (
         "kubeplex_cache_objects",
         Type::Gauge,
-        &["context", "kind", "namespace"],
+        &["cluster", "kind", "namespace"],
     ),
     (
         "kubeplex_cache_last_event_age_seconds",
         Type::Gauge,
-        &["context", "kind", "namespace"],
+        &["cluster", "kind", "namespace"],
     ),
     (
         "kubeplex_children_applied_total",
         Type::Counter,
-        &["controller", "context", "kind", "result"],
+        &["controller", "cluster", "kind", "result"],
     ),
     (
         "kubeplex_children_pruned_total",
         Type::Counter,
-        &["controller", "context", "kind"],
+        &["controller", "cluster", "kind"],
     ),
     (
         "kubeplex_parent_deletion_blocked",
         Type::Gauge,
-        &["controller", "context"],
+        &["controller", "cluster"],
     ),
     (
         "kubeplex_member_changes_total",

@@ -7,12 +7,12 @@ use crate::members::{
 };
 
 /// The member provider and how its changes are carried out.
-pub(super) struct FleetOptions {
-    pub(super) provider: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
-    pub(super) at_once: usize,
-    pub(super) give_up_after: Option<Duration>,
+pub(in crate::manager) struct FleetOptions {
+    pub(in crate::manager) provider: Option<(Box<dyn MemberProvider>, LeavePolicy)>,
+    pub(in crate::manager) at_once: usize,
+    pub(in crate::manager) give_up_after: Option<Duration>,
     /// What member kubeconfigs may contain beyond inline credentials.
-    pub(super) allowlist: KubeconfigAllowlist,
+    pub(in crate::manager) allowlist: KubeconfigAllowlist,
 }
 
 impl Default for FleetOptions {

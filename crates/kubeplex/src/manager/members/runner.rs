@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::change::Changes;
 use super::join_retries::JoinRetries;
-use super::member_change::Changes;
 use crate::client::PoolConfig;
 use crate::members::{
     Change, Command, FixedClients, KubeconfigAllowlist, LeavePolicy, MemberChanges, MemberProvider,
@@ -24,7 +24,7 @@ use crate::readiness::{Phase, Pings};
 use crate::runtime::Runtime;
 
 /// How many provider changes may wait for the runner to take them.
-pub(super) const COMMANDS_WAITING: usize = 64;
+pub(in crate::manager) const COMMANDS_WAITING: usize = 64;
 /// How many rejected members may wait to be read again.
 const RELOADS_WAITING: usize = 64;
 /// After a reload, how long a member whose credentials are still rejected is only reported, not reloaded
@@ -38,7 +38,7 @@ const SLOW_AFTER: Duration = Duration::from_secs(10);
 const SLOW_AGAIN_AFTER: Duration = Duration::from_secs(300);
 
 /// What the runner needs besides the commands.
-pub(super) struct MemberRunner {
+pub(in crate::manager) struct MemberRunner {
     pub(crate) runtime: Arc<Runtime>,
     pub(crate) pool: PoolConfig,
     pub(crate) pings: Arc<Pings>,
