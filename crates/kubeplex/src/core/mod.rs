@@ -1,6 +1,6 @@
 //! The foundations every layer uses: actions, contexts and targets, errors and how they read, resource
 //! bounds, ownership labels, status types, the failure wording shared by probes, logs and statuses,
-//! redaction and logging defaults. Imports nothing of the crate.
+//! redaction, logging defaults and the throttle of repeated warnings. Imports nothing of the crate.
 
 mod action;
 mod capacity;
@@ -15,6 +15,7 @@ mod error;
 mod failure;
 mod grant;
 mod health_rules;
+mod log_throttle;
 mod logging;
 mod ownership;
 mod redact;
@@ -43,6 +44,7 @@ pub(crate) use failure::{
 pub use grant::Grant;
 pub(crate) use grant::events_grant;
 pub(crate) use health_rules::builtin_rule;
+pub(crate) use log_throttle::{Line, LogThrottle};
 pub use logging::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
