@@ -1,6 +1,7 @@
 //! The foundations every layer uses: actions, contexts and targets, errors and how they read, resource
-//! bounds, ownership labels, status types, the failure wording shared by probes, logs and statuses,
-//! redaction, logging defaults and the throttle of repeated warnings. Imports nothing of the crate.
+//! bounds, ownership labels, status types and the memo of a controller's own writes, the failure wording
+//! shared by probes, logs and statuses, redaction, logging defaults and the throttle of repeated warnings.
+//! Imports nothing of the crate.
 
 mod action;
 mod capacity;
@@ -18,6 +19,7 @@ mod health_rules;
 mod log_throttle;
 mod logging;
 mod ownership;
+mod recent_writes;
 mod redact;
 mod resource;
 mod status;
@@ -51,6 +53,7 @@ pub use ownership::{
 };
 pub(crate) use ownership::{ParentRef, unlink_patch};
 pub(crate) use ownership::{written_by, written_by_its_controller, written_marker};
+pub use recent_writes::RecentWrites;
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};
