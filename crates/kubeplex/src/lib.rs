@@ -105,9 +105,12 @@ pub mod fleet {
 }
 
 /// What kubeplex writes into a parent's status: each cluster's state and its children's health
-/// (docs/ownership.md, "Status").
+/// (docs/ownership.md, "Status"); and the memo of a reconciler's own status writes its cache does not show
+/// yet (docs/reconcile.md).
 pub mod status {
-    pub use crate::core::{ClusterHealth, ClusterState, ClusterStatus, Condition, FleetStatus};
+    pub use crate::core::{
+        ClusterHealth, ClusterState, ClusterStatus, Condition, FleetStatus, RecentWrites,
+    };
 }
 
 /// A child's health, and the rules that judge it (docs/ownership.md, "Children's health").

@@ -57,7 +57,7 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     let secrets = KubeconfigSecrets::new(Fleet::Control, MEMBERS_NAMESPACE, MEMBER_SELECTOR);
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .probes("127.0.0.1:0")
-        .controller(AppDeployer)
+        .controller(AppDeployer::default())
         .members(secrets, LeavePolicy::Delete)
         .start()
         .await?;

@@ -10,6 +10,7 @@ use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Resource as _, ResourceExt};
 use kubeplex::prelude::*;
+use kubeplex::status::RecentWrites;
 
 use crate::rollout::{self, ClusterView, IMAGE_ANNOTATION, RolloutEvent, Seen};
 use crate::{AppDeployment, Fleet, RolloutStatus};
@@ -18,6 +19,8 @@ use crate::{AppDeployment, Fleet, RolloutStatus};
 /// two namespaces of both child clusters and of every member of the fleet (clusters that join at run time:
 /// `fleet run --members-from-secrets`, docs/fleets.md). The runtime watches all of them, keeps a finalizer
 /// on each `AppDeployment` until its Deployments are gone everywhere, and writes the per-cluster status.
+///
+/// One per manager (`AppDeployer::default()`): it remembers the rollout statuses it wrote.
 #[controller(
     crd = AppDeployment,
     contexts = [Fleet::Control],
@@ -26,7 +29,14 @@ use crate::{AppDeployment, Fleet, RolloutStatus};
     finalizer = "demo.kubeplex.dev/cleanup",
     error_requeue = "5s",
 )]
-pub struct AppDeployer;
+#[derive(Default)]
+pub struct AppDeployer {
+    /// The rollout statuses (`status.rollout`) this reconciler wrote lately, for the moments the parent's
+    /// cache trails them: a reconcile that starts before the cache shows a write must compare with what
+    /// was written, or it would tell a transition twice and give a cluster behind a record older than its
+    /// last one.
+    written: RecentWrites<Option<RolloutStatus>>,
+}
 
 /// Why a reconcile of an `AppDeployment` failed.
 #[derive(Debug, thiserror::Error)]
@@ -67,8 +77,11 @@ impl Reconcile for AppDeployer {
                     cx.child(cluster.clone(), deployment_for(&app, namespace))?;
                 }
             }
-            let before = rollout::WRITTEN.rollout_of(&app);
-            if let Err(error) = write_rollout_status(&app, cx, before.as_ref(), None).await {
+            let before = rollout::rollout_of(&app, &self.written);
+            if let Err(error) = self
+                .write_rollout_status(&app, cx, before.as_ref(), None)
+                .await
+            {
                 log_failed_write(&app, cx, &error);
             }
             return Ok(Action::requeue(Duration::from_secs(3600)));
@@ -86,14 +99,17 @@ impl Reconcile for AppDeployer {
             })
             .collect();
         // The parent's status.rollout, or what this process wrote last when the cache does not show it yet.
-        let before = rollout::WRITTEN.rollout_of(&app);
+        let before = rollout::rollout_of(&app, &self.written);
         let given = (before.as_ref()).map_or_else(Default::default, |r| r.clusters.clone());
         let decision = rollout::decide(&app.spec.image, &namespaces, &clusters, &given);
         // The record of what each cluster is given is written before any of it is applied: were it lost,
         // a cluster behind whose cache has no Deployment would get the new image early.
         // Its Events are told once the status says so: a failed write tells them with the next one.
         let now = Some(&decision.status);
-        match write_rollout_status(&app, cx, before.as_ref(), now).await {
+        match self
+            .write_rollout_status(&app, cx, before.as_ref(), now)
+            .await
+        {
             Ok(()) => {
                 for event in rollout::rollout_events(before.as_ref(), &decision.status) {
                     publish(&app, cx, event).await;
@@ -131,32 +147,36 @@ impl Reconcile for AppDeployer {
 /// source so the runtime still sees what it is (a write fenced off from a replica that lost its lease).
 type WriteError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Writes the rollout's part of the parent's status (`status.rollout`) when it changed from `before`, as a
-/// field manager of its own beside kubeplex's; `None` removes it. A failure is the caller's to judge: a
-/// reconcile that changes what a cluster is given fails with it, other changes wait for the next reconcile.
-async fn write_rollout_status(
-    app: &AppDeployment,
-    cx: &Cx<Fleet>,
-    before: Option<&RolloutStatus>,
-    rollout: Option<&RolloutStatus>,
-) -> Result<(), WriteError> {
-    if before == rollout {
-        return Ok(());
+impl AppDeployer {
+    /// Writes the rollout's part of the parent's status (`status.rollout`) when it changed from `before`,
+    /// as a field manager of its own beside kubeplex's; `None` removes it. A failure is the caller's to
+    /// judge: a reconcile that changes what a cluster is given fails with it, other changes wait for the
+    /// next reconcile.
+    async fn write_rollout_status(
+        &self,
+        app: &AppDeployment,
+        cx: &Cx<Fleet>,
+        before: Option<&RolloutStatus>,
+        rollout: Option<&RolloutStatus>,
+    ) -> Result<(), WriteError> {
+        if before == rollout {
+            return Ok(());
+        }
+        let mut status = serde_json::Map::new();
+        if let Some(rollout) = rollout {
+            status.insert("rollout".into(), serde_json::json!(rollout));
+        }
+        let patch = serde_json::json!({
+            "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
+        });
+        let manager = format!("{}-rollout", cx.controller());
+        let api = cx.api::<AppDeployment>(cx.cluster(), &app.namespace().unwrap_or_default())?;
+        let params = PatchParams::apply(&manager).force();
+        let written = (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))).await?;
+        let version = written.metadata.resource_version.as_deref();
+        self.written.record(app, version, rollout.cloned());
+        Ok(())
     }
-    let mut status = serde_json::Map::new();
-    if let Some(rollout) = rollout {
-        status.insert("rollout".into(), serde_json::json!(rollout));
-    }
-    let patch = serde_json::json!({
-        "apiVersion": "demo.kubeplex.dev/v1", "kind": "AppDeployment", "status": status,
-    });
-    let manager = format!("{}-rollout", cx.controller());
-    let api = cx.api::<AppDeployment>(cx.cluster(), &app.namespace().unwrap_or_default())?;
-    let params = PatchParams::apply(&manager).force();
-    let written = (api.patch_status(&app.name_any(), &params, &Patch::Apply(&patch))).await?;
-    let version = written.metadata.resource_version.as_deref();
-    rollout::WRITTEN.record(app, version, rollout.cloned());
-    Ok(())
 }
 
 fn log_failed_write(app: &AppDeployment, cx: &Cx<Fleet>, error: &WriteError) {

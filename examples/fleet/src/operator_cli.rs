@@ -165,7 +165,7 @@ impl OperatorFlags {
         };
         let manager = members.add_to(manager)?;
         // The attribute's namespaces, replaced by the flags' (checked when the manager starts).
-        Ok(manager.controller_with(AppDeployer, |plan| {
+        Ok(manager.controller_with(AppDeployer::default(), |plan| {
             plan.with_namespaces([namespace])
                 .child_namespaces::<Deployment>(child_namespaces)
         }))

@@ -11,18 +11,28 @@
 
 use std::collections::BTreeMap;
 
+use kubeplex::status::RecentWrites;
 use kubeplex::{health::ChildHealth, health::Health};
 
-use crate::app::{RolloutPhase, RolloutStatus};
+use crate::app::{AppDeployment, RolloutPhase, RolloutStatus};
 
 mod events;
-mod written;
 
 pub use events::{RolloutEvent, rollout_events};
-pub(crate) use written::WRITTEN;
 
 /// The annotation on each Deployment naming the image the deployer gave it.
 pub const IMAGE_ANNOTATION: &str = "demo.kubeplex.dev/image";
+
+/// `app`'s `status.rollout` as the deployer last wrote it (`written`), while the cached `app` is older than
+/// that write; else as the cached `app` has it.
+pub(crate) fn rollout_of(
+    app: &AppDeployment,
+    written: &RecentWrites<Option<RolloutStatus>>,
+) -> Option<RolloutStatus> {
+    written
+        .newer_than(app)
+        .unwrap_or_else(|| app.status.as_ref().and_then(|s| s.rollout.clone()))
+}
 
 /// A Deployment of the parent as its cluster's cache has it.
 #[derive(Clone, Debug, PartialEq, Eq)]

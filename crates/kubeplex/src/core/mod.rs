@@ -1,6 +1,7 @@
 //! The foundations every layer uses: actions, contexts and targets, errors and how they read, resource
-//! bounds, ownership labels, status types, the failure wording shared by probes, logs and statuses,
-//! redaction and logging defaults. Imports nothing of the crate.
+//! bounds, ownership labels, status types and the memo of a controller's own writes, the failure wording
+//! shared by probes, logs and statuses, redaction, logging defaults and the throttle of repeated warnings.
+//! Imports nothing of the crate.
 
 mod action;
 mod capacity;
@@ -15,8 +16,10 @@ mod error;
 mod failure;
 mod grant;
 mod health_rules;
+mod log_throttle;
 mod logging;
 mod ownership;
+mod recent_writes;
 mod redact;
 mod resource;
 mod status;
@@ -43,12 +46,14 @@ pub(crate) use failure::{
 pub use grant::Grant;
 pub(crate) use grant::events_grant;
 pub(crate) use health_rules::builtin_rule;
+pub(crate) use log_throttle::{Line, LogThrottle};
 pub use logging::{DEFAULT_LOG_FILTER, QUIET_DIRECTIVES, log_filter};
 pub use ownership::{
     CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL,
 };
 pub(crate) use ownership::{ParentRef, unlink_patch};
 pub(crate) use ownership::{written_by, written_by_its_controller, written_marker};
+pub use recent_writes::RecentWrites;
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};

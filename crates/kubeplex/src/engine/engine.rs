@@ -159,10 +159,10 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) no_status: std::sync::atomic::AtomicBool,
     /// The queue of the current term as leader, where every source of keys sends.
     pub(crate) term_keys: crate::engine::intake::term_keys::TermKeys<ReconcileKey<R>>,
-    /// The statuses this controller wrote lately, until the cache shows them.
-    pub(crate) written_status: crate::engine::status::recent_writes::WrittenStatus,
+    /// kubeplex's part of the statuses this controller wrote lately, until the cache shows them.
+    pub(crate) written_status: crate::core::RecentWrites<crate::core::FleetStatus>,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
-    pub(crate) finalized: crate::engine::status::recent_writes::Finalized,
+    pub(crate) finalized: crate::engine::status::finalized::Finalized,
     /// The parents (UIDs) whose children in some context were abandoned by the abandon policy: a child of
     /// theirs that shows up again (its cluster answers again) is left where it is, as recorded.
     pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,

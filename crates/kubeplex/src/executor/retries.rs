@@ -1,6 +1,6 @@
 //! Work tried again by key, each with its own backoff: what failed, when it is due again, and whether its
-//! failure is worth a `warn` line (when its cause changes, and while it stays the same once in
-//! [`LOG_AGAIN_AFTER`]); the rest of its failures are for `debug`.
+//! failure is worth a `warn` line (a [`LogThrottle`] per key: when its cause changes, and while it stays the
+//! same once in [`LOG_AGAIN_AFTER`]); the rest of its failures are for `debug`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::RetryBackoff;
+use crate::core::LogThrottle;
 
 /// While a key keeps failing for the same cause, how often that is worth a `warn` line again.
 pub(crate) const LOG_AGAIN_AFTER: Duration = Duration::from_secs(600);
@@ -24,8 +25,8 @@ struct Retrying<V> {
     backoff: RetryBackoff,
     /// When it is tried again, with what (`None` once taken or superseded, until it fails again).
     due: Option<(Instant, V)>,
-    /// The last cause worth a `warn` line, and when.
-    logged: Option<(String, Instant)>,
+    /// Which of its failures are worth a `warn` line.
+    logged: LogThrottle,
 }
 
 /// What to do about a failure: when it is tried again, and whether to log it at `warn`.
@@ -48,17 +49,11 @@ impl<V> KeyedRetries<V> {
         let retrying = self.keys.entry(key.to_owned()).or_insert_with(|| Retrying {
             backoff: RetryBackoff::new(min, max),
             due: None,
-            logged: None,
+            logged: LogThrottle::new(LOG_AGAIN_AFTER),
         });
         let retry_in = retrying.backoff.next_delay();
-        let now = Instant::now();
-        retrying.due = Some((now + retry_in, value));
-        let warn = retrying.logged.as_ref().is_none_or(|(logged, at)| {
-            logged != cause || now.saturating_duration_since(*at) >= LOG_AGAIN_AFTER
-        });
-        if warn {
-            retrying.logged = Some((cause.to_owned(), now));
-        }
+        retrying.due = Some((Instant::now() + retry_in, value));
+        let warn = retrying.logged.warn(cause);
         Failed { retry_in, warn }
     }
 
@@ -66,7 +61,7 @@ impl<V> KeyedRetries<V> {
     /// Returns whether one of its failures was logged at `warn`.
     pub(crate) fn ended(&mut self, key: &str) -> bool {
         let retrying = self.keys.remove(key);
-        retrying.is_some_and(|r| r.logged.is_some())
+        retrying.is_some_and(|r| r.logged.logged())
     }
 
     /// Newer work of `key` came: the try pending is dropped; the backoff stays.

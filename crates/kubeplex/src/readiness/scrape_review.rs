@@ -17,11 +17,10 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
 
 use super::review_budget::ReviewBudget;
 use super::review_cache::{MAX_VERDICTS, ReviewCache, VERDICT_TTL, digest};
-use crate::core::chain;
+use crate::core::{LogThrottle, chain};
 
 /// The path and verb a scraper must be allowed, as for controller-runtime's metrics.
 pub(super) const METRICS_PATH: &str = "/metrics";
@@ -56,8 +55,8 @@ pub(super) struct ScrapeReview {
     /// Reviews of tokens without a kept verdict: a client trying token after token is held to it.
     budget: Mutex<ReviewBudget>,
     turns: Semaphore,
-    /// The last failure logged, and when.
-    logged: Mutex<Option<(String, Instant)>>,
+    /// Which failures are worth a `warn` line.
+    logged: Mutex<LogThrottle>,
 }
 
 impl ScrapeReview {
@@ -70,7 +69,7 @@ impl ScrapeReview {
             verdicts: Mutex::new(ReviewCache::new(VERDICT_TTL, MAX_VERDICTS)),
             budget: Mutex::new(ReviewBudget::new()),
             turns: Semaphore::new(REVIEWS_AT_ONCE),
-            logged: Mutex::new(None),
+            logged: Mutex::new(LogThrottle::new(LOG_AGAIN_AFTER)),
         }
     }
 
@@ -151,15 +150,9 @@ impl ScrapeReview {
 
     /// `problem` as the answer says it, logged when it changes and then once a minute.
     fn failed(&self, problem: String) -> String {
-        let now = Instant::now();
-        let mut logged = self.logged.lock();
-        let again = match &*logged {
-            Some((last, at)) => *last != problem || now.duration_since(*at) >= LOG_AGAIN_AFTER,
-            None => true,
-        };
-        if again {
+        let warn = self.logged.lock().warn(&problem);
+        if warn {
             tracing::warn!(cluster = %self.context, %problem, "secure metrics: a scrape could not be reviewed");
-            *logged = Some((problem.clone(), now));
         }
         format!("context {}: {problem}", self.context)
     }

@@ -7,6 +7,7 @@ use kube::runtime::watcher;
 use parking_lot::Mutex;
 
 use super::report::WatchReport;
+use crate::core::{Line, LogThrottle};
 
 /// What one watch last said about itself.
 pub(super) struct WatchState {
@@ -17,9 +18,8 @@ pub(super) struct WatchState {
     problem: Option<String>,
     /// The problem is that the server could not be reached (not an answer it gave).
     unreachable: bool,
-    /// Retries of the same problem since it was last logged, and when that was.
-    retries: u32,
-    logged: Option<tokio::time::Instant>,
+    /// Which of its failures are worth a `warn` line, with the retries since the last one.
+    logged: LogThrottle,
 }
 
 /// How often a problem that persists is logged again.
@@ -35,8 +35,7 @@ impl WatchState {
             synced: false,
             problem: None,
             unreachable: false,
-            retries: 0,
-            logged: None,
+            logged: LogThrottle::new(REPEAT_LOG_INTERVAL),
         }
     }
 
@@ -145,29 +144,28 @@ impl WatchHealth {
                 | watcher::Error::WatchFailed(e) if crate::core::is_transport(e)
         );
         let changed = state.problem.replace(problem.clone()).as_ref() != Some(&problem);
-        let now = tokio::time::Instant::now();
+        if changed {
+            // Over in between (listed, or an object came) counts as changed too.
+            state.logged.reset();
+        }
+        let line = state.logged.line(&problem);
         // Each of a context's watches fails on its own: the line names which.
         let kind = state.kind.clone();
         let namespace = state.namespace.clone().unwrap_or_default();
-        if changed {
-            state.retries = 0;
-            state.logged = Some(now);
-            drop(state);
-            tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
-            (self.changed)();
-            return;
+        drop(state);
+        match line {
+            Line::New => {
+                tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
+            }
+            Line::Again { repeats: retries } => {
+                tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
+            }
+            Line::Quiet => {
+                tracing::debug!(cluster = %self.context, %kind, %namespace, %problem, "watch still failing");
+            }
         }
-        state.retries += 1;
-        let due = state
-            .logged
-            .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_INTERVAL);
-        if due {
-            state.logged = Some(now);
-            let retries = std::mem::take(&mut state.retries);
-            drop(state);
-            tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
-        } else {
-            tracing::debug!(cluster = %self.context, %kind, %namespace, %problem, "watch still failing");
+        if changed {
+            (self.changed)();
         }
     }
 

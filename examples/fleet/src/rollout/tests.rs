@@ -375,10 +375,10 @@ fn parent(uid: &str, version: &str, rollout: Option<&RolloutStatus>) -> crate::A
 
 #[test]
 fn a_cache_that_trails_a_write_reads_what_was_written() {
-    let written = written::Written::default();
+    let written = RecentWrites::new();
     let complete = status(OLD, RolloutPhase::Complete, None);
     let halted = status(NEW, RolloutPhase::Halted, Some("cluster-a"));
-    let cached = |uid, version| written.rollout_of(&parent(uid, version, Some(&complete)));
+    let cached = |uid, version| rollout_of(&parent(uid, version, Some(&complete)), &written);
     assert_eq!(
         cached("uid-1", "5"),
         Some(complete.clone()),
@@ -398,7 +398,7 @@ fn a_cache_that_trails_a_write_reads_what_was_written() {
     );
     let caught_up = parent("uid-1", "7", None);
     assert_eq!(
-        written.rollout_of(&caught_up),
+        rollout_of(&caught_up, &written),
         None,
         "the cache is the truth again"
     );

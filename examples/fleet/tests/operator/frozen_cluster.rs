@@ -30,7 +30,7 @@ async fn start_operator(env: &TestEnv) -> Running {
     tokio::time::timeout(
         WAIT,
         Manager::with_kubeconfig(env.kubeconfig().clone())
-            .controller(AppDeployer)
+            .controller(AppDeployer::default())
             .start(),
     )
     .await

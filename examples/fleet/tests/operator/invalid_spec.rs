@@ -110,7 +110,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     api.create(&PostParams::default(), &invalid).await.unwrap();
 
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(AppDeployer)
+        .controller(AppDeployer::default())
         .start()
         .await
         .unwrap();

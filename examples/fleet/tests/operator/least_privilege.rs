@@ -40,7 +40,7 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 async fn operator(kubeconfig: Kubeconfig) -> Running {
     let running = Manager::with_kubeconfig(kubeconfig)
-        .controller(AppDeployer)
+        .controller(AppDeployer::default())
         .start()
         .await
         .expect("the operator starts");

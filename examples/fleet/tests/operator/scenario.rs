@@ -331,7 +331,8 @@ async fn deletion_waits_for_an_unreachable_cluster_and_orphans_nothing() {
     error_requeue = "1s",
     abandon_unreachable_after = "3s",
 )]
-struct AbandoningDeployer;
+#[derive(Default)]
+struct AbandoningDeployer(AppDeployer);
 
 impl kubeplex::Reconcile for AbandoningDeployer {
     type Error = kubeplex_fleet::DeployError;
@@ -340,7 +341,7 @@ impl kubeplex::Reconcile for AbandoningDeployer {
         app: std::sync::Arc<AppDeployment>,
         cx: &kubeplex::Cx<Fleet>,
     ) -> Result<kubeplex::Action, Self::Error> {
-        kubeplex::Reconcile::reconcile(&AppDeployer, app, cx).await
+        kubeplex::Reconcile::reconcile(&self.0, app, cx).await
     }
 }
 
@@ -348,7 +349,7 @@ impl kubeplex::Reconcile for AbandoningDeployer {
 async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
     let mut stage = stage("abandon").await;
     let b = stage.relay(Fleet::ClusterB).await;
-    let running = crate::support::started(stage.manager_with(AbandoningDeployer)).await;
+    let running = crate::support::started(stage.manager_with(AbandoningDeployer::default())).await;
     create_app(&stage, "crd-a", "nginx:1.27", 2).await;
 
     b.refuse();

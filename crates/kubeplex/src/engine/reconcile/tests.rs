@@ -316,9 +316,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
         Arc::new(SharedWatch::fed(store, None)),
     );
     if let Some(written) = written {
-        engine
-            .written_status
-            .record(&object, Some("2".into()), written);
+        engine.written_status.record(&object, Some("2"), written);
     }
     let key = ReconcileKey::<TestController> {
         context: CONTROL_CLUSTER,

@@ -107,7 +107,8 @@ impl<R: Reconcile> Engine<R> {
                 false
             }
             Ok(version) => {
-                self.written_status.record(object, version, status);
+                self.written_status
+                    .record(object, version.as_deref(), status);
                 true
             }
         })

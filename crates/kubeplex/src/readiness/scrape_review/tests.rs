@@ -2,6 +2,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
 
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::*;
 use crate::testing::fake_api;

@@ -119,7 +119,7 @@ impl Stage {
 
     /// A manager with the example's controller in this test's namespaces.
     pub fn manager(&self) -> Manager {
-        self.manager_with(AppDeployer)
+        self.manager_with(AppDeployer::default())
     }
 
     /// The example's operator in this process, started (every context ready); pings every `ping` when given.
