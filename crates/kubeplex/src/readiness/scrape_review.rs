@@ -34,7 +34,7 @@ const LOG_AGAIN_AFTER: Duration = Duration::from_secs(60);
 
 /// What a scrape's credentials allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(super) enum ScrapeAccess {
     /// A token not reviewed lately, past the budget of new tokens' reviews: not reviewed, try again later.
     Throttled,
     /// The user may read the metrics.
@@ -51,7 +51,7 @@ pub(super) struct ScrapeReview {
     context: String,
     /// The audiences a token must be valid for (one of them); none: the API server's own.
     audiences: Vec<String>,
-    verdicts: Mutex<ReviewCache<Verdict>>,
+    verdicts: Mutex<ReviewCache<ScrapeAccess>>,
     /// Reviews of tokens without a kept verdict: a client trying token after token is held to it.
     budget: Mutex<ReviewBudget>,
     turns: Semaphore,
@@ -75,16 +75,19 @@ impl ScrapeReview {
 
     /// The verdict on the value of an `Authorization` header (`None`: there was none); an error when the
     /// API server could not tell, in words that never contain the token.
-    pub(super) async fn review(&self, authorization: Option<&[u8]>) -> Result<Verdict, String> {
+    pub(super) async fn review(
+        &self,
+        authorization: Option<&[u8]>,
+    ) -> Result<ScrapeAccess, String> {
         let Some(token) = authorization.and_then(bearer_token) else {
-            return Ok(Verdict::Unauthenticated);
+            return Ok(ScrapeAccess::Unauthenticated);
         };
         let key = digest(token);
         if let Some(verdict) = self.verdicts.lock().get(&key) {
             return Ok(verdict);
         }
         if !self.budget.lock().take() {
-            return Ok(Verdict::Throttled);
+            return Ok(ScrapeAccess::Throttled);
         }
         let reviewed = tokio::time::timeout(REVIEW_TIMEOUT, async {
             let _turn = self.turns.acquire().await.expect("never closed");
@@ -100,7 +103,7 @@ impl ScrapeReview {
     }
 
     /// A TokenReview, then, for an authenticated user, a SubjectAccessReview.
-    async fn ask(&self, token: &str) -> Result<Verdict, String> {
+    async fn ask(&self, token: &str) -> Result<ScrapeAccess, String> {
         let mut review = json!({
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenReview",
@@ -121,7 +124,7 @@ impl ScrapeReview {
             || (status.audiences.iter().flatten()).any(|a| self.audiences.contains(a));
         let user = match (status.authenticated && audience_ok, status.user) {
             (true, Some(user)) => user,
-            _ => return Ok(Verdict::Unauthenticated),
+            _ => return Ok(ScrapeAccess::Unauthenticated),
         };
         let review = json!({
             "apiVersion": "authorization.k8s.io/v1",
@@ -141,10 +144,10 @@ impl ScrapeReview {
         let answered = answered.map_err(|e| format!("SubjectAccessReview: {}", chain(&e)))?;
         let access: AccessStatus = status_of(&answered)?;
         Ok(if access.allowed {
-            Verdict::Allowed
+            ScrapeAccess::Allowed
         } else {
             let user = user.username.unwrap_or_default();
-            Verdict::Forbidden { user }
+            ScrapeAccess::Forbidden { user }
         })
     }
 

@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use super::scrape_review::{METRICS_PATH, ScrapeReview, Verdict};
+use super::scrape_review::{METRICS_PATH, ScrapeAccess, ScrapeReview};
 use crate::client::Access;
 use crate::core::{Context, Error};
 
@@ -153,21 +153,21 @@ fn routes(scrapes: Arc<Scrapes>) -> Router {
 async fn scrape(State(scrapes): State<Arc<Scrapes>>, headers: HeaderMap) -> Response {
     let authorization = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     match scrapes.review.review(authorization).await {
-        Ok(Verdict::Allowed) => super::probes::metrics_answer(&scrapes.registry),
+        Ok(ScrapeAccess::Allowed) => super::probes::metrics_answer(&scrapes.registry),
         // Too many new tokens lately: no review asked, the caller may try again in a second.
-        Ok(Verdict::Throttled) => (
+        Ok(ScrapeAccess::Throttled) => (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, "1")],
             "Too Many Requests: too many new tokens to review; try again later\n",
         )
             .into_response(),
-        Ok(Verdict::Unauthenticated) => (
+        Ok(ScrapeAccess::Unauthenticated) => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
             "Unauthorized: a bearer token the API server accepts is required\n",
         )
             .into_response(),
-        Ok(Verdict::Forbidden { user }) => {
+        Ok(ScrapeAccess::Forbidden { user }) => {
             tracing::debug!(%user, "secure metrics: a scrape was refused");
             let body = format!("Forbidden: user {user:?} may not get {METRICS_PATH}\n");
             (StatusCode::FORBIDDEN, body).into_response()

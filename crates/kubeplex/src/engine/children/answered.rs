@@ -34,7 +34,7 @@ struct Entry {
 /// A child this process applied for a parent, as the apply answered: what the next apply for the same
 /// parent may take as its own until the watch delivers it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Applied {
+pub(crate) struct Answer {
     pub(crate) uid: String,
     pub(crate) version: Option<String>,
 }
@@ -70,11 +70,11 @@ impl Answered {
         namespace: Option<&str>,
         name: &str,
         parent: &str,
-    ) -> Option<Applied> {
+    ) -> Option<Answer> {
         let key = (namespace.map(str::to_owned), name.to_owned());
         let answered = self.0.lock();
         let entry = answered.get(&key).filter(|e| e.parent == parent)?;
-        Some(Applied {
+        Some(Answer {
             uid: entry.uid.clone()?,
             version: entry.version.clone(),
         })

@@ -54,7 +54,7 @@ async fn an_allowed_user_is_reviewed_once_per_ttl() {
     let (review, requests) = reviewing(true);
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     let seen = requests.all();
     assert_eq!(seen.len(), 2, "{:?}", requests.lines());
@@ -71,14 +71,14 @@ async fn an_allowed_user_is_reviewed_once_per_ttl() {
     tokio::time::advance(VERDICT_TTL - Duration::from_secs(1)).await;
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     assert_eq!(requests.all().len(), 2);
     // After it, reviewed again.
     tokio::time::advance(Duration::from_secs(1)).await;
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     assert_eq!(requests.all().len(), 4);
 }
@@ -86,7 +86,7 @@ async fn an_allowed_user_is_reviewed_once_per_ttl() {
 #[tokio::test(start_paused = true)]
 async fn a_user_without_the_rbac_is_forbidden_and_that_is_kept_too() {
     let (review, requests) = reviewing(false);
-    let forbidden = Verdict::Forbidden {
+    let forbidden = ScrapeAccess::Forbidden {
         user: PROMETHEUS.into(),
     };
     assert_eq!(
@@ -100,15 +100,15 @@ async fn a_user_without_the_rbac_is_forbidden_and_that_is_kept_too() {
 #[tokio::test(start_paused = true)]
 async fn no_token_or_one_the_server_rejects_is_unauthenticated() {
     let (review, requests) = reviewing(true);
-    assert_eq!(review.review(None).await, Ok(Verdict::Unauthenticated));
+    assert_eq!(review.review(None).await, Ok(ScrapeAccess::Unauthenticated));
     assert_eq!(
         review.review(Some(b"Basic YTpi")).await,
-        Ok(Verdict::Unauthenticated)
+        Ok(ScrapeAccess::Unauthenticated)
     );
     assert!(requests.all().is_empty(), "no token, no review");
     assert_eq!(
         review.review(Some(&bearer("garbage"))).await,
-        Ok(Verdict::Unauthenticated)
+        Ok(ScrapeAccess::Unauthenticated)
     );
     assert_eq!(requests.all().len(), 1, "no SubjectAccessReview for nobody");
 }
@@ -131,7 +131,7 @@ async fn a_failing_review_is_an_error_without_the_token_and_is_not_kept() {
     code.store(201, Ordering::Relaxed);
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     assert_eq!(requests.all().len(), 3, "asked again after the failure");
 }
@@ -152,15 +152,15 @@ async fn token_after_token_is_reviewed_within_the_budget_and_known_tokens_still_
     let (review, requests) = reviewing(true);
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     let reviews = || requests.all().len();
     let before = reviews();
     let mut throttled = 0;
     for n in 0..BURST + 10 {
         match review.review(Some(&bearer(&format!("guess-{n}")))).await {
-            Ok(Verdict::Throttled) => throttled += 1,
-            verdict => assert_eq!(verdict, Ok(Verdict::Unauthenticated)),
+            Ok(ScrapeAccess::Throttled) => throttled += 1,
+            verdict => assert_eq!(verdict, Ok(ScrapeAccess::Unauthenticated)),
         }
     }
     // The scraper's own review took one from the burst.
@@ -173,23 +173,23 @@ async fn token_after_token_is_reviewed_within_the_budget_and_known_tokens_still_
     let before = reviews();
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed),
+        Ok(ScrapeAccess::Allowed),
         "a kept verdict needs no budget"
     );
     assert_eq!(
         review.review(Some(&bearer("guess-0"))).await,
-        Ok(Verdict::Unauthenticated),
+        Ok(ScrapeAccess::Unauthenticated),
         "nor does a kept refusal"
     );
     assert_eq!(reviews(), before);
     tokio::time::advance(REFILL_EVERY).await;
     assert_eq!(
         review.review(Some(&bearer("guess-x"))).await,
-        Ok(Verdict::Unauthenticated)
+        Ok(ScrapeAccess::Unauthenticated)
     );
     assert_eq!(
         review.review(Some(&bearer("guess-y"))).await,
-        Ok(Verdict::Throttled)
+        Ok(ScrapeAccess::Throttled)
     );
     assert_eq!(reviews(), before + 1);
 }
@@ -215,7 +215,7 @@ async fn audiences_are_asked_for_and_a_token_valid_for_none_of_them_is_unauthent
     let review = ScrapeReview::new(client, "control", audiences);
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     let asked: Value = serde_json::from_str(&requests.all()[0].body).unwrap();
     assert_eq!(
@@ -225,7 +225,7 @@ async fn audiences_are_asked_for_and_a_token_valid_for_none_of_them_is_unauthent
     for token in ["for-another-service", "no-audience"] {
         assert_eq!(
             review.review(Some(&bearer(token))).await,
-            Ok(Verdict::Unauthenticated),
+            Ok(ScrapeAccess::Unauthenticated),
             "{token}"
         );
     }
@@ -241,7 +241,7 @@ async fn without_audiences_none_are_asked_for() {
     let (review, requests) = reviewing(true);
     assert_eq!(
         review.review(Some(&bearer(TOKEN))).await,
-        Ok(Verdict::Allowed)
+        Ok(ScrapeAccess::Allowed)
     );
     let asked: Value = serde_json::from_str(&requests.all()[0].body).unwrap();
     assert_eq!(asked["spec"].get("audiences"), None, "{asked}");
