@@ -17,7 +17,7 @@ use crate::watch::WatchRegistry;
 pub(crate) struct Runtime {
     pub(crate) pool: ClientPool,
     pub(crate) watches: WatchRegistry,
-    pub(crate) health: Arc<Readiness>,
+    pub(crate) readiness: Arc<Readiness>,
     pub(crate) metrics: Metrics,
     /// Whether this replica leads: its controllers run only while it does.
     pub(crate) role: watch::Receiver<Role>,

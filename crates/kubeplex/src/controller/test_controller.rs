@@ -60,11 +60,11 @@ pub(crate) fn runtime(control: Client, cluster_a: Client) -> Arc<Runtime> {
 pub(crate) fn runtime_of(
     clients: impl IntoIterator<Item = (&'static str, Client)>,
 ) -> Arc<Runtime> {
-    let health = Arc::new(Readiness::default());
+    let readiness = Arc::new(Readiness::default());
     Arc::new(Runtime {
         pool: ClientPool::from_clients(clients),
-        watches: WatchRegistry::new(health.clone(), Default::default()),
-        health,
+        watches: WatchRegistry::new(readiness.clone(), Default::default()),
+        readiness,
         metrics: Default::default(),
         role: tokio::sync::watch::channel(crate::client::Role::sole()).1,
         shards: None,

@@ -148,7 +148,7 @@ impl<R: Reconcile> Engine<R> {
         {
             let arrivals = self.fan_out(places, shard, |place, client| {
                 let desired = desired.remove(&*place.name).unwrap_or_default();
-                let live = self.runtime.health.is_context_ready(&place.name);
+                let live = self.runtime.readiness.is_context_ready(&place.name);
                 let (name, watches) = (place.name.clone(), place.watches.clone());
                 let (link, changes) = (&link, &changes);
                 async move {

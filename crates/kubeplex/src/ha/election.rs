@@ -38,7 +38,7 @@ impl Election {
         election: LeaderElection,
         access: Access,
         fence: Fence,
-        health: Arc<Readiness>,
+        readiness: Arc<Readiness>,
     ) -> crate::core::Result<Self> {
         let api =
             lease_api(&access, &election).map_err(|reason| crate::core::Error::LeaderElection {
@@ -57,12 +57,12 @@ impl Election {
             role: if role.leader { "leader" } else { "standby" },
             holder: role.holder.clone(),
         };
-        health.set_leadership(report(&reported.borrow()));
+        readiness.set_leadership(report(&reported.borrow()));
         let task = tokio::spawn(async move {
             let reporting = async {
                 while reported.changed().await.is_ok() {
                     let now = report(&reported.borrow_and_update());
-                    health.set_leadership(now);
+                    readiness.set_leadership(now);
                 }
             };
             tokio::select! {
@@ -85,7 +85,7 @@ impl Election {
         access: Access,
         member: Fence,
         state: Arc<ShardState>,
-        health: Arc<Readiness>,
+        readiness: Arc<Readiness>,
     ) -> crate::core::Result<Self> {
         let api =
             lease_api(&access, &sharding.lease).map_err(|reason| crate::core::Error::Sharding {
@@ -96,7 +96,7 @@ impl Election {
             leader: false,
             holder: None,
         });
-        health.set_sharding(ShardingReport {
+        readiness.set_sharding(ShardingReport {
             identity: sharding.lease.identity.clone(),
             members: Vec::new(),
             shards: Vec::new(),
@@ -109,7 +109,7 @@ impl Election {
             state,
             member,
             role: role_sender,
-            health,
+            readiness,
         };
         let task = tokio::spawn(super::shard_leases::run(group, stopped));
         Ok(Self {

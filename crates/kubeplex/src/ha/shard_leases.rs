@@ -52,7 +52,7 @@ pub(super) struct Group {
     pub(crate) member: Fence,
     /// Whether this replica is a member now: its controllers run while it is.
     pub(crate) role: watch::Sender<Role>,
-    pub(crate) health: Arc<Readiness>,
+    pub(crate) readiness: Arc<Readiness>,
 }
 
 /// Runs sharded mode until `stop` turns true, then gives everything up.
@@ -64,7 +64,7 @@ pub(super) async fn run(group: Group, mut stop: watch::Receiver<bool>) {
         state,
         member,
         role,
-        health,
+        readiness,
     } = group;
     let lease = &sharding.lease;
     let mut memory = Memory {
@@ -110,7 +110,7 @@ pub(super) async fn run(group: Group, mut stop: watch::Receiver<bool>) {
         state.set_held(held);
         let mut report = ShardingReport {
             identity: lease.identity.clone(),
-            ..health.sharding().unwrap_or_default()
+            ..readiness.sharding().unwrap_or_default()
         };
         if let Some(members) = members {
             report.members = members;
@@ -119,7 +119,7 @@ pub(super) async fn run(group: Group, mut stop: watch::Receiver<bool>) {
             tracing::info!(cluster = %lease.context, identity = %lease.identity, shards = ?owned, "shards held changed");
         }
         report.shards = owned;
-        health.set_sharding(report);
+        readiness.set_sharding(report);
         role.send_if_modified(|current| {
             let next = Role {
                 leader: member.allows_writes(),

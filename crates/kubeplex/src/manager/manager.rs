@@ -221,9 +221,9 @@ impl Manager {
         for registration in &self.controllers {
             registration.check()?;
         }
-        let health = Arc::new(Readiness::default());
+        let readiness = Arc::new(Readiness::default());
         let metrics = Metrics::register(&mut self.registry);
-        let up = health.clone();
+        let up = readiness.clone();
         metrics.contexts_up(move || {
             let report = up.report();
             let up = |c: &crate::readiness::ClusterReport| {
@@ -277,13 +277,13 @@ impl Manager {
         }
         let contexts = Vec::from_iter(contexts);
         for context in &contexts {
-            health.declare_fixed(context, !self.optional.contains(context));
+            readiness.declare_fixed(context, !self.optional.contains(context));
         }
         let mut background = JoinSet::new();
         let probes = self.probes.as_deref();
         let secure = self.secure_metrics.as_ref();
         let servers =
-            super::servers::Servers::bind(probes, secure, &health, registry, &mut background);
+            super::servers::Servers::bind(probes, secure, &readiness, registry, &mut background);
         let servers = servers.await?;
         let probe_address = servers.probe_address;
 
@@ -292,7 +292,7 @@ impl Manager {
             Err(error) => {
                 // Without a kubeconfig no context can work: report it for each, and fail.
                 for context in &contexts {
-                    health.connected(context, Some(&error));
+                    readiness.connected(context, Some(&error));
                 }
                 return Err(error);
             }
@@ -308,7 +308,7 @@ impl Manager {
             {
                 tracing::warn!(cluster = %context, %error, "optional context cannot be used");
             }
-            health.connected(context, error);
+            readiness.connected(context, error);
         }
         let secure_metrics_address = servers.serve_metrics(&pool, &mut background)?;
         let targets = pool
@@ -318,7 +318,7 @@ impl Manager {
         let (interval, members) = (self.ping_interval, self.fleet.provider.is_some());
         let pings = crate::readiness::start_pings(
             targets,
-            health.clone(),
+            readiness.clone(),
             interval,
             metrics.clone(),
             members,
@@ -338,7 +338,7 @@ impl Manager {
                 let state = Arc::new(ShardState::new(sharding.by, names));
                 shards = Some(state.clone());
                 let (access, member) = (access.1.clone(), self.pool.fence.clone());
-                Election::start_sharded(sharding, leases, access, member, state, health.clone())?
+                Election::start_sharded(sharding, leases, access, member, state, readiness.clone())?
             }
             (Some(election), None) => {
                 let lease = election.lease();
@@ -347,13 +347,13 @@ impl Manager {
                     return Err(Error::LeaderElection { lease, reason });
                 };
                 let (access, fence) = (access.1.clone(), self.pool.fence.clone());
-                Election::start(election, access, fence, health.clone())?
+                Election::start(election, access, fence, readiness.clone())?
             }
         };
         let runtime = Arc::new(Runtime {
             pool,
-            watches: WatchRegistry::new(health.clone(), metrics.clone()),
-            health: health.clone(),
+            watches: WatchRegistry::new(readiness.clone(), metrics.clone()),
+            readiness: readiness.clone(),
             metrics,
             role: election.role(),
             shards,
@@ -372,7 +372,7 @@ impl Manager {
                 name,
                 run,
                 stopped.clone(),
-                health.clone(),
+                readiness.clone(),
             ));
         }
         if let Some((provider, policy)) = self.fleet.provider {
@@ -389,7 +389,7 @@ impl Manager {
             runner.start(provider, &mut background);
         }
         // Every watch is registered now: readiness can be judged context by context.
-        health.arm();
+        readiness.arm();
         Ok(Running {
             _pings: pings,
             election,

@@ -28,7 +28,7 @@ impl Running {
     /// Resolves once every required context is ready (reachable, authorised, its kinds served and listed);
     /// fails at once, naming the context, when a required context cannot be configured at all.
     pub async fn wait_started(&self) -> Result<()> {
-        let health = &self.runtime.health;
+        let health = &self.runtime.readiness;
         // Once in full (no context at all is started at once); after that each look is O(1): the health
         // state keeps the count of required contexts not ready as it changes, so a thousand contexts that
         // change thousands of times while they start cost no report per change.
@@ -56,8 +56,8 @@ impl Running {
     }
 
     /// The health of every context now, as the probes report it.
-    pub fn health(&self) -> ReadinessReport {
-        self.runtime.health.report()
+    pub fn readiness(&self) -> ReadinessReport {
+        self.runtime.readiness.report()
     }
 
     /// Where the probe server listens, if it was asked for.

@@ -25,7 +25,7 @@ impl Servers {
     pub(super) async fn bind(
         probes: Option<&str>,
         secure: Option<&SecureMetrics>,
-        health: &Arc<Readiness>,
+        readiness: &Arc<Readiness>,
         registry: Arc<Registry>,
         background: &mut JoinSet<()>,
     ) -> Result<Self> {
@@ -48,7 +48,7 @@ impl Servers {
                 };
                 background.spawn(crate::readiness::serve_probes(
                     listener,
-                    health.clone(),
+                    readiness.clone(),
                     metrics,
                 ));
                 tracing::info!(address = %bound, "serving {paths}");

@@ -13,7 +13,7 @@ pub(super) async fn supervise(
     controller: String,
     run: impl Future<Output = ()> + Send + 'static,
     stop: watch::Receiver<bool>,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
 ) {
     let ended = tokio::spawn(run).await;
     if *stop.borrow() {
@@ -25,7 +25,7 @@ pub(super) async fn supervise(
         Err(error) => format!("its loop stopped: {error}"),
     };
     tracing::error!(%controller, %reason, "controller stopped; /livez now fails");
-    health.controller_ended(&controller, reason);
+    readiness.controller_ended(&controller, reason);
 }
 
 #[cfg(test)]
@@ -34,23 +34,23 @@ mod tests {
 
     #[tokio::test]
     async fn a_controller_loop_that_ends_or_panics_while_running_fails_liveness() {
-        let health = Arc::new(Readiness::default());
+        let readiness = Arc::new(Readiness::default());
         let (stop, stopped) = watch::channel(false);
-        supervise("ended".into(), async {}, stopped.clone(), health.clone()).await;
+        supervise("ended".into(), async {}, stopped.clone(), readiness.clone()).await;
         supervise(
             "panicked".into(),
             async { panic!("boom") },
             stopped.clone(),
-            health.clone(),
+            readiness.clone(),
         )
         .await;
-        let dead = health.liveness_problems();
+        let dead = readiness.liveness_problems();
         assert_eq!(dead["ended"], "its loop ended unexpectedly");
         assert_eq!(dead["panicked"], "its loop panicked");
 
         // Ending because the manager stops is not a failure.
         stop.send(true).unwrap();
-        supervise("stopping".into(), async {}, stopped, health.clone()).await;
-        assert!(!health.liveness_problems().contains_key("stopping"));
+        supervise("stopping".into(), async {}, stopped, readiness.clone()).await;
+        assert!(!readiness.liveness_problems().contains_key("stopping"));
     }
 }

@@ -23,7 +23,7 @@ pub(crate) struct LeaveProgress {
     /// After how long a member that does not answer has its children abandoned (`None`: never).
     give_up_after: Option<Duration>,
     started: Instant,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     state: Mutex<LeaveState>,
     /// Becomes `true` once the member is forgotten: no longer counted as leaving.
     forgotten: watch::Sender<bool>,
@@ -42,14 +42,14 @@ impl LeaveProgress {
         name: &str,
         slot: Slot,
         give_up_after: Option<Duration>,
-        health: Arc<Readiness>,
+        readiness: Arc<Readiness>,
     ) -> Self {
         Self {
             name: name.to_owned(),
             slot,
             give_up_after,
             started: Instant::now(),
-            health,
+            readiness,
             state: Mutex::default(),
             forgotten: watch::Sender::new(false),
         }
@@ -100,7 +100,7 @@ impl LeaveProgress {
         let why = format!(
             "its children to be deleted, tried again until the member answers and allows it: {reason}"
         );
-        self.health
+        self.readiness
             .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
     }
 
@@ -117,7 +117,7 @@ impl LeaveProgress {
         drop(state);
         self.slot.park();
         let why = format!("its children to be deleted: {reason}");
-        self.health
+        self.readiness
             .member_phase(&self.name, Some(Phase::Leaving(Some(why))));
     }
 
@@ -130,7 +130,7 @@ impl LeaveProgress {
             if waited.as_deref() != Some(STANDS_BY) {
                 tracing::info!(cluster = %self.name, controller, "member answers again: its leave goes on");
             }
-            self.health
+            self.readiness
                 .member_phase(&self.name, Some(Phase::Leaving(None)));
         }
     }
@@ -162,25 +162,25 @@ mod tests {
     use super::*;
     use crate::readiness::MemberPhase;
 
-    fn progress(health: &Arc<Readiness>) -> LeaveProgress {
-        health.arm();
-        health.declare("m", false);
-        LeaveProgress::new("m", Slot::default(), None, health.clone())
+    fn progress(readiness: &Arc<Readiness>) -> LeaveProgress {
+        readiness.arm();
+        readiness.declare("m", false);
+        LeaveProgress::new("m", Slot::default(), None, readiness.clone())
     }
 
-    fn shown(health: &Readiness) -> (MemberPhase, Option<String>) {
-        let member = health.report().clusters["m"].member.clone().unwrap();
+    fn shown(readiness: &Readiness) -> (MemberPhase, Option<String>) {
+        let member = readiness.report().clusters["m"].member.clone().unwrap();
         (member.phase, member.waiting_for)
     }
 
     #[test]
     fn a_standby_shows_that_the_leader_deletes_the_children_and_a_refusal_shows_its_reason() {
-        let health = Arc::new(Readiness::default());
-        let progress = progress(&health);
+        let readiness = Arc::new(Readiness::default());
+        let progress = progress(&readiness);
 
         progress.waits_for_the_leader("c");
         assert_eq!(progress.waiting_for().as_deref(), Some(STANDS_BY));
-        let (phase, why) = shown(&health);
+        let (phase, why) = shown(&readiness);
         assert_eq!(phase, MemberPhase::Leaving);
         assert!(why.unwrap().ends_with(STANDS_BY));
 
@@ -188,12 +188,12 @@ mod tests {
         let refused = "deleting ConfigMap x failed: forbidden (403 Forbidden)".to_owned();
         progress.waits("c", refused.clone());
         assert_eq!(progress.waiting_for(), Some(refused.clone()));
-        let (_, why) = shown(&health);
+        let (_, why) = shown(&readiness);
         assert!(why.unwrap().ends_with(&refused));
 
         progress.answered("c");
         assert_eq!(progress.waiting_for(), None);
-        assert_eq!(shown(&health), (MemberPhase::Leaving, None));
+        assert_eq!(shown(&readiness), (MemberPhase::Leaving, None));
         assert_eq!(progress.abandoned(), None);
     }
 }

@@ -271,8 +271,8 @@ mod tests {
         name: &'static str,
         policy: LeavePolicy,
     ) -> (Arc<LeaveProgress>, tokio::task::JoinHandle<LeaveOutcome>) {
-        let health = Arc::new(Readiness::default());
-        let progress = Arc::new(LeaveProgress::new(name, Slot::default(), None, health));
+        let readiness = Arc::new(Readiness::default());
+        let progress = Arc::new(LeaveProgress::new(name, Slot::default(), None, readiness));
         let (set, carried) = (set.clone(), progress.clone());
         let leave = tokio::spawn(async move { set.leave(name, policy, carried).await });
         (progress, leave)

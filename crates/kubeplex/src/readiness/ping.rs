@@ -28,7 +28,7 @@ pub(crate) struct Pings {
     members: parking_lot::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>,
     /// Told the name of a member whose server starts rejecting its credentials.
     rejected: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
 }
@@ -37,12 +37,12 @@ impl Pings {
     /// Pings member `name` from now on (anew, when its configuration changed).
     pub(crate) fn add(&self, name: &str, access: Access) {
         let Some(handle) = &self.handle else { return };
-        let (health, metrics) = (self.health.clone(), self.metrics.clone());
+        let (readiness, metrics) = (self.readiness.clone(), self.metrics.clone());
         let rejected = self.rejected.get().cloned();
         let ping = ping(
             name.to_owned(),
             access,
-            health,
+            readiness,
             self.interval,
             metrics,
             rejected,
@@ -78,7 +78,7 @@ impl Pings {
 /// requests are. With `members`, the thread runs even without targets, for the members that join later.
 pub(crate) fn start(
     targets: Vec<(String, Access)>,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
     members: bool,
@@ -88,7 +88,7 @@ pub(crate) fn start(
         handle: None,
         members: parking_lot::Mutex::default(),
         rejected: std::sync::OnceLock::new(),
-        health: health.clone(),
+        readiness: readiness.clone(),
         interval,
         metrics: metrics.clone(),
     };
@@ -115,13 +115,13 @@ pub(crate) fn start(
                 // thousand contexts list and watch, their handshakes for pings would only compete with
                 // them, and a server that does not answer holds its watches back from listing anyway.
                 let deadline = tokio::time::Instant::now() + interval;
-                while !health.is_started() && tokio::time::Instant::now() < deadline {
+                while !readiness.is_started() && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(STARTED_POLL.min(interval)).await;
                 }
                 let mut pings = tokio::task::JoinSet::new();
                 for (context, access) in targets {
-                    let (health, metrics) = (health.clone(), metrics.clone());
-                    pings.spawn(ping(context, access, health, interval, metrics, None));
+                    let (readiness, metrics) = (readiness.clone(), metrics.clone());
+                    pings.spawn(ping(context, access, readiness, interval, metrics, None));
                 }
                 // Ends when the manager stops or is dropped.
                 let _ = stopped.await;
@@ -140,7 +140,7 @@ pub(crate) fn start(
 async fn ping(
     context: String,
     access: Access,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
     rejected: Option<tokio::sync::mpsc::Sender<String>>,
@@ -170,9 +170,9 @@ async fn ping(
             }
             last.clone_from(&problem);
         }
-        health.pinged(&context, problem);
+        readiness.pinged(&context, problem);
         let healthy = last.is_none();
-        until_due(&context, &health, began, interval, healthy, || {
+        until_due(&context, &readiness, began, interval, healthy, || {
             access.last_answer()
         })
         .await;
@@ -186,7 +186,7 @@ async fn ping(
 /// on waking counts as a ping answered (its watches' failures to reach the server are over).
 async fn until_due(
     context: &str,
-    health: &Readiness,
+    readiness: &Readiness,
     pinged: tokio::time::Instant,
     interval: Duration,
     healthy: bool,
@@ -198,7 +198,7 @@ async fn until_due(
         match last_answer() {
             Some(answered) if healthy && answered > shown => {
                 shown = answered;
-                health.pinged(context, None);
+                readiness.pinged(context, None);
             }
             _ => return,
         }
@@ -275,8 +275,8 @@ mod tests {
     /// Runs [`until_due`] with the server answering the context's clients at `answers` (seconds after the
     /// last ping); the seconds until the next ping is due.
     async fn due_after(answers: &[u64], healthy: bool) -> u64 {
-        let health = Readiness::default();
-        health.declare("cluster-a", true);
+        let readiness = Readiness::default();
+        readiness.declare("cluster-a", true);
         let start = tokio::time::Instant::now();
         let last = Arc::new(parking_lot::Mutex::new(None));
         let stamps = answers.to_vec();
@@ -290,7 +290,7 @@ mod tests {
             })
         };
         let interval = Duration::from_secs(10);
-        until_due("cluster-a", &health, start, interval, healthy, || {
+        until_due("cluster-a", &readiness, start, interval, healthy, || {
             *last.lock()
         })
         .await;
@@ -315,26 +315,26 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_answer_in_place_of_a_ping_counts_as_one_for_the_watches() {
-        let health = Arc::new(Readiness::default());
-        health.declare("cluster-a", true);
-        let watch = health.watch_started(
+        let readiness = Arc::new(Readiness::default());
+        readiness.declare("cluster-a", true);
+        let watch = readiness.watch_started(
             "cluster-a",
             None,
             "Deployment.apps/v1".into(),
             "deployments".into(),
         );
-        health.connected("cluster-a", None);
+        readiness.connected("cluster-a", None);
         watch.synced();
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
         let refused =
             kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)));
         watch.failed(&refused);
-        assert!(!health.report().clusters["cluster-a"].reasons.is_empty());
+        assert!(!readiness.report().clusters["cluster-a"].reasons.is_empty());
         let start = tokio::time::Instant::now();
         let answered = start + Duration::from_secs(5);
         let wait = until_due(
             "cluster-a",
-            &health,
+            &readiness,
             start,
             Duration::from_secs(10),
             true,
@@ -342,7 +342,7 @@ mod tests {
         );
         wait.await;
         assert_eq!(tokio::time::Instant::now() - start, Duration::from_secs(15));
-        let report = health.report();
+        let report = readiness.report();
         assert!(
             report.clusters["cluster-a"].reasons.is_empty(),
             "{report:?}"
@@ -357,11 +357,11 @@ mod tests {
         let access = Access::of("cluster-a", config, Duration::from_secs(30))
             .await
             .unwrap();
-        let health = Arc::new(Readiness::default());
-        health.declare("cluster-a", true);
+        let readiness = Arc::new(Readiness::default());
+        readiness.declare("cluster-a", true);
         let _pings = start(
             vec![("cluster-a".into(), access)],
-            health.clone(),
+            readiness.clone(),
             Duration::from_millis(200),
             Metrics::default(),
             false,
@@ -383,7 +383,7 @@ mod tests {
             during >= 3,
             "only {during} pings while the runtime was blocked"
         );
-        let report = health.report();
+        let report = readiness.report();
         assert!(
             report.clusters["cluster-a"].reasons.is_empty(),
             "{report:?}"

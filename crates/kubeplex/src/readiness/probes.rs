@@ -26,21 +26,21 @@ use super::report::ClusterReadiness;
 
 /// What the routes read.
 struct Served {
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
 }
 
 /// Serves the probes until the task is aborted, and `/metrics` from `registry` when it is given.
 pub(crate) async fn serve(
     listener: TcpListener,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     registry: Option<Arc<Registry>>,
 ) {
-    super::connections::serve(listener, routes(health, registry), None, "probe server").await;
+    super::connections::serve(listener, routes(readiness, registry), None, "probe server").await;
 }
 
 /// The probe routes, with `/metrics` when `registry` is given; GET routes answer HEAD too, other
 /// methods 405.
-fn routes(health: Arc<Readiness>, registry: Option<Arc<Registry>>) -> Router {
+fn routes(readiness: Arc<Readiness>, registry: Option<Arc<Registry>>) -> Router {
     let mut router = Router::new()
         .route("/startupz", get(startupz))
         .route("/readyz", get(readyz))
@@ -59,7 +59,7 @@ fn routes(health: Arc<Readiness>, registry: Option<Arc<Registry>>) -> Router {
     };
     router
         .fallback(not_found)
-        .with_state(Arc::new(Served { health }))
+        .with_state(Arc::new(Served { readiness }))
 }
 
 /// The content type of OpenMetrics text, which Prometheus asks for and parses.
@@ -106,7 +106,7 @@ fn is_local(peer: SocketAddr) -> bool {
 /// how many members are not ready: members are counted, never named, and no reason is given, since a
 /// reason names members, Secrets, paths and identities and quotes the servers' answers.
 fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
-    let report = served.health.report();
+    let report = served.readiness.report();
     let passing = if startup {
         report.started
     } else {
@@ -119,7 +119,7 @@ fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
         "ready": report.ready,
     });
     if !detailed {
-        let (checks, members) = checks(&report, &served.health.fixed_contexts());
+        let (checks, members) = checks(&report, &served.readiness.fixed_contexts());
         body["checks"] = serde_json::json!(checks);
         if let Some(members) = members {
             body["members"] = members;
@@ -165,7 +165,7 @@ fn checks(
 /// Liveness asks whether this process works, not whether remote clusters do: restarting the operator
 /// cannot fix a cluster that is down. It fails only when a controller's loop has ended.
 async fn livez(State(served): State<Arc<Served>>) -> Response {
-    let dead = served.health.liveness_problems();
+    let dead = served.readiness.liveness_problems();
     let body = if dead.is_empty() {
         serde_json::json!({ "status": "ok" })
     } else {
@@ -199,13 +199,13 @@ mod tests {
         method: &str,
         path: &str,
     ) -> (StatusCode, String) {
-        let health = Arc::new(Readiness::default());
+        let readiness = Arc::new(Readiness::default());
         let request = axum::http::Request::builder()
             .method(method)
             .uri(path)
             .body(axum::body::Body::empty())
             .unwrap();
-        answer(routes(health, registry), request).await
+        answer(routes(readiness, registry), request).await
     }
 
     async fn answer(
@@ -222,7 +222,7 @@ mod tests {
 
     /// `GET path` from `peer` (as the accept loop records it) on the probes of `health`.
     async fn get_from(
-        health: &Arc<Readiness>,
+        readiness: &Arc<Readiness>,
         peer: &str,
         path: &str,
     ) -> (StatusCode, serde_json::Value) {
@@ -231,21 +231,21 @@ mod tests {
             .unwrap();
         let peer: SocketAddr = peer.parse().unwrap();
         request.extensions_mut().insert(ConnectInfo(peer));
-        let (status, body) = answer(routes(health.clone(), None), request).await;
+        let (status, body) = answer(routes(readiness.clone(), None), request).await;
         (status, serde_json::from_str(&body).unwrap())
     }
 
     /// A manager's health with a fixed context `control`, ready, and two members, one ready and one whose
     /// Secret is refused with a reason naming it, its kubeconfig's path and a long answer of its server.
     fn fleet_health() -> Arc<Readiness> {
-        let health = Arc::new(Readiness::default());
-        health.declare_fixed("control", true);
-        health.connected("control", None);
+        let readiness = Arc::new(Readiness::default());
+        readiness.declare_fixed("control", true);
+        readiness.connected("control", None);
         for member in ["member-ok", "member-secret-x"] {
-            health.declare(member, false);
-            health.member_phase(member, Some(super::super::Phase::Joining));
+            readiness.declare(member, false);
+            readiness.member_phase(member, Some(super::super::Phase::Joining));
         }
-        health.connected("member-ok", None);
+        readiness.connected("member-ok", None);
         let reason = format!(
             "Secret fleet/member-secret-x: /var/run/kubeconfigs/x: server said {}",
             "é".repeat(4000)
@@ -254,9 +254,9 @@ mod tests {
             context: "member-secret-x".into(),
             reason,
         };
-        health.connected("member-secret-x", Some(&error));
-        health.arm();
-        health
+        readiness.connected("member-secret-x", Some(&error));
+        readiness.arm();
+        readiness
     }
 
     #[test]
@@ -283,14 +283,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_stranger_reads_no_member_name_and_no_reason() {
-        let health = fleet_health();
+        let readiness = fleet_health();
         for path in [
             "/readyz",
             "/readyz?verbose",
             "/startupz?verbose=true",
             "/startupz",
         ] {
-            let (status, body) = get_from(&health, "10.1.2.3:41000", path).await;
+            let (status, body) = get_from(&readiness, "10.1.2.3:41000", path).await;
             assert_eq!(status, StatusCode::OK, "{path}: members are not required");
             let text = body.to_string();
             for secret in ["member-", "Secret", "/var/run", "server said", "reasons"] {
@@ -314,11 +314,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_local_host_reads_the_detail_on_verbose_with_reasons_cut() {
-        let health = fleet_health();
-        let (_, terse) = get_from(&health, "127.0.0.1:41000", "/readyz").await;
+        let readiness = fleet_health();
+        let (_, terse) = get_from(&readiness, "127.0.0.1:41000", "/readyz").await;
         assert!(terse.get("clusters").is_none(), "{terse}");
         for path in ["/readyz?verbose", "/startupz?x=1&verbose"] {
-            let (_, body) = get_from(&health, "[::1]:41000", path).await;
+            let (_, body) = get_from(&readiness, "[::1]:41000", path).await;
             let reasons = &body["clusters"]["member-secret-x"]["reasons"];
             let reason = reasons[0].as_str().unwrap();
             assert!(
@@ -374,12 +374,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_dead_controller_fails_livez_by_name() {
-        let health = Arc::new(Readiness::default());
-        health.controller_ended("app-deployer", "its loop panicked".into());
+        let readiness = Arc::new(Readiness::default());
+        readiness.controller_ended("app-deployer", "its loop panicked".into());
         let request = axum::http::Request::get("/livez")
             .body(axum::body::Body::empty())
             .unwrap();
-        let response = routes(health, Some(Arc::default()))
+        let response = routes(readiness, Some(Arc::default()))
             .oneshot(request)
             .await
             .unwrap();

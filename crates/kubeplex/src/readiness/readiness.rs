@@ -139,11 +139,11 @@ impl Readiness {
     ) -> WatchHealth {
         let state = Arc::new(Mutex::new(WatchState::new(kind, plural, namespace)));
         self.update(context, |entry| entry.watches.push(state.clone()));
-        let (health, name) = (self.clone(), context.to_owned());
+        let (readiness, name) = (self.clone(), context.to_owned());
         WatchHealth::new(
             context,
             state,
-            Box::new(move || health.watch_changed(&name)),
+            Box::new(move || readiness.watch_changed(&name)),
         )
     }
 

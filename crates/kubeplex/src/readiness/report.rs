@@ -1,4 +1,4 @@
-//! What the probes and `Running::health` report: per context, per watch, and the leadership.
+//! What the probes and `Running::readiness` report: per context, per watch, and the leadership.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +14,7 @@ pub(super) fn capped(mut reason: String) -> String {
     reason
 }
 
-/// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::health`](crate::Running::health)
+/// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::readiness`](crate::Running::readiness)
 /// report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

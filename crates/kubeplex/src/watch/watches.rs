@@ -181,7 +181,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
 struct Opened {
     watch: Arc<dyn Any + Send + Sync>,
     task: tokio::task::AbortHandle,
-    health: WatchEntry,
+    readiness: WatchEntry,
     kind: String,
 }
 
@@ -190,17 +190,17 @@ pub(crate) struct WatchRegistry {
     watches: Mutex<HashMap<WatchKey, Opened>>,
     tasks: Mutex<JoinSet<()>>,
     opened: AtomicUsize,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     metrics: Metrics,
 }
 
 impl WatchRegistry {
-    pub(crate) fn new(health: Arc<Readiness>, metrics: Metrics) -> Self {
+    pub(crate) fn new(readiness: Arc<Readiness>, metrics: Metrics) -> Self {
         Self {
             watches: Mutex::default(),
             tasks: Mutex::new(JoinSet::new()),
             opened: AtomicUsize::new(0),
-            health,
+            readiness,
             metrics,
         }
     }
@@ -240,7 +240,7 @@ impl WatchRegistry {
         if let Some(selector) = &key.field_selector {
             config = config.fields(selector);
         }
-        let health = self.health.watch_started(
+        let readiness = self.readiness.watch_started(
             &key.context,
             key.namespace.as_deref(),
             kind_label::<K>(),
@@ -253,11 +253,11 @@ impl WatchRegistry {
             .modify(transform)
             .reflect(writer);
         self.opened.fetch_add(1, Ordering::Relaxed);
-        let entry = health.entry();
+        let entry = readiness.entry();
         let task = run(
             events,
             watch.clone(),
-            health,
+            readiness,
             metrics,
             RetryBackoff::default(),
         );
@@ -265,7 +265,7 @@ impl WatchRegistry {
         let opened = Opened {
             watch: watch.clone(),
             task,
-            health: entry,
+            readiness: entry,
             kind: kind_label::<K>(),
         };
         watches.insert(key, opened);
@@ -284,7 +284,7 @@ impl WatchRegistry {
         };
         if let Some(opened) = opened {
             opened.task.abort();
-            self.health.forget_watch(&opened.health);
+            self.readiness.forget_watch(&opened.readiness);
             let namespace = key.namespace.as_deref();
             self.metrics
                 .watch_closed(&key.context, &opened.kind, namespace);
@@ -337,7 +337,7 @@ impl Drop for WatchRegistry {
 async fn run<K: PrimaryResource>(
     events: impl Stream<Item = Result<Event<K>, watcher::Error>>,
     watch: Arc<SharedWatch<K>>,
-    health: WatchHealth,
+    readiness: WatchHealth,
     metrics: WatchMetrics,
     mut backoff: RetryBackoff,
 ) {
@@ -350,7 +350,7 @@ async fn run<K: PrimaryResource>(
             // The reflector swaps a (re)list into the cache only at `InitDone`: a key published earlier would
             // find its object missing and be taken as deleted. So listed objects are published from the cache
             // once it has them.
-            Ok(Event::InitApply(_)) => health.working(),
+            Ok(Event::InitApply(_)) => readiness.working(),
             Ok(Event::InitDone) => {
                 backoff.reset();
                 watch.reindex();
@@ -371,11 +371,11 @@ async fn run<K: PrimaryResource>(
                 watch.handed_out.send_replace(true);
                 metrics.event();
                 metrics.objects.set(gauge_value(listed.len()));
-                health.synced();
+                readiness.synced();
             }
             Ok(Event::Apply(object)) => {
                 backoff.reset();
-                health.working();
+                readiness.working();
                 watch.index_applied(&object);
                 watch.publish(&ObjectChange::Applied(&object));
                 metrics.event();
@@ -384,7 +384,7 @@ async fn run<K: PrimaryResource>(
             }
             Ok(Event::Delete(object)) => {
                 backoff.reset();
-                health.working();
+                readiness.working();
                 watch.index_deleted(&object);
                 watch.publish(&ObjectChange::Deleted(&object));
                 metrics.event();
@@ -393,7 +393,7 @@ async fn run<K: PrimaryResource>(
             }
             Err(error) => {
                 metrics.restarted(crate::core::watch_failure_label(&error));
-                health.failed(&error);
+                readiness.failed(&error);
                 if !crate::readiness::is_expired(&error) {
                     tokio::time::sleep(backoff.next_delay()).await;
                 }

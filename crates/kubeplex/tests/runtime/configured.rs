@@ -110,7 +110,7 @@ async fn namespaces_chosen_at_run_time_replace_the_attributes() {
         wait_exists(&cluster_a, namespace, "chosen").await;
     }
     // The watches are the chosen ones: the attribute's namespaces are not watched at all.
-    let health = running.health();
+    let health = running.readiness();
     let watched_namespaces = |context: &str| -> Vec<String> {
         let mut namespaces: Vec<String> = health.clusters[context]
             .watches

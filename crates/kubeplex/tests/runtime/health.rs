@@ -283,7 +283,7 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
     // Once the operator knows cluster-a does not answer, a change of the parent reconciles it: a reconcile
     // before that may trust the cache, as it does for any cluster that answers.
     eventually("cluster-a not ready", polling(), async || {
-        let report = scene.running().health();
+        let report = scene.running().readiness();
         match report.clusters.get("cluster-a").map(|c| c.status) {
             Some(kubeplex::readiness::ClusterReadiness::Ready) | None => Err(format!("{report:?}")),
             Some(_) => Ok(()),

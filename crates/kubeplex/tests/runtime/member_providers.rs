@@ -171,7 +171,7 @@ async fn a_cluster_joins_by_its_secret_leaves_when_the_secret_is_deleted_and_joi
         left.is_none_or(|c| c.metadata.deletion_timestamp.is_some()),
         "the Secret went before the member's children"
     );
-    let report = running.health();
+    let report = running.readiness();
     assert!(!report.clusters.contains_key(MEMBER), "{report:#?}");
     // The typed context kept its child.
     assert!(has_child(env, "cluster-a", child).await);
@@ -249,7 +249,7 @@ async fn a_context_of_a_kubeconfig_file_joins_leaves_when_removed_and_joins_agai
     wait_child(env, MEMBER, child, false).await;
     wait_until(
         "the member gone from the health report",
-        async || match running.health().clusters.get(MEMBER) {
+        async || match running.readiness().clusters.get(MEMBER) {
             Some(left) => Err(format!("still there: {left:?}")),
             None => Ok(()),
         },

@@ -146,7 +146,7 @@ async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_join
         gone.is_none_or(|c| c.metadata.deletion_timestamp.is_some()),
         "the child outlived its member's leave"
     );
-    let report = running.health();
+    let report = running.readiness();
     assert!(!report.clusters.contains_key("cluster-c"), "{report:#?}");
     // Nor in /metrics: no series of any family names it (a fleet that turns over does not grow it).
     let scraped = metrics(address).await;
@@ -195,7 +195,7 @@ async fn a_member_that_leaves_under_orphan_keeps_its_children_and_the_status_say
     // Still there, and no longer watched: a change to the parent does not reach it.
     let api: Api<ConfigMap> = Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
     assert!(api.get_opt("db-orphaning").await.unwrap().is_some());
-    assert!(!running.health().clusters.contains_key("cluster-c"));
+    assert!(!running.readiness().clusters.contains_key("cluster-c"));
     crate::support::stop(running).await;
 }
 

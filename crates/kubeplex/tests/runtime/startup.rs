@@ -125,7 +125,7 @@ async fn a_kind_not_served_in_one_context_is_named_with_the_context() {
     );
     wait_context_status(address, "/startupz", "cluster-a", "ready").await;
     assert_eq!(
-        running.health().clusters["cluster-b"].status,
+        running.readiness().clusters["cluster-b"].status,
         kubeplex::readiness::ClusterReadiness::Failing
     );
     crate::support::stop(running).await;

@@ -53,15 +53,15 @@ fn a_histogram_without_suffix_fails() {
 }
 
 #[test]
-#[should_panic(expected = "has no label cluster")]
+#[should_panic(expected = "has no label context")]
 fn a_renamed_label_fails() {
-    check_expr("test", r#"kubeplex_cluster_up{cluster="cluster-b"}"#);
+    check_expr("test", r#"kubeplex_cluster_up{context="cluster-b"}"#);
 }
 
 #[test]
 #[should_panic(expected = "a label none of its metrics has")]
 fn grouping_by_an_unknown_label_fails() {
-    check_expr("test", "sum by (cluster) (kubeplex_cluster_up)");
+    check_expr("test", "sum by (context) (kubeplex_cluster_up)");
 }
 
 #[test]

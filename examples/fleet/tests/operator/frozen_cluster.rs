@@ -274,7 +274,7 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
     env.freeze("control").unwrap();
     let running = start_operator(&env).await;
     eventually("the child clusters' watches have listed", || async {
-        let report = running.health();
+        let report = running.readiness();
         let status = |c: Fleet| report.clusters.get(c.name()).map(|r| r.status);
         match [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB].map(status) {
             [

@@ -387,11 +387,11 @@ async fn the_abandon_policy_gives_up_on_an_unreachable_cluster_and_says_so() {
     // Stays abandoned: once the operator sees cluster-b again (its watches listed), it does not come back
     // for those children.
     let deadline = tokio::time::Instant::now() + WAIT;
-    while !running.health().ready {
+    while !running.readiness().ready {
         assert!(
             tokio::time::Instant::now() < deadline,
             "cluster-b never ready again: {:?}",
-            running.health()
+            running.readiness()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -93,7 +93,7 @@ impl<R: Reconcile> ChildCaches for Engine<R> {
     }
 
     fn context_ready(&self, target: &str) -> bool {
-        self.runtime.health.is_context_ready(target)
+        self.runtime.readiness.is_context_ready(target)
     }
 }
 
@@ -111,7 +111,7 @@ impl<R: Reconcile> ChildrenByHealth for Engine<R> {
         for watch in self.all_child_watches() {
             let mut by_health = watch.cache.health_counts();
             // A context that cannot be asked: its cache is as it last was, its children unknown.
-            if !self.runtime.health.is_context_ready(&watch.context) {
+            if !self.runtime.readiness.is_context_ready(&watch.context) {
                 let all = by_health.iter().sum();
                 by_health = [0; 5];
                 by_health[unknown_at()] = all;

@@ -193,7 +193,7 @@ async fn delete_children<R: Reconcile>(
         let leads = role.borrow().leader;
         let problem = match tokio::time::timeout(LIST_PATIENCE, listed).await {
             Err(_) => {
-                let health = engine.runtime.health.report();
+                let health = engine.runtime.readiness.report();
                 let reasons = health.clusters.get(name).map(|c| c.reasons.clone());
                 let why = reasons.and_then(|r| r.into_iter().next());
                 Some(why.unwrap_or_else(|| "its children are not listed yet".to_owned()))

@@ -34,7 +34,7 @@ struct Replica {
     state: Arc<ShardState>,
     member: Fence,
     role: watch::Receiver<Role>,
-    health: Arc<Readiness>,
+    readiness: Arc<Readiness>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -55,7 +55,7 @@ impl Replica {
             leader: false,
             holder: None,
         });
-        let health = Arc::new(Readiness::default());
+        let readiness = Arc::new(Readiness::default());
         let (stop, stopped) = watch::channel(false);
         let group = Group {
             api: link.api(),
@@ -64,7 +64,7 @@ impl Replica {
             state: state.clone(),
             member: member.clone(),
             role: role_sender,
-            health: health.clone(),
+            readiness: readiness.clone(),
         };
         let task = tokio::spawn(run(group, stopped));
         Self {
@@ -72,7 +72,7 @@ impl Replica {
             state,
             member,
             role,
-            health,
+            readiness,
             stop,
             task,
         }
@@ -86,7 +86,7 @@ impl Replica {
 
     /// The live members, as this replica's last round found them.
     fn members(&self) -> Vec<String> {
-        self.health.sharding().unwrap_or_default().members
+        self.readiness.sharding().unwrap_or_default().members
     }
 
     /// Records, for each release of a shard's Lease this replica sends, whether that shard's fence was

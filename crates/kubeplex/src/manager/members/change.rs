@@ -73,7 +73,7 @@ impl Changes {
                 return;
             }
         };
-        let health = &self.runtime.health;
+        let health = &self.runtime.readiness;
         health.declare(&name, false);
         health.connected(&name, None);
         self.lock().remove(&name);
@@ -103,7 +103,7 @@ impl Changes {
 
     /// As [`unhealthy`](Self::unhealthy), logged only when `log` says so.
     fn report(&self, name: &str, reason: String, log: bool) {
-        let health = &self.runtime.health;
+        let health = &self.runtime.readiness;
         health.declare(name, false);
         let error = Error::Member {
             context: name.to_owned(),
@@ -136,9 +136,9 @@ impl Changes {
         let mut outcome = LeaveOutcome::Done;
         if runtime.members.client(&name).is_some() {
             runtime
-                .health
+                .readiness
                 .member_phase(&name, Some(Phase::Leaving(None)));
-            let health = runtime.health.clone();
+            let health = runtime.readiness.clone();
             let progress = LeaveProgress::new(&name, slot, self.give_up_after, health);
             outcome = runtime
                 .members
@@ -157,8 +157,8 @@ impl Changes {
         runtime.members.expect(&name, false);
         runtime.forget_member_clients(&name);
         self.pings.remove(&name);
-        runtime.health.member_phase(&name, None);
-        runtime.health.forget_context(&name);
+        runtime.readiness.member_phase(&name, None);
+        runtime.readiness.forget_context(&name);
         // No series names it any more: a fleet that turns over does not grow /metrics.
         runtime.metrics.context_left(&name);
         self.lock().remove(&name);

@@ -186,14 +186,14 @@ fn push(
             if !runtime.members.contains(&name) {
                 // Known from now on: a parent's deletion waits for it, and /readyz shows it.
                 runtime.members.expect(&name, true);
-                runtime.health.declare(&name, false);
+                runtime.readiness.declare(&name, false);
                 let why = match changes.has(&name) {
                     true => "its earlier change to end",
                     false => "a free slot: as many member changes as allowed are at work",
                 };
-                if runtime.health.phase_of(&name).is_none() {
+                if runtime.readiness.phase_of(&name).is_none() {
                     runtime
-                        .health
+                        .readiness
                         .member_phase(&name, Some(Phase::Queued(why.to_owned())));
                 }
             }

@@ -13,29 +13,29 @@ fn api_error(code: u16) -> watcher::Error {
 
 #[test]
 fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
-    let health = Arc::new(Readiness::default());
-    health.declare("cluster-a", true);
-    health.declare("cluster-b", false);
-    let report = health.report();
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-a", true);
+    readiness.declare("cluster-b", false);
+    let report = readiness.report();
     assert_eq!(
         report.clusters["cluster-a"].status,
         ClusterReadiness::Starting
     );
     assert!(!report.ready && !report.started);
 
-    health.connected("cluster-a", None);
-    let watch = health.watch_started(
+    readiness.connected("cluster-a", None);
+    let watch = readiness.watch_started(
         "cluster-a",
         Some("ns"),
         "Deployment.apps/v1".into(),
         "deployments".into(),
     );
     assert_eq!(
-        health.report().clusters["cluster-a"].status,
+        readiness.report().clusters["cluster-a"].status,
         ClusterReadiness::Starting
     );
     watch.synced();
-    let report = health.report();
+    let report = readiness.report();
     assert_eq!(report.clusters["cluster-a"].status, ClusterReadiness::Ready);
     assert!(
         report.ready && report.started,
@@ -43,8 +43,8 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
     );
 
     // Started stays latched; ready follows.
-    health.pinged("cluster-a", Some("unreachable: connection refused".into()));
-    let report = health.report();
+    readiness.pinged("cluster-a", Some("unreachable: connection refused".into()));
+    let report = readiness.report();
     assert!(report.started && !report.ready);
     assert_eq!(
         report.clusters["cluster-a"].reasons,
@@ -54,9 +54,9 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
 
 #[test]
 fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
-    let health = Arc::new(Readiness::default());
-    health.declare("cluster-a", true);
-    let watch = health.watch_started(
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-a", true);
+    let watch = readiness.watch_started(
         "cluster-a",
         Some("ns"),
         "Deployment.apps/v1".into(),
@@ -72,7 +72,7 @@ fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
         (500, "list deployments in namespace ns failed: denied (500)"),
     ] {
         watch.failed(&api_error(code));
-        let report = health.report();
+        let report = readiness.report();
         assert_eq!(
             report.clusters["cluster-a"].reasons,
             [format!("context cluster-a: {expected}")]
@@ -83,20 +83,20 @@ fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
         );
     }
     watch.working();
-    assert!(health.report().clusters["cluster-a"].reasons.is_empty());
+    assert!(readiness.report().clusters["cluster-a"].reasons.is_empty());
 }
 
 #[test]
 fn a_required_context_without_a_client_is_fatal_and_an_optional_one_is_not() {
-    let health = Readiness::default();
-    health.declare("control", true);
-    health.declare("extra", false);
+    let readiness = Readiness::default();
+    readiness.declare("control", true);
+    readiness.declare("extra", false);
     let error = Error::UndeclaredContext {
         context: "x".into(),
     };
-    health.connected("control", Some(&error));
-    health.connected("extra", Some(&error));
-    assert_eq!(health.fatal_errors().len(), 1);
+    readiness.connected("control", Some(&error));
+    readiness.connected("extra", Some(&error));
+    assert_eq!(readiness.fatal_errors().len(), 1);
 }
 
 /// What is logged at WARN and above, as lines.
@@ -142,9 +142,9 @@ fn warnings(f: impl FnOnce()) -> Vec<String> {
 
 #[test]
 fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_all() {
-    let health = Arc::new(Readiness::default());
-    health.declare("cluster-b", true);
-    let watch = health.watch_started(
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-b", true);
+    let watch = readiness.watch_started(
         "cluster-b",
         Some("ns"),
         "Deployment.apps/v1".into(),
@@ -166,7 +166,7 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
     );
     assert!(lines[0].contains("403 Forbidden") && lines[1].contains("401 Unauthorized"));
     assert!(
-        !health.report().clusters["cluster-b"]
+        !readiness.report().clusters["cluster-b"]
             .reasons
             .iter()
             .any(|r| r.contains("410"))
@@ -175,9 +175,9 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
 
 #[tokio::test(start_paused = true)]
 async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_since() {
-    let health = Arc::new(Readiness::default());
-    health.declare("cluster-b", true);
-    let watch = health.watch_started(
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-b", true);
+    let watch = readiness.watch_started(
         "cluster-b",
         Some("ns"),
         "Deployment.apps/v1".into(),
@@ -204,11 +204,11 @@ async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_
 
 #[test]
 fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_refusals() {
-    let health = Arc::new(Readiness::default());
-    health.declare("cluster-b", true);
-    health.connected("cluster-b", None);
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-b", true);
+    readiness.connected("cluster-b", None);
     let watch = |namespace| {
-        let watch = health.watch_started(
+        let watch = readiness.watch_started(
             "cluster-b",
             Some(namespace),
             "Deployment.apps/v1".into(),
@@ -223,18 +223,18 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
         watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)))
     };
     // The cluster goes away: both watches fail to reconnect; then one of them is also refused (403).
-    health.pinged("cluster-b", Some("unreachable: connection refused".into()));
+    readiness.pinged("cluster-b", Some("unreachable: connection refused".into()));
     quiet.failed(&connection_refused());
     refused.failed(&api_error(403));
     assert_eq!(
-        health.report().clusters["cluster-b"].status,
+        readiness.report().clusters["cluster-b"].status,
         ClusterReadiness::Failing
     );
 
     // It answers again. The quiet watch resumed without an event to say so: the answer clears it; the
     // refusal is a server's answer and stays until the watch itself works.
-    health.pinged("cluster-b", None);
-    let report = health.report();
+    readiness.pinged("cluster-b", None);
+    let report = readiness.report();
     let problems: Vec<_> = report.clusters["cluster-b"]
         .watches
         .iter()
@@ -243,76 +243,76 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
     assert_eq!(problems, [("quiet", false), ("refused", true)]);
     refused.working();
     assert_eq!(
-        health.report().clusters["cluster-b"].status,
+        readiness.report().clusters["cluster-b"].status,
         ClusterReadiness::Ready
     );
 }
 
 #[test]
 fn started_latches_without_a_report_when_every_required_context_is_ready_at_once() {
-    let health = Arc::new(Readiness::default());
-    health.declare("cluster-a", true);
-    health.declare("cluster-b", true);
-    health.declare("optional", false);
-    health.connected("cluster-a", None);
-    health.connected("cluster-b", None);
-    let a = health.watch_started(
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-a", true);
+    readiness.declare("cluster-b", true);
+    readiness.declare("optional", false);
+    readiness.connected("cluster-a", None);
+    readiness.connected("cluster-b", None);
+    let a = readiness.watch_started(
         "cluster-a",
         None,
         "ConfigMap/v1".into(),
         "configmaps".into(),
     );
-    let b = health.watch_started(
+    let b = readiness.watch_started(
         "cluster-b",
         None,
         "ConfigMap/v1".into(),
         "configmaps".into(),
     );
-    health.arm();
+    readiness.arm();
     a.synced();
-    assert!(!health.is_started(), "cluster-b has not listed");
+    assert!(!readiness.is_started(), "cluster-b has not listed");
     // cluster-a fails while cluster-b lists: never both ready, so not started.
     a.failed(&api_error(403));
     b.synced();
-    assert!(!health.is_started(), "cluster-a is failing");
+    assert!(!readiness.is_started(), "cluster-a is failing");
     a.synced();
     assert!(
-        health.is_started(),
+        readiness.is_started(),
         "both ready at once, the optional context aside"
     );
-    assert!(health.report().started, "the report agrees");
+    assert!(readiness.report().started, "the report agrees");
     // Latched: a later failure changes readiness, not `started`.
     b.failed(&api_error(500));
-    assert!(health.is_started());
-    assert!(!health.report().ready);
-    assert!(!health.has_fatal_errors());
+    assert!(readiness.is_started());
+    assert!(!readiness.report().ready);
+    assert!(!readiness.has_fatal_errors());
 }
 
 #[test]
 fn a_required_context_without_a_client_is_fatal_an_optional_one_is_not() {
-    let health = Readiness::default();
-    health.declare("required", true);
-    health.declare("optional", false);
+    let readiness = Readiness::default();
+    readiness.declare("required", true);
+    readiness.declare("optional", false);
     let error = Error::ClientConfig {
         context: "optional".into(),
         reason: "no such user".into(),
     };
-    health.connected("optional", Some(&error));
-    assert!(!health.has_fatal_errors());
+    readiness.connected("optional", Some(&error));
+    assert!(!readiness.has_fatal_errors());
     let error = Error::ClientConfig {
         context: "required".into(),
         reason: "no such user".into(),
     };
-    health.connected("required", Some(&error));
-    assert!(health.has_fatal_errors());
-    assert_eq!(health.fatal_errors().len(), 1);
+    readiness.connected("required", Some(&error));
+    assert!(readiness.has_fatal_errors());
+    assert_eq!(readiness.fatal_errors().len(), 1);
 }
 
 #[test]
 fn each_failing_watch_of_a_context_is_named_in_its_line() {
-    let health = Arc::new(Readiness::default());
+    let readiness = Arc::new(Readiness::default());
     let watch = |kind: &str, plural: &str, namespace| {
-        health.watch_started("cluster-b", Some(namespace), kind.into(), plural.into())
+        readiness.watch_started("cluster-b", Some(namespace), kind.into(), plural.into())
     };
     let watches = [
         watch("Deployment.apps/v1", "deployments", "team-a"),
@@ -340,36 +340,36 @@ fn each_failing_watch_of_a_context_is_named_in_its_line() {
 
 #[test]
 fn a_member_forgotten_stays_gone_whatever_its_ping_or_watches_report_late() {
-    let health = Arc::new(Readiness::default());
-    health.declare("member-1", false);
-    health.connected("member-1", None);
-    let watch = health.watch_started(
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("member-1", false);
+    readiness.connected("member-1", None);
+    let watch = readiness.watch_started(
         "member-1",
         Some("apps"),
         "ConfigMap/v1".into(),
         "configmaps".into(),
     );
     watch.synced();
-    assert!(health.report().clusters.contains_key("member-1"));
+    assert!(readiness.report().clusters.contains_key("member-1"));
 
     // It left. Its ping, on its own thread, and a watch task aborted mid-poll may still report once.
-    health.forget_context("member-1");
-    health.pinged("member-1", None);
-    health.pinged("member-1", Some("unreachable: connection refused".into()));
+    readiness.forget_context("member-1");
+    readiness.pinged("member-1", None);
+    readiness.pinged("member-1", Some("unreachable: connection refused".into()));
     watch.failed(&api_error(403));
     watch.working();
-    health.forget_watch(&watch.entry());
+    readiness.forget_watch(&watch.entry());
     assert!(
-        !health.report().clusters.contains_key("member-1"),
+        !readiness.report().clusters.contains_key("member-1"),
         "{:#?}",
-        health.report().clusters
+        readiness.report().clusters
     );
 
     // It joins again: it is reported anew.
-    health.declare("member-1", false);
-    health.connected("member-1", None);
+    readiness.declare("member-1", false);
+    readiness.connected("member-1", None);
     assert_eq!(
-        health.report().clusters["member-1"].status,
+        readiness.report().clusters["member-1"].status,
         ClusterReadiness::Ready
     );
 }

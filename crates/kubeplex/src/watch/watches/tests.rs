@@ -43,7 +43,7 @@ async fn drive_measured(
     let (store, writer) = reflector::store();
     let watch = Arc::new(SharedWatch::new(store, index_label));
     before(&watch);
-    let health = Arc::new(Readiness::default()).watch_started(
+    let readiness = Arc::new(Readiness::default()).watch_started(
         "test",
         Some("ns"),
         "ConfigMap/v1".into(),
@@ -52,7 +52,7 @@ async fn drive_measured(
     run(
         stream::iter(events).reflect(writer),
         watch.clone(),
-        health,
+        readiness,
         metrics.watch("test", "ConfigMap/v1", Some("ns")),
         RetryBackoff::default(),
     )
@@ -161,7 +161,7 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
     });
     let (store, _writer) = reflector::store::<ConfigMap>();
     let watch = Arc::new(SharedWatch::new(store, None));
-    let health = Arc::new(Readiness::default()).watch_started(
+    let readiness = Arc::new(Readiness::default()).watch_started(
         "test",
         None,
         "ConfigMap/v1".into(),
@@ -172,7 +172,7 @@ async fn a_failing_watch_backs_off_and_an_init_is_no_progress() {
         run(
             events,
             watch,
-            health,
+            readiness,
             Metrics::default().watch("test", "ConfigMap/v1", None),
             RetryBackoff::default(),
         ),
@@ -223,9 +223,9 @@ async fn events_objects_and_restarts_are_counted_per_watch() {
 async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_frees_its_cache() {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Metrics::register(&mut registry);
-    let health = Arc::new(Readiness::default());
-    health.declare("test", true);
-    let watches = WatchRegistry::new(health.clone(), metrics);
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("test", true);
+    let watches = WatchRegistry::new(readiness.clone(), metrics);
     // A server that answers every list with one object and every watch with nothing new.
     let (client, _) = crate::testing::fake_api::client(|_, uri, _| {
         if uri.contains("watch=true") {
@@ -252,7 +252,7 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
     let watch = watches.watch::<ConfigMap>(key.clone(), client);
     let listed = tokio::time::timeout(Duration::from_secs(10), watch.listed()).await;
     assert_eq!(listed, Ok(true));
-    let watched = || health.report().clusters["test"].watches.len();
+    let watched = || readiness.report().clusters["test"].watches.len();
     assert_eq!(watched(), 1);
     let scrape = || {
         let mut text = String::new();

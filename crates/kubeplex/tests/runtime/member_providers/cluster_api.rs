@@ -86,7 +86,7 @@ async fn a_cluster_api_kubeconfig_secret_joins_its_cluster_and_its_deletion_make
         }
     })
     .await;
-    assert!(!running.health().clusters.contains_key(MEMBER));
+    assert!(!running.readiness().clusters.contains_key(MEMBER));
     assert!(has_child(env, "cluster-a", child).await);
     crate::support::stop(running).await;
 }

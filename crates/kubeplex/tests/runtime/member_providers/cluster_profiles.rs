@@ -211,7 +211,7 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     wait_child(env, MEMBER, child, false).await;
     wait_until(
         "the member gone from the health report",
-        async || match running.health().clusters.get(&member) {
+        async || match running.readiness().clusters.get(&member) {
             Some(left) => Err(format!("still there: {left:?}")),
             None => Ok(()),
         },

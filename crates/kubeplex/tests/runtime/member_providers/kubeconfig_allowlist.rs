@@ -213,7 +213,7 @@ async fn member_secrets_that_would_run_commands_or_read_local_files_are_refused_
         }
     );
     // None of them joined: each is still joining, and no parent counts it among its clusters.
-    let report = running.health();
+    let report = running.readiness();
     let parents: Api<Spread> =
         Api::namespaced(env.client("control").await.unwrap(), "spread-untrusted");
     let status = parents.get("web").await.unwrap().status.unwrap_or_default();

@@ -155,7 +155,7 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
         "the child went, but not by the member's delete:\n{}",
         lines(deleted)
     );
-    let report = running.health();
+    let report = running.readiness();
     assert!(!report.clusters.contains_key(REFUSING), "{report:#?}");
 
     // And it stays gone: the child's events from before the leave until a while after it ended.

@@ -81,7 +81,7 @@ async fn wait_role(running: &Running, role: &str) {
 /// Waits until `running` shows the member leaving, waiting for a reason that contains `text`.
 async fn wait_leaving_for(running: &Running, text: &str) -> String {
     eventually(format!("{REFUSING} leaving for {text}"), WAIT, async || {
-        let report = running.health();
+        let report = running.readiness();
         let phase = report.clusters.get(REFUSING).and_then(|c| c.member.clone());
         match phase {
             Some(p) if p.phase == MemberPhase::Leaving => match p.waiting_for {
@@ -223,8 +223,8 @@ async fn a_standby_neither_deletes_a_leaving_members_children_nor_releases_its_s
     wait_left(env, &secrets, child).await;
     // The standby's leave ends too: its cache shows the children gone.
     eventually("the standby forgot the member", WAIT, async || {
-        match b.health().clusters.contains_key(REFUSING) {
-            true => Err(format!("{:?}", b.health().clusters.get(REFUSING))),
+        match b.readiness().clusters.contains_key(REFUSING) {
+            true => Err(format!("{:?}", b.readiness().clusters.get(REFUSING))),
             false => Ok(()),
         }
     })
@@ -310,7 +310,7 @@ async fn a_leader_cut_off_in_a_leave_writes_nothing_to_the_member_after_the_take
         !deletes_by(&member, ia, child).is_empty(),
         "A never tried to delete the child: the test shows nothing"
     );
-    let still = a.health();
+    let still = a.readiness();
     let phase = still.clusters.get(REFUSING).and_then(|c| c.member.clone());
     println!("A, cut off, shows the member as {phase:?}; B took over at {takeover}");
     // Reconnected, so that A can release the Lease's hold and stop.

@@ -31,7 +31,7 @@ const VIA_PROXY: &str = "cluster-c-via-proxy";
 /// Polls until `running` shows `member` leaving with a reason; returns the reason.
 pub async fn wait_leaving(running: &kubeplex::Running, member: &str) -> String {
     eventually(format!("{member} leaving in /readyz"), WAIT, async || {
-        let report = running.health();
+        let report = running.readiness();
         let phase = report.clusters.get(member).and_then(|c| c.member.clone());
         match phase {
             Some(p) if p.phase == MemberPhase::Leaving && p.waiting_for.is_some() => {
@@ -127,7 +127,7 @@ async fn an_unreachable_members_leave_keeps_its_secret_and_says_leaving_until_it
         }
     })
     .await;
-    let report = running.health();
+    let report = running.readiness();
     assert!(!report.clusters.contains_key(MEMBER), "{report:#?}");
     crate::support::stop(running).await;
 }

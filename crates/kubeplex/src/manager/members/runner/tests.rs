@@ -33,13 +33,13 @@ struct Runner {
 }
 
 fn start() -> Runner {
-    let health = Arc::new(Readiness::default());
+    let readiness = Arc::new(Readiness::default());
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let runtime = Arc::new(Runtime {
         pool: ClientPool::from_clients([]),
-        watches: WatchRegistry::new(health.clone(), metrics.clone()),
-        health: health.clone(),
+        watches: WatchRegistry::new(readiness.clone(), metrics.clone()),
+        readiness: readiness.clone(),
         metrics: metrics.clone(),
         role: watch::channel(Role::sole()).1,
         shards: None,
@@ -47,7 +47,13 @@ fn start() -> Runner {
     });
     let changes = runtime.members.subscribe();
     // No targets and no members: the pings stay off, nothing leaves this process.
-    let pings = start_pings(Vec::new(), health, Duration::from_secs(10), metrics, false);
+    let pings = start_pings(
+        Vec::new(),
+        readiness,
+        Duration::from_secs(10),
+        metrics,
+        false,
+    );
     let runner = MemberRunner {
         runtime: runtime.clone(),
         pool: PoolConfig::default(),
@@ -137,7 +143,7 @@ impl Runner {
     }
 
     fn phase(&self, name: &str) -> Option<Phase> {
-        self.runtime.health.phase_of(name)
+        self.runtime.readiness.phase_of(name)
     }
 
     /// Whether a reload of `name` was asked for since the last look.

@@ -42,7 +42,7 @@ impl Runner {
 
     /// `/readyz`'s reasons for `name`, which must be failing.
     fn failing(&self, name: &str) -> String {
-        let report = self.runtime.health.report();
+        let report = self.runtime.readiness.report();
         let context = &report.clusters[name];
         assert_ne!(context.status, ClusterReadiness::Ready, "{name} is ready");
         context.reasons.join("; ")
@@ -124,7 +124,7 @@ async fn a_newer_change_of_the_member_or_its_leave_cancels_the_pending_retry() {
     assert!(
         !runner
             .runtime
-            .health
+            .readiness
             .report()
             .clusters
             .contains_key("member-b")
