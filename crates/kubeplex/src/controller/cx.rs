@@ -17,6 +17,7 @@ use crate::core::{Error, Result};
 #[cfg(doc)]
 use crate::plan::DEFAULT_ERROR_REQUEUE;
 use crate::plan::{MAX_ERROR_REQUEUE, Plan};
+use crate::readiness::ClusterReport;
 use crate::runtime::Runtime;
 
 mod children;
@@ -114,14 +115,33 @@ impl<C: Context> Cx<C> {
         Ok(Api::namespaced(self.client(cluster)?, namespace))
     }
 
-    /// Every cached object of kind `K` in `context`, from the watches the controllers opened there
-    /// (empty when none watches `K` there). Reading the cache costs no request.
-    pub fn cached<K: PrimaryResource>(&self, context: C) -> Vec<Arc<K>> {
+    /// Every cached object of kind `K` in a context or a member, from the watches the controllers opened
+    /// there (empty when none watches `K` there): the primaries', and the children's declared with
+    /// `Child::cache_objects`. Reading the cache costs no request.
+    pub fn cached<K: PrimaryResource>(&self, cluster: impl Into<Cluster<C>>) -> Vec<Arc<K>> {
         self.runtime
             .watches
-            .watches_of::<K>(context.name())
+            .watches_of::<K>(cluster.into().name())
             .iter()
             .flat_map(|w| w.store().state())
+            .collect()
+    }
+
+    /// Every cluster this controller works in — its contexts (the primaries' and the children's), then
+    /// every current member when its primaries or children live in members — each with its readiness as
+    /// `/readyz` reports it now: ready, starting (its watches have not all listed) or failing (with the
+    /// reasons), and a member's phase (joining, ready, leaving).
+    pub fn clusters(&self) -> Vec<(Cluster<C>, ClusterReport)> {
+        let mut reports = self.runtime.readiness.report().clusters;
+        let contexts = self.plan.all_contexts().into_iter().map(Cluster::Context);
+        let in_members = self.plan.in_members() || self.plan.has_member_children();
+        let members = in_members.then(|| self.members()).into_iter().flatten();
+        contexts
+            .chain(members.map(Cluster::Member))
+            .filter_map(|cluster| {
+                let report = reports.remove(cluster.name())?;
+                Some((cluster, report))
+            })
             .collect()
     }
 

@@ -51,7 +51,22 @@ impl Reconcile for Local {
         } else {
             "context"
         };
-        self.seen.lock().push(format!("{kind} {from}"));
+        // What the reconcile sees of the fleet: the cache of the cluster it came from, member or not, and
+        // every cluster with its readiness.
+        let cached = cx.cached::<Spread>(from.clone());
+        let mut names: Vec<_> = cached
+            .iter()
+            .map(|s| s.metadata.name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        let clusters: Vec<String> = (cx.clusters().into_iter())
+            .map(|(cluster, report)| format!("{cluster}={:?}", report.status))
+            .collect();
+        let mut seen = self.seen.lock();
+        seen.push(format!("{kind} {from}"));
+        seen.push(format!("{from} caches {}", names.join(",")));
+        seen.push(format!("{from} knows {}", clusters.join(",")));
+        drop(seen);
         cx.child(from, child(&parent, cx.controller()))?;
         Ok(Action::await_change())
     }
@@ -240,6 +255,25 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
     let seen = seen.lock().clone();
     assert!(seen.contains(&"member cluster-c".to_owned()), "{seen:?}");
     assert!(seen.contains(&"context control".to_owned()), "{seen:?}");
+    // The member's reconcile read the member's own cache, and saw both clusters and their readiness.
+    let member_cache = seen.iter().find(|s| s.starts_with("cluster-c caches "));
+    assert!(
+        member_cache.is_some_and(|s| s
+            .split(' ')
+            .nth(2)
+            .unwrap_or_default()
+            .split(',')
+            .any(|n| n == "remote")),
+        "{seen:?}"
+    );
+    let known = seen
+        .iter()
+        .find(|s| s.starts_with("cluster-c knows "))
+        .expect("cx.clusters in the member");
+    assert!(
+        known.contains("control=Ready") && known.contains("cluster-c="),
+        "{known}"
+    );
     // The control parent's child never went to the member.
     let control_child: Api<ConfigMap> =
         Api::namespaced(env.client("cluster-c").await.unwrap(), APPS);
