@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::controller::Reconcile;
@@ -17,8 +17,8 @@ use crate::core::Cluster;
 use crate::core::Context;
 use crate::core::kind_label;
 use crate::engine::engine::{ChildWatch, Engine, Primaries, Primary, ReconcileKey};
-use crate::engine::intake::member_watches;
 use crate::engine::intake::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
+use crate::engine::intake::{member_watches, readiness_flips};
 use crate::engine::status::events::EventPublisher;
 use crate::executor::{self, ExecutorConfig, Fairness, KeySender};
 use crate::members::MemberChange;
@@ -123,7 +123,8 @@ pub(crate) fn start<R: Reconcile>(
     // Subscribed now, before the manager's member provider starts: no join is missed.
     let in_members = engine.plan.has_member_children() || engine.plan.in_members();
     let members = in_members.then(|| engine.runtime.members.subscribe());
-    let run = lead(engine, deferred, config, stop, members);
+    let flips = engine.runtime.readiness.flips();
+    let run = lead(engine, deferred, config, stop, members, flips);
     tracing::Instrument::instrument(run, span)
 }
 
@@ -136,12 +137,15 @@ async fn lead<R: Reconcile>(
     config: ExecutorConfig,
     mut stop: watch::Receiver<bool>,
     members: Option<mpsc::Receiver<MemberChange>>,
+    flips: broadcast::Receiver<String>,
 ) {
-    // Follows the members for as long as the controller runs, leading or not (dropping the set ends it).
+    // Follows the members and the clusters' readiness for as long as the controller runs, leading or not
+    // (dropping the set ends them; a standby's queue_every_parent does nothing).
     let mut following = JoinSet::new();
     if let Some(changes) = members {
         following.spawn(member_watches::follow(engine.clone(), changes));
     }
+    following.spawn(readiness_flips::follow(engine.clone(), flips));
     let mut role = engine.runtime.role.clone();
     loop {
         tokio::select! {

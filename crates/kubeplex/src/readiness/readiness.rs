@@ -1,4 +1,5 @@
-//! Per-context health: what the probes report and what `wait_started` waits for.
+//! Per-cluster readiness: what the probes report, what `wait_started` waits for, and which clusters stop or
+//! start answering.
 //!
 //! A context is *ready* when its client could be configured, its API server answers, and every watch the
 //! controllers need there has listed its objects and is not failing. The manager has *started* once every
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 
 use super::phases::{MemberPhases, Phase};
 use super::report::{
@@ -37,6 +38,19 @@ pub(crate) struct Readiness {
     leadership: Mutex<Option<LeadershipReport>>,
     sharding: Mutex<Option<ShardingReport>>,
     phases: MemberPhases,
+    flips: Flips,
+}
+
+/// How many flips a slow follower may fall behind before it is told it lagged.
+const FLIPS_KEPT: usize = 256;
+
+/// The clusters whose readiness flipped, by name, for the controllers whose parents' status follows it.
+struct Flips(broadcast::Sender<String>);
+
+impl Default for Flips {
+    fn default() -> Self {
+        Self(broadcast::channel(FLIPS_KEPT).0)
+    }
 }
 
 #[derive(Default)]
@@ -46,6 +60,9 @@ struct ContextEntry {
     fixed: bool,
     /// Whether it was ready when last looked at (after each change).
     ready: bool,
+    /// Whether it has been ready once with its watches listed: its first readiness (a start, a join) and
+    /// what comes before it are no flip.
+    was_ready: bool,
     /// The pool could not configure a client: no watch or ping will run.
     config_error: Option<String>,
     /// The pool has not connected yet.
@@ -244,10 +261,24 @@ impl Readiness {
         let Some(entry) = contexts.get_mut(context) else {
             return;
         };
+        let before = entry.ready;
         change(entry);
         self.judge(entry);
+        let flipped = entry.ready != before && entry.was_ready;
+        // Ready with its watches listed: a cluster without watches yet is ready only until they start.
+        entry.was_ready |= entry.ready && !entry.watches.is_empty();
         drop(contexts);
+        if flipped {
+            // No follower (no controller yet, or none left) is no error.
+            let _ = self.flips.0.send(context.to_owned());
+        }
         self.changed.notify_waiters();
+    }
+
+    /// The clusters whose readiness flips from now on: one that stops answering (or whose watches fail),
+    /// and one that answers again. A cluster's first readiness is no flip.
+    pub(crate) fn flips(&self) -> broadcast::Receiver<String> {
+        self.flips.0.subscribe()
     }
 
     /// After a change of `entry`: whether it is ready now, kept in the count of required contexts not ready,

@@ -1,6 +1,7 @@
 //! Frozen clusters (SIGSTOP: connections open, nothing answers), which the scenario's stopped ones
 //! (connection refused, at once) do not show: a frozen child cluster delays only its own sync and status,
-//! bounded by the per-context cap; and the orphan sweep, with the control cluster frozen at start, judges
+//! bounded by the per-context cap, and reaches its parents' status without an edit once it stops answering
+//! (and again once it answers); and the orphan sweep, with the control cluster frozen at start, judges
 //! no parent before that cluster's cache has listed.
 //!
 //! The two tests freeze clusters and measure time, so they run one at a time, each in its own environment.
@@ -218,6 +219,44 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         .await;
         assert_eq!(ready_condition(&app).as_deref(), Some("True"), "{name}");
     }
+
+    // Frozen again with no edit anywhere: once cluster-a stops answering its pings, its parents are
+    // reconciled and their status says so; once it answers again, they read Ready again. Its readiness
+    // comes back with its next ping, which may be after the status: the freeze waits for it.
+    let readiness_is = |wanted: bool| {
+        let running = &running;
+        move || async move {
+            let status = running
+                .readiness()
+                .clusters
+                .get("cluster-a")
+                .map(|c| c.status);
+            match (status == Some(ClusterReadiness::Ready)) == wanted {
+                true => Ok(()),
+                false => Err(format!("{status:?}")),
+            }
+        }
+    };
+    eventually("cluster-a ready before the freeze", readiness_is(true)).await;
+    env.freeze("cluster-a").unwrap();
+    eventually("cluster-a not ready once frozen", readiness_is(false)).await;
+    let app = wait_status(
+        &env,
+        "cluster-a unreachable in the status of a parent nobody edited",
+        "before",
+        |a, b| is(ClusterState::Ready)(&b) && is(ClusterState::Unreachable)(&a),
+    )
+    .await;
+    assert_eq!(ready_condition(&app).as_deref(), Some("False"));
+    env.thaw("cluster-a").unwrap();
+    let app = wait_status(
+        &env,
+        "cluster-a Ready again, still without an edit",
+        "before",
+        |a, b| is(ClusterState::Ready)(&a) && is(ClusterState::Ready)(&b),
+    )
+    .await;
+    assert_eq!(ready_condition(&app).as_deref(), Some("True"));
     crate::support::stop(running).await;
 }
 

@@ -3,6 +3,7 @@
 
 pub(super) mod member_watches;
 pub(super) mod primaries;
+pub(super) mod readiness_flips;
 pub(super) mod shard_watches;
 pub(super) mod sources;
 pub(super) mod term_keys;

@@ -373,3 +373,33 @@ fn a_member_forgotten_stays_gone_whatever_its_ping_or_watches_report_late() {
         ClusterReadiness::Ready
     );
 }
+
+#[test]
+fn a_cluster_that_stops_answering_and_answers_again_flips_twice_and_its_first_readiness_is_no_flip()
+{
+    let readiness = Arc::new(Readiness::default());
+    let mut flips = readiness.flips();
+    readiness.declare("cluster-a", true);
+    readiness.connected("cluster-a", None);
+    let watch = readiness.watch_started(
+        "cluster-a",
+        None,
+        "ConfigMap/v1".into(),
+        "configmaps".into(),
+    );
+    watch.synced();
+    assert!(readiness.is_context_ready("cluster-a"));
+    assert!(
+        flips.try_recv().is_err(),
+        "becoming ready the first time is no flip"
+    );
+
+    readiness.pinged("cluster-a", Some("unreachable: no answer within 5s".into()));
+    assert_eq!(flips.try_recv().unwrap(), "cluster-a");
+    // Still failing, for another cause: no flip.
+    readiness.pinged("cluster-a", Some("unreachable: connection refused".into()));
+    assert!(flips.try_recv().is_err());
+    readiness.pinged("cluster-a", None);
+    assert_eq!(flips.try_recv().unwrap(), "cluster-a");
+    assert!(flips.try_recv().is_err());
+}
