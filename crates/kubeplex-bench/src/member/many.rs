@@ -13,10 +13,10 @@ use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use super::aliases::{Aliases, SELECTOR_VALUE, member_name};
+use super::aliases::{Aliases, SELECTOR_VALUE};
 use super::churn::settled_reading;
 use super::cluster::{CONTROL, IMAGE, MemberOptions, SECRETS_NAMESPACE, SELECTOR_LABEL};
-use super::many_report::{Restart, Size, report};
+use super::many_report::{PARENTS, Restart, Size, report};
 use crate::child::Side;
 use crate::figures::{Goal, Section};
 use crate::fleet::{
@@ -26,8 +26,6 @@ use crate::fleet::{
 use crate::harness::progress;
 use crate::system::processes_seconds;
 
-/// P: parents, each wanting one Deployment in every member.
-pub(super) const PARENTS: usize = 10;
 /// How long the joins, the leaves or the parents' reconciles may take before the section fails.
 const LIMIT: Duration = Duration::from_secs(900);
 /// Longer than an idle connection can stay in the operator's pools: one idle for 90 s is closed by the
@@ -420,11 +418,6 @@ async fn delete_parents(aliases: &Aliases, observer: &Observer) -> Result<(), St
         .until("every parent gone", LIMIT, |w| w.parents() == 0)
         .await
         .map(drop)
-}
-
-/// The members' names, for the method text.
-pub(super) fn names_example() -> String {
-    format!("{}, {}, ..", member_name(0), member_name(1))
 }
 
 #[cfg(test)]

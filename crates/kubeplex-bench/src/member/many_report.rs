@@ -2,9 +2,12 @@
 
 use std::time::Duration;
 
-use super::many::{PARENTS, names_example};
+use super::aliases::member_name;
 use crate::figures::{Figure, Goal, Section, linear_fit};
 use crate::fleet::Reading;
+
+/// P: parents, each wanting one Deployment in every member.
+pub(super) const PARENTS: usize = 10;
 
 /// Goal: every child in every member within this long of the Secrets' creation.
 const JOIN_GOAL_S: f64 = 60.0;
@@ -429,6 +432,11 @@ fn goals(sizes: &[Size], restart: &Restart, rss_slope: Option<f64>) -> Vec<Goal>
                 && after_ready <= JOIN_GOAL_S,
         ),
     ]
+}
+
+/// The members' names, for the method text.
+fn names_example() -> String {
+    format!("{}, {}, ..", member_name(0), member_name(1))
 }
 
 #[cfg(test)]

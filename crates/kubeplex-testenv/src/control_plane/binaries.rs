@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use super::go_build::build_into;
+use super::go_build::{ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, build_error, build_into};
 use super::progress::{self, USUAL_BUILD_TIME, USUAL_BUILD_TIME_ALL};
 use crate::error::{Error, Result};
 
@@ -18,11 +18,6 @@ const GO_MOD: &str = include_str!("../../assets/go.mod");
 pub const KUBEBUILDER_ASSETS: &str = "KUBEBUILDER_ASSETS";
 /// Overrides the cache directory the binaries are built into.
 pub const CACHE_DIR_VAR: &str = "KUBEPLEX_TESTENV_CACHE";
-
-/// The programs' file names, in the cache and in `KUBEBUILDER_ASSETS`.
-pub(super) const KUBE_APISERVER: &str = "kube-apiserver";
-pub(super) const ETCD: &str = "etcd";
-pub(super) const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
 /// The `kube-apiserver` and `etcd` programs, ready to run, and `kube-controller-manager` when it is there.
 #[derive(Clone, Debug)]
@@ -105,7 +100,12 @@ impl Binaries {
         .map_err(|e| build_error(&cached.dir, e))?;
         // Looked at again: the process we waited for may have built what we need.
         if !Self::in_dir(cached.dir.clone()).complete(with_controller_manager) {
-            build_into(&cached.dir, with_controller_manager)?;
+            build_into(
+                &cached.dir,
+                with_controller_manager,
+                Self::kubernetes_version(),
+                Self::etcd_version(),
+            )?;
         }
         Ok(Self::in_dir(cached.dir))
     }
@@ -191,10 +191,6 @@ pub(super) fn lock(path: &Path, waiting: impl FnOnce()) -> io::Result<File> {
         return Err(io::Error::last_os_error());
     }
     Ok(file)
-}
-
-pub(super) fn build_error(path: &Path, error: io::Error) -> Error {
-    Error::Binaries(format!("{}: {error}", path.display()))
 }
 
 #[cfg(test)]

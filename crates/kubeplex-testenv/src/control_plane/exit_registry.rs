@@ -8,8 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::process::kill_group;
-
 /// Live children by registration number, and directories to remove, for the `atexit` hook.
 #[derive(Default)]
 struct ExitRegistry {
@@ -72,5 +70,13 @@ extern "C" fn clean_up_at_exit() {
     }
     for dir in registry.directories.values() {
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Kills the process group `pid` leads (a child started in a group of its own).
+pub(super) fn kill_group(pid: u32) {
+    // SAFETY: kill(2) on the process group our child leads; SIGKILL also ends a stopped (frozen) process.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
     }
 }

@@ -9,7 +9,6 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::binaries::{Binaries, ETCD, KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, build_error};
 use super::progress::{
     self, Progress, USUAL_BUILD_TIME, USUAL_BUILD_TIME_ALL, USUAL_CONTROLLER_MANAGER_BUILD_TIME,
 };
@@ -20,6 +19,16 @@ const ASSETS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
 /// The Go module of the tools that test what runs on a cluster (helm), apart from the cluster's programs so
 /// that their Kubernetes libraries' versions are not unified with kube-apiserver's.
 pub(super) const TOOLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/tools");
+
+/// The programs' file names, in the cache and in `KUBEBUILDER_ASSETS`.
+pub(super) const KUBE_APISERVER: &str = "kube-apiserver";
+pub(super) const ETCD: &str = "etcd";
+pub(super) const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
+/// What a failed file operation on `path` while providing the programs says.
+pub(super) fn build_error(path: &Path, error: io::Error) -> Error {
+    Error::Binaries(format!("{}: {error}", path.display()))
+}
 
 /// One program to build from the Go module.
 pub(super) struct Program {
@@ -33,9 +42,13 @@ pub(super) struct Program {
 }
 
 /// Builds the programs that are missing from `dir` into it: kube-apiserver and etcd, and
-/// kube-controller-manager if asked.
-pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()> {
-    let version = Binaries::kubernetes_version();
+/// kube-controller-manager if asked, at the versions the Go module pins (`version` for Kubernetes').
+pub(super) fn build_into(
+    dir: &Path,
+    with_controller_manager: bool,
+    version: &'static str,
+    etcd_version: &'static str,
+) -> Result<()> {
     let (major, minor) = major_minor(version);
     let stamp = format!(
         "-s -w -X k8s.io/component-base/version.gitVersion={version} \
@@ -54,7 +67,7 @@ pub(super) fn build_into(dir: &Path, with_controller_manager: bool) -> Result<()
         },
         Program {
             name: ETCD,
-            version: Binaries::etcd_version(),
+            version: etcd_version,
             path: dir.join(ETCD),
             package: "go.etcd.io/etcd/server/v3",
             ldflags: "-s -w".into(),

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::binaries::{build_error, cache_root, lock, required_version};
-use super::go_build::{Program, TOOLS_DIR, build_program};
+use super::binaries::{cache_root, lock, required_version};
+use super::go_build::{Program, TOOLS_DIR, build_error, build_program};
 use super::progress::{self, Progress};
 use crate::error::{Error, Result};
 

@@ -77,7 +77,7 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        kill_group(self.child.id());
+        exit_registry::kill_group(self.child.id());
         let _ = self.child.wait();
         exit_registry::unregister_process(self.registration);
     }
@@ -88,13 +88,6 @@ pub(super) fn log_tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-pub(super) fn kill_group(pid: u32) {
-    // SAFETY: kill(2) on the process group our child leads; SIGKILL also ends a stopped (frozen) process.
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
-    }
 }
 
 /// PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: test threads end
