@@ -33,6 +33,7 @@ mod http;
 mod kubeconfig;
 mod members;
 mod polling;
+mod process_group;
 mod ready;
 mod relay;
 mod shared;

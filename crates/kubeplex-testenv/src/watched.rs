@@ -132,12 +132,9 @@ impl Drop for Watched {
     }
 }
 
-/// Kills `child` and whatever it started in its process group (a shell's children hold its output open).
+/// Kills `child` and whatever it started in its process group, and reaps it.
 fn kill_group(child: &mut Child) {
-    if let Ok(group) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: signals the process group our own child leads (it was started with `process_group(0)`).
-        unsafe { libc::kill(-group, libc::SIGKILL) };
-    }
+    crate::process_group::kill_group(child.id());
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -60,7 +60,7 @@ extern "C" fn clean_up_at_exit() {
         return;
     };
     for &pid in registry.processes.values() {
-        kill_group(pid);
+        crate::process_group::kill_group(pid);
     }
     for &pid in registry.processes.values() {
         // SAFETY: reaps our own children so that their directories can be removed.
@@ -70,13 +70,5 @@ extern "C" fn clean_up_at_exit() {
     }
     for dir in registry.directories.values() {
         let _ = std::fs::remove_dir_all(dir);
-    }
-}
-
-/// Kills the process group `pid` leads (a child started in a group of its own).
-pub(super) fn kill_group(pid: u32) {
-    // SAFETY: kill(2) on the process group our child leads; SIGKILL also ends a stopped (frozen) process.
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
     }
 }

@@ -77,7 +77,7 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        exit_registry::kill_group(self.child.id());
+        crate::process_group::kill_group(self.child.id());
         let _ = self.child.wait();
         exit_registry::unregister_process(self.registration);
     }

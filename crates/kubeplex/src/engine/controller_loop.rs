@@ -15,11 +15,9 @@ use crate::controller::Reconcile;
 use crate::core::Action;
 use crate::core::Cluster;
 use crate::core::Context;
-use crate::core::kind_label;
 use crate::engine::engine::{ChildWatch, Engine, Primaries, Primary, ReconcileKey};
 use crate::engine::intake::shard_watches::{PrimaryWatchKey, close_unheld, held_contexts};
 use crate::engine::intake::{member_watches, readiness_flips};
-use crate::engine::status::events::EventPublisher;
 use crate::executor::{self, ExecutorConfig, Fairness, KeySender};
 use crate::members::MemberChange;
 use crate::metrics::ChildrenByHealth;
@@ -95,26 +93,13 @@ pub(crate) fn start<R: Reconcile>(
     };
     let contexts = shared_plan.contexts().iter().map(|c| c.name());
     runtime.metrics.controller_started(&name, contexts);
-    let engine = Arc::new(Engine {
+    let engine = Arc::new(Engine::new(
         reconciler,
-        finalizer: shared_plan.managed_finalizer().map(|f| f.into_owned()),
-        parent_kind: kind_label::<Primary<R>>(),
-        events: EventPublisher::new(&name),
-        plan: shared_plan,
+        shared_plan,
         runtime,
         primaries,
         children,
-        member_children: Default::default(),
-        failures: parking_lot::Mutex::default(),
-        no_status: Default::default(),
-        term_keys: Default::default(),
-        written_status: Default::default(),
-        finalized: Default::default(),
-        deletions: Default::default(),
-        abandoned: Default::default(),
-        conflicts: Default::default(),
-        told_leaves: Default::default(),
-    });
+    ));
     if !engine.plan.children().is_empty() {
         let source: Weak<dyn ChildrenByHealth> = Arc::downgrade(&engine) as _;
         engine.runtime.metrics.report_children_health(&name, source);

@@ -175,6 +175,37 @@ pub(crate) struct Engine<R: Reconcile> {
 }
 
 impl<R: Reconcile> Engine<R> {
+    /// An engine with nothing remembered yet: the one constructor of the running controller and of the
+    /// unit tests' engine.
+    pub(crate) fn new(
+        reconciler: R,
+        plan: Arc<Plan<R::Context>>,
+        runtime: Arc<Runtime>,
+        primaries: Primaries<R>,
+        children: Vec<ChildWatch>,
+    ) -> Self {
+        Engine {
+            reconciler,
+            finalizer: plan.managed_finalizer().map(|f| f.into_owned()),
+            parent_kind: crate::core::kind_label::<Primary<R>>(),
+            events: EventPublisher::new(plan.name()),
+            plan,
+            runtime,
+            primaries,
+            children,
+            member_children: MemberChildren::default(),
+            failures: Mutex::default(),
+            no_status: Default::default(),
+            term_keys: Default::default(),
+            written_status: Default::default(),
+            finalized: Default::default(),
+            deletions: Default::default(),
+            abandoned: Default::default(),
+            conflicts: Default::default(),
+            told_leaves: Default::default(),
+        }
+    }
+
     /// The cache that holds `object` of `context`: its namespace's watch, else the all-namespaces one.
     pub(crate) fn primary_cache(
         &self,

@@ -6,7 +6,6 @@ use indexmap::IndexSet;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::ObjectMeta;
-use parking_lot::Mutex;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -15,7 +14,6 @@ use crate::controller::Controller;
 pub(crate) use crate::controller::test_controller::{CLUSTER_A, CONTROL_CLUSTER, TestController};
 use crate::core::PARENT_UID_LABEL;
 use crate::engine::engine::Engine;
-use crate::engine::status::events::EventPublisher;
 use crate::watch::ChildCache;
 
 /// An engine of [`TestController`] whose every context is reached through `client`.
@@ -26,27 +24,13 @@ pub(crate) fn engine(client: Client) -> Engine<TestController> {
 /// An engine of [`TestController`] that reaches `control` and `cluster-a` through clients of their own.
 pub(crate) fn engine_with(control: Client, cluster_a: Client) -> Engine<TestController> {
     let runtime = crate::controller::test_controller::runtime(control, cluster_a);
-    let plan = TestController::plan();
-    Engine {
-        reconciler: TestController,
-        finalizer: plan.managed_finalizer().map(|f| f.into_owned()),
-        parent_kind: "ConfigMap/v1".into(),
-        events: EventPublisher::new(plan.name()),
-        plan: Arc::new(plan),
+    Engine::new(
+        TestController,
+        Arc::new(TestController::plan()),
         runtime,
-        primaries: Default::default(),
-        children: Vec::new(),
-        member_children: Default::default(),
-        failures: Mutex::default(),
-        no_status: Default::default(),
-        term_keys: Default::default(),
-        written_status: Default::default(),
-        finalized: Default::default(),
-        deletions: Default::default(),
-        abandoned: Default::default(),
-        conflicts: Default::default(),
-        told_leaves: Default::default(),
-    }
+        Default::default(),
+        Vec::new(),
+    )
 }
 
 /// A parent in `control`, namespace `crds`, with these finalizers.
@@ -61,6 +45,24 @@ pub(crate) fn parent(finalizers: &[&str]) -> ConfigMap {
             ..ObjectMeta::default()
         },
         ..ConfigMap::default()
+    }
+}
+
+/// A child of the test parent in cluster-a, namespace `ns`, called `name`.
+pub(crate) fn child_meta(name: &str) -> ObjectMeta {
+    let parent = crate::core::ParentRef {
+        context: "control".into(),
+        namespace: Some("crds".into()),
+        name: "parent".into(),
+        uid: "uid-parent".into(),
+    };
+    let (labels, annotations) = parent.stamp("test-controller", "ConfigMap/v1");
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("ns".into()),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
     }
 }
 

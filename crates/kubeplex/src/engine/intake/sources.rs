@@ -87,13 +87,15 @@ mod tests {
     use std::time::Duration;
 
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::{ApiResource, ObjectMeta};
+    use kube::api::ApiResource;
     use kube::runtime::reflector::{self, ObjectRef};
     use kube::runtime::watcher;
 
-    use crate::core::{PARENT_UID_LABEL, ParentRef};
+    use crate::core::PARENT_UID_LABEL;
     use crate::engine::engine::{ChildWatch, ReconcileKey};
-    use crate::engine::test_engine::{CLUSTER_A, CONTROL_CLUSTER, TestController, engine, parent};
+    use crate::engine::test_engine::{
+        CLUSTER_A, CONTROL_CLUSTER, TestController, child_meta, engine, parent,
+    };
     use crate::executor::key_queue;
     use crate::watch::SharedWatch;
 
@@ -108,21 +110,8 @@ mod tests {
 
     /// A child of the test parent in cluster-a, called `name`.
     fn child(name: &str) -> ConfigMap {
-        let parent = ParentRef {
-            context: "control".into(),
-            namespace: Some("crds".into()),
-            name: "parent".into(),
-            uid: "uid-parent".into(),
-        };
-        let (labels, annotations) = parent.stamp("test-controller", "ConfigMap/v1");
         ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("ns".into()),
-                labels: Some(labels),
-                annotations: Some(annotations),
-                ..ObjectMeta::default()
-            },
+            metadata: child_meta(name),
             ..ConfigMap::default()
         }
     }

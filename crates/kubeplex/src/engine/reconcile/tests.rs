@@ -17,7 +17,6 @@ use self::recording::{Recording, SpanSeen};
 use super::with_resync;
 use crate::controller::test_controller::runtime_of;
 use crate::core::Action;
-use crate::core::ParentRef;
 use crate::core::{ClusterState, ContextOutcome, FleetStatus};
 use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
@@ -44,20 +43,9 @@ fn the_shorter_of_the_actions_requeue_and_the_plans_resync_wins() {
 
 /// A child of the test parent in cluster-a that no reconcile wants: the reconcile prunes it.
 fn stale_child() -> ObjectMeta {
-    let parent = ParentRef {
-        context: "control".into(),
-        namespace: Some("crds".into()),
-        name: "parent".into(),
-        uid: "uid-parent".into(),
-    };
-    let (labels, annotations) = parent.stamp("test-controller", "ConfigMap/v1");
     ObjectMeta {
-        name: Some("stale".into()),
-        namespace: Some("ns".into()),
         uid: Some("uid-stale".into()),
-        labels: Some(labels),
-        annotations: Some(annotations),
-        ..ObjectMeta::default()
+        ..crate::engine::test_engine::child_meta("stale")
     }
 }
 
