@@ -9,7 +9,9 @@ use syn::spanned::Spanned;
 use syn::{LitStr, Type};
 
 use crate::parse::ContextItem;
-use crate::validate::{ContextsKind, Model, fleet_of, is_dynamic, path_string, path_type};
+use crate::validate::{
+    ContextsKind, Model, WatchModel, fleet_of, is_dynamic, path_string, path_type,
+};
 
 /// The generated items for a controller without errors (the user's struct is emitted separately, always).
 pub fn expand(model: &Model) -> TokenStream {
@@ -90,6 +92,10 @@ pub fn expand(model: &Model) -> TokenStream {
         });
     }
 
+    for watch in &model.watches {
+        calls.push(watch_call(model, watch));
+    }
+
     // The primary's contexts last: were the fleet not declared with `contexts!` (reported by `type
     // Context`), the calls after them would each also be reported, for a `Plan<Fleet>`.
     let contexts = context_exprs(model, &model.contexts);
@@ -109,6 +115,32 @@ pub fn expand(model: &Model) -> TokenStream {
         }
         #membership
     }
+}
+
+/// `.watches(Watch::..)` for one `watches(..)`. A map function is given to `Watch::mapped` with the kind
+/// and the controller's primary named, so that a function of another signature is reported at its path
+/// with the signature expected.
+fn watch_call(model: &Model, watch: &WatchModel) -> TokenStream {
+    let krate = &model.krate;
+    let kind = &watch.kind;
+    let new = match &watch.map {
+        Some(map) => {
+            quote!(#krate::plan::Watch::mapped::<#kind, <Self as #krate::Controller>::Resource>(#map))
+        }
+        None => quote!(#krate::plan::Watch::of::<#kind>()),
+    };
+    let members = watch.members.then(|| quote!(.members()));
+    let namespaces = (!watch.namespaces.is_empty()).then(|| {
+        let namespaces = &watch.namespaces;
+        quote!(.with_namespaces([#(#namespaces),*]))
+    });
+    let labels = (watch.label_selector.as_ref()).map(|s| quote!(.with_label_selector(#s)));
+    let fields = (watch.field_selector.as_ref()).map(|s| quote!(.with_field_selector(#s)));
+    let contexts = (!watch.contexts.is_empty()).then(|| {
+        let contexts = context_exprs(model, &watch.contexts);
+        quote!(.with_contexts([#(#contexts),*]))
+    });
+    quote!(.watches(#new #members #namespaces #labels #fields #contexts))
 }
 
 /// What is emitted when the attribute has errors (which are emitted next to it): the type checks, so that
@@ -132,6 +164,7 @@ pub fn fallback(model: &Model) -> TokenStream {
         .contexts
         .iter()
         .chain(model.children.iter().flat_map(|c| c.contexts.iter()))
+        .chain(model.watches.iter().flat_map(|w| w.contexts.iter()))
         .filter_map(|item| match (item, kind) {
             (ContextItem::Typed(path), ContextsKind::Typed(fleet))
                 if fleet_of(path).is_some_and(|f| path_string(&f) == path_string(fleet)) =>
@@ -204,6 +237,11 @@ fn checks(model: &Model) -> TokenStream {
         let kind = path_type(&child.kind);
         checks.push(kind_check(model, &kind));
         namespaced.extend(child.namespaces_key.map(|key| (kind, key)));
+    }
+    for watch in &model.watches {
+        let kind = path_type(&watch.kind);
+        checks.push(kind_check(model, &kind));
+        namespaced.extend(watch.namespaces_key.map(|key| (kind, key)));
     }
     let namespaced = namespaced_check(model, &namespaced);
     quote!(#(#checks)* #namespaced)
@@ -326,6 +364,7 @@ fn membership_check(model: &Model) -> TokenStream {
         .contexts
         .iter()
         .chain(model.children.iter().flat_map(|c| c.contexts.iter()))
+        .chain(model.watches.iter().flat_map(|w| w.contexts.iter()))
         .filter_map(|item| match item {
             ContextItem::Named(name) => Some(name),
             ContextItem::Typed(_) => None,

@@ -58,7 +58,7 @@
 //! // What the attribute generated: a description the runtime executes.
 //! let plan = AppDeployer::plan();
 //! assert_eq!(plan.name(), "app-deployer");
-//! assert_eq!(plan.watches().collect::<Vec<_>>(), [(Fleet::Control, Some("crds"))]);
+//! assert_eq!(plan.primary_watches().collect::<Vec<_>>(), [(Fleet::Control, Some("crds"))]);
 //! assert_eq!(plan.all_contexts(), [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB]);
 //! ```
 //!

@@ -7,6 +7,7 @@ use proc_macro2::TokenStream;
 use super::keys::{key_of, path_of};
 use super::owns::Owns;
 use super::values::{ContextList, Flag, Int, PathArg, Str, StrList, TypeArg};
+use super::watches::Watches;
 
 /// Everything `#[controller(...)]` accepts.
 #[derive(Debug, Default, FromMeta)]
@@ -57,6 +58,10 @@ pub struct ControllerArgs {
     /// where it lives.
     #[darling(multiple)]
     pub owns: Vec<Owns>,
+    /// `watches(Kind, members, contexts = [..], namespaces = [..], map = path)` (repeatable): a kind watched
+    /// without being reconciled or owned, and which parents its changes reconcile.
+    #[darling(multiple)]
+    pub watches: Vec<Watches>,
     /// Keys that were given but could not be parsed (or were misspelled as them), so that validation
     /// does not also report them as missing.
     #[darling(skip)]
@@ -64,7 +69,7 @@ pub struct ControllerArgs {
 }
 
 /// The keys that may be given more than once.
-const REPEATABLE: &[&str] = &["owns"];
+const REPEATABLE: &[&str] = &["owns", "watches"];
 
 /// Parses the attribute's arguments, reporting unknown and repeated keys without giving up on the rest.
 pub fn parse_args(tokens: TokenStream, errors: &mut darling::error::Accumulator) -> ControllerArgs {

@@ -1,13 +1,11 @@
 //! The inside of `owns(Kind, ..)`: the child kind, then where children of that kind live.
 
-use darling::ast::NestedMeta;
-use darling::util::path_to_string;
-use darling::{Error, FromMeta, Result};
+use darling::{FromMeta, Result};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Meta, Path};
 
-use super::keys::{key_of, path_of};
+use super::keys::kind_and_options;
 use super::values::{ContextList, Flag, RawExpr, StrList, Word};
 
 /// The inside of `owns(Kind, ...)`, after the kind.
@@ -45,34 +43,8 @@ pub struct Owns {
 
 impl FromMeta for Owns {
     fn from_meta(meta: &Meta) -> Result<Self> {
-        let list = match meta {
-            Meta::List(list) => list,
-            _ => {
-                return Err(Error::custom(
-                    "`owns` takes the child kind and where it lives: `owns(Deployment, contexts = [..])`",
-                )
-                .with_span(meta));
-            }
-        };
-        let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
-        let (kind, rest) = match items.split_first() {
-            Some((NestedMeta::Meta(Meta::Path(path)), rest)) => (path.clone(), rest),
-            Some((first, _)) => {
-                return Err(Error::custom(
-                    "`owns` starts with the child kind, a type path: `owns(Deployment, contexts = [..])`",
-                )
-                .with_span(first));
-            }
-            None => {
-                return Err(Error::custom(
-                    "`owns()` is empty; name the child kind and its contexts: `owns(Deployment, contexts = [..])`",
-                )
-                .with_span(meta));
-            }
-        };
-        // A repeated key is reported with the option's other mistakes, not instead of them.
-        let mut errors = Error::accumulator();
-        let rest = without_repeated_keys(rest, &kind, &mut errors);
+        let (kind, rest, mut errors) =
+            kind_and_options(meta, "owns", "the child kind", "Deployment")?;
         let options = errors
             .handle(OwnsOptions::from_list(&rest))
             .unwrap_or_default();
@@ -82,29 +54,4 @@ impl FromMeta for Owns {
             options,
         })
     }
-}
-
-/// The options of one `owns`, each key once: a key given again is reported as at the top level (at the
-/// second key), instead of darling's "Duplicate field".
-fn without_repeated_keys(
-    items: &[NestedMeta],
-    kind: &Path,
-    errors: &mut darling::error::Accumulator,
-) -> Vec<NestedMeta> {
-    let mut kept: Vec<NestedMeta> = Vec::new();
-    for item in items {
-        let key = key_of(item);
-        if !key.is_empty() && kept.iter().any(|k| key_of(k) == key) {
-            errors.push(
-                Error::custom(format!(
-                    "`{key}` is given more than once in `owns({}, ..)`; keep one",
-                    path_to_string(kind)
-                ))
-                .with_span(&path_of(item)),
-            );
-        } else {
-            kept.push(item.clone());
-        }
-    }
-    kept
 }

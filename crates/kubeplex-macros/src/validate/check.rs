@@ -72,10 +72,16 @@ pub fn check_kind_is_static(kind: &Type, errors: &mut Accumulator) {
 /// A context list is not empty.
 pub fn check_contexts_not_empty(list: &ContextList, key: &str, errors: &mut Accumulator) {
     if list.items.is_empty() {
-        let message = if key == "contexts" {
-            "`contexts` is empty; name at least one context the primary resource is watched in, e.g. `contexts = [Fleet::Control]`"
-        } else {
-            "`contexts` of `owns` is empty; name the contexts its children live in (for children in the fleet's members only, write `members` and leave `contexts` out)"
+        let message = match key {
+            "contexts" => {
+                "`contexts` is empty; name at least one context the primary resource is watched in, e.g. `contexts = [Fleet::Control]`"
+            }
+            "watches(.., contexts)" => {
+                "`contexts` of `watches` is empty; name the contexts the kind is watched in (for the fleet's members only, write `members` and leave `contexts` out)"
+            }
+            _ => {
+                "`contexts` of `owns` is empty; name the contexts its children live in (for children in the fleet's members only, write `members` and leave `contexts` out)"
+            }
         };
         errors.push(Error::custom(message).with_span(&list.span));
     }

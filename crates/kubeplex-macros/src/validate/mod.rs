@@ -2,9 +2,13 @@
 //! spanned at the offending token, and says how to fix it. The result is a [`Model`] for `expand.rs`; it is
 //! built even when there are errors, so that the fallback expansion can still name the types.
 //!
-//! Each rule is one `check_*` function in `check.rs`; the string rules behind them live in `rules/`.
+//! Each rule is one `check_*` function in `check.rs` (`watches.rs` checks a `watches(..)`); the string
+//! rules behind them live in `rules/`.
 
 mod check;
+mod watches;
+
+pub use watches::WatchModel;
 
 use darling::Error;
 use darling::error::Accumulator;
@@ -61,6 +65,8 @@ pub struct Model {
     pub finalizer: Option<LitStr>,
     /// The `owns(..)` entries.
     pub children: Vec<ChildModel>,
+    /// The `watches(..)` entries.
+    pub watches: Vec<WatchModel>,
 }
 
 /// How a controller names its contexts; decides `type Context`.
@@ -164,6 +170,7 @@ pub fn one_controller(
             drop(ignored.into_inner());
             kinds.extend(args.crd.0);
             kinds.extend(args.owns.iter().map(|owns| path_type(&owns.kind)));
+            kinds.extend(args.watches.iter().map(|watches| path_type(&watches.kind)));
         }
     }
     let mut single = target.clone();
@@ -328,6 +335,9 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         });
     }
     check::check_owns_overlap(&children, errors);
+    let watches = (args.watches.into_iter())
+        .map(|w| watches::validate_watches(w, contexts_kind.as_ref(), errors))
+        .collect();
 
     Model {
         krate,
@@ -350,6 +360,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         abandon_terminating_after,
         finalizer,
         children,
+        watches,
     }
 }
 

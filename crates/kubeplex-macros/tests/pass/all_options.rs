@@ -40,7 +40,7 @@ fn builds_its_plan() {
     assert_eq!(auditor.client_timeout, Duration::from_secs(5));
     let plan = DeploymentAuditor::plan();
     assert_eq!(plan.name(), "deployment-auditor");
-    assert_eq!(plan.watches().count(), 4);
+    assert_eq!(plan.primary_watches().count(), 4);
     assert_eq!(plan.concurrency(), Some(16));
     assert_eq!(plan.debounce(), Some(Duration::from_millis(500)));
     assert_eq!(plan.requeue_after(), Some(Duration::from_secs(5400)));

@@ -13,3 +13,4 @@ mod owns_health;
 mod owns_members;
 mod readme;
 mod string_contexts;
+mod watches;

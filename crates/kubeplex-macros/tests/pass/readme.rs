@@ -56,7 +56,7 @@ impl Reconcile for AppDeployer {
 fn builds_its_plan() {
     let plan = AppDeployer::plan();
     assert_eq!(plan.name(), "app-deployer");
-    let watches: Vec<_> = plan.watches().collect();
+    let watches: Vec<_> = plan.primary_watches().collect();
     assert_eq!(watches, [(Fleet::Control, Some("crds"))]);
     assert_eq!(plan.finalizer(), Some("demo.kubeplex.dev/cleanup"));
     let child = &plan.children()[0];

@@ -116,8 +116,8 @@ impl<C: Context> Cx<C> {
     }
 
     /// Every cached object of kind `K` in a context or a member, from the watches the controllers opened
-    /// there (empty when none watches `K` there): the primaries', and the children's declared with
-    /// `Child::cache_objects`. Reading the cache costs no request.
+    /// there (empty when none watches `K` there): the primaries', the watched kinds' (`watches(..)`), and
+    /// the children's declared with `Child::cache_objects`. Reading the cache costs no request.
     pub fn cached<K: PrimaryResource>(&self, cluster: impl Into<Cluster<C>>) -> Vec<Arc<K>> {
         self.runtime
             .watches
@@ -127,15 +127,19 @@ impl<C: Context> Cx<C> {
             .collect()
     }
 
-    /// Every cluster this controller works in — its contexts (the primaries' and the children's), then
-    /// every current member when its primaries or children live in members — each with its readiness as
+    /// Every cluster this controller works in — its contexts (the primaries', the children's and the
+    /// watched kinds'), then every current member when it works in members — each with its readiness as
     /// `/readyz` reports it now: ready, starting (its watches have not all listed) or failing (with the
     /// reasons), and a member's phase (joining, ready, leaving).
     pub fn clusters(&self) -> Vec<(Cluster<C>, ClusterReport)> {
         let mut reports = self.runtime.readiness.report().clusters;
         let contexts = self.plan.all_contexts().into_iter().map(Cluster::Context);
-        let in_members = self.plan.in_members() || self.plan.has_member_children();
-        let members = in_members.then(|| self.members()).into_iter().flatten();
+        let members = self
+            .plan
+            .works_in_members()
+            .then(|| self.members())
+            .into_iter()
+            .flatten();
         contexts
             .chain(members.map(Cluster::Member))
             .filter_map(|cluster| {

@@ -45,7 +45,7 @@ pub(crate) fn start<R: Reconcile>(
     // Sharded by context: a context's primaries are watched only while this replica holds its shard.
     let by_context = runtime.shards.as_ref().is_some_and(|s| s.by_context());
     let mut deferred = Vec::new();
-    for (context, namespace) in plan.watches() {
+    for (context, namespace) in plan.primary_watches() {
         let key = Engine::<R>::primary_key(&plan, context.name(), namespace);
         if by_context {
             deferred.push(PrimaryWatchKey { context, key });
@@ -100,14 +100,24 @@ pub(crate) fn start<R: Reconcile>(
         primaries,
         children,
     ));
+    let watched: indexmap::IndexSet<R::Context> = (engine.plan.watched().iter())
+        .flat_map(|w| w.contexts().iter().copied())
+        .collect();
+    for context in watched {
+        if let Ok(client) = engine.runtime.pool.client(context.name()) {
+            engine.open_inputs(&Cluster::Context(context), &client);
+        }
+    }
     if !engine.plan.children().is_empty() {
         let source: Weak<dyn ChildrenByHealth> = Arc::downgrade(&engine) as _;
         engine.runtime.metrics.report_children_health(&name, source);
     }
     let span = tracing::info_span!("controller", controller = %name);
     // Subscribed now, before the manager's member provider starts: no join is missed.
-    let in_members = engine.plan.has_member_children() || engine.plan.in_members();
-    let members = in_members.then(|| engine.runtime.members.subscribe());
+    let members = engine
+        .plan
+        .works_in_members()
+        .then(|| engine.runtime.members.subscribe());
     let flips = engine.runtime.readiness.flips();
     let run = lead(engine, deferred, config, stop, members, flips);
     tracing::Instrument::instrument(run, span)

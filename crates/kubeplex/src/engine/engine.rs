@@ -145,8 +145,10 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) reconciler: R,
     pub(crate) plan: Arc<Plan<R::Context>>,
     pub(crate) runtime: Arc<Runtime>,
-    pub(crate) primaries: Primaries<R>,
+    pub(crate) primaries: Arc<Primaries<R>>,
     pub(crate) children: Vec<ChildWatch>,
+    /// The watches of the kinds watched without being reconciled or owned, in contexts and members.
+    pub(crate) inputs: crate::engine::intake::inputs::Inputs<R::Context>,
     /// The child watches in each joined member, when children live in every member.
     pub(crate) member_children: MemberChildren,
     pub(crate) finalizer: Option<String>,
@@ -191,8 +193,9 @@ impl<R: Reconcile> Engine<R> {
             events: EventPublisher::new(plan.name()),
             plan,
             runtime,
-            primaries,
+            primaries: Arc::new(primaries),
             children,
+            inputs: Default::default(),
             member_children: MemberChildren::default(),
             failures: Mutex::default(),
             no_status: Default::default(),

@@ -72,7 +72,22 @@ impl<R: Reconcile> Registration for Registered<R> {
         let namespaced = <<R::Resource as Resource>::Scope as ApiScope>::NAMESPACED;
         let scope = (!namespaced && !self.plan.namespaces().is_empty())
             .then(|| cluster_scoped(&kind_label::<R::Resource>()));
-        let problems: Vec<String> = scope.into_iter().chain(self.plan.problem()).collect();
+        // A map function's parent kind is checked here, where the controller's is known.
+        let primary = std::any::TypeId::of::<R::Resource>();
+        let strays = (self.plan.watched().iter()).filter_map(|w| {
+            let (_, name) = w.parent().filter(|(parent, _)| *parent != primary)?;
+            Some(format!(
+                "watches({}): its map function returns parents of kind `{name}`, but this controller \
+                 reconciles `{}`; return `ObjectRef<{}>`",
+                crate::core::format_kind(&w.resource().kind, &w.resource().group, &w.resource().version),
+                kind_label::<R::Resource>(),
+                R::Resource::kind(&()),
+            ))
+        });
+        let problems: Vec<String> = (scope.into_iter())
+            .chain(strays)
+            .chain(self.plan.problem())
+            .collect();
         if problems.is_empty() {
             return Ok(());
         }
@@ -194,5 +209,41 @@ mod tests {
                 .check()
                 .is_ok()
         );
+    }
+
+    /// A map to Secrets: not the parents of a controller of ConfigMaps.
+    fn to_secrets(
+        _: &Namespace,
+        _: &crate::core::Cluster<ContextName>,
+        _: bool,
+    ) -> Vec<kube::runtime::reflector::ObjectRef<k8s_openapi::api::core::v1::Secret>> {
+        Vec::new()
+    }
+
+    /// A map to ConfigMaps.
+    fn to_configs(
+        _: &Namespace,
+        _: &crate::core::Cluster<ContextName>,
+        _: bool,
+    ) -> Vec<kube::runtime::reflector::ObjectRef<ConfigMap>> {
+        Vec::new()
+    }
+
+    #[test]
+    fn a_map_function_must_return_the_controllers_own_parents() {
+        use crate::plan::Watch;
+        let place = [ContextName::new("control")];
+        let stray = Registered::new(watching::<ConfigMap>(), |plan| {
+            plan.watches(Watch::mapped(to_secrets).with_contexts(place))
+        });
+        assert_eq!(
+            stray.check().unwrap_err().to_string(),
+            "controller watching: watches(Namespace/v1): its map function returns parents of kind \
+             `Secret/v1`, but this controller reconciles `ConfigMap/v1`; return `ObjectRef<ConfigMap>`"
+        );
+        let own = Registered::new(watching::<ConfigMap>(), |plan| {
+            plan.watches(Watch::mapped(to_configs).with_contexts(place))
+        });
+        assert!(own.check().is_ok());
     }
 }

@@ -13,6 +13,7 @@ use kubeplex_names::{EMPTY_NAMESPACES, controller_name, duplicate_namespace, inv
 use super::child::Child;
 use super::dispatch::Dispatch;
 use super::plan::{Plan, child_kind};
+use super::watch::Watch;
 use crate::core::Context;
 
 impl<C: Context> Plan<C> {
@@ -30,6 +31,9 @@ impl<C: Context> Plan<C> {
         namespaces_problems(self.namespaces.as_deref(), "", &mut problems);
         for child in &self.children {
             child_problems(child, &mut problems);
+        }
+        for watch in &self.watches {
+            watch_problems(watch, &mut problems);
         }
         for kind in &self.unowned {
             problems.push(format!(
@@ -92,6 +96,23 @@ fn child_problems<C: Context>(child: &Child<C>, problems: &mut Vec<String>) {
         return;
     }
     namespaces_problems(child.namespaces.as_deref(), &prefix, problems);
+}
+
+/// The problems of one `watches`: where it watches, its namespaces, prefixed with
+/// `watches(Kind.group/version): `.
+fn watch_problems<C: Context>(watch: &Watch<C>, problems: &mut Vec<String>) {
+    let kind = child_kind(watch.resource());
+    let prefix = format!("watches({kind}): ");
+    if watch.contexts().is_empty() && !watch.in_members() {
+        problems.push(format!(
+            "{prefix}it is watched nowhere; give it contexts, `members`, or both"
+        ));
+    }
+    if !watch.is_namespaced() && watch.namespaces.is_some() {
+        problems.push(format!("{prefix}{}", cluster_scoped(&kind)));
+        return;
+    }
+    namespaces_problems(watch.namespaces.as_deref(), &prefix, problems);
 }
 
 /// Namespaces are DNS-1123 labels, each listed once, and the list is not empty (`None` is every

@@ -10,6 +10,9 @@ use crate::core::{Grant, events_grant};
 /// The verbs a child kind needs: watched, applied (server-side apply creates as well), deleted.
 const CHILD_VERBS: [&str; 6] = ["get", "list", "watch", "create", "patch", "delete"];
 
+/// The verbs a watched kind needs: listed and watched.
+const WATCHED_VERBS: [&str; 3] = ["get", "list", "watch"];
+
 /// Where Events about a cluster-scoped object go (the API server's choice for objects without one).
 const CLUSTER_EVENTS_NAMESPACE: &str = "default";
 
@@ -83,6 +86,24 @@ impl<C: Context> Plan<C> {
                         &resource.group,
                         &resource.plural,
                         &CHILD_VERBS,
+                    ));
+                }
+            }
+        }
+        for watch in &self.watches {
+            let contexts = watch.contexts().iter().map(|c| Some(c.name().to_owned()));
+            let places = contexts.chain(watch.in_members().then_some(None));
+            let namespaces = scoped(watch.is_namespaced(), watch.namespaces());
+            let resource = watch.resource();
+            for context in places {
+                for namespace in &namespaces {
+                    let (c, ns) = (context.as_deref(), namespace.as_deref());
+                    grants.push(Grant::new(
+                        c,
+                        ns,
+                        &resource.group,
+                        &resource.plural,
+                        &WATCHED_VERBS,
                     ));
                 }
             }

@@ -11,6 +11,7 @@ use crate::core::{PrimaryResource, format_kind};
 
 use super::child::{Child, expand_namespaces};
 use super::dispatch::Dispatch;
+use super::watch::Watch;
 
 /// The longest the default error policy waits between retries of an object that keeps failing.
 pub const MAX_ERROR_REQUEUE: Duration = Duration::from_secs(300);
@@ -70,6 +71,8 @@ pub struct Plan<C> {
     pub(super) abandon_unreachable_after: Option<Duration>,
     pub(super) abandon_terminating_after: Option<Duration>,
     pub(super) children: Vec<Child<C>>,
+    /// Kinds watched without being reconciled or owned.
+    pub(super) watches: Vec<Watch<C>>,
     /// Kinds `child_namespaces` was given that the plan does not own (a problem, reported at start).
     pub(super) unowned: Vec<String>,
 }
@@ -95,6 +98,7 @@ impl<C: Context> Plan<C> {
             abandon_unreachable_after: None,
             abandon_terminating_after: None,
             children: Vec::new(),
+            watches: Vec::new(),
             unowned: Vec::new(),
         }
     }
@@ -254,6 +258,14 @@ impl<C: Context> Plan<C> {
         self
     }
 
+    /// Adds a kind the controller watches without reconciling or owning it (see [`Watch`]): its changes
+    /// reconcile the parents its map function returns, or every parent.
+    #[must_use]
+    pub fn watches(mut self, watch: Watch<C>) -> Self {
+        self.watches.push(watch);
+        self
+    }
+
     /// Children of kind `K` live in these namespaces, replacing those their `owns` named, in every context
     /// `K` is owned in: for namespaces known only at run time. Applies to the `owns` added before it; a
     /// kind the plan does not own is a [`problem`](Self::problem). The rules are those of
@@ -310,7 +322,7 @@ impl<C: Context> Plan<C> {
     }
 
     /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
-    pub fn watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
+    pub fn primary_watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
         self.contexts.iter().flat_map(move |&context| {
             expand_namespaces(self.namespaces()).map(move |ns| (context, ns))
         })
@@ -401,11 +413,24 @@ impl<C: Context> Plan<C> {
         &self.children
     }
 
-    /// Every context this controller needs: the primary's and every child's, each once, in first-seen order.
-    /// These are the contexts it registers with the startup probe.
+    /// The kinds this controller watches without reconciling or owning them (added by
+    /// [`watches`](Self::watches)).
+    pub fn watched(&self) -> &[Watch<C>] {
+        &self.watches
+    }
+
+    /// Whether the controller works in the members of the fleet: its primaries, a child kind or a watched
+    /// kind live there.
+    pub fn works_in_members(&self) -> bool {
+        self.members || self.has_member_children() || self.watches.iter().any(|w| w.in_members())
+    }
+
+    /// Every context this controller needs: the primary's, every child's and every watched kind's, each
+    /// once, in first-seen order. These are the contexts it registers with the startup probe.
     pub fn all_contexts(&self) -> Vec<C> {
         let all: IndexSet<C> = (self.contexts.iter())
             .chain(self.children.iter().flat_map(|c| c.contexts.iter()))
+            .chain(self.watches.iter().flat_map(|w| w.contexts().iter()))
             .copied()
             .collect();
         all.into_iter().collect()

@@ -1,7 +1,9 @@
 //! Watches: one shared watcher and cache per (context, kind, namespace, selectors), the type-erased child
-//! caches with their parent-UID index, and which changes trigger a reconcile.
+//! caches with their parent-UID index, the watches of other kinds mapped to parents, and which changes
+//! trigger a reconcile.
 
 mod child_cache;
+mod input;
 mod label_index;
 mod projected;
 mod trigger;
@@ -12,5 +14,7 @@ pub(crate) use child_cache::{
 };
 #[cfg(test)]
 pub(crate) use child_cache::{ParentSink, judged};
+pub use input::MapFn;
+pub(crate) use input::{InputPlace, InputWatch, Wanted, open_input};
 pub(crate) use trigger::{ChangeFilter, ChildChangeKind};
 pub(crate) use watches::{SharedWatch, WatchKey, WatchRegistry};

@@ -25,3 +25,4 @@ mod spread;
 mod startup;
 mod support;
 mod user_metrics;
+mod watched_kinds;

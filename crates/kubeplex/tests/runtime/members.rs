@@ -75,7 +75,7 @@ impl Reconcile for Local {
 spreader!(Orphaning, "spread-orphan");
 
 /// How cluster-c is reached, as a provider would hand it over.
-async fn cluster_c(env: &TestEnv) -> kube::Config {
+pub(crate) async fn cluster_c(env: &TestEnv) -> kube::Config {
     let options = KubeConfigOptions {
         context: Some("cluster-c".into()),
         ..KubeConfigOptions::default()

@@ -1,7 +1,7 @@
-//! One controller's side of a changing fleet: when a member joins, its child watches (and primary watches,
-//! when the plan watches its primaries in every member) open and every parent is reconciled for it; when it
-//! leaves, its children are deleted or orphaned as the policy says, and it is forgotten (the runner closes
-//! its watches, which frees their caches).
+//! One controller's side of a changing fleet: when a member joins, its child watches (and primary and
+//! watched kinds' watches, when the plan watches them in every member) open and every parent is
+//! reconciled for it; when it leaves, its children are deleted or orphaned as the policy says, and it is
+//! forgotten (the runner closes its watches, which frees their caches).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,7 +51,9 @@ pub(crate) async fn follow<R: Reconcile>(
                 // A rejoin: the runner closed the member's watches, which publish no more.
                 listings.remove(&name);
                 engine.primaries.remove_member(&name);
+                engine.inputs.remove_member(&name);
                 let opened = open(&engine, &name, client.clone());
+                engine.open_inputs(&Cluster::Member(Member::new(name.as_str())), &client);
                 engine.member_children.set(&name, opened.clone());
                 let primaries = if engine.plan.in_members() {
                     open_primaries(&engine, &name, client)
@@ -103,6 +105,7 @@ pub(crate) async fn follow<R: Reconcile>(
                     // Its parents are no longer reconciled; their children elsewhere stay as they are (the
                     // orphan sweep does not judge parents in a cluster it cannot see).
                     engine.primaries.remove_member(&name);
+                    engine.inputs.remove_member(&name);
                     tracing::info!(cluster = %name, ?policy, "member left");
                     let forgotten = progress.forgotten();
                     drop(progress);

@@ -1,6 +1,8 @@
 //! What feeds a controller's queue: its primary caches by place, the keys its watches and child caches
-//! send into the current term's queue, and the watches of members and shards that come and go.
+//! send into the current term's queue, the watches of kinds it neither reconciles nor owns, and the watches
+//! of members and shards that come and go.
 
+pub(super) mod inputs;
 pub(super) mod member_watches;
 pub(super) mod primaries;
 pub(super) mod readiness_flips;

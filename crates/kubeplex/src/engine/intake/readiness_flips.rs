@@ -27,11 +27,10 @@ pub(crate) async fn follow<R: Reconcile>(engine: Arc<Engine<R>>, mut flips: Rece
     }
 }
 
-/// Whether the controller has primaries or children in `cluster`: one of its contexts, or a member when
-/// its primaries or children live in members.
+/// Whether the controller has primaries, children or watched kinds in `cluster`: one of its contexts, or a
+/// member when it works in members.
 fn works_in<R: Reconcile>(engine: &Engine<R>, cluster: &str) -> bool {
     let plan = &engine.plan;
-    let in_members = plan.in_members() || plan.has_member_children();
     plan.all_contexts().iter().any(|c| c.name() == cluster)
-        || (in_members && engine.runtime.members.contains(cluster))
+        || (plan.works_in_members() && engine.runtime.members.contains(cluster))
 }

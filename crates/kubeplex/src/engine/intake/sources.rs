@@ -57,6 +57,9 @@ impl<R: Reconcile> Engine<R> {
         for watch in self.all_child_watches() {
             self.follow_children(&*watch.cache, keys.clone());
         }
+        for watch in self.inputs.all() {
+            self.follow_input(&*watch, keys.clone());
+        }
     }
 
     /// Queues every parent of the controller's primary caches, so that each is reconciled for the members as

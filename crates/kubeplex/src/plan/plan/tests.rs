@@ -30,12 +30,15 @@ fn namespaces_replace_those_named_before_and_all_namespaces_forgets_them() {
     let configured = generated.clone().with_namespaces(["team-a", "team-b"]);
     let control = ContextName::new("control");
     assert_eq!(
-        configured.watches().collect::<Vec<_>>(),
+        configured.primary_watches().collect::<Vec<_>>(),
         [(control, Some("team-a")), (control, Some("team-b"))]
     );
     let everywhere = configured.all_namespaces();
     assert!(everywhere.namespaces().is_empty());
-    assert_eq!(everywhere.watches().collect::<Vec<_>>(), [(control, None)]);
+    assert_eq!(
+        everywhere.primary_watches().collect::<Vec<_>>(),
+        [(control, None)]
+    );
     // Owned strings work as well as literals: flags and Helm values arrive as `String`s.
     let from_flag: Vec<String> = "x,y".split(',').map(str::to_owned).collect();
     assert_eq!(
@@ -112,4 +115,47 @@ fn a_kind_in_each_members_default_namespace_is_watched_and_granted_there() {
         .collect();
     // In the context, the declared namespace; in every member, wherever its own namespace is.
     assert_eq!(children, [(Some("a"), Some("declared")), (None, None)]);
+}
+
+#[test]
+fn a_watched_kind_is_granted_list_and_watch_and_checked_where_it_is_watched() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+
+    use crate::plan::Watch;
+    let a = ContextName::new("a");
+    let plan = Plan::new("p")
+        .with_contexts([a])
+        .watches(Watch::of::<Node>().with_contexts([a]).members())
+        .watches(Watch::of::<Secret>().members().with_namespaces(["apps"]));
+    assert_eq!(plan.problem(), None);
+    assert!(plan.works_in_members() && !plan.in_members());
+    let grants = plan.grants(&kube::core::ApiResource::erase::<ConfigMap>(&()), true);
+    let watched: Vec<String> = (grants.iter())
+        .filter(|g| g.resource == "nodes" || g.resource == "secrets")
+        .map(|g| {
+            let (context, namespace) = (g.context.as_deref(), g.namespace.as_deref());
+            format!(
+                "{context:?} {namespace:?} {} {}",
+                g.resource,
+                g.verbs.join(",")
+            )
+        })
+        .collect();
+    assert_eq!(
+        watched,
+        [
+            r#"Some("a") None nodes get,list,watch"#,
+            "None None nodes get,list,watch",
+            r#"None Some("apps") secrets get,list,watch"#,
+        ]
+    );
+    let nowhere = Plan::new("p")
+        .with_contexts([a])
+        .watches(Watch::of::<Node>().with_namespaces(["apps"]));
+    assert_eq!(
+        nowhere.problem().unwrap(),
+        "watches(Node/v1): it is watched nowhere; give it contexts, `members`, or both; \
+         watches(Node/v1): `Node/v1` is cluster-scoped, so it cannot be watched or owned in \
+         `namespaces`: a cluster-scoped kind is watched and owned across the whole cluster"
+    );
 }

@@ -1,0 +1,14 @@
+use kubeplex::controller;
+
+kubeplex::contexts! {
+    pub enum Fleet { Control = "control", ClusterA = "cluster-a" }
+}
+
+#[controller(
+    crd = k8s_openapi::api::core::v1::ConfigMap,
+    contexts = [Fleet::Control],
+    watches(k8s_openapi::api::core::v1::Node, contexts = [Fleet::ClusterA], mapper = parents_of),
+)]
+struct UnknownKey;
+
+fn main() {}
