@@ -45,7 +45,7 @@
 //! )]
 //! pub struct AppDeployer;
 //!
-//! // The business logic; `cx.cluster()` is the context `app` came from.
+//! // The business logic; `cx.cluster()` is the cluster `app` came from.
 //! impl Reconcile for AppDeployer {
 //!     type Error = kubeplex::Error;
 //!
@@ -162,7 +162,7 @@ pub use engine::CLUSTER_TIMEOUT;
 ///     requeue_after = "1h",                // optional duration
 ///     error_requeue = "30s",               // default: 5s
 ///     finalizer = "example.com/cleanup",   // optional, domain-qualified
-///     abandon_unreachable_after = "1h",    // optional: give up on an unreachable context's children on deletion
+///     abandon_unreachable_after = "1h",    // optional: give up on an unreachable cluster's children on deletion
 ///     abandon_terminating_after = "1h",    // optional: stop waiting on deletion for children still terminating
 ///     owns(Kind, members, contexts = [..], namespaces = [..]),  // repeatable: a child kind and where it lives
 ///                                          // `members` (a flag): also in every member of the fleet

@@ -1,4 +1,5 @@
-//! What every controller of a manager shares: the client pool, the watches, the health state and the metrics.
+//! What every controller of a manager shares: the client pool, the watches, the readiness state and the
+//! metrics.
 
 use std::sync::Arc;
 
@@ -28,8 +29,8 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// The client of `context` for work fenced by `shard` (in sharded mode, the shard of the parent the work
-    /// is for): its writes pass that shard's fence as well. `None`: the leader's fence alone.
+    /// The client of the cluster `context` for work fenced by `shard` (in sharded mode, the shard of the
+    /// parent the work is for): its writes pass that shard's fence as well. `None`: the leader's fence alone.
     pub(crate) fn client(
         &self,
         context: &str,

@@ -34,7 +34,7 @@ pub struct ControllerArgs {
     /// `concurrency = 8` (default: unbounded): at most this many reconciles at once, 1..=65535.
     pub concurrency: Option<Int>,
     /// `concurrency_per_cluster = 2` (default: none): at most this many reconciles at once of objects from
-    /// one context or member, 1..=65535.
+    /// one cluster, 1..=65535.
     pub concurrency_per_cluster: Option<Int>,
     /// `debounce = "1s"` (optional): wait this long for more events on an object before reconciling it.
     pub debounce: Option<Str>,
@@ -44,7 +44,7 @@ pub struct ControllerArgs {
     pub error_requeue: Option<Str>,
     /// `finalizer = "example.com/cleanup"` (optional): a domain-qualified finalizer kept on primary objects.
     pub finalizer: Option<Str>,
-    /// `abandon_unreachable_after = "1h"` (default: never): on deletion, give up on a child context that
+    /// `abandon_unreachable_after = "1h"` (default: never): on deletion, give up on a child cluster that
     /// stays unreachable this long, leaving its children (recorded in status and an event).
     pub abandon_unreachable_after: Option<Str>,
     /// `abandon_terminating_after = "1h"` (default: never): on deletion, stop waiting for children that

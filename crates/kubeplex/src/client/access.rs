@@ -1,5 +1,5 @@
-//! How a context is reached: its configuration, and its credentials read once — TLS settings and the
-//! requests' authorization — shared by every client of the context.
+//! How a cluster is reached: its configuration, and its credentials read once — TLS settings and the
+//! requests' authorization — shared by every client of the cluster.
 //!
 //! The controllers' client, the pings' and the leases' clients share them, so the pings judge the
 //! credential the controllers use (a ping that ran an exec plugin afresh would find the cluster answering
@@ -15,19 +15,19 @@ use super::last_answer::LastAnswer;
 use super::no_access::NoAccess;
 use super::tls::Tls;
 
-/// A context's configuration and credentials.
+/// A cluster's configuration and credentials.
 #[derive(Clone)]
 pub(crate) struct Access {
     config: Arc<kube::Config>,
     pub(super) tls: Arc<Tls>,
     pub(super) authorization: Arc<Authorization>,
-    /// When the server last answered any client of the context.
+    /// When the server last answered any client of the cluster.
     pub(super) last_answer: LastAnswer,
 }
 
 impl Access {
-    /// The access `config` gives `context` (an exec plugin is run now, for at most `plugin_timeout`), or
-    /// why it gives none.
+    /// The access `config` gives the cluster `context` (an exec plugin is run now, for at most
+    /// `plugin_timeout`), or why it gives none.
     pub(crate) async fn of(
         context: &str,
         config: kube::Config,
@@ -81,12 +81,12 @@ impl Access {
         })
     }
 
-    /// The context's configuration.
+    /// The cluster's configuration.
     pub(crate) fn config(&self) -> &kube::Config {
         &self.config
     }
 
-    /// When the context's server last answered one of its clients with the credentials taken and the
+    /// When the cluster's server last answered one of its clients with the credentials taken and the
     /// request served (whatever its outcome), if it has.
     pub(crate) fn last_answer(&self) -> Option<tokio::time::Instant> {
         self.last_answer.at()

@@ -1,4 +1,4 @@
-//! The `Authorization` of a context's requests, shared by every client of the context (the controllers',
+//! The `Authorization` of a cluster's requests, shared by every client of the cluster (the controllers',
 //! the pings', the leases'), and asked for again when it expires or the server rejects it.
 //!
 //! kube's own authentication is kept underneath for what kube reads itself: a token, a token file (again
@@ -44,9 +44,9 @@ type Source = BoxCloneSyncService<Request<Body>, Response<Option<HeaderValue>>, 
 #[error("the request's credentials could not be obtained: {0}")]
 pub(crate) struct NoCredentials(String);
 
-/// How one context's requests are authorized.
+/// How one cluster's requests are authorized.
 pub(crate) struct Authorization {
-    /// The context, as logs name it.
+    /// The cluster, as logs name it.
     context: String,
     current: Mutex<Current>,
     /// With an exec plugin's token: how the plugin is run again.
@@ -108,9 +108,9 @@ impl Limit {
 }
 
 impl Authorization {
-    /// The authorization `config` gives `context`'s requests, or why it has none. `config` holds no plugin
-    /// any more: `plugin` gave its `credential`, and a token it gave is asked for again a minute before it
-    /// expires and on a 401, at most every `renew_every`.
+    /// The authorization `config` gives the requests of the cluster `context`, or why it has none. `config`
+    /// holds no plugin any more: `plugin` gave its `credential`, and a token it gave is asked for again a
+    /// minute before it expires and on a 401, at most every `renew_every`.
     pub(crate) fn of(
         context: &str,
         config: &kube::Config,

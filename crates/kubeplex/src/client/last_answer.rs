@@ -1,5 +1,5 @@
-//! When a context's API server last answered one of its clients: what its pings need not ask again. A
-//! context whose controllers talk to its server every few seconds is not pinged on top (a ping is due one
+//! When a cluster's API server last answered one of its clients: what its pings need not ask again. A
+//! cluster whose controllers talk to its server every few seconds is not pinged on top (a ping is due one
 //! interval after the last answer), so a busy fleet pays for its own work only.
 
 use std::sync::Arc;
@@ -8,8 +8,8 @@ use hyper::StatusCode;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-/// The instant of the last answer that shows the server serving the context's credentials, shared by
-/// every client of the context.
+/// The instant of the last answer that shows the server serving the cluster's credentials, shared by
+/// every client of the cluster.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LastAnswer(Arc<Mutex<Option<Instant>>>);
 
@@ -68,7 +68,7 @@ mod tests {
             last.stamp(answered);
             assert!(last.at() > before, "{answered} not counted as an answer");
         }
-        // Every client of the context shares the stamp.
+        // Every client of the cluster shares the stamp.
         let other = last.clone();
         tokio::time::advance(Duration::from_secs(1)).await;
         other.stamp(StatusCode::CREATED);

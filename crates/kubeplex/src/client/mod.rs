@@ -1,5 +1,5 @@
 //! Clients: the pool of one `kube::Client` per context, in-cluster configuration, the credentials every
-//! client of a context shares, and the fence every write goes through, from the request down to the socket.
+//! client of a cluster shares, and the fence every write goes through, from the request down to the socket.
 
 mod access;
 mod authorization;

@@ -1,9 +1,9 @@
-//! Why a context's credentials could not be read: the one error of reading them, whichever part failed
+//! Why a cluster's credentials could not be read: the one error of reading them, whichever part failed
 //! (the TLS settings, the authorization, an exec plugin).
 
 use crate::core::{chain, may_pass};
 
-/// Why a context's credentials could not be read, and whether that may pass by itself (an exec plugin
+/// Why a cluster's credentials could not be read, and whether that may pass by itself (an exec plugin
 /// that failed) or lasts until the configuration changes (one kube cannot use).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct NoAccess {

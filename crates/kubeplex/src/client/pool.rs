@@ -55,7 +55,7 @@ pub(crate) struct PoolConfig {
 /// One client per context, or why there is none.
 pub(crate) struct ClientPool {
     clients: BTreeMap<String, std::result::Result<Client, String>>,
-    /// Each client's configuration and credentials, so that the health pings (and the leases) can build
+    /// Each client's configuration and credentials, so that the readiness pings (and the leases) can build
     /// clients of their own that share them.
     access: BTreeMap<String, Access>,
 }
@@ -245,7 +245,7 @@ impl PoolConfig {
     ) -> std::result::Result<(Client, Access), NoAccess> {
         // kube sets no read timeout: a request to a server that stopped answering without closing the
         // connection (frozen, black-holed) would wait for ever, holding its key and a worker. 295 s is
-        // above the watches' 290 s, which the server ends itself, so no healthy watch is cut.
+        // above the watches' 290 s, which the server ends itself, so no working watch is cut.
         if config.read_timeout.is_none() {
             config.read_timeout = Some(READ_TIMEOUT);
             config.reset_reader_on_write = true;
@@ -263,7 +263,7 @@ impl PoolConfig {
         if let Some(insecurity) = Tls::insecurity(access.config())
             && self.warned.lock().insert(context.to_owned())
         {
-            tracing::warn!(cluster = %context, %insecurity, "the context's connections are not secure");
+            tracing::warn!(cluster = %context, %insecurity, "the cluster's connections are not secure");
         }
         Ok((client, access))
     }

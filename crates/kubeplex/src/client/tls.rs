@@ -1,4 +1,4 @@
-//! A context's TLS settings, read once.
+//! A cluster's TLS settings, read once.
 
 use std::sync::Arc;
 
@@ -9,14 +9,14 @@ use kube::client::ConfigExt;
 
 use super::no_access::NoAccess;
 
-/// The servers whose TLS sessions a context's connections resume. A context talks to one API server (one
-/// server name), so a few are plenty; rustls' default of 256 reserves about 15 KB per context up front,
-/// a sixth of what an idle context costs.
+/// The servers whose TLS sessions a cluster's connections resume. A cluster talks to one API server (one
+/// server name), so a few are plenty; rustls' default of 256 reserves about 15 KB per cluster up front,
+/// a sixth of what an idle cluster costs.
 const SESSIONS_CACHED: usize = 4;
 
-/// The TLS settings of a context, read once: building them may read files, which a request must not wait
+/// The TLS settings of a cluster, read once: building them may read files, which a request must not wait
 /// for (an exec plugin's client certificate is had before, by kubeplex). Every connection pool of the
-/// context holds the same `ClientConfig` (its verifier, certificates and session cache), not a copy each.
+/// cluster holds the same `ClientConfig` (its verifier, certificates and session cache), not a copy each.
 pub(crate) struct Tls {
     config: Arc<rustls::ClientConfig>,
     server_name: Arc<dyn ResolveServerName + Send + Sync>,

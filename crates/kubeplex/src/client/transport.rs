@@ -1,7 +1,7 @@
-//! How a context's client is assembled: kube's own pieces — base URI, retries, extra headers, TLS,
+//! How a cluster's client is assembled: kube's own pieces — base URI, retries, extra headers, TLS,
 //! connect/read/write timeouts — put together here rather than by `ClientBuilder::try_from`, because kube's
 //! builder cannot be given a connector and the fence must reach the socket ([`super::fenced_io`]). The
-//! authentication is the context's shared [`Authorization`](super::authorization) in kube's layer's place:
+//! authentication is the cluster's shared [`Authorization`](super::authorization) in kube's layer's place:
 //! kube's, plus an exec plugin's token asked for again before it expires and when it is rejected.
 //!
 //! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
@@ -169,7 +169,7 @@ fn without_userinfo(proxy: &Uri) -> String {
     format!("{scheme}{host}{port}")
 }
 
-/// What every connection pool of a context is built with.
+/// What every connection pool of a cluster is built with.
 struct Pool {
     tls: Arc<Tls>,
     connect: Option<Duration>,
@@ -203,7 +203,7 @@ impl Pool {
     }
 }
 
-/// The write connection pools of a context: one per extra fence (none, or a shard's).
+/// The write connection pools of a cluster: one per extra fence (none, or a shard's).
 struct Writes {
     /// The client's own fence.
     fence: Fence,

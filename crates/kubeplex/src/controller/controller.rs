@@ -31,7 +31,7 @@ pub trait Reconcile: Controller {
     /// What a failed reconcile reports.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// Reconciles `object`, which came from the context `cx.cluster()`.
+    /// Reconciles `object`, which came from the cluster `cx.cluster()`.
     fn reconcile(
         &self,
         object: Arc<Self::Resource>,
@@ -52,7 +52,7 @@ pub trait Reconcile: Controller {
     }
 
     /// Runs when an object carrying the controller's finalizer is being deleted, before the runtime removes
-    /// its children in every context; by default nothing. An error retries the deletion later.
+    /// its children in every cluster; by default nothing. An error retries the deletion later.
     fn cleanup(
         &self,
         object: Arc<Self::Resource>,

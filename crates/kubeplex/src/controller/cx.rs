@@ -1,4 +1,4 @@
-//! What a reconcile sees besides its object: where it came from and how to reach every context.
+//! What a reconcile sees besides its object: where it came from and how to reach every cluster.
 
 use std::fmt;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ mod desired;
 use super::child_caches::ChildCaches;
 use super::desired_child::DesiredChildren;
 
-/// The reconcile context: the context the object came from, access to every declared context, and the
+/// The reconcile context: the cluster the object came from, access to every cluster of the fleet, and the
 /// children the reconcile wants.
 pub struct Cx<C> {
     cluster: Cluster<C>,

@@ -13,6 +13,6 @@ pub(crate) struct DesiredChild {
     pub(crate) object: serde_json::Value,
 }
 
-/// The children a reconcile asked for, by the context or member they go to, each in the order declared:
-/// split once, as they are declared, so that each context's sync takes its own.
+/// The children a reconcile asked for, by the cluster they go to, each in the order declared:
+/// split once, as they are declared, so that each cluster's sync takes its own.
 pub(crate) type DesiredChildren = BTreeMap<String, Vec<DesiredChild>>;

@@ -15,7 +15,7 @@ use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
 
 pub(crate) const CONTROL: ContextName = ContextName::new("control");
-/// [`CONTROL`] as the target a reconcile is keyed by.
+/// [`CONTROL`] as the cluster a reconcile is keyed by.
 pub(crate) const CONTROL_CLUSTER: crate::core::Cluster<ContextName> =
     crate::core::Cluster::Context(CONTROL);
 pub(crate) const CLUSTER_A: ContextName = ContextName::new("cluster-a");

@@ -1,4 +1,4 @@
-//! How a child is doing: its health, the small projection of it that health is judged from, and a context's
+//! How a child is doing: its health, the small projection of it that health is judged from, and a cluster's
 //! children summed up for the parent's status.
 //!
 //! A child cache keeps each child's metadata and this projection, not the whole object: the status' scalar
@@ -20,7 +20,7 @@ pub enum Health {
     Healthy,
     /// On its way: a rollout in progress, replicas not yet available, a claim not yet bound.
     Progressing,
-    /// The cluster could not be asked: the context is unreachable, or its cache has not listed yet. Not a
+    /// The cluster could not be asked: it is unreachable, or its cache has not listed yet. Not a
     /// verdict on the child.
     Unknown,
     /// Declared by the parent but not in the cluster (not created yet, or deleted by someone).
@@ -281,7 +281,7 @@ fn project_condition(condition: Value) -> Value {
     Value::Object(kept)
 }
 
-/// One child of the parent in one context, as its cache has it: for [`Cx::children`](crate::Cx::children).
+/// One child of the parent in one cluster, as its cache has it: for [`Cx::children`](crate::Cx::children).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ChildHealth {
@@ -309,7 +309,7 @@ impl ChildHealth {
         }
     }
 
-    /// A child with this health and reason and no projection (missing, or its context unknown).
+    /// A child with this health and reason and no projection (missing, or its cluster unknown).
     pub(crate) fn without_projection(
         namespace: Option<&str>,
         name: &str,

@@ -1,11 +1,11 @@
-//! A parent's children in one context, summed up for its status: how many are healthy, and the worst one.
+//! A parent's children in one cluster, summed up for its status: how many are healthy, and the worst one.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::child_health::{ChildHealth, Health, worst};
 
-/// The health of a parent's children in one context: the worst child's health, how many children are in
+/// The health of a parent's children in one cluster: the worst child's health, how many children are in
 /// each health, and the worst child with its reason (`namespace-b/web: 0/3 replicas available`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -20,7 +20,7 @@ pub struct ClusterHealth {
     #[serde(default, skip_serializing_if = "is_zero")]
     #[schemars(with = "i32")]
     pub progressing: u32,
-    /// Children whose health is unknown (the context is unreachable, or not listed yet).
+    /// Children whose health is unknown (the cluster is unreachable, or not listed yet).
     #[serde(default, skip_serializing_if = "is_zero")]
     #[schemars(with = "i32")]
     pub unknown: u32,

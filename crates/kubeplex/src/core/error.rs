@@ -1,6 +1,6 @@
 //! The errors of kubeplex.
 
-/// What can go wrong in kubeplex; every variant that concerns a context names it.
+/// What can go wrong in kubeplex; every variant that concerns a cluster names it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -61,17 +61,17 @@ pub enum Error {
     /// A reconcile declared a child the controller's plan does not allow.
     #[error("context {context}: child {kind}: {reason}")]
     InvalidChild {
-        /// The context the child was meant for.
+        /// The cluster the child was meant for.
         context: String,
         /// The child's kind.
         kind: String,
         /// What is wrong.
         reason: String,
     },
-    /// A request to a context's API server failed.
+    /// A request to a cluster's API server failed.
     #[error("context {context}: {}", describe_kube(source))]
     Kube {
-        /// The context the request went to.
+        /// The cluster the request went to.
         context: String,
         /// What the client reported (its words are already in this error's message).
         source: kube::Error,
@@ -139,8 +139,8 @@ fn no_such_context(
 }
 
 impl Error {
-    /// What is wrong, without naming the context it concerns: for a message that names the context
-    /// already (a parent's status entry for it, an Event about it), so that the context is named once.
+    /// What is wrong, without naming the cluster it concerns: for a message that names the cluster
+    /// already (a parent's status entry for it, an Event about it), so that the cluster is named once.
     pub(crate) fn detail(&self) -> String {
         match self {
             Self::ContextNotFound {

@@ -3,9 +3,9 @@
 /// A `tracing_subscriber::EnvFilter` directive for an operator's default output: warnings and errors, without
 /// the client libraries' own lines about failures that kubeplex already reports.
 ///
-/// kubeplex logs each failure of a context once when it starts or changes, and then about once a minute with
-/// a count, every line naming the context. kube's client and watcher log the same failures again, per request
-/// or per retry, without the context and as raw `Debug` dumps (`Api(Status { .. })`, `eof in poll: ..`, the
+/// kubeplex logs each failure of a cluster once when it starts or changes, and then about once a minute with
+/// a count, every line naming the cluster. kube's client and watcher log the same failures again, per request
+/// or per retry, without the cluster and as raw `Debug` dumps (`Api(Status { .. })`, `eof in poll: ..`, the
 /// text of an unparsable response); this filter keeps only their errors. Use it when `RUST_LOG` is unset:
 ///
 /// ```

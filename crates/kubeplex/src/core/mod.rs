@@ -1,7 +1,7 @@
-//! The foundations every layer uses: actions, contexts and targets, errors and how they read, resource
-//! bounds, ownership labels, status types and the memo of a controller's own writes, the failure wording
-//! shared by probes, logs and statuses, redaction, logging defaults and the throttle of repeated warnings.
-//! Imports nothing of the crate.
+//! The foundations every layer uses: actions, contexts, members and clusters, errors and how they read,
+//! resource bounds, ownership labels, status types and the memo of a controller's own writes, the failure
+//! wording shared by probes, logs and statuses, redaction, logging defaults and the throttle of repeated
+//! warnings. Imports nothing of the crate.
 
 mod action;
 mod capacity;

@@ -20,7 +20,7 @@ use super::child_policy::{ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION};
 pub const CONTROLLER_LABEL: &str = "kubeplex.dev/controller";
 /// Label on every child: the UID of its parent, to list one parent's children in any cluster.
 pub const PARENT_UID_LABEL: &str = "kubeplex.dev/parent-uid";
-/// Annotation on every child: `context/namespace/name` of its parent (namespace empty when cluster-scoped).
+/// Annotation on every child: `cluster/namespace/name` of its parent (namespace empty when cluster-scoped).
 /// Read from the right: namespaces and names never contain `/`, a context name may (`arn:…:cluster/prod`).
 pub const PARENT_ANNOTATION: &str = "kubeplex.dev/parent";
 /// Annotation on every child: the parent's kind, `Kind.group/version`.
@@ -100,7 +100,7 @@ impl ParentRef {
         Self::of(child).as_ref() == Some(self)
     }
 
-    /// How messages name this parent: `context/namespace/name` (`context/name` when cluster-scoped).
+    /// How messages name this parent: `cluster/namespace/name` (`cluster/name` when cluster-scoped).
     pub(crate) fn place(&self) -> String {
         let namespace = (self.namespace.as_deref()).map(|ns| format!("{ns}/"));
         format!(
@@ -119,7 +119,7 @@ impl ParentRef {
         object
     }
 
-    /// The value of [`PARENT_ANNOTATION`] on this parent's children: `context/namespace/name`.
+    /// The value of [`PARENT_ANNOTATION`] on this parent's children: `cluster/namespace/name`.
     fn annotation(&self) -> String {
         let namespace = self.namespace.as_deref().unwrap_or("");
         format!("{}/{namespace}/{}", self.context, self.name)

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::child_health::Health;
 use super::cluster_health::ClusterHealth;
 
-/// The part of a parent's status kubeplex writes: one entry per child context, with its children's health,
-/// and two conditions: `Applied` (the children are in place in every context) and `Ready` (applied, and
+/// The part of a parent's status kubeplex writes: one entry per child cluster, with its children's health,
+/// and two conditions: `Applied` (the children are in place in every cluster) and `Ready` (applied, and
 /// every child healthy). Embed it in your status with `#[serde(flatten)]` so the CRD schema admits it:
 ///
 /// ```
@@ -25,10 +25,10 @@ use super::cluster_health::ClusterHealth;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct FleetStatus {
-    /// Each child context by name.
+    /// Each child cluster by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clusters: BTreeMap<String, ClusterStatus>,
-    /// `Applied`: true when the children are in place in every context; `Ready`: true when, besides, every
+    /// `Applied`: true when the children are in place in every cluster; `Ready`: true when, besides, every
     /// child is healthy. A list keyed by `type`, so that other
     /// writers' conditions (the reconciler's own, another controller's) live beside kubeplex's: each writer
     /// applies only its own (server-side apply merges them by type). Each is a `meta/v1` `Condition`, with
@@ -38,7 +38,7 @@ pub struct FleetStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// The children of one parent in one context.
+/// The children of one parent in one cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -72,7 +72,7 @@ impl ClusterStatus {
         }
     }
 
-    /// Says why the context is not `Ready`.
+    /// Says why the cluster is not `Ready`.
     #[must_use]
     pub fn message(mut self, message: impl Into<String>) -> Self {
         self.message = Some(message.into());
@@ -80,27 +80,27 @@ impl ClusterStatus {
     }
 }
 
-/// Where a parent's children in one context stand.
+/// Where a parent's children in one cluster stand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub enum ClusterState {
     /// Every child is applied as desired.
     Ready,
-    /// The context could not be reached; its children are as they were.
+    /// The cluster could not be reached; its children are as they were.
     Unreachable,
-    /// The context answered but applying or deleting a child failed.
+    /// The cluster answered but applying or deleting a child failed.
     Failed,
-    /// The parent is being deleted and this context still has children (it blocks the deletion): they
-    /// could not be deleted yet (the context is unreachable, a delete failed), or were deleted and are
+    /// The parent is being deleted and this cluster still has children (it blocks the deletion): they
+    /// could not be deleted yet (the cluster is unreachable, a delete failed), or were deleted and are
     /// still there, kept by finalizers of their own. The message names them and says why.
     Deleting,
-    /// The parent was deleted while this context was unreachable, or its children there still terminating,
+    /// The parent was deleted while this cluster was unreachable, or its children there still terminating,
     /// for longer than the abandon policy allows: its children were left behind.
     Abandoned,
     /// A child's name is taken by an object that is not this parent's (another parent's child, or one
     /// created by someone else): it was left alone.
     Conflict,
-    /// The parent wants no children in this context (its spec narrows the clusters); any it had there
+    /// The parent wants no children in this cluster (its spec narrows the clusters); any it had there
     /// were removed.
     NotTargeted,
     /// The member left the fleet under the orphan leave policy: its children stay in its cluster,
@@ -191,7 +191,7 @@ impl ClusterState {
 }
 
 impl ClusterState {
-    /// Whether the context is as the parent wants it (children in place, or none wanted there).
+    /// Whether the cluster is as the parent wants it (children in place, or none wanted there).
     pub fn is_settled(self) -> bool {
         matches!(
             self,
@@ -205,7 +205,7 @@ pub(super) const READY: &str = "Ready";
 /// The condition that says the children are in place.
 pub(super) const APPLIED: &str = "Applied";
 
-/// The outcome of syncing (or cleaning up) one context.
+/// The outcome of syncing (or cleaning up) one cluster.
 #[derive(Clone, Debug)]
 pub(crate) struct ContextOutcome {
     pub(crate) state: ClusterState,
@@ -266,7 +266,7 @@ impl FleetStatus {
         }
     }
 
-    /// The status for these outcomes and the children's health in each context, keeping the transition
+    /// The status for these outcomes and the children's health in each cluster, keeping the transition
     /// times of states that did not change.
     pub(crate) fn from_outcomes(
         previous: &FleetStatus,
@@ -331,7 +331,7 @@ impl FleetStatus {
 }
 
 /// What `Ready` says, given what `Applied` says: not ready while not applied (for the same reason), then
-/// until every child in every context is healthy.
+/// until every child in every cluster is healthy.
 fn ready_said<'a>(
     clusters: &BTreeMap<String, ClusterStatus>,
     applied: &(&'a str, &'a str, String),

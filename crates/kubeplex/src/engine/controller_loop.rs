@@ -1,4 +1,4 @@
-//! One controller, wired: in each term as leader its watches send keys (context, object) into the term's
+//! One controller, wired: in each term as leader its watches send keys (cluster, object) into the term's
 //! key queue, a child's change as the key of its parent; the executor hands them to the engine's
 //! reconcile; the orphan sweep runs beside.
 
@@ -31,7 +31,7 @@ const MAX_WAITING_FOR_A_WORKER: usize = 64;
 /// How long a term's first reconciles wait for the child caches' first lists.
 const FIRST_LISTS_WAIT: Duration = Duration::from_secs(2);
 
-/// Opens (or joins) the controller's watches now, so that the health report knows every watch before the
+/// Opens (or joins) the controller's watches now, so that the readiness report knows every watch before the
 /// manager's start returns; the returned future runs the controller until `stop` turns true, then lets the
 /// reconciles in flight finish.
 pub(crate) fn start<R: Reconcile>(
@@ -52,7 +52,7 @@ pub(crate) fn start<R: Reconcile>(
             continue;
         }
         let Ok(client) = runtime.pool.client(context.name()) else {
-            continue; // No client: the health report says why; the other contexts go on.
+            continue; // No client: the readiness report says why; the other contexts go on.
         };
         let watch = runtime.watches.watch::<Primary<R>>(key, client);
         primaries.insert(
@@ -191,7 +191,7 @@ async fn lead<R: Reconcile>(
 /// Waits until every child cache has handed out its first list, for at most [`FIRST_LISTS_WAIT`] and not
 /// past the term's end. A parent reconciled before its children are cached finds none, reads each before
 /// creating it, and is queued again when their list arrives; waiting, each parent is reconciled once at
-/// start. The keys meanwhile wait in the queue, each once. A cache that cannot list (its context down)
+/// start. The keys meanwhile wait in the queue, each once. A cache that cannot list (its cluster down)
 /// holds the term back no longer than the bound.
 async fn first_lists(caches: Vec<BoxFuture<'static, ()>>, mut term: watch::Receiver<bool>) {
     let listed = tokio::time::timeout(FIRST_LISTS_WAIT, futures::future::join_all(caches));
@@ -246,7 +246,7 @@ fn taken_over<R: Reconcile>(
     })
 }
 
-/// A reconcile of `engine`, with its panics counted where the context is known (the executor retries it).
+/// A reconcile of `engine`, with its panics counted where the cluster is known (the executor retries it).
 fn work<R: Reconcile>(
     engine: &Arc<Engine<R>>,
 ) -> impl Fn(ReconcileKey<R>) -> BoxFuture<'static, Action> {
@@ -304,7 +304,7 @@ mod tests {
         tokio::time::sleep(delay).boxed()
     }
 
-    /// A cache that never lists (its context does not answer).
+    /// A cache that never lists (its cluster does not answer).
     fn never_lists() -> BoxFuture<'static, ()> {
         futures::future::pending().boxed()
     }

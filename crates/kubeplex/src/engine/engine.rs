@@ -27,12 +27,12 @@ use crate::watch::{SharedWatch, WatchKey};
 
 pub(super) type Primary<R> = <R as Controller>::Resource;
 
-/// How long syncing or cleaning up one context in one reconcile may take before it counts as unreachable,
+/// How long syncing or cleaning up one cluster in one reconcile may take before it counts as unreachable,
 /// so that a hung cluster delays only its own status.
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What a reconcile is keyed by: where the object lives (one of the controller's typed contexts, or a
-/// member of the fleet) and its reference; the same namespace/name in two contexts are two keys. (Derived
+/// member of the fleet) and its reference; the same namespace/name in two clusters are two keys. (Derived
 /// with the fields' bounds: `R` itself need not be `Clone`, `Eq` or `Hash`.)
 #[derive(Educe)]
 #[educe(Clone, PartialEq, Eq, Hash)]
@@ -41,7 +41,7 @@ pub(crate) struct ReconcileKey<R: Controller> {
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
-/// A controller's reconciles take turns by the context or member their object came from.
+/// A controller's reconciles take turns by the cluster their object came from.
 impl<R: Controller> QueueKey for ReconcileKey<R> {
     type Group = Cluster<R::Context>;
 
@@ -54,7 +54,7 @@ impl<R: Controller> QueueKey for ReconcileKey<R> {
     }
 }
 
-/// A write to a parent: the object, the context it lives in, and the shard whose fence the write passes
+/// A write to a parent: the object, the cluster it lives in, and the shard whose fence the write passes
 /// as well (the parent's, in sharded mode).
 pub(crate) type ParentWrite<'a, R> = (
     &'a Primary<R>,
@@ -62,11 +62,11 @@ pub(crate) type ParentWrite<'a, R> = (
     Option<usize>,
 );
 
-/// Primary caches by (context, namespace); `None` is the all-namespaces watch.
+/// Primary caches by (cluster, namespace); `None` is the all-namespaces watch.
 pub(crate) type Primaries<R> =
     crate::engine::intake::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
 
-/// One child kind's cache in one (context, namespace).
+/// One child kind's cache in one (cluster, namespace).
 #[derive(Clone)]
 pub(crate) struct ChildWatch {
     pub(crate) context: String,
@@ -78,8 +78,8 @@ pub(crate) struct ChildWatch {
     pub(crate) applied: Arc<crate::engine::children::applied::Applied>,
 }
 
-/// This controller's child watches in one context, lent: the engine's own of a fixed context, or a member's
-/// shared list; a reconcile looks them up once per context for its sync and its children's health.
+/// This controller's child watches in one cluster, lent: the engine's own of a fixed context, or a member's
+/// shared list; a reconcile looks them up once per cluster for its sync and its children's health.
 #[derive(Clone)]
 pub(crate) enum ChildWatches<'a> {
     Fixed(Vec<&'a ChildWatch>),
@@ -165,7 +165,7 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) written_status: crate::core::RecentWrites<crate::core::FleetStatus>,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
     pub(crate) finalized: crate::engine::status::finalized::Finalized,
-    /// The parents (UIDs) whose children in some context were abandoned by the abandon policy: a child of
+    /// The parents (UIDs) whose children in some cluster were abandoned by the abandon policy: a child of
     /// theirs that shows up again (its cluster answers again) is left where it is, as recorded.
     pub(crate) abandoned: parking_lot::Mutex<std::collections::HashSet<String>>,
     /// The waits of leaving members each parent was warned of.
@@ -268,7 +268,8 @@ impl<R: Reconcile> Engine<R> {
         })
     }
 
-    /// The client of `context` whose writes pass the fence of `shard` as well, or why it has none.
+    /// The client of the cluster `context` whose writes pass the fence of `shard` as well, or why it has
+    /// none.
     pub(crate) fn client(
         &self,
         context: &str,
@@ -304,7 +305,7 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// Publishes an event about `object` in its own context (behind `shard`'s fence as well).
+    /// Publishes an event about `object` in its own cluster (behind `shard`'s fence as well).
     pub(crate) async fn publish(
         &self,
         object: &Primary<R>,
@@ -315,7 +316,7 @@ impl<R: Reconcile> Engine<R> {
         self.publish_all(object, context, shard, vec![note]).await;
     }
 
-    /// Publishes events about `object` in its own context, at once (behind `shard`'s fence as well).
+    /// Publishes events about `object` in its own cluster, at once (behind `shard`'s fence as well).
     pub(crate) async fn publish_all(
         &self,
         object: &Primary<R>,

@@ -1,5 +1,5 @@
 //! The finalizer and the deletion path: keep the finalizer on every parent, and when a parent is deleted
-//! run the user's cleanup, remove its children in every context (leaving in place, unlinked, those whose
+//! run the user's cleanup, remove its children in every cluster (leaving in place, unlinked, those whose
 //! delete policy orphans them), then let it go.
 
 use std::collections::BTreeMap;
@@ -71,8 +71,8 @@ impl<R: Reconcile> Engine<R> {
         Ok(())
     }
 
-    /// The parent is being deleted: runs the user's cleanup, removes the children in every context, then the
-    /// finalizer once they are gone. A context that cannot be reached keeps the finalizer (and says so in
+    /// The parent is being deleted: runs the user's cleanup, removes the children in every cluster, then the
+    /// finalizer once they are gone. A cluster that cannot be reached keeps the finalizer (and says so in
     /// the status) until it returns, or until the abandon policy gives up on it; so does a child deleted but
     /// still there (kept by its own finalizers), until it goes (its deletion is an event of the parent, and
     /// the parent is checked again after `error_requeue` besides) or the terminating bound gives up on it.
@@ -113,7 +113,7 @@ impl<R: Reconcile> Engine<R> {
             .await;
         if self.plan.has_member_children() {
             // A member not known yet, or whose children are not listed yet, may hold some: the finalizer
-            // waits for it as for an unreachable context.
+            // waits for it as for an unreachable cluster.
             if !self.runtime.members.is_settled() {
                 tracing::debug!(cluster = %context, "deletion waits for the member provider to report its members");
                 return Verdict::Done(Action::requeue(MEMBERS_UNKNOWN_RETRY));

@@ -1,5 +1,5 @@
 //! One controller at work: its engine, the loop that feeds its executor, reconcile and its fan-out over the
-//! child contexts, finalization, the orphan sweep; in wings, what feeds its queue (`intake`), one cluster's
+//! child clusters, finalization, the orphan sweep; in wings, what feeds its queue (`intake`), one cluster's
 //! children (`children`) and what a parent is told (`status`).
 
 mod children;

@@ -6,11 +6,11 @@
 //! event asks for the parent, not at the next sweep.
 //!
 //! Nothing is removed on missing information: a parent is judged only once the cache that would hold it
-//! has listed, and a context whose cache never lists holds back only the children of its own parents.
+//! has listed, and a cluster whose cache never lists holds back only the children of its own parents.
 //!
 //! Nor on one child's word: any object of a child kind with the controller's label asks for the parent it
 //! names, so each child is judged by its own parent reference, and only the children whose whole reference
-//! (context, namespace, name, UID) is the parent judged gone are removed. A UID counts as gone only when no
+//! (cluster, namespace, name, UID) is the parent judged gone are removed. A UID counts as gone only when no
 //! listed primary cache holds it; a child naming a parent that is gone under a UID a live parent has is a
 //! conflict, reported and left alone.
 
@@ -29,7 +29,7 @@ use crate::engine::engine::{ChildWatch, Engine, Primary, ReconcileKey};
 use crate::engine::status::events::Note;
 use crate::watch::SharedWatch;
 
-/// A live parent, with the context it lives in.
+/// A live parent, with the cluster it lives in.
 type Holder<R> = (
     Cluster<<R as crate::controller::Controller>::Context>,
     Arc<Primary<R>>,
@@ -59,7 +59,7 @@ impl<R: Reconcile> Engine<R> {
                 continue;
             };
             let Some(key) = Self::key_for(&self.plan, &parent) else {
-                continue; // Its parent lives in a context this controller does not watch: not ours to judge.
+                continue; // Its parent lives in a cluster this controller does not watch: not ours to judge.
             };
             let Some(cache) = self.primary_cache(&key.context, parent.namespace.as_deref()) else {
                 continue;
@@ -153,7 +153,7 @@ impl<R: Reconcile> Engine<R> {
         }
     }
 
-    /// The live parent that has `parent`'s UID under another reference (context, namespace or name), in any
+    /// The live parent that has `parent`'s UID under another reference (cluster, namespace or name), in any
     /// primary cache of this controller that has listed: then `parent`, named by a child, is not a parent
     /// that is gone but a conflict.
     fn holder_of(&self, parent: &ParentRef) -> Option<Holder<R>> {

@@ -1,5 +1,5 @@
 //! Reconciling one object: read it from the cache, keep the finalizer, run the user's reconcile, then sync
-//! its children in every context, settling each outcome into one status draft as it arrives, and write it.
+//! its children in every cluster, settling each outcome into one status draft as it arrives, and write it.
 
 use std::sync::Arc;
 
@@ -143,7 +143,7 @@ impl<R: Reconcile> Engine<R> {
             metrics: &self.runtime.metrics,
             conflicts: &self.conflicts,
         };
-        // The contexts that answered are recorded without waiting for a hung one's cap (an interim status),
+        // The clusters that answered are recorded without waiting for a hung one's cap (an interim status),
         // and the final status is written over what the interim one left.
         {
             let arrivals = self.fan_out(places, shard, |place, client| {
@@ -184,7 +184,7 @@ impl<R: Reconcile> Engine<R> {
         notes.extend(leave_notes);
         Box::pin(self.publish_all(&object, &context, shard, notes)).await;
         Box::pin(self.write_draft(write, &mut draft, false)).await;
-        // A context that failed is retried soon, whatever the reconcile asked for.
+        // A cluster that failed is retried soon, whatever the reconcile asked for.
         if draft.outcomes().values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();
             let sooner = action

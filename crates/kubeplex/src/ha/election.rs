@@ -33,7 +33,7 @@ impl Election {
     }
 
     /// Starts `election` with a client of its own on `access` (the Lease's writes are the only ones that
-    /// must pass while the fence is closed); `health` reports the role.
+    /// must pass while the fence is closed); `readiness` reports the role.
     pub(crate) fn start(
         election: LeaderElection,
         access: Access,

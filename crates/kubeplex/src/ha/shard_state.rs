@@ -34,7 +34,7 @@ pub(crate) struct ShardState {
     fences: Vec<Fence>,
     /// Which shards this replica holds, as the Lease loop last decided.
     held: watch::Sender<Vec<bool>>,
-    /// Clients fenced by a shard, per (shard, context), built once.
+    /// Clients fenced by a shard, per (shard, cluster), built once.
     clients: Mutex<HashMap<(usize, String), Client>>,
 }
 

@@ -29,7 +29,7 @@ use crate::watch::WatchRegistry;
 
 use crate::readiness::DEFAULT_PING_INTERVAL;
 
-/// Runs controllers across contexts: one client per context, shared watches, probes, graceful shutdown.
+/// Runs controllers across clusters: one client per cluster, shared watches, probes, graceful shutdown.
 ///
 /// ```no_run
 /// # use kubeplex::{Controller, Reconcile};
@@ -131,7 +131,7 @@ impl Manager {
         self
     }
 
-    /// How often each context's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
+    /// How often each cluster's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
     pub fn ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
         self
@@ -388,7 +388,7 @@ impl Manager {
             };
             runner.start(provider, &mut background);
         }
-        // Every watch is registered now: readiness can be judged context by context.
+        // Every watch is registered now: readiness can be judged cluster by cluster.
         readiness.arm();
         Ok(Running {
             _pings: pings,

@@ -1,4 +1,4 @@
-//! A started manager: waiting for its contexts, its health, and its graceful shutdown.
+//! A started manager: waiting for its contexts, its readiness, and its graceful shutdown.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ impl Running {
     /// fails at once, naming the context, when a required context cannot be configured at all.
     pub async fn wait_started(&self) -> Result<()> {
         let health = &self.runtime.readiness;
-        // Once in full (no context at all is started at once); after that each look is O(1): the health
+        // Once in full (no context at all is started at once); after that each look is O(1): the readiness
         // state keeps the count of required contexts not ready as it changes, so a thousand contexts that
         // change thousands of times while they start cost no report per change.
         let look = || {
@@ -55,7 +55,7 @@ impl Running {
         }
     }
 
-    /// The health of every context now, as the probes report it.
+    /// The readiness of every cluster now, as the probes report it.
     pub fn readiness(&self) -> ReadinessReport {
         self.runtime.readiness.report()
     }
@@ -71,7 +71,7 @@ impl Running {
         self.secure_metrics_address
     }
 
-    /// How many watches the manager opened: one per distinct (context, kind, namespace, selectors),
+    /// How many watches the manager opened: one per distinct (cluster, kind, namespace, selectors),
     /// however many controllers share it.
     pub fn watches_opened(&self) -> usize {
         self.runtime.watches.opened()

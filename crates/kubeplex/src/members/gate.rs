@@ -62,7 +62,7 @@ impl MemberGate {
     }
 
     /// Closes `name`'s gate and waits until its syncs under way have ended, at most `limit` (a sync is
-    /// bounded by its context's timeout anyway); whether they did.
+    /// bounded by its cluster's timeout anyway); whether they did.
     pub(crate) async fn close(&self, name: &str, limit: Duration) -> bool {
         self.state.lock().leaving.insert(name.to_owned());
         let drained = async {

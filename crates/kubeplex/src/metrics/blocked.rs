@@ -1,4 +1,4 @@
-//! `kubeplex_parent_deletion_blocked`: how many parents each (controller, context) holds back, kept from
+//! `kubeplex_parent_deletion_blocked`: how many parents each (controller, cluster) holds back, kept from
 //! the set of those parents so that a retry is not counted twice and a parent gone another way is dropped.
 
 use std::collections::{HashMap, HashSet};
@@ -12,10 +12,10 @@ use super::handles::gauge_value;
 use super::live::Labels;
 use crate::core::Shrink;
 
-/// The parents (`namespace/name`) each (controller, context) holds back.
+/// The parents (`namespace/name`) each (controller, cluster) holds back.
 type Held = HashMap<(String, String), HashSet<String>>;
 
-/// The parents each (controller, context) holds back, and the gauge counting them.
+/// The parents each (controller, cluster) holds back, and the gauge counting them.
 #[derive(Clone, Default)]
 pub(super) struct BlockedDeletions {
     parents: Arc<Mutex<Held>>,
@@ -48,7 +48,7 @@ impl BlockedDeletions {
         }
     }
 
-    /// `parent` of `controller` is gone: it holds back no context any more.
+    /// `parent` of `controller` is gone: it holds back no cluster any more.
     pub(crate) fn parent_gone(&self, controller: &str, parent: &str) {
         let contexts: Vec<String> = {
             let all = self.parents.lock();

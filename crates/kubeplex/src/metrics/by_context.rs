@@ -1,4 +1,4 @@
-//! The series each context has in the families that carry a `context` label, so that a member that leaves
+//! The series each cluster has in the families that carry a `cluster` label, so that a member that leaves
 //! takes every one of them along (a fleet that turns over would otherwise grow `/metrics` for ever).
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use crate::core::Shrink;
 /// Removes one series from its family.
 type Remove = Box<dyn Fn() + Send + Sync>;
 
-/// Per context, how to remove each of its series.
+/// Per cluster, how to remove each of its series.
 #[derive(Clone, Default)]
 pub(super) struct ContextSeries(Arc<Mutex<HashMap<String, Vec<Remove>>>>);
 

@@ -1,10 +1,10 @@
-//! Children by health, per controller and context: read from the child caches at scrape time, not counted
+//! Children by health, per controller and cluster: read from the child caches at scrape time, not counted
 //! as children change (a rollout changes health often; a scrape is rare), so a member that leaves, and
 //! its caches with it, drops out.
 
-/// A controller's children by the context they live in and their health, read at scrape time.
+/// A controller's children by the cluster they live in and their health, read at scrape time.
 pub(crate) trait ChildrenByHealth: Send + Sync {
-    /// `(context, health, children)` for every context with a child cache and every health.
+    /// `(cluster, health, children)` for every cluster with a child cache and every health.
     fn children_by_health(&self) -> Vec<(String, &'static str, u32)>;
 }
 

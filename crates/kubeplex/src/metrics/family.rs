@@ -1,6 +1,6 @@
 //! A metric family whose table gives its room back: `prometheus-client`'s `Family` keeps the capacity of
 //! its largest series count for ever (it has no way to shrink), so a fleet of a thousand members that
-//! left would keep a thousand members' room in every family with a `context` label. This one encodes the
+//! left would keep a thousand members' room in every family with a `cluster` label. This one encodes the
 //! same way through `prometheus-client`'s encoder, and shrinks once sparse ([`Shrink`]).
 
 use std::collections::HashMap;

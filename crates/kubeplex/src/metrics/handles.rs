@@ -79,7 +79,7 @@ pub(crate) struct WatchMetrics {
     pub(crate) applied: Counter,
     pub(crate) deleted: Counter,
     pub(crate) objects: Gauge,
-    /// The restarts family, and where its series are noted per context.
+    /// The restarts family, and where its series are noted per cluster.
     pub(super) restarts: (Family<Labels<4>, Counter>, ContextSeries),
     pub(crate) labels: Labels<3>,
     pub(crate) clock: Arc<EventClock>,

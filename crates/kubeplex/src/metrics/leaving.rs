@@ -4,7 +4,7 @@ use super::metrics::Metrics;
 use crate::core::Shrink;
 
 impl Metrics {
-    /// A member left: no series names it any more, in any family that carries `context`.
+    /// A member left: no series names it any more, in any family that carries `cluster`.
     pub(crate) fn context_left(&self, context: &str) {
         self.series.remove(context);
         // Its watches' clocks, even while a closed watch's task has not dropped its handles yet.

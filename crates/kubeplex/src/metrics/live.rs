@@ -1,5 +1,5 @@
 //! The figures read at scrape time, not when they change: how long the runs in flight have been running,
-//! how old each cache's last event is, whether each context is up. A stuck run or watch changes nothing,
+//! how old each cache's last event is, whether each cluster is up. A stuck run or watch changes nothing,
 //! so only a reading at scrape time shows it.
 
 use std::sync::Weak;
@@ -81,7 +81,7 @@ impl EventClock {
 
 pub(super) type ContextsUp = Box<dyn Fn() -> Vec<(String, bool)> + Send + Sync>;
 
-/// A queue's keys that arrived and wait, by the context or member they came from, read at scrape time
+/// A queue's keys that arrived and wait, by the cluster they came from, read at scrape time
 /// (counting them as they change would cost the hot path a label lookup per key).
 pub(crate) trait QueueGroups: Send + Sync {
     /// `(group, waiting keys)` for every group with a waiting key.
@@ -180,7 +180,7 @@ impl Collector for Live {
         gauge_family(
             &mut encoder,
             "kubeplex_queue_depth",
-            "Keys that arrived from a watch and wait to run, by the context or member their object came from",
+            "Keys that arrived from a watch and wait to run, by the cluster their object came from",
             depths.into_iter(),
         )?;
 
@@ -207,7 +207,7 @@ impl Collector for Live {
         gauge_family(
             &mut encoder,
             "kubeplex_children",
-            "The children in each context's cache by their health (Healthy, Progressing, Unknown, Missing, Degraded)",
+            "The children in each cluster's cache by their health (Healthy, Progressing, Unknown, Missing, Degraded)",
             children.into_iter(),
         )?;
 
@@ -216,7 +216,7 @@ impl Collector for Live {
         gauge_family(
             &mut encoder,
             "kubeplex_cluster_up",
-            "1 when the context is ready (client configured, API server answering, every watch listed), else 0",
+            "1 when the cluster is ready (client configured, API server answering, every watch listed), else 0",
             contexts
                 .into_iter()
                 .map(|(context, up)| ([("cluster", context)], if up { 1.0 } else { 0.0 })),

@@ -1,10 +1,10 @@
-//! Prometheus metrics: controller-runtime's names (so its dashboards and alerts carry over) with a `context`
-//! label, and kubeplex's own per context. Families are created once per manager and registered in its
+//! Prometheus metrics: controller-runtime's names (so its dashboards and alerts carry over) with a `cluster`
+//! label, and kubeplex's own per cluster. Families are created once per manager and registered in its
 //! registry; the layers above take cheap handles (a family is an `Arc`), resolved once per watch or queue
 //! where they are hot. Figures that only make sense at scrape time (how long the oldest run has been
-//! running, how old a cache's last event is, whether a context is up) are read then, by [`Live`].
+//! running, how old a cache's last event is, whether a cluster is up) are read then, by [`Live`].
 //!
-//! Label sets are bounded by the plan: controller × context × kind × namespace, never per object.
+//! Label sets are bounded by the plan: controller × cluster × kind × namespace, never per object.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -25,7 +25,7 @@ use super::live::{EventClock, Labels, Live};
 use super::members::MemberChangeMetrics;
 use crate::core::Verdict;
 
-/// The parents (`namespace/name`) each (controller, context) holds back.
+/// The parents (`namespace/name`) each (controller, cluster) holds back.
 type Histograms<const N: usize> = Family<Labels<N>, Histogram>;
 
 /// Every metric family of a manager.
@@ -52,7 +52,7 @@ pub(crate) struct Metrics {
     /// `kubeplex_parent_deletion_blocked`, and the parents behind it.
     pub(super) blocked: BlockedDeletions,
     pub(super) live: Arc<Live>,
-    /// Every series of each context, for when a member leaves.
+    /// Every series of each cluster, for when a member leaves.
     pub(super) series: ContextSeries,
     member_changes: MemberChangeMetrics,
 }
@@ -108,22 +108,22 @@ impl Metrics {
         let r = registry;
         r.register(
             "controller_runtime_reconcile",
-            "Reconciles per controller, context and result (success, error, requeue)",
+            "Reconciles per controller, cluster and result (success, error, requeue)",
             m.reconciles,
         );
         r.register(
             "controller_runtime_reconcile_errors",
-            "Reconciles that failed, per controller and context",
+            "Reconciles that failed, per controller and cluster",
             m.reconcile_errors,
         );
         r.register(
             "controller_runtime_reconcile_panics",
-            "Reconciles that panicked, per controller and context",
+            "Reconciles that panicked, per controller and cluster",
             m.reconcile_panics,
         );
         r.register(
             "controller_runtime_reconcile_time_seconds",
-            "How long reconciles took (children and status included), per controller and context",
+            "How long reconciles took (children and status included), per controller and cluster",
             m.reconcile_time,
         );
         r.register(
@@ -163,12 +163,12 @@ impl Metrics {
         );
         r.register(
             "kubeplex_cluster_healthchecks",
-            "Pings of each context's API server, per result (success, failure)",
+            "Pings of each cluster's API server, per result (success, failure)",
             m.healthchecks,
         );
         r.register(
             "kubeplex_cluster_ping_seconds",
-            "How long each context's API server took to answer a ping",
+            "How long each cluster's API server took to answer a ping",
             m.ping_seconds,
         );
         r.register(
@@ -188,7 +188,7 @@ impl Metrics {
         );
         r.register(
             "kubeplex_children_applied",
-            "Children applied per controller, context, kind and result (success, error, conflict)",
+            "Children applied per controller, cluster, kind and result (success, error, conflict)",
             m.children_applied,
         );
         r.register(
@@ -198,7 +198,7 @@ impl Metrics {
         );
         r.register(
             "kubeplex_parent_deletion_blocked",
-            "Parents whose deletion waits for this unreachable context",
+            "Parents whose deletion waits for this unreachable cluster",
             m.blocked.gauge(),
         );
         m.member_changes.register(r);
@@ -422,12 +422,12 @@ impl Metrics {
         self.blocked.set(controller, context, parent, on);
     }
 
-    /// `parent` of `controller` is gone: it holds back no context any more.
+    /// `parent` of `controller` is gone: it holds back no cluster any more.
     pub(crate) fn parent_gone(&self, controller: &str, parent: &str) {
         self.blocked.parent_gone(controller, parent);
     }
 
-    /// Reads `kubeplex_cluster_up` at each scrape from `contexts` (each context and whether it is up).
+    /// Reads `kubeplex_cluster_up` at each scrape from `contexts` (each cluster and whether it is up).
     pub(crate) fn contexts_up(
         &self,
         contexts: impl Fn() -> Vec<(String, bool)> + Send + Sync + 'static,

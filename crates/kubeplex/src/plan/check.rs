@@ -58,7 +58,7 @@ impl<C: Context> Plan<C> {
         if self.concurrency_per_cluster.is_some() && self.dispatch == Dispatch::Fifo {
             problems.push(
                 "`concurrency_per_cluster` needs `Dispatch::Fair` (the default): in due order the \
-                 reconciles do not take turns by target"
+                 reconciles do not take turns by cluster"
                     .into(),
             );
         }

@@ -170,8 +170,8 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// Runs at most this many reconciles of objects from one context or member at once, so that one busy
-    /// place cannot take every run ([`concurrency`](Self::concurrency) still bounds the total). Needs
+    /// Runs at most this many reconciles of objects from one cluster at once, so that one busy
+    /// cluster cannot take every run ([`concurrency`](Self::concurrency) still bounds the total). Needs
     /// [`Dispatch::Fair`], the default.
     #[must_use]
     pub fn with_concurrency_per_cluster(mut self, limit: u16) -> Self {
@@ -179,7 +179,7 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// How due reconciles take turns between contexts and members: [`Dispatch::Fair`] (the default) or
+    /// How due reconciles take turns between clusters: [`Dispatch::Fair`] (the default) or
     /// [`Dispatch::Fifo`].
     #[must_use]
     pub fn with_dispatch(mut self, dispatch: Dispatch) -> Self {
@@ -224,16 +224,16 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// Keeps this finalizer on every primary object until its children in every context are gone.
+    /// Keeps this finalizer on every primary object until its children in every cluster are gone.
     #[must_use]
     pub fn with_finalizer(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.finalizer = Some(name.into());
         self
     }
 
-    /// When a parent is deleted while a child context stays unreachable for `timeout` (counted from the
-    /// deletion), gives up on that context's children: they are left behind, and the parent's status and an
-    /// event say so. Without this, deletion waits for the context to return (nothing is ever orphaned).
+    /// When a parent is deleted while a child cluster stays unreachable for `timeout` (counted from the
+    /// deletion), gives up on that cluster's children: they are left behind, and the parent's status and an
+    /// event say so. Without this, deletion waits for the cluster to return (nothing is ever orphaned).
     #[must_use]
     pub fn with_abandon_unreachable_after(mut self, timeout: Duration) -> Self {
         self.abandon_unreachable_after = Some(timeout);
@@ -251,7 +251,7 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// Adds a kind of child object the controller creates, possibly in other contexts than the primary's.
+    /// Adds a kind of child object the controller creates, possibly in other clusters than the primary's.
     #[must_use]
     pub fn owns(mut self, child: Child<C>) -> Self {
         self.children.push(child);
@@ -266,7 +266,7 @@ impl<C: Context> Plan<C> {
         self
     }
 
-    /// Children of kind `K` live in these namespaces, replacing those their `owns` named, in every context
+    /// Children of kind `K` live in these namespaces, replacing those their `owns` named, in every cluster
     /// `K` is owned in: for namespaces known only at run time. Applies to the `owns` added before it; a
     /// kind the plan does not own is a [`problem`](Self::problem). The rules are those of
     /// [`namespaces`](Self::namespaces).
@@ -279,7 +279,7 @@ impl<C: Context> Plan<C> {
         self.edit_children::<K>(|child| child.namespaces = Some(namespaces.clone()))
     }
 
-    /// Children of kind `K` may live in every namespace, in every context `K` is owned in (see
+    /// Children of kind `K` may live in every namespace, in every cluster `K` is owned in (see
     /// [`child_namespaces`](Self::child_namespaces)).
     #[must_use]
     pub fn child_all_namespaces<K: PrimaryResource>(self) -> Self {
@@ -343,7 +343,8 @@ impl<C: Context> Plan<C> {
         self.concurrency
     }
 
-    /// The per-target limit set by [`with_concurrency_per_cluster`](Self::with_concurrency_per_cluster), if any.
+    /// The per-cluster limit set by [`with_concurrency_per_cluster`](Self::with_concurrency_per_cluster), if
+    /// any.
     pub fn concurrency_per_cluster(&self) -> Option<u16> {
         self.concurrency_per_cluster
     }

@@ -1,12 +1,12 @@
 //! Where each member of the fleet stands: joining, ready or leaving, and what it waits for; `/readyz`
-//! shows it beside the member's health.
+//! shows it beside the member's readiness.
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 
 use super::report::{ClusterReadiness, ClusterReport, MemberPhase, MemberReport, capped};
 
-/// A member's phase as the manager sets it; `Ready` is read from its health.
+/// A member's phase as the manager sets it; `Ready` is read from its readiness.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// A change of it waits for its turn: the text says for what.
@@ -43,7 +43,7 @@ impl MemberPhases {
         }
     }
 
-    /// What `/readyz` shows of member `name`, its health being `report`.
+    /// What `/readyz` shows of member `name`, its readiness being `report`.
     fn report(&self, name: &str, report: &ClusterReport) -> Option<MemberReport> {
         let phases = self.0.lock();
         let (phase, waiting_for) = match phases.get(name)? {

@@ -1,6 +1,6 @@
-//! Pings: each context's API server is asked for `/version` at an interval, so that a cluster that stops
+//! Pings: each cluster's API server is asked for `/version` at an interval, so that a cluster that stops
 //! answering shows in `/readyz` even while its watch connections stay open (a frozen or partitioned server).
-//! A context whose server answered its controllers within the interval is not asked: the answer shows as
+//! A cluster whose server answered its controllers within the interval is not asked: the answer shows as
 //! much as a ping would.
 
 use std::sync::Arc;
@@ -11,11 +11,11 @@ use crate::client::Access;
 use crate::core::{Shrink, chain};
 use crate::metrics::Metrics;
 
-/// How often each context's API server is asked for `/version` by default.
+/// How often each cluster's API server is asked for `/version` by default.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(10);
 /// How often the ping thread looks whether the manager has started, before the first round.
 const STARTED_POLL: Duration = Duration::from_millis(100);
-/// How long a ping may take before the context counts as unreachable.
+/// How long a ping may take before the cluster counts as unreachable.
 pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a ping reports when the server refuses the credentials.
 const REJECTED: &str = "credentials were rejected (401 Unauthorized)";
@@ -71,11 +71,12 @@ impl Pings {
 
 /// Pings every `(context, config)` from a thread and runtime of their own: a ping measures whether the
 /// cluster answers, so it must not wait behind the operator's own work (a reconcile burst that saturates
-/// the workers would otherwise mark healthy clusters unreachable). Each ping builds a client and drops it
-/// after the answer, so an idle context holds no connection for its pings: a handshake every interval
-/// costs less than a standing TLS connection per context. That client has the credentials of the
+/// the workers would otherwise mark answering clusters unreachable). Each ping builds a client and drops it
+/// after the answer, so an idle cluster holds no connection for its pings: a handshake every interval
+/// costs less than a standing TLS connection per cluster. That client has the credentials of the
 /// controllers' client (the same token, renewed by either on a 401), so a ping is refused when their
-/// requests are. With `members`, the thread runs even without targets, for the members that join later.
+/// requests are. With `members`, the thread runs even with no context to ping, for the members that join
+/// later.
 pub(crate) fn start(
     targets: Vec<(String, Access)>,
     readiness: Arc<Readiness>,
@@ -101,7 +102,7 @@ pub(crate) fn start(
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            tracing::error!(%error, "cannot start the ping thread's runtime; contexts are not pinged");
+            tracing::error!(%error, "cannot start the ping thread's runtime; clusters are not pinged");
             return pings;
         }
     };
@@ -128,7 +129,7 @@ pub(crate) fn start(
             });
         });
     if let Err(error) = thread {
-        tracing::error!(%error, "cannot start the ping thread; contexts are not pinged");
+        tracing::error!(%error, "cannot start the ping thread; clusters are not pinged");
         pings.handle = None;
     }
     pings._stop = Some(stop);
@@ -152,7 +153,7 @@ async fn ping(
     loop {
         let began = tokio::time::Instant::now();
         // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room
-        // for it while it sleeps between pings would hold that much per idle context (a heap profile of
+        // for it while it sleeps between pings would hold that much per idle cluster (a heap profile of
         // many idle contexts showed it: crates/kubeplex-bench/RUNS.md).
         let problem = Box::pin(once(&access)).await;
         metrics.pinged(&context, problem.is_none(), began.elapsed());
@@ -180,7 +181,7 @@ async fn ping(
 }
 
 /// Sleeps until `context`'s next ping is due: one `interval` after the ping that began at `pinged`, or,
-/// while the context answers pings (`healthy`), after the server's last answer to any of the context's
+/// while the cluster answers pings (`healthy`), after the server's last answer to any of the cluster's
 /// clients (`last_answer`): a server that answered the controllers needs no ping to show it answers, and a
 /// server that stops answering is still pinged within one interval of its last answer. An answer found
 /// on waking counts as a ping answered (its watches' failures to reach the server are over).
@@ -213,7 +214,7 @@ async fn once(access: &Access) -> Option<String> {
     }
 }
 
-/// A random point within the first interval, different for every context and every process.
+/// A random point within the first interval, different for every cluster and every process.
 fn first_delay(context: &str, interval: Duration) -> Duration {
     use std::hash::BuildHasher;
     let random = std::collections::hash_map::RandomState::new().hash_one(context);
@@ -272,7 +273,7 @@ mod tests {
         (url, answered)
     }
 
-    /// Runs [`until_due`] with the server answering the context's clients at `answers` (seconds after the
+    /// Runs [`until_due`] with the server answering the cluster's clients at `answers` (seconds after the
     /// last ping); the seconds until the next ping is due.
     async fn due_after(answers: &[u64], healthy: bool) -> u64 {
         let readiness = Readiness::default();
@@ -308,7 +309,7 @@ mod tests {
         assert_eq!(due_after(&busy, true).await, 70);
         // An answer at 4 s: the ping at 14 s.
         assert_eq!(due_after(&[4], true).await, 14);
-        // A context whose last ping failed is pinged every interval, answers or not: only a ping clears
+        // A cluster whose last ping failed is pinged every interval, answers or not: only a ping clears
         // its failure.
         assert_eq!(due_after(&busy, false).await, 10);
     }

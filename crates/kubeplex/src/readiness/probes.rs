@@ -136,7 +136,7 @@ fn contexts_answer(served: &Served, detailed: bool, startup: bool) -> Response {
     json(passing, &body)
 }
 
-/// Each of the `fixed` contexts' state (`ok`, `starting`, `failing`), and, when there are other contexts
+/// Each of the `fixed` contexts' state (`ok`, `starting`, `failing`), and, when there are other clusters
 /// (the fleet's members), how many there are and how many of them are not ready.
 fn checks(
     report: &crate::readiness::ReadinessReport,
@@ -220,7 +220,7 @@ mod tests {
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// `GET path` from `peer` (as the accept loop records it) on the probes of `health`.
+    /// `GET path` from `peer` (as the accept loop records it) on the probes of `readiness`.
     async fn get_from(
         readiness: &Arc<Readiness>,
         peer: &str,
@@ -235,7 +235,7 @@ mod tests {
         (status, serde_json::from_str(&body).unwrap())
     }
 
-    /// A manager's health with a fixed context `control`, ready, and two members, one ready and one whose
+    /// A manager's readiness with a fixed context `control`, ready, and two members, one ready and one whose
     /// Secret is refused with a reason naming it, its kubeconfig's path and a long answer of its server.
     fn fleet_health() -> Arc<Readiness> {
         let readiness = Arc::new(Readiness::default());

@@ -1,7 +1,7 @@
 //! Per-cluster readiness: what the probes report, what `wait_started` waits for, and which clusters stop or
 //! start answering.
 //!
-//! A context is *ready* when its client could be configured, its API server answers, and every watch the
+//! A cluster is *ready* when its client could be configured, its API server answers, and every watch the
 //! controllers need there has listed its objects and is not failing. The manager has *started* once every
 //! required context was ready at the same time; from then on only readiness changes.
 
@@ -20,7 +20,7 @@ use super::report::{
 use super::watch_health::{WatchEntry, WatchHealth, WatchState};
 use crate::core::Error;
 
-/// Shared health state, updated by the pool, the watches and the pings.
+/// Shared readiness state, updated by the pool, the watches and the pings.
 #[derive(Default)]
 pub(crate) struct Readiness {
     contexts: Mutex<BTreeMap<String, ContextEntry>>,
@@ -31,7 +31,7 @@ pub(crate) struct Readiness {
     not_ready_required: AtomicUsize,
     /// A required context cannot be configured: the manager cannot start.
     fatal: AtomicBool,
-    /// Every watch is known (the manager has registered its controllers): until then a context without
+    /// Every watch is known (the manager has registered its controllers): until then a cluster without
     /// watches yet would count as ready.
     armed: AtomicBool,
     changed: Notify,
@@ -73,7 +73,7 @@ struct ContextEntry {
 }
 
 impl Readiness {
-    /// Declares a context, required or not; it is "connecting" until [`Readiness::connected`].
+    /// Declares a cluster, required or not; it is "connecting" until [`Readiness::connected`].
     pub(crate) fn declare(&self, context: &str, required: bool) {
         let mut contexts = self.contexts.lock();
         let entry = contexts.entry(context.to_owned()).or_default();
@@ -100,7 +100,7 @@ impl Readiness {
         fixed.map(|(name, _)| name.clone()).collect()
     }
 
-    /// Forgets a context for good (a member that left): it leaves the report.
+    /// Forgets a cluster for good (a member that left): it leaves the report.
     pub(crate) fn forget_context(&self, context: &str) {
         let mut contexts = self.contexts.lock();
         if let Some(entry) = contexts.remove(context)
@@ -113,7 +113,7 @@ impl Readiness {
         self.changed.notify_waiters();
     }
 
-    /// The pool has built the context's client, or failed to (`error`).
+    /// The pool has built the cluster's client, or failed to (`error`).
     pub(crate) fn connected(&self, context: &str, error: Option<&Error>) {
         self.update(context, |entry| {
             entry.connecting = false;
@@ -132,7 +132,7 @@ impl Readiness {
 
     /// Records a ping's outcome. A server that answers is no longer unreachable for its watches either: a
     /// watch that resumes after an outage says nothing until an object changes (kube's watcher emits nothing
-    /// when its retry connects), so without this a quiet namespace would keep a healed context failing.
+    /// when its retry connects), so without this a quiet namespace would keep a healed cluster failing.
     pub(crate) fn pinged(&self, context: &str, problem: Option<String>) {
         let answers = problem.is_none();
         self.update(context, |entry| {
@@ -164,7 +164,7 @@ impl Readiness {
         )
     }
 
-    /// Takes a watch closed for good (its shard moved to another replica) out of its context's report.
+    /// Takes a watch closed for good (its shard moved to another replica) out of its cluster's report.
     pub(crate) fn forget_watch(&self, watch: &WatchEntry) {
         self.update(&watch.context, |entry| {
             entry.watches.retain(|w| !Arc::ptr_eq(w, &watch.state));
@@ -249,12 +249,12 @@ impl Readiness {
         self.phases.get(name)
     }
 
-    /// One of `context`'s watches changed what it says: the context is judged again.
+    /// One of `context`'s watches changed what it says: the cluster is judged again.
     fn watch_changed(&self, context: &str) {
         self.update(context, |_| {});
     }
 
-    /// Changes a declared context; one not declared, or forgotten, is left out: a member's ping or watch
+    /// Changes a declared cluster; one not declared, or forgotten, is left out: a member's ping or watch
     /// that reports after its leave (its task aborted mid-poll on another thread) must not bring it back.
     fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
         let mut contexts = self.contexts.lock();
@@ -282,7 +282,7 @@ impl Readiness {
     }
 
     /// After a change of `entry`: whether it is ready now, kept in the count of required contexts not ready,
-    /// and `started` latched when that count is 0. O(the context's watches), not O(contexts).
+    /// and `started` latched when that count is 0. O(the cluster's watches), not O(clusters).
     fn judge(&self, entry: &mut ContextEntry) {
         let ready = entry.is_ready();
         if entry.required && ready != entry.ready {
@@ -313,7 +313,7 @@ impl Readiness {
     }
 
     /// Whether `context` is ready now (client configured, API server answering, every watch listed); a
-    /// context never declared (a member not yet joined) is not.
+    /// cluster never declared (a member not yet joined) is not.
     pub(crate) fn is_context_ready(&self, context: &str) -> bool {
         let contexts = self.contexts.lock();
         contexts.get(context).is_some_and(|entry| entry.ready)

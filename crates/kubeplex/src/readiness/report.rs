@@ -1,4 +1,4 @@
-//! What the probes and `Running::readiness` report: per context, per watch, and the leadership.
+//! What the probes and `Running::readiness` report: per cluster, per watch, and the leadership.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +14,8 @@ pub(super) fn capped(mut reason: String) -> String {
     reason
 }
 
-/// The health of a manager's contexts, as `/startupz`, `/readyz` and [`Running::readiness`](crate::Running::readiness)
-/// report it.
+/// The readiness of a manager's clusters, as `/startupz`, `/readyz` and
+/// [`Running::readiness`](crate::Running::readiness) report it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ReadinessReport {
@@ -58,18 +58,18 @@ pub struct LeadershipReport {
     pub holder: Option<String>,
 }
 
-/// The health of one context.
+/// The readiness of one cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ClusterReport {
-    /// Whether the manager waits for this context to start (the default) or runs degraded without it.
+    /// Whether the manager waits for this cluster to start (the default) or runs degraded without it.
     pub required: bool,
-    /// Where the context stands.
+    /// Where the cluster stands.
     pub status: ClusterReadiness,
-    /// Why it is not ready, each reason naming the context, e.g. `context cluster-b: unreachable: ...`.
+    /// Why it is not ready, each reason naming the cluster, e.g. `context cluster-b: unreachable: ...`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
-    /// Each watch the controllers opened in this context.
+    /// Each watch the controllers opened in this cluster.
     pub watches: Vec<WatchReport>,
     /// For a member of the fleet: whether it is joining, ready or leaving, and what it waits for.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,7 +98,7 @@ pub enum MemberPhase {
     Leaving,
 }
 
-/// Where a context stands.
+/// Where a cluster stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -111,7 +111,7 @@ pub enum ClusterReadiness {
     Failing,
 }
 
-/// The health of one watch.
+/// Where one watch stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct WatchReport {

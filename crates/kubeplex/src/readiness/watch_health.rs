@@ -1,4 +1,4 @@
-//! One watch's part in its context's health: what the watch last said (listed, failing, unreachable) and
+//! One watch's part in its cluster's readiness: what the watch last said (listed, failing, unreachable) and
 //! the handle its task reports through, which logs a failure when it changes and then rarely.
 
 use std::sync::Arc;
@@ -39,7 +39,7 @@ impl WatchState {
         }
     }
 
-    /// Whether it holds its context back from ready: not listed yet, or failing.
+    /// Whether it holds its cluster back from ready: not listed yet, or failing.
     pub(super) fn is_ready(&self) -> bool {
         self.synced && self.problem.is_none()
     }
@@ -67,7 +67,7 @@ pub(crate) fn is_expired(error: &watcher::Error) -> bool {
     matches!(error, watcher::Error::WatchError(status) if status.code == 410)
 }
 
-/// What identifies a watch in the health report, to take it out when the watch is closed for good.
+/// What identifies a watch in the readiness report, to take it out when the watch is closed for good.
 pub(crate) struct WatchEntry {
     pub(super) context: String,
     pub(super) state: Arc<Mutex<WatchState>>,
@@ -77,7 +77,7 @@ pub(crate) struct WatchEntry {
 pub(crate) struct WatchHealth {
     context: String,
     state: Arc<Mutex<WatchState>>,
-    /// Tells the context's health that this watch changed what it says.
+    /// Tells the cluster's readiness that this watch changed what it says.
     changed: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -149,7 +149,7 @@ impl WatchHealth {
             state.logged.reset();
         }
         let line = state.logged.line(&problem);
-        // Each of a context's watches fails on its own: the line names which.
+        // Each of a cluster's watches fails on its own: the line names which.
         let kind = state.kind.clone();
         let namespace = state.namespace.clone().unwrap_or_default();
         drop(state);

@@ -1,7 +1,7 @@
 //! A child kind's shared watch, seen without its type: what syncing, pruning and the orphan sweep need.
 //!
 //! A plan names its child kinds by type, but the runtime handles them together; this is the type-erased view
-//! of one child kind's cache in one (context, namespace), indexed by the parent's UID so that a reconcile
+//! of one child kind's cache in one (cluster, namespace), indexed by the parent's UID so that a reconcile
 //! reads only its own parent's children.
 
 use std::any::TypeId;
@@ -21,7 +21,7 @@ use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
 use crate::core::{PrimaryResource, object_ref};
 use crate::core::{written_by_its_controller, written_marker};
 
-/// Opens the shared watch of one child kind in one (context, namespace), for one controller's children,
+/// Opens the shared watch of one child kind in one (cluster, namespace), for one controller's children,
 /// whose health `rule` judges.
 pub(crate) type OpenChildWatch = fn(
     registry: &WatchRegistry,

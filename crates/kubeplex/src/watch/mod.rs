@@ -1,4 +1,4 @@
-//! Watches: one shared watcher and cache per (context, kind, namespace, selectors), the type-erased child
+//! Watches: one shared watcher and cache per (cluster, kind, namespace, selectors), the type-erased child
 //! caches with their parent-UID index, the watches of other kinds mapped to parents, and which changes
 //! trigger a reconcile.
 

@@ -11,7 +11,7 @@
 //! `annotations`), put together with `Predicate::fallback` and `combine`. Its stream adapter,
 //! `WatchStreamExt::predicate_filter`, does not fit, and so the state is kept here: it filters one
 //! `watcher` stream of objects for one consumer and keeps its hashes per object in that stream, whereas a
-//! primary watch here is shared (one `SharedWatch` per kind, context and namespace feeds every controller
+//! primary watch here is shared (one `SharedWatch` per kind, cluster and namespace feeds every controller
 //! that subscribes, through `Change`s), each controller filters its own subscription, and a deletion must
 //! always pass and be forgotten, which `predicate_filter` may swallow when the hash did not change.
 

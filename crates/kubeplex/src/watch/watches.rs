@@ -1,4 +1,4 @@
-//! Shared watches: one watcher and cache per (context, kind, namespace, selectors), however many controllers
+//! Shared watches: one watcher and cache per (cluster, kind, namespace, selectors), however many controllers
 //! need it, each handing every change to every subscriber (which turns it into a key for its queue). A watch of `PartialObjectMeta<K>`
 //! caches metadata only (kube sends metadata requests for it).
 
@@ -177,7 +177,7 @@ impl<K: PrimaryResource> SharedWatch<K> {
 }
 
 /// One open watch: the watch itself (a `SharedWatch` of its key's kind) and what closing it for good takes —
-/// its task, its place in the health report, its metrics' kind label.
+/// its task, its place in the readiness report, its metrics' kind label.
 struct Opened {
     watch: Arc<dyn Any + Send + Sync>,
     task: tokio::task::AbortHandle,
@@ -272,7 +272,7 @@ impl WatchRegistry {
         watch
     }
 
-    /// Closes the watch for `key` for good: its task ends, it leaves the health report and the metrics,
+    /// Closes the watch for `key` for good: its task ends, it leaves the readiness report and the metrics,
     /// and its cache is freed once no one holds it (a reconcile in flight may, until it ends). Nothing
     /// happens if it is not open.
     pub(crate) fn release(&self, key: &WatchKey) {
@@ -332,8 +332,8 @@ impl Drop for WatchRegistry {
     }
 }
 
-/// Drives one watch: keeps the cache (the reflector does), publishes changes, reports health, and retries
-/// failures with backoff.
+/// Drives one watch: keeps the cache (the reflector does), publishes changes, reports its readiness, and
+/// retries failures with backoff.
 async fn run<K: PrimaryResource>(
     events: impl Stream<Item = Result<Event<K>, watcher::Error>>,
     watch: Arc<SharedWatch<K>>,

@@ -10,7 +10,7 @@ use crate::core::{Assessment, ChildHealth, Cluster, Context, Health};
 impl<C: Context> Cx<C> {
     /// The parent's children of kind `K` in a context or member, each with its health, the reason, and the
     /// projection it was judged from, read from the child caches (no request). A child the reconcile is
-    /// about to declare for the first time is not there yet; one of a context that cannot be asked now
+    /// about to declare for the first time is not there yet; one of a cluster that cannot be asked now
     /// (unreachable, or its caches not listed) reads [`Health::Unknown`].
     ///
     /// A change of a child's health reconciles its parent again (within the plan's

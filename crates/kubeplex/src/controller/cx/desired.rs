@@ -1,4 +1,4 @@
-//! Declaring children: what a reconcile asks for in each context, checked against the plan, with the
+//! Declaring children: what a reconcile asks for in each cluster, checked against the plan, with the
 //! policies that decide whether the runtime may delete each child.
 
 use kube::Resource;
@@ -17,16 +17,16 @@ impl<C: Context> Cx<C> {
     /// After the reconcile succeeds, the runtime applies every declared child (server-side apply, the
     /// controller as field manager), stamps each with a reference to its parent (labels and annotations,
     /// never an ownerReference across clusters), deletes the parent's children that were not declared this
-    /// time, and records the outcome per context in the parent's status. Each context is synced on its own:
+    /// time, and records the outcome per cluster in the parent's status. Each cluster is synced on its own:
     /// an unreachable one never holds back the others.
     ///
-    /// The order of the calls does not matter. Within one context the children are applied in dependency
+    /// The order of the calls does not matter. Within one cluster the children are applied in dependency
     /// order, as Helm and kubectl order them: Namespaces, then CustomResourceDefinitions, then
     /// PriorityClasses, StorageClasses, ResourceQuotas, LimitRanges and NetworkPolicies, then
     /// ServiceAccounts, then ClusterRoles and Roles, then their bindings, then ConfigMaps and Secrets, then
     /// every other kind, and webhook configurations and APIServices last; children of one rank in the
     /// order declared. They are deleted in the reverse order. A child the API server refuses does not stop
-    /// the others: the context's status is `Failed`, naming each child that failed and why, and the next
+    /// the others: the cluster's status is `Failed`, naming each child that failed and why, and the next
     /// try applies them again (`docs/ownership.md`).
     ///
     /// A child no longer declared is deleted, unless its policy keeps it; so is every child when the parent
@@ -215,7 +215,7 @@ impl<C: Context> Cx<C> {
         Ok(())
     }
 
-    /// The declarations of `resource` that put children in `target`.
+    /// The declarations of `resource` that put children in `cluster`.
     pub(super) fn declared(
         &self,
         resource: &ApiResource,

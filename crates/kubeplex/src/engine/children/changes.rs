@@ -18,7 +18,7 @@ pub(crate) enum ChildChange {
     Orphaned,
 }
 
-/// The children a sync changed, in every context, as they happen (so that a context cut off by its cap
+/// The children a sync changed, in every cluster, as they happen (so that a cluster cut off by its cap
 /// still reports what it did before).
 #[derive(Default)]
 pub(crate) struct ChildChanges(Mutex<Vec<(String, ChildChange, String)>>);
@@ -29,7 +29,7 @@ impl ChildChanges {
         changes.push((context.to_owned(), change, place));
     }
 
-    /// One event per context and kind of change, naming the cluster and the children (`ChildCreated`,
+    /// One event per cluster and kind of change, naming the cluster and the children (`ChildCreated`,
     /// `ChildUpdated`, `ChildPruned`, `ChildrenKept`, `ChildrenOrphaned`); an event repeated with the same
     /// children is a series.
     pub(crate) fn notes(self) -> Vec<Note> {

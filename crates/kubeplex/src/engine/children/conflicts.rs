@@ -16,7 +16,7 @@ const REMEMBERED: usize = 4096;
 /// of a child kind chooses.
 const WHY_LIMIT: usize = 512;
 
-/// The conflicting children reported so far, by context and UID.
+/// The conflicting children reported so far, by cluster and UID.
 #[derive(Default)]
 pub(crate) struct Conflicts(Mutex<HashSet<(String, String)>>);
 

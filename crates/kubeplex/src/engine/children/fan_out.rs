@@ -1,4 +1,4 @@
-//! The per-context fan-out of a reconcile: where its children live now (computed once), the work in each
+//! The per-cluster fan-out of a reconcile: where its children live now (computed once), the work in each
 //! place at once, bounded, and each place's outcome yielded as it arrives.
 
 use std::collections::BTreeMap;
@@ -16,8 +16,8 @@ use crate::core::{ClusterState, ContextOutcome};
 use crate::engine::engine::{CLUSTER_TIMEOUT, ChildWatches, Engine};
 use crate::members::SyncGuard;
 
-/// How long the child contexts that answered wait for the others before their outcomes are written: a
-/// context still working then is reported as not answering yet (until its own outcome, at most
+/// How long the child clusters that answered wait for the others before their outcomes are written: a
+/// cluster still working then is reported as not answering yet (until its own outcome, at most
 /// [`CLUSTER_TIMEOUT`] later), so that a hung cluster delays only its own status.
 pub(in crate::engine) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
@@ -143,7 +143,7 @@ impl<R: Reconcile> Engine<R> {
     }
 }
 
-/// The interim outcome of a child context still working after [`INTERIM_AFTER`].
+/// The interim outcome of a child cluster still working after [`INTERIM_AFTER`].
 pub(in crate::engine) fn not_answering_yet() -> ContextOutcome {
     ContextOutcome {
         fenced: None,
@@ -155,7 +155,7 @@ pub(in crate::engine) fn not_answering_yet() -> ContextOutcome {
     }
 }
 
-/// Bounds one context's work, so that a hung server counts as unreachable instead of stalling the rest.
+/// Bounds one cluster's work, so that a hung server counts as unreachable instead of stalling the rest.
 async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
     tokio::time::timeout(CLUSTER_TIMEOUT, work)
         .await

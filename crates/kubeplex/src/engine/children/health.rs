@@ -1,4 +1,4 @@
-//! How a parent's children are doing in each context, read from the child caches after a sync: what the
+//! How a parent's children are doing in each cluster, read from the child caches after a sync: what the
 //! parent's status and `Ready` condition say, what `Cx::children` gives, and what the health metric counts.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use crate::watch::{ChildCache, missing};
 /// A child a reconcile declared: its kind, namespace and name.
 pub(crate) type Declared = (ApiResource, Option<String>, String);
 
-/// The children declared in each context, before the sync takes them.
+/// The children declared in each cluster, before the sync takes them.
 pub(crate) fn declared(desired: &DesiredChildren) -> BTreeMap<String, Vec<Declared>> {
     (desired.iter())
         .map(|(context, children)| {
@@ -27,7 +27,7 @@ pub(crate) fn declared(desired: &DesiredChildren) -> BTreeMap<String, Vec<Declar
         .collect()
 }
 
-/// Every child of a context that cannot be asked, judged `Unknown` for `why`.
+/// Every child of a cluster that cannot be asked, judged `Unknown` for `why`.
 fn unknown(children: &[Declared], why: &str) -> Vec<ChildHealth> {
     (children.iter())
         .map(|(_, namespace, name)| {
@@ -37,7 +37,7 @@ fn unknown(children: &[Declared], why: &str) -> Vec<ChildHealth> {
         .collect()
 }
 
-/// One declared child as the caches of its context have it.
+/// One declared child as the caches of its cluster have it.
 fn judge(watches: &[&ChildWatch], (resource, namespace, name): &Declared) -> ChildHealth {
     let caches: Vec<&Arc<dyn ChildCache>> = (watches.iter())
         .filter(|w| &w.resource == resource)
@@ -62,8 +62,8 @@ fn judge(watches: &[&ChildWatch], (resource, namespace, name): &Declared) -> Chi
     missing(namespace.as_deref(), name)
 }
 
-/// How the `declared` children of one context are doing, read from its `watches` once its sync ended in
-/// `state`: `Unknown` where the context could not be reached, none where the parent wants no children
+/// How the `declared` children of one cluster are doing, read from its `watches` once its sync ended in
+/// `state`: `Unknown` where the cluster could not be reached, none where the parent wants no children
 /// there or it is leaving.
 pub(crate) fn judged(
     declared: &[Declared],
@@ -104,13 +104,13 @@ fn unknown_at() -> usize {
         .unwrap_or_default()
 }
 
-/// What the health metric reads at scrape time: every cached child by context and health.
+/// What the health metric reads at scrape time: every cached child by cluster and health.
 impl<R: Reconcile> ChildrenByHealth for Engine<R> {
     fn children_by_health(&self) -> Vec<(String, &'static str, u32)> {
         let mut counts: BTreeMap<String, [u32; 5]> = BTreeMap::new();
         for watch in self.all_child_watches() {
             let mut by_health = watch.cache.health_counts();
-            // A context that cannot be asked: its cache is as it last was, its children unknown.
+            // A cluster that cannot be asked: its cache is as it last was, its children unknown.
             if !self.runtime.readiness.is_context_ready(&watch.context) {
                 let all = by_health.iter().sum();
                 by_health = [0; 5];

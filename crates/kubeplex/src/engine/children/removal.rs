@@ -1,4 +1,4 @@
-//! Removing every child of a deleted parent in one context, and deleting one child. A child counts as
+//! Removing every child of a deleted parent in one cluster, and deleting one child. A child counts as
 //! removed once it is gone, not once its delete was accepted: one that carries a finalizer (a Namespace
 //! whose content is still being deleted, a PersistentVolumeClaim in use, anything another controller
 //! guards) stays, `Terminating`, and the parent's deletion waits for it. A child whose delete policy says
@@ -19,12 +19,12 @@ use super::unlink::unlink;
 use crate::core::{ContextOutcome, DeletePolicy, PARENT_UID_LABEL, ParentRef};
 use crate::metrics::Metrics;
 
-/// Deletes every child of the parent in one context, found by listing (not the cache, which may lag), the
+/// Deletes every child of the parent in one cluster, found by listing (not the cache, which may lag), the
 /// kinds in the reverse of the apply order: `Ready` once none is left, `Deleting` naming those still going
 /// (and why), or why they could not be deleted. Those whose delete policy says orphan are unlinked
 /// instead, and added to `changes`. An object with the parent's UID label whose annotations do not name
 /// the parent is not its child: reported to `conflicts` (with the metrics and the controller's name, in
-/// `counted`), left alone. Runs in a `prune` span (the context, how many children it deleted).
+/// `counted`), left alone. Runs in a `prune` span (the cluster, how many children it deleted).
 pub(in crate::engine) async fn remove_children(
     context: &str,
     client: Client,

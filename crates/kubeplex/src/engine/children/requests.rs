@@ -20,7 +20,7 @@ pub(crate) fn api(
 }
 
 /// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
-/// replica's own fence refused the write, else failed. Its message says what failed and why; the context
+/// replica's own fence refused the write, else failed. Its message says what failed and why; the key
 /// it is kept under names the cluster.
 pub(crate) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
     let fenced = crate::core::fenced(error);

@@ -1,6 +1,6 @@
 //! Children in one cluster: applying the desired ones in the apply order, pruning the rest, removing them
 //! all when the parent goes. Nothing here knows the controller's types; the engine calls it once per child
-//! context.
+//! cluster.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -21,17 +21,17 @@ use crate::core::ContextOutcome;
 use crate::core::PrunePolicy;
 use crate::engine::engine::ChildWatch;
 
-/// Applies the desired children of one context (server-side apply, the controller as field manager), in
+/// Applies the desired children of one cluster (server-side apply, the controller as field manager), in
 /// the apply order, and deletes the parent's children there that are no longer desired, in its reverse
 /// (or unlinks and leaves those whose prune policy keeps them).
-/// `watches` are this context's child caches. A child whose name is taken by an object that is not this
+/// `watches` are this cluster's child caches. A child whose name is taken by an object that is not this
 /// parent's is left alone and reported as a conflict; a child the server refuses is reported with why,
 /// and the others are applied all the same. The children created, changed or deleted are added to
-/// `changes`. Where the context is `live` (answering, every watch listed and current), a child its cache
+/// `changes`. Where the cluster is `live` (answering, every watch listed and current), a child its cache
 /// shows unwritten since this controller applied the same object is not applied again; where it is not, every
 /// child is applied, so that an unreachable cluster is found and reported rather than assumed unchanged.
 ///
-/// Runs in an `apply` span (the context, how many children it wants there); the pruning in a `prune` span
+/// Runs in an `apply` span (the cluster, how many children it wants there); the pruning in a `prune` span
 /// within it (how many it deletes).
 pub(crate) async fn sync_context(
     context: &str,
@@ -44,7 +44,7 @@ pub(crate) async fn sync_context(
 ) -> ContextOutcome {
     sort_for_apply(&mut desired, |child| &child.resource);
     let span = tracing::info_span!("apply", cluster = context, children = desired.len());
-    // A sync cut off by the per-context cap (a hung cluster) counts its children not yet applied as errors.
+    // A sync cut off by the per-cluster cap (a hung cluster) counts its children not yet applied as errors.
     let unfinished = Unfinished {
         link,
         context,
@@ -83,7 +83,7 @@ impl Drop for Unfinished<'_> {
     }
 }
 
-/// [`sync_context`]'s work; `unfinished` carries the context and the parent.
+/// [`sync_context`]'s work; `unfinished` carries the cluster and the parent.
 async fn sync(
     client: Client,
     mut desired: Vec<DesiredChild>,
@@ -281,7 +281,7 @@ async fn prune(
     None
 }
 
-/// The child watch that remembers what was applied of `resource` in this context: the first of its kind.
+/// The child watch that remembers what was applied of `resource` in this cluster: the first of its kind.
 fn store_of<'a>(watches: &[&'a ChildWatch], resource: &ApiResource) -> Option<&'a ChildWatch> {
     watches.iter().copied().find(|w| &w.resource == resource)
 }

@@ -1,4 +1,4 @@
-//! What became of each child of one context in one pass, and the context's outcome it adds up to: a child
+//! What became of each child of one cluster in one pass, and the cluster's outcome it adds up to: a child
 //! that fails is recorded and the pass goes on with the others, so that one refusal (a namespace not there
 //! yet, an invalid object) neither hides nor holds back the rest, and the state names every child that
 //! failed and why. Children a policy spared (kept, orphaned) are named in the message too.
@@ -7,7 +7,7 @@ use crate::core::{ClusterState, ClusterStatus, ContextOutcome};
 
 use super::requests::failure;
 
-/// The children of one context, as one pass over them left them.
+/// The children of one cluster, as one pass over them left them.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     /// Children applied (or, removing, deleted).
@@ -24,9 +24,9 @@ pub(crate) struct Tally {
     orphaned: Vec<String>,
 }
 
-/// How a context's message tells the children kept: `2 children kept (no longer declared; ...): ...`.
+/// How a cluster's message tells the children kept: `2 children kept (no longer declared; ...): ...`.
 const KEPT: &str = "kept (no longer declared; left in place, unlinked)";
-/// How a context's message tells the children orphaned.
+/// How a cluster's message tells the children orphaned.
 const ORPHANED: &str = "left in place, unlinked (delete policy orphan)";
 
 impl Tally {
@@ -129,10 +129,10 @@ fn told(children: &[String], what: &str) -> Option<String> {
     Some(format!("{count} {what}: {}", children.join(", ")))
 }
 
-/// Keeps a context's note of the children it kept while the parent's spec is the one it was written for
+/// Keeps a cluster's note of the children it kept while the parent's spec is the one it was written for
 /// (`same_spec`): the unlink itself (the child leaves the controller's watch), a resync, any later
 /// reconcile would otherwise wipe it at once. A new generation of the parent, or anything else to say,
-/// replaces it. `before` is the context's status as the reconcile found it.
+/// replaces it. `before` is the cluster's status as the reconcile found it.
 pub(in crate::engine) fn carry_kept(
     before: Option<&ClusterStatus>,
     same_spec: bool,
@@ -146,8 +146,8 @@ pub(in crate::engine) fn carry_kept(
     }
 }
 
-/// Whether a context's status names children kept. Derived from what the status persists, its state and
-/// whether it has a message, never from the message's words: [`Tally::applied`] gives a settled context
+/// Whether a cluster's status names children kept. Derived from what the status persists, its state and
+/// whether it has a message, never from the message's words: [`Tally::applied`] gives a settled cluster
 /// (`Ready`, or `NotTargeted`) a message only to name the children kept, and no other outcome of a
 /// reconcile is written with those states and a message. Nothing besides is persisted (a field of its
 /// own would be user-visible, and lost under a CRD generated before it), and an engine's memory would be
@@ -200,7 +200,7 @@ mod tests {
         let mut again = ready();
         carry_kept(Some(&before), true, &mut again);
         assert_eq!(again.message.as_deref(), Some(told));
-        // A new spec does not; nor does a state with its own message, nor a context that said nothing.
+        // A new spec does not; nor does a state with its own message, nor a cluster that said nothing.
         let mut changed = ready();
         carry_kept(Some(&before), false, &mut changed);
         assert_eq!(changed.message, None);
@@ -214,8 +214,8 @@ mod tests {
         assert_eq!(quiet.message, None);
     }
 
-    /// Only a settled context's message names children kept: a failure that named some (its own words
-    /// beside them) is not carried into a context settled since.
+    /// Only a settled cluster's message names children kept: a failure that named some (its own words
+    /// beside them) is not carried into a cluster settled since.
     #[test]
     fn kept_is_told_by_a_settled_state_with_a_message_whatever_its_words() {
         let failed_keeping = written(ClusterState::Failed, Some(KEPT));

@@ -1,4 +1,4 @@
-//! A controller's primary caches by (context, namespace). Fixed for most controllers; in sharded-by-context
+//! A controller's primary caches by (cluster, namespace). Fixed for most controllers; in sharded-by-context
 //! mode a context's caches come and go with its shard, so the map can change while reconciles read it.
 
 use std::collections::HashMap;
@@ -42,7 +42,7 @@ impl<C: Context, K: PrimaryResource> PrimaryCaches<C, K> {
             .cloned()
     }
 
-    /// Every cache, with its context.
+    /// Every cache, with its cluster.
     pub(crate) fn all(&self) -> Vec<(Cluster<C>, Arc<SharedWatch<K>>)> {
         let caches = self.caches.read();
         caches

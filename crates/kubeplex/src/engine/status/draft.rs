@@ -1,4 +1,4 @@
-//! The status draft of one reconcile: kubeplex's part of a parent's status, settled once as each context's
+//! The status draft of one reconcile: kubeplex's part of a parent's status, settled once as each cluster's
 //! outcome arrives (the children kept carried, their health judged), and written at most twice.
 
 use std::collections::BTreeMap;
@@ -19,11 +19,11 @@ pub(crate) struct StatusDraft {
     generation: Option<i64>,
     /// Whether `before` was written for the parent's spec as it is now: the children kept are told on.
     same_spec: bool,
-    /// The children the reconcile declared, by context.
+    /// The children the reconcile declared, by cluster.
     declared: BTreeMap<String, Vec<Declared>>,
     /// Where the children live: a place not answered yet is told as not answering in the interim write.
     places: Vec<String>,
-    /// Each context's outcome, settled: the places' as they arrive, over the members left or leaving.
+    /// Each cluster's outcome, settled: the places' as they arrive, over the members left or leaving.
     outcomes: BTreeMap<String, ContextOutcome>,
     health: BTreeMap<String, ClusterHealth>,
     /// What the last write left in place, for the next one to go over.
@@ -82,12 +82,12 @@ impl StatusDraft {
         self.outcomes.insert(name, outcome);
     }
 
-    /// Each context's outcome so far.
+    /// Each cluster's outcome so far.
     pub(crate) fn outcomes(&self) -> &BTreeMap<String, ContextOutcome> {
         &self.outcomes
     }
 
-    /// The health of the children in each context so far.
+    /// The health of the children in each cluster so far.
     pub(crate) fn health(&self) -> &BTreeMap<String, ClusterHealth> {
         &self.health
     }

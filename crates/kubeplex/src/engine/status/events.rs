@@ -4,7 +4,7 @@
 //! kube's `Recorder` turns repeats of an event into one series (one Event object whose count grows). It
 //! keys a repeat by reason and action, not by note, so two events of one reason about different clusters
 //! would become one series showing the first one's note: each event names what it is about (a cluster, a
-//! set of children), and each (context, subject) has a recorder of its own. Events about a parent's
+//! set of children), and each (cluster, subject) has a recorder of its own. Events about a parent's
 //! clusters are published when the state changes, compared with the status written before, never per
 //! retry.
 
@@ -76,7 +76,7 @@ impl Note {
     }
 }
 
-/// Publishes a controller's events, one recorder per (context, subject).
+/// Publishes a controller's events, one recorder per (cluster, subject).
 pub(crate) struct EventPublisher {
     controller: String,
     recorders: Mutex<HashMap<Series, (Recorder, Instant)>>,
@@ -89,7 +89,7 @@ pub(crate) struct EventPublisher {
 /// connection per event, all left idle in the pool after the burst.
 const EVENTS_AT_ONCE: usize = 4;
 
-/// The context an event is published in, and what it is about.
+/// The cluster an event is published in, and what it is about.
 type Series = (String, Option<String>);
 
 /// The longest note the API server accepts.
@@ -168,8 +168,8 @@ impl EventPublisher {
 }
 
 /// The events a reconcile's outcomes call for, compared with the status before it (`previous`): a child
-/// context that became unreachable (`ClusterUnreachable`) or answers again (`ClusterReachable`), and a
-/// child name newly taken by someone else (`ChildConflict`), and a context whose apply failed
+/// cluster that became unreachable (`ClusterUnreachable`) or answers again (`ClusterReachable`), and a
+/// child name newly taken by someone else (`ChildConflict`), and a cluster whose apply failed
 /// (`ChildApplyFailed`, again only when its message changes). A state that stays is not told again.
 pub(crate) fn context_notes(
     previous: &FleetStatus,
@@ -218,10 +218,10 @@ pub(crate) fn context_notes(
     notes
 }
 
-/// The events the children's health calls for, compared with the status before (`previous`): a context
+/// The events the children's health calls for, compared with the status before (`previous`): a cluster
 /// whose worst child became `Degraded`, or another child than before is (`ChildDegraded`, naming the
 /// cluster and the child), and one whose degraded child is healthy or progressing again
-/// (`ChildRecovered`). A context unreachable now is not told as recovered.
+/// (`ChildRecovered`). A cluster unreachable now is not told as recovered.
 pub(crate) fn health_notes(
     previous: &FleetStatus,
     health: &BTreeMap<String, ClusterHealth>,
@@ -258,7 +258,7 @@ fn worst_child(health: &ClusterHealth) -> (&str, &str) {
 }
 
 /// The event a deletion's outcomes call for, compared with the status before (`previous`): the deletion
-/// became blocked by contexts it cannot clean up (`DeletionBlocked`, naming them), or it was blocked and is
+/// became blocked by clusters it cannot clean up (`DeletionBlocked`, naming them), or it was blocked and is
 /// no longer (`DeletionUnblocked`). Nothing while it stays blocked.
 pub(crate) fn deletion_note(
     previous: &FleetStatus,

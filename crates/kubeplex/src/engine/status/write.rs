@@ -17,7 +17,7 @@ use crate::engine::engine::{Engine, ParentWrite, Primary};
 use crate::engine::status::draft::StatusDraft;
 
 impl<R: Reconcile> Engine<R> {
-    /// Records the outcome of removing the children per context, over `previous` (kubeplex's part of the
+    /// Records the outcome of removing the children per cluster, over `previous` (kubeplex's part of the
     /// status as this reconcile found it, see [`Engine::previous_status`]), behind `shard`'s fence as well.
     pub(crate) async fn write_status(
         &self,

@@ -1,7 +1,7 @@
 //! Turns: the waiting keys, grouped by where they come from, and which group's key runs next.
 //!
 //! Each group's keys run in their own order (due time, then the order they became due in); the groups
-//! that have a key due take turns, one key each, so a flood of keys from one context delays a key from
+//! that have a key due take turns, one key each, so a flood of keys from one cluster delays a key from
 //! another by at most one run. Without fairness every key is in one group, which is plain due order.
 //! A group may also be capped: while that many of its keys run, its next key waits and the other groups
 //! go on.
@@ -18,7 +18,7 @@ pub(super) type Due = (Instant, u64);
 
 /// What a queue's keys are grouped by for their turns.
 pub(crate) trait QueueKey: Clone + Eq + Hash + Send + Sync + 'static {
-    /// The group a key takes its turns in (for a controller, the context or member it came from).
+    /// The group a key takes its turns in (for a controller, the cluster it came from).
     type Group: Clone + Eq + Hash + Send + Sync + 'static;
 
     /// This key's group.

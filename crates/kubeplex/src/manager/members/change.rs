@@ -125,7 +125,7 @@ impl Changes {
     }
 
     /// `name` leaves: the leave policy is carried out (waiting, under `delete`, for a member that does not
-    /// answer, without holding `slot`), then every trace of it goes: watches, pings, health, metrics.
+    /// answer, without holding `slot`), then every trace of it goes: watches, pings, readiness, metrics.
     pub(super) async fn leave(
         &self,
         name: String,

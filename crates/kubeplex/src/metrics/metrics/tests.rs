@@ -202,7 +202,7 @@ async fn a_context_that_left_has_no_series_in_any_family() {
         families.is_empty(),
         "series still name the member: {families:?}\n{text}"
     );
-    // Every family the member was in still has the context that stayed.
+    // Every family the member was in still has the cluster that stayed.
     for family in [
         "controller_runtime_reconcile_total",
         "controller_runtime_reconcile_errors_total",

@@ -1,4 +1,4 @@
-//! Readiness: readiness per context, how failures are phrased and logged.
+//! Readiness: readiness per cluster, how failures are phrased and logged.
 
 use std::time::Duration;
 

@@ -264,7 +264,7 @@ async fn a_released_watch_ends_leaves_the_health_report_and_the_metrics_and_free
     let cache = Arc::downgrade(&watch);
     drop(watch);
     watches.release(&key);
-    assert_eq!(watched(), 0, "the watch left the health report");
+    assert_eq!(watched(), 0, "the watch left the readiness report");
     assert!(!scrape(), "the cache's size is no longer reported");
     tokio::time::timeout(Duration::from_secs(10), async {
         while cache.strong_count() > 0 {

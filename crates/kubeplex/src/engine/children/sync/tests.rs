@@ -385,7 +385,7 @@ fn children_a_cut_off_sync_never_counted_are_counted_as_errors() {
         done: Default::default(),
     };
     unfinished.count("success");
-    // The per-context cap drops the sync here: the two children it never reached are errors.
+    // The per-cluster cap drops the sync here: the two children it never reached are errors.
     drop(unfinished);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();

@@ -46,7 +46,7 @@ fn start() -> Runner {
         members: Default::default(),
     });
     let changes = runtime.members.subscribe();
-    // No targets and no members: the pings stay off, nothing leaves this process.
+    // No contexts and no members: the pings stay off, nothing leaves this process.
     let pings = start_pings(
         Vec::new(),
         readiness,

@@ -3,7 +3,7 @@
 use super::*;
 
 /// Syncs `want` against a cache holding `web` at `version`, with what was applied remembered in `applied`,
-/// in a context `live` or not; the stand-in server answers an apply with `web` at `answered`. The requests
+/// in a cluster `live` or not; the stand-in server answers an apply with `web` at `answered`. The requests
 /// sent.
 async fn sync_remembering(
     applied: &Arc<crate::engine::children::applied::Applied>,
@@ -70,7 +70,7 @@ async fn a_child_unwritten_since_the_same_apply_is_not_applied_again() {
     changed.object["spec"] = serde_json::json!({ "replicas": 3 });
     let reapplied = sync_remembering(&applied, changed.clone(), "7", "8", true).await;
     assert_eq!(reapplied.len(), 1, "{reapplied:?}");
-    // A context that does not answer now: its cache may be stale, and the apply finds out.
+    // A cluster that does not answer now: its cache may be stale, and the apply finds out.
     let unsure = sync_remembering(&applied, changed, "8", "8", false).await;
     assert_eq!(unsure.len(), 1, "{unsure:?}");
 }
