@@ -100,7 +100,7 @@ impl<C: Context> Cx<C> {
             .client(cluster.name(), self.shard)
             .map_err(|error| match (cluster, error) {
                 (Cluster::Member(member), Error::UndeclaredContext { .. }) => Error::Member {
-                    context: member.name().to_owned(),
+                    member: member.name().to_owned(),
                     reason: "not a member of the fleet now (it left, or has not joined)".into(),
                 },
                 (_, error) => error,

@@ -51,28 +51,28 @@ pub enum Error {
     },
     /// A member of the fleet cannot be used: its provider reported it malformed, or it is not (or no
     /// longer) a member.
-    #[error("member {context}: {reason}")]
+    #[error("member {member}: {reason}")]
     Member {
         /// The member's name.
-        context: String,
+        member: String,
         /// What is wrong, in the provider's or the runtime's words (never its credentials).
         reason: String,
     },
     /// A reconcile declared a child the controller's plan does not allow.
-    #[error("context {context}: child {kind}: {reason}")]
+    #[error("cluster {cluster}: child {kind}: {reason}")]
     InvalidChild {
         /// The cluster the child was meant for.
-        context: String,
+        cluster: String,
         /// The child's kind.
         kind: String,
         /// What is wrong.
         reason: String,
     },
     /// A request to a cluster's API server failed.
-    #[error("context {context}: {}", describe_kube(source))]
+    #[error("cluster {cluster}: {}", describe_kube(source))]
     Kube {
         /// The cluster the request went to.
-        context: String,
+        cluster: String,
         /// What the client reported (its words are already in this error's message).
         source: kube::Error,
     },
@@ -318,12 +318,12 @@ mod tests {
             "deployments.apps \"web\" not found (404 NotFound)"
         );
         let wrapped = Error::Kube {
-            context: "cluster-a".into(),
+            cluster: "cluster-a".into(),
             source: not_found(),
         };
         assert_eq!(
             chain(&wrapped),
-            "context cluster-a: deployments.apps \"web\" not found (404 NotFound)"
+            "cluster cluster-a: deployments.apps \"web\" not found (404 NotFound)"
         );
     }
 
@@ -355,7 +355,7 @@ mod tests {
             "not declared by any controller of this manager"
         );
         let member = Error::Member {
-            context: "cluster-c".into(),
+            member: "cluster-c".into(),
             reason: "its kubeconfig has no server".into(),
         };
         assert_eq!(member.detail(), "its kubeconfig has no server");
@@ -403,7 +403,7 @@ mod tests {
         let direct = kube::Error::Auth(plugin_failed());
         let through_the_client_stack = kube::Error::Service(Box::new(plugin_failed()));
         let in_context = Error::Kube {
-            context: "cluster-a".into(),
+            cluster: "cluster-a".into(),
             source: kube::Error::Service(Box::new(plugin_failed())),
         };
         for text in [
@@ -418,7 +418,7 @@ mod tests {
                 "{text}"
             );
         }
-        assert!(chain(&in_context).starts_with("context cluster-a: "));
+        assert!(chain(&in_context).starts_with("cluster cluster-a: "));
     }
 
     #[test]

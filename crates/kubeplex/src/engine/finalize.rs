@@ -42,7 +42,7 @@ impl<R: Reconcile> Engine<R> {
         let finalizer = self.finalizer.as_deref().unwrap_or_default();
         let api = self.parent_api(object, context, shard)?;
         let in_context = |source| Error::Kube {
-            context: context.name().to_owned(),
+            cluster: context.name().to_owned(),
             source,
         };
         let name = object.name_any();
@@ -201,7 +201,7 @@ impl<R: Reconcile> Engine<R> {
     fn members_not_listed(&self, outcomes: &mut BTreeMap<String, ContextOutcome>) {
         let members = &self.runtime.members;
         for name in members.names().into_iter().chain(members.joining()) {
-            let message = format!("context {name}: a member whose children are not listed yet");
+            let message = format!("cluster {name}: a member whose children are not listed yet");
             outcomes.entry(name).or_insert(ContextOutcome {
                 fenced: None,
                 state: ClusterState::Unreachable,

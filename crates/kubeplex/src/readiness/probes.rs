@@ -251,7 +251,7 @@ mod tests {
             "é".repeat(4000)
         );
         let error = crate::core::Error::Member {
-            context: "member-secret-x".into(),
+            member: "member-secret-x".into(),
             reason,
         };
         readiness.connected("member-secret-x", Some(&error));

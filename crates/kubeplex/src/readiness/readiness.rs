@@ -346,13 +346,13 @@ impl ContextEntry {
             reasons.push(error.clone());
         }
         if let Some(problem) = &self.unreachable {
-            reasons.push(format!("context {name}: {problem}"));
+            reasons.push(format!("cluster {name}: {problem}"));
         }
         for watch in &watches {
             if let Some(problem) = &watch.problem
                 && !reasons.iter().any(|r| r.ends_with(problem.as_str()))
             {
-                reasons.push(format!("context {name}: {problem}"));
+                reasons.push(format!("cluster {name}: {problem}"));
             }
         }
         let reasons: Vec<String> = reasons.into_iter().map(capped).collect();

@@ -66,7 +66,7 @@ pub struct ClusterReport {
     pub required: bool,
     /// Where the cluster stands.
     pub status: ClusterReadiness,
-    /// Why it is not ready, each reason naming the cluster, e.g. `context cluster-b: unreachable: ...`.
+    /// Why it is not ready, each reason naming the cluster, e.g. `cluster cluster-b: unreachable: ...`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
     /// Each watch the controllers opened in this cluster.

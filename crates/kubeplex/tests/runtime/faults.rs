@@ -112,7 +112,7 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
     let body = probe_until(address, "/startupz", 503, WAIT).await;
     let deadline = tokio::time::Instant::now() + WAIT;
     let mut body = body;
-    while !reasons(&body, "cluster-b").contains("context cluster-b: unreachable") {
+    while !reasons(&body, "cluster-b").contains("cluster cluster-b: unreachable") {
         assert!(
             tokio::time::Instant::now() < deadline,
             "cluster-b not named: {body:#}"
@@ -122,7 +122,7 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
     }
     let body = wait_context_status(address, "/startupz", "cluster-a", "ready").await;
     assert!(
-        reasons(&body, "cluster-b").contains("context cluster-b: unreachable"),
+        reasons(&body, "cluster-b").contains("cluster cluster-b: unreachable"),
         "{body:#}"
     );
 
@@ -153,7 +153,7 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
     let body = wait_context_status(address, "/readyz", "cluster-a", "ready").await;
     let deadline = tokio::time::Instant::now() + WAIT;
     let mut body = body;
-    while !reasons(&body, "cluster-b").contains("context cluster-b") {
+    while !reasons(&body, "cluster-b").contains("cluster cluster-b") {
         assert!(
             tokio::time::Instant::now() < deadline,
             "cluster-b not named: {body:#}"

@@ -61,7 +61,7 @@ impl Reconcile for Sharded {
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(|source| kubeplex::Error::Kube {
-                    context: cx.cluster().name().to_owned(),
+                    cluster: cx.cluster().name().to_owned(),
                     source,
                 })?;
         }

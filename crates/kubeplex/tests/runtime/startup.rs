@@ -120,7 +120,7 @@ async fn a_kind_not_served_in_one_context_is_named_with_the_context() {
     let body = wait_reason(address, "cluster-b", "is not served", body).await;
     assert!(
         reasons(&body, "cluster-b")
-            .contains("context cluster-b: kind Widget.test.kubeplex.dev/v1 is not served"),
+            .contains("cluster cluster-b: kind Widget.test.kubeplex.dev/v1 is not served"),
         "{body:#}"
     );
     wait_context_status(address, "/startupz", "cluster-a", "ready").await;
@@ -145,7 +145,7 @@ async fn missing_permissions_and_rejected_credentials_are_named_without_revealin
     let body = wait_reason(address, "cluster-b", "403", serde_json::Value::Null).await;
     assert!(
         reasons(&body, "cluster-b")
-            .contains("context cluster-b: user may not list configmaps in namespace perm-1"),
+            .contains("cluster cluster-b: user may not list configmaps in namespace perm-1"),
         "{body:#}"
     );
     assert_eq!(probe(address, "/startupz").await.0, 503);
@@ -286,7 +286,7 @@ async fn a_server_certificate_the_kubeconfig_does_not_trust_is_named_as_such() {
     .await;
     let reasons = reasons(&body, "cluster-b");
     assert!(
-        reasons.contains("context cluster-b: untrusted server: its certificate is not trusted with the kubeconfig's CA"),
+        reasons.contains("cluster cluster-b: untrusted server: its certificate is not trusted with the kubeconfig's CA"),
         "{body:#}"
     );
     assert!(

@@ -172,7 +172,7 @@ async fn wrong_credentials_are_named_and_no_output_repeats_a_credential() {
     let said = String::from_utf8_lossy(&stopped.stderr).into_owned();
     assert!(!stopped.status.success(), "{said}");
     assert!(
-        said.contains("context cluster-b") && said.contains("credential plugin"),
+        said.contains("cluster-b") && said.contains("credential plugin"),
         "the failing plugin is not named: {said}"
     );
     all.push(("the log of a start that failed".to_owned(), said));

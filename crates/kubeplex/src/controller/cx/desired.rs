@@ -79,7 +79,7 @@ impl<C: Context> Cx<C> {
         let cluster = cluster.into();
         let resource = ApiResource::erase::<K>(&());
         let invalid = |reason: String| Error::InvalidChild {
-            context: cluster.name().to_owned(),
+            cluster: cluster.name().to_owned(),
             kind: resource.kind.clone(),
             reason,
         };

@@ -94,7 +94,7 @@ async fn other_failures_are_reported_after_one_try() {
         matches!(&error, Error::Kube { source: kube::Error::Api(s), .. } if s.code == 403);
     assert!(forbidden, "{error}");
     assert!(
-        error.to_string().starts_with("context control: "),
+        error.to_string().starts_with("cluster control: "),
         "{error}"
     );
     assert_eq!(requests.lines().len(), 1);

@@ -106,7 +106,7 @@ impl Changes {
         let health = &self.runtime.readiness;
         health.declare(name, false);
         let error = Error::Member {
-            context: name.to_owned(),
+            member: name.to_owned(),
             reason: reason.clone(),
         };
         health.connected(name, Some(&error));

@@ -48,7 +48,7 @@ fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
     assert!(report.started && !report.ready);
     assert_eq!(
         report.clusters["cluster-a"].reasons,
-        ["context cluster-a: unreachable: connection refused"]
+        ["cluster cluster-a: unreachable: connection refused"]
     );
 }
 
@@ -75,7 +75,7 @@ fn watch_failures_are_phrased_with_verb_resource_and_namespace() {
         let report = readiness.report();
         assert_eq!(
             report.clusters["cluster-a"].reasons,
-            [format!("context cluster-a: {expected}")]
+            [format!("cluster cluster-a: {expected}")]
         );
         assert_eq!(
             report.clusters["cluster-a"].status,

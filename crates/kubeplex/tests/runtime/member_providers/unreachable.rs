@@ -94,7 +94,7 @@ async fn an_unreachable_members_leave_keeps_its_secret_and_says_leaving_until_it
     println!("/readyz: {MEMBER} leaving, waiting for {why}");
     // The entry is the member's own, so its text names the child it cannot delete, not the member again.
     assert!(
-        why.contains(child) && !why.contains(&format!("context {MEMBER}")),
+        why.contains(child) && !why.contains(&format!("cluster {MEMBER}")),
         "{why}"
     );
     let message = wait_state(env, "spread-silent-leave", MEMBER, "Leaving").await;

@@ -29,15 +29,15 @@ async fn a_declared_child_is_taken_and_each_undeclared_one_is_refused_with_the_r
     let refused = |result: Result<()>| result.unwrap_err().to_string();
     assert_eq!(
         refused(cx.child(CLUSTER_A, Deployment::default())),
-        "context cluster-a: child Deployment: controller test-controller declares no owns(Deployment) in this context"
+        "cluster cluster-a: child Deployment: controller test-controller declares no owns(Deployment) in this context"
     );
     assert_eq!(
         refused(cx.child(CONTROL, config_map(Some("ns"), Some("x")))),
-        "context control: child ConfigMap: controller test-controller declares no owns(ConfigMap) in this context"
+        "cluster control: child ConfigMap: controller test-controller declares no owns(ConfigMap) in this context"
     );
     assert_eq!(
         refused(cx.child(CLUSTER_A, config_map(Some("other"), Some("x")))),
-        "context cluster-a: child ConfigMap: namespace other is not one of the declared ns"
+        "cluster cluster-a: child ConfigMap: namespace other is not one of the declared ns"
     );
     assert!(
         refused(cx.child(CLUSTER_A, config_map(Some("ns"), None))).contains("has no metadata.name")
@@ -192,7 +192,7 @@ async fn an_annotation_that_names_no_policy_is_refused_with_the_values_it_takes(
         .unwrap_err();
     assert_eq!(
         refused.to_string(),
-        "context cluster-a: child ConfigMap: annotation kubeplex.dev/on-prune is \"kep\": write keep or delete (or leave it out)"
+        "cluster cluster-a: child ConfigMap: annotation kubeplex.dev/on-prune is \"kep\": write keep or delete (or leave it out)"
     );
     let refused = cx
         .child(CLUSTER_A, annotated("typo", ON_DELETE_ANNOTATION, "keep"))
