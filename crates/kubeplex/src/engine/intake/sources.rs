@@ -1,15 +1,24 @@
 //! Where a controller's keys come from, and where they go: each primary watch gives the keys of its
 //! objects, each child cache the keys of the parents of its children (a child's change is a change of its
+//! parent), each watched kind's watch the keys of the parents its map function names (or of every
 //! parent), and they all send into the key queue of the current term as leader, which holds each key once.
 //! A standby has no queue: a new term subscribes every cache anew, so it starts with every cached object.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::controller::Reconcile;
 use crate::core::Cluster;
-use crate::engine::engine::{Engine, Primary, ReconcileKey};
+use crate::engine::engine::{Engine, Primaries, Primary, ReconcileKey};
 use crate::executor::KeySender;
-use crate::watch::{ChangeFilter, ChildCache, ChildChangeKind, SharedWatch};
+use crate::watch::{ChangeFilter, ChildCache, ChildChangeKind, InputWatch, SharedWatch, Wanted};
+
+/// How long a change of a watched kind that reconciles every parent waits at most, with the others that
+/// come meanwhile: a storm of changes (Node heartbeats) costs one reconcile per parent per this.
+const EVERY_PARENT_WITHIN: Duration = Duration::from_secs(1);
 
 impl<R: Reconcile> Engine<R> {
     /// Subscribes `keys` to the primary watch of `context`: every cached object first, then each change
@@ -80,6 +89,86 @@ impl<R: Reconcile> Engine<R> {
             }
         }
     }
+
+    /// Opens every watched kind's watches in `cluster` (the kinds declared in that context, or in members
+    /// when it is one), records them, and subscribes the current term's queue, if any.
+    pub(crate) fn open_inputs(&self, cluster: &Cluster<R::Context>, client: &Client) {
+        let declared = self.plan.watched().iter().filter(|w| match cluster {
+            Cluster::Context(context) => w.contexts().contains(context),
+            Cluster::Member(_) => w.in_members(),
+        });
+        let opened: Vec<Arc<dyn InputWatch>> = declared
+            .flat_map(|w| w.open(&self.runtime.watches, cluster, client))
+            .collect();
+        if opened.is_empty() {
+            return;
+        }
+        self.inputs.add(cluster, &opened);
+        if let Some(keys) = self.term_keys.get() {
+            for watch in &opened {
+                self.follow_input(&**watch, keys.clone());
+            }
+        }
+    }
+
+    /// Subscribes `keys` to a watched kind's watch: the parents each change wants, from the primary caches
+    /// as they are then.
+    pub(crate) fn follow_input(&self, watch: &dyn InputWatch, keys: KeySender<ReconcileKey<R>>) {
+        let primaries = self.primaries.clone();
+        watch.subscribe(Box::new(move |wanted| match wanted {
+            Wanted::Every => queue_every(&primaries, &keys),
+            Wanted::These(parents) => {
+                for (namespace, name) in parents {
+                    if !queue_where_cached(&primaries, &keys, namespace.as_deref(), &name) {
+                        return false;
+                    }
+                }
+                keys.is_open()
+            }
+        }));
+    }
+}
+
+/// Queues every cached parent to run within [`EVERY_PARENT_WITHIN`]; `false` once the queue is gone.
+fn queue_every<R: Reconcile>(primaries: &Primaries<R>, keys: &KeySender<ReconcileKey<R>>) -> bool {
+    for (context, watch) in primaries.all() {
+        for object in watch.store().state() {
+            let key = ReconcileKey {
+                context: context.clone(),
+                object: ObjectRef::from_obj(&*object),
+            };
+            if !keys.send_within(key, EVERY_PARENT_WITHIN) {
+                return false;
+            }
+        }
+    }
+    keys.is_open()
+}
+
+/// Queues the parent `namespace`/`name` in each cluster whose primary cache holds it; `false` once the
+/// queue is gone.
+fn queue_where_cached<R: Reconcile>(
+    primaries: &Primaries<R>,
+    keys: &KeySender<ReconcileKey<R>>,
+    namespace: Option<&str>,
+    name: &str,
+) -> bool {
+    let mut object = ObjectRef::new(name);
+    if let Some(namespace) = namespace {
+        object = object.within(namespace);
+    }
+    for (context, watch) in primaries.all() {
+        if watch.store().get(&object).is_some() {
+            let key = ReconcileKey {
+                context,
+                object: object.clone(),
+            };
+            if !keys.send(key) {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]
