@@ -33,7 +33,7 @@ impl Reconcile for Placer {
     type Error = kubeplex::Error;
 
     async fn reconcile(&self, _: Arc<ConfigMap>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
-        let _nodes: Vec<Arc<Node>> = cx.cached::<Node>(Fleet::ClusterA);
+        let _nodes: Vec<Arc<Node>> = cx.cached::<Node>(Fleet::ClusterA)?;
         Ok(Action::await_change())
     }
 }

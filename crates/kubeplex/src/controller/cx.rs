@@ -38,6 +38,8 @@ pub struct Cx<C> {
     children: Option<(Arc<dyn ChildCaches>, String)>,
     /// In sharded mode, the shard of the parent reconciled: every client handed out writes behind its fence.
     shard: Option<usize>,
+    /// The controller's primary kind, for what `cached` may read.
+    primary: Option<ApiResource>,
 }
 
 impl<C: Context> Cx<C> {
@@ -55,7 +57,14 @@ impl<C: Context> Cx<C> {
             failures,
             children: None,
             shard: None,
+            primary: None,
         }
+    }
+
+    /// The controller's primary kind is `primary`.
+    pub(crate) fn of_primary(mut self, primary: ApiResource) -> Self {
+        self.primary = Some(primary);
+        self
     }
 
     /// Hands out clients whose writes pass the fence of `shard` as well (the parent's, in sharded mode).
@@ -115,16 +124,62 @@ impl<C: Context> Cx<C> {
         Ok(Api::namespaced(self.client(cluster)?, namespace))
     }
 
-    /// Every cached object of kind `K` in a context or a member, from the watches the controllers opened
-    /// there (empty when none watches `K` there): the primaries', the watched kinds' (`watches(..)`), and
-    /// the children's declared with `Child::cache_objects`. Reading the cache costs no request.
-    pub fn cached<K: PrimaryResource>(&self, cluster: impl Into<Cluster<C>>) -> Vec<Arc<K>> {
-        self.runtime
-            .watches
-            .watches_of::<K>(cluster.into().name())
-            .iter()
-            .flat_map(|w| w.store().state())
-            .collect()
+    /// Every cached object of kind `K` in a context or a member, without a request: from the watches the
+    /// controller declared there — its primaries', its watched kinds' (`watches(..)`) and its children's
+    /// declared with `Child::cache_objects` (other children are cached by their metadata only: read them
+    /// with [`children`](Self::children)). A kind the controller watches nowhere in `cluster` is
+    /// [`Error::NotWatched`], naming the declaration that would watch it; a member whose watches have not
+    /// listed yet reads empty ([`clusters`](Self::clusters) says which have).
+    pub fn cached<K: PrimaryResource>(
+        &self,
+        cluster: impl Into<Cluster<C>>,
+    ) -> Result<Vec<Arc<K>>> {
+        let cluster = cluster.into();
+        if let Some(fix) = self.undeclared(&ApiResource::erase::<K>(&()), &cluster) {
+            return Err(Error::NotWatched {
+                cluster: cluster.name().to_owned(),
+                kind: crate::core::kind_label::<K>(),
+                fix,
+            });
+        }
+        let watches = self.runtime.watches.watches_of::<K>(cluster.name());
+        Ok(watches.iter().flat_map(|w| w.store().state()).collect())
+    }
+
+    /// Why the controller has no cache of `kind` in `cluster`, and the declaration that would give it one;
+    /// `None` when it has.
+    fn undeclared(&self, kind: &ApiResource, cluster: &Cluster<C>) -> Option<String> {
+        let here = |contexts: &[C], members: bool| match cluster {
+            Cluster::Context(context) => contexts.contains(context),
+            Cluster::Member(_) => members,
+        };
+        let plan = &self.plan;
+        if self.primary.as_ref() == Some(kind) && here(plan.contexts(), plan.in_members()) {
+            return None;
+        }
+        let watched = plan.watched().iter();
+        if watched
+            .filter(|w| w.resource() == kind)
+            .any(|w| here(w.contexts(), w.in_members()))
+        {
+            return None;
+        }
+        let children = plan.children().iter().filter(|c| c.resource() == kind);
+        let children: Vec<_> = children
+            .filter(|c| here(c.contexts(), c.in_members()))
+            .collect();
+        match children.first() {
+            Some(_) if children.iter().any(|c| c.caches_objects()) => None,
+            Some(_) => Some(format!(
+                "its children of this kind are cached by their metadata only: read them with \
+                 `cx.children::<{}>`, or declare the child with `Child::cache_objects()`",
+                kind.kind
+            )),
+            None => Some(format!(
+                "declare it with `watches({}, ..)` in this cluster (`contexts = [..]`, or `members` for a member)",
+                kind.kind
+            )),
+        }
     }
 
     /// Every cluster this controller works in — its contexts (the primaries', the children's and the
@@ -243,6 +298,30 @@ mod tests {
             runtime(client.clone(), client),
             failures,
         )
+    }
+
+    #[tokio::test]
+    async fn a_cache_the_controller_does_not_keep_is_refused_naming_the_declaration_it_needs() {
+        use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+        let cx = cx(CONTROL, 0).of_primary(ApiResource::erase::<ConfigMap>(&()));
+        assert!(cx.cached::<ConfigMap>(CONTROL).unwrap().is_empty());
+        let refused = |error: Error| error.to_string();
+        assert_eq!(
+            refused(cx.cached::<ConfigMap>(CLUSTER_A).unwrap_err()),
+            "cluster cluster-a: this controller keeps no cache of ConfigMap/v1 there; its children of \
+             this kind are cached by their metadata only: read them with `cx.children::<ConfigMap>`, or \
+             declare the child with `Child::cache_objects()`"
+        );
+        assert_eq!(
+            refused(cx.cached::<Secret>(CONTROL).unwrap_err()),
+            "cluster control: this controller keeps no cache of Secret/v1 there; declare it with \
+             `watches(Secret, ..)` in this cluster (`contexts = [..]`, or `members` for a member)"
+        );
+        let in_member = cx.cached::<ConfigMap>(Member::new("cluster-c"));
+        assert!(
+            matches!(in_member, Err(Error::NotWatched { .. })),
+            "{in_member:?}"
+        );
     }
 
     #[tokio::test]

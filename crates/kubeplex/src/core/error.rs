@@ -68,6 +68,17 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A reconcile read a cache the controller does not keep: `Cx::cached` of a kind it declared nowhere
+    /// in that cluster.
+    #[error("cluster {cluster}: this controller keeps no cache of {kind} there; {fix}")]
+    NotWatched {
+        /// The cluster read.
+        cluster: String,
+        /// The kind, `Kind.group/version`.
+        kind: String,
+        /// The declaration that would watch it.
+        fix: String,
+    },
     /// A request to a cluster's API server failed.
     #[error("cluster {cluster}: {}", describe_kube(source))]
     Kube {

@@ -58,7 +58,8 @@ impl<R: Reconcile> Engine<R> {
             failures,
         );
         let parent_uid = object.meta().uid.clone().unwrap_or_default();
-        let cx = cx.with_children(self.clone(), parent_uid).fenced_by(shard);
+        let cx = (cx.with_children(self.clone(), parent_uid).fenced_by(shard))
+            .of_primary(kube::core::ApiResource::erase::<Primary<R>>(&()));
         let began = tokio::time::Instant::now();
         let verdict = self.reconcile_object(object, &cx).instrument(span).await;
         let (metrics, controller) = (&self.runtime.metrics, self.plan.name());

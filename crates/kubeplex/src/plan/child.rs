@@ -33,6 +33,8 @@ pub struct Child<C> {
     pub(crate) open: OpenChildWatch,
     /// Opens a watch that caches whole objects (see [`Child::cache_objects`]).
     open_full: OpenChildWatch,
+    /// Whole objects are cached (see [`Child::cache_objects`]).
+    whole: bool,
     /// Judges each child's health: the kind's built-in rule, or the user's.
     pub(crate) health: HealthRule,
 }
@@ -51,6 +53,7 @@ impl<C: Context> Child<C> {
             on_delete: DeletePolicy::Delete,
             open: open_child_watch::<K>,
             open_full: open_full_child_watch::<K>,
+            whole: false,
             health: builtin_rule(&K::group(&()), &K::kind(&())),
         }
     }
@@ -92,7 +95,13 @@ impl<C: Context> Child<C> {
     #[must_use]
     pub fn cache_objects(mut self) -> Self {
         self.open = self.open_full;
+        self.whole = true;
         self
+    }
+
+    /// Whether these children are cached whole (set by [`cache_objects`](Self::cache_objects)).
+    pub fn caches_objects(&self) -> bool {
+        self.whole
     }
 
     /// Children live in these contexts.

@@ -204,9 +204,10 @@ impl Reconcile for Options {
         ));
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
-        self.cache_sizes
-            .lock()
-            .push(cx.cached::<ConfigMap>(Fleet::ClusterA).len());
+        self.cache_sizes.lock().push(
+            cx.cached::<ConfigMap>(Fleet::ClusterA)
+                .map_or(0, |c| c.len()),
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.seen.record(cx.cluster(), &object);
         self.running.fetch_sub(1, Ordering::SeqCst);

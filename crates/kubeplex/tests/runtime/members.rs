@@ -53,7 +53,7 @@ impl Reconcile for Local {
         };
         // What the reconcile sees of the fleet: the cache of the cluster it came from, member or not, and
         // every cluster with its readiness.
-        let cached = cx.cached::<Spread>(from.clone());
+        let cached = cx.cached::<Spread>(from.clone())?;
         let mut names: Vec<_> = cached
             .iter()
             .map(|s| s.metadata.name.clone().unwrap_or_default())

@@ -56,7 +56,7 @@ impl Reconcile for Mapped {
         let name = parent.metadata.name.clone().unwrap_or_default();
         let mut now = Vec::new();
         for (cluster, _) in cx.clusters() {
-            for config in cx.cached::<ConfigMap>(cluster.clone()) {
+            for config in cx.cached::<ConfigMap>(cluster.clone())? {
                 let labels = config.metadata.labels.as_ref();
                 if labels.and_then(|l| l.get(FOR)) == Some(&name) {
                     let config = config.metadata.name.clone().unwrap_or_default();
@@ -88,7 +88,7 @@ impl Reconcile for Every {
 
     async fn reconcile(&self, parent: Arc<Spread>, cx: &Cx<Fleet>) -> Result<Action, Self::Error> {
         let name = parent.metadata.name.clone().unwrap_or_default();
-        let mut nodes: Vec<String> = (cx.cached::<Node>(Fleet::ClusterA).iter())
+        let mut nodes: Vec<String> = (cx.cached::<Node>(Fleet::ClusterA)?.iter())
             .map(|n| n.metadata.name.clone().unwrap_or_default())
             .collect();
         nodes.sort();
