@@ -2,6 +2,7 @@
 //! types, the pings, the probe server, and the secure metrics server (docs/probes.md).
 
 mod connections;
+mod outage;
 mod phases;
 mod ping;
 mod probes;

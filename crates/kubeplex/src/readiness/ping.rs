@@ -159,8 +159,11 @@ async fn ping(
         metrics.pinged(&context, problem.is_none(), began.elapsed());
         if problem != last {
             match &problem {
-                Some(problem) => tracing::warn!(cluster = %context, %problem, "ping failed"),
-                None if last.is_some() => tracing::info!(cluster = %context, "answers pings again"),
+                // The cluster's outage is logged once for its pings and watches (`outage.rs`).
+                Some(problem) => tracing::debug!(cluster = %context, %problem, "ping failed"),
+                None if last.is_some() => {
+                    tracing::debug!(cluster = %context, "answers pings again")
+                }
                 None => {}
             }
             if problem.as_deref() == Some(REJECTED)

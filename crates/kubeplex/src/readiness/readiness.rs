@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, broadcast};
 
+use super::outage::{Outage, OutageLog};
 use super::phases::{MemberPhases, Phase};
 use super::report::{
     ClusterReadiness, ClusterReport, LeadershipReport, ReadinessReport, ShardingReport,
@@ -70,6 +71,8 @@ struct ContextEntry {
     /// The last ping failed.
     unreachable: Option<String>,
     watches: Vec<Arc<Mutex<WatchState>>>,
+    /// What was logged of its outages.
+    outages: OutageLog,
 }
 
 impl Readiness {
@@ -267,7 +270,12 @@ impl Readiness {
         let flipped = entry.ready != before && entry.was_ready;
         // Ready with its watches listed: a cluster without watches yet is ready only until they start.
         entry.was_ready |= entry.ready && !entry.watches.is_empty();
+        let outage = entry.outage();
+        let line = entry.outages.follow(outage);
         drop(contexts);
+        if let Some(line) = line {
+            line.log(context);
+        }
         if flipped {
             // No follower (no controller yet, or none left) is no error.
             let _ = self.flips.0.send(context.to_owned());
@@ -337,6 +345,34 @@ impl ContextEntry {
             && self.unreachable.is_none()
             && !self.connecting
             && self.watches.iter().all(|w| w.lock().is_ready())
+    }
+
+    /// Why the cluster fails now, its pings' and its watches' causes each once, and how many watches
+    /// wait for it; `None` when nothing fails (or it cannot be configured: that is said at start).
+    fn outage(&self) -> Option<Outage> {
+        if self.config_error.is_some() {
+            return None;
+        }
+        let mut causes: Vec<String> = self.unreachable.iter().cloned().collect();
+        let mut failing = 0;
+        for watch in &self.watches {
+            let watch = watch.lock();
+            if let Some(problem) = watch.problem() {
+                failing += 1;
+                if !causes.iter().any(|c| c == problem) {
+                    causes.push(problem.to_owned());
+                }
+            }
+        }
+        if causes.is_empty() {
+            return None;
+        }
+        let watches = match self.unreachable {
+            Some(_) => self.watches.len(),
+            None => failing,
+        };
+        let causes = causes.join("; ");
+        Some(Outage { causes, watches })
     }
 
     fn report(&self, name: &str) -> ClusterReport {

@@ -39,6 +39,11 @@ impl WatchState {
         }
     }
 
+    /// Why it fails, if it does.
+    pub(super) fn problem(&self) -> Option<&str> {
+        self.problem.as_deref()
+    }
+
     /// Whether it holds its cluster back from ready: not listed yet, or failing.
     pub(super) fn is_ready(&self) -> bool {
         self.synced && self.problem.is_none()
@@ -122,8 +127,9 @@ impl WatchHealth {
         });
     }
 
-    /// The watch failed; it retries with backoff. Logged when the problem changes, then at most once a
-    /// minute with the number of retries since, so a cluster down for an hour costs a line a minute.
+    /// The watch failed; it retries with backoff. Its cluster's outage is logged once for all its watches
+    /// (see `outage.rs`); this watch's own line is `debug`, when the problem changes and then at most once
+    /// a minute with the number of retries since.
     pub(crate) fn failed(&self, error: &watcher::Error) {
         if is_expired(error) {
             // 410 Gone: the resourceVersion is too old and the watcher relists, as it should.
@@ -155,14 +161,12 @@ impl WatchHealth {
         drop(state);
         match line {
             Line::New => {
-                tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
+                tracing::debug!(cluster = %self.context, %kind, %namespace, %problem, "watch failed; retrying with backoff");
             }
             Line::Again { repeats: retries } => {
-                tracing::warn!(cluster = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
+                tracing::debug!(cluster = %self.context, %kind, %namespace, %problem, retries, "watch still failing");
             }
-            Line::Quiet => {
-                tracing::debug!(cluster = %self.context, %kind, %namespace, %problem, "watch still failing");
-            }
+            Line::Quiet => {}
         }
         if changed {
             (self.changed)();

@@ -11,6 +11,12 @@ fn api_error(code: u16) -> watcher::Error {
     watcher::Error::InitialListFailed(kube::Error::Api(status.boxed()))
 }
 
+/// A watch's reconnect refused: its server is gone.
+fn connection_refused() -> watcher::Error {
+    let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+    watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)))
+}
+
 #[test]
 fn a_context_is_ready_once_configured_answering_and_every_watch_synced() {
     let readiness = Arc::new(Readiness::default());
@@ -116,10 +122,19 @@ impl std::io::Write for Lines {
 impl Lines {
     /// Captures what this thread logs at WARN and above until the guard is dropped.
     fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+        Self::capture_at(tracing::Level::WARN)
+    }
+
+    /// Captures what this thread logs at INFO and above until the guard is dropped.
+    fn capture_info() -> (Self, tracing::subscriber::DefaultGuard) {
+        Self::capture_at(tracing::Level::INFO)
+    }
+
+    fn capture_at(level: tracing::Level) -> (Self, tracing::subscriber::DefaultGuard) {
         let lines = Lines::default();
         let writer = lines.clone();
         let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
+            .with_max_level(level)
             .with_ansi(false)
             .with_writer(move || writer.clone())
             .finish();
@@ -174,7 +189,7 @@ fn a_failure_that_persists_is_logged_once_with_its_context_and_an_expiry_not_at_
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_since() {
+async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_times_seen_since() {
     let readiness = Arc::new(Readiness::default());
     readiness.declare("cluster-b", true);
     let watch = readiness.watch_started(
@@ -185,21 +200,63 @@ async fn a_failure_that_persists_is_logged_again_once_a_minute_with_the_retries_
     );
     let (lines, _guard) = Lines::capture();
     watch.failed(&api_error(403));
+    // The watch retries and the pings go on: each looks at the cluster again.
     for _ in 0..5 {
         tokio::time::advance(Duration::from_secs(10)).await;
         watch.failed(&api_error(403));
+        readiness.pinged("cluster-b", None);
     }
     assert_eq!(lines.lines().len(), 1, "{:#?}", lines.lines());
-    // A minute after the first line: logged again, with the retries since.
+    // A minute after the first line: logged again, with the times seen since.
     tokio::time::advance(Duration::from_secs(10)).await;
-    watch.failed(&api_error(403));
-    watch.failed(&api_error(403));
+    readiness.pinged("cluster-b", None);
     let logged = lines.lines();
     assert_eq!(logged.len(), 2, "{logged:#?}");
     assert!(
-        logged[1].contains("watch still failing") && logged[1].contains("retries=6"),
+        logged[1].contains("cluster still failing") && logged[1].contains("repeats=6"),
         "{logged:#?}"
     );
+}
+
+#[test]
+fn an_outage_of_many_watches_is_one_line_naming_how_many_it_holds_up_and_one_when_it_ends() {
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-b", true);
+    readiness.connected("cluster-b", None);
+    let watches: Vec<_> = ["a", "b", "c", "d"]
+        .into_iter()
+        .map(|namespace| {
+            readiness.watch_started(
+                "cluster-b",
+                Some(namespace),
+                "Deployment.apps/v1".into(),
+                "deployments".into(),
+            )
+        })
+        .collect();
+    let (lines, guard) = Lines::capture();
+    readiness.pinged("cluster-b", Some("unreachable: connection refused".into()));
+    for watch in &watches {
+        watch.failed(&connection_refused());
+    }
+    readiness.pinged("cluster-b", Some("unreachable: connection refused".into()));
+    let logged = lines.lines();
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert!(
+        logged[0].contains("cluster=cluster-b")
+            && logged[0].contains("unreachable: connection refused")
+            && logged[0].contains("watches=4"),
+        "{logged:#?}"
+    );
+    drop(guard);
+    let (lines, _guard) = Lines::capture_info();
+    readiness.pinged("cluster-b", None);
+    for watch in &watches {
+        watch.synced();
+    }
+    let logged = lines.lines();
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert!(logged[0].contains("cluster answers again"), "{logged:#?}");
 }
 
 #[test]
@@ -218,10 +275,6 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
         watch
     };
     let (quiet, refused) = (watch("quiet"), watch("refused"));
-    let connection_refused = || {
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
-        watcher::Error::WatchStartFailed(kube::Error::Service(Box::new(io)))
-    };
     // The cluster goes away: both watches fail to reconnect; then one of them is also refused (403).
     readiness.pinged("cluster-b", Some("unreachable: connection refused".into()));
     quiet.failed(&connection_refused());
@@ -309,8 +362,10 @@ fn a_required_context_without_a_client_is_fatal_an_optional_one_is_not() {
 }
 
 #[test]
-fn each_failing_watch_of_a_context_is_named_in_its_line() {
+fn a_clusters_line_names_the_cause_of_each_failing_watch() {
     let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-b", true);
+    readiness.connected("cluster-b", None);
     let watch = |kind: &str, plural: &str, namespace| {
         readiness.watch_started("cluster-b", Some(namespace), kind.into(), plural.into())
     };
@@ -324,18 +379,20 @@ fn each_failing_watch_of_a_context_is_named_in_its_line() {
             watch.failed(&api_error(403));
         }
     });
+    // A line each time the causes change; the last names all three, and the watches they hold up.
     assert_eq!(lines.len(), 3, "{lines:#?}");
-    for (line, (kind, namespace)) in lines.iter().zip([
-        ("Deployment.apps/v1", "team-a"),
-        ("Deployment.apps/v1", "team-b"),
-        ("ConfigMap.v1", "team-a"),
-    ]) {
-        let named = format!("kind={kind} namespace={namespace}");
-        assert!(
-            line.contains(&named) && line.contains("cluster=cluster-b"),
-            "{line}"
-        );
+    let last = &lines[2];
+    for cause in [
+        "deployments in namespace team-a",
+        "deployments in namespace team-b",
+        "configmaps in namespace team-a",
+    ] {
+        assert!(last.contains(cause), "{last}");
     }
+    assert!(
+        last.contains("cluster=cluster-b") && last.contains("watches=3"),
+        "{last}"
+    );
 }
 
 #[test]
