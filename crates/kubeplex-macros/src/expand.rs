@@ -33,6 +33,9 @@ pub fn expand(model: &Model) -> TokenStream {
     if model.members {
         calls.push(quote!(.members()));
     }
+    if model.ignore_readiness_flips {
+        calls.push(quote!(.ignore_readiness_flips()));
+    }
     if let Some(selector) = &model.label_selector {
         calls.push(quote!(.with_label_selector(#selector)));
     }

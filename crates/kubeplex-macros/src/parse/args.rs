@@ -21,6 +21,10 @@ pub struct ControllerArgs {
     /// discovered at run time), in the same namespaces.
     #[darling(default)]
     pub members: Flag,
+    /// `ignore_readiness_flips` (a flag): a cluster that stops answering, or answers again, does not
+    /// reconcile the parents.
+    #[darling(default)]
+    pub ignore_readiness_flips: Flag,
     /// `fleet = Fleet` (optional): the `contexts!` enum that string-literal contexts must belong to.
     pub fleet: Option<PathArg>,
     /// `namespaces = ["ns", ..]` (default: every namespace): DNS-1123 labels to watch the primary resource in.

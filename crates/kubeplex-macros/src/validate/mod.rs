@@ -39,6 +39,8 @@ pub struct Model {
     pub contexts: Vec<ContextItem>,
     /// `members`: the primary resource is also watched in every member.
     pub members: bool,
+    /// `ignore_readiness_flips`: a cluster's readiness flip does not reconcile the parents.
+    pub ignore_readiness_flips: bool,
     /// The controller's name.
     pub name: String,
     /// The primary resource's namespaces (empty: all).
@@ -347,6 +349,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
         contexts_kind,
         contexts,
         members: args.members.0.is_some(),
+        ignore_readiness_flips: args.ignore_readiness_flips.0.is_some(),
         name,
         namespaces,
         label_selector,

@@ -31,6 +31,7 @@ impl ::kubeplex::Controller for Placer {
     fn plan() -> ::kubeplex::Plan<Self::Context> {
         ::kubeplex::Plan::new("placer")
             .with_namespaces(["crds"])
+            .ignore_readiness_flips()
             .watches(
                 ::kubeplex::plan::Watch::of::<Node>()
                     .members()

@@ -3,6 +3,7 @@
     crd = Placement,
     contexts = [Fleet::Control],
     namespaces = ["crds"],
+    ignore_readiness_flips,
     watches(Node, contexts = [Fleet::ClusterA], members, label_selector = "tier=web"),
     watches(Secret, members, namespaces = ["apps"], map = placements_of),
 )]

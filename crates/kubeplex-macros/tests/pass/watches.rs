@@ -24,6 +24,7 @@ fn parent_of(secret: &Secret, _: &Cluster<Fleet>, _gone: bool) -> Vec<ObjectRef<
     crd = ConfigMap,
     contexts = [Fleet::Control],
     namespaces = ["crds"],
+    ignore_readiness_flips,
     watches(Node, contexts = [Fleet::ClusterA], members, label_selector = "node-role.kubernetes.io/worker"),
     watches(Secret, members, namespaces = ["apps"], field_selector = "type=Opaque", map = parent_of),
 )]
@@ -56,5 +57,6 @@ fn builds_its_plan() {
     assert_eq!(secrets.field_selector(), Some("type=Opaque"));
     assert!(plan.works_in_members() && !plan.in_members());
     assert_eq!(plan.all_contexts(), [Fleet::Control, Fleet::ClusterA]);
+    assert!(!plan.follows_readiness_flips());
     assert_eq!(plan.problem(), None);
 }

@@ -118,7 +118,7 @@ pub(crate) fn start<R: Reconcile>(
         .plan
         .works_in_members()
         .then(|| engine.runtime.members.subscribe());
-    let flips = engine.runtime.readiness.flips();
+    let flips = (engine.plan.follows_readiness_flips()).then(|| engine.runtime.readiness.flips());
     let run = lead(engine, deferred, config, stop, members, flips);
     tracing::Instrument::instrument(run, span)
 }
@@ -132,7 +132,7 @@ async fn lead<R: Reconcile>(
     config: ExecutorConfig,
     mut stop: watch::Receiver<bool>,
     members: Option<mpsc::Receiver<MemberChange>>,
-    flips: broadcast::Receiver<String>,
+    flips: Option<broadcast::Receiver<String>>,
 ) {
     // Follows the members and the clusters' readiness for as long as the controller runs, leading or not
     // (dropping the set ends them; a standby's queue_every_parent does nothing).
@@ -140,7 +140,9 @@ async fn lead<R: Reconcile>(
     if let Some(changes) = members {
         following.spawn(member_watches::follow(engine.clone(), changes));
     }
-    following.spawn(readiness_flips::follow(engine.clone(), flips));
+    if let Some(flips) = flips {
+        following.spawn(readiness_flips::follow(engine.clone(), flips));
+    }
     let mut role = engine.runtime.role.clone();
     loop {
         tokio::select! {

@@ -5,6 +5,7 @@ mod check;
 mod child;
 mod dispatch;
 mod grants;
+mod places;
 mod plan;
 mod watch;
 

@@ -3,13 +3,12 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use indexmap::IndexSet;
 use kube::core::ApiResource;
 
 use crate::core::Context;
 use crate::core::{PrimaryResource, format_kind};
 
-use super::child::{Child, expand_namespaces};
+use super::child::Child;
 use super::dispatch::Dispatch;
 use super::watch::Watch;
 
@@ -73,6 +72,8 @@ pub struct Plan<C> {
     pub(super) children: Vec<Child<C>>,
     /// Kinds watched without being reconciled or owned.
     pub(super) watches: Vec<Watch<C>>,
+    /// Parents are not reconciled when a cluster's readiness flips.
+    pub(super) ignore_readiness_flips: bool,
     /// Kinds `child_namespaces` was given that the plan does not own (a problem, reported at start).
     pub(super) unowned: Vec<String>,
 }
@@ -99,6 +100,7 @@ impl<C: Context> Plan<C> {
             abandon_terminating_after: None,
             children: Vec::new(),
             watches: Vec::new(),
+            ignore_readiness_flips: false,
             unowned: Vec::new(),
         }
     }
@@ -124,9 +126,19 @@ impl<C: Context> Plan<C> {
         self.members
     }
 
-    /// The namespaces the primary resource is watched in within each member; `None` is all namespaces.
-    pub(crate) fn member_namespaces(&self) -> impl Iterator<Item = Option<&str>> + '_ {
-        expand_namespaces(self.namespaces())
+    /// A cluster that stops answering, or answers again, does not reconcile this controller's parents (the
+    /// attribute's `ignore_readiness_flips`): their status says so at their next reconcile only. By default
+    /// every parent is reconciled on such a flip of a cluster the controller works in.
+    #[must_use]
+    pub fn ignore_readiness_flips(mut self) -> Self {
+        self.ignore_readiness_flips = true;
+        self
+    }
+
+    /// Whether a flip of a cluster's readiness reconciles the parents (see
+    /// [`ignore_readiness_flips`](Self::ignore_readiness_flips)).
+    pub fn follows_readiness_flips(&self) -> bool {
+        !self.ignore_readiness_flips
     }
 
     /// Watches the primary resource in these namespaces only, replacing those named before (the
@@ -321,13 +333,6 @@ impl<C: Context> Plan<C> {
         self.namespaces.as_deref().unwrap_or_default()
     }
 
-    /// Every (context, namespace) pair the primary resource is watched in; `None` is all namespaces.
-    pub fn primary_watches(&self) -> impl Iterator<Item = (C, Option<&str>)> + '_ {
-        self.contexts.iter().flat_map(move |&context| {
-            expand_namespaces(self.namespaces()).map(move |ns| (context, ns))
-        })
-    }
-
     /// The label selector set by [`with_label_selector`](Self::with_label_selector), if any.
     pub fn label_selector(&self) -> Option<&str> {
         self.label_selector.as_deref()
@@ -394,47 +399,6 @@ impl<C: Context> Plan<C> {
     /// The timeout set by [`with_abandon_terminating_after`](Self::with_abandon_terminating_after), if any.
     pub fn abandon_terminating_after(&self) -> Option<Duration> {
         self.abandon_terminating_after
-    }
-
-    /// Every context children live in, each once.
-    pub fn child_contexts(&self) -> Vec<C> {
-        let all: IndexSet<C> = (self.children.iter())
-            .flat_map(|c| c.contexts.iter().copied())
-            .collect();
-        all.into_iter().collect()
-    }
-
-    /// Whether some child kind also lives in every member of the fleet.
-    pub fn has_member_children(&self) -> bool {
-        self.children.iter().any(|c| c.members)
-    }
-
-    /// The child kinds this controller owns.
-    pub fn children(&self) -> &[Child<C>] {
-        &self.children
-    }
-
-    /// The kinds this controller watches without reconciling or owning them (added by
-    /// [`watches`](Self::watches)).
-    pub fn watched(&self) -> &[Watch<C>] {
-        &self.watches
-    }
-
-    /// Whether the controller works in the members of the fleet: its primaries, a child kind or a watched
-    /// kind live there.
-    pub fn works_in_members(&self) -> bool {
-        self.members || self.has_member_children() || self.watches.iter().any(|w| w.in_members())
-    }
-
-    /// Every context this controller needs: the primary's, every child's and every watched kind's, each
-    /// once, in first-seen order. These are the contexts it registers with the startup probe.
-    pub fn all_contexts(&self) -> Vec<C> {
-        let all: IndexSet<C> = (self.contexts.iter())
-            .chain(self.children.iter().flat_map(|c| c.contexts.iter()))
-            .chain(self.watches.iter().flat_map(|w| w.contexts().iter()))
-            .copied()
-            .collect();
-        all.into_iter().collect()
     }
 }
 

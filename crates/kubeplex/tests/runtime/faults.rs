@@ -35,6 +35,38 @@ impl Reconcile for Watcher {
     }
 }
 
+/// The same watch as [`Watcher`]'s, but a cluster's readiness flip does not reconcile its parents.
+struct Ignoring(Recorder);
+impl Controller for Ignoring {
+    type Resource = ConfigMap;
+    type Context = Fleet;
+    fn plan() -> Plan<Fleet> {
+        Plan::new("ignoring")
+            .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
+            .with_namespaces(["faults"])
+            .ignore_readiness_flips()
+    }
+}
+impl Reconcile for Ignoring {
+    type Error = Infallible;
+    async fn reconcile(
+        &self,
+        object: Arc<ConfigMap>,
+        cx: &Cx<Fleet>,
+    ) -> Result<Action, Infallible> {
+        self.0.record(cx.cluster(), &object);
+        Ok(Action::await_change())
+    }
+}
+
+/// How many reconciles of `name` in `context` `recorder` saw.
+fn reconciles(recorder: &Recorder, context: Fleet, name: &str) -> usize {
+    let all = recorder.all();
+    all.iter()
+        .filter(|s| s.context == context && s.name == name)
+        .count()
+}
+
 async fn environment() -> TestEnv {
     let env = TestEnv::builder()
         .clusters(["cluster-a", "cluster-b"])
@@ -134,15 +166,26 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
 #[tokio::test]
 async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
     let env = environment().await;
-    let recorder = Recorder::default();
-    let running = manager(&env, &recorder).start().await.unwrap();
+    let (recorder, ignoring) = (Recorder::default(), Recorder::default());
+    let running = manager(&env, &recorder)
+        .controller(Ignoring(ignoring.clone()))
+        .start()
+        .await
+        .unwrap();
     let address = running.probe_address().unwrap();
     wait_started(&running, "started").await;
+    let a = env.client("cluster-a").await.unwrap();
+    put_config_map(&a, "faults", "steady", "a-1").await;
     let b = env.client("cluster-b").await.unwrap();
     put_config_map(&b, "faults", "survivor", "b-1").await;
     recorder
         .wait_for("the first version", WAIT, |_| {
             saw(&recorder, Fleet::ClusterB, "b-1")
+        })
+        .await;
+    ignoring
+        .wait_for("cluster-a's object, once", WAIT, |_| {
+            reconciles(&ignoring, Fleet::ClusterA, "steady") == 1
         })
         .await;
     probe_until(address, "/readyz", 200, WAIT).await;
@@ -182,5 +225,13 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
         })
         .await;
     probe_until(address, "/readyz", 200, WAIT).await;
+    // cluster-b's flips (it went, it came back) reconciled cluster-a's object again for the controller that
+    // follows them, and never for the one that ignores them.
+    recorder
+        .wait_for("cluster-a's object reconciled on the flips", WAIT, |_| {
+            reconciles(&recorder, Fleet::ClusterA, "steady") >= 3
+        })
+        .await;
+    assert_eq!(reconciles(&ignoring, Fleet::ClusterA, "steady"), 1);
     crate::support::stop(running).await;
 }
