@@ -1,0 +1,203 @@
+//! The placement operator on real clusters (control, cluster-a, cluster-b, and cluster-c as a member): a
+//! Placement runs in the cluster with the most free CPU and moves, without any polling, when that
+//! cluster's Nodes are cordoned or go NotReady, when a member with more CPU joins, and when a cluster
+//! stops answering; deleted, it leaves nothing behind.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::config::KubeConfigOptions;
+use kube::{Client, CustomResourceExt};
+use kubeplex::Manager;
+use kubeplex::members::{LeavePolicy, Members};
+use kubeplex_placement::{APPS, PLACEMENTS, Placement, PlacementSpec, Placer};
+use kubeplex_testenv::{TestEnv, eventually};
+
+/// How long anything the clusters do may take; a frozen cluster is noticed within ~16 s of the freeze.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The child clusters a Placement may go to.
+const CHILDREN: [&str; 3] = ["cluster-a", "cluster-b", "cluster-c"];
+
+async fn client(env: &TestEnv, cluster: &str) -> Client {
+    env.client(cluster).await.unwrap()
+}
+
+async fn create_namespace(client: Client, name: &str) {
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client)
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+}
+
+/// A Ready Node `name` with `cpu` allocatable cores in `cluster`.
+async fn add_node(env: &TestEnv, cluster: &str, name: &str, cpu: &str) {
+    let nodes: Api<Node> = Api::all(client(env, cluster).await);
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    };
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    let status = serde_json::json!({ "status": { "allocatable": { "cpu": cpu } } });
+    nodes
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    set_ready(env, cluster, name, true).await;
+}
+
+/// Sets the Node's `Ready` condition, as its kubelet would.
+async fn set_ready(env: &TestEnv, cluster: &str, name: &str, ready: bool) {
+    let nodes: Api<Node> = Api::all(client(env, cluster).await);
+    let status = if ready { "True" } else { "False" };
+    let patch = serde_json::json!({ "status": { "conditions": [
+        { "type": "Ready", "status": status, "reason": "KubeletReady", "message": "set by the test" }
+    ] } });
+    nodes
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// Cordons the Node (or uncordons it), as `kubectl cordon` does.
+async fn cordon(env: &TestEnv, cluster: &str, name: &str, cordoned: bool) {
+    let nodes: Api<Node> = Api::all(client(env, cluster).await);
+    let patch = serde_json::json!({ "spec": { "unschedulable": cordoned } });
+    nodes
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// Waits until the Placement's Deployment runs in exactly `expected` among `looked_at`.
+async fn wait_placed(env: &TestEnv, looked_at: &[&str], expected: &[&str]) {
+    let expected: BTreeSet<&str> = expected.iter().copied().collect();
+    eventually(
+        format!("the Deployment in {expected:?}"),
+        WAIT,
+        async || {
+            let mut found = BTreeSet::new();
+            for &cluster in looked_at {
+                let deployments: Api<Deployment> =
+                    Api::namespaced(client(env, cluster).await, APPS);
+                let got = deployments
+                    .get_opt("web")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if got.is_some() {
+                    found.insert(cluster);
+                }
+            }
+            if found == expected {
+                Ok(())
+            } else {
+                Err(format!("it runs in {found:?}"))
+            }
+        },
+    )
+    .await;
+}
+
+/// How cluster-c is reached, as a member provider would hand it over.
+async fn cluster_c(env: &TestEnv) -> kube::Config {
+    let options = KubeConfigOptions {
+        context: Some("cluster-c".into()),
+        ..KubeConfigOptions::default()
+    };
+    kube::Config::from_custom_kubeconfig(env.kubeconfig().clone(), &options)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_placement_follows_the_free_cpu_of_the_fleet_without_polling() {
+    let env = TestEnv::builder()
+        .clusters(["control", "cluster-a", "cluster-b", "cluster-c"])
+        .crd("control", Placement::crd())
+        .start()
+        .await
+        .unwrap();
+    create_namespace(client(&env, "control").await, PLACEMENTS).await;
+    for cluster in CHILDREN {
+        create_namespace(client(&env, cluster).await, APPS).await;
+    }
+    add_node(&env, "cluster-a", "a-1", "8").await;
+    add_node(&env, "cluster-b", "b-1", "4000m").await;
+    add_node(&env, "cluster-c", "c-1", "16").await;
+
+    let members = Members::new();
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Placer)
+        .members(members.clone(), LeavePolicy::Delete)
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, running.wait_started())
+        .await
+        .expect("started in time")
+        .unwrap();
+    let placements: Api<Placement> = Api::namespaced(client(&env, "control").await, PLACEMENTS);
+    let web = Placement::new(
+        "web",
+        PlacementSpec {
+            image: "nginx:1.27".into(),
+            clusters: 1,
+        },
+    );
+    placements
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    let typed = ["cluster-a", "cluster-b"];
+    wait_placed(&env, &typed, &["cluster-a"]).await;
+
+    // Cordoned, its CPU is not free: the Deployment moves, and back when it is uncordoned.
+    cordon(&env, "cluster-a", "a-1", true).await;
+    wait_placed(&env, &typed, &["cluster-b"]).await;
+    cordon(&env, "cluster-a", "a-1", false).await;
+    wait_placed(&env, &typed, &["cluster-a"]).await;
+
+    // A Node that goes NotReady (its status only) does the same.
+    set_ready(&env, "cluster-a", "a-1", false).await;
+    wait_placed(&env, &typed, &["cluster-b"]).await;
+    set_ready(&env, "cluster-a", "a-1", true).await;
+    wait_placed(&env, &typed, &["cluster-a"]).await;
+
+    // A member with more CPU joins: its Nodes are read from its cache, and it gets the Deployment.
+    members.add("cluster-c", cluster_c(&env).await).await;
+    wait_placed(&env, &CHILDREN, &["cluster-c"]).await;
+
+    // It stops answering (frozen): the next best cluster gets the Deployment, with no edit anywhere.
+    env.freeze("cluster-c").unwrap();
+    wait_placed(&env, &typed, &["cluster-a"]).await;
+    env.thaw("cluster-c").unwrap();
+    wait_placed(&env, &CHILDREN, &["cluster-c"]).await;
+
+    // Deleted: nothing is left anywhere.
+    placements
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_placed(&env, &CHILDREN, &[]).await;
+    eventually("the Placement gone", WAIT, async || {
+        match placements.get_opt("web").await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    running.shutdown().await;
+}
