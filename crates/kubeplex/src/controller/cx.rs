@@ -164,12 +164,12 @@ impl<C: Context> Cx<C> {
         {
             return None;
         }
-        let children = plan.children().iter().filter(|c| c.resource() == kind);
-        let children: Vec<_> = children
+        let owned = plan.children().iter().filter(|c| c.resource() == kind);
+        let owned: Vec<_> = owned
             .filter(|c| here(c.contexts(), c.in_members()))
             .collect();
-        match children.first() {
-            Some(_) if children.iter().any(|c| c.caches_objects()) => None,
+        match owned.first() {
+            Some(_) if owned.iter().any(|c| c.caches_objects()) => None,
             Some(_) => Some(format!(
                 "its children of this kind are cached by their metadata only: read them with \
                  `cx.children::<{}>`, or declare the child with `Child::cache_objects()`",

@@ -96,12 +96,12 @@ impl<R: Reconcile> Engine<R> {
         let mut outcomes: BTreeMap<String, ContextOutcome> = self
             .per_child_context(shard, |place, client| {
                 let name = place.name.clone();
-                let targets = self.child_targets(&name);
+                let places = self.child_places(&name);
                 let parent = &parent;
                 let counted = (&self.runtime.metrics, self.plan.name(), &self.conflicts);
                 let orphaned = &orphaned;
                 async move {
-                    removal::remove_children(&name, client, &targets, parent, counted, orphaned)
+                    removal::remove_children(&name, client, &places, parent, counted, orphaned)
                         .await
                 }
             })
@@ -212,7 +212,7 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Every (child kind, namespace) this controller may have put in `context`, a fixed one or a member.
-    fn child_targets(&self, context: &str) -> Vec<(kube::api::ApiResource, Option<String>)> {
+    fn child_places(&self, context: &str) -> Vec<(kube::api::ApiResource, Option<String>)> {
         let member = self.runtime.members.contains(context);
         // The namespace the member's configuration defaults to (a kind may live there only).
         let default = (self.runtime.members.client(context))

@@ -13,7 +13,7 @@ mod review_cache;
 mod scrape_review;
 mod secure_metrics;
 mod serving_certificate;
-mod watch_health;
+mod watch_readiness;
 
 pub(crate) use phases::Phase;
 pub use ping::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
@@ -26,4 +26,4 @@ pub use report::{
 };
 pub(crate) use secure_metrics::BoundSecureMetrics;
 pub use secure_metrics::SecureMetrics;
-pub(crate) use watch_health::{WatchEntry, WatchHealth, is_expired};
+pub(crate) use watch_readiness::{WatchEntry, WatchReadiness, is_expired};

@@ -78,7 +78,7 @@ impl Pings {
 /// requests are. With `members`, the thread runs even with no context to ping, for the members that join
 /// later.
 pub(crate) fn start(
-    targets: Vec<(String, Access)>,
+    clusters: Vec<(String, Access)>,
     readiness: Arc<Readiness>,
     interval: Duration,
     metrics: Metrics,
@@ -93,7 +93,7 @@ pub(crate) fn start(
         interval,
         metrics: metrics.clone(),
     };
-    if targets.is_empty() && !members {
+    if clusters.is_empty() && !members {
         return pings;
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -120,7 +120,7 @@ pub(crate) fn start(
                     tokio::time::sleep(STARTED_POLL.min(interval)).await;
                 }
                 let mut pings = tokio::task::JoinSet::new();
-                for (context, access) in targets {
+                for (context, access) in clusters {
                     let (readiness, metrics) = (readiness.clone(), metrics.clone());
                     pings.spawn(ping(context, access, readiness, interval, metrics, None));
                 }

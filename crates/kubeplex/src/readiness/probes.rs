@@ -237,7 +237,7 @@ mod tests {
 
     /// A manager's readiness with a fixed context `control`, ready, and two members, one ready and one whose
     /// Secret is refused with a reason naming it, its kubeconfig's path and a long answer of its server.
-    fn fleet_health() -> Arc<Readiness> {
+    fn fleet_readiness() -> Arc<Readiness> {
         let readiness = Arc::new(Readiness::default());
         readiness.declare_fixed("control", true);
         readiness.connected("control", None);
@@ -283,7 +283,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stranger_reads_no_member_name_and_no_reason() {
-        let readiness = fleet_health();
+        let readiness = fleet_readiness();
         for path in [
             "/readyz",
             "/readyz?verbose",
@@ -314,7 +314,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_local_host_reads_the_detail_on_verbose_with_reasons_cut() {
-        let readiness = fleet_health();
+        let readiness = fleet_readiness();
         let (_, terse) = get_from(&readiness, "127.0.0.1:41000", "/readyz").await;
         assert!(terse.get("clusters").is_none(), "{terse}");
         for path in ["/readyz?verbose", "/startupz?x=1&verbose"] {
@@ -396,7 +396,7 @@ mod tests {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, fleet_health(), None));
+        let server = tokio::spawn(serve(listener, fleet_readiness(), None));
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         let request = "GET /readyz?verbose HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
         stream.write_all(request.as_bytes()).await.unwrap();

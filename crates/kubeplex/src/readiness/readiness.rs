@@ -18,7 +18,7 @@ use super::report::{
     ClusterReadiness, ClusterReport, LeadershipReport, ReadinessReport, ShardingReport,
     WatchReport, capped,
 };
-use super::watch_health::{WatchEntry, WatchHealth, WatchState};
+use super::watch_readiness::{WatchEntry, WatchReadiness, WatchState};
 use crate::core::Error;
 
 /// Shared readiness state, updated by the pool, the watches and the pings.
@@ -156,11 +156,11 @@ impl Readiness {
         namespace: Option<&str>,
         kind: String,
         plural: String,
-    ) -> WatchHealth {
+    ) -> WatchReadiness {
         let state = Arc::new(Mutex::new(WatchState::new(kind, plural, namespace)));
         self.update(context, |entry| entry.watches.push(state.clone()));
         let (readiness, name) = (self.clone(), context.to_owned());
-        WatchHealth::new(
+        WatchReadiness::new(
             context,
             state,
             Box::new(move || readiness.watch_changed(&name)),

@@ -20,7 +20,7 @@ use super::label_index::LabelIndex;
 use crate::core::{ApiScope, PrimaryResource, Shrink, kind_label, object_ref};
 use crate::executor::RetryBackoff;
 use crate::metrics::{Metrics, WatchMetrics, gauge_value};
-use crate::readiness::{Readiness, WatchEntry, WatchHealth};
+use crate::readiness::{Readiness, WatchEntry, WatchReadiness};
 
 /// What identifies a watch: two requests with the same key share one watch and one cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -337,7 +337,7 @@ impl Drop for WatchRegistry {
 async fn run<K: PrimaryResource>(
     events: impl Stream<Item = Result<Event<K>, watcher::Error>>,
     watch: Arc<SharedWatch<K>>,
-    readiness: WatchHealth,
+    readiness: WatchReadiness,
     metrics: WatchMetrics,
     mut backoff: RetryBackoff,
 ) {

@@ -85,15 +85,15 @@ pub(crate) fn judged(
 
 /// What `Cx::children` reads: this controller's child caches in a context or member.
 impl<R: Reconcile> ChildCaches for Engine<R> {
-    fn caches_in(&self, target: &str) -> Vec<(ApiResource, Arc<dyn ChildCache>)> {
-        let watches = self.child_watches_in(target);
+    fn caches_in(&self, cluster: &str) -> Vec<(ApiResource, Arc<dyn ChildCache>)> {
+        let watches = self.child_watches_in(cluster);
         let lent = watches.lent().into_iter();
         lent.map(|w| (w.resource.clone(), w.cache.clone()))
             .collect()
     }
 
-    fn context_ready(&self, target: &str) -> bool {
-        self.runtime.readiness.is_context_ready(target)
+    fn context_ready(&self, cluster: &str) -> bool {
+        self.runtime.readiness.is_context_ready(cluster)
     }
 }
 

@@ -28,7 +28,7 @@ use crate::metrics::Metrics;
 pub(in crate::engine) async fn remove_children(
     context: &str,
     client: Client,
-    targets: &[(ApiResource, Option<String>)],
+    places: &[(ApiResource, Option<String>)],
     parent: &ParentRef,
     counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
@@ -37,7 +37,7 @@ pub(in crate::engine) async fn remove_children(
     let removal = remove_all(
         context,
         client,
-        targets,
+        places,
         parent,
         span.clone(),
         counted,
@@ -49,7 +49,7 @@ pub(in crate::engine) async fn remove_children(
 async fn remove_all(
     context: &str,
     client: Client,
-    targets: &[(ApiResource, Option<String>)],
+    places: &[(ApiResource, Option<String>)],
     parent: &ParentRef,
     span: tracing::Span,
     (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
@@ -66,11 +66,11 @@ async fn remove_all(
         }
         ours
     };
-    let mut targets: Vec<&(ApiResource, Option<String>)> = targets.iter().collect();
-    sort_for_delete(&mut targets, |(resource, _)| resource);
+    let mut places: Vec<&(ApiResource, Option<String>)> = places.iter().collect();
+    sort_for_delete(&mut places, |(resource, _)| resource);
     let mut tally = Tally::default();
     let stopped = 'kinds: {
-        for (resource, namespace) in targets {
+        for (resource, namespace) in places {
             let api = api(client.clone(), resource, namespace.as_deref());
             let listing = format!("listing {}", resource.plural);
             let children = match api.list_metadata(&selector).await {

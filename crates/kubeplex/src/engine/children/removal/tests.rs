@@ -45,22 +45,22 @@ fn held(name: &str) -> ObjectMeta {
 
 async fn remove_all_of(
     client: Client,
-    targets: &[(ApiResource, Option<String>)],
+    places: &[(ApiResource, Option<String>)],
 ) -> crate::core::ContextOutcome {
-    remove_telling(client, targets).await.0
+    remove_telling(client, places).await.0
 }
 
 /// As `remove_all_of`; also the events the children orphaned call for, as (reason, message).
 async fn remove_telling(
     client: Client,
-    targets: &[(ApiResource, Option<String>)],
+    places: &[(ApiResource, Option<String>)],
 ) -> (crate::core::ContextOutcome, Vec<(&'static str, String)>) {
     let metrics = crate::metrics::Metrics::default();
     let changes = ChildChanges::default();
     let conflicts = Conflicts::default();
     let counted = (&metrics, "app-deployer", &conflicts);
     let parent = parent("uid-1", "crd-a");
-    let outcome = remove_children("cluster-a", client, targets, &parent, counted, &changes).await;
+    let outcome = remove_children("cluster-a", client, places, &parent, counted, &changes).await;
     let notes = changes.notes().into_iter();
     (outcome, notes.map(|n| (n.reason, n.message)).collect())
 }
@@ -159,11 +159,11 @@ async fn kinds_are_deleted_in_the_reverse_of_the_apply_order_and_a_refused_delet
         }
     });
     // Declared namespace first, as a plan would.
-    let targets = [
+    let places = [
         (ApiResource::erase::<Namespace>(&()), None),
         (ApiResource::erase::<ConfigMap>(&()), Some("ns".to_owned())),
     ];
-    let outcome = remove_all_of(client, &targets).await;
+    let outcome = remove_all_of(client, &places).await;
     let deletes: Vec<String> = (requests.all().into_iter())
         .filter(|s| s.method == "DELETE")
         .map(|s| s.uri.split('?').next().unwrap_or_default().to_owned())
@@ -351,13 +351,13 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
             _ => status(405, "MethodNotAllowed", "unexpected"),
         }
     });
-    let targets = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
+    let places = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
     let metrics = crate::metrics::Metrics::default();
     let conflicts = Conflicts::default();
     let counted = (&metrics, "app-deployer", &conflicts);
     let changes = ChildChanges::default();
     let parent = parent("uid-1", "crd-a");
-    let outcome = remove_children("cluster-a", client, &targets, &parent, counted, &changes).await;
+    let outcome = remove_children("cluster-a", client, &places, &parent, counted, &changes).await;
     assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
     assert_eq!(
         current.lock().as_deref(),

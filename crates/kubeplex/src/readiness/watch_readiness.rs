@@ -79,14 +79,14 @@ pub(crate) struct WatchEntry {
 }
 
 /// The handle a watch task reports through.
-pub(crate) struct WatchHealth {
+pub(crate) struct WatchReadiness {
     context: String,
     state: Arc<Mutex<WatchState>>,
     /// Tells the cluster's readiness that this watch changed what it says.
     changed: Box<dyn Fn() + Send + Sync>,
 }
 
-impl WatchHealth {
+impl WatchReadiness {
     /// The handle of the watch `state` in `context`, calling `changed` when what it says changes.
     pub(super) fn new(
         context: &str,
