@@ -53,11 +53,15 @@ pub struct PlacementSpec {
     pub clusters: u32,
 }
 
-/// Each cluster's state and its Deployment's health, as kubeplex writes them.
+/// Where the Deployment was placed, beside each cluster's state and its Deployment's health as kubeplex
+/// writes them; both in one write.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlacementStatus {
     #[serde(flatten)]
     pub fleet: FleetStatus,
+    /// The clusters chosen, most free CPU first.
+    #[serde(default)]
+    pub placed: Vec<String>,
 }
 
 /// Places each Placement's Deployment.
@@ -78,7 +82,10 @@ impl Reconcile for Placer {
         placement: Arc<Placement>,
         cx: &Cx<Fleet>,
     ) -> Result<Action, Self::Error> {
-        for cluster in choose(&placement, cx)? {
+        let chosen = choose(&placement, cx)?;
+        let placed: Vec<&str> = chosen.iter().map(Cluster::name).collect();
+        cx.set_status(serde_json::json!({ "placed": placed }))?;
+        for cluster in chosen {
             cx.child(cluster, deployment(&placement))?;
         }
         // Every Deployment not declared this time is removed: moving is declaring it elsewhere.

@@ -82,8 +82,23 @@ async fn cordon(env: &TestEnv, cluster: &str, name: &str, cordoned: bool) {
         .unwrap();
 }
 
-/// Waits until the Placement's Deployment runs in exactly `expected` among `looked_at`.
+/// Waits until the Placement's Deployment runs in exactly `expected` among `looked_at`, and its status
+/// says so.
 async fn wait_placed(env: &TestEnv, looked_at: &[&str], expected: &[&str]) {
+    let placements: Api<Placement> = Api::namespaced(client(env, "control").await, PLACEMENTS);
+    let said: Vec<&str> = expected.to_vec();
+    eventually(format!("status.placed {said:?}"), WAIT, async || {
+        let placed = match placements.get_opt("web").await.map_err(|e| e.to_string())? {
+            Some(placement) => placement.status.map(|s| s.placed).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        if placed == said {
+            Ok(())
+        } else {
+            Err(format!("it says {placed:?}"))
+        }
+    })
+    .await;
     let expected: BTreeSet<&str> = expected.iter().copied().collect();
     eventually(
         format!("the Deployment in {expected:?}"),

@@ -22,6 +22,10 @@ use crate::runtime::Runtime;
 
 mod children;
 mod desired;
+mod own_status;
+
+/// A reconcile's own status fields, by name (see [`Cx::set_status`]).
+pub(crate) type OwnStatus = serde_json::Map<String, serde_json::Value>;
 
 use super::child_caches::ChildCaches;
 use super::desired_child::DesiredChildren;
@@ -40,6 +44,8 @@ pub struct Cx<C> {
     shard: Option<usize>,
     /// The controller's primary kind, for what `cached` may read.
     primary: Option<ApiResource>,
+    /// The reconcile's own status fields (see [`Cx::set_status`]).
+    own_status: Mutex<Option<OwnStatus>>,
 }
 
 impl<C: Context> Cx<C> {
@@ -58,6 +64,7 @@ impl<C: Context> Cx<C> {
             children: None,
             shard: None,
             primary: None,
+            own_status: Mutex::default(),
         }
     }
 

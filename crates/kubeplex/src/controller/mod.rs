@@ -12,4 +12,5 @@ pub(crate) use child_caches::ChildCaches;
 pub use child_options::ChildOptions;
 pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
+pub(crate) use cx::OwnStatus;
 pub(crate) use desired_child::{DesiredChild, DesiredChildren};

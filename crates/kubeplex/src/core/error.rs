@@ -79,6 +79,12 @@ pub enum Error {
         /// The declaration that would watch it.
         fix: String,
     },
+    /// A reconcile's own status fields cannot be written (`Cx::set_status`).
+    #[error("the reconcile's status fields: {reason}")]
+    InvalidStatus {
+        /// What is wrong with them.
+        reason: String,
+    },
     /// A request to a cluster's API server failed.
     #[error("cluster {cluster}: {}", describe_kube(source))]
     Kube {

@@ -163,6 +163,8 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) term_keys: crate::engine::intake::term_keys::TermKeys<ReconcileKey<R>>,
     /// kubeplex's part of the statuses this controller wrote lately, until the cache shows them.
     pub(crate) written_status: crate::core::RecentWrites<crate::core::FleetStatus>,
+    /// The reconciles' own status fields this controller wrote lately, until the cache shows them.
+    pub(crate) written_own: crate::core::RecentWrites<crate::controller::OwnStatus>,
     /// The parents whose finalizer was removed lately, so that a lagging cache does not finalize them twice.
     pub(crate) finalized: crate::engine::status::finalized::Finalized,
     /// The parents (UIDs) whose children in some cluster were abandoned by the abandon policy: a child of
@@ -201,6 +203,7 @@ impl<R: Reconcile> Engine<R> {
             no_status: Default::default(),
             term_keys: Default::default(),
             written_status: Default::default(),
+            written_own: Default::default(),
             finalized: Default::default(),
             deletions: Default::default(),
             abandoned: Default::default(),

@@ -124,7 +124,11 @@ impl<R: Reconcile> Engine<R> {
             }
         };
         let action = with_resync(action, self.plan.requeue_after());
+        let own = cx.take_own_status();
         if self.plan.children().is_empty() {
+            if let Some(own) = &own {
+                Box::pin(self.write_own(write, own)).await;
+            }
             return Verdict::Done(action);
         }
         let mut desired = cx.take_children();
@@ -133,7 +137,8 @@ impl<R: Reconcile> Engine<R> {
         // What the status said before this reconcile: events tell changes of it, not every retry.
         let before = self.previous_status(&object);
         let mut draft =
-            StatusDraft::new(before, object.meta().generation, declared(&desired), names);
+            StatusDraft::new(before, object.meta().generation, declared(&desired), names)
+                .with_own(own);
         let leave_notes = self.record_orphaned_members(&object, &mut draft);
         let changes = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);

@@ -18,6 +18,7 @@ mod members;
 mod options;
 #[cfg(feature = "otlp")]
 mod otlp;
+mod own_status;
 mod secure_metrics;
 mod sharding;
 mod shutdown;

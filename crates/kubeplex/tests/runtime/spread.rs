@@ -31,6 +31,9 @@ pub struct SpreadSpec {
 pub struct SpreadStatus {
     #[serde(flatten)]
     pub fleet: FleetStatus,
+    /// The reconcile's own field, written with kubeplex's part (`Cx::set_status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Where the children live in cluster-a and in each member.

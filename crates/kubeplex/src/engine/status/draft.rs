@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::controller::OwnStatus;
 use crate::core::{ClusterHealth, ContextOutcome, FleetStatus};
 use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::children::health::{Declared, judged};
@@ -28,6 +29,8 @@ pub(crate) struct StatusDraft {
     health: BTreeMap<String, ClusterHealth>,
     /// What the last write left in place, for the next one to go over.
     written: Option<FleetStatus>,
+    /// The reconcile's own status fields, written with kubeplex's part.
+    own: Option<OwnStatus>,
 }
 
 impl StatusDraft {
@@ -48,7 +51,19 @@ impl StatusDraft {
             outcomes: BTreeMap::new(),
             health: BTreeMap::new(),
             written: None,
+            own: None,
         }
+    }
+
+    /// The reconcile's own status fields go in every write of this draft.
+    pub(crate) fn with_own(mut self, own: Option<OwnStatus>) -> Self {
+        self.own = own;
+        self
+    }
+
+    /// The reconcile's own status fields, if it set any.
+    pub(crate) fn own(&self) -> Option<&OwnStatus> {
+        self.own.as_ref()
     }
 
     /// The status as the reconcile found it.

@@ -10,7 +10,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use crate::controller::Reconcile;
+use crate::controller::{OwnStatus, Reconcile};
 use crate::core::chain;
 use crate::core::{ClusterHealth, ContextOutcome, FleetStatus, now};
 use crate::engine::engine::{Engine, ParentWrite, Primary};
@@ -28,7 +28,7 @@ impl<R: Reconcile> Engine<R> {
     ) {
         let generation = object.meta().generation;
         let status = FleetStatus::from_outcomes(previous, outcomes, health, generation, &now());
-        self.apply_status((object, context, shard), previous, status)
+        self.apply_status((object, context, shard), previous, status, None)
             .await;
     }
 
@@ -41,7 +41,11 @@ impl<R: Reconcile> Engine<R> {
         interim: bool,
     ) {
         let (status, previous) = draft.status(interim, &now());
-        if self.apply_status(write, previous, status.clone()).await {
+        let own = draft.own().cloned();
+        if self
+            .apply_status(write, previous, status.clone(), own.as_ref())
+            .await
+        {
             draft.wrote(status);
         }
     }
@@ -52,23 +56,39 @@ impl<R: Reconcile> Engine<R> {
         let previous = self.previous_status(object);
         let status =
             FleetStatus::reconcile_failed(&previous, message, object.meta().generation, &now());
-        self.apply_status(write, &previous, status).await;
+        self.apply_status(write, &previous, status, None).await;
     }
 
-    /// Applies `status` unless it is `previous`; whether it is in place (written, or unchanged).
+    /// Writes a reconcile's own status fields alone, for a controller without children (kubeplex writes
+    /// no part of its status), unless they are in place.
+    pub(crate) async fn write_own(&self, write: ParentWrite<'_, R>, own: &OwnStatus) {
+        let previous = self.previous_status(write.0);
+        self.apply_status(write, &previous, previous.clone(), Some(own))
+            .await;
+    }
+
+    /// Applies `status`, with the reconcile's `own` fields beside it, unless both are in place (`status` is
+    /// `previous`, `own` what the object or this controller's last write says); whether they are in place
+    /// (written, or unchanged).
     async fn apply_status(
         &self,
         (object, context, shard): ParentWrite<'_, R>,
         previous: &FleetStatus,
         status: FleetStatus,
+        own: Option<&OwnStatus>,
     ) -> bool {
-        if &status == previous || self.no_status.load(Ordering::Relaxed) {
+        let own_changed = own.is_some_and(|own| &self.previous_own(object, own) != own);
+        if (&status == previous && !own_changed) || self.no_status.load(Ordering::Relaxed) {
             return true;
+        }
+        let mut body = serde_json::to_value(&status).unwrap_or_default();
+        if let (Some(body), Some(own)) = (body.as_object_mut(), own) {
+            body.extend(own.clone());
         }
         let patch = serde_json::json!({
             "apiVersion": Primary::<R>::api_version(&()),
             "kind": Primary::<R>::kind(&()),
-            "status": status,
+            "status": body,
         });
         // Forced: kubeplex owns these fields; an earlier version of it wrote them with a merge patch.
         let params = PatchParams::apply(self.plan.name()).force();
@@ -107,6 +127,9 @@ impl<R: Reconcile> Engine<R> {
                 false
             }
             Ok(version) => {
+                if let Some(own) = own {
+                    self.written_own.record(object, version.as_deref(), own.clone());
+                }
                 self.written_status
                     .record(object, version.as_deref(), status);
                 true
@@ -121,6 +144,21 @@ impl<R: Reconcile> Engine<R> {
         self.written_status
             .newer_than(object)
             .unwrap_or_else(|| owned_status(object))
+    }
+}
+
+impl<R: Reconcile> Engine<R> {
+    /// The object's current values of the fields in `own`: as this controller last wrote them when the
+    /// cache does not show that write yet, else as the cached object has them.
+    fn previous_own(&self, object: &Primary<R>, own: &OwnStatus) -> OwnStatus {
+        if let Some(written) = self.written_own.newer_than(object) {
+            return written;
+        }
+        let value = serde_json::to_value(object).unwrap_or_default();
+        let status = value.get("status").and_then(serde_json::Value::as_object);
+        (own.keys())
+            .filter_map(|key| Some((key.clone(), status?.get(key)?.clone())))
+            .collect()
     }
 }
 
