@@ -40,3 +40,28 @@ impl<C: Context> Cx<C> {
         self.own_status.lock().take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::controller::cx::tests::cx;
+    use crate::controller::test_controller::CONTROL;
+
+    #[tokio::test]
+    async fn own_status_fields_are_an_object_that_leaves_kubeplexs_fields_alone() {
+        let cx = cx(CONTROL, 0);
+        let refused = |value: serde_json::Value| cx.set_status(value).unwrap_err().to_string();
+        assert_eq!(
+            refused(serde_json::json!(["placed"])),
+            r#"the reconcile's status fields: the fields must serialize to an object, not ["placed"]"#
+        );
+        assert_eq!(
+            refused(serde_json::json!({ "conditions": [] })),
+            "the reconcile's status fields: `conditions` is kubeplex's own field; name yours otherwise"
+        );
+        assert_eq!(cx.take_own_status(), None);
+        cx.set_status(serde_json::json!({ "placed": ["a"] })).unwrap();
+        cx.set_status(serde_json::json!({ "placed": ["b"] })).unwrap();
+        let own = cx.take_own_status().unwrap();
+        assert_eq!(own["placed"], serde_json::json!(["b"]), "the last call wins");
+    }
+}
