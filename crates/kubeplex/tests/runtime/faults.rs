@@ -35,30 +35,6 @@ impl Reconcile for Watcher {
     }
 }
 
-/// The same watch as [`Watcher`]'s, but a cluster's readiness flip does not reconcile its parents.
-struct Ignoring(Recorder);
-impl Controller for Ignoring {
-    type Resource = ConfigMap;
-    type Context = Fleet;
-    fn plan() -> Plan<Fleet> {
-        Plan::new("ignoring")
-            .with_contexts([Fleet::ClusterA, Fleet::ClusterB])
-            .with_namespaces(["faults"])
-            .ignore_readiness_flips()
-    }
-}
-impl Reconcile for Ignoring {
-    type Error = Infallible;
-    async fn reconcile(
-        &self,
-        object: Arc<ConfigMap>,
-        cx: &Cx<Fleet>,
-    ) -> Result<Action, Infallible> {
-        self.0.record(cx.cluster(), &object);
-        Ok(Action::await_change())
-    }
-}
-
 /// How many reconciles of `name` in `context` `recorder` saw.
 fn reconciles(recorder: &Recorder, context: Fleet, name: &str) -> usize {
     let all = recorder.all();
@@ -167,8 +143,16 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
 async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
     let env = environment().await;
     let (recorder, ignoring) = (Recorder::default(), Recorder::default());
+    // The same watch, but a cluster's readiness flip does not reconcile its parents.
+    let ignores_flips = |plan: Plan<Fleet>| {
+        let (contexts, namespaces) = (plan.contexts().to_vec(), plan.namespaces().to_vec());
+        (Plan::new("ignoring")
+            .with_contexts(contexts)
+            .with_namespaces(namespaces))
+        .ignore_readiness_flips()
+    };
     let running = manager(&env, &recorder)
-        .controller(Ignoring(ignoring.clone()))
+        .controller_with(Watcher(ignoring.clone()), ignores_flips)
         .start()
         .await
         .unwrap();

@@ -59,9 +59,15 @@ mod tests {
             "the reconcile's status fields: `conditions` is kubeplex's own field; name yours otherwise"
         );
         assert_eq!(cx.take_own_status(), None);
-        cx.set_status(serde_json::json!({ "placed": ["a"] })).unwrap();
-        cx.set_status(serde_json::json!({ "placed": ["b"] })).unwrap();
+        cx.set_status(serde_json::json!({ "placed": ["a"] }))
+            .unwrap();
+        cx.set_status(serde_json::json!({ "placed": ["b"] }))
+            .unwrap();
         let own = cx.take_own_status().unwrap();
-        assert_eq!(own["placed"], serde_json::json!(["b"]), "the last call wins");
+        assert_eq!(
+            own["placed"],
+            serde_json::json!(["b"]),
+            "the last call wins"
+        );
     }
 }
