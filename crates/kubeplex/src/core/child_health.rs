@@ -123,13 +123,14 @@ pub struct Projection {
 }
 
 /// The spec fields a projection keeps: what the built-in rules read.
-pub const SPEC_FIELDS: [&str; 6] = [
+pub const SPEC_FIELDS: [&str; 7] = [
     "replicas",
     "type",
     "paused",
     "suspend",
     "completions",
     "parallelism",
+    "restartPolicy",
 ];
 
 /// A condition of a projected status.
@@ -148,6 +149,30 @@ impl ConditionView<'_> {
     pub fn is_true(&self) -> bool {
         self.status == "True"
     }
+
+    /// What it says: its message, else its reason, else (a condition that gives neither) `type=status`.
+    pub fn words(&self, type_: &str) -> String {
+        match (self.message.is_empty(), self.reason.is_empty()) {
+            (false, _) => self.message.to_owned(),
+            (true, false) => self.reason.to_owned(),
+            (true, true) => format!("{type_}={}", self.status),
+        }
+    }
+}
+
+/// A Pod's container as its projected status has it: the reason it waits or ended, and its restarts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContainerView<'a> {
+    /// The container's name.
+    pub name: &'a str,
+    /// Whether it passes its readiness probe.
+    pub ready: bool,
+    /// How often it was restarted.
+    pub restart_count: i64,
+    /// Why it waits (`CrashLoopBackOff`, `ImagePullBackOff`, …), empty when it does not.
+    pub waiting: &'a str,
+    /// Why it ended (`Error`, `Completed`, `OOMKilled`, …), empty when it runs or waits.
+    pub terminated: &'a str,
 }
 
 impl Projection {
@@ -222,6 +247,28 @@ impl Projection {
         })
     }
 
+    /// A Pod's containers (`init`: its init containers) as its projected status has them.
+    pub fn containers(&self, init: bool) -> Vec<ContainerView<'_>> {
+        let field = if init {
+            "initContainerStatuses"
+        } else {
+            "containerStatuses"
+        };
+        let statuses = self.status_field(field).and_then(Value::as_array);
+        (statuses.into_iter().flatten())
+            .map(|c| {
+                let text = |key: &str| c.get(key).and_then(Value::as_str).unwrap_or_default();
+                ContainerView {
+                    name: text("name"),
+                    ready: c.get("ready").and_then(Value::as_bool) == Some(true),
+                    restart_count: c.get("restartCount").and_then(Value::as_i64).unwrap_or(0),
+                    waiting: text("waiting"),
+                    terminated: text("terminated"),
+                }
+            })
+            .collect()
+    }
+
     /// Whether the controller of the child has seen its latest spec: `false` when the status says it
     /// observed an older generation, `true` when it says nothing of it.
     pub fn generation_observed(&self) -> bool {
@@ -261,12 +308,43 @@ fn project_status(status: Value) -> Value {
                 Some((key, Value::Array(conditions)))
             }
             ("loadBalancer", value) => Some((key, value)),
+            ("containerStatuses" | "initContainerStatuses", Value::Array(containers)) => {
+                let containers = containers.into_iter().map(project_container).collect();
+                Some((key, Value::Array(containers)))
+            }
             (_, value @ (Value::Bool(_) | Value::Number(_) | Value::String(_))) => {
                 Some((key, value))
             }
             _ => None,
         })
         .collect();
+    Value::Object(kept)
+}
+
+/// A container's status cut down to what the Pod rule reads: its name, readiness, restarts, and the
+/// reason it waits or ended (not its image, IDs or times).
+fn project_container(container: Value) -> Value {
+    let reason = |state: &str| {
+        let state = container.get("state").and_then(|s| s.get(state))?;
+        Some(
+            state
+                .get("reason")
+                .cloned()
+                .unwrap_or(Value::String(String::new())),
+        )
+    };
+    let mut kept = Map::new();
+    for key in ["name", "ready", "restartCount"] {
+        if let Some(value) = container.get(key) {
+            kept.insert(key.to_owned(), value.clone());
+        }
+    }
+    if let Some(waiting) = reason("waiting") {
+        kept.insert("waiting".into(), waiting);
+    }
+    if let Some(terminated) = reason("terminated") {
+        kept.insert("terminated".into(), terminated);
+    }
     Value::Object(kept)
 }
 

@@ -1,11 +1,20 @@
 //! The built-in health rules: one per well-known kind, following what its controller writes, and kstatus'
 //! rule for every other kind (custom resources included).
 //!
-//! Each is a pure function of a [`Projection`]. The workload rules first ask whether the kind's controller
+//! Pods are judged in `pod.rs`, API extensions, autoscalers, budgets, CronJobs and Ingresses in
+//! `api_kinds.rs`. Each is a pure function of a [`Projection`]. The workload rules first ask whether the kind's controller
 //! has seen the latest spec (`status.observedGeneration`), then count replicas; kstatus reads the
 //! `Ready`, `Reconciling` and `Stalled` conditions.
 
+mod api_kinds;
+mod pod;
+
 use super::child_health::{Assessment, HealthRule, Projection};
+use api_kinds::{
+    api_service, cron_job, custom_resource_definition, horizontal_pod_autoscaler, ingress,
+    pod_disruption_budget,
+};
+use pod::pod;
 
 /// The built-in rule of a kind, by its API group and kind; kstatus' for any other.
 pub(crate) fn builtin_rule(group: &str, kind: &str) -> HealthRule {
@@ -17,6 +26,13 @@ pub(crate) fn builtin_rule(group: &str, kind: &str) -> HealthRule {
         ("batch", "Job") => job,
         ("", "PersistentVolumeClaim") => persistent_volume_claim,
         ("", "Service") => service,
+        ("", "Pod") => pod,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => custom_resource_definition,
+        ("apiregistration.k8s.io", "APIService") => api_service,
+        ("autoscaling", "HorizontalPodAutoscaler") => horizontal_pod_autoscaler,
+        ("policy", "PodDisruptionBudget") => pod_disruption_budget,
+        ("batch", "CronJob") => cron_job,
+        ("networking.k8s.io", "Ingress") => ingress,
         _ => kstatus,
     }
 }
@@ -147,7 +163,11 @@ pub(crate) fn replica_set(child: &Projection) -> Assessment {
     if let Some(failure) = child.condition("ReplicaFailure")
         && failure.is_true()
     {
-        return Assessment::degraded(format!("{}: {}", failure.reason, failure.message));
+        return Assessment::degraded(match (failure.reason, failure.message) {
+            ("", "") => "ReplicaFailure=True".to_owned(),
+            (reason, "") | ("", reason) => reason.to_owned(),
+            (reason, message) => format!("{reason}: {message}"),
+        });
     }
     let wanted = wanted_replicas(child);
     let available = count(child, "availableReplicas");
@@ -221,27 +241,22 @@ pub(crate) fn kstatus(child: &Projection) -> Assessment {
             child.observed_generation().unwrap_or_default()
         ));
     }
-    let said = |c: super::child_health::ConditionView<'_>| match (
-        c.reason.is_empty(),
-        c.message.is_empty(),
-    ) {
-        (_, false) => c.message.to_owned(),
-        (false, true) => c.reason.to_owned(),
-        (true, true) => String::new(),
-    };
     if let Some(stalled) = child.condition("Stalled")
         && stalled.is_true()
     {
-        return Assessment::degraded(format!("stalled: {}", said(stalled)));
+        return Assessment::degraded(format!("stalled: {}", stalled.words("Stalled")));
     }
     if let Some(reconciling) = child.condition("Reconciling")
         && reconciling.is_true()
     {
-        return Assessment::progressing(format!("reconciling: {}", said(reconciling)));
+        return Assessment::progressing(format!(
+            "reconciling: {}",
+            reconciling.words("Reconciling")
+        ));
     }
     match child.condition("Ready") {
         Some(ready) if ready.is_true() => Assessment::healthy("ready"),
-        Some(ready) => Assessment::progressing(format!("not ready: {}", said(ready))),
+        Some(ready) => Assessment::progressing(format!("not ready: {}", ready.words("Ready"))),
         None => Assessment::healthy("current"),
     }
 }

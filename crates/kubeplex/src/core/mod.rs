@@ -28,7 +28,8 @@ pub use action::Action;
 pub(crate) use action::Verdict;
 pub(crate) use capacity::Shrink;
 pub use child_health::{
-    Assessment, ChildHealth, ConditionView, Health, HealthRule, Projection, SPEC_FIELDS,
+    Assessment, ChildHealth, ConditionView, ContainerView, Health, HealthRule, Projection,
+    SPEC_FIELDS,
 };
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub(crate) use cluster::name_problem;

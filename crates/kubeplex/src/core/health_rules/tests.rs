@@ -1,6 +1,8 @@
 use serde_json::json;
 
+mod api_kinds;
 mod kstatus;
+mod pod;
 
 use super::*;
 use crate::core::child_health::Health;
