@@ -58,5 +58,5 @@ pub use recent_writes::RecentWrites;
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};
+pub(crate) use status::{ClusterOutcome, now};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};
-pub(crate) use status::{ContextOutcome, now};

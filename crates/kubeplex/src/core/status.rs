@@ -207,7 +207,7 @@ pub(super) const APPLIED: &str = "Applied";
 
 /// The outcome of syncing (or cleaning up) one cluster.
 #[derive(Clone, Debug)]
-pub(crate) struct ContextOutcome {
+pub(crate) struct ClusterOutcome {
     pub(crate) state: ClusterState,
     pub(crate) children: u32,
     pub(crate) message: Option<String>,
@@ -270,7 +270,7 @@ impl FleetStatus {
     /// times of states that did not change.
     pub(crate) fn from_outcomes(
         previous: &FleetStatus,
-        outcomes: &BTreeMap<String, ContextOutcome>,
+        outcomes: &BTreeMap<String, ClusterOutcome>,
         health: &BTreeMap<String, ClusterHealth>,
         generation: Option<i64>,
         now: &Time,

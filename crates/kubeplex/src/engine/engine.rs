@@ -14,8 +14,8 @@ use parking_lot::{Mutex, RwLock};
 use crate::controller::{Controller, Reconcile};
 use crate::core::Action;
 use crate::core::ApiScope;
+use crate::core::ClusterOutcome;
 use crate::core::Context;
-use crate::core::ContextOutcome;
 use crate::core::ParentRef;
 use crate::core::{Cluster, Member};
 use crate::engine::status::events::{EventPublisher, Note};
@@ -346,7 +346,7 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) fn stands_down(
         &self,
         shard: Option<usize>,
-        outcomes: &BTreeMap<String, ContextOutcome>,
+        outcomes: &BTreeMap<String, ClusterOutcome>,
     ) -> Option<Action> {
         let (cluster, refusal) = outcomes
             .iter()

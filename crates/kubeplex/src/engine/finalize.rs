@@ -16,7 +16,7 @@ use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Error;
 use crate::core::{Action, Verdict};
-use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{ClusterOutcome, ClusterState};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::changes::ChildChanges;
 use crate::engine::children::removal;
@@ -93,7 +93,7 @@ impl<R: Reconcile> Engine<R> {
         let before = self.previous_status(&object);
         let orphaned = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);
-        let mut outcomes: BTreeMap<String, ContextOutcome> = self
+        let mut outcomes: BTreeMap<String, ClusterOutcome> = self
             .per_child_context(shard, |place, client| {
                 let name = place.name.clone();
                 let places = self.child_places(&name);
@@ -138,7 +138,7 @@ impl<R: Reconcile> Engine<R> {
                 }
                 _ => {
                     blocked = true;
-                    *outcome = ContextOutcome {
+                    *outcome = ClusterOutcome {
                         fenced: None,
                         state: ClusterState::Deleting,
                         children: outcome.children,
@@ -152,7 +152,7 @@ impl<R: Reconcile> Engine<R> {
             let note = Note::warning("ChildrenAbandoned", "Delete", format!("{name}: {message}"))
                 .about(name);
             self.publish(&object, &context, shard, note).await;
-            *outcome = ContextOutcome {
+            *outcome = ClusterOutcome {
                 fenced: None,
                 state: ClusterState::Abandoned,
                 children: outcome.children,
@@ -198,11 +198,11 @@ impl<R: Reconcile> Engine<R> {
     /// Adds the members that may hold children but were not pruned: joined with watches not listed when
     /// the removal began, or about to join. Each blocks the deletion until it has listed, or the abandon
     /// policy gives up.
-    fn members_not_listed(&self, outcomes: &mut BTreeMap<String, ContextOutcome>) {
+    fn members_not_listed(&self, outcomes: &mut BTreeMap<String, ClusterOutcome>) {
         let members = &self.runtime.members;
         for name in members.names().into_iter().chain(members.joining()) {
             let message = format!("cluster {name}: a member whose children are not listed yet");
-            outcomes.entry(name).or_insert(ContextOutcome {
+            outcomes.entry(name).or_insert(ClusterOutcome {
                 fenced: None,
                 state: ClusterState::Unreachable,
                 children: 0,

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use crate::controller::Cx;
 use crate::controller::Reconcile;
 use crate::core::{Action, Verdict};
-use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{ClusterOutcome, ClusterState};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::changes::ChildChanges;
 use crate::engine::children::fan_out::Arrival;
@@ -216,7 +216,7 @@ impl<R: Reconcile> Engine<R> {
                 "left the fleet; its children there stay, no longer managed (leave policy orphan)";
             draft.member(
                 name,
-                ContextOutcome {
+                ClusterOutcome {
                     fenced: None,
                     state: ClusterState::Left,
                     children: 0,
@@ -246,7 +246,7 @@ impl<R: Reconcile> Engine<R> {
             }
             draft.member(
                 name,
-                ContextOutcome {
+                ClusterOutcome {
                     fenced: None,
                     state: ClusterState::Leaving,
                     children: 0,

@@ -3,8 +3,8 @@
 
 use super::*;
 
-fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
-    ContextOutcome {
+fn outcome(state: ClusterState, message: Option<&str>) -> ClusterOutcome {
+    ClusterOutcome {
         fenced: None,
         state,
         children: 2,
@@ -17,7 +17,7 @@ fn at(seconds: i64) -> Time {
     Time(Timestamp::from_second(seconds).unwrap())
 }
 
-fn outcomes(entries: &[(&str, ClusterState, Option<&str>)]) -> BTreeMap<String, ContextOutcome> {
+fn outcomes(entries: &[(&str, ClusterState, Option<&str>)]) -> BTreeMap<String, ClusterOutcome> {
     (entries.iter())
         .map(|&(context, state, message)| (context.to_owned(), outcome(state, message)))
         .collect()

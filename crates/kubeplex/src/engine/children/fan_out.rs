@@ -12,7 +12,7 @@ use kube::Client;
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::Error;
-use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{ClusterOutcome, ClusterState};
 use crate::engine::engine::{CLUSTER_TIMEOUT, ChildWatches, Engine};
 use crate::members::SyncGuard;
 
@@ -33,7 +33,7 @@ pub(crate) struct Place<'a> {
 /// What the fan-out yields, as it happens.
 pub(crate) enum Arrival<'a> {
     /// A place's outcome, with its watches handed back for its children's health.
-    Answered(String, ContextOutcome, ChildWatches<'a>),
+    Answered(String, ClusterOutcome, ChildWatches<'a>),
     /// Some places answered and others still work after [`INTERIM_AFTER`]: once, time for the interim write.
     InterimDue,
 }
@@ -68,7 +68,7 @@ impl<R: Reconcile> Engine<R> {
         work: impl FnMut(&Place<'a>, Client) -> F,
     ) -> impl Stream<Item = Arrival<'a>> + 'a
     where
-        F: Future<Output = ContextOutcome> + 'a,
+        F: Future<Output = ClusterOutcome> + 'a,
     {
         let runs: FuturesUnordered<_> = self.runs(places, shard, work).into_iter().collect();
         let all = runs.len();
@@ -103,9 +103,9 @@ impl<R: Reconcile> Engine<R> {
         &'a self,
         shard: Option<usize>,
         work: impl FnMut(&Place<'a>, Client) -> F,
-    ) -> BTreeMap<String, ContextOutcome>
+    ) -> BTreeMap<String, ClusterOutcome>
     where
-        F: Future<Output = ContextOutcome> + 'a,
+        F: Future<Output = ClusterOutcome> + 'a,
     {
         let runs = self.runs(self.places(), shard, work);
         let outcomes = join_all(runs).await.into_iter();
@@ -118,9 +118,9 @@ impl<R: Reconcile> Engine<R> {
         places: Vec<Place<'a>>,
         shard: Option<usize>,
         mut work: impl FnMut(&Place<'a>, Client) -> F,
-    ) -> Vec<impl Future<Output = (String, ContextOutcome, ChildWatches<'a>)> + 'a>
+    ) -> Vec<impl Future<Output = (String, ClusterOutcome, ChildWatches<'a>)> + 'a>
     where
-        F: Future<Output = ContextOutcome> + 'a,
+        F: Future<Output = ClusterOutcome> + 'a,
     {
         (places.into_iter())
             .map(|place| {
@@ -144,8 +144,8 @@ impl<R: Reconcile> Engine<R> {
 }
 
 /// The interim outcome of a child cluster still working after [`INTERIM_AFTER`].
-pub(in crate::engine) fn not_answering_yet() -> ContextOutcome {
-    ContextOutcome {
+pub(in crate::engine) fn not_answering_yet() -> ClusterOutcome {
+    ClusterOutcome {
         fenced: None,
         state: ClusterState::Unreachable,
         children: 0,
@@ -156,10 +156,10 @@ pub(in crate::engine) fn not_answering_yet() -> ContextOutcome {
 }
 
 /// Bounds one cluster's work, so that a hung server counts as unreachable instead of stalling the rest.
-async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
+async fn timed(work: impl Future<Output = ClusterOutcome>) -> ClusterOutcome {
     tokio::time::timeout(CLUSTER_TIMEOUT, work)
         .await
-        .unwrap_or_else(|_| ContextOutcome {
+        .unwrap_or_else(|_| ClusterOutcome {
             fenced: None,
             state: ClusterState::Unreachable,
             children: 0,
@@ -168,8 +168,8 @@ async fn timed(work: impl Future<Output = ContextOutcome>) -> ContextOutcome {
 }
 
 /// The outcome for a context the pool has no client for.
-fn unusable(error: &Error) -> ContextOutcome {
-    ContextOutcome {
+fn unusable(error: &Error) -> ClusterOutcome {
+    ClusterOutcome {
         fenced: None,
         state: ClusterState::Failed,
         children: 0,
@@ -191,15 +191,15 @@ mod tests {
     use super::{Arrival, INTERIM_AFTER};
     use crate::controller::Controller;
     use crate::controller::test_controller::{CLUSTER_A, TestController, runtime_of};
-    use crate::core::{ClusterState, ContextOutcome};
+    use crate::core::{ClusterOutcome, ClusterState};
     use crate::engine::test_engine::engine;
     use crate::ha::{ShardBy, ShardState};
     use crate::testing::fake_api;
 
     const CLUSTER_B: crate::core::ContextName = crate::core::ContextName::new("cluster-b");
 
-    fn ready() -> ContextOutcome {
-        ContextOutcome {
+    fn ready() -> ClusterOutcome {
+        ClusterOutcome {
             fenced: None,
             state: ClusterState::Ready,
             children: 0,
@@ -261,7 +261,7 @@ mod tests {
             let api: Api<ConfigMap> = Api::namespaced(client, "ns");
             match api.delete("web", &DeleteParams::default()).await {
                 Ok(_) => ready(),
-                Err(_) => ContextOutcome {
+                Err(_) => ClusterOutcome {
                     fenced: Some("refused"),
                     ..ready()
                 },

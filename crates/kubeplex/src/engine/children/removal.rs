@@ -16,7 +16,7 @@ use super::conflicts::Conflicts;
 use super::requests::{api, kind_of, place};
 use super::tally::Tally;
 use super::unlink::unlink;
-use crate::core::{ContextOutcome, DeletePolicy, PARENT_UID_LABEL, ParentRef};
+use crate::core::{ClusterOutcome, DeletePolicy, PARENT_UID_LABEL, ParentRef};
 use crate::metrics::Metrics;
 
 /// Deletes every child of the parent in one cluster, found by listing (not the cache, which may lag), the
@@ -32,7 +32,7 @@ pub(in crate::engine) async fn remove_children(
     parent: &ParentRef,
     counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
-) -> ContextOutcome {
+) -> ClusterOutcome {
     let span = tracing::info_span!("prune", cluster = context, children = tracing::field::Empty);
     let removal = remove_all(
         context,
@@ -54,7 +54,7 @@ async fn remove_all(
     span: tracing::Span,
     (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
-) -> ContextOutcome {
+) -> ClusterOutcome {
     let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={}", parent.uid));
     // Only what names this parent in full is its child; anything else with its UID label is reported.
     let of_parent = |resource: &ApiResource, child: &PartialObjectMeta<DynamicObject>| {

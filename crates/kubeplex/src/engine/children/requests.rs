@@ -5,7 +5,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 
 use crate::core::chain;
-use crate::core::{ClusterState, ContextOutcome};
+use crate::core::{ClusterOutcome, ClusterState};
 use crate::core::{is_transport, transport};
 
 pub(crate) fn api(
@@ -22,7 +22,7 @@ pub(crate) fn api(
 /// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
 /// replica's own fence refused the write, else failed. Its message says what failed and why; the key
 /// it is kept under names the cluster.
-pub(crate) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
+pub(crate) fn failure(error: &kube::Error, what: &str) -> ClusterOutcome {
     let fenced = crate::core::fenced(error);
     let (state, why) = if let Some(refusal) = fenced {
         (ClusterState::Failed, refusal.to_owned())
@@ -31,7 +31,7 @@ pub(crate) fn failure(error: &kube::Error, what: &str) -> ContextOutcome {
     } else {
         (ClusterState::Failed, chain(error))
     };
-    ContextOutcome {
+    ClusterOutcome {
         state,
         children: 0,
         message: Some(format!("{what}: {why}")),

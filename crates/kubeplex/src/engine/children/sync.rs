@@ -17,7 +17,7 @@ use super::requests::{api, kind_of, place};
 use super::tally::Tally;
 use super::unlink::unlink;
 use crate::controller::DesiredChild;
-use crate::core::ContextOutcome;
+use crate::core::ClusterOutcome;
 use crate::core::PrunePolicy;
 use crate::engine::engine::ChildWatch;
 
@@ -41,7 +41,7 @@ pub(crate) async fn sync_context(
     live: bool,
     link: &Parentage<'_>,
     changes: &ChildChanges,
-) -> ContextOutcome {
+) -> ClusterOutcome {
     sort_for_apply(&mut desired, |child| &child.resource);
     let span = tracing::info_span!("apply", cluster = context, children = desired.len());
     // A sync cut off by the per-cluster cap (a hung cluster) counts its children not yet applied as errors.
@@ -91,7 +91,7 @@ async fn sync(
     live: bool,
     changes: &ChildChanges,
     unfinished: &Unfinished<'_>,
-) -> ContextOutcome {
+) -> ClusterOutcome {
     let (context, link) = (unfinished.context, unfinished.link);
     let (labels, annotations) = link.parent.stamp(link.controller, link.parent_kind);
     // Forcing is safe: ownership was checked first, and the controller's own earlier writes (or a
@@ -239,7 +239,7 @@ async fn prune(
     changes: &ChildChanges,
     link: &Parentage<'_>,
     tally: &mut Tally,
-) -> Option<ContextOutcome> {
+) -> Option<ClusterOutcome> {
     for (watch, stale) in stale {
         let name = stale.name.clone().unwrap_or_default();
         if PrunePolicy::of(&stale) == PrunePolicy::Keep {

@@ -3,7 +3,7 @@
 //! yet, an invalid object) neither hides nor holds back the rest, and the state names every child that
 //! failed and why. Children a policy spared (kept, orphaned) are named in the message too.
 
-use crate::core::{ClusterState, ClusterStatus, ContextOutcome};
+use crate::core::{ClusterOutcome, ClusterState, ClusterStatus};
 
 use super::requests::failure;
 
@@ -38,7 +38,7 @@ impl Tally {
         context: &str,
         error: &kube::Error,
         what: &str,
-    ) -> Option<ContextOutcome> {
+    ) -> Option<ClusterOutcome> {
         let outcome = failure(error, what);
         if outcome.state == ClusterState::Unreachable || outcome.fenced.is_some() {
             return Some(outcome);
@@ -71,7 +71,7 @@ impl Tally {
 
     /// The outcome of applying (and pruning): `Failed` naming each child that failed (and any conflict),
     /// else `Conflict`, else `Ready` (`NotTargeted` when no child was wanted).
-    pub(crate) fn applied(self, wanted: usize) -> ContextOutcome {
+    pub(crate) fn applied(self, wanted: usize) -> ClusterOutcome {
         let kept = told(&self.kept, KEPT);
         let (state, mut notes) = if !self.failed.is_empty() {
             let mut all = self.failed;
@@ -86,7 +86,7 @@ impl Tally {
         };
         notes.extend(kept);
         let message = (!notes.is_empty()).then(|| notes.join("; "));
-        ContextOutcome {
+        ClusterOutcome {
             state,
             children: self.done,
             message,
@@ -96,7 +96,7 @@ impl Tally {
 
     /// The outcome of removing every child: `Ready` when none is left; `Deleting` with the children still
     /// going (and why) while they are; `Failed` naming each child whose delete failed.
-    pub(crate) fn removed(self) -> ContextOutcome {
+    pub(crate) fn removed(self) -> ClusterOutcome {
         let going = (!self.going.is_empty())
             .then(|| format!("waiting for children to go: {}", self.going.join(", ")));
         let state = if !self.failed.is_empty() {
@@ -110,7 +110,7 @@ impl Tally {
         notes.extend(going);
         notes.extend(told(&self.orphaned, ORPHANED));
         let message = (!notes.is_empty()).then(|| notes.join("; "));
-        ContextOutcome {
+        ClusterOutcome {
             state,
             children: self.going.len() as u32,
             message,
@@ -136,7 +136,7 @@ fn told(children: &[String], what: &str) -> Option<String> {
 pub(in crate::engine) fn carry_kept(
     before: Option<&ClusterStatus>,
     same_spec: bool,
-    outcome: &mut ContextOutcome,
+    outcome: &mut ClusterOutcome,
 ) {
     let Some(before) = before.filter(|b| same_spec && tells_kept(b)) else {
         return;
@@ -174,7 +174,7 @@ mod tests {
         cluster
     }
 
-    fn ready() -> ContextOutcome {
+    fn ready() -> ClusterOutcome {
         let tally = Tally {
             done: 1,
             ..Tally::default()

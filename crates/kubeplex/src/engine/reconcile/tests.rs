@@ -17,7 +17,7 @@ use self::recording::{Recording, SpanSeen};
 use super::with_resync;
 use crate::controller::test_controller::runtime_of;
 use crate::core::Action;
-use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+use crate::core::{ClusterOutcome, ClusterState, FleetStatus};
 use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::engine::{ChildWatch, Engine, ReconcileKey};
 use crate::engine::test_engine::{
@@ -345,7 +345,7 @@ async fn an_interim_status_the_controller_wrote_last_is_not_written_again() {
     let so_far = BTreeMap::from([
         (
             "cluster-a".to_owned(),
-            ContextOutcome {
+            ClusterOutcome {
                 fenced: None,
                 state: ClusterState::NotTargeted,
                 children: 0,
@@ -380,11 +380,11 @@ async fn an_interim_status_the_controller_wrote_last_is_not_written_again() {
 async fn a_fenced_write_is_tried_again_while_this_replica_still_holds_the_fence() {
     use std::collections::BTreeMap;
 
-    use crate::core::{Action, ClusterState, ContextOutcome};
+    use crate::core::{Action, ClusterOutcome, ClusterState};
 
     let (client, _) = fake_api::client(accept);
     let mut engine = engine_with(client.clone(), client);
-    let outcome = |fenced| ContextOutcome {
+    let outcome = |fenced| ClusterOutcome {
         fenced,
         state: ClusterState::Unreachable,
         children: 0,

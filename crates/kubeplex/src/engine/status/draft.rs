@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::controller::OwnStatus;
-use crate::core::{ClusterHealth, ContextOutcome, FleetStatus};
+use crate::core::{ClusterHealth, ClusterOutcome, FleetStatus};
 use crate::engine::children::fan_out::not_answering_yet;
 use crate::engine::children::health::{Declared, judged};
 use crate::engine::children::tally::carry_kept;
@@ -25,7 +25,7 @@ pub(crate) struct StatusDraft {
     /// Where the children live: a place not answered yet is told as not answering in the interim write.
     places: Vec<String>,
     /// Each cluster's outcome, settled: the places' as they arrive, over the members left or leaving.
-    outcomes: BTreeMap<String, ContextOutcome>,
+    outcomes: BTreeMap<String, ClusterOutcome>,
     health: BTreeMap<String, ClusterHealth>,
     /// What the last write left in place, for the next one to go over.
     written: Option<FleetStatus>,
@@ -72,7 +72,7 @@ impl StatusDraft {
     }
 
     /// A member left or leaving (its `outcome` says which): recorded unless a place of that name answers.
-    pub(crate) fn member(&mut self, name: String, outcome: ContextOutcome) {
+    pub(crate) fn member(&mut self, name: String, outcome: ClusterOutcome) {
         self.outcomes.entry(name).or_insert(outcome);
     }
 
@@ -81,7 +81,7 @@ impl StatusDraft {
     pub(crate) fn settle(
         &mut self,
         name: String,
-        mut outcome: ContextOutcome,
+        mut outcome: ClusterOutcome,
         watches: &[&ChildWatch],
     ) {
         carry_kept(
@@ -98,7 +98,7 @@ impl StatusDraft {
     }
 
     /// Each cluster's outcome so far.
-    pub(crate) fn outcomes(&self) -> &BTreeMap<String, ContextOutcome> {
+    pub(crate) fn outcomes(&self) -> &BTreeMap<String, ClusterOutcome> {
         &self.outcomes
     }
 
@@ -151,10 +151,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     use super::StatusDraft;
-    use crate::core::{ClusterState, ContextOutcome, FleetStatus};
+    use crate::core::{ClusterOutcome, ClusterState, FleetStatus};
 
-    fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
-        ContextOutcome {
+    fn outcome(state: ClusterState, message: Option<&str>) -> ClusterOutcome {
+        ClusterOutcome {
             fenced: None,
             state,
             children: 1,

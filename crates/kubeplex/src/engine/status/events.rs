@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 // tokio's clock, so paused-time tests drive the expiry.
 use tokio::time::Instant;
 
-use crate::core::{ClusterHealth, ClusterState, ContextOutcome, FleetStatus, Health};
+use crate::core::{ClusterHealth, ClusterOutcome, ClusterState, FleetStatus, Health};
 use crate::core::{Shrink, chain};
 
 /// What an event says.
@@ -173,7 +173,7 @@ impl EventPublisher {
 /// (`ChildApplyFailed`, again only when its message changes). A state that stays is not told again.
 pub(crate) fn context_notes(
     previous: &FleetStatus,
-    outcomes: &BTreeMap<String, ContextOutcome>,
+    outcomes: &BTreeMap<String, ClusterOutcome>,
 ) -> Vec<Note> {
     let mut notes = Vec::new();
     for (context, outcome) in outcomes {
@@ -262,13 +262,13 @@ fn worst_child(health: &ClusterHealth) -> (&str, &str) {
 /// no longer (`DeletionUnblocked`). Nothing while it stays blocked.
 pub(crate) fn deletion_note(
     previous: &FleetStatus,
-    outcomes: &BTreeMap<String, ContextOutcome>,
+    outcomes: &BTreeMap<String, ClusterOutcome>,
 ) -> Option<Note> {
     let was_blocked = previous
         .clusters
         .values()
         .any(|c| c.state == ClusterState::Deleting);
-    let blocking: Vec<(&String, &ContextOutcome)> = outcomes
+    let blocking: Vec<(&String, &ClusterOutcome)> = outcomes
         .iter()
         .filter(|(_, o)| o.state == ClusterState::Deleting)
         .collect();

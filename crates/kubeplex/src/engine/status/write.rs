@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use crate::controller::{OwnStatus, Reconcile};
 use crate::core::chain;
-use crate::core::{ClusterHealth, ContextOutcome, FleetStatus, now};
+use crate::core::{ClusterHealth, ClusterOutcome, FleetStatus, now};
 use crate::engine::engine::{Engine, ParentWrite, Primary};
 use crate::engine::status::draft::StatusDraft;
 
@@ -23,7 +23,7 @@ impl<R: Reconcile> Engine<R> {
         &self,
         (object, context, shard): ParentWrite<'_, R>,
         previous: &FleetStatus,
-        outcomes: &BTreeMap<String, ContextOutcome>,
+        outcomes: &BTreeMap<String, ClusterOutcome>,
         health: &BTreeMap<String, ClusterHealth>,
     ) {
         let generation = object.meta().generation;
@@ -174,7 +174,7 @@ mod tests {
 
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    use crate::core::{ClusterState, ContextOutcome};
+    use crate::core::{ClusterOutcome, ClusterState};
     use crate::engine::engine::Engine;
     use crate::engine::test_engine::{CONTROL_CLUSTER, TestController, engine, parent};
     use crate::testing::fake_api::{self, status};
@@ -183,7 +183,7 @@ mod tests {
     async fn write(
         engine: &Engine<TestController>,
         object: &ConfigMap,
-        outcomes: &BTreeMap<String, ContextOutcome>,
+        outcomes: &BTreeMap<String, ClusterOutcome>,
     ) {
         let previous = engine.previous_status(object);
         let write = (object, &CONTROL_CLUSTER, None);
@@ -193,10 +193,10 @@ mod tests {
     }
 
     /// cluster-a synced, with one child.
-    fn ready_in_cluster_a() -> BTreeMap<String, ContextOutcome> {
+    fn ready_in_cluster_a() -> BTreeMap<String, ClusterOutcome> {
         [(
             "cluster-a".to_owned(),
-            ContextOutcome {
+            ClusterOutcome {
                 fenced: None,
                 state: ClusterState::Ready,
                 children: 1,
@@ -252,9 +252,9 @@ mod tests {
     async fn the_status_is_applied_server_side_with_only_kubeplexs_part() {
         let (client, requests) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
         let engine = engine(client);
-        let outcomes: BTreeMap<String, ContextOutcome> = [(
+        let outcomes: BTreeMap<String, ClusterOutcome> = [(
             "cluster-a".to_owned(),
-            ContextOutcome {
+            ClusterOutcome {
                 fenced: None,
                 state: ClusterState::NotTargeted,
                 children: 0,

@@ -46,7 +46,7 @@ fn held(name: &str) -> ObjectMeta {
 async fn remove_all_of(
     client: Client,
     places: &[(ApiResource, Option<String>)],
-) -> crate::core::ContextOutcome {
+) -> crate::core::ClusterOutcome {
     remove_telling(client, places).await.0
 }
 
@@ -54,7 +54,7 @@ async fn remove_all_of(
 async fn remove_telling(
     client: Client,
     places: &[(ApiResource, Option<String>)],
-) -> (crate::core::ContextOutcome, Vec<(&'static str, String)>) {
+) -> (crate::core::ClusterOutcome, Vec<(&'static str, String)>) {
     let metrics = crate::metrics::Metrics::default();
     let changes = ChildChanges::default();
     let conflicts = Conflicts::default();

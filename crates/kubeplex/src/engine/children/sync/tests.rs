@@ -110,7 +110,7 @@ pub(crate) async fn sync(
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
     parent: &ParentRef,
-) -> ContextOutcome {
+) -> ClusterOutcome {
     sync_telling(client, want, cached, parent).await.0
 }
 
@@ -120,7 +120,7 @@ pub(crate) async fn sync_telling(
     want: Vec<DesiredChild>,
     cached: Vec<ObjectMeta>,
     parent: &ParentRef,
-) -> (ContextOutcome, Vec<(&'static str, String)>) {
+) -> (ClusterOutcome, Vec<(&'static str, String)>) {
     sync_through(client, want, &watch(cached), parent).await
 }
 
@@ -130,7 +130,7 @@ pub(crate) async fn sync_through(
     want: Vec<DesiredChild>,
     watch: &ChildWatch,
     parent: &ParentRef,
-) -> (ContextOutcome, Vec<(&'static str, String)>) {
+) -> (ClusterOutcome, Vec<(&'static str, String)>) {
     let link = Parentage {
         parent,
         controller: "app-deployer",

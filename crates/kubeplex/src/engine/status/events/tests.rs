@@ -5,8 +5,8 @@ use crate::core::ClusterStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
-    ContextOutcome {
+fn outcome(state: ClusterState, message: Option<&str>) -> ClusterOutcome {
+    ClusterOutcome {
         fenced: None,
         state,
         children: 0,
@@ -14,7 +14,7 @@ fn outcome(state: ClusterState, message: Option<&str>) -> ContextOutcome {
     }
 }
 
-fn outcomes(entries: &[(&str, ClusterState, Option<&str>)]) -> BTreeMap<String, ContextOutcome> {
+fn outcomes(entries: &[(&str, ClusterState, Option<&str>)]) -> BTreeMap<String, ClusterOutcome> {
     entries
         .iter()
         .map(|(context, state, message)| ((*context).to_owned(), outcome(*state, *message)))
