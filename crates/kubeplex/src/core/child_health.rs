@@ -123,7 +123,7 @@ pub struct Projection {
 }
 
 /// The spec fields a projection keeps: what the built-in rules read.
-pub const SPEC_FIELDS: [&str; 7] = [
+pub const SPEC_FIELDS: [&str; 8] = [
     "replicas",
     "type",
     "paused",
@@ -131,6 +131,7 @@ pub const SPEC_FIELDS: [&str; 7] = [
     "completions",
     "parallelism",
     "restartPolicy",
+    "updateStrategy",
 ];
 
 /// A condition of a projected status.

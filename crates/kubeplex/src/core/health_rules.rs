@@ -119,7 +119,9 @@ pub(crate) fn deployment(child: &Projection) -> Assessment {
     Assessment::healthy(format!("{available}/{wanted} replicas available"))
 }
 
-/// A StatefulSet: every replica updated and ready.
+/// A StatefulSet: every replica ready, and updated as far as its update strategy goes — all of them for
+/// `RollingUpdate`, those at or above the partition when it sets one (a rollout held there on purpose is
+/// complete), none for `OnDelete` (a replica is updated when someone deletes it).
 pub(crate) fn stateful_set(child: &Projection) -> Assessment {
     if let Some(not_yet) = unobserved(child) {
         return not_yet;
@@ -132,8 +134,28 @@ pub(crate) fn stateful_set(child: &Projection) -> Assessment {
     if ready < wanted {
         return Assessment::progressing(format!("{ready}/{wanted} replicas ready"));
     }
-    if updated < wanted {
-        return Assessment::progressing(format!("{updated}/{wanted} replicas updated"));
+    let strategy = child.spec_field("updateStrategy");
+    let kind = strategy
+        .and_then(|s| s.get("type"))
+        .and_then(serde_json::Value::as_str);
+    if kind == Some("OnDelete") {
+        return Assessment::healthy(format!(
+            "{ready}/{wanted} replicas ready; OnDelete: {updated} updated, the others when deleted"
+        ));
+    }
+    let partition = (strategy.and_then(|s| s.get("rollingUpdate")))
+        .and_then(|r| r.get("partition"))
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0)
+        .clamp(0, wanted);
+    let to_update = wanted - partition;
+    if updated < to_update {
+        return Assessment::progressing(format!("{updated}/{to_update} replicas updated"));
+    }
+    if partition > 0 {
+        return Assessment::healthy(format!(
+            "{ready}/{wanted} replicas ready; held at partition {partition}: {updated} updated"
+        ));
     }
     Assessment::healthy(format!("{ready}/{wanted} replicas ready"))
 }

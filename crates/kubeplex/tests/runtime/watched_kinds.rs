@@ -56,6 +56,10 @@ impl Reconcile for Mapped {
         let name = parent.metadata.name.clone().unwrap_or_default();
         let mut now = Vec::new();
         for (cluster, _) in cx.clusters() {
+            // The control cluster holds the parents: ConfigMaps are watched in cluster-a and the members.
+            if cluster == Fleet::Control {
+                continue;
+            }
             for config in cx.cached::<ConfigMap>(cluster.clone())? {
                 let labels = config.metadata.labels.as_ref();
                 if labels.and_then(|l| l.get(FOR)) == Some(&name) {

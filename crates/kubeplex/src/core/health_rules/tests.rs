@@ -3,6 +3,7 @@ use serde_json::json;
 mod api_kinds;
 mod kstatus;
 mod pod;
+mod stateful_set;
 
 use super::*;
 use crate::core::child_health::Health;
