@@ -116,8 +116,8 @@ pub mod status {
 /// A child's health, and the rules that judge it (docs/ownership.md, "Children's health").
 pub mod health {
     pub use crate::core::{
-        Assessment, ChildHealth, ConditionView, ContainerView, Health, HealthRule, Projection,
-        SPEC_FIELDS,
+        Assessment, ChildHealth, ConditionView, ContainerView, Health, HealthRule,
+        MAX_HEALTH_REASON, Projection, SPEC_FIELDS,
     };
 }
 

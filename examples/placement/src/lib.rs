@@ -154,12 +154,18 @@ fn schedulable(node: &Node) -> bool {
     ready && !cordoned
 }
 
-/// A CPU quantity in cores: `4`, `3500m`; anything else counts as none.
+/// A CPU quantity in cores: `4`, `3500m`; anything else (a Node's status is anyone's with the right to
+/// write it: `inf`, `-8`, `NaN`) counts as none.
 fn cores(quantity: &Quantity) -> f64 {
     let text = quantity.0.as_str();
-    match text.strip_suffix('m') {
+    let cores = match text.strip_suffix('m') {
         Some(milli) => milli.parse::<f64>().map_or(0.0, |m| m / 1000.0),
         None => text.parse().unwrap_or(0.0),
+    };
+    if cores.is_finite() && cores > 0.0 {
+        cores
+    } else {
+        0.0
     }
 }
 
@@ -209,5 +215,8 @@ mod tests {
         assert_eq!(cores(&Quantity("4".into())), 4.0);
         assert_eq!(cores(&Quantity("3500m".into())), 3.5);
         assert_eq!(cores(&Quantity("lots".into())), 0.0);
+        for hostile in ["inf", "-8", "NaN", "1e400"] {
+            assert_eq!(cores(&Quantity(hostile.into())), 0.0, "{hostile}");
+        }
     }
 }

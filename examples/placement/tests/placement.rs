@@ -214,5 +214,7 @@ async fn a_placement_follows_the_free_cpu_of_the_fleet_without_polling() {
         }
     })
     .await;
-    running.shutdown().await;
+    tokio::time::timeout(WAIT, running.shutdown())
+        .await
+        .expect("the operator shuts down in time");
 }

@@ -164,11 +164,7 @@ impl<C: Context> Cx<C> {
         if self.primary.as_ref() == Some(kind) && here(plan.contexts(), plan.in_members()) {
             return None;
         }
-        let watched = plan.watched().iter();
-        if watched
-            .filter(|w| w.resource() == kind)
-            .any(|w| here(w.contexts(), w.in_members()))
-        {
+        if (plan.watched().iter()).any(|w| w.resource() == kind && w.is_watched_in(cluster)) {
             return None;
         }
         let owned = plan.children().iter().filter(|c| c.resource() == kind);

@@ -49,8 +49,7 @@ pub enum Error {
         /// The context asked for.
         context: String,
     },
-    /// A member of the fleet cannot be used: its provider reported it malformed, or it is not (or no
-    /// longer) a member.
+    /// A member of the fleet cannot be used: its provider reported it malformed, or it is no member now.
     #[error("member {member}: {reason}")]
     Member {
         /// The member's name.
@@ -68,13 +67,12 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-    /// A reconcile read a cache the controller does not keep: `Cx::cached` of a kind it declared nowhere
-    /// in that cluster.
+    /// `Cx::cached` of a kind the controller declared nowhere in that cluster.
     #[error("cluster {cluster}: this controller keeps no cache of {kind} there; {fix}")]
     NotWatched {
         /// The cluster read.
         cluster: String,
-        /// The kind, `Kind.group/version`.
+        /// The kind (`Kind.group/version`).
         kind: String,
         /// The declaration that would watch it.
         fix: String,
@@ -102,8 +100,7 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The secure metrics server cannot start: its address cannot be bound, its certificate cannot be
-    /// read, or its context has no client.
+    /// The secure metrics server cannot start: its address, its certificate or its context's client.
     #[error("secure metrics on {address}: {reason}")]
     SecureMetrics {
         /// The address asked for.

@@ -9,7 +9,8 @@
 mod api_kinds;
 mod pod;
 
-use super::child_health::{Assessment, HealthRule, Projection};
+use super::child_health::{Assessment, HealthRule};
+use super::projection::Projection;
 use api_kinds::{
     api_service, cron_job, custom_resource_definition, horizontal_pod_autoscaler, ingress,
     pod_disruption_budget,

@@ -19,6 +19,7 @@ mod health_rules;
 mod log_throttle;
 mod logging;
 mod ownership;
+mod projection;
 mod recent_writes;
 mod redact;
 mod resource;
@@ -27,10 +28,7 @@ mod status;
 pub use action::Action;
 pub(crate) use action::Verdict;
 pub(crate) use capacity::Shrink;
-pub use child_health::{
-    Assessment, ChildHealth, ConditionView, ContainerView, Health, HealthRule, Projection,
-    SPEC_FIELDS,
-};
+pub use child_health::{Assessment, ChildHealth, Health, HealthRule, MAX_HEALTH_REASON};
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub(crate) use cluster::name_problem;
 pub use cluster::{Cluster, Member};
@@ -54,6 +52,7 @@ pub use ownership::{
 };
 pub(crate) use ownership::{ParentRef, unlink_patch};
 pub(crate) use ownership::{written_by, written_by_its_controller, written_marker};
+pub use projection::{ConditionView, ContainerView, Projection, SPEC_FIELDS};
 pub use recent_writes::RecentWrites;
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};

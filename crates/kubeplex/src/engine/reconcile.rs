@@ -135,10 +135,10 @@ impl<R: Reconcile> Engine<R> {
         let places = self.places();
         let names = places.iter().map(|p| p.name.to_string()).collect();
         // What the status said before this reconcile: events tell changes of it, not every retry.
-        let before = self.previous_status(&object);
+        let (before, own_before) = self.previous(&object, own.as_ref());
         let mut draft =
             StatusDraft::new(before, object.meta().generation, declared(&desired), names)
-                .with_own(own);
+                .with_own(own, own_before);
         let leave_notes = self.record_orphaned_members(&object, &mut draft);
         let changes = ChildChanges::default();
         let parent = self.parent_ref(&object, &context);

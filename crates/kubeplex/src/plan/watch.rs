@@ -178,6 +178,15 @@ impl<C: Context> Watch<C> {
         self.field_selector.as_deref()
     }
 
+    /// Whether the kind is watched in `cluster`: one of its contexts, or any member when it is watched in
+    /// members.
+    pub fn is_watched_in(&self, cluster: &Cluster<C>) -> bool {
+        match cluster {
+            Cluster::Context(context) => self.contexts.contains(context),
+            Cluster::Member(_) => self.members,
+        }
+    }
+
     /// Whether changes are mapped to parents (`false`: every parent is reconciled).
     pub fn is_mapped(&self) -> bool {
         self.parent.is_some()

@@ -2,7 +2,8 @@
 //! APIService), scaling and disruption (HorizontalPodAutoscaler, PodDisruptionBudget), schedules (CronJob)
 //! and entry points (Ingress), each from what its controller writes.
 
-use crate::core::child_health::{Assessment, Projection};
+use crate::core::child_health::Assessment;
+use crate::core::projection::Projection;
 
 /// A CustomResourceDefinition: `Healthy` once `Established`; `Degraded` when its names are not accepted
 /// (they clash with another's), else installing.

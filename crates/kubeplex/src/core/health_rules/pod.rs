@@ -2,7 +2,8 @@
 //! scheduler write them: a Pod that crash-loops, cannot pull its image or cannot be scheduled is never
 //! healthy.
 
-use crate::core::child_health::{Assessment, ContainerView, Projection};
+use crate::core::child_health::Assessment;
+use crate::core::projection::{ContainerView, Projection};
 
 /// Why a container waits when it will not start by itself: the kubelet's words for a broken image, a
 /// broken configuration, or a container that keeps crashing.

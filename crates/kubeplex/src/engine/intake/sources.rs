@@ -93,10 +93,7 @@ impl<R: Reconcile> Engine<R> {
     /// Opens every watched kind's watches in `cluster` (the kinds declared in that context, or in members
     /// when it is one), records them, and subscribes the current term's queue, if any.
     pub(crate) fn open_inputs(&self, cluster: &Cluster<R::Context>, client: &Client) {
-        let declared = self.plan.watched().iter().filter(|w| match cluster {
-            Cluster::Context(context) => w.contexts().contains(context),
-            Cluster::Member(_) => w.in_members(),
-        });
+        let declared = (self.plan.watched().iter()).filter(|w| w.is_watched_in(cluster));
         let opened: Vec<Arc<dyn InputWatch>> = declared
             .flat_map(|w| w.open(&self.runtime.watches, cluster, client))
             .collect();

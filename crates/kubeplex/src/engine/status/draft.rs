@@ -31,6 +31,9 @@ pub(crate) struct StatusDraft {
     written: Option<FleetStatus>,
     /// The reconcile's own status fields, written with kubeplex's part.
     own: Option<OwnStatus>,
+    /// Whether `own` differs from what the parent had (or this controller last wrote) when the reconcile
+    /// began, until a write puts it in place.
+    own_changed: bool,
 }
 
 impl StatusDraft {
@@ -52,11 +55,14 @@ impl StatusDraft {
             health: BTreeMap::new(),
             written: None,
             own: None,
+            own_changed: false,
         }
     }
 
-    /// The reconcile's own status fields go in every write of this draft.
-    pub(crate) fn with_own(mut self, own: Option<OwnStatus>) -> Self {
+    /// The reconcile's own status fields go in every write of this draft; `before` is what the parent had
+    /// of them when the reconcile began.
+    pub(crate) fn with_own(mut self, own: Option<OwnStatus>, before: Option<OwnStatus>) -> Self {
+        self.own_changed = own.is_some() && own != before;
         self.own = own;
         self
     }
@@ -64,6 +70,11 @@ impl StatusDraft {
     /// The reconcile's own status fields, if it set any.
     pub(crate) fn own(&self) -> Option<&OwnStatus> {
         self.own.as_ref()
+    }
+
+    /// The reconcile's own status fields while a write still has to put them in place.
+    pub(crate) fn own_to_write(&self) -> Option<&OwnStatus> {
+        self.own.as_ref().filter(|_| self.own_changed)
     }
 
     /// The status as the reconcile found it.
@@ -141,6 +152,7 @@ impl StatusDraft {
     /// The `status` is in place (written, or as it was): the next write goes over it.
     pub(crate) fn wrote(&mut self, status: FleetStatus) {
         self.written = Some(status);
+        self.own_changed = false;
     }
 }
 

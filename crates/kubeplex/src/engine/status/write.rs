@@ -28,7 +28,7 @@ impl<R: Reconcile> Engine<R> {
     ) {
         let generation = object.meta().generation;
         let status = FleetStatus::from_outcomes(previous, outcomes, health, generation, &now());
-        self.apply_status((object, context, shard), previous, status, None)
+        self.apply_status((object, context, shard), previous, status, None, false)
             .await;
     }
 
@@ -41,9 +41,9 @@ impl<R: Reconcile> Engine<R> {
         interim: bool,
     ) {
         let (status, previous) = draft.status(interim, &now());
-        let own = draft.own().cloned();
+        let own = draft.own_to_write().cloned();
         if self
-            .apply_status(write, previous, status.clone(), own.as_ref())
+            .apply_status(write, previous, status.clone(), draft.own(), own.is_some())
             .await
         {
             draft.wrote(status);
@@ -56,28 +56,29 @@ impl<R: Reconcile> Engine<R> {
         let previous = self.previous_status(object);
         let status =
             FleetStatus::reconcile_failed(&previous, message, object.meta().generation, &now());
-        self.apply_status(write, &previous, status, None).await;
+        self.apply_status(write, &previous, status, None, false)
+            .await;
     }
 
     /// Writes a reconcile's own status fields alone, for a controller without children (kubeplex writes
     /// no part of its status), unless they are in place.
     pub(crate) async fn write_own(&self, write: ParentWrite<'_, R>, own: &OwnStatus) {
-        let previous = self.previous_status(write.0);
-        self.apply_status(write, &previous, previous.clone(), Some(own))
+        let (previous, before) = self.previous(write.0, Some(own));
+        let changed = before.as_ref() != Some(own);
+        self.apply_status(write, &previous, previous.clone(), Some(own), changed)
             .await;
     }
 
     /// Applies `status`, with the reconcile's `own` fields beside it, unless both are in place (`status` is
-    /// `previous`, `own` what the object or this controller's last write says); whether they are in place
-    /// (written, or unchanged).
+    /// `previous`, and `own` not `own_changed`); whether they are in place (written, or unchanged).
     async fn apply_status(
         &self,
         (object, context, shard): ParentWrite<'_, R>,
         previous: &FleetStatus,
         status: FleetStatus,
         own: Option<&OwnStatus>,
+        own_changed: bool,
     ) -> bool {
-        let own_changed = own.is_some_and(|own| &self.previous_own(object, own) != own);
         if (&status == previous && !own_changed) || self.no_status.load(Ordering::Relaxed) {
             return true;
         }
@@ -141,31 +142,33 @@ impl<R: Reconcile> Engine<R> {
     /// wrote it when the cache does not show that write yet. Read once per reconcile (it serializes the
     /// object), and handed to the writes and the Events that compare with it.
     pub(crate) fn previous_status(&self, object: &Primary<R>) -> FleetStatus {
-        self.written_status
-            .newer_than(object)
-            .unwrap_or_else(|| owned_status(object))
+        self.previous(object, None).0
     }
-}
 
-impl<R: Reconcile> Engine<R> {
-    /// The object's current values of the fields in `own`: as this controller last wrote them when the
-    /// cache does not show that write yet, else as the cached object has them.
-    fn previous_own(&self, object: &Primary<R>, own: &OwnStatus) -> OwnStatus {
-        if let Some(written) = self.written_own.newer_than(object) {
-            return written;
-        }
-        let value = serde_json::to_value(object).unwrap_or_default();
-        let status = value.get("status").and_then(serde_json::Value::as_object);
-        (own.keys())
-            .filter_map(|key| Some((key.clone(), status?.get(key)?.clone())))
-            .collect()
+    /// [`previous_status`](Self::previous_status), and the object's current values of the fields in `own`
+    /// the same way (this controller's last write of them while the cache does not show it); the object is
+    /// serialized once, and only when a memo does not answer.
+    pub(crate) fn previous(
+        &self,
+        object: &Primary<R>,
+        own: Option<&OwnStatus>,
+    ) -> (FleetStatus, Option<OwnStatus>) {
+        let fleet = self.written_status.newer_than(object);
+        let own_written = own.and_then(|_| self.written_own.newer_than(object));
+        let cached = (fleet.is_none() || (own.is_some() && own_written.is_none()))
+            .then(|| serde_json::to_value(object).unwrap_or_default());
+        let status = cached.as_ref().and_then(|v| v.get("status"));
+        let fleet = fleet.unwrap_or_else(|| FleetStatus::owned_part(status));
+        let own = own.map(|own| {
+            own_written.unwrap_or_else(|| {
+                let fields = status.and_then(serde_json::Value::as_object);
+                (own.keys())
+                    .filter_map(|key| Some((key.clone(), fields?.get(key)?.clone())))
+                    .collect()
+            })
+        });
+        (fleet, own)
     }
-}
-
-/// kubeplex's part of the object's current status.
-fn owned_status<K: serde::Serialize>(object: &K) -> FleetStatus {
-    let value = serde_json::to_value(object).ok();
-    FleetStatus::owned_part(value.as_ref().and_then(|v| v.get("status")))
 }
 
 #[cfg(test)]
