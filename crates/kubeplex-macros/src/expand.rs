@@ -90,8 +90,9 @@ pub fn expand(model: &Model) -> TokenStream {
             .health
             .as_ref()
             .map(|rule| quote!(.with_health(#rule)));
+        let shared = child.shared.then(|| quote!(.shared()));
         calls.push(quote! {
-            .owns(#krate::Child::of::<#kind>() #members #namespaces #keep #orphan #health #contexts)
+            .owns(#krate::Child::of::<#kind>() #members #namespaces #keep #orphan #health #shared #contexts)
         });
     }
 

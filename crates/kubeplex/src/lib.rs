@@ -127,6 +127,7 @@ pub mod ownership {
     pub use crate::core::{
         CONTROLLER_LABEL, DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION,
         PARENT_ANNOTATION, PARENT_KIND_ANNOTATION, PARENT_UID_LABEL, PrunePolicy,
+        SHARED_DIGEST_ANNOTATION, SHARED_LABEL,
     };
 }
 

@@ -6,12 +6,13 @@
 //!
 //! It polls nothing: the Nodes of every cluster are watched (`watches(Node, ..)`), each change of one
 //! reconciles every Placement, a cluster that stops answering does too, and the reconcile reads the Nodes
-//! from the caches (`cx.cached`), members' included.
+//! from the caches (`cx.cached`), members' included. The `apps` Namespace is every Placement's child where
+//! it runs, shared (`owns(Namespace, .., shared)`): created by the first, left in place by the last.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{Container, Node, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, Namespace, Node, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::ObjectMeta;
@@ -69,6 +70,10 @@ pub struct PlacementStatus {
     crd = Placement,
     contexts = [Fleet::Control],
     namespaces = ["placements"],
+    owns(
+        Namespace, contexts = [Fleet::ClusterA, Fleet::ClusterB], members,
+        shared, prune = keep, on_delete = orphan,
+    ),
     owns(Deployment, contexts = [Fleet::ClusterA, Fleet::ClusterB], members, namespaces = ["apps"]),
     watches(Node, contexts = [Fleet::ClusterA, Fleet::ClusterB], members),
 )]
@@ -86,6 +91,8 @@ impl Reconcile for Placer {
         let placed: Vec<&str> = chosen.iter().map(Cluster::name).collect();
         cx.set_status(serde_json::json!({ "placed": placed }))?;
         for cluster in chosen {
+            // Every Placement there declares it; a Namespace outlives them (others may put things in it).
+            cx.child(cluster.clone(), apps_namespace())?;
             cx.child(cluster, deployment(&placement))?;
         }
         // Every Deployment not declared this time is removed: moving is declaring it elsewhere.
@@ -166,6 +173,17 @@ fn cores(quantity: &Quantity) -> f64 {
         cores
     } else {
         0.0
+    }
+}
+
+/// The Namespace the Deployments run in, the same for every Placement.
+pub fn apps_namespace() -> Namespace {
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(APPS.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The placement operator on real clusters (control, cluster-a, cluster-b, and cluster-c as a member): a
 //! Placement runs in the cluster with the most free CPU and moves, without any polling, when that
 //! cluster's Nodes are cordoned or go NotReady, when a member with more CPU joins, and when a cluster
-//! stops answering; deleted, it leaves nothing behind.
+//! stops answering; two Placements share the `apps` Namespace; deleted, they leave no Deployment behind.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -11,8 +11,9 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::KubeConfigOptions;
 use kube::{Client, CustomResourceExt};
-use kubeplex::Manager;
 use kubeplex::members::{LeavePolicy, Members};
+use kubeplex::ownership::{PARENT_UID_LABEL, SHARED_LABEL};
+use kubeplex::{ClusterState, Manager};
 use kubeplex_placement::{APPS, PLACEMENTS, Placement, PlacementSpec, Placer};
 use kubeplex_testenv::{TestEnv, eventually};
 
@@ -126,6 +127,78 @@ async fn wait_placed(env: &TestEnv, looked_at: &[&str], expected: &[&str]) {
     .await;
 }
 
+/// A second Placement, in two clusters, shares the `apps` Namespace with `web` in cluster-a without a
+/// conflict; deleted, it leaves the Namespace to `web` there, and in place (unlinked) in cluster-b.
+async fn shares_apps(env: &TestEnv, placements: &Api<Placement>) {
+    let api = Placement::new(
+        "api",
+        PlacementSpec {
+            image: "nginx:1.27".into(),
+            clusters: 2,
+        },
+    );
+    placements
+        .create(&PostParams::default(), &api)
+        .await
+        .unwrap();
+    let sharers = |namespace: &Namespace| {
+        let labels = namespace.metadata.labels.clone().unwrap_or_default();
+        let prefix = format!("{PARENT_UID_LABEL}.");
+        labels.keys().filter(|k| k.starts_with(&prefix)).count()
+    };
+    let namespaces = async |cluster: &str| Api::<Namespace>::all(client(env, cluster).await);
+    let (in_a, in_b) = (namespaces("cluster-a").await, namespaces("cluster-b").await);
+    eventually(
+        "api Ready in both clusters, apps shared in cluster-a",
+        WAIT,
+        async || {
+            let placement = placements.get("api").await.map_err(|e| e.to_string())?;
+            let status = placement.status.unwrap_or_default();
+            let ready = |cluster: &str| {
+                let state = status.fleet.clusters.get(cluster).map(|c| c.state);
+                state == Some(ClusterState::Ready)
+            };
+            let apps = in_a.get(APPS).await.map_err(|e| e.to_string())?;
+            if ready("cluster-a") && ready("cluster-b") && sharers(&apps) == 2 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{:?}; {:?}",
+                    status.fleet.clusters, apps.metadata.labels
+                ))
+            }
+        },
+    )
+    .await;
+    placements
+        .delete("api", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("api gone, apps left to web", WAIT, async || {
+        if placements
+            .get_opt("api")
+            .await
+            .map_err(|e| e.to_string())?
+            .is_some()
+        {
+            return Err("api still there".into());
+        }
+        let (a, b) = (in_a.get(APPS).await, in_b.get(APPS).await);
+        let (a, b) = (a.map_err(|e| e.to_string())?, b.map_err(|e| e.to_string())?);
+        let unlinked = b
+            .metadata
+            .labels
+            .as_ref()
+            .is_none_or(|l| !l.contains_key(SHARED_LABEL));
+        if sharers(&a) == 1 && sharers(&b) == 0 && unlinked {
+            Ok(())
+        } else {
+            Err(format!("{:?}; {:?}", a.metadata.labels, b.metadata.labels))
+        }
+    })
+    .await;
+}
+
 /// How cluster-c is reached, as a member provider would hand it over.
 async fn cluster_c(env: &TestEnv) -> kube::Config {
     let options = KubeConfigOptions {
@@ -146,9 +219,6 @@ async fn a_placement_follows_the_free_cpu_of_the_fleet_without_polling() {
         .await
         .unwrap();
     create_namespace(client(&env, "control").await, PLACEMENTS).await;
-    for cluster in CHILDREN {
-        create_namespace(client(&env, cluster).await, APPS).await;
-    }
     add_node(&env, "cluster-a", "a-1", "8").await;
     add_node(&env, "cluster-b", "b-1", "4000m").await;
     add_node(&env, "cluster-c", "c-1", "16").await;
@@ -178,6 +248,7 @@ async fn a_placement_follows_the_free_cpu_of_the_fleet_without_polling() {
         .unwrap();
     let typed = ["cluster-a", "cluster-b"];
     wait_placed(&env, &typed, &["cluster-a"]).await;
+    shares_apps(&env, &placements).await;
 
     // Cordoned, its CPU is not free: the Deployment moves, and back when it is uncordoned.
     cordon(&env, "cluster-a", "a-1", true).await;

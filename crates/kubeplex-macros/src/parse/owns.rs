@@ -28,9 +28,13 @@ pub struct OwnsOptions {
     /// `health = path::to::rule` (default: the kind's built-in rule): the function that judges a child's
     /// health from its projection.
     pub health: Option<RawExpr>,
+    /// `shared` (a flag): several parents may declare the same child of this kind.
+    #[darling(default)]
+    pub shared: Flag,
 }
 
-/// `owns(Kind, members, contexts = [..], namespaces = [..], prune = keep, on_delete = orphan, health = rule)`.
+/// `owns(Kind, members, contexts = [..], namespaces = [..], prune = keep, on_delete = orphan, health = rule,
+/// shared)`.
 #[derive(Debug)]
 pub struct Owns {
     /// The whole `owns(...)`, for errors about it as a whole.

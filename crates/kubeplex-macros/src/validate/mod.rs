@@ -101,6 +101,8 @@ pub struct ChildModel {
     pub orphan_on_delete: bool,
     /// `health = path`: the rule that judges a child's health, instead of the kind's built-in one.
     pub health: Option<Path>,
+    /// `shared`: several parents may declare the same child.
+    pub shared: bool,
 }
 
 /// Checks that the attribute is on a struct it supports; returns that struct.
@@ -334,6 +336,7 @@ pub fn validate(args: ControllerArgs, ident: &Ident, errors: &mut Accumulator) -
             keep_on_prune,
             orphan_on_delete,
             health,
+            shared: owns.options.shared.0.is_some(),
         });
     }
     check::check_owns_overlap(&children, errors);

@@ -53,6 +53,7 @@ impl ::kubeplex::Controller for DeploymentAuditor {
                     .with_namespaces(["audit"])
                     .keep_on_prune()
                     .orphan_on_delete()
+                    .shared()
                     .with_contexts([Fleet::Control]),
             )
             .with_contexts([Fleet::ClusterA, Fleet::ClusterB])

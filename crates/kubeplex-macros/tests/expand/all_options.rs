@@ -14,7 +14,7 @@
     abandon_unreachable_after = "2h",
     abandon_terminating_after = "30m",
     owns(ConfigMap, contexts = [Fleet::Control]),
-    owns(Secret, contexts = [Fleet::Control], namespaces = ["audit"], prune = keep, on_delete = orphan),
+    owns(Secret, contexts = [Fleet::Control], namespaces = ["audit"], prune = keep, on_delete = orphan, shared),
 )]
 pub struct DeploymentAuditor {
     client_timeout: std::time::Duration,

@@ -23,6 +23,7 @@ mod projection;
 mod recent_writes;
 mod redact;
 mod resource;
+mod sharing;
 mod status;
 
 pub use action::Action;
@@ -57,5 +58,9 @@ pub use recent_writes::RecentWrites;
 pub(crate) use redact::kubeconfig_error;
 pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};
+pub use sharing::{SHARED_DIGEST_ANNOTATION, SHARED_LABEL};
+pub(crate) use sharing::{
+    is_shared, is_shared_object, parents_of, sharing_label, sharing_parents, was_shared,
+};
 pub(crate) use status::{ClusterOutcome, now};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};

@@ -76,21 +76,23 @@ pub(crate) struct ParentRef {
 impl ParentRef {
     /// Reads the parent reference of a child, if it has a complete one.
     pub(crate) fn of(child: &ObjectMeta) -> Option<Self> {
-        let uid = child.labels.as_ref()?.get(PARENT_UID_LABEL)?.clone();
-        let mut parts = child
-            .annotations
-            .as_ref()?
-            .get(PARENT_ANNOTATION)?
-            .rsplitn(3, '/');
+        let uid = child.labels.as_ref()?.get(PARENT_UID_LABEL)?;
+        let place = child.annotations.as_ref()?.get(PARENT_ANNOTATION)?;
+        Self::parse(place, uid)
+    }
+
+    /// The parent of UID `uid` that `place` (a [`PARENT_ANNOTATION`] value) names, if it names one.
+    pub(crate) fn parse(place: &str, uid: &str) -> Option<Self> {
+        let mut parts = place.rsplitn(3, '/');
         let (name, namespace, context) = (parts.next()?, parts.next()?, parts.next()?);
-        if context.is_empty() || name.is_empty() {
+        if context.is_empty() || name.is_empty() || uid.is_empty() {
             return None;
         }
         Some(Self {
             context: context.to_owned(),
             namespace: (!namespace.is_empty()).then(|| namespace.to_owned()),
             name: name.to_owned(),
-            uid,
+            uid: uid.to_owned(),
         })
     }
 
@@ -120,7 +122,7 @@ impl ParentRef {
     }
 
     /// The value of [`PARENT_ANNOTATION`] on this parent's children: `cluster/namespace/name`.
-    fn annotation(&self) -> String {
+    pub(crate) fn annotation(&self) -> String {
         let namespace = self.namespace.as_deref().unwrap_or("");
         format!("{}/{namespace}/{}", self.context, self.name)
     }

@@ -19,7 +19,7 @@ use crate::core::{Action, Verdict};
 use crate::core::{ClusterOutcome, ClusterState};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::changes::ChildChanges;
-use crate::engine::children::removal;
+use crate::engine::children::removal::{self, ChildPlace};
 use crate::engine::engine::{Engine, ParentWrite, Primary};
 use crate::engine::status::events::{Note, deletion_note};
 
@@ -212,7 +212,7 @@ impl<R: Reconcile> Engine<R> {
     }
 
     /// Every (child kind, namespace) this controller may have put in `context`, a fixed one or a member.
-    fn child_places(&self, context: &str) -> Vec<(kube::api::ApiResource, Option<String>)> {
+    fn child_places(&self, context: &str) -> Vec<ChildPlace> {
         let member = self.runtime.members.contains(context);
         // The namespace the member's configuration defaults to (a kind may live there only).
         let default = (self.runtime.members.client(context))
@@ -228,7 +228,11 @@ impl<R: Reconcile> Engine<R> {
                     .filter(|_| member && child.in_members());
                 fixed
                     .chain(members)
-                    .map(|namespace| (child.resource().clone(), namespace.map(str::to_owned)))
+                    .map(|namespace| ChildPlace {
+                        resource: child.resource().clone(),
+                        namespace: namespace.map(str::to_owned),
+                        shared: child.is_shared(),
+                    })
                     .collect::<Vec<_>>()
             })
             .collect()

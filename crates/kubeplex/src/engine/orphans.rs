@@ -18,13 +18,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::future::join_all;
+use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::controller::Reconcile;
 use crate::core::Cluster;
-use crate::core::ParentRef;
+use crate::core::{DeletePolicy, ParentRef, is_shared, parents_of};
 use crate::core::{chain, namespaced_name};
 use crate::engine::children::removal::{self, Removed};
+use crate::engine::children::sharing;
 use crate::engine::engine::{ChildWatch, Engine, Primary, ReconcileKey};
 use crate::engine::status::events::Note;
 use crate::watch::SharedWatch;
@@ -54,10 +56,8 @@ impl<R: Reconcile> Engine<R> {
         type Group<K> = (Arc<SharedWatch<K>>, HashSet<ParentRef>);
         let mut groups: HashMap<usize, Group<Primary<R>>> = HashMap::new();
         let children = watch.cache.parent_uids().into_iter();
-        for child in children.flat_map(|uid| watch.cache.children_of(&uid)) {
-            let Some(parent) = ParentRef::of(&child) else {
-                continue;
-            };
+        let children = children.flat_map(|uid| watch.cache.children_of(&uid));
+        for parent in children.flat_map(|child| parents_of(&child)) {
             let Some(key) = Self::key_for(&self.plan, &parent) else {
                 continue; // Its parent lives in a cluster this controller does not watch: not ours to judge.
             };
@@ -220,9 +220,26 @@ impl<R: Reconcile> Engine<R> {
         };
         let children = watch.cache.children_of(&parent.uid).into_iter();
         // Only the children that name this parent, all of it: another naming the same UID is judged by its own.
-        for child in children.filter(|child| parent.is_parent_of(child)) {
+        let named = |child: &ObjectMeta| parent.is_parent_of(child) || parent.shares(child);
+        for child in children.filter(named) {
             let name = child.name.clone().unwrap_or_default();
             tracing::info!(cluster = %watch.context, kind = %watch.resource.kind, %name, parent = %parent.name, "removing an orphaned child");
+            if is_shared(&child) {
+                let spare = DeletePolicy::of(&child) == DeletePolicy::Orphan;
+                let controller = self.plan.name();
+                let released = sharing::release(
+                    client.clone(),
+                    &watch.resource,
+                    &child,
+                    parent,
+                    controller,
+                    spare,
+                );
+                if let Err(error) = released.await {
+                    tracing::warn!(cluster = %watch.context, error = %chain(&error), "letting go of an orphaned shared child failed");
+                }
+                continue;
+            }
             let removal =
                 removal::remove(client.clone(), &watch.resource, &child, self.plan.name());
             match removal.await {

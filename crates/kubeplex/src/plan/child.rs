@@ -37,6 +37,8 @@ pub struct Child<C> {
     whole: bool,
     /// Judges each child's health: the kind's built-in rule, or the user's.
     pub(crate) health: HealthRule,
+    /// Several parents may declare the same child (see [`Child::shared`]).
+    shared: bool,
 }
 
 impl<C: Context> Child<C> {
@@ -55,7 +57,25 @@ impl<C: Context> Child<C> {
             open_full: open_full_child_watch::<K>,
             whole: false,
             health: builtin_rule(&K::group(&()), &K::kind(&())),
+            shared: false,
         }
+    }
+
+    /// Children of this kind may be shared: several parents of the controller may declare the same object
+    /// (a Namespace, a ConfigMap, a CRD), the attribute's `owns(Kind, shared)`. It is created by the first,
+    /// records every parent that declares it, is never a conflict between them, and is deleted (or kept,
+    /// or orphaned, as its policies say) only when the last one lets go. Parents must declare it alike: one
+    /// whose content differs from what the others applied is refused as a conflict. An object created by
+    /// someone else stays a conflict (`docs/ownership.md`, "Shared children").
+    #[must_use]
+    pub fn shared(mut self) -> Self {
+        self.shared = true;
+        self
+    }
+
+    /// Whether children of this kind may be shared (set by [`shared`](Self::shared)).
+    pub fn is_shared(&self) -> bool {
+        self.shared
     }
 
     /// Judges the health of children of this kind with `rule` instead of the kind's built-in one (the

@@ -17,7 +17,7 @@ use super::projected::Projected;
 use super::trigger::{ChildChangeFilter, ChildChangeKind};
 use super::watches::{SharedWatch, WatchKey, WatchRegistry};
 use crate::core::{Assessment, ChildHealth, Health, HealthRule, Projection};
-use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef};
+use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef, parents_of};
 use crate::core::{PrimaryResource, object_ref};
 use crate::core::{written_by_its_controller, written_marker};
 
@@ -89,13 +89,15 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
         let (rule, project) = (self.rule, self.project);
         let changed = ChildChangeFilter::default();
         self.watch.subscribe(move |change| {
-            // A child without a parent reference (edited by hand) is no one's change.
-            let Some(parent) = ParentRef::of(change.object().meta()) else {
+            // A child without a parent reference (edited by hand) is no one's change; a shared child's is
+            // each of its parents'.
+            let parents = parents_of(change.object().meta());
+            if parents.is_empty() {
                 return true;
-            };
+            }
             let health = hashed(&rule(&project(change.object())));
             match changed.passes(change, health) {
-                Some(what) => deliver(parent, what),
+                Some(what) => parents.into_iter().all(|parent| deliver(parent, what)),
                 None => true,
             }
         });

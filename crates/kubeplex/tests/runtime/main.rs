@@ -21,6 +21,7 @@ mod otlp;
 mod own_status;
 mod secure_metrics;
 mod sharding;
+mod shared_children;
 mod shutdown;
 mod spread;
 mod startup;

@@ -9,7 +9,9 @@ use super::Cx;
 use crate::controller::ChildOptions;
 use crate::controller::desired_child::{DesiredChild, DesiredChildren};
 use crate::core::{ApiScope, Cluster, Context, Error, Result};
-use crate::core::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
+use crate::core::{
+    DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy, SHARED_LABEL,
+};
 
 impl<C: Context> Cx<C> {
     /// Declares a child the object should have in a context or member.
@@ -199,6 +201,14 @@ impl<C: Context> Cx<C> {
             on_delete.as_str(),
             on_delete == DeletePolicy::Delete,
         );
+        // Shared when its declaration says so, whatever the object's own labels say.
+        if declared.iter().any(|c| c.is_shared()) {
+            object["metadata"]["labels"][SHARED_LABEL] = "true".into();
+        } else if let Some(labels) =
+            (object["metadata"].get_mut("labels")).and_then(serde_json::Value::as_object_mut)
+        {
+            labels.remove(SHARED_LABEL);
+        }
         let desired = DesiredChild {
             resource,
             namespace,

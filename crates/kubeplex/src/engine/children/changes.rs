@@ -16,6 +16,10 @@ pub(crate) enum ChildChange {
     Kept,
     /// Its parent deleted, unlinked and left in place (delete policy orphan).
     Orphaned,
+    /// Shared with the parents that declared it before: this parent is recorded on it.
+    Joined,
+    /// Shared, no longer declared by this parent (or its parent deleted): left to the others.
+    Released,
 }
 
 /// The children a sync changed, in every cluster, as they happen (so that a cluster cut off by its cap
@@ -54,6 +58,16 @@ impl ChildChanges {
                         "ChildrenOrphaned",
                         "Unlink",
                         "orphaned, unlinked and left in place (the parent is deleted; delete policy orphan)",
+                    ),
+                    ChildChange::Joined => (
+                        "ChildShared",
+                        "Apply",
+                        "shared with the other parents that declare it",
+                    ),
+                    ChildChange::Released => (
+                        "ChildReleased",
+                        "Unlink",
+                        "left to the other parents that share it",
                     ),
                 };
                 let message = format!("{done} in {context}: {}", places.join(", "));

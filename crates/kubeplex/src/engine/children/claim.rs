@@ -8,8 +8,12 @@
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams};
 
 use super::parentage::Parentage;
+use super::sharing;
 use crate::controller::DesiredChild;
-use crate::core::{PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, written_by};
+use crate::core::{CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, written_by};
+use crate::core::{
+    SHARED_DIGEST_ANNOTATION, is_shared, is_shared_object, sharing_parents, was_shared,
+};
 use crate::engine::engine::ChildWatch;
 
 /// A resourceVersion no object has: etcd counts revisions from 1 and every write makes a new one, so a
@@ -51,7 +55,7 @@ pub(crate) fn claim(
     let of_kind = || watches.iter().filter(|w| w.resource == child.resource);
     let namespace = child.namespace.as_deref();
     if let Some(cached) = of_kind().find_map(|w| w.cache.get(namespace, &child.name)) {
-        return Ok(judge(cached, link, true));
+        return Ok(judge(cached, child, link, true));
     }
     let parent = link.parent.uid.as_str();
     let applied = of_kind().find_map(|w| w.answered.applied_for(namespace, &child.name, parent));
@@ -93,12 +97,18 @@ enum Precondition {
 impl Attempt {
     /// Applies `child` if its precondition holds: `Ok(None)` when the server refused it (the name is
     /// taken, or the object is gone or another); [`look_up`] then says whose the name is.
+    /// A shared child is created naming `parent` instead (see [`sharing::create`]).
     pub(crate) async fn apply(
         &self,
         api: &Api<DynamicObject>,
         params: &PatchParams,
         child: &mut DesiredChild,
+        parent: &ParentRef,
     ) -> kube::Result<Option<DynamicObject>> {
+        if matches!(self.precondition, Precondition::Absent) && is_shared_object(&child.object) {
+            let manager = params.field_manager.as_deref().unwrap_or_default();
+            return sharing::create(api, manager, parent, &child.object).await;
+        }
         let (field, value) = match &self.precondition {
             Precondition::Absent => ("resourceVersion", NO_OBJECT_HAS),
             Precondition::Same(uid) => ("uid", uid.as_str()),
@@ -139,16 +149,21 @@ pub(crate) async fn look_up(
     link: &Parentage<'_>,
 ) -> kube::Result<Claim> {
     Ok(match api.get_metadata_opt(&child.name).await? {
-        Some(found) => judge(found.metadata, link, false),
+        Some(found) => judge(found.metadata, child, link, false),
         // Gone since: the apply creates it.
         None => Claim::new_child(),
     })
 }
 
-/// Whether `meta` may be applied for this parent: written by this controller (its field manager) and one
-/// of this parent's children, or one unlinked from this parent, or from its kind and place (kept or
-/// orphaned before), which it takes back.
-fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
+/// Whether `meta` may be applied for this parent as `child`: written by this controller (its field manager)
+/// and one of this parent's children, or one unlinked from this parent, or from its kind and place (kept or
+/// orphaned before), which it takes back; for a shared child, see [`judge_shared`].
+fn judge(meta: ObjectMeta, child: &DesiredChild, link: &Parentage<'_>, cached: bool) -> Claim {
+    if is_shared_object(&child.object)
+        && let Some(claim) = judge_shared(&meta, child, link, cached)
+    {
+        return claim;
+    }
     let parent = link.parent;
     let linked = parent.is_parent_of(&meta) || parent.was_unlinked_from(&meta, link.parent_kind);
     if linked && written_by(&meta, link.controller) {
@@ -175,6 +190,11 @@ fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
         None if uid.is_some_and(|uid| *uid == parent.uid) => {
             "no kubeplex parent (its UID label is this parent's, its annotations name none)".into()
         }
+        None if is_shared(&meta) => {
+            let parents = sharing_parents(&meta);
+            let parents: Vec<String> = parents.iter().map(ParentRef::place).collect();
+            format!("the parents that share it ({})", parents.join(", "))
+        }
         None => match meta
             .annotations
             .as_ref()
@@ -185,6 +205,49 @@ fn judge(meta: ObjectMeta, link: &Parentage<'_>, cached: bool) -> Claim {
         },
     };
     Claim::Taken(owner, conflict.then(|| Box::new(meta)))
+}
+
+/// The claim on `meta` of a parent that declares `child` shared: this controller's shared child (or one its
+/// last parent left in place, which any parent of that kind takes back) is this parent's to apply
+/// and join, unless the parents already sharing it applied other content (a conflict, or each apply would
+/// undo the other's). `None`: judged as any child (a child of this parent from before its kind was
+/// shared is taken over; anything else is someone else's).
+fn judge_shared(
+    meta: &ObjectMeta,
+    child: &DesiredChild,
+    link: &Parentage<'_>,
+    cached: bool,
+) -> Option<Claim> {
+    let labels = meta.labels.as_ref();
+    let ours = is_shared(meta)
+        && labels
+            .and_then(|l| l.get(CONTROLLER_LABEL))
+            .map(String::as_str)
+            == Some(link.controller);
+    let linked = ours || was_shared(meta, link.parent_kind);
+    if !linked || !written_by(meta, link.controller) {
+        return None;
+    }
+    let digest = |annotations: Option<&serde_json::Value>| {
+        annotations.and_then(|a| a[SHARED_DIGEST_ANNOTATION].as_str().map(str::to_owned))
+    };
+    let wanted = digest(child.object["metadata"].get("annotations"));
+    let applied = (meta.annotations.as_ref()).and_then(|a| a.get(SHARED_DIGEST_ANNOTATION));
+    let others: Vec<String> = (sharing_parents(meta).iter())
+        .filter(|p| *p != link.parent)
+        .map(ParentRef::place)
+        .collect();
+    if ours && !others.is_empty() && applied.is_some() && applied != wanted.as_ref() {
+        let owner = format!(
+            "the parents that share it, which declare it otherwise ({})",
+            others.join(", ")
+        );
+        return Some(Claim::Taken(owner, None));
+    }
+    Some(Claim::Ours {
+        before: Some(Box::new(meta.clone())),
+        cached,
+    })
 }
 
 #[cfg(test)]
@@ -232,11 +295,17 @@ mod tests {
         let resource = ApiResource::erase::<ConfigMap>(&());
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
         let params = PatchParams::apply("claim-test").force();
+        let owner = ParentRef {
+            context: "control".into(),
+            namespace: Some("crds".into()),
+            name: "crd-a".into(),
+            uid: "uid-1".into(),
+        };
         let mut child = desired(&namespace, "web");
 
         // A free name: created by the one apply.
         let created = attempt(Precondition::Absent)
-            .apply(&api, &params, &mut child)
+            .apply(&api, &params, &mut child, &owner)
             .await
             .unwrap()
             .expect("a free name lets the create through");
@@ -245,14 +314,14 @@ mod tests {
         assert!(child.object["metadata"].get("resourceVersion").is_none());
         // Taken now: refused, nothing written.
         let refused = attempt(Precondition::Absent)
-            .apply(&api, &params, &mut child)
+            .apply(&api, &params, &mut child, &owner)
             .await
             .unwrap();
         assert!(refused.is_none(), "{refused:?}");
 
         // Pinned to its UID: applied to that object.
         let same = attempt(Precondition::Same(uid.clone()))
-            .apply(&api, &params, &mut child)
+            .apply(&api, &params, &mut child, &owner)
             .await
             .unwrap()
             .expect("the object of the UID lets the apply through");
@@ -262,7 +331,7 @@ mod tests {
         // Gone: refused (409), and nothing created in its place.
         api.delete("web", &DeleteParams::default()).await.unwrap();
         let gone = attempt(Precondition::Same(uid.clone()))
-            .apply(&api, &params, &mut child)
+            .apply(&api, &params, &mut child, &owner)
             .await
             .unwrap();
         assert!(gone.is_none(), "{gone:?}");
@@ -282,7 +351,7 @@ mod tests {
             .await
             .unwrap();
         let taken = attempt(Precondition::Same(uid))
-            .apply(&api, &params, &mut child)
+            .apply(&api, &params, &mut child, &owner)
             .await
             .unwrap();
         assert!(taken.is_none(), "{taken:?}");

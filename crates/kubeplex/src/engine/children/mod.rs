@@ -13,6 +13,7 @@ pub(super) mod health;
 pub(super) mod parentage;
 pub(super) mod removal;
 pub(super) mod requests;
+pub(super) mod sharing;
 pub(super) mod sync;
 pub(super) mod tally;
 pub(super) mod unlink;

@@ -14,9 +14,11 @@ use super::apply_order::sort_for_delete;
 use super::changes::{ChildChange, ChildChanges};
 use super::conflicts::Conflicts;
 use super::requests::{api, kind_of, place};
+use super::sharing::{self, Released};
 use super::tally::Tally;
 use super::unlink::unlink;
 use crate::core::{ClusterOutcome, DeletePolicy, PARENT_UID_LABEL, ParentRef};
+use crate::core::{is_shared, sharing_label};
 use crate::metrics::Metrics;
 
 /// Deletes every child of the parent in one cluster, found by listing (not the cache, which may lag), the
@@ -28,7 +30,7 @@ use crate::metrics::Metrics;
 pub(in crate::engine) async fn remove_children(
     context: &str,
     client: Client,
-    places: &[(ApiResource, Option<String>)],
+    places: &[ChildPlace],
     parent: &ParentRef,
     counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
@@ -49,15 +51,19 @@ pub(in crate::engine) async fn remove_children(
 async fn remove_all(
     context: &str,
     client: Client,
-    places: &[(ApiResource, Option<String>)],
+    places: &[ChildPlace],
     parent: &ParentRef,
     span: tracing::Span,
     (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
 ) -> ClusterOutcome {
-    let selector = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={}", parent.uid));
+    let own = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={}", parent.uid));
+    let sharing = ListParams::default().labels(&sharing_label(&parent.uid));
     // Only what names this parent in full is its child; anything else with its UID label is reported.
     let of_parent = |resource: &ApiResource, child: &PartialObjectMeta<DynamicObject>| {
+        if is_shared(&child.metadata) {
+            return parent.shares(&child.metadata);
+        }
         let ours = parent.is_parent_of(&child.metadata);
         if !ours {
             let why =
@@ -66,14 +72,16 @@ async fn remove_all(
         }
         ours
     };
-    let mut places: Vec<&(ApiResource, Option<String>)> = places.iter().collect();
-    sort_for_delete(&mut places, |(resource, _)| resource);
+    let mut places: Vec<&ChildPlace> = places.iter().collect();
+    sort_for_delete(&mut places, |place| &place.resource);
     let mut tally = Tally::default();
     let stopped = 'kinds: {
-        for (resource, namespace) in places {
+        for place in places {
+            let (resource, namespace) = (&place.resource, &place.namespace);
+            let selector = if place.shared { &sharing } else { &own };
             let api = api(client.clone(), resource, namespace.as_deref());
             let listing = format!("listing {}", resource.plural);
-            let children = match api.list_metadata(&selector).await {
+            let children = match api.list_metadata(selector).await {
                 Ok(list) => list.items.into_iter().filter(|c| of_parent(resource, c)),
                 Err(error) => match tally.fail(context, &error, &listing) {
                     Some(stop) => break 'kinds Some(stop),
@@ -84,6 +92,36 @@ async fn remove_all(
             // answered with the object (it keeps it while finalizers or a grace period hold it).
             let mut recheck = false;
             for child in children {
+                if is_shared(&child.metadata) {
+                    let spare = DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan;
+                    let meta = &child.metadata;
+                    let name = meta.name.as_deref().unwrap_or_default();
+                    let place =
+                        super::requests::place(&resource.kind, meta.namespace.as_deref(), name);
+                    let released =
+                        sharing::release(client.clone(), resource, meta, parent, controller, spare);
+                    match released.await {
+                        Ok(Released::Left) => changes.push(context, ChildChange::Released, place),
+                        Ok(Released::Unlinked) => {
+                            changes.push(context, ChildChange::Orphaned, place.clone());
+                            tally.orphaned(place);
+                        }
+                        Ok(released @ (Released::Deleted | Released::Deleting)) => {
+                            tally.done += 1;
+                            recheck |= released == Released::Deleting;
+                            let kind = kind_of(resource);
+                            metrics.children_pruned(controller, context, &kind, 1);
+                        }
+                        Ok(Released::NotThere) => {}
+                        Err(error) => {
+                            let what = format!("letting go of {place}");
+                            if let Some(stop) = tally.fail(context, &error, &what) {
+                                break 'kinds Some(stop);
+                            }
+                        }
+                    }
+                    continue;
+                }
                 if DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan {
                     let orphaned = orphan(context, &client, resource, &child.metadata, controller);
                     let orphaned = orphaned.await;
@@ -126,7 +164,7 @@ async fn remove_all(
             if !recheck {
                 continue;
             }
-            match api.list_metadata(&selector).await {
+            match api.list_metadata(selector).await {
                 Ok(left) => {
                     for child in left.items.into_iter().filter(|c| of_parent(resource, c)) {
                         tally.going(going(resource, &child));
@@ -183,6 +221,26 @@ fn going(resource: &ApiResource, child: &PartialObjectMeta<DynamicObject>) -> St
         (Some(_), finalizers) => format!("Terminating; finalizers: {}", finalizers.join(", ")),
     };
     format!("{place} ({why})")
+}
+
+/// Where a deleted parent's children of one kind may be in a cluster: the kind, its namespace (`None`:
+/// cluster-scoped, or every namespace), and whether they are shared (found by the parent's own key then).
+pub(in crate::engine) struct ChildPlace {
+    pub(in crate::engine) resource: ApiResource,
+    pub(in crate::engine) namespace: Option<String>,
+    pub(in crate::engine) shared: bool,
+}
+
+impl ChildPlace {
+    /// Children of `resource` in `namespace`, not shared.
+    #[cfg(test)]
+    pub(in crate::engine) fn of(resource: ApiResource, namespace: Option<&str>) -> Self {
+        Self {
+            resource,
+            namespace: namespace.map(str::to_owned),
+            shared: false,
+        }
+    }
 }
 
 /// What [`remove`] did with a child.

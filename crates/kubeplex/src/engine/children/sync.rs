@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Client;
-use kube::api::{ApiResource, ObjectMeta, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
 
 use super::applied::digest;
 use super::apply_order::{sort_for_apply, sort_for_delete};
@@ -14,11 +14,14 @@ use super::claim::{Claim, claim, look_up};
 use super::parentage::Parentage;
 use super::removal::{Deleted, try_delete};
 use super::requests::{api, kind_of, place};
+use super::sharing::{self, Released};
 use super::tally::Tally;
 use super::unlink::unlink;
 use crate::controller::DesiredChild;
 use crate::core::ClusterOutcome;
 use crate::core::PrunePolicy;
+use crate::core::{CONTROLLER_LABEL, PARENT_KIND_ANNOTATION, SHARED_DIGEST_ANNOTATION};
+use crate::core::{is_shared, is_shared_object};
 use crate::engine::engine::ChildWatch;
 
 /// Applies the desired children of one cluster (server-side apply, the controller as field manager), in
@@ -105,18 +108,23 @@ async fn sync(
             child.namespace.as_deref(),
             &child.name,
         );
-        // Stamped in place: the child is this sync's own.
-        let metadata = &mut child.object["metadata"];
-        for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
-            for (key, value) in stamp {
-                metadata[field][key] = serde_json::Value::String(value.clone());
+        // Stamped in place: the child is this sync's own, or one its parents share.
+        let shared = is_shared_object(&child.object);
+        if shared {
+            stamp_shared(&mut child.object, link);
+        } else {
+            let metadata = &mut child.object["metadata"];
+            for (field, stamp) in [("labels", &labels), ("annotations", &annotations)] {
+                for (key, value) in stamp {
+                    metadata[field][key] = serde_json::Value::String(value.clone());
+                }
             }
         }
         let written = store_of(watches, &child.resource);
         let digest = digest(&child.object);
         let (claimed, created) = match claim(watches, child, link) {
             Ok(cached) => (Ok(cached), None),
-            Err(attempt) => match attempt.apply(&api, &apply, child).await {
+            Err(attempt) => match attempt.apply(&api, &apply, child, link.parent).await {
                 Ok(Some(applied)) => (Ok(attempt.ours()), Some(applied)),
                 Ok(None) => (
                     look_up(&api, child, link).await.map_err(|e| (e, "reading")),
@@ -148,9 +156,28 @@ async fn sync(
             let (uid, version) = (meta.uid.as_deref(), meta.resource_version.as_deref());
             if written.applied.is_current(uid, version, digest) {
                 // Unwritten since this controller applied the same object: applying it again would change
-                // nothing (see `applied`).
-                unfinished.count("success");
-                tally.done += 1;
+                // nothing (see `applied`), but a parent that shares it may not be recorded on it yet.
+                let joined = if shared {
+                    sharing::join(&api, link.controller, link.parent, meta).await
+                } else {
+                    Ok(None)
+                };
+                match joined {
+                    Ok(joined) => {
+                        unfinished.count("success");
+                        tally.done += 1;
+                        if joined.is_some() {
+                            changes.push(context, ChildChange::Joined, place);
+                        }
+                    }
+                    Err(error) => {
+                        unfinished.count("error");
+                        let what = format!("recording this parent on {place}");
+                        if let Some(stop) = tally.fail(context, &error, &what) {
+                            return stop;
+                        }
+                    }
+                }
                 continue;
             }
         }
@@ -160,6 +187,29 @@ async fn sync(
                 let patch = Patch::Apply(&child.object);
                 api.patch(&child.name, &apply, &patch).await
             }
+        };
+        // What the apply changed, judged before a shared child's join changes it again.
+        let change =
+            (applied.as_ref().ok()).and_then(|a| change_of(before.as_deref(), &a.metadata));
+        // A shared child names this parent once it is applied.
+        let applied = match applied {
+            Ok(applied) if shared => {
+                let joined = sharing::join(&api, link.controller, link.parent, &applied.metadata);
+                match joined.await {
+                    Ok(Some(meta)) => {
+                        if before.is_some() {
+                            changes.push(context, ChildChange::Joined, place.clone());
+                        }
+                        Ok(DynamicObject {
+                            metadata: meta,
+                            ..applied
+                        })
+                    }
+                    Ok(None) => Ok(applied),
+                    Err(error) => Err(error),
+                }
+            }
+            applied => applied,
         };
         match applied {
             Ok(applied) => {
@@ -185,7 +235,7 @@ async fn sync(
                     let (uid, version) = (meta.uid.as_deref(), meta.resource_version.as_deref());
                     written.applied.record(uid, version, digest, cached);
                 }
-                if let Some(change) = change_of(before.as_deref(), &applied.metadata) {
+                if let Some(change) = change {
                     changes.push(context, change, place);
                 }
             }
@@ -203,7 +253,7 @@ async fn sync(
             if desired.iter().any(|d| is_desired(d, watch, &meta)) {
                 continue;
             }
-            if link.parent.is_parent_of(&meta) {
+            if link.parent.is_parent_of(&meta) || link.parent.shares(&meta) {
                 stale.push((*watch, meta));
                 continue;
             }
@@ -242,6 +292,39 @@ async fn prune(
 ) -> Option<ClusterOutcome> {
     for (watch, stale) in stale {
         let name = stale.name.clone().unwrap_or_default();
+        if is_shared(&stale) {
+            let spare = PrunePolicy::of(&stale) == PrunePolicy::Keep;
+            let released = sharing::release(
+                client.clone(),
+                &watch.resource,
+                &stale,
+                link.parent,
+                link.controller,
+                spare,
+            );
+            let place = place(&watch.resource.kind, stale.namespace.as_deref(), &name);
+            match released.await {
+                Ok(Released::NotThere) => {}
+                Ok(Released::Left) => changes.push(context, ChildChange::Released, place),
+                Ok(Released::Unlinked) => {
+                    changes.push(context, ChildChange::Kept, place.clone());
+                    tally.kept(place);
+                }
+                Ok(Released::Deleted | Released::Deleting) => {
+                    let kind = kind_of(&watch.resource);
+                    link.metrics
+                        .children_pruned(link.controller, context, &kind, 1);
+                    changes.push(context, ChildChange::Pruned, place);
+                }
+                Err(error) => {
+                    let what = format!("letting go of {place}");
+                    if let Some(stop) = tally.fail(context, &error, &what) {
+                        return Some(stop);
+                    }
+                }
+            }
+            continue;
+        }
         if PrunePolicy::of(&stale) == PrunePolicy::Keep {
             tracing::info!(cluster = %context, kind = %watch.resource.kind, %name, "keeping a child no longer desired: unlinked, left in place");
             match unlink(client.clone(), &watch.resource, &stale, link.controller).await {
@@ -279,6 +362,24 @@ async fn prune(
         }
     }
     None
+}
+
+/// Stamps a shared child: the controller's label, the parents' kind, and the digest of its content (see
+/// `core/sharing.rs`); the parents themselves are recorded by their own patches, never by the apply.
+fn stamp_shared(object: &mut serde_json::Value, link: &Parentage<'_>) {
+    let metadata = &mut object["metadata"];
+    metadata["labels"][CONTROLLER_LABEL] = link.controller.into();
+    metadata["annotations"][PARENT_KIND_ANNOTATION] = link.parent_kind.into();
+    if let Some(annotations) = metadata["annotations"].as_object_mut() {
+        annotations.remove(SHARED_DIGEST_ANNOTATION);
+    }
+    let content = serde_json::to_vec(object).unwrap_or_default();
+    let sum = ring::digest::digest(&ring::digest::SHA256, &content);
+    let hex: String = sum.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    object["metadata"]["annotations"][SHARED_DIGEST_ANNOTATION] = hex.into();
 }
 
 /// The child watch that remembers what was applied of `resource` in this cluster: the first of its kind.

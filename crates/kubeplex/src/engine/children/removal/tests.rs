@@ -43,17 +43,14 @@ fn held(name: &str) -> ObjectMeta {
     }
 }
 
-async fn remove_all_of(
-    client: Client,
-    places: &[(ApiResource, Option<String>)],
-) -> crate::core::ClusterOutcome {
+async fn remove_all_of(client: Client, places: &[ChildPlace]) -> crate::core::ClusterOutcome {
     remove_telling(client, places).await.0
 }
 
 /// As `remove_all_of`; also the events the children orphaned call for, as (reason, message).
 async fn remove_telling(
     client: Client,
-    places: &[(ApiResource, Option<String>)],
+    places: &[ChildPlace],
 ) -> (crate::core::ClusterOutcome, Vec<(&'static str, String)>) {
     let metrics = crate::metrics::Metrics::default();
     let changes = ChildChanges::default();
@@ -65,8 +62,11 @@ async fn remove_telling(
     (outcome, notes.map(|n| (n.reason, n.message)).collect())
 }
 
-fn config_maps() -> Vec<(ApiResource, Option<String>)> {
-    vec![(ApiResource::erase::<ConfigMap>(&()), Some("ns".to_owned()))]
+fn config_maps() -> Vec<ChildPlace> {
+    vec![ChildPlace::of(
+        ApiResource::erase::<ConfigMap>(&()),
+        Some("ns"),
+    )]
 }
 
 #[tokio::test]
@@ -160,8 +160,8 @@ async fn kinds_are_deleted_in_the_reverse_of_the_apply_order_and_a_refused_delet
     });
     // Declared namespace first, as a plan would.
     let places = [
-        (ApiResource::erase::<Namespace>(&()), None),
-        (ApiResource::erase::<ConfigMap>(&()), Some("ns".to_owned())),
+        ChildPlace::of(ApiResource::erase::<Namespace>(&()), None),
+        ChildPlace::of(ApiResource::erase::<ConfigMap>(&()), Some("ns")),
     ];
     let outcome = remove_all_of(client, &places).await;
     let deletes: Vec<String> = (requests.all().into_iter())
@@ -351,7 +351,10 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
             _ => status(405, "MethodNotAllowed", "unexpected"),
         }
     });
-    let places = [(ApiResource::erase::<Deployment>(&()), Some("ns".to_owned()))];
+    let places = [ChildPlace::of(
+        ApiResource::erase::<Deployment>(&()),
+        Some("ns"),
+    )];
     let metrics = crate::metrics::Metrics::default();
     let conflicts = Conflicts::default();
     let counted = (&metrics, "app-deployer", &conflicts);
