@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::child_cache::ChildCacheOptions;
 use crate::fairness::FairnessOptions;
-use crate::fleet::{FailoverOptions, FleetOptions};
+use crate::fleet::{DetectionOptions, FailoverOptions, FleetOptions};
 use crate::member::MemberOptions;
 
 pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick | --smoke] [--json PATH] [--repeats R] \
@@ -15,14 +15,14 @@ pub(super) const USAGE: &str = "usage: kubeplex-bench [--quick | --smoke] [--jso
 [--latency-seconds S] [--link-rtt-ms MS] [--member-parents P] [--member-joins J] [--churn-objects N] \
 [--churn-cycles C] [--fairness-flood N] [--members M[,M..]] \
 [--sections startup,startup_remote,latency,memory,many_contexts,child_cache,throughput,fairness,fleet,\
-failover,member_join,member_churn,many_members]
+failover,detection,member_join,member_churn,many_members]
 
 KUBEPLEX_BENCH_CHILD_WRAPPER=\"CMD ARGS..\" runs every measurement under CMD (e.g. `perf record -g -o \
 /tmp/child-{n}.data --`, `heaptrack -o /tmp/child-{n}`); {n} is the child's number, {side} baseline or kubeplex. \
 KUBEPLEX_BENCH_MALLOC_TRIM=1 makes the fleet and member sections' operators return freed heap to the OS before each RSS reading.";
 
 /// Every section, in the order they run; `--sections` picks some.
-pub(crate) const SECTIONS: [&str; 13] = [
+pub(crate) const SECTIONS: [&str; 14] = [
     "startup",
     "startup_remote",
     "latency",
@@ -33,6 +33,7 @@ pub(crate) const SECTIONS: [&str; 13] = [
     "fairness",
     "fleet",
     "failover",
+    "detection",
     "member_join",
     "member_churn",
     "many_members",
@@ -64,6 +65,7 @@ pub(crate) struct Options {
     pub fleet: FleetOptions,
     pub child_cache: ChildCacheOptions,
     pub failover: FailoverOptions,
+    pub detection: DetectionOptions,
     pub members: MemberOptions,
     pub fairness: FairnessOptions,
 }
@@ -90,6 +92,7 @@ impl Options {
             fleet: FleetOptions::full(),
             child_cache: ChildCacheOptions::full(),
             failover: FailoverOptions::full(),
+            detection: DetectionOptions::full(),
             members: MemberOptions::full(),
             fairness: FairnessOptions::full(),
         }
@@ -109,6 +112,7 @@ impl Options {
             fleet: FleetOptions::quick(),
             child_cache: ChildCacheOptions::quick(),
             failover: FailoverOptions::quick(),
+            detection: DetectionOptions::quick(),
             members: MemberOptions::quick(),
             fairness: FairnessOptions::quick(),
             ..Self::full()
@@ -134,6 +138,7 @@ impl Options {
             fleet: FleetOptions::smoke(),
             child_cache: ChildCacheOptions::smoke(),
             failover: FailoverOptions::smoke(),
+            detection: DetectionOptions::smoke(),
             members: MemberOptions::smoke(),
             fairness: FairnessOptions::smoke(),
             ..Self::full()

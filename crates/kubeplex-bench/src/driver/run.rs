@@ -74,16 +74,20 @@ pub(crate) async fn run(options: Options) -> Result<(), String> {
             "fairness" => {
                 crate::fairness::run(&bench, &options.fairness, &mut sections, &mut goals).await?;
             }
-            "fleet" | "failover" => {
-                if section == "fleet" {
-                    let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
-                    sections.insert("fleet", section);
-                    goals.extend(fleet_goals);
-                } else {
-                    let (section, goal) = crate::fleet::failover(&host, &options.failover).await?;
-                    sections.insert("failover", section);
-                    goals.push(goal);
-                }
+            "fleet" => {
+                let (section, fleet_goals) = crate::fleet::run(&host, &options.fleet).await?;
+                sections.insert("fleet", section);
+                goals.extend(fleet_goals);
+            }
+            "failover" => {
+                let (section, goal) = crate::fleet::failover(&host, &options.failover).await?;
+                sections.insert("failover", section);
+                goals.push(goal);
+            }
+            "detection" => {
+                let (section, goal) = crate::fleet::detection(&host, &options.detection).await?;
+                sections.insert("detection", section);
+                goals.push(goal);
             }
             "member_join" | "member_churn" => {
                 let cluster = match member.take() {

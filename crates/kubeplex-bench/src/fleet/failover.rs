@@ -19,7 +19,7 @@ use super::process::Operator;
 use super::setup::Host;
 use crate::child::Side;
 use crate::figures::{Figure, Goal, Section, percentile};
-use crate::harness::{create_namespace, progress};
+use crate::harness::{create_namespace, jitter, progress};
 
 const CONTROL: &str = "cluster-0";
 const CHILD: &str = "cluster-1";
@@ -106,7 +106,7 @@ pub(crate) async fn run(
         let victim = replicas.remove(index);
         // At a random point of the renewal cycle: otherwise the section's own rhythm (a takeover, a
         // replacement's start, a kill) would kill at the same phase every time.
-        tokio::time::sleep(jitter(2 * options.retry_period_s)).await;
+        tokio::time::sleep(jitter(Duration::from_secs(2 * options.retry_period_s))).await;
         victim.operator.kill().await?;
         let killed = Instant::now();
         let parent = format!("after-kill-{kill}");
@@ -283,15 +283,6 @@ async fn create_parent(control: &Client, name: &str) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|e| format!("creating parent {name}: {e}"))
-}
-
-/// A random delay below `seconds` (no random crate: std's randomly keyed hasher is random enough here).
-fn jitter(seconds: u64) -> Duration {
-    let random = std::hash::BuildHasher::hash_one(
-        &std::collections::hash_map::RandomState::new(),
-        Instant::now(),
-    );
-    Duration::from_millis(random % (seconds * 1000))
 }
 
 async fn holder(control: &Client) -> Result<Option<String>, String> {

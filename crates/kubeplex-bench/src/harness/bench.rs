@@ -118,3 +118,13 @@ pub(crate) async fn create_namespace(client: &Client, name: &str) -> Result<(), 
         Err(e) => Err(format!("creating namespace {name}: {e}")),
     }
 }
+
+/// A random delay below `most` (no random crate: std's randomly keyed hasher is random enough here).
+pub(crate) fn jitter(most: Duration) -> Duration {
+    let random = std::hash::BuildHasher::hash_one(
+        &std::collections::hash_map::RandomState::new(),
+        std::time::Instant::now(),
+    );
+    let most = u64::try_from(most.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis(random % most)
+}

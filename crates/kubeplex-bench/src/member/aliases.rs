@@ -163,6 +163,13 @@ impl Aliases {
     }
 }
 
+/// The requests an API server's `/metrics` text counts, watches excepted, in all.
+pub(crate) fn answered_total(metrics: &str) -> f64 {
+    let mut sum = BTreeMap::new();
+    answered(metrics, &mut sum);
+    sum.values().sum()
+}
+
 /// Adds the requests an API server's `/metrics` text counts, watches excepted, to `sum` by verb and
 /// resource.
 fn answered(metrics: &str, sum: &mut BTreeMap<String, f64>) {

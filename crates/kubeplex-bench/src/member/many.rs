@@ -278,7 +278,7 @@ impl Rate {
 }
 
 /// The pings the operator has sent so far, whatever their result, from its `/metrics`.
-async fn pings(address: &str) -> Result<f64, String> {
+pub(crate) async fn pings(address: &str) -> Result<f64, String> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let read = async {
         let mut stream = tokio::net::TcpStream::connect(address).await?;

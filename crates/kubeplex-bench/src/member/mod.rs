@@ -9,7 +9,8 @@ mod join;
 mod many;
 mod many_report;
 
+pub(crate) use aliases::answered_total;
 pub(crate) use churn::run as churn;
 pub(crate) use cluster::{MemberCluster, MemberOptions};
 pub(crate) use join::run as join;
-pub(crate) use many::run as many;
+pub(crate) use many::{pings, run as many};

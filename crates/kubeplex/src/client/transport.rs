@@ -8,6 +8,14 @@
 //! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
 //! writes ([`AlsoFencedBy`]); they go over a third pool, one per fence, so no connection carries writes of
 //! two shards.
+//!
+//! Reads and watches speak HTTP/2 where the server does (over TLS, by ALPN, as client-go): one connection
+//! carries them all, and a connection on which nothing arrives for [`SILENCE_BEFORE_PING`] is sent a PING,
+//! closed when no answer comes within [`PING_ANSWER_WITHIN`] — its watches fail, and their cluster stops
+//! counting as ready, within seconds of a server that stops answering (frozen, partitioned), where a watch
+//! over HTTP/1.1 waits for its read timeout. A PING is a frame, not a request: the server's handlers,
+//! audit log and rate limits never see it. Writes stay on HTTP/1.1, a connection per request in flight,
+//! so that the fence cutting one write's bytes never cuts another's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -55,6 +63,14 @@ const IDLE_PER_HOST: usize = 32;
 /// this size; response heads are far smaller.
 const READ_BUFFER_MAX: usize = 32 * 1024;
 
+/// How long a multiplexed connection may stay silent (no frame from the server) before it is sent a PING.
+pub(crate) const SILENCE_BEFORE_PING: Duration = Duration::from_secs(2);
+
+/// How long a PING may go unanswered before its connection is closed, failing every request and watch on
+/// it. A server that answers nothing for this long has stopped (client-go waits 30 + 15 s; kubeplex wants a
+/// frozen cluster in its parents' status within seconds).
+pub(crate) const PING_ANSWER_WITHIN: Duration = Duration::from_secs(3);
+
 /// One connection pool's way of sending a request.
 type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
 
@@ -96,10 +112,10 @@ where
         write: config.write_timeout,
         reset_reader_on_write: config.reset_reader_on_write,
     };
-    let reads = pool.sender(tcp.clone());
+    let reads = pool.sender(tcp.clone(), true);
     let writes = Writes {
         fence: fence.clone(),
-        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate))),
+        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate), false)),
         by_fence: Mutex::default(),
     };
     let route = Route {
@@ -179,26 +195,34 @@ struct Pool {
 }
 
 impl Pool {
-    /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one.
-    fn sender<C>(&self, tcp: C) -> Sender
+    /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one;
+    /// `multiplexed`, HTTP/2 where the server speaks it, with PINGs on a silent connection.
+    fn sender<C>(&self, tcp: C, multiplexed: bool) -> Sender
     where
         C: Service<Uri> + Clone + Send + Sync + 'static,
         C::Response: Read + Write + Connection + Send + Unpin + 'static,
         C::Future: Send + 'static,
         C::Error: Into<BoxError>,
     {
-        let mut connector = TimeoutConnector::new(self.tls.over(tcp));
+        let mut connector = TimeoutConnector::new(self.tls.over(tcp, multiplexed));
         connector.set_connect_timeout(self.connect);
         connector.set_read_timeout(self.read);
         connector.set_write_timeout(self.write);
         connector.set_reset_reader_on_write(self.reset_reader_on_write);
-        let client = hyper_util::client::legacy::Builder::new(TokioExecutor::new())
+        let mut builder = hyper_util::client::legacy::Builder::new(TokioExecutor::new());
+        builder
             .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_max_idle_per_host(IDLE_PER_HOST)
-            .http1_max_buf_size(READ_BUFFER_MAX)
-            .build::<_, Body>(connector)
-            .map_err(BoxError::from);
+            .http1_max_buf_size(READ_BUFFER_MAX);
+        if multiplexed {
+            builder
+                .http2_keep_alive_interval(SILENCE_BEFORE_PING)
+                .http2_keep_alive_timeout(PING_ANSWER_WITHIN)
+                .http2_keep_alive_while_idle(true);
+        }
+        let client = builder.build::<_, Body>(connector).map_err(BoxError::from);
         BoxCloneSyncService::new(client)
     }
 }

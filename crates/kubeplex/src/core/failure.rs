@@ -108,21 +108,30 @@ pub(crate) fn transport(error: &kube::Error) -> String {
         Transport::Other => {
             let detail = chain(error);
             // kube's own prefixes name its error variants, which say nothing to an operator.
-            let detail = ["ServiceError: ", "HyperError: "]
-                .iter()
-                .fold(detail.as_str(), |d, prefix| {
-                    d.strip_prefix(prefix).unwrap_or(d)
-                })
-                .to_owned();
+            let detail = [
+                "Error reading events stream: ",
+                "ServiceError: ",
+                "HyperError: ",
+            ]
+            .iter()
+            .fold(detail.as_str(), |d, prefix| {
+                d.strip_prefix(prefix).unwrap_or(d)
+            })
+            .to_owned();
             format!("unreachable: {detail}")
         }
     }
 }
 
 /// Whether a failure means the server could not be reached at all (as opposed to answering with an
-/// error). A write this replica's own fence refused never reached for the server: it is not one.
+/// error): no connection, or one that broke while a watch read from it (the server stopped answering its
+/// PINGs). A write this replica's own fence refused never reached for the server: it is not one.
 pub(crate) fn is_transport(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_)) && fenced(error).is_none()
+    let transport = matches!(
+        error,
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_)
+    );
+    transport && fenced(error).is_none()
 }
 
 /// A watch failure as one word, for the `reason` label of `kubeplex_watch_restarts_total`: `expired` (410,
@@ -265,6 +274,11 @@ mod tests {
             (
                 service_error("something else"),
                 "unreachable: something else",
+            ),
+            // A watch's connection that broke (a PING went unanswered) while its events were read.
+            (
+                kube::Error::ReadEvents(io::Error::other("keep-alive timed out")),
+                "unreachable: keep-alive timed out",
             ),
         ];
         for (error, words) in cases {

@@ -222,6 +222,7 @@ async fn a_proxy_is_refused_in_words_without_its_user_and_password() {
 }
 
 mod idle;
+mod multiplexed;
 
 #[tokio::test]
 async fn every_client_of_a_context_stamps_its_servers_last_answer() {

@@ -1,0 +1,79 @@
+//! Reads and watches over HTTP/2, against a real API server: one connection carries them all, and a server
+//! that stops answering (frozen) fails the watches within seconds, where over HTTP/1.1 each would wait for
+//! its read timeout (minutes).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, WatchParams};
+use kube::config::KubeConfigOptions;
+use kubeplex_testenv::TestEnv;
+
+use super::super::*;
+
+/// Longer than a PING's silence and answer together, far shorter than a watch's read timeout.
+const WAIT: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn reads_and_watches_share_one_connection_and_a_frozen_server_fails_them_within_seconds() {
+    let env = TestEnv::builder()
+        .clusters(["cluster-a"])
+        .start()
+        .await
+        .unwrap();
+    let options = KubeConfigOptions {
+        context: Some("cluster-a".into()),
+        ..KubeConfigOptions::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(env.kubeconfig().clone(), &options)
+        .await
+        .unwrap();
+    let access = Access::of("cluster-a", config, Duration::from_secs(30))
+        .await
+        .unwrap();
+    // Counts the TCP connections the client opens.
+    let connects = Arc::new(AtomicUsize::new(0));
+    let counted = connects.clone();
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    let tcp = tower::service_fn(move |uri: Uri| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let mut tcp = tcp.clone();
+        async move { tcp.call(uri).await }
+    });
+    let client = client_over(&access, &Fence::default(), tcp).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+
+    // The first connection tells, by ALPN, that the server speaks HTTP/2: what comes after shares it.
+    // (Requests that start together before it is up each open one, as over HTTP/1.1.)
+    assert!(api.get_opt("first").await.unwrap().is_none());
+    let params = WatchParams::default();
+    let watches = (0..3).map(|_| api.watch(&params, "0"));
+    let watches = futures::future::try_join_all(watches).await.unwrap();
+    let reads = (0..20).map(|i| {
+        let api = api.clone();
+        async move { api.get_opt(&format!("web-{i}")).await }
+    });
+    let answered = futures::future::join_all(reads).await;
+    assert!(
+        answered.iter().all(|r| matches!(r, Ok(None))),
+        "{answered:?}"
+    );
+    assert_eq!(
+        connects.load(Ordering::SeqCst),
+        1,
+        "the first read, then three watches and twenty reads in flight, on one connection"
+    );
+
+    env.freeze("cluster-a").unwrap();
+    for (n, watch) in watches.into_iter().enumerate() {
+        // The stream ends, or fails, once the PING goes unanswered.
+        let ended = tokio::time::timeout(WAIT, watch.boxed().try_collect::<Vec<_>>()).await;
+        assert!(
+            ended.is_ok(),
+            "watch {n} still open {WAIT:?} after its server froze"
+        );
+    }
+    env.thaw("cluster-a").unwrap();
+}
