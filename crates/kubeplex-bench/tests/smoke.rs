@@ -41,6 +41,7 @@ fn smoke_run_writes_a_report_with_every_section() {
         "fairness",
         "fleet",
         "failover",
+        "detection",
         "member_join",
         "member_churn",
         "many_members",
@@ -222,6 +223,19 @@ fn smoke_run_writes_a_report_with_every_section() {
             .iter()
             .any(|g| g["section"] == "failover"),
         "failover records no goal"
+    );
+    // Detection: a time for every freeze, and its goal.
+    let freezes = report["options"]["detection"]["freezes"].as_u64().unwrap() as usize;
+    let noticed = &report["sections"]["detection"]["figures"][0]["kubeplex"]["samples"];
+    assert!(
+        noticed
+            .as_array()
+            .is_some_and(|s| s.len() == freezes && s.iter().all(|v| v.as_f64().is_some())),
+        "detection: not one time per freeze: {noticed}"
+    );
+    assert!(
+        (report["goals"].as_array().unwrap().iter()).any(|g| g["section"] == "detection"),
+        "detection records no goal"
     );
     // The member sections: each has a figure for every join (and cycle), from the operator's own process.
     // They have no baseline column: kube-runtime has no members.

@@ -20,6 +20,8 @@ pub(super) struct WatchState {
     unreachable: bool,
     /// Which of its failures are worth a `warn` line, with the retries since the last one.
     logged: LogThrottle,
+    /// Ends the watch's wait between two attempts: its server answers again.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// How often a problem that persists is logged again.
@@ -36,6 +38,7 @@ impl WatchState {
             problem: None,
             unreachable: false,
             logged: LogThrottle::new(REPEAT_LOG_INTERVAL),
+            wake: Arc::default(),
         }
     }
 
@@ -49,11 +52,14 @@ impl WatchState {
         self.synced && self.problem.is_none()
     }
 
-    /// The server answers again: a failure that was only its being unreachable is over (a refusal stays).
+    /// The server answers again: a failure that was only its being unreachable is over (a refusal stays),
+    /// and the watch, if it waits to retry, retries now — so that it is connected again, and its
+    /// connection's PINGs watch the server, by the time the cluster reads ready.
     pub(super) fn reachable_again(&mut self) {
         if self.unreachable {
             self.unreachable = false;
             self.problem = None;
+            self.wake.notify_one();
         }
     }
 
@@ -170,6 +176,15 @@ impl WatchReadiness {
         }
         if changed {
             (self.changed)();
+        }
+    }
+
+    /// Waits `delay` before the watch's next attempt, or less: until its server answers again.
+    pub(crate) async fn retry_after(&self, delay: std::time::Duration) {
+        let wake = self.state.lock().wake.clone();
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = wake.notified() => {}
         }
     }
 

@@ -395,7 +395,7 @@ async fn run<K: PrimaryResource>(
                 metrics.restarted(crate::core::watch_failure_label(&error));
                 readiness.failed(&error);
                 if !crate::readiness::is_expired(&error) {
-                    tokio::time::sleep(backoff.next_delay()).await;
+                    readiness.retry_after(backoff.next_delay()).await;
                 }
             }
         }

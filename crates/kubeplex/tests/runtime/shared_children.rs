@@ -111,9 +111,13 @@ async fn parents_share_a_child_which_goes_with_the_last_and_others_stay_conflict
         "both parents Ready, both recorded on one child",
         WAIT,
         async || {
-            for name in ["first", "second"] {
+            for (name, other) in [("first", "second"), ("second", "first")] {
+                // Each one's status names the other as sharing the child.
                 let state = state_of(name).await?;
-                if state.state != ClusterState::Ready {
+                let message = state.message.clone().unwrap_or_default();
+                let names = message.contains("shared with other parents: ConfigMap apps/shared-v1")
+                    && message.contains(&format!("control/sharing/{other}"));
+                if state.state != ClusterState::Ready || !names {
                     return Err(format!("{name}: {state:?}"));
                 }
             }

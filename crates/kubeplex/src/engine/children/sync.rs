@@ -21,7 +21,7 @@ use crate::controller::DesiredChild;
 use crate::core::ClusterOutcome;
 use crate::core::PrunePolicy;
 use crate::core::{CONTROLLER_LABEL, PARENT_KIND_ANNOTATION, SHARED_DIGEST_ANNOTATION};
-use crate::core::{is_shared, is_shared_object};
+use crate::core::{ParentRef, is_shared, is_shared_object, sharing_parents};
 use crate::engine::engine::ChildWatch;
 
 /// Applies the desired children of one cluster (server-side apply, the controller as field manager), in
@@ -166,6 +166,10 @@ async fn sync(
                     Ok(joined) => {
                         unfinished.count("success");
                         tally.done += 1;
+                        let now = joined.as_ref().unwrap_or(meta);
+                        if let Some(note) = shared_with(&place, now, link.parent) {
+                            tally.shared(note);
+                        }
                         if joined.is_some() {
                             changes.push(context, ChildChange::Joined, place);
                         }
@@ -215,6 +219,9 @@ async fn sync(
             Ok(applied) => {
                 unfinished.count("success");
                 tally.done += 1;
+                if shared && let Some(note) = shared_with(&place, &applied.metadata, link.parent) {
+                    tally.shared(note);
+                }
                 if let Some(written) = written {
                     let answer = serde_json::to_value(&applied).unwrap_or_default();
                     let health = written.cache.judge_answer(answer);
@@ -362,6 +369,26 @@ async fn prune(
         }
     }
     None
+}
+
+/// How the status names a shared child that other parents share too: `ConfigMap apps/settings (with
+/// control/ns/a, control/ns/b and 3 more)`; `None` when this parent is its only one.
+fn shared_with(place: &str, child: &ObjectMeta, me: &ParentRef) -> Option<String> {
+    /// The other parents named; the rest are counted.
+    const NAMED: usize = 3;
+    let others: Vec<String> = (sharing_parents(child).iter())
+        .filter(|p| *p != me)
+        .map(ParentRef::place)
+        .collect();
+    let (named, more) = others.split_at(others.len().min(NAMED));
+    let more = (!more.is_empty()).then(|| format!(" and {} more", more.len()));
+    (!named.is_empty()).then(|| {
+        format!(
+            "{place} (with {}{})",
+            named.join(", "),
+            more.unwrap_or_default()
+        )
+    })
 }
 
 /// Stamps a shared child: the controller's label, the parents' kind, and the digest of its content (see

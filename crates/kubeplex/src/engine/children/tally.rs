@@ -22,10 +22,14 @@ pub(crate) struct Tally {
     kept: Vec<String>,
     /// Children of a deleted parent that were unlinked and left in place (delete policy orphan).
     orphaned: Vec<String>,
+    /// Shared children other parents share too, each naming them.
+    shared: Vec<String>,
 }
 
 /// How a cluster's message tells the children kept: `2 children kept (no longer declared; ...): ...`.
 const KEPT: &str = "kept (no longer declared; left in place, unlinked)";
+/// How a cluster's message tells the shared children other parents share too.
+const SHARED: &str = "shared with other parents";
 /// How a cluster's message tells the children orphaned.
 const ORPHANED: &str = "left in place, unlinked (delete policy orphan)";
 
@@ -47,6 +51,11 @@ impl Tally {
         tracing::debug!(cluster = %context, error = %message, "a child failed; the others go on");
         self.failed.push(message);
         None
+    }
+
+    /// Records a shared child that other parents share too (`child` names it and them).
+    pub(crate) fn shared(&mut self, child: String) {
+        self.shared.push(child);
     }
 
     /// Records a child whose name is taken (`why` says by whom).
@@ -73,6 +82,7 @@ impl Tally {
     /// else `Conflict`, else `Ready` (`NotTargeted` when no child was wanted).
     pub(crate) fn applied(self, wanted: usize) -> ClusterOutcome {
         let kept = told(&self.kept, KEPT);
+        let shared = told(&self.shared, SHARED);
         let (state, mut notes) = if !self.failed.is_empty() {
             let mut all = self.failed;
             all.extend(self.conflicts);
@@ -85,6 +95,7 @@ impl Tally {
             (ClusterState::Ready, Vec::new())
         };
         notes.extend(kept);
+        notes.extend(shared);
         let message = (!notes.is_empty()).then(|| notes.join("; "));
         ClusterOutcome {
             state,

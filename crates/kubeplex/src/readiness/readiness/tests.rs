@@ -147,6 +147,33 @@ fn a_server_that_answers_pings_again_clears_its_watches_unreachable_not_their_re
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_watch_waiting_to_retry_retries_as_soon_as_its_server_answers_a_ping_again() {
+    let readiness = Arc::new(Readiness::default());
+    readiness.declare("cluster-b", true);
+    readiness.connected("cluster-b", None);
+    let watch = readiness.watch_started(
+        "cluster-b",
+        Some("apps"),
+        "Deployment.apps/v1".into(),
+        "deployments".into(),
+    );
+    watch.synced();
+    watch.failed(&connection_refused());
+    let started = tokio::time::Instant::now();
+    let waiting = tokio::spawn(async move {
+        watch.retry_after(std::time::Duration::from_secs(16)).await;
+        started.elapsed()
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    readiness.pinged("cluster-b", None);
+    let waited = waiting.await.unwrap();
+    assert!(
+        waited < std::time::Duration::from_secs(2),
+        "retried {waited:?} after the failure, not when the server answered"
+    );
+}
+
 #[test]
 fn started_latches_without_a_report_when_every_required_context_is_ready_at_once() {
     let readiness = Arc::new(Readiness::default());
