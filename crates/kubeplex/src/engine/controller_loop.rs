@@ -183,7 +183,8 @@ async fn lead<R: Reconcile>(
         engine.term_keys.set(None);
         drop(beside);
         close_unheld(&engine, &deferred);
-        if *stop.borrow() {
+        // Stopped, or the manager dropped without a shutdown: no term follows.
+        if *stop.borrow() || stop.has_changed().is_err() {
             return;
         }
         tracing::info!("no longer the leader: standing by, watches kept");

@@ -16,7 +16,8 @@ pub(super) async fn supervise(
     readiness: Arc<Readiness>,
 ) {
     let ended = tokio::spawn(run).await;
-    if *stop.borrow() {
+    // Stopped, or the manager dropped without a shutdown (a test that panicked): an end, not a failure.
+    if *stop.borrow() || stop.has_changed().is_err() {
         return;
     }
     let reason = match ended {
@@ -48,9 +49,13 @@ mod tests {
         assert_eq!(dead["ended"], "its loop ended unexpectedly");
         assert_eq!(dead["panicked"], "its loop panicked");
 
-        // Ending because the manager stops is not a failure.
+        // Ending because the manager stops is not a failure, nor because it was dropped.
         stop.send(true).unwrap();
         supervise("stopping".into(), async {}, stopped, readiness.clone()).await;
         assert!(!readiness.liveness_problems().contains_key("stopping"));
+        let (dropped, orphaned) = watch::channel(false);
+        drop(dropped);
+        supervise("dropped".into(), async {}, orphaned, readiness.clone()).await;
+        assert!(!readiness.liveness_problems().contains_key("dropped"));
     }
 }
