@@ -15,8 +15,13 @@ use super::projection::Projection;
 pub enum Health {
     /// Running as its spec asks: the rollout is done, the replicas are available, the job completed.
     Healthy,
+    /// Held on purpose, neither running as its spec asks nor failing: a paused Deployment, a suspended Job
+    /// or CronJob, a StatefulSet's rollout held at a partition. A rollout waiting for it halts, saying so.
+    Suspended,
     /// On its way: a rollout in progress, replicas not yet available, a claim not yet bound.
     Progressing,
+    /// Being deleted (it has a `deletionTimestamp`): kept a while yet by its finalizers or a grace period.
+    Terminating,
     /// The cluster could not be asked: it is unreachable, or its cache has not listed yet. Not a
     /// verdict on the child.
     Unknown,
@@ -32,7 +37,9 @@ impl Health {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Healthy => "Healthy",
+            Self::Suspended => "Suspended",
             Self::Progressing => "Progressing",
+            Self::Terminating => "Terminating",
             Self::Unknown => "Unknown",
             Self::Missing => "Missing",
             Self::Degraded => "Degraded",
@@ -43,17 +50,21 @@ impl Health {
     fn severity(self) -> u8 {
         match self {
             Self::Healthy => 0,
-            Self::Progressing => 1,
-            Self::Unknown => 2,
-            Self::Missing => 3,
-            Self::Degraded => 4,
+            Self::Suspended => 1,
+            Self::Progressing => 2,
+            Self::Terminating => 3,
+            Self::Unknown => 4,
+            Self::Missing => 5,
+            Self::Degraded => 6,
         }
     }
 
     /// Every health, best first.
-    pub const ALL: [Health; 5] = [
+    pub const ALL: [Health; 7] = [
         Health::Healthy,
+        Health::Suspended,
         Health::Progressing,
+        Health::Terminating,
         Health::Unknown,
         Health::Missing,
         Health::Degraded,
@@ -97,6 +108,27 @@ impl Assessment {
     /// Degraded, because of `reason`.
     pub fn degraded(reason: impl Into<String>) -> Self {
         Self::new(Health::Degraded, reason)
+    }
+
+    /// Suspended, because of `reason`.
+    pub fn suspended(reason: impl Into<String>) -> Self {
+        Self::new(Health::Suspended, reason)
+    }
+}
+
+/// `rule`'s verdict on a child, unless the child is being deleted: then `Terminating` whatever the rule
+/// says (its status describes an object on its way out), naming the finalizers that keep it.
+pub(crate) fn assess(rule: HealthRule, child: &Projection) -> Assessment {
+    let meta = &child.metadata;
+    if meta.deletion_timestamp.is_none() {
+        return rule(child);
+    }
+    match meta.finalizers.as_deref().unwrap_or_default() {
+        [] => Assessment::new(Health::Terminating, "being deleted"),
+        kept => Assessment::new(
+            Health::Terminating,
+            format!("being deleted; finalizers: {}", kept.join(", ")),
+        ),
     }
 }
 
@@ -178,6 +210,31 @@ pub(crate) fn worst(children: &[ChildHealth]) -> Option<&ChildHealth> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_being_deleted_is_terminating_whatever_its_rule_says() {
+        fn healthy(_: &Projection) -> Assessment {
+            Assessment::healthy("3/3 replicas available")
+        }
+        let mut child = Projection::default();
+        assert_eq!(assess(healthy, &child), healthy(&child));
+        let now = k8s_openapi::jiff::Timestamp::now();
+        child.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
+        assert_eq!(
+            assess(healthy, &child),
+            Assessment::new(Health::Terminating, "being deleted")
+        );
+        child.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+        assert_eq!(
+            assess(healthy, &child).reason,
+            "being deleted; finalizers: example.com/hold"
+        );
+        // Suspended and Terminating rank between the others: a suspended child is the worst only among
+        // healthy ones, a terminating one above those progressing.
+        let order: Vec<u8> = Health::ALL.iter().map(|h| h.severity()).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    }
 
     #[test]
     fn a_verdict_quoting_a_long_message_from_the_cluster_is_cut() {

@@ -16,10 +16,18 @@ pub struct ClusterHealth {
     /// Children healthy.
     #[schemars(with = "i32")]
     pub healthy: u32,
+    /// Children suspended (held on purpose).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(with = "i32")]
+    pub suspended: u32,
     /// Children progressing.
     #[serde(default, skip_serializing_if = "is_zero")]
     #[schemars(with = "i32")]
     pub progressing: u32,
+    /// Children being deleted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(with = "i32")]
+    pub terminating: u32,
     /// Children whose health is unknown (the cluster is unreachable, or not listed yet).
     #[serde(default, skip_serializing_if = "is_zero")]
     #[schemars(with = "i32")]
@@ -53,7 +61,9 @@ impl ClusterHealth {
         let mut summary = Self {
             state: worst.health,
             healthy: 0,
+            suspended: 0,
             progressing: 0,
+            terminating: 0,
             unknown: 0,
             missing: 0,
             degraded: 0,
@@ -69,7 +79,9 @@ impl ClusterHealth {
     fn count_mut(&mut self, health: Health) -> &mut u32 {
         match health {
             Health::Healthy => &mut self.healthy,
+            Health::Suspended => &mut self.suspended,
             Health::Progressing => &mut self.progressing,
+            Health::Terminating => &mut self.terminating,
             Health::Unknown => &mut self.unknown,
             Health::Missing => &mut self.missing,
             Health::Degraded => &mut self.degraded,
@@ -78,7 +90,8 @@ impl ClusterHealth {
 
     /// How many children were judged.
     pub fn children(&self) -> u32 {
-        self.healthy + self.progressing + self.unknown + self.missing + self.degraded
+        (self.healthy + self.suspended + self.progressing + self.terminating)
+            + (self.unknown + self.missing + self.degraded)
     }
 
     /// One line for people: `Progressing: 1/2 children healthy (namespace-b/web: 0/3 replicas available)`.

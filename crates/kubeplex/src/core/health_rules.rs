@@ -91,7 +91,7 @@ pub(crate) fn deployment(child: &Projection) -> Assessment {
         .and_then(serde_json::Value::as_bool)
         == Some(true)
     {
-        return Assessment::progressing(format!(
+        return Assessment::suspended(format!(
             "rollout paused, {available}/{wanted} replicas available"
         ));
     }
@@ -121,8 +121,9 @@ pub(crate) fn deployment(child: &Projection) -> Assessment {
 }
 
 /// A StatefulSet: every replica ready, and updated as far as its update strategy goes — all of them for
-/// `RollingUpdate`, those at or above the partition when it sets one (a rollout held there on purpose is
-/// complete), none for `OnDelete` (a replica is updated when someone deletes it).
+/// `RollingUpdate`, none for `OnDelete` (a replica is updated when someone deletes it). A rollout held at a
+/// partition on purpose, the replicas at or above it updated, is `Suspended`: it goes on when the partition
+/// is lowered.
 pub(crate) fn stateful_set(child: &Projection) -> Assessment {
     if let Some(not_yet) = unobserved(child) {
         return not_yet;
@@ -153,8 +154,8 @@ pub(crate) fn stateful_set(child: &Projection) -> Assessment {
     if updated < to_update {
         return Assessment::progressing(format!("{updated}/{to_update} replicas updated"));
     }
-    if partition > 0 {
-        return Assessment::healthy(format!(
+    if partition > 0 && updated < wanted {
+        return Assessment::suspended(format!(
             "{ready}/{wanted} replicas ready; held at partition {partition}: {updated} updated"
         ));
     }
@@ -202,7 +203,8 @@ pub(crate) fn replica_set(child: &Projection) -> Assessment {
     }
 }
 
-/// A Job: `Healthy` once complete, `Degraded` once failed, else running (or suspended).
+/// A Job: `Healthy` once complete, `Degraded` once failed, `Suspended` while its spec suspends it, else
+/// running.
 pub(crate) fn job(child: &Projection) -> Assessment {
     if let Some(failed) = child.condition("Failed")
         && failed.is_true()
@@ -217,8 +219,15 @@ pub(crate) fn job(child: &Projection) -> Assessment {
     if child.condition("Complete").is_some_and(|c| c.is_true()) {
         return Assessment::healthy(format!("complete, {} succeeded", count(child, "succeeded")));
     }
-    if child.condition("Suspended").is_some_and(|c| c.is_true()) {
-        return Assessment::progressing("suspended");
+    let suspend = child
+        .spec_field("suspend")
+        .and_then(serde_json::Value::as_bool);
+    if suspend == Some(true) || child.condition("Suspended").is_some_and(|c| c.is_true()) {
+        return Assessment::suspended(format!(
+            "suspended: {} active, {} succeeded",
+            count(child, "active"),
+            count(child, "succeeded")
+        ));
     }
     Assessment::progressing(format!(
         "running: {} active, {} succeeded",

@@ -29,6 +29,7 @@ mod status;
 pub use action::Action;
 pub(crate) use action::Verdict;
 pub(crate) use capacity::Shrink;
+pub(crate) use child_health::assess;
 pub use child_health::{Assessment, ChildHealth, Health, HealthRule, MAX_HEALTH_REASON};
 pub use child_policy::{DeletePolicy, ON_DELETE_ANNOTATION, ON_PRUNE_ANNOTATION, PrunePolicy};
 pub(crate) use cluster::name_problem;

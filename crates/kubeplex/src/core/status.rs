@@ -355,6 +355,8 @@ fn ready_said<'a>(
     }
     let reason = if unhealthy.iter().any(|(_, h)| h.state == Health::Degraded) {
         "ChildrenDegraded"
+    } else if unhealthy.iter().all(|(_, h)| h.state == Health::Suspended) {
+        "ChildrenSuspended"
     } else {
         "ChildrenNotHealthy"
     };

@@ -105,8 +105,10 @@ impl ChildCache for FixedCache {
     fn health(&self, namespace: Option<&str>, name: &str) -> Option<crate::core::ChildHealth> {
         self.get(namespace, name).as_ref().map(healthy)
     }
-    fn health_counts(&self) -> [u32; 5] {
-        [u32::try_from(self.0.len()).unwrap_or(u32::MAX), 0, 0, 0, 0]
+    fn health_counts(&self) -> [u32; crate::core::Health::ALL.len()] {
+        let mut counts = [0; crate::core::Health::ALL.len()];
+        counts[0] = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
+        counts
     }
     fn judge_answer(&self, object: serde_json::Value) -> crate::core::ChildHealth {
         let meta = serde_json::from_value(object["metadata"].clone()).unwrap_or_default();

@@ -207,7 +207,7 @@ impl Collector for Live {
         gauge_family(
             &mut encoder,
             "kubeplex_children",
-            "The children in each cluster's cache by their health (Healthy, Progressing, Unknown, Missing, Degraded)",
+            "The children in each cluster's cache by their health (Healthy, Suspended, Progressing, Terminating, Unknown, Missing, Degraded)",
             children.into_iter(),
         )?;
 

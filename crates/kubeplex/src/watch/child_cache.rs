@@ -16,7 +16,7 @@ use kube::api::ObjectMeta;
 use super::projected::Projected;
 use super::trigger::{ChildChangeFilter, ChildChangeKind};
 use super::watches::{SharedWatch, WatchKey, WatchRegistry};
-use crate::core::{Assessment, ChildHealth, Health, HealthRule, Projection};
+use crate::core::{Assessment, ChildHealth, Health, HealthRule, Projection, assess};
 use crate::core::{CONTROLLER_LABEL, PARENT_UID_LABEL, ParentRef, parents_of};
 use crate::core::{PrimaryResource, object_ref};
 use crate::core::{written_by_its_controller, written_marker};
@@ -59,7 +59,7 @@ pub(crate) trait ChildCache: Send + Sync {
     /// The cached child called `name` in `namespace` with its health.
     fn health(&self, namespace: Option<&str>, name: &str) -> Option<ChildHealth>;
     /// How many cached children are in each health, in the order of [`Health::ALL`].
-    fn health_counts(&self) -> [u32; 5];
+    fn health_counts(&self) -> [u32; Health::ALL.len()];
     /// A child as the server answered its apply, judged by this kind's rule (what the cache will say once
     /// its watch delivers it).
     fn judge_answer(&self, object: serde_json::Value) -> ChildHealth;
@@ -79,7 +79,7 @@ struct HealthCache<T: PrimaryResource> {
 impl<T: PrimaryResource> HealthCache<T> {
     fn judge(&self, object: &T) -> ChildHealth {
         let projection = (self.project)(object);
-        let verdict = (self.rule)(&projection);
+        let verdict = assess(self.rule, &projection);
         ChildHealth::judged(projection, verdict)
     }
 }
@@ -95,7 +95,7 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
             if parents.is_empty() {
                 return true;
             }
-            let health = hashed(&rule(&project(change.object())));
+            let health = hashed(&assess(rule, &project(change.object())));
             match changed.passes(change, health) {
                 Some(what) => parents.into_iter().all(|parent| deliver(parent, what)),
                 None => true,
@@ -143,10 +143,10 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
         Some(self.judge(&child))
     }
 
-    fn health_counts(&self) -> [u32; 5] {
-        let mut counts = [0; 5];
+    fn health_counts(&self) -> [u32; Health::ALL.len()] {
+        let mut counts = [0; Health::ALL.len()];
         for child in self.watch.store().state() {
-            let health = (self.rule)(&(self.project)(&child)).health;
+            let health = assess(self.rule, &(self.project)(&child)).health;
             if let Some(at) = Health::ALL.iter().position(|h| *h == health) {
                 counts[at] += 1;
             }
@@ -156,7 +156,7 @@ impl<T: PrimaryResource> ChildCache for HealthCache<T> {
 
     fn judge_answer(&self, object: serde_json::Value) -> ChildHealth {
         let projection = Arc::new(Projection::of_value(object));
-        let verdict = (self.rule)(&projection);
+        let verdict = assess(self.rule, &projection);
         ChildHealth::judged(projection, verdict)
     }
 

@@ -18,7 +18,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kubeplex::health::Health;
 use kubeplex_testenv::{TestEnv, TestEnvBuilder, eventually};
 use parent::{
-    Configs, Deployments, Jobs, SEEN_BY_CX, Unreachable, Widget, Widgets, Workload, WorkloadSpec,
+    Configs, Deployments, Jobs, SEEN_BY_CX, SuspendedJobs, Unreachable, Widget, Widgets, Workload,
+    WorkloadSpec,
 };
 use scene::{Scene, condition, health, reads, ready};
 
@@ -170,6 +171,52 @@ async fn a_failed_job_is_degraded_with_its_reason() {
         )
         .await;
     assert_eq!(ready(&parent), ("False", "ChildrenDegraded"));
+    scene.stop().await;
+}
+
+#[tokio::test]
+async fn a_suspended_job_is_suspended_and_one_being_deleted_is_terminating() {
+    let env = env().await;
+    let spec = WorkloadSpec {
+        jobs: vec!["batch".into()],
+        ..WorkloadSpec::default()
+    };
+    let scene = Scene::start(env, SuspendedJobs, "health-suspended", "nightly", spec).await;
+    // As the Job controller writes a suspension.
+    let now = "2026-01-01T00:00:00Z";
+    let suspended = serde_json::json!({ "conditions": [{
+        "type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended",
+        "lastProbeTime": now, "lastTransitionTime": now,
+    }] });
+    scene.play::<Job>("batch", suspended).await;
+    let parent = scene
+        .wait_health(
+            "suspended",
+            Health::Suspended,
+            Some("health-suspended/batch: suspended: 0 active, 0 succeeded"),
+        )
+        .await;
+    assert_eq!(ready(&parent), ("False", "ChildrenSuspended"));
+
+    // Deleted, kept by a finalizer: Terminating, naming it, whatever the Job's status says.
+    let jobs: Api<Job> = scene.children().await;
+    let hold = serde_json::json!({ "metadata": { "finalizers": ["example.com/hold"] } });
+    jobs.patch("batch", &PatchParams::default(), &Patch::Merge(&hold))
+        .await
+        .unwrap();
+    let background = kube::api::DeleteParams::background();
+    jobs.delete("batch", &background).await.unwrap();
+    scene
+        .wait_health(
+            "terminating",
+            Health::Terminating,
+            Some("health-suspended/batch: being deleted; finalizers: example.com/hold"),
+        )
+        .await;
+    let release = serde_json::json!({ "metadata": { "finalizers": null } });
+    jobs.patch("batch", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
     scene.stop().await;
 }
 

@@ -81,15 +81,15 @@ pub(crate) fn pod_disruption_budget(child: &Projection) -> Assessment {
     }
 }
 
-/// A CronJob: `Progressing` while suspended (it schedules nothing), `Healthy` otherwise; its Jobs are
-/// judged as Jobs.
+/// A CronJob: `Suspended` while its spec suspends it (it schedules nothing), `Healthy` otherwise; its Jobs
+/// are judged as Jobs.
 pub(crate) fn cron_job(child: &Projection) -> Assessment {
     if child
         .spec_field("suspend")
         .and_then(serde_json::Value::as_bool)
         == Some(true)
     {
-        return Assessment::progressing("suspended: no Job is scheduled");
+        return Assessment::suspended("suspended: no Job is scheduled");
     }
     match child.status_str("lastScheduleTime") {
         Some(last) => Assessment::healthy(format!("scheduled, last at {last}")),

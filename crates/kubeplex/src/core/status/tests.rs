@@ -213,9 +213,10 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
         )
     );
     assert_eq!(status.clusters["cluster-a"].health.as_ref(), Some(&healthy));
+    let healthy_again = || healthy.clone();
     let all_healthy: BTreeMap<String, ClusterHealth> = [
         ("cluster-a".to_owned(), healthy.clone()),
-        ("cluster-b".to_owned(), healthy),
+        ("cluster-b".to_owned(), healthy.clone()),
     ]
     .into();
     let status = FleetStatus::from_outcomes(&status, &outcomes, &all_healthy, Some(1), &at(2));
@@ -234,6 +235,21 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
         applied.last_transition_time,
         at(1),
         "Applied did not change"
+    );
+
+    // A child held on purpose: not ready, and the reason says why.
+    let paused = ClusterHealth::of(&[child(Health::Suspended, "rollout paused")]).unwrap();
+    assert_eq!(paused.suspended, 1);
+    let suspended: BTreeMap<String, ClusterHealth> = [
+        ("cluster-a".to_owned(), healthy_again()),
+        ("cluster-b".to_owned(), paused),
+    ]
+    .into();
+    let status = FleetStatus::from_outcomes(&status, &outcomes, &suspended, Some(1), &at(3));
+    let ready = status.conditions.iter().find(|c| c.type_ == READY).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "ChildrenSuspended")
     );
 }
 

@@ -107,13 +107,13 @@ fn unknown_at() -> usize {
 /// What the health metric reads at scrape time: every cached child by cluster and health.
 impl<R: Reconcile> ChildrenByHealth for Engine<R> {
     fn children_by_health(&self) -> Vec<(String, &'static str, u32)> {
-        let mut counts: BTreeMap<String, [u32; 5]> = BTreeMap::new();
+        let mut counts: BTreeMap<String, [u32; Health::ALL.len()]> = BTreeMap::new();
         for watch in self.all_child_watches() {
             let mut by_health = watch.cache.health_counts();
             // A cluster that cannot be asked: its cache is as it last was, its children unknown.
             if !self.runtime.readiness.is_context_ready(&watch.context) {
                 let all = by_health.iter().sum();
-                by_health = [0; 5];
+                by_health = [0; Health::ALL.len()];
                 by_health[unknown_at()] = all;
             }
             let sum = counts.entry(watch.context.clone()).or_default();

@@ -362,6 +362,7 @@ macro_rules! workload_controller {
 
 workload_controller!(Deployments, "health-deployments", "health-deployments");
 workload_controller!(Jobs, "health-jobs", "health-jobs");
+workload_controller!(SuspendedJobs, "health-suspended", "health-suspended");
 workload_controller!(Widgets, "health-widgets", "health-widgets");
 workload_controller!(Configs, "health-configs", "health-configs");
 workload_controller!(Unreachable, "health-unreachable", "health-unreachable");

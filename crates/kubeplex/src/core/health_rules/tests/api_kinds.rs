@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{child, condition, table};
-use crate::core::child_health::Health::{Degraded, Healthy, Progressing};
+use crate::core::child_health::Health::{Degraded, Healthy, Progressing, Suspended};
 use crate::core::health_rules::{
     api_service, cron_job, custom_resource_definition, horizontal_pod_autoscaler, ingress,
     pod_disruption_budget,
@@ -199,14 +199,14 @@ fn a_disruption_budget_is_degraded_with_fewer_healthy_pods_than_it_wants() {
 }
 
 #[test]
-fn a_suspended_cron_job_progresses_and_a_scheduled_one_is_healthy() {
+fn a_suspended_cron_job_is_suspended_and_a_scheduled_one_is_healthy() {
     table(
         cron_job,
         &[
             (
                 "suspended",
                 child(1, json!({ "suspend": true }), json!({})),
-                Progressing,
+                Suspended,
                 "suspended: no Job is scheduled",
             ),
             (

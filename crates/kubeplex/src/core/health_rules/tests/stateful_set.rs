@@ -1,10 +1,10 @@
 //! The StatefulSet rule under its update strategies: a rollout held at a partition on purpose is
-//! complete, and `OnDelete` updates nobody by itself.
+//! suspended there, and `OnDelete` updates nobody by itself.
 
 use serde_json::json;
 
 use super::{child, table};
-use crate::core::child_health::Health::{Healthy, Progressing};
+use crate::core::child_health::Health::{Healthy, Progressing, Suspended};
 
 #[test]
 fn a_stateful_set_is_updated_as_far_as_its_update_strategy_goes() {
@@ -19,7 +19,7 @@ fn a_stateful_set_is_updated_as_far_as_its_update_strategy_goes() {
             (
                 "held at a partition, the replicas above it updated",
                 child(1, partitioned.clone(), status(1)),
-                Healthy,
+                Suspended,
                 "4/4 replicas ready; held at partition 3: 1 updated",
             ),
             (
