@@ -8,16 +8,15 @@
 
 use std::time::{Duration, Instant};
 
-use kube::{Client, CustomResourceExt};
+use kube::Client;
 use serde::Serialize;
 
-use super::app::{FleetApp, PARENT_NAMESPACE};
 use super::child::{FleetSpec, Synced};
 use super::process::Operator;
-use super::setup::Host;
+use super::setup::{Host, control_and_child};
 use crate::child::Side;
 use crate::figures::{Figure, Goal, Section, percentile};
-use crate::harness::{create_namespace, jitter, progress};
+use crate::harness::{jitter, progress};
 
 const CONTROL: &str = "cluster-0";
 const CHILD: &str = "cluster-1";
@@ -57,7 +56,7 @@ pub(crate) async fn run(
     if options.freezes == 0 {
         return Err("detection: at least one freeze".into());
     }
-    let child = setup(host).await?;
+    let (_, child) = control_and_child(host, (CONTROL, CHILD), NAMESPACE).await?;
     let spec = FleetSpec {
         side: Side::Kubeplex,
         kubeconfig: host.kubeconfig.clone(),
@@ -141,20 +140,6 @@ fn report(
         met: p95 <= GOAL_S,
     };
     (section, goal)
-}
-
-async fn setup(host: &Host<'_>) -> Result<Client, String> {
-    host.env
-        .install_crd(CONTROL, FleetApp::crd())
-        .await
-        .map_err(|e| e.to_string())?;
-    let client = |cluster: &'static str| async move {
-        host.env.client(cluster).await.map_err(|e| e.to_string())
-    };
-    let (control, child) = (client(CONTROL).await?, client(CHILD).await?);
-    create_namespace(&control, PARENT_NAMESPACE).await?;
-    create_namespace(&child, NAMESPACE).await?;
-    Ok(child)
 }
 
 /// Requests answered by the child cluster's API server and pings sent by the operator, per 10 s at rest.

@@ -9,17 +9,17 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
+use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube::{Client, CustomResourceExt};
 use serde::Serialize;
 
 use super::app::{FleetApp, FleetAppSpec, PARENT_NAMESPACE};
 use super::child::{ElectionSpec, FleetSpec, Synced};
 use super::process::Operator;
-use super::setup::Host;
+use super::setup::{Host, control_and_child};
 use crate::child::Side;
 use crate::figures::{Figure, Goal, Section, percentile};
-use crate::harness::{create_namespace, jitter, progress};
+use crate::harness::{jitter, progress};
 
 const CONTROL: &str = "cluster-0";
 const CHILD: &str = "cluster-1";
@@ -86,7 +86,7 @@ pub(crate) async fn run(
     if options.kills == 0 {
         return Err("failover: at least one kill".into());
     }
-    let (control, child) = setup(host).await?;
+    let (control, child) = control_and_child(host, (CONTROL, CHILD), NAMESPACE).await?;
     let children: Api<Deployment> = Api::namespaced(child, NAMESPACE);
     let mut spawned = 0;
     let mut replicas = Vec::new();
@@ -217,21 +217,6 @@ fn report(options: &FailoverOptions, lease_s: &[f64], child_s: &[f64]) -> (Secti
         met: max <= GOAL_S,
     };
     (section, goal)
-}
-
-async fn setup(host: &Host<'_>) -> Result<(Client, Client), String> {
-    host.env
-        .install_crd(CONTROL, FleetApp::crd())
-        .await
-        .map_err(|e| e.to_string())?;
-    let client = |cluster: &'static str| async move {
-        host.env.client(cluster).await.map_err(|e| e.to_string())
-    };
-    let (control, child) = (client(CONTROL).await?, client(CHILD).await?);
-    create_namespace(&control, NAMESPACE).await?;
-    create_namespace(&control, PARENT_NAMESPACE).await?;
-    create_namespace(&child, NAMESPACE).await?;
-    Ok((control, child))
 }
 
 /// Starts a replica and waits until its caches synced (a standby syncs too).

@@ -85,3 +85,25 @@ pub(super) struct Sample {
     pub conflicts: f64,
     pub readyz: Option<ProbeLog>,
 }
+
+/// The control cluster and one child cluster, for a section that runs one operator over them: the parents'
+/// kind installed, the parents' namespace in the control cluster, and `namespace` in both.
+pub(super) async fn control_and_child(
+    host: &Host<'_>,
+    (control, child): (&'static str, &'static str),
+    namespace: &str,
+) -> Result<(kube::Client, kube::Client), String> {
+    use kube::CustomResourceExt as _;
+    host.env
+        .install_crd(control, super::app::FleetApp::crd())
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = |cluster: &'static str| async move {
+        host.env.client(cluster).await.map_err(|e| e.to_string())
+    };
+    let (control, child) = (client(control).await?, client(child).await?);
+    crate::harness::create_namespace(&control, namespace).await?;
+    crate::harness::create_namespace(&control, super::app::PARENT_NAMESPACE).await?;
+    crate::harness::create_namespace(&child, namespace).await?;
+    Ok((control, child))
+}
