@@ -77,7 +77,7 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
         )?;
     }
     let mut clients = Clients::connect(&env).await?;
-    wait_until_ready(&clients, Duration::from_secs(120)).await?;
+    wait_until_applied(&clients, Duration::from_secs(120)).await?;
     writeln!(out, "\n{}", table(&clients).await?)?;
     writeln!(out, "Metrics: http://{probes}/metrics")?;
     for line in crate::figures::summary(&crate::figures::scrape(probes).await?) {
@@ -211,8 +211,8 @@ async fn apply_spec(
     Ok(())
 }
 
-/// Waits until every instance is Ready, and Ready in each child cluster of `clients`.
-async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), DemoError> {
+/// Waits until every instance is applied, and `Applied` in each child cluster of `clients`.
+async fn wait_until_applied(clients: &Clients, timeout: Duration) -> Result<(), DemoError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
     loop {
@@ -221,7 +221,7 @@ async fn wait_until_ready(clients: &Clients, timeout: Duration) -> Result<(), De
             let states = app.status.as_ref().map(|s| &s.fleet.clusters);
             (clients.children.iter()).all(|(cluster, _)| {
                 let state = states.and_then(|c| c.get(cluster)).map(|c| c.state);
-                state == Some(ClusterState::Ready)
+                state == Some(ClusterState::Applied)
             })
         };
         let ready = apps.len() == INSTANCES.len()
@@ -304,7 +304,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
     // The Applied and Ready conditions, the rollout's phase, then one column per child cluster: its state
     // in each AppDeployment's status.
     let row = |name: &str, conditions: [&str; 2], rollout: &str, clusters: Vec<String>| {
-        let clusters = clusters.iter().map(|c| format!("{c:<20}"));
+        let clusters = clusters.iter().map(|c| format!("{c:<24}"));
         let [applied, ready] = conditions;
         let line = format!(
             "{name:<8} {applied:<7} {ready:<7} {rollout:<11} {}",
@@ -328,10 +328,7 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
     for app in &apps {
         let cluster = |name: &String| {
             let status = app.status.as_ref().and_then(|s| s.fleet.clusters.get(name));
-            status.map_or_else(
-                || "-".to_owned(),
-                |c| format!("{} ({} children)", state(c.state), c.children),
-            )
+            status.map_or_else(|| "-".to_owned(), kubeplex::status::ClusterStatus::line)
         };
         let clusters = names.clone().map(cluster).collect();
         let conditions = ["Applied", "Ready"].map(|c| condition(app, c));
@@ -352,8 +349,4 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         }
     }
     Ok(out)
-}
-
-fn state(state: ClusterState) -> &'static str {
-    state.as_str()
 }

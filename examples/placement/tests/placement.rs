@@ -156,7 +156,7 @@ async fn shares_apps(env: &TestEnv, placements: &Api<Placement>) {
             let status = placement.status.unwrap_or_default();
             let ready = |cluster: &str| {
                 let state = status.fleet.clusters.get(cluster).map(|c| c.state);
-                state == Some(ClusterState::Ready)
+                state == Some(ClusterState::Applied)
             };
             let apps = in_a.get(APPS).await.map_err(|e| e.to_string())?;
             if ready("cluster-a") && ready("cluster-b") && sharers(&apps) == 2 {

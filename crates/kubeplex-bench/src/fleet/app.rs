@@ -92,7 +92,7 @@ pub(super) fn image_of(deployment: &Deployment) -> Option<&str> {
         .as_deref()
 }
 
-/// Whether a parent is done: it carries the finalizer, and its status says Applied (reason `AllClustersReady`)
+/// Whether a parent is done: it carries the finalizer, and its status says Applied (reason `AllClustersApplied`)
 /// with every one of `contexts` Ready and holding `children` children.
 pub(super) fn is_ready(app: &FleetApp, contexts: &[String], children: u32) -> bool {
     let Some(status) = &app.status else {
@@ -103,12 +103,12 @@ pub(super) fn is_ready(app: &FleetApp, contexts: &[String], children: u32) -> bo
             .fleet
             .conditions
             .iter()
-            .any(|c| c.type_ == "Applied" && c.status == "True" && c.reason == "AllClustersReady")
+            .any(|c| c.type_ == "Applied" && c.status == "True" && c.reason == "AllClustersApplied")
         && contexts.iter().all(|context| {
             status
                 .fleet
                 .clusters
                 .get(context)
-                .is_some_and(|c| c.state == ClusterState::Ready && c.children == children)
+                .is_some_and(|c| c.state == ClusterState::Applied && c.children == children)
         })
 }

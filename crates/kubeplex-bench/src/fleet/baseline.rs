@@ -277,7 +277,7 @@ fn status_for(
         .zip(outcomes)
         .map(|(cluster, outcome)| {
             let (state, children, message) = match outcome {
-                Ok(children) => (ClusterState::Ready, children, None),
+                Ok(children) => (ClusterState::Applied, children, None),
                 Err(error) => (ClusterState::Failed, 0, Some(error.to_string())),
             };
             let status = ClusterStatus::new(state, children, since(&cluster.name, state));
@@ -295,11 +295,11 @@ fn status_for(
     let (status_value, reason, message) = if failed.is_empty() {
         (
             "True",
-            "AllClustersReady",
+            "AllClustersApplied",
             "children are in place in every cluster".to_owned(),
         )
     } else {
-        ("False", "ClustersNotReady", failed.join("; "))
+        ("False", "ClustersNotApplied", failed.join("; "))
     };
     let ready_since = previous
         .conditions

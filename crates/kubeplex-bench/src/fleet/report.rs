@@ -33,7 +33,7 @@ pub(super) fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>
              cluster-2); P = {p}, scaling row P = {sizes}. Per run: the parent creates the P parents (32 in \
              flight), starts a fresh operator process and times, with its own watches and from the operator's \
              start: every child present with the right image; every parent with the finalizer and a Ready \
-             status (Applied=True, AllClustersReady, every cluster Ready with {n} children). Then it deletes every \
+             status (Applied=True, AllClustersApplied, every cluster Applied with {n} children). Then it deletes every \
              tenth child by hand ({victims} at P = {p}) and times until each is back with a new UID, then \
              deletes every parent (one delete-collection) and times until parents and children are gone. \
              kubeplex: the operator written as examples/fleet (cx.child per cluster and namespace; the runtime \

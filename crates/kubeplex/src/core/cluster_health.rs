@@ -88,6 +88,12 @@ impl ClusterHealth {
         }
     }
 
+    /// How many children are in `health`.
+    pub fn count(&self, health: Health) -> u32 {
+        let mut summary = self.clone();
+        *summary.count_mut(health)
+    }
+
     /// How many children were judged.
     pub fn children(&self) -> u32 {
         (self.healthy + self.suspended + self.progressing + self.terminating)

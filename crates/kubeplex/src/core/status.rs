@@ -48,8 +48,9 @@ pub struct ClusterStatus {
     /// How many children the parent has there.
     #[schemars(with = "i32")]
     pub children: u32,
-    /// Why, when not `Ready`; when `Ready`, the children a policy left in place, if any (kept once no
-    /// longer declared, told until the parent's spec changes again).
+    /// Why, when not `Applied`; when `Applied`, the children a policy left in place, if any (kept once no
+    /// longer declared, told until the parent's spec changes again), and the shared children other
+    /// parents share too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// When `state` last changed.
@@ -72,7 +73,18 @@ impl ClusterStatus {
         }
     }
 
-    /// Says why the cluster is not `Ready`.
+    /// A table's cell: the state, and beside it how many children are in the worst child's health —
+    /// `Applied, 2 Healthy`, `Applied, 1 Degraded`, `Unreachable`. Which child, and why, is the health's
+    /// `worst`.
+    pub fn line(&self) -> String {
+        let state = self.state.as_str();
+        match &self.health {
+            Some(health) => format!("{state}, {} {}", health.count(health.state), health.state),
+            None => state.to_owned(),
+        }
+    }
+
+    /// Says why the cluster is not `Applied`.
     #[must_use]
     pub fn message(mut self, message: impl Into<String>) -> Self {
         self.message = Some(message.into());
@@ -84,8 +96,10 @@ impl ClusterStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub enum ClusterState {
-    /// Every child is applied as desired.
-    Ready,
+    /// Every child is applied as desired; how they are doing is the cluster's `health` beside it. Written
+    /// `Ready` by kubeplex before 0.2, which still reads as this.
+    #[serde(alias = "Ready")]
+    Applied,
     /// The cluster could not be reached; its children are as they were.
     Unreachable,
     /// The cluster answered but applying or deleting a child failed.
@@ -109,6 +123,9 @@ pub enum ClusterState {
     /// The member is leaving the fleet: no child is put there any more, and under the delete leave policy
     /// its children are deleted once it answers (the message says what it waits for).
     Leaving,
+    /// The parent is being deleted and its children in this cluster are gone (or left in place, unlinked,
+    /// as their delete policy says): the cluster no longer holds the deletion.
+    Deleted,
 }
 
 /// A `meta/v1` `Time`, as the API server validates one. k8s-openapi's schemas are behind a feature that
@@ -174,10 +191,10 @@ const CONDITION_TYPE_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9
 const MAX_MESSAGE: usize = 32768;
 
 impl ClusterState {
-    /// The state as the status writes it, e.g. `Ready`.
+    /// The state as the status writes it, e.g. `Applied`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Ready => "Ready",
+            Self::Applied => "Applied",
             Self::Unreachable => "Unreachable",
             Self::Failed => "Failed",
             Self::Deleting => "Deleting",
@@ -186,6 +203,7 @@ impl ClusterState {
             Self::NotTargeted => "NotTargeted",
             Self::Left => "Left",
             Self::Leaving => "Leaving",
+            Self::Deleted => "Deleted",
         }
     }
 }
@@ -195,7 +213,7 @@ impl ClusterState {
     pub fn is_settled(self) -> bool {
         matches!(
             self,
-            Self::Ready | Self::NotTargeted | Self::Left | Self::Leaving
+            Self::Applied | Self::Deleted | Self::NotTargeted | Self::Left | Self::Leaving
         )
     }
 }
@@ -308,7 +326,7 @@ impl FleetStatus {
         let (status, reason, message) = if not_ready.is_empty() {
             (
                 "True",
-                "AllClustersReady",
+                "AllClustersApplied",
                 "children are in place in every cluster".to_owned(),
             )
         } else if clusters.values().any(|c| c.state == ClusterState::Deleting) {
@@ -316,7 +334,7 @@ impl FleetStatus {
         } else if clusters.values().any(|c| c.state == ClusterState::Conflict) {
             ("False", "ChildConflict", not_ready.join("; "))
         } else {
-            ("False", "ClustersNotReady", not_ready.join("; "))
+            ("False", "ClustersNotApplied", not_ready.join("; "))
         };
         let applied = (status, reason, message);
         let ready = ready_said(&clusters, &applied);
@@ -342,7 +360,7 @@ fn ready_said<'a>(
     // Only the clusters the parent's children must run in: not one it does not target, or a member
     // leaving or gone, whose children are going or no longer managed.
     let unhealthy: Vec<(&String, &ClusterHealth)> = (clusters.iter())
-        .filter(|(_, c)| c.state == ClusterState::Ready)
+        .filter(|(_, c)| c.state == ClusterState::Applied)
         .filter_map(|(name, c)| Some((name, c.health.as_ref()?)))
         .filter(|(_, h)| h.state != Health::Healthy)
         .collect();

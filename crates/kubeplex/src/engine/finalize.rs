@@ -129,7 +129,7 @@ impl<R: Reconcile> Engine<R> {
             // Reachable, its children deleted, some still there: the terminating bound applies to it.
             let going = outcome.state == ClusterState::Deleting;
             let why = match outcome.state {
-                ClusterState::Ready => continue,
+                ClusterState::Deleted => continue,
                 _ if going && abandon_terminating => {
                     "children still there longer than the abandon policy allows; they were left to finish on their own"
                 }

@@ -129,7 +129,7 @@ async fn a_quota_declared_before_its_namespace_is_ready_in_every_cluster_at_the_
                 fleet
                     .clusters
                     .get(cluster.name())
-                    .is_some_and(|c| c.state == ClusterState::Ready && c.children == 2)
+                    .is_some_and(|c| c.state == ClusterState::Applied && c.children == 2)
             })
         });
         if ready {
@@ -142,7 +142,7 @@ async fn a_quota_declared_before_its_namespace_is_ready_in_every_cluster_at_the_
     let ready = &team.status.as_ref().unwrap().fleet.conditions[0];
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
-        ("True", "AllClustersReady")
+        ("True", "AllClustersApplied")
     );
 
     for cluster in CHILD_CLUSTERS {

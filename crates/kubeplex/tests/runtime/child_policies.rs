@@ -214,7 +214,7 @@ async fn a_child_kept_on_prune_stays_unlinked_while_its_sibling_is_pruned_and_is
         let team = teams.get("t").await.unwrap();
         let fleet = team.status.map(|s| s.fleet).unwrap_or_default();
         match fleet.clusters.get("cluster-a") {
-            Some(c) if c.state == ClusterState::Ready && c.message.as_deref() == Some(told) => {
+            Some(c) if c.state == ClusterState::Applied && c.message.as_deref() == Some(told) => {
                 Ok(())
             }
             _ => Err(format!("{fleet:#?}")),

@@ -69,7 +69,7 @@ async fn a_failed_reconcile_turns_ready_false_with_the_servers_message() {
     );
     // The clusters keep their last known state.
     let clusters = &parent.status.as_ref().unwrap().fleet.clusters;
-    assert_eq!(clusters["cluster-a"].state, kubeplex::ClusterState::Ready);
+    assert_eq!(clusters["cluster-a"].state, kubeplex::ClusterState::Applied);
     crate::support::stop(running).await;
 }
 

@@ -357,7 +357,7 @@ async fn an_object_made_in_advance_with_a_parents_labels_is_not_adopted() {
         let a = status.and_then(|s| s.clusters.get("cluster-a"));
         let b = status.and_then(|s| s.clusters.get("cluster-b"));
         a.is_some_and(|a| a.state == ClusterState::Conflict)
-            && b.is_some_and(|b| b.state == ClusterState::Ready)
+            && b.is_some_and(|b| b.state == ClusterState::Applied)
     };
     let holder = wait_status(&holders, "wants", "a conflict in cluster-a", conflict).await;
     let message = holder.status.unwrap().fleet.clusters["cluster-a"]

@@ -352,6 +352,6 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
             Some("health-unreachable/web: the cluster is unreachable"),
         )
         .await;
-    assert_eq!(ready(&parent), ("False", "ClustersNotReady"));
+    assert_eq!(ready(&parent), ("False", "ClustersNotApplied"));
     scene.stop().await;
 }

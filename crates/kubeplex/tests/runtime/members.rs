@@ -150,7 +150,7 @@ async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_join
 
     members.add("cluster-c", cluster_c(env).await).await;
     wait_child(env, "cluster-c", "web-deleting", true).await;
-    wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Ready")).await;
+    wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Applied")).await;
     wait_context_status(address, "/readyz", "cluster-c", "ready").await;
 
     // Leaving under `delete`: once `remove` returns, the children are deleted and the watches closed.
@@ -184,7 +184,7 @@ async fn a_member_joins_gets_the_children_and_leaves_with_them_deleted_then_join
     // It joins again: its children come back.
     members.add("cluster-c", cluster_c(env).await).await;
     wait_child(env, "cluster-c", "web-deleting", true).await;
-    wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Ready")).await;
+    wait_cluster_state(env, "spread-delete", "web", "cluster-c", Some("Applied")).await;
     members.remove("cluster-c").await;
     crate::support::stop(running).await;
 }
@@ -245,7 +245,7 @@ async fn primaries_in_every_member_are_reconciled_where_they_live_with_their_chi
         let ready = status
             .as_ref()
             .and_then(|s| s.fleet.clusters.get("cluster-c"));
-        if ready.is_some_and(|c| c.state == kubeplex::ClusterState::Ready) {
+        if ready.is_some_and(|c| c.state == kubeplex::ClusterState::Applied) {
             Ok(())
         } else {
             Err(format!("{status:#?}"))

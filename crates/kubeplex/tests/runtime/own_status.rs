@@ -86,7 +86,7 @@ async fn the_reconciles_own_status_fields_are_written_with_kubeplexs_part_in_one
                 let status = spread.status.clone().unwrap_or_default();
                 let ready = status.fleet.clusters.get("cluster-a").map(|c| c.state);
                 if status.note.as_deref() == Some(note)
-                    && ready == Some(kubeplex::ClusterState::Ready)
+                    && ready == Some(kubeplex::ClusterState::Applied)
                 {
                     Ok(spread)
                 } else {

@@ -117,7 +117,7 @@ async fn parents_share_a_child_which_goes_with_the_last_and_others_stay_conflict
                 let message = state.message.clone().unwrap_or_default();
                 let names = message.contains("shared with other parents: ConfigMap apps/shared-v1")
                     && message.contains(&format!("control/sharing/{other}"));
-                if state.state != ClusterState::Ready || !names {
+                if state.state != ClusterState::Applied || !names {
                     return Err(format!("{name}: {state:?}"));
                 }
             }

@@ -11,7 +11,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kubeplex::{Context as _, members::MEMBER_FINALIZER, members::MEMBER_NAME_LABEL};
 use kubeplex_testenv::TestEnv;
 
-use super::{Clients, DemoError, create_namespaces_in, table, wait_until_ready};
+use super::{Clients, DemoError, create_namespaces_in, table, wait_until_applied};
 use crate::{
     AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet, MEMBER_SELECTOR, MEMBERS_NAMESPACE,
 };
@@ -48,7 +48,7 @@ pub(super) async fn join_and_leave(
     clients
         .children
         .push((CLUSTER_C.to_owned(), env.client(CLUSTER_C).await?));
-    wait_until_ready(clients, WAIT).await?;
+    wait_until_applied(clients, WAIT).await?;
     let joined = created.elapsed().as_secs_f64();
     writeln!(
         out,

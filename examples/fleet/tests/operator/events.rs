@@ -103,7 +103,7 @@ async fn children_and_deletion_changes_are_told_on_the_parent_once_each() {
         let ready = clusters.is_some_and(|c| {
             [Fleet::ClusterA, Fleet::ClusterB].iter().all(|cluster| {
                 c.get(cluster.name()).is_some_and(|s| {
-                    s.state == ClusterState::Ready && s.children == stage.children.len() as u32
+                    s.state == ClusterState::Applied && s.children == stage.children.len() as u32
                 })
             })
         });

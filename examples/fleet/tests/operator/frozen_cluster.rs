@@ -172,7 +172,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         &env,
         "cluster-b's status while cluster-a is frozen",
         "during",
-        |_, b| is(ClusterState::Ready)(&b),
+        |_, b| is(ClusterState::Applied)(&b),
     )
     .await;
     let status_after = applied.elapsed();
@@ -188,7 +188,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         "the cap marks cluster-a unreachable",
         "during",
         |a, b| {
-            is(ClusterState::Ready)(&b)
+            is(ClusterState::Applied)(&b)
                 && a.is_some_and(|(state, message)| {
                     state == ClusterState::Unreachable && message.contains("no answer within")
                 })
@@ -214,7 +214,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     }
     for name in ["before", "during"] {
         let app = wait_status(&env, "both clusters Ready again", name, |a, b| {
-            is(ClusterState::Ready)(&a) && is(ClusterState::Ready)(&b)
+            is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b)
         })
         .await;
         assert_eq!(ready_condition(&app).as_deref(), Some("True"), "{name}");
@@ -244,7 +244,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         &env,
         "cluster-a unreachable in the status of a parent nobody edited",
         "before",
-        |a, b| is(ClusterState::Ready)(&b) && is(ClusterState::Unreachable)(&a),
+        |a, b| is(ClusterState::Applied)(&b) && is(ClusterState::Unreachable)(&a),
     )
     .await;
     assert_eq!(ready_condition(&app).as_deref(), Some("False"));
@@ -253,7 +253,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         &env,
         "cluster-a Ready again, still without an edit",
         "before",
-        |a, b| is(ClusterState::Ready)(&a) && is(ClusterState::Ready)(&b),
+        |a, b| is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b),
     )
     .await;
     assert_eq!(ready_condition(&app).as_deref(), Some("True"));

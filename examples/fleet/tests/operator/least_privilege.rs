@@ -143,7 +143,9 @@ async fn status(
 
 async fn all_ready(env: &TestEnv, name: &str) -> Result<(), String> {
     match status(env, name).await? {
-        (states, ready) if states.iter().all(|s| s.0 == ClusterState::Ready) && ready == "True" => {
+        (states, ready)
+            if states.iter().all(|s| s.0 == ClusterState::Applied) && ready == "True" =>
+        {
             Ok(())
         }
         other => Err(format!("{other:?}")),
@@ -228,7 +230,8 @@ async fn scenario(env: &TestEnv) {
     eventually("Conflict in the status", || async {
         match status(env, "lp-taken").await? {
             (states, _)
-                if states[0].0 == ClusterState::Conflict && states[1].0 == ClusterState::Ready =>
+                if states[0].0 == ClusterState::Conflict
+                    && states[1].0 == ClusterState::Applied =>
             {
                 Ok(())
             }

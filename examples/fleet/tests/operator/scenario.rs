@@ -136,7 +136,7 @@ async fn children_follow_their_parent_are_repaired_and_removed_with_it() {
         let app = stage.apps().await.get("crd-a").await.unwrap();
         let states = CHILDREN.map(|c| cluster_state(&app, c).map(|s| s.0));
         match (states, ready(&app)) {
-            ([Some(ClusterState::Ready), Some(ClusterState::Ready)], Some((status, _)))
+            ([Some(ClusterState::Applied), Some(ClusterState::Applied)], Some((status, _)))
                 if status == "True" =>
             {
                 Ok(())
@@ -245,7 +245,7 @@ async fn an_unreachable_cluster_holds_back_neither_the_other_nor_its_own_return(
             ready(&app),
         ) {
             (
-                Some((ClusterState::Ready, _)),
+                Some((ClusterState::Applied, _)),
                 Some((ClusterState::Unreachable, message)),
                 Some((status, _)),
             ) if message.contains("unreachable") && status == "False" => Ok(()),

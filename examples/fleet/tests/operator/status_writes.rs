@@ -119,7 +119,7 @@ async fn wait_ready(apps: &Api<AppDeployment>, children: u32) -> AppDeployment {
             }) && ["cluster-a", "cluster-b"].iter().all(|c| {
                 f.clusters
                     .get(*c)
-                    .is_some_and(|s| s.state == ClusterState::Ready && s.children == children)
+                    .is_some_and(|s| s.state == ClusterState::Applied && s.children == children)
             })
         });
         if ready {

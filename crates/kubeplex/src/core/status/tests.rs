@@ -27,7 +27,7 @@ fn outcomes(entries: &[(&str, ClusterState, Option<&str>)]) -> BTreeMap<String, 
 fn transition_times_move_only_when_the_state_changes() {
     let unreachable = Some("connection refused");
     let outcomes_1 = outcomes(&[
-        ("cluster-a", ClusterState::Ready, None),
+        ("cluster-a", ClusterState::Applied, None),
         ("cluster-b", ClusterState::Unreachable, unreachable),
     ]);
     let first = FleetStatus::from_outcomes(
@@ -38,7 +38,7 @@ fn transition_times_move_only_when_the_state_changes() {
         &at(1),
     );
     assert_eq!(first.conditions[0].status, "False");
-    assert_eq!(first.conditions[0].reason, "ClustersNotReady");
+    assert_eq!(first.conditions[0].reason, "ClustersNotApplied");
     assert!(
         first.conditions[0]
             .message
@@ -46,8 +46,8 @@ fn transition_times_move_only_when_the_state_changes() {
     );
 
     let outcomes_2 = outcomes(&[
-        ("cluster-a", ClusterState::Ready, None),
-        ("cluster-b", ClusterState::Ready, None),
+        ("cluster-a", ClusterState::Applied, None),
+        ("cluster-b", ClusterState::Applied, None),
     ]);
     let second = FleetStatus::from_outcomes(&first, &outcomes_2, &BTreeMap::new(), Some(1), &at(2));
     assert_eq!(second.clusters["cluster-a"].last_transition_time, at(1));
@@ -90,7 +90,7 @@ fn a_status_read_back_equals_the_one_written() {
 
 #[test]
 fn a_failed_reconcile_turns_ready_false_and_keeps_the_clusters() {
-    let outcomes = outcomes(&[("cluster-a", ClusterState::Ready, None)]);
+    let outcomes = outcomes(&[("cluster-a", ClusterState::Applied, None)]);
     let ready = FleetStatus::from_outcomes(
         &FleetStatus::default(),
         &outcomes,
@@ -134,7 +134,7 @@ fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
             // Another writer's, with a time that does not parse: not kubeplex's to read.
             { "type": "Configured", "status": "True", "reason": "Mine", "lastTransitionTime": "t0" },
             {
-                "type": "Ready", "status": "True", "reason": "AllClustersReady", "message": "",
+                "type": "Ready", "status": "True", "reason": "AllClustersApplied", "message": "",
                 "lastTransitionTime": "2026-01-01T00:00:01Z",
             },
         ],
@@ -144,7 +144,7 @@ fn only_kubeplexs_own_condition_is_compared_and_rewritten() {
     assert_eq!(owned.conditions.len(), 1);
     assert_eq!(owned.conditions[0].type_, READY);
     let applied = serde_json::json!({ "conditions": [{
-        "type": "Applied", "status": "True", "reason": "AllClustersReady", "message": "",
+        "type": "Applied", "status": "True", "reason": "AllClustersApplied", "message": "",
         "lastTransitionTime": "2026-01-01T00:00:01Z",
     }] });
     assert_eq!(
@@ -186,8 +186,8 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
         ChildHealth::without_projection(Some("namespace-b"), "web", Assessment::new(health, reason))
     };
     let outcomes = outcomes(&[
-        ("cluster-a", ClusterState::Ready, None),
-        ("cluster-b", ClusterState::Ready, None),
+        ("cluster-a", ClusterState::Applied, None),
+        ("cluster-b", ClusterState::Applied, None),
     ]);
     let healthy = ClusterHealth::of(&[child(Health::Healthy, "3/3 replicas available")]).unwrap();
     let progressing =
@@ -237,6 +237,14 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
         "Applied did not change"
     );
 
+    // A table's cell: the state, and how many children are in the worst health.
+    let cell = |health| ClusterStatus {
+        health,
+        ..ClusterStatus::new(ClusterState::Applied, 1, at(3))
+    };
+    assert_eq!(cell(Some(healthy_again())).line(), "Applied, 1 Healthy");
+    assert_eq!(cell(None).line(), "Applied");
+
     // A child held on purpose: not ready, and the reason says why.
     let paused = ClusterHealth::of(&[child(Health::Suspended, "rollout paused")]).unwrap();
     assert_eq!(paused.suspended, 1);
@@ -271,7 +279,7 @@ fn ready_counts_only_the_clusters_the_children_must_run_in() {
     // A member leaving (its children being deleted), one that left with its children orphaned, and a
     // cluster the parent does not target: none holds `Ready` back.
     let outcomes = outcomes(&[
-        ("cluster-a", ClusterState::Ready, None),
+        ("cluster-a", ClusterState::Applied, None),
         ("member-b", ClusterState::Leaving, None),
         ("member-c", ClusterState::Left, None),
         ("cluster-d", ClusterState::NotTargeted, None),

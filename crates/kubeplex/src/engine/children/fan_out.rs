@@ -201,7 +201,7 @@ mod tests {
     fn ready() -> ClusterOutcome {
         ClusterOutcome {
             fenced: None,
-            state: ClusterState::Ready,
+            state: ClusterState::Applied,
             children: 0,
             message: None,
         }

@@ -75,7 +75,7 @@ pub(crate) fn judged(
     }
     let judged = match state {
         ClusterState::Unreachable => unknown(declared, "the cluster is unreachable"),
-        ClusterState::Ready | ClusterState::Failed | ClusterState::Conflict => {
+        ClusterState::Applied | ClusterState::Failed | ClusterState::Conflict => {
             declared.iter().map(|c| judge(watches, c)).collect()
         }
         _ => return None,

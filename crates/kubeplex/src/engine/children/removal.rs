@@ -22,7 +22,7 @@ use crate::core::{is_shared, sharing_label};
 use crate::metrics::Metrics;
 
 /// Deletes every child of the parent in one cluster, found by listing (not the cache, which may lag), the
-/// kinds in the reverse of the apply order: `Ready` once none is left, `Deleting` naming those still going
+/// kinds in the reverse of the apply order: `Deleted` once none is left, `Deleting` naming those still going
 /// (and why), or why they could not be deleted. Those whose delete policy says orphan are unlinked
 /// instead, and added to `changes`. An object with the parent's UID label whose annotations do not name
 /// the parent is not its child: reported to `conflicts` (with the metrics and the controller's name, in

@@ -79,7 +79,7 @@ impl Tally {
     }
 
     /// The outcome of applying (and pruning): `Failed` naming each child that failed (and any conflict),
-    /// else `Conflict`, else `Ready` (`NotTargeted` when no child was wanted).
+    /// else `Conflict`, else `Applied` (`NotTargeted` when no child was wanted).
     pub(crate) fn applied(self, wanted: usize) -> ClusterOutcome {
         let kept = told(&self.kept, KEPT);
         let shared = told(&self.shared, SHARED);
@@ -92,7 +92,7 @@ impl Tally {
         } else if wanted == 0 {
             (ClusterState::NotTargeted, Vec::new())
         } else {
-            (ClusterState::Ready, Vec::new())
+            (ClusterState::Applied, Vec::new())
         };
         notes.extend(kept);
         notes.extend(shared);
@@ -105,7 +105,7 @@ impl Tally {
         }
     }
 
-    /// The outcome of removing every child: `Ready` when none is left; `Deleting` with the children still
+    /// The outcome of removing every child: `Deleted` when none is left; `Deleting` with the children still
     /// going (and why) while they are; `Failed` naming each child whose delete failed.
     pub(crate) fn removed(self) -> ClusterOutcome {
         let going = (!self.going.is_empty())
@@ -115,7 +115,7 @@ impl Tally {
         } else if going.is_some() {
             ClusterState::Deleting
         } else {
-            ClusterState::Ready
+            ClusterState::Deleted
         };
         let mut notes = self.failed;
         notes.extend(going);
@@ -159,14 +159,14 @@ pub(in crate::engine) fn carry_kept(
 
 /// Whether a cluster's status names children kept. Derived from what the status persists, its state and
 /// whether it has a message, never from the message's words: [`Tally::applied`] gives a settled cluster
-/// (`Ready`, or `NotTargeted`) a message only to name the children kept, and no other outcome of a
+/// (`Applied`, or `NotTargeted`) a message only to name the children kept, and no other outcome of a
 /// reconcile is written with those states and a message. Nothing besides is persisted (a field of its
 /// own would be user-visible, and lost under a CRD generated before it), and an engine's memory would be
 /// lost on a restart or a move of the shard, while the status tells kept until the spec changes.
 fn tells_kept(status: &ClusterStatus) -> bool {
     let settled = matches!(
         status.state,
-        ClusterState::Ready | ClusterState::NotTargeted
+        ClusterState::Applied | ClusterState::NotTargeted
     );
     settled && status.message.is_some()
 }
@@ -202,10 +202,10 @@ mod tests {
         tally.kept("Namespace team-blue".into());
         tally.kept("ConfigMap team-blue/settings".into());
         let kept = tally.applied(1);
-        assert_eq!(kept.state, ClusterState::Ready);
+        assert_eq!(kept.state, ClusterState::Applied);
         let told = "2 children kept (no longer declared; left in place, unlinked): Namespace team-blue, ConfigMap team-blue/settings";
         assert_eq!(kept.message.as_deref(), Some(told));
-        let before = written(ClusterState::Ready, Some(told));
+        let before = written(ClusterState::Applied, Some(told));
 
         // The next reconcile of the same spec (the unlink's own event, a resync) keeps saying so.
         let mut again = ready();
@@ -220,7 +220,11 @@ mod tests {
         carry_kept(Some(&before), true, &mut failed);
         assert_eq!(failed.message, said);
         let mut quiet = ready();
-        carry_kept(Some(&written(ClusterState::Ready, None)), true, &mut quiet);
+        carry_kept(
+            Some(&written(ClusterState::Applied, None)),
+            true,
+            &mut quiet,
+        );
         carry_kept(None, true, &mut quiet);
         assert_eq!(quiet.message, None);
     }

@@ -70,7 +70,7 @@ mod tests {
         ];
         let (client, requests) = applying(3, 200);
         let (outcome, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
-        assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+        assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
         assert_eq!(outcome.children, 1);
         assert_eq!(
             outcome.message.as_deref(),

@@ -176,7 +176,7 @@ mod tests {
 
     /// The status a reconcile of generation 3 wrote: cluster-a told the children it kept.
     fn kept_before(now: &Time) -> FleetStatus {
-        let told = outcome(ClusterState::Ready, Some("1 child kept: Namespace blue"));
+        let told = outcome(ClusterState::Applied, Some("1 child kept: Namespace blue"));
         let outcomes = BTreeMap::from([("cluster-a".to_owned(), told)]);
         FleetStatus::from_outcomes(
             &FleetStatus::default(),
@@ -199,7 +199,11 @@ mod tests {
             "member-c".into(),
             outcome(ClusterState::Leaving, Some("leaving")),
         );
-        draft.settle("cluster-a".into(), outcome(ClusterState::Ready, None), &[]);
+        draft.settle(
+            "cluster-a".into(),
+            outcome(ClusterState::Applied, None),
+            &[],
+        );
         assert_eq!(
             draft.outcomes()["cluster-a"].message.as_deref(),
             Some("1 child kept: Namespace blue")
@@ -213,26 +217,34 @@ mod tests {
         assert_eq!(
             states,
             [
-                ("cluster-a", ClusterState::Ready),
+                ("cluster-a", ClusterState::Applied),
                 ("cluster-b", ClusterState::Unreachable),
                 ("member-c", ClusterState::Leaving)
             ]
         );
         draft.wrote(interim.clone());
 
-        draft.settle("cluster-b".into(), outcome(ClusterState::Ready, None), &[]);
+        draft.settle(
+            "cluster-b".into(),
+            outcome(ClusterState::Applied, None),
+            &[],
+        );
         let (last, previous) = draft.status(false, &now);
         assert_eq!(
             previous, &interim,
             "the final write goes over the interim one"
         );
-        assert_eq!(last.clusters["cluster-b"].state, ClusterState::Ready);
+        assert_eq!(last.clusters["cluster-b"].state, ClusterState::Applied);
         assert_eq!(last.clusters["cluster-b"].message, None);
         assert_eq!(last.clusters["member-c"].state, ClusterState::Leaving);
 
         // A new generation: the children kept are no longer told.
         let mut next = StatusDraft::new(kept_before(&now), Some(4), BTreeMap::new(), Vec::new());
-        next.settle("cluster-a".into(), outcome(ClusterState::Ready, None), &[]);
+        next.settle(
+            "cluster-a".into(),
+            outcome(ClusterState::Applied, None),
+            &[],
+        );
         assert_eq!(next.outcomes()["cluster-a"].message, None);
     }
 }

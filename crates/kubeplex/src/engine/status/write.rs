@@ -201,7 +201,7 @@ mod tests {
             "cluster-a".to_owned(),
             ClusterOutcome {
                 fenced: None,
-                state: ClusterState::Ready,
+                state: ClusterState::Applied,
                 children: 1,
                 message: None,
             },

@@ -191,7 +191,7 @@ async fn member_secrets_that_would_run_commands_or_read_local_files_are_refused_
     secrets.create(&params, &good).await.unwrap();
     wait_child(env, MEMBER, child, true).await;
     super::member_status(&running, "ready").await;
-    super::unreachable::wait_state(env, "spread-untrusted", MEMBER, "Ready").await;
+    super::unreachable::wait_state(env, "spread-untrusted", MEMBER, "Applied").await;
 
     for ran in ["ran-exec", "ran-gcp"] {
         assert!(

@@ -115,7 +115,7 @@ async fn a_child_already_going_is_not_deleted_again_and_counts_as_removed_once_n
     // Its finalizer was removed: the next pass finds nothing left.
     gone.store(true, Ordering::SeqCst);
     let outcome = remove_all_of(client, &config_maps()).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     assert!(
         requests.all().iter().all(|s| s.method == "GET"),
         "a child already going is deleted again: {:?}",
@@ -134,7 +134,7 @@ async fn a_child_the_server_says_it_deleted_is_gone_without_a_second_look() {
         _ => status(405, "MethodNotAllowed", "unexpected"),
     });
     let outcome = remove_all_of(client, &config_maps()).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     assert_eq!(requests.lines().len(), 2, "{:?}", requests.lines());
 }
 
@@ -237,7 +237,7 @@ async fn a_child_whose_delete_policy_orphans_it_is_unlinked_and_left_while_its_s
         child_meta("web", Some(&parent("uid-1", "crd-a"))),
     ]);
     let (outcome, notes) = remove_telling(client, &config_maps()).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     assert_eq!(
         outcome.message.as_deref(),
         Some("1 child left in place, unlinked (delete policy orphan): ConfigMap ns/team")
@@ -283,7 +283,7 @@ async fn a_child_already_going_that_its_policy_orphans_is_unlinked_not_waited_fo
     };
     let (client, requests) = policy_server(vec![going]);
     let outcome = remove_all_of(client, &config_maps()).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     let methods: Vec<String> = requests.all().into_iter().map(|s| s.method).collect();
     assert_eq!(methods, ["GET", "PATCH"]);
 }
@@ -361,7 +361,7 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     let changes = ChildChanges::default();
     let parent = parent("uid-1", "crd-a");
     let outcome = remove_children("cluster-a", client, &places, &parent, counted, &changes).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     assert_eq!(
         current.lock().as_deref(),
         Some("uid-web-recreated"),
@@ -388,7 +388,7 @@ async fn an_object_with_the_parents_uid_label_naming_another_parent_is_not_remov
         _ => status(405, "MethodNotAllowed", "unexpected"),
     });
     let outcome = remove_all_of(client, &config_maps()).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     let deletes: Vec<String> = (requests.lines().into_iter())
         .filter(|l| l.starts_with("DELETE"))
         .collect();

@@ -158,7 +158,7 @@ async fn children_no_longer_desired_are_pruned_by_uid_and_no_others() {
     ];
     let (client, requests) = server(Vec::new());
     let outcome = sync(client, vec![desired("keep")], cached, &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready);
+    assert_eq!(outcome.state, ClusterState::Applied);
     let deletes: Vec<fake_api::Seen> = requests
         .all()
         .into_iter()
@@ -236,7 +236,7 @@ async fn a_namespace_declared_after_what_lives_in_it_is_applied_first() {
         object: serde_json::json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "ns" } }),
     };
     let outcome = sync(client, vec![desired("web"), namespace], Vec::new(), &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
     let applied: Vec<String> = (requests.all().into_iter())
         .filter(|s| s.method == "PATCH")
         .map(|s| s.uri.split('?').next().unwrap().to_owned())
@@ -329,7 +329,7 @@ async fn only_children_created_changed_or_deleted_are_told() {
     let (client, _) = applying(3, 200);
     let cached = vec![cached_at("web", &me, 3)];
     let (outcome, told) = sync_telling(client, vec![desired("web")], cached, &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready);
+    assert_eq!(outcome.state, ClusterState::Applied);
     assert!(told.is_empty(), "an unchanged child is not told: {told:?}");
 
     // Someone changed it (or the parent did): the apply made a new generation.

@@ -50,8 +50,11 @@ const DOWN: Option<&str> = Some("unreachable: connection refused");
 
 #[test]
 fn a_cluster_becoming_unreachable_is_told_once_and_its_return_once() {
-    use ClusterState::{Ready, Unreachable};
-    let now_down = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Unreachable, DOWN)]);
+    use ClusterState::{Applied, Unreachable};
+    let now_down = outcomes(&[
+        ("cluster-a", Applied, None),
+        ("cluster-b", Unreachable, DOWN),
+    ]);
     let notes = context_notes(&FleetStatus::default(), &now_down);
     assert_eq!(reasons(&notes), ["ClusterUnreachable"]);
     assert!(notes[0].warning);
@@ -64,19 +67,22 @@ fn a_cluster_becoming_unreachable_is_told_once_and_its_return_once() {
     );
 
     // Retried while it stays down (even with another reason): nothing.
-    let written = status(&[("cluster-a", Ready, None), ("cluster-b", Unreachable, DOWN)]);
+    let written = status(&[
+        ("cluster-a", Applied, None),
+        ("cluster-b", Unreachable, DOWN),
+    ]);
     let timed_out = outcomes(&[
-        ("cluster-a", Ready, None),
+        ("cluster-a", Applied, None),
         ("cluster-b", Unreachable, Some("no answer within 15s")),
     ]);
     assert!(context_notes(&written, &timed_out).is_empty());
 
-    let back = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]);
+    let back = outcomes(&[("cluster-a", Applied, None), ("cluster-b", Applied, None)]);
     let notes = context_notes(&written, &back);
     assert_eq!(reasons(&notes), ["ClusterReachable"]);
     assert!(!notes[0].warning);
 
-    let steady = status(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]);
+    let steady = status(&[("cluster-a", Applied, None), ("cluster-b", Applied, None)]);
     assert!(context_notes(&steady, &back).is_empty());
 }
 
@@ -94,11 +100,14 @@ fn two_clusters_down_are_two_events_about_different_clusters() {
 
 #[test]
 fn a_conflict_is_told_when_it_appears_or_changes() {
-    use ClusterState::{Conflict, Ready};
+    use ClusterState::{Applied, Conflict};
     let taken = Some("Deployment ns/web already exists and belongs to x");
     let now = outcomes(&[("cluster-a", Conflict, taken)]);
     assert_eq!(
-        reasons(&context_notes(&status(&[("cluster-a", Ready, None)]), &now)),
+        reasons(&context_notes(
+            &status(&[("cluster-a", Applied, None)]),
+            &now
+        )),
         ["ChildConflict"]
     );
     assert!(context_notes(&status(&[("cluster-a", Conflict, taken)]), &now).is_empty());
@@ -114,10 +123,10 @@ fn a_conflict_is_told_when_it_appears_or_changes() {
 
 #[test]
 fn a_failed_apply_is_told_once_per_message_about_its_cluster() {
-    use ClusterState::{Failed, Ready};
+    use ClusterState::{Applied, Failed};
     let refused = Some("cannot patch deployments in namespace-a (403 Forbidden)");
-    let now = outcomes(&[("cluster-a", Failed, refused), ("cluster-b", Ready, None)]);
-    let notes = context_notes(&status(&[("cluster-a", Ready, None)]), &now);
+    let now = outcomes(&[("cluster-a", Failed, refused), ("cluster-b", Applied, None)]);
+    let notes = context_notes(&status(&[("cluster-a", Applied, None)]), &now);
     assert_eq!(reasons(&notes), ["ChildApplyFailed"]);
     assert_eq!(notes[0].about.as_deref(), Some("cluster-a"));
     assert!(notes[0].message.contains("cluster-a") && notes[0].message.contains("403 Forbidden"));
@@ -130,9 +139,9 @@ fn a_failed_apply_is_told_once_per_message_about_its_cluster() {
 
 #[test]
 fn a_deletion_is_told_blocked_once_and_unblocked_once() {
-    use ClusterState::{Abandoned, Deleting, Ready};
+    use ClusterState::{Abandoned, Deleted, Deleting};
     let why = Some("listing configmaps: unreachable: connection refused");
-    let blocked = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Deleting, why)]);
+    let blocked = outcomes(&[("cluster-a", Deleted, None), ("cluster-b", Deleting, why)]);
     let note = deletion_note(&FleetStatus::default(), &blocked).expect("blocked");
     assert_eq!((note.reason, note.warning), ("DeletionBlocked", true));
     assert_eq!(
@@ -140,7 +149,7 @@ fn a_deletion_is_told_blocked_once_and_unblocked_once() {
         "deletion waits for children that cannot be removed yet in cluster-b (listing configmaps: unreachable: connection refused)"
     );
 
-    let written = status(&[("cluster-a", Ready, None), ("cluster-b", Deleting, why)]);
+    let written = status(&[("cluster-a", Deleted, None), ("cluster-b", Deleting, why)]);
     assert_eq!(
         deletion_note(&written, &blocked),
         None,
@@ -148,13 +157,13 @@ fn a_deletion_is_told_blocked_once_and_unblocked_once() {
     );
 
     for done in [
-        outcomes(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]),
-        outcomes(&[("cluster-a", Ready, None), ("cluster-b", Abandoned, None)]),
+        outcomes(&[("cluster-a", Deleted, None), ("cluster-b", Deleted, None)]),
+        outcomes(&[("cluster-a", Deleted, None), ("cluster-b", Abandoned, None)]),
     ] {
         let note = deletion_note(&written, &done).expect("unblocked");
         assert_eq!((note.reason, note.warning), ("DeletionUnblocked", false));
     }
-    let clean = outcomes(&[("cluster-a", Ready, None), ("cluster-b", Ready, None)]);
+    let clean = outcomes(&[("cluster-a", Deleted, None), ("cluster-b", Deleted, None)]);
     assert_eq!(
         deletion_note(&FleetStatus::default(), &clean),
         None,
@@ -172,7 +181,7 @@ fn health_of(health: Health, reason: &str) -> BTreeMap<String, ClusterHealth> {
 
 /// The status after a reconcile that found `health`.
 fn with_health(health: &BTreeMap<String, ClusterHealth>) -> FleetStatus {
-    let mut before = status(&[("cluster-a", ClusterState::Ready, None)]);
+    let mut before = status(&[("cluster-a", ClusterState::Applied, None)]);
     for (context, health) in health {
         before.clusters.get_mut(context).unwrap().health = Some(health.clone());
     }

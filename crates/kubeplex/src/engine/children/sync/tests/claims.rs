@@ -10,7 +10,7 @@ async fn a_new_child_is_created_by_one_apply_that_only_a_free_name_lets_through(
     let me = parent("uid-1", "crd-a");
     let (client, requests) = server(Vec::new());
     let (outcome, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
     let lines = requests.lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
@@ -35,7 +35,7 @@ async fn a_child_of_this_parent_not_cached_yet_is_read_after_the_refused_create_
     let me = parent("uid-1", "crd-a");
     let (client, requests) = server(vec![child_meta("web", Some(&me))]);
     let (outcome, told) = sync_telling(client, vec![desired("web")], Vec::new(), &me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
     let seen = requests.all();
     let steps: Vec<(&str, bool)> = (seen.iter())
         .map(|s| (s.method.as_str(), create_only(&s.body)))
@@ -77,10 +77,10 @@ async fn a_child_applied_a_moment_ago_for_this_parent_is_applied_again_pinned_to
         sync_through(client.clone(), vec![desired("web")], &watch, parent).await
     };
     let (outcome, told) = sync_for(&me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
     assert_eq!(told.len(), 1, "created");
     let (outcome, told) = sync_for(&me).await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
     assert!(
         told.is_empty(),
         "the same object, unchanged: nothing to tell"
@@ -114,7 +114,7 @@ async fn a_cached_child_of_this_parent_is_applied_without_a_lookup() {
         &me,
     )
     .await;
-    assert_eq!(outcome.state, ClusterState::Ready);
+    assert_eq!(outcome.state, ClusterState::Applied);
     let lines = requests.lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].starts_with("PATCH "));

@@ -46,7 +46,7 @@ async fn sync_remembering(
         &changes,
     )
     .await;
-    assert_eq!(outcome.state, ClusterState::Ready, "{outcome:?}");
+    assert_eq!(outcome.state, ClusterState::Applied, "{outcome:?}");
     assert_eq!(outcome.children, 1, "{outcome:?}");
     requests.lines()
 }
