@@ -362,6 +362,11 @@ impl Manager {
         if self.fleet.provider.is_none() {
             // No provider, no members: none can hold children a deletion must wait for.
             runtime.members.settle();
+            // Declared for members, with none to come: said once, at start (the provider is given to the
+            // manager at run time, so no compile-time check can see it).
+            for registration in self.controllers.iter().filter(|r| r.works_in_members()) {
+                tracing::info!(controller = %registration.name(), "declares members, but the manager has no member provider: it works in its fixed contexts only");
+            }
         }
         let (stop, stopped) = watch::channel(false);
         let mut controllers = JoinSet::new();

@@ -26,6 +26,8 @@ pub(super) trait Registration: Send {
     fn primary_contexts(&self) -> Vec<String>;
     /// Whether its primaries are also watched in every member of the fleet.
     fn primaries_in_members(&self) -> bool;
+    /// Whether it works in the members of the fleet at all (primaries, children or watched kinds).
+    fn works_in_members(&self) -> bool;
     /// Every permission it needs, where.
     fn grants(&self) -> Vec<Grant>;
     /// Opens its watches and returns its loop.
@@ -112,6 +114,10 @@ impl<R: Reconcile> Registration for Registered<R> {
 
     fn primaries_in_members(&self) -> bool {
         self.plan.in_members()
+    }
+
+    fn works_in_members(&self) -> bool {
+        self.plan.works_in_members()
     }
 
     fn grants(&self) -> Vec<Grant> {

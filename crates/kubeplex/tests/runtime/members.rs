@@ -74,6 +74,8 @@ impl Reconcile for Local {
 
 spreader!(Orphaning, "spread-orphan");
 
+spreader!(Unprovided, "spread-unprovided");
+
 /// How cluster-c is reached, as a provider would hand it over.
 pub(crate) async fn cluster_c(env: &TestEnv) -> kube::Config {
     let options = KubeConfigOptions {
@@ -366,5 +368,24 @@ async fn a_member_whose_credential_plugin_hangs_holds_back_nothing_and_is_report
     assert!(added.elapsed() >= deadline);
     members.remove("cluster-h").await;
     members.remove("cluster-c").await;
+    crate::support::stop(running).await;
+}
+
+#[tokio::test]
+async fn a_controller_declared_for_members_under_a_manager_without_a_provider_says_so_once() {
+    let env = env().await;
+    let (logs, _logging) = crate::support::logs::Logs::capture(tracing::Level::INFO);
+    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        .controller(Unprovided)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "started").await;
+    let lines = logs.lines();
+    let said = lines.iter().filter(|l| {
+        l.contains("declares members, but the manager has no member provider")
+            && l.contains("unprovided")
+    });
+    assert_eq!(said.count(), 1, "{}", logs.text());
     crate::support::stop(running).await;
 }
