@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use kube::Client;
 use serde::Serialize;
 
-use super::child::{FleetSpec, Synced};
+use super::child::Synced;
 use super::process::Operator;
-use super::setup::{Host, control_and_child};
-use crate::child::Side;
+use super::setup::{Host, control_and_child, one_child_spec};
 use crate::figures::{Figure, Goal, Section, percentile};
 use crate::harness::{jitter, progress};
 
@@ -57,16 +56,7 @@ pub(crate) async fn run(
         return Err("detection: at least one freeze".into());
     }
     let (_, child) = control_and_child(host, (CONTROL, CHILD), NAMESPACE).await?;
-    let spec = FleetSpec {
-        side: Side::Kubeplex,
-        kubeconfig: host.kubeconfig.clone(),
-        control: CONTROL.to_owned(),
-        children: vec![("child-0".to_owned(), CHILD.to_owned())],
-        namespaces: vec![NAMESPACE.to_owned()],
-        concurrency: None,
-        election: None,
-        members: None,
-    };
+    let spec = one_child_spec(host, (CONTROL, CHILD), NAMESPACE);
     let mut operator = Operator::spawn(host, &spec, 2000)?;
     let synced: Synced = operator.next("its caches synced").await?;
     let probe = synced.probe.ok_or("the operator serves no probes")?;

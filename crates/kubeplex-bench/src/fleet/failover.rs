@@ -16,8 +16,7 @@ use serde::Serialize;
 use super::app::{FleetApp, FleetAppSpec, PARENT_NAMESPACE};
 use super::child::{ElectionSpec, FleetSpec, Synced};
 use super::process::Operator;
-use super::setup::{Host, control_and_child};
-use crate::child::Side;
+use super::setup::{Host, control_and_child, one_child_spec};
 use crate::figures::{Figure, Goal, Section, percentile};
 use crate::harness::{jitter, progress};
 
@@ -227,12 +226,6 @@ async fn spawn(
 ) -> Result<Replica, String> {
     let identity = format!("failover-{spawned}");
     let spec = FleetSpec {
-        side: Side::Kubeplex,
-        kubeconfig: host.kubeconfig.clone(),
-        control: CONTROL.to_owned(),
-        children: vec![("child-0".to_owned(), CHILD.to_owned())],
-        namespaces: vec![NAMESPACE.to_owned()],
-        concurrency: None,
         election: Some(ElectionSpec {
             namespace: NAMESPACE.to_owned(),
             name: LEASE.to_owned(),
@@ -241,7 +234,7 @@ async fn spawn(
             renew_deadline_s: options.renew_deadline_s,
             retry_period_s: options.retry_period_s,
         }),
-        members: None,
+        ..one_child_spec(host, (CONTROL, CHILD), NAMESPACE)
     };
     let mut operator = Operator::spawn(host, &spec, 1000 + *spawned)?;
     *spawned += 1;

@@ -86,6 +86,25 @@ pub(super) struct Sample {
     pub readyz: Option<ProbeLog>,
 }
 
+/// The kubeplex side of the fleet operator over `control` and one child cluster (`child-0`), its children in
+/// `namespace`: no election, no members.
+pub(super) fn one_child_spec(
+    host: &Host<'_>,
+    (control, child): (&str, &str),
+    namespace: &str,
+) -> super::child::FleetSpec {
+    super::child::FleetSpec {
+        side: crate::child::Side::Kubeplex,
+        kubeconfig: host.kubeconfig.clone(),
+        control: control.to_owned(),
+        children: vec![("child-0".to_owned(), child.to_owned())],
+        namespaces: vec![namespace.to_owned()],
+        concurrency: None,
+        election: None,
+        members: None,
+    }
+}
+
 /// The control cluster and one child cluster, for a section that runs one operator over them: the parents'
 /// kind installed, the parents' namespace in the control cluster, and `namespace` in both.
 pub(super) async fn control_and_child(

@@ -90,8 +90,15 @@ impl ClusterHealth {
 
     /// How many children are in `health`.
     pub fn count(&self, health: Health) -> u32 {
-        let mut summary = self.clone();
-        *summary.count_mut(health)
+        match health {
+            Health::Healthy => self.healthy,
+            Health::Suspended => self.suspended,
+            Health::Progressing => self.progressing,
+            Health::Terminating => self.terminating,
+            Health::Unknown => self.unknown,
+            Health::Missing => self.missing,
+            Health::Degraded => self.degraded,
+        }
     }
 
     /// How many children were judged.

@@ -360,10 +360,9 @@ impl Manager {
             members: Default::default(),
         });
         if self.fleet.provider.is_none() {
-            // No provider, no members: none can hold children a deletion must wait for.
+            // No provider, no members: none can hold children a deletion must wait for; a controller
+            // declared for members is told so at start (no compile-time check sees the provider).
             runtime.members.settle();
-            // Declared for members, with none to come: said once, at start (the provider is given to the
-            // manager at run time, so no compile-time check can see it).
             for registration in self.controllers.iter().filter(|r| r.works_in_members()) {
                 tracing::info!(controller = %registration.name(), "declares members, but the manager has no member provider: it works in its fixed contexts only");
             }
