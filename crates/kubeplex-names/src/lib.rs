@@ -189,6 +189,28 @@ pub fn finalizer_name(s: &str) -> Result<(), String> {
     qualified_name_part(name)
 }
 
+/// An object's name as the API server takes it for any kind (a path segment): not empty, not `.` or
+/// `..`, no `/` or `%`, no whitespace or control characters, at most [`MAX_SUBDOMAIN`] bytes. Most kinds
+/// ask for a [`dns_subdomain`]; some (RBAC's) allow more, which this still bounds.
+pub fn object_name(s: &str) -> Result<(), String> {
+    if s.is_empty() || s == "." || s == ".." {
+        return Err(format!("object name {s:?} is not a name"));
+    }
+    if s.len() > MAX_SUBDOMAIN {
+        return Err(format!(
+            "object name is {} bytes long, more than {MAX_SUBDOMAIN}",
+            s.len()
+        ));
+    }
+    match s
+        .chars()
+        .find(|c| matches!(c, '/' | '%') || c.is_whitespace() || c.is_control())
+    {
+        Some(c) => Err(format!("object name {s:?} contains {c:?}")),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +268,17 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn object_names() {
+        accepts(
+            object_name,
+            &["crd-a", "system:controller:x", "a.b", &"a".repeat(253)],
+        );
+        refuses(object_name, &["", ".", ".."], "is not a name");
+        refuses(object_name, &["a/b", "a%2f", "a b", "a\nb"], "contains");
+        refuses(object_name, &[&"a".repeat(254)], "more than 253");
     }
 
     #[test]

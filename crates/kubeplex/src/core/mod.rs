@@ -61,7 +61,8 @@ pub use resource::{ApiScope, PrimaryResource};
 pub(crate) use resource::{format_kind, kind_label, namespaced_name, object_ref, version_number};
 pub use sharing::{SHARED_DIGEST_ANNOTATION, SHARED_LABEL};
 pub(crate) use sharing::{
-    is_shared, is_shared_object, parents_of, sharing_label, sharing_parents, was_shared,
+    is_shared, is_shared_object, other_sharers, parents_of, sharing_label, sharing_parents,
+    was_shared,
 };
 pub(crate) use status::{ClusterOutcome, now};
 pub use status::{ClusterState, ClusterStatus, Condition, FleetStatus};

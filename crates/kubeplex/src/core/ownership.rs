@@ -81,11 +81,20 @@ impl ParentRef {
         Self::parse(place, uid)
     }
 
-    /// The parent of UID `uid` that `place` (a [`PARENT_ANNOTATION`] value) names, if it names one.
+    /// The parent of UID `uid` that `place` (a [`PARENT_ANNOTATION`] value) names, if it names one. Anyone
+    /// who may write a child chooses its labels and annotations, and messages quote what they name, so a
+    /// part that no parent could have (a context, namespace, name or UID of the wrong shape or length)
+    /// names none.
     pub(crate) fn parse(place: &str, uid: &str) -> Option<Self> {
         let mut parts = place.rsplitn(3, '/');
         let (name, namespace, context) = (parts.next()?, parts.next()?, parts.next()?);
-        if context.is_empty() || name.is_empty() || uid.is_empty() {
+        let namespace_ok = namespace.is_empty() || kubeplex_names::dns_label(namespace).is_ok();
+        if kubeplex_names::context_name(context).is_err()
+            || kubeplex_names::object_name(name).is_err()
+            || !namespace_ok
+            || uid.is_empty()
+            || kubeplex_names::label_value(uid).is_err()
+        {
             return None;
         }
         Some(Self {
@@ -188,6 +197,27 @@ mod tests {
         };
         assert_eq!(ParentRef::of(&meta), Some(parent));
         assert_eq!(ParentRef::of(&ObjectMeta::default()), None);
+    }
+
+    #[test]
+    fn a_place_no_parent_could_have_names_none() {
+        let uid = "6f1c-22";
+        assert!(ParentRef::parse("control/crds/crd-a", uid).is_some());
+        assert!(ParentRef::parse("control//cluster-wide", uid).is_some());
+        let long = "a".repeat(300);
+        let forged = [
+            (format!("control/crds/{long}"), uid),
+            (format!("{long}/crds/crd-a"), uid),
+            ("control/Not_A_Namespace/crd-a".to_owned(), uid),
+            ("con trol/crds/crd-a".to_owned(), uid),
+            ("control/crds/crd\u{1b}[31m".to_owned(), uid),
+            ("control/crds/crd-a".to_owned(), "uid with spaces"),
+            ("control/crds/crd-a".to_owned(), ""),
+            ("crds/crd-a".to_owned(), uid),
+        ];
+        for (place, uid) in &forged {
+            assert_eq!(ParentRef::parse(place, uid), None, "{place:?} {uid:?}");
+        }
     }
 
     #[test]

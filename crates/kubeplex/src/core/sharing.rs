@@ -62,6 +62,19 @@ pub(crate) fn sharing_parents(meta: &ObjectMeta) -> Vec<ParentRef> {
         .collect()
 }
 
+/// The parents other than `me` that share `child`, as messages name them: the first three, then how many
+/// more (`control/ns/a, control/ns/b, control/ns/c and 4 more`); `None` when there are none.
+pub(crate) fn other_sharers(child: &ObjectMeta, me: &ParentRef) -> Option<String> {
+    const NAMED: usize = 3;
+    let others: Vec<String> = (sharing_parents(child).iter())
+        .filter(|p| *p != me)
+        .map(ParentRef::place)
+        .collect();
+    let (named, more) = others.split_at(others.len().min(NAMED));
+    let more = (!more.is_empty()).then(|| format!(" and {} more", more.len()));
+    (!named.is_empty()).then(|| format!("{}{}", named.join(", "), more.unwrap_or_default()))
+}
+
 /// Every parent `meta` names: its one parent, or each that shares it.
 pub(crate) fn parents_of(meta: &ObjectMeta) -> Vec<ParentRef> {
     match ParentRef::of(meta) {
@@ -192,6 +205,27 @@ mod tests {
         let mut unshared = shared_by(&[&a]);
         unshared.labels.as_mut().unwrap().remove(SHARED_LABEL);
         assert!(!a.shares(&unshared));
+    }
+
+    #[test]
+    fn messages_name_three_other_parents_and_count_the_rest_never_a_forged_one() {
+        let parents: Vec<ParentRef> = (0..6)
+            .map(|i| parent(&format!("uid-{i}"), &format!("p{i}")))
+            .collect();
+        let mut meta = shared_by(&parents.iter().collect::<Vec<_>>());
+        let others = other_sharers(&meta, &parents[0]);
+        let named = "control/crds/p1, control/crds/p2, control/crds/p3 and 2 more";
+        assert_eq!(others.as_deref(), Some(named));
+        assert_eq!(other_sharers(&shared_by(&[&parents[0]]), &parents[0]), None);
+        // Whoever may write the child may add a pair of keys: a place too long to be a parent's is no parent.
+        let forged = (
+            "uid-forged",
+            format!("control/crds/{}", "x".repeat(100_000)),
+        );
+        (meta.labels.as_mut().unwrap()).insert(sharing_label(forged.0), "true".into());
+        (meta.annotations.as_mut().unwrap()).insert(sharing_annotation(forged.0), forged.1);
+        assert_eq!(sharing_parents(&meta).len(), 6);
+        assert_eq!(other_sharers(&meta, &parents[0]).as_deref(), Some(named));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use super::sharing;
 use crate::controller::DesiredChild;
 use crate::core::{CONTROLLER_LABEL, PARENT_ANNOTATION, PARENT_UID_LABEL, ParentRef, written_by};
 use crate::core::{
-    SHARED_DIGEST_ANNOTATION, is_shared, is_shared_object, sharing_parents, was_shared,
+    SHARED_DIGEST_ANNOTATION, is_shared, is_shared_object, other_sharers, sharing_parents,
+    was_shared,
 };
 use crate::engine::engine::ChildWatch;
 
@@ -233,15 +234,10 @@ fn judge_shared(
     };
     let wanted = digest(child.object["metadata"].get("annotations"));
     let applied = (meta.annotations.as_ref()).and_then(|a| a.get(SHARED_DIGEST_ANNOTATION));
-    let others: Vec<String> = (sharing_parents(meta).iter())
-        .filter(|p| *p != link.parent)
-        .map(ParentRef::place)
-        .collect();
-    if ours && !others.is_empty() && applied.is_some() && applied != wanted.as_ref() {
-        let owner = format!(
-            "the parents that share it, which declare it otherwise ({})",
-            others.join(", ")
-        );
+    let others = other_sharers(meta, link.parent);
+    if let Some(others) = others.filter(|_| ours && applied.is_some() && applied != wanted.as_ref())
+    {
+        let owner = format!("the parents that share it, which declare it otherwise ({others})");
         return Some(Claim::Taken(owner, None));
     }
     Some(Claim::Ours {

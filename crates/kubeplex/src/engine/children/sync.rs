@@ -21,7 +21,7 @@ use crate::controller::DesiredChild;
 use crate::core::ClusterOutcome;
 use crate::core::PrunePolicy;
 use crate::core::{CONTROLLER_LABEL, PARENT_KIND_ANNOTATION, SHARED_DIGEST_ANNOTATION};
-use crate::core::{ParentRef, is_shared, is_shared_object, sharing_parents};
+use crate::core::{ParentRef, is_shared, is_shared_object, other_sharers};
 use crate::engine::engine::ChildWatch;
 
 /// Applies the desired children of one cluster (server-side apply, the controller as field manager), in
@@ -374,21 +374,7 @@ async fn prune(
 /// How the status names a shared child that other parents share too: `ConfigMap apps/settings (with
 /// control/ns/a, control/ns/b and 3 more)`; `None` when this parent is its only one.
 fn shared_with(place: &str, child: &ObjectMeta, me: &ParentRef) -> Option<String> {
-    /// The other parents named; the rest are counted.
-    const NAMED: usize = 3;
-    let others: Vec<String> = (sharing_parents(child).iter())
-        .filter(|p| *p != me)
-        .map(ParentRef::place)
-        .collect();
-    let (named, more) = others.split_at(others.len().min(NAMED));
-    let more = (!more.is_empty()).then(|| format!(" and {} more", more.len()));
-    (!named.is_empty()).then(|| {
-        format!(
-            "{place} (with {}{})",
-            named.join(", "),
-            more.unwrap_or_default()
-        )
-    })
+    other_sharers(child, me).map(|others| format!("{place} (with {others})"))
 }
 
 /// Stamps a shared child: the controller's label, the parents' kind, and the digest of its content (see
