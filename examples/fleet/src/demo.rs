@@ -302,40 +302,45 @@ pub async fn table(clients: &Clients) -> Result<String, DemoError> {
         "\nAppDeployments in control, namespace {CRD_NAMESPACE}"
     )?;
     // The Applied and Ready conditions, the rollout's phase, then one column per child cluster: its state
-    // in each AppDeployment's status.
-    let row = |name: &str, conditions: [&str; 2], rollout: &str, clusters: Vec<String>| {
-        let clusters = clusters.iter().map(|c| format!("{c:<24}"));
-        let [applied, ready] = conditions;
+    // in each AppDeployment's status, as wide as its widest cell (at least 24).
+    let names: Vec<&String> = clients.children.iter().map(|(name, _)| name).collect();
+    let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
+    let apps = api.list(&ListParams::default()).await?.items;
+    let mut rows = vec![(
+        "NAME".to_owned(),
+        ["APPLIED".to_owned(), "READY".to_owned()],
+        "ROLLOUT".to_owned(),
+        names.iter().map(|n| n.to_uppercase()).collect::<Vec<_>>(),
+    )];
+    for app in &apps {
+        let cluster = |name: &&String| {
+            let status = app
+                .status
+                .as_ref()
+                .and_then(|s| s.fleet.clusters.get(*name));
+            status.map_or_else(|| "-".to_owned(), kubeplex::status::ClusterStatus::line)
+        };
+        let rollout = app.status.as_ref().and_then(|s| s.rollout.as_ref());
+        rows.push((
+            app.name_any(),
+            ["Applied", "Ready"].map(|c| condition(app, c)),
+            rollout.map_or("-", |r| r.phase.as_str()).to_owned(),
+            names.iter().map(cluster).collect(),
+        ));
+    }
+    let widths: Vec<usize> = (0..names.len())
+        .map(|i| rows.iter().map(|row| row.3[i].len()).fold(24, usize::max))
+        .collect();
+    for (name, [applied, ready], rollout, clusters) in &rows {
+        let clusters = clusters
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"));
         let line = format!(
             "{name:<8} {applied:<7} {ready:<7} {rollout:<11} {}",
             clusters.collect::<Vec<_>>().join(" ")
         );
-        line.trim_end().to_owned()
-    };
-    let names = clients.children.iter().map(|(name, _)| name);
-    writeln!(
-        out,
-        "{}",
-        row(
-            "NAME",
-            ["APPLIED", "READY"],
-            "ROLLOUT",
-            names.clone().map(|n| n.to_uppercase()).collect()
-        )
-    )?;
-    let api: Api<AppDeployment> = Api::namespaced(clients.control.clone(), CRD_NAMESPACE);
-    let apps = api.list(&ListParams::default()).await?.items;
-    for app in &apps {
-        let cluster = |name: &String| {
-            let status = app.status.as_ref().and_then(|s| s.fleet.clusters.get(name));
-            status.map_or_else(|| "-".to_owned(), kubeplex::status::ClusterStatus::line)
-        };
-        let clusters = names.clone().map(cluster).collect();
-        let conditions = ["Applied", "Ready"].map(|c| condition(app, c));
-        let rollout = app.status.as_ref().and_then(|s| s.rollout.as_ref());
-        let phase = rollout.map_or("-", |r| r.phase.as_str());
-        let conditions = [conditions[0].as_str(), conditions[1].as_str()];
-        writeln!(out, "{}", row(&app.name_any(), conditions, phase, clusters))?;
+        writeln!(out, "{}", line.trim_end())?;
     }
     for app in &apps {
         if let Some(rollout) = app.status.as_ref().and_then(|s| s.rollout.as_ref()) {

@@ -74,13 +74,26 @@ impl ClusterStatus {
     }
 
     /// A table's cell: the state, and beside it how many children are in the worst child's health —
-    /// `Applied, 2 Healthy`, `Applied, 1 Degraded`, `Unreachable`. Which child, and why, is the health's
-    /// `worst`.
+    /// `Applied, 2 Healthy`, `Unreachable`. A health that waits for someone (`Degraded`, `Suspended`,
+    /// `Terminating`) names the worst child and the first clause of its reason too: `Applied, 1 Degraded:
+    /// namespace-a/web progress deadline exceeded`; `Progressing` does not, being on its way.
     pub fn line(&self) -> String {
         let state = self.state.as_str();
-        match &self.health {
-            Some(health) => format!("{state}, {} {}", health.count(health.state), health.state),
-            None => state.to_owned(),
+        let Some(health) = &self.health else {
+            return state.to_owned();
+        };
+        let cell = format!("{state}, {} {}", health.count(health.state), health.state);
+        let waits = matches!(
+            health.state,
+            Health::Degraded | Health::Suspended | Health::Terminating
+        );
+        match health.worst.as_deref().filter(|_| waits) {
+            Some(worst) => {
+                let (child, why) = worst.split_once(": ").unwrap_or((worst, ""));
+                let why = why.split(": ").next().unwrap_or_default();
+                format!("{cell}: {child} {why}").trim_end().to_owned()
+            }
+            None => cell,
         }
     }
 

@@ -4,6 +4,7 @@
 //! `Applied` and `Ready` conditions, its Events and what `cx.children` reads follow within the health
 //! debounce.
 
+mod api_kinds;
 mod kinds;
 pub mod parent;
 pub mod scene;

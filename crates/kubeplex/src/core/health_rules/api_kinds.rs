@@ -65,8 +65,12 @@ pub(crate) fn horizontal_pod_autoscaler(child: &Projection) -> Assessment {
     ))
 }
 
-/// A PodDisruptionBudget: `Healthy` when as many pods are healthy as it wants, `Degraded` when fewer.
+/// A PodDisruptionBudget: `Healthy` when as many pods are healthy as it wants, `Degraded` when fewer —
+/// once the disruption controller has observed its spec (the API server writes zero counts at creation).
 pub(crate) fn pod_disruption_budget(child: &Projection) -> Assessment {
+    if let Some(unobserved) = super::unobserved(child) {
+        return unobserved;
+    }
     let (Some(current), Some(desired)) = (
         child.status_i64("currentHealthy"),
         child.status_i64("desiredHealthy"),

@@ -244,6 +244,19 @@ fn ready_waits_for_every_child_to_be_healthy_applied_does_not() {
     };
     assert_eq!(cell(Some(healthy_again())).line(), "Applied, 1 Healthy");
     assert_eq!(cell(None).line(), "Applied");
+    let degraded = ClusterHealth::of(&[
+        child(Health::Healthy, ""),
+        child(
+            Health::Degraded,
+            "progress deadline exceeded: ReplicaSet \"web\" timed out",
+        ),
+    ]);
+    assert_eq!(
+        cell(degraded).line(),
+        "Applied, 1 Degraded: namespace-b/web progress deadline exceeded"
+    );
+    let progressing = ClusterHealth::of(&[child(Health::Progressing, "0/3 replicas available")]);
+    assert_eq!(cell(progressing).line(), "Applied, 1 Progressing");
 
     // A child held on purpose: not ready, and the reason says why.
     let paused = ClusterHealth::of(&[child(Health::Suspended, "rollout paused")]).unwrap();

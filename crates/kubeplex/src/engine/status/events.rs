@@ -2,9 +2,10 @@
 //! per-cluster state deserve one.
 //!
 //! kube's `Recorder` turns repeats of an event into one series (one Event object whose count grows). It
-//! keys a repeat by reason and action, not by note, so two events of one reason about different clusters
-//! would become one series showing the first one's note: each event names what it is about (a cluster, a
-//! set of children), and each (cluster, subject) has a recorder of its own. Events about a parent's
+//! keys a repeat by reason and action, not by note, so two events of one reason — about different
+//! clusters, or one child degraded for another cause — would become one series showing the first one's
+//! note: each (cluster, subject, note) has a recorder of its own, so a repeat is the same words (as
+//! client-go's correlator has it) and new words are a new Event. Events about a parent's
 //! clusters are published when the state changes, compared with the status written before, never per
 //! retry.
 
@@ -31,8 +32,8 @@ pub(crate) struct Note {
     /// What the controller was doing, e.g. `Apply`.
     pub(crate) action: &'static str,
     pub(crate) message: String,
-    /// What a repeat of this event is a repeat of (a cluster, a set of children); events of one reason with
-    /// different subjects are different Event objects. `None`: one series per reason.
+    /// What the event is about (a cluster, a member, a set of children), whose recorders go when it does
+    /// ([`EventPublisher::forget`]); `None`: about the parent alone.
     pub(crate) about: Option<String>,
     /// An event of its own, its message naming what it is about (children created in a cluster): no
     /// repeat of it is expected, so no recorder is kept for it.
@@ -76,7 +77,7 @@ impl Note {
     }
 }
 
-/// Publishes a controller's events, one recorder per (cluster, subject).
+/// Publishes a controller's events, one recorder per (cluster, subject, note).
 pub(crate) struct EventPublisher {
     controller: String,
     recorders: Mutex<HashMap<Series, (Recorder, Instant)>>,
@@ -89,8 +90,8 @@ pub(crate) struct EventPublisher {
 /// connection per event, all left idle in the pool after the burst.
 const EVENTS_AT_ONCE: usize = 4;
 
-/// The cluster an event is published in, and what it is about.
-type Series = (String, Option<String>);
+/// The cluster an event is published in, what it is about, and its note.
+type Series = (String, Option<String>, String);
 
 /// The longest note the API server accepts.
 const MAX_NOTE: usize = 1024;
@@ -111,15 +112,15 @@ impl EventPublisher {
     /// Drops the recorders of events about `subject` (a member that left): nothing repeats them now.
     pub(crate) fn forget(&self, subject: &str) {
         let mut recorders = self.recorders.lock();
-        recorders.retain(|(_, about), _| about.as_deref() != Some(subject));
+        recorders.retain(|(_, about, _), _| about.as_deref() != Some(subject));
         recorders.shrink_when_sparse();
     }
 
     /// Whether a recorder is kept for events in `context` about `subject`.
     #[cfg(test)]
     pub(crate) fn keeps(&self, context: &str, subject: Option<&str>) -> bool {
-        let key = (context.to_owned(), subject.map(str::to_owned));
-        self.recorders.lock().contains_key(&key)
+        let recorders = self.recorders.lock();
+        (recorders.keys()).any(|(c, about, _)| c == context && about.as_deref() == subject)
     }
 
     /// Publishes `note` about `object` in `context`; a failure to publish is logged, never an error.
@@ -142,8 +143,9 @@ impl EventPublisher {
             let now = Instant::now();
             recorders.retain(|_, (_, used)| now.duration_since(*used) < RECORDER_IDLE);
             recorders.shrink_when_sparse();
+            let series = (context.to_owned(), note.about.clone(), note.message.clone());
             let (recorder, used) = recorders
-                .entry((context.to_owned(), note.about.clone()))
+                .entry(series)
                 .or_insert_with(|| (Recorder::new(client, reporter()), now));
             *used = now;
             recorder.clone()

@@ -56,6 +56,34 @@ pub struct WorkloadSpec {
     /// Services of type `LoadBalancer`.
     #[serde(default)]
     pub load_balancers: Vec<String>,
+    #[serde(default)]
+    pub pods: Vec<String>,
+    #[serde(default)]
+    pub cron_jobs: Vec<String>,
+    /// Whether the CronJobs are suspended.
+    #[serde(default)]
+    pub cron_suspended: bool,
+    /// HorizontalPodAutoscalers, each scaling a Deployment of its name.
+    #[serde(default)]
+    pub autoscalers: Vec<String>,
+    /// PodDisruptionBudgets.
+    #[serde(default)]
+    pub budgets: Vec<String>,
+    #[serde(default)]
+    pub ingresses: Vec<String>,
+    /// CustomResourceDefinitions (cluster-scoped).
+    #[serde(default)]
+    pub definitions: Vec<Definition>,
+    /// APIServices (cluster-scoped), each for a Service of that name in the parent's namespace.
+    #[serde(default)]
+    pub api_services: Vec<String>,
+}
+
+/// A CustomResourceDefinition child: its plural and kind in the group `gadgets.test.kubeplex.dev`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Definition {
+    pub plural: String,
+    pub kind: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -115,7 +143,7 @@ pub static SEEN_BY_CX: LazyLock<Mutex<BTreeMap<String, Seen>>> = LazyLock::new(M
 /// The parent's children as one reconcile read them: (child, health, reason).
 pub type Seen = Vec<(String, Health, String)>;
 
-fn meta(name: &str, namespace: &str) -> ObjectMeta {
+pub fn meta(name: &str, namespace: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_owned()),
         namespace: Some(namespace.to_owned()),
@@ -123,7 +151,7 @@ fn meta(name: &str, namespace: &str) -> ObjectMeta {
     }
 }
 
-fn selector(name: &str) -> LabelSelector {
+pub fn selector(name: &str) -> LabelSelector {
     LabelSelector {
         match_labels: Some([("app".to_owned(), name.to_owned())].into()),
         ..LabelSelector::default()
@@ -139,7 +167,7 @@ fn serving_pod(name: &str) -> PodTemplateSpec {
     template
 }
 
-fn pod(name: &str) -> PodTemplateSpec {
+pub fn pod(name: &str) -> PodTemplateSpec {
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some([("app".to_owned(), name.to_owned())].into()),

@@ -175,11 +175,32 @@ fn a_disruption_budget_is_degraded_with_fewer_healthy_pods_than_it_wants() {
                 "not observed by its controller yet",
             ),
             (
+                "as the API server creates it",
+                child(
+                    1,
+                    json!({}),
+                    json!({ "currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0,
+                            "expectedPods": 0 }),
+                ),
+                Progressing,
+                "not observed by its controller yet",
+            ),
+            (
+                "a spec not observed yet",
+                child(
+                    2,
+                    json!({}),
+                    json!({ "observedGeneration": 1, "currentHealthy": 3, "desiredHealthy": 2 }),
+                ),
+                Progressing,
+                "generation 2 not observed yet (observed 1)",
+            ),
+            (
                 "short",
                 child(
                     1,
                     json!({}),
-                    json!({ "currentHealthy": 1, "desiredHealthy": 2 }),
+                    json!({ "observedGeneration": 1, "currentHealthy": 1, "desiredHealthy": 2 }),
                 ),
                 Degraded,
                 "1/2 pods healthy",
@@ -189,7 +210,7 @@ fn a_disruption_budget_is_degraded_with_fewer_healthy_pods_than_it_wants() {
                 child(
                     1,
                     json!({}),
-                    json!({ "currentHealthy": 3, "desiredHealthy": 2 }),
+                    json!({ "observedGeneration": 1, "currentHealthy": 3, "desiredHealthy": 2 }),
                 ),
                 Healthy,
                 "3/2 pods healthy",

@@ -71,3 +71,32 @@ async fn a_burst_of_events_is_sent_a_few_at_a_time_and_every_one_is_sent() {
     assert_eq!(posted.load(Ordering::SeqCst), 41);
     assert!(!publisher.keeps("control", None));
 }
+
+#[tokio::test]
+async fn a_repeat_counts_up_its_event_and_new_words_about_the_same_cluster_are_a_new_event() {
+    let methods = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let seen_methods = methods.clone();
+    let client = crate::testing::fake_api::answered_by(move |seen| {
+        seen_methods.lock().push(seen.method.clone());
+        async move { (201, serde_json::json!({})) }
+    });
+    let publisher = EventPublisher::new("test-controller");
+    let parent = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        namespace: Some("crds".into()),
+        name: Some("parent".into()),
+        uid: Some("uid-parent".into()),
+        ..ObjectReference::default()
+    };
+    let degraded = |why: &str| {
+        let text = format!("cluster-a: child ns/web is Degraded: {why}");
+        Note::warning("ChildDegraded", "Health", text).about("cluster-a")
+    };
+    for why in ["unschedulable", "unschedulable", "CrashLoopBackOff"] {
+        (publisher.publish("control", client.clone(), &parent, degraded(why))).await;
+    }
+    // The repeat is a patch of the first Event's series; the new cause an Event of its own, not a
+    // count on the first one that would still read "unschedulable".
+    assert_eq!(*methods.lock(), ["POST", "PATCH", "POST"]);
+}
