@@ -163,7 +163,7 @@ fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
     assert!(row.contains(" True    False   Halted "), "{row}");
     // The cluster's cell names the worst child and why, beside the count.
     let cell =
-        "Applied, 2 Degraded: namespace-a/crd-a progress deadline exceeded   Applied, 2 Healthy";
+        "Applied, 2 Degraded: namespace-a/crd-a progress deadline exceeded Applied, 2 Healthy";
     assert!(row.ends_with(cell), "{row}");
     assert!(
         halted.contains(
