@@ -81,6 +81,12 @@ pub(super) fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>
         children_s.clone(),
         ready_s.clone(),
         figure(
+            "status lag: every parent ready after every child",
+            "s",
+            main,
+            |s| s.ready_s - s.children_s,
+        ),
+        figure(
             format!("reconverge after deleting {victims} children"),
             "s",
             main,
@@ -98,6 +104,9 @@ pub(super) fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>
         cpu_repaired.clone(),
         figure("operator CPU, whole scenario", "s", main, |s| {
             s.deleted.cpu_s
+        }),
+        figure("operator CPU, deleting every parent", "s", main, |s| {
+            s.deleted.cpu_s - s.repaired.cpu_s
         }),
         figure("operator RSS after converging", "MB", main, |s| {
             s.converged.rss as f64 / MB

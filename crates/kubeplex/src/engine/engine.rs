@@ -176,6 +176,8 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) conflicts: crate::engine::children::conflicts::Conflicts,
     /// When each deletion under way was first seen, for the abandon bounds.
     pub(crate) deletions: crate::engine::deletions_seen::DeletionsSeen,
+    /// The lists that find deleted parents' children, shared by the deletions under way.
+    pub(crate) deletion_lists: crate::engine::children::deletion_lists::DeletionLists,
 }
 
 impl<R: Reconcile> Engine<R> {
@@ -208,6 +210,7 @@ impl<R: Reconcile> Engine<R> {
             deletions: Default::default(),
             abandoned: Default::default(),
             conflicts: Default::default(),
+            deletion_lists: Default::default(),
             told_leaves: Default::default(),
         }
     }

@@ -99,10 +99,12 @@ impl<R: Reconcile> Engine<R> {
                 let places = self.child_places(&name);
                 let parent = &parent;
                 let counted = (&self.runtime.metrics, self.plan.name(), &self.conflicts);
-                let orphaned = &orphaned;
+                let (orphaned, lists) = (&orphaned, &self.deletion_lists);
                 async move {
-                    removal::remove_children(&name, client, &places, parent, counted, orphaned)
-                        .await
+                    let removal = removal::remove_children(
+                        &name, client, &places, parent, counted, orphaned, lists,
+                    );
+                    removal.await
                 }
             })
             .await;

@@ -188,8 +188,10 @@ impl<R: Reconcile> Engine<R> {
         notes.extend(context_notes(draft.before(), draft.outcomes()));
         notes.extend(health_notes(draft.before(), draft.health()));
         notes.extend(leave_notes);
-        Box::pin(self.publish_all(&object, &context, shard, notes)).await;
+        // The status first: Events wait their turn among the controller's (a few at a time), and at a
+        // thousand new parents that turn came seconds after the children were in place.
         Box::pin(self.write_draft(write, &mut draft, false)).await;
+        Box::pin(self.publish_all(&object, &context, shard, notes)).await;
         // A cluster that failed is retried soon, whatever the reconcile asked for.
         if draft.outcomes().values().any(|o| !o.state.is_settled()) {
             let retry = self.plan.error_requeue_or_default();

@@ -8,6 +8,7 @@ pub(super) mod apply_order;
 pub(super) mod changes;
 pub(super) mod claim;
 pub(super) mod conflicts;
+pub(super) mod deletion_lists;
 pub(super) mod fan_out;
 pub(super) mod health;
 pub(super) mod parentage;

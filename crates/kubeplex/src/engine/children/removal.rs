@@ -4,6 +4,8 @@
 //! guards) stays, `Terminating`, and the parent's deletion waits for it. A child whose delete policy says
 //! orphan is unlinked and left in place instead, and the parent does not wait for it.
 
+use std::sync::Arc;
+
 use kube::Client;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta,
@@ -13,6 +15,7 @@ use kube::api::{
 use super::apply_order::sort_for_delete;
 use super::changes::{ChildChange, ChildChanges};
 use super::conflicts::Conflicts;
+use super::deletion_lists::DeletionLists;
 use super::requests::{api, kind_of, place};
 use super::sharing::{self, Released};
 use super::tally::Tally;
@@ -34,13 +37,14 @@ pub(in crate::engine) async fn remove_children(
     parent: &ParentRef,
     counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
+    lists: &DeletionLists,
 ) -> ClusterOutcome {
     let span = tracing::info_span!("prune", cluster = context, children = tracing::field::Empty);
     let removal = remove_all(
         context,
         client,
         places,
-        parent,
+        (parent, lists),
         span.clone(),
         counted,
         changes,
@@ -52,7 +56,7 @@ async fn remove_all(
     context: &str,
     client: Client,
     places: &[ChildPlace],
-    parent: &ParentRef,
+    (parent, lists): (&ParentRef, &DeletionLists),
     span: tracing::Span,
     (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
@@ -81,8 +85,19 @@ async fn remove_all(
             let selector = if place.shared { &sharing } else { &own };
             let api = api(client.clone(), resource, namespace.as_deref());
             let listing = format!("listing {}", resource.plural);
-            let children = match api.list_metadata(selector).await {
-                Ok(list) => list.items.into_iter().filter(|c| of_parent(resource, c)),
+            // A parent's own children are found by a list shared with the other parents being deleted;
+            // a shared child is recorded under a label key of each parent's own, which one list cannot ask
+            // for together.
+            let found = if place.shared {
+                api.list_metadata(selector)
+                    .await
+                    .map(|l| l.items)
+                    .map_err(Arc::new)
+            } else {
+                lists.children_of(context, &api, &parent.uid).await
+            };
+            let children = match found {
+                Ok(items) => items.into_iter().filter(|c| of_parent(resource, c)),
                 Err(error) => match tally.fail(context, &error, &listing) {
                     Some(stop) => break 'kinds Some(stop),
                     None => continue,

@@ -57,7 +57,16 @@ async fn remove_telling(
     let conflicts = Conflicts::default();
     let counted = (&metrics, "app-deployer", &conflicts);
     let parent = parent("uid-1", "crd-a");
-    let outcome = remove_children("cluster-a", client, places, &parent, counted, &changes).await;
+    let outcome = remove_children(
+        "cluster-a",
+        client,
+        places,
+        &parent,
+        counted,
+        &changes,
+        &Default::default(),
+    )
+    .await;
     let notes = changes.notes().into_iter();
     (outcome, notes.map(|n| (n.reason, n.message)).collect())
 }
@@ -360,7 +369,16 @@ async fn a_child_recreated_between_the_list_and_the_delete_is_not_deleted() {
     let counted = (&metrics, "app-deployer", &conflicts);
     let changes = ChildChanges::default();
     let parent = parent("uid-1", "crd-a");
-    let outcome = remove_children("cluster-a", client, &places, &parent, counted, &changes).await;
+    let outcome = remove_children(
+        "cluster-a",
+        client,
+        &places,
+        &parent,
+        counted,
+        &changes,
+        &Default::default(),
+    )
+    .await;
     assert_eq!(outcome.state, ClusterState::Deleted, "{outcome:?}");
     assert_eq!(
         current.lock().as_deref(),
