@@ -69,13 +69,11 @@ pub(crate) fn start<R: Reconcile>(
             };
             let (registry, rule) = (&runtime.watches, child.health);
             let cache = (child.open)(registry, context.name(), namespace, &name, client, rule);
-            children.push(ChildWatch {
-                context: context.name().to_owned(),
-                resource: child.resource().clone(),
+            children.push(ChildWatch::new(
+                (context.name(), namespace),
+                child.resource().clone(),
                 cache,
-                answered: Arc::default(),
-                applied: Arc::default(),
-            });
+            ));
         }
     }
     let config = ExecutorConfig {

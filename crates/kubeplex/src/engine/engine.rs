@@ -71,11 +71,47 @@ pub(crate) type Primaries<R> =
 pub(crate) struct ChildWatch {
     pub(crate) context: String,
     pub(crate) resource: kube::api::ApiResource,
+    /// The namespace it watches; `None`: every namespace (or a cluster-scoped kind).
+    pub(crate) namespace: Option<String>,
     pub(crate) cache: Arc<dyn ChildCache>,
     /// Children applied whose watch has not delivered them yet, as the apply's answer judged them.
     pub(crate) answered: Arc<crate::engine::children::answered::Answered>,
     /// What this controller last applied through it: a child still as applied is not applied again.
     pub(crate) applied: Arc<crate::engine::children::applied::Applied>,
+}
+
+impl ChildWatch {
+    /// Whether it watches `namespace` (a child's; `None` for a cluster-scoped one).
+    pub(crate) fn covers(&self, namespace: Option<&str>) -> bool {
+        self.namespace.is_none() || self.namespace.as_deref() == namespace
+    }
+
+    /// The watch of `resource`'s children in `context` and `namespace`, through `cache`. A child the watch
+    /// delivers is the cache's from then on: its apply's answer is forgotten, so that one deleted since is
+    /// never taken for the object last applied.
+    pub(crate) fn new(
+        (context, namespace): (&str, Option<&str>),
+        resource: kube::api::ApiResource,
+        cache: Arc<dyn ChildCache>,
+    ) -> Self {
+        let answered: Arc<crate::engine::children::answered::Answered> = Arc::default();
+        let held = Arc::downgrade(&answered);
+        cache.subscribe_delivered(Box::new(move |namespace, name| {
+            let Some(answered) = held.upgrade() else {
+                return false;
+            };
+            answered.forget(namespace, name);
+            true
+        }));
+        Self {
+            context: context.to_owned(),
+            resource,
+            namespace: namespace.map(str::to_owned),
+            cache,
+            answered,
+            applied: Arc::default(),
+        }
+    }
 }
 
 /// This controller's child watches in one cluster, lent: the engine's own of a fixed context, or a member's

@@ -70,6 +70,7 @@ pub(crate) fn child_meta(name: &str) -> ObjectMeta {
 pub(crate) struct FixedCache(pub(crate) Vec<ObjectMeta>);
 
 impl ChildCache for FixedCache {
+    fn subscribe_delivered(&self, _: crate::watch::DeliveredSink) {}
     fn subscribe_parents(&self, _: crate::watch::ParentSink) {}
     fn children_of(&self, parent_uid: &str) -> Vec<ObjectMeta> {
         self.0

@@ -36,9 +36,15 @@ pub(crate) type OpenChildWatch = fn(
 /// more.
 pub(crate) type ParentSink = Box<dyn Fn(ParentRef, ChildChangeKind) -> bool + Send + Sync>;
 
+/// Takes the namespace and name of a child the watch delivered; `false` once it takes no more.
+pub(crate) type DeliveredSink = Box<dyn Fn(Option<&str>, &str) -> bool + Send + Sync>;
+
 /// A child kind's cache, through the metadata the runtime needs to link, repair and prune, and the health
 /// of each child.
 pub(crate) trait ChildCache: Send + Sync {
+    /// Hands `delivered` every child the watch delivers (created, changed or deleted) from now on, until it
+    /// returns `false`.
+    fn subscribe_delivered(&self, delivered: DeliveredSink);
     /// Hands `deliver` the parent of every changed child from now on, preceded by those of the cached
     /// ones, until it returns `false` (see [`SharedWatch::subscribe`]). A child's status write is handed
     /// on only when its health (or the reason for it) changed.
@@ -85,6 +91,16 @@ impl<T: PrimaryResource> HealthCache<T> {
 }
 
 impl<T: PrimaryResource> ChildCache for HealthCache<T> {
+    fn subscribe_delivered(&self, delivered: DeliveredSink) {
+        self.watch.subscribe(move |change| {
+            let meta = change.object().meta();
+            delivered(
+                meta.namespace.as_deref(),
+                meta.name.as_deref().unwrap_or_default(),
+            )
+        });
+    }
+
     fn subscribe_parents(&self, deliver: ParentSink) {
         let (rule, project) = (self.rule, self.project);
         let changed = ChildChangeFilter::default();

@@ -13,7 +13,7 @@ pub(crate) use child_cache::{
     ChildCache, OpenChildWatch, missing, open_child_watch, open_full_child_watch,
 };
 #[cfg(test)]
-pub(crate) use child_cache::{ParentSink, judged};
+pub(crate) use child_cache::{DeliveredSink, ParentSink, judged};
 pub use input::MapFn;
 pub(crate) use input::{InputPlace, InputWatch, Wanted, open_input};
 pub(crate) use trigger::{ChangeFilter, ChildChangeKind};

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Client;
-use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
+use kube::api::{DynamicObject, ObjectMeta, Patch, PatchParams};
 
 use super::applied::digest;
 use super::apply_order::{sort_for_apply, sort_for_delete};
@@ -120,7 +120,7 @@ async fn sync(
                 }
             }
         }
-        let written = store_of(watches, &child.resource);
+        let written = store_of(watches, child);
         let digest = digest(&child.object);
         let (claimed, created) = match claim(watches, child, link) {
             Ok(cached) => (Ok(cached), None),
@@ -223,15 +223,16 @@ async fn sync(
                     tally.shared(note);
                 }
                 if let Some(written) = written {
-                    let answer = serde_json::to_value(&applied).unwrap_or_default();
-                    let health = written.cache.judge_answer(answer);
-                    let answer = (&applied.metadata, link.parent.uid.as_str());
-                    (written.answered).record(
-                        child.namespace.as_deref(),
-                        &child.name,
-                        answer,
-                        health,
-                    );
+                    // Unless the watch delivered it first (its answer would outlive the delivery).
+                    let namespace = child.namespace.as_deref();
+                    let delivered = (written.cache.get(namespace, &child.name))
+                        .is_some_and(|cached| cached.uid == applied.metadata.uid);
+                    if !delivered {
+                        let answer = serde_json::to_value(&applied).unwrap_or_default();
+                        let health = written.cache.judge_answer(answer);
+                        let answer = (&applied.metadata, link.parent.uid.as_str());
+                        (written.answered).record(namespace, &child.name, answer, health);
+                    }
                     let meta = &applied.metadata;
                     let cached = || {
                         (watches.iter())
@@ -395,9 +396,11 @@ fn stamp_shared(object: &mut serde_json::Value, link: &Parentage<'_>) {
     object["metadata"]["annotations"][SHARED_DIGEST_ANNOTATION] = hex.into();
 }
 
-/// The child watch that remembers what was applied of `resource` in this cluster: the first of its kind.
-fn store_of<'a>(watches: &[&'a ChildWatch], resource: &ApiResource) -> Option<&'a ChildWatch> {
-    watches.iter().copied().find(|w| &w.resource == resource)
+/// The child watch that remembers what was applied of `child` in this cluster: the one of its kind that
+/// watches its namespace, which delivers it.
+fn store_of<'a>(watches: &[&'a ChildWatch], child: &DesiredChild) -> Option<&'a ChildWatch> {
+    let namespace = child.namespace.as_deref();
+    (watches.iter().copied()).find(|w| w.resource == child.resource && w.covers(namespace))
 }
 
 fn is_desired(desired: &DesiredChild, watch: &ChildWatch, meta: &ObjectMeta) -> bool {

@@ -161,13 +161,11 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
                 client.clone(),
                 child.health,
             );
-            opened.push(ChildWatch {
-                context: name.to_owned(),
-                resource: child.resource().clone(),
+            opened.push(ChildWatch::new(
+                (name, namespace),
+                child.resource().clone(),
                 cache,
-                answered: Arc::default(),
-                applied: Arc::default(),
-            });
+            ));
         }
     }
     opened

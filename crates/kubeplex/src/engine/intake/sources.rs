@@ -216,6 +216,7 @@ mod tests {
         engine.children.push(ChildWatch {
             context: crate::core::Context::name(&CLUSTER_A).into(),
             resource: ApiResource::erase::<ConfigMap>(&()),
+            namespace: None,
             cache: crate::watch::judged(
                 cached(vec![child("a"), child("b")], Some(PARENT_UID_LABEL)),
                 crate::core::builtin_rule("", "ConfigMap"),

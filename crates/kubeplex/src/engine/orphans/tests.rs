@@ -64,6 +64,7 @@ async fn a_parent_cache_that_never_lists_holds_back_only_its_own_parents_childre
     engine.children.push(ChildWatch {
         context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(vec![
             orphan("judged-never", "crds"),
             orphan("judged-now", "other"),
@@ -89,6 +90,7 @@ async fn a_child_that_appears_for_a_parent_already_gone_is_removed_when_its_even
     engine.children.push(ChildWatch {
         context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(vec![
             recreated.clone(),
             orphan("another", "other"),
@@ -144,6 +146,7 @@ async fn a_sweep_waiting_for_the_parents_cache_judges_once_it_lists_though_a_req
     engine.children.push(ChildWatch {
         context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(vec![gone.clone()])),
         answered: Default::default(),
         applied: Default::default(),
@@ -190,6 +193,7 @@ async fn the_sweep_unlinks_a_child_its_policy_orphans_and_deletes_the_others() {
     engine.children.push(ChildWatch {
         context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(vec![spared, orphan("deleted", "other")])),
         answered: Default::default(),
         applied: Default::default(),
@@ -234,6 +238,7 @@ fn watch_of(context: &str, children: Vec<ObjectMeta>) -> ChildWatch {
     ChildWatch {
         context: context.into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(children)),
         answered: Default::default(),
         applied: Default::default(),

@@ -95,6 +95,7 @@ async fn reconcile_with(
     engine.children.push(ChildWatch {
         context: crate::core::Context::name(&CLUSTER_A).into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(vec![stale_child()])),
         answered: Default::default(),
         applied: Default::default(),
@@ -292,6 +293,7 @@ async fn status_writes(written: Option<FleetStatus>) -> Vec<serde_json::Value> {
     engine.children.push(ChildWatch {
         context: "cluster-b".into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(vec![stale_child()])),
         answered: Default::default(),
         applied: Default::default(),

@@ -28,7 +28,7 @@ fn config_map(name: &str, value: &str, parent: Option<&str>) -> ConfigMap {
 async fn drive(
     events: Vec<Result<Event<ConfigMap>, watcher::Error>>,
     index_label: Option<&'static str>,
-    before: impl FnOnce(&SharedWatch<ConfigMap>),
+    before: impl FnOnce(&Arc<SharedWatch<ConfigMap>>),
 ) -> Arc<SharedWatch<ConfigMap>> {
     drive_measured(events, index_label, before, &Metrics::default()).await
 }
@@ -37,7 +37,7 @@ async fn drive(
 async fn drive_measured(
     events: Vec<Result<Event<ConfigMap>, watcher::Error>>,
     index_label: Option<&'static str>,
-    before: impl FnOnce(&SharedWatch<ConfigMap>),
+    before: impl FnOnce(&Arc<SharedWatch<ConfigMap>>),
     metrics: &Metrics,
 ) -> Arc<SharedWatch<ConfigMap>> {
     let (store, writer) = reflector::store();
@@ -94,6 +94,27 @@ async fn an_object_missing_from_a_relist_is_published_as_deleted() {
         ]
     );
     assert_eq!(watch.store().state().len(), 1);
+}
+
+#[tokio::test]
+async fn a_child_caches_subscriber_hears_every_child_delivered_created_changed_or_deleted() {
+    let mut events = listed(vec![config_map("a", "1", None)]);
+    events.push(Ok(Event::Apply(config_map("b", "1", None))));
+    events.push(Ok(Event::Apply(config_map("a", "2", None))));
+    events.push(Ok(Event::Delete(config_map("a", "2", None))));
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    drive(events, None, |watch| {
+        let cache = crate::watch::judged(watch.clone(), crate::core::builtin_rule("", "ConfigMap"));
+        let heard = heard.clone();
+        cache.subscribe_delivered(Box::new(move |namespace, name| {
+            heard
+                .lock()
+                .push(format!("{}/{name}", namespace.unwrap_or_default()));
+            true
+        }));
+    })
+    .await;
+    assert_eq!(*heard.lock(), ["ns/a", "ns/b", "ns/a", "ns/a"]);
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::ApiResource;
 
 use super::*;
 use crate::core::{ClusterState, PARENT_UID_LABEL, ParentRef};
@@ -56,6 +57,7 @@ fn watch(cached: Vec<ObjectMeta>) -> ChildWatch {
     ChildWatch {
         context: "cluster-a".into(),
         resource: ApiResource::erase::<Deployment>(&()),
+        namespace: None,
         cache: Arc::new(FixedCache(cached)),
         answered: Arc::default(),
         applied: Arc::default(),
@@ -145,6 +147,26 @@ pub(crate) async fn sync_through(
         outcome,
         notes.into_iter().map(|n| (n.reason, n.message)).collect(),
     )
+}
+
+#[test]
+fn what_is_applied_is_remembered_by_the_watch_of_the_childs_namespace_which_delivers_it() {
+    let of = |namespace: Option<&str>| ChildWatch {
+        namespace: namespace.map(str::to_owned),
+        ..watch(Vec::new())
+    };
+    let (a, b, all) = (of(Some("ns-a")), of(Some("ns-b")), of(None));
+    let mut child = desired("web");
+    child.namespace = Some("ns-b".into());
+    let chosen = store_of(&[&a, &b], &child).map(|w| w.namespace.as_deref());
+    assert_eq!(chosen, Some(Some("ns-b")), "not the first of its kind");
+    assert!(store_of(&[&a], &child).is_none());
+    let chosen = store_of(&[&a, &all], &child).map(|w| w.namespace.as_deref());
+    assert_eq!(
+        chosen,
+        Some(None),
+        "a watch of every namespace delivers it too"
+    );
 }
 
 #[tokio::test]

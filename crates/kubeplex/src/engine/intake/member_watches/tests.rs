@@ -121,6 +121,7 @@ async fn a_leave_deletes_once_the_caches_hold_the_children_just_applied() {
     let watch = ChildWatch {
         context: "member-a".into(),
         resource: ApiResource::erase::<ConfigMap>(&()),
+        namespace: None,
         cache: crate::watch::judged(
             Arc::new(SharedWatch::fed(store, Some(crate::core::PARENT_UID_LABEL))),
             crate::core::builtin_rule("", "ConfigMap"),
