@@ -7,6 +7,7 @@
 //! `Ready`, `Reconciling` and `Stalled` conditions.
 
 mod api_kinds;
+mod observed;
 mod pod;
 
 use super::child_health::{Assessment, HealthRule};
@@ -15,6 +16,7 @@ use api_kinds::{
     api_service, cron_job, custom_resource_definition, horizontal_pod_autoscaler, ingress,
     pod_disruption_budget,
 };
+use observed::unobserved;
 use pod::pod;
 
 /// The built-in rule of a kind, by its API group and kind; kstatus' for any other.
@@ -36,23 +38,6 @@ pub(crate) fn builtin_rule(group: &str, kind: &str) -> HealthRule {
         ("networking.k8s.io", "Ingress") => ingress,
         _ => kstatus,
     }
-}
-
-/// Not judged yet: the kind's controller has not seen the latest spec, or not written a status at all (the
-/// API server itself may write an empty one).
-fn unobserved(child: &Projection) -> Option<Assessment> {
-    if child.observed_generation().is_none() {
-        return Some(Assessment::progressing(
-            "not observed by its controller yet",
-        ));
-    }
-    (!child.generation_observed()).then(|| {
-        Assessment::progressing(format!(
-            "generation {} not observed yet (observed {})",
-            child.generation().unwrap_or_default(),
-            child.observed_generation().unwrap_or_default()
-        ))
-    })
 }
 
 /// `spec.replicas`, 1 when unset (as the API server defaults it).

@@ -5,6 +5,8 @@
 use crate::core::child_health::Assessment;
 use crate::core::projection::Projection;
 
+use super::observed::unobserved;
+
 /// A CustomResourceDefinition: `Healthy` once `Established`; `Degraded` when its names are not accepted
 /// (they clash with another's), else installing.
 pub(crate) fn custom_resource_definition(child: &Projection) -> Assessment {
@@ -68,7 +70,7 @@ pub(crate) fn horizontal_pod_autoscaler(child: &Projection) -> Assessment {
 /// A PodDisruptionBudget: `Healthy` when as many pods are healthy as it wants, `Degraded` when fewer —
 /// once the disruption controller has observed its spec (the API server writes zero counts at creation).
 pub(crate) fn pod_disruption_budget(child: &Projection) -> Assessment {
-    if let Some(unobserved) = super::unobserved(child) {
+    if let Some(unobserved) = unobserved(child) {
         return unobserved;
     }
     let (Some(current), Some(desired)) = (

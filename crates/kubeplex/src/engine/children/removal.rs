@@ -58,9 +58,53 @@ async fn remove_all(
     places: &[ChildPlace],
     (parent, lists): (&ParentRef, &DeletionLists),
     span: tracing::Span,
-    (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
+    counted: (&Metrics, &str, &Conflicts),
     changes: &ChildChanges,
 ) -> ClusterOutcome {
+    let mut places: Vec<&ChildPlace> = places.iter().collect();
+    sort_for_delete(&mut places, |place| &place.resource);
+    let mut tally = Tally::default();
+    // Kinds one after the other, in the reverse of the apply order; the namespaces of one kind at once.
+    let mut rest = places.as_slice();
+    let stopped = loop {
+        let Some(first) = rest.first() else {
+            break None;
+        };
+        let same = rest
+            .iter()
+            .take_while(|p| p.resource == first.resource)
+            .count();
+        let (kind, after) = rest.split_at(same);
+        rest = after;
+        let removals = kind.iter().map(|place| {
+            let client = client.clone();
+            remove_place(context, client, place, (parent, lists), counted, changes)
+        });
+        let mut stop = None;
+        for removed in futures::future::join_all(removals).await {
+            match removed {
+                Ok(removed) => tally.absorb(removed),
+                Err(outcome) => stop = stop.or(Some(outcome)),
+            }
+        }
+        if stop.is_some() {
+            break stop;
+        }
+    };
+    span.record("children", tally.done);
+    stopped.unwrap_or_else(|| tally.removed())
+}
+
+/// Removes the parent's children of one kind in one namespace: what became of them, or the outcome that
+/// stops the cluster's removal (it cannot be reached, or this replica's fence refused).
+async fn remove_place(
+    context: &str,
+    client: Client,
+    place: &ChildPlace,
+    (parent, lists): (&ParentRef, &DeletionLists),
+    (metrics, controller, conflicts): (&Metrics, &str, &Conflicts),
+    changes: &ChildChanges,
+) -> Result<Tally, ClusterOutcome> {
     let own = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={}", parent.uid));
     let sharing = ListParams::default().labels(&sharing_label(&parent.uid));
     // Only what names this parent in full is its child; anything else with its UID label is reported.
@@ -76,126 +120,117 @@ async fn remove_all(
         }
         ours
     };
-    let mut places: Vec<&ChildPlace> = places.iter().collect();
-    sort_for_delete(&mut places, |place| &place.resource);
     let mut tally = Tally::default();
-    let stopped = 'kinds: {
-        for place in places {
-            let (resource, namespace) = (&place.resource, &place.namespace);
-            let selector = if place.shared { &sharing } else { &own };
-            let api = api(client.clone(), resource, namespace.as_deref());
-            let listing = format!("listing {}", resource.plural);
-            // A parent's own children are found by a list shared with the other parents being deleted;
-            // a shared child is recorded under a label key of each parent's own, which one list cannot ask
-            // for together.
-            let found = if place.shared {
-                api.list_metadata(selector)
-                    .await
-                    .map(|l| l.items)
-                    .map_err(Arc::new)
-            } else {
-                lists.children_of(context, &api, &parent.uid).await
-            };
-            let children = match found {
-                Ok(items) => items.into_iter().filter(|c| of_parent(resource, c)),
-                Err(error) => match tally.fail(context, &error, &listing) {
-                    Some(stop) => break 'kinds Some(stop),
-                    None => continue,
-                },
-            };
-            // Whether a child may still be there: one already going, or one whose delete the server
-            // answered with the object (it keeps it while finalizers or a grace period hold it).
-            let mut recheck = false;
-            for child in children {
-                if is_shared(&child.metadata) {
-                    let spare = DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan;
-                    let meta = &child.metadata;
-                    let name = meta.name.as_deref().unwrap_or_default();
-                    let place =
-                        super::requests::place(&resource.kind, meta.namespace.as_deref(), name);
-                    let released =
-                        sharing::release(client.clone(), resource, meta, parent, controller, spare);
-                    match released.await {
-                        Ok(Released::Left) => changes.push(context, ChildChange::Released, place),
-                        Ok(Released::Unlinked) => {
-                            changes.push(context, ChildChange::Orphaned, place.clone());
-                            tally.orphaned(place);
-                        }
-                        Ok(released @ (Released::Deleted | Released::Deleting)) => {
-                            tally.done += 1;
-                            recheck |= released == Released::Deleting;
-                            let kind = kind_of(resource);
-                            metrics.children_pruned(controller, context, &kind, 1);
-                        }
-                        Ok(Released::NotThere) => {}
-                        Err(error) => {
-                            let what = format!("letting go of {place}");
-                            if let Some(stop) = tally.fail(context, &error, &what) {
-                                break 'kinds Some(stop);
-                            }
-                        }
-                    }
-                    continue;
+    let (resource, namespace) = (&place.resource, &place.namespace);
+    let selector = if place.shared { &sharing } else { &own };
+    let api = api(client.clone(), resource, namespace.as_deref());
+    let listing = format!("listing {}", resource.plural);
+    // A parent's own children are found by a list shared with the other parents being deleted;
+    // a shared child is recorded under a label key of each parent's own, which one list cannot ask
+    // for together.
+    let found = if place.shared {
+        api.list_metadata(selector)
+            .await
+            .map(|l| l.items)
+            .map_err(Arc::new)
+    } else {
+        lists.children_of(context, &api, &parent.uid).await
+    };
+    let children = match found {
+        Ok(items) => items.into_iter().filter(|c| of_parent(resource, c)),
+        Err(error) => match tally.fail(context, &error, &listing) {
+            Some(stop) => return Err(stop),
+            None => return Ok(tally),
+        },
+    };
+    // Whether a child may still be there: one already going, or one whose delete the server
+    // answered with the object (it keeps it while finalizers or a grace period hold it).
+    let mut recheck = false;
+    for child in children {
+        if is_shared(&child.metadata) {
+            let spare = DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan;
+            let meta = &child.metadata;
+            let name = meta.name.as_deref().unwrap_or_default();
+            let place = super::requests::place(&resource.kind, meta.namespace.as_deref(), name);
+            let released =
+                sharing::release(client.clone(), resource, meta, parent, controller, spare);
+            match released.await {
+                Ok(Released::Left) => changes.push(context, ChildChange::Released, place),
+                Ok(Released::Unlinked) => {
+                    changes.push(context, ChildChange::Orphaned, place.clone());
+                    tally.orphaned(place);
                 }
-                if DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan {
-                    let orphaned = orphan(context, &client, resource, &child.metadata, controller);
-                    let orphaned = orphaned.await;
-                    match orphaned {
-                        Ok(Some(place)) => {
-                            changes.push(context, ChildChange::Orphaned, place.clone());
-                            tally.orphaned(place);
-                        }
-                        Ok(None) => {}
-                        Err((error, what)) => {
-                            if let Some(stop) = tally.fail(context, &error, &what) {
-                                break 'kinds Some(stop);
-                            }
-                        }
-                    }
-                    continue;
+                Ok(released @ (Released::Deleted | Released::Deleting)) => {
+                    tally.done += 1;
+                    recheck |= released == Released::Deleting;
+                    let kind = kind_of(resource);
+                    metrics.children_pruned(controller, context, &kind, 1);
                 }
-                if child.metadata.deletion_timestamp.is_some() {
-                    recheck = true;
-                    continue;
-                }
-                let name = child.metadata.name.clone().unwrap_or_default();
-                tracing::info!(cluster = %context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
-                match try_delete(client.clone(), resource, &child.metadata).await {
-                    Ok(deleted) => {
-                        let counts = deleted != Deleted::NotThere;
-                        tally.done += u32::from(counts);
-                        recheck |= deleted == Deleted::Accepted;
-                        let kind = kind_of(resource);
-                        metrics.children_pruned(controller, context, &kind, u64::from(counts));
-                    }
-                    Err(error) => {
-                        let what = format!("deleting {} {name}", resource.kind);
-                        if let Some(stop) = tally.fail(context, &error, &what) {
-                            break 'kinds Some(stop);
-                        }
-                    }
-                }
-            }
-            if !recheck {
-                continue;
-            }
-            match api.list_metadata(selector).await {
-                Ok(left) => {
-                    for child in left.items.into_iter().filter(|c| of_parent(resource, c)) {
-                        tally.going(going(resource, &child));
-                    }
-                }
+                Ok(Released::NotThere) => {}
                 Err(error) => {
-                    if let Some(stop) = tally.fail(context, &error, &listing) {
-                        break 'kinds Some(stop);
+                    let what = format!("letting go of {place}");
+                    if let Some(stop) = tally.fail(context, &error, &what) {
+                        return Err(stop);
                     }
+                }
+            }
+            continue;
+        }
+        if DeletePolicy::of(&child.metadata) == DeletePolicy::Orphan {
+            let orphaned = orphan(context, &client, resource, &child.metadata, controller);
+            let orphaned = orphaned.await;
+            match orphaned {
+                Ok(Some(place)) => {
+                    changes.push(context, ChildChange::Orphaned, place.clone());
+                    tally.orphaned(place);
+                }
+                Ok(None) => {}
+                Err((error, what)) => {
+                    if let Some(stop) = tally.fail(context, &error, &what) {
+                        return Err(stop);
+                    }
+                }
+            }
+            continue;
+        }
+        if child.metadata.deletion_timestamp.is_some() {
+            recheck = true;
+            continue;
+        }
+        let name = child.metadata.name.clone().unwrap_or_default();
+        tracing::info!(cluster = %context, kind = %resource.kind, %name, "deleting a child of a deleted parent");
+        match try_delete(client.clone(), resource, &child.metadata).await {
+            Ok(deleted) => {
+                let counts = deleted != Deleted::NotThere;
+                tally.done += u32::from(counts);
+                recheck |= deleted == Deleted::Accepted;
+                let kind = kind_of(resource);
+                metrics.children_pruned(controller, context, &kind, u64::from(counts));
+            }
+            Err(error) => {
+                let what = format!("deleting {} {name}", resource.kind);
+                if let Some(stop) = tally.fail(context, &error, &what) {
+                    return Err(stop);
                 }
             }
         }
-        None
-    };
-    span.record("children", tally.done);
-    stopped.unwrap_or_else(|| tally.removed())
+    }
+    if !recheck {
+        return Ok(tally);
+    }
+    match api.list_metadata(selector).await {
+        Ok(left) => {
+            for child in left.items.into_iter().filter(|c| of_parent(resource, c)) {
+                tally.going(going(resource, &child));
+            }
+        }
+        Err(error) => {
+            if let Some(stop) = tally.fail(context, &error, &listing) {
+                return Err(stop);
+            }
+        }
+    }
+    Ok(tally)
 }
 
 /// Unlinks a child of a deleted parent that its delete policy orphans: how messages name it

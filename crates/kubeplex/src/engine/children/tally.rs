@@ -53,6 +53,17 @@ impl Tally {
         None
     }
 
+    /// Adds what another pass over other children of the same cluster recorded.
+    pub(crate) fn absorb(&mut self, other: Tally) {
+        self.done += other.done;
+        self.failed.extend(other.failed);
+        self.conflicts.extend(other.conflicts);
+        self.going.extend(other.going);
+        self.kept.extend(other.kept);
+        self.orphaned.extend(other.orphaned);
+        self.shared.extend(other.shared);
+    }
+
     /// Records a shared child that other parents share too (`child` names it and them).
     pub(crate) fn shared(&mut self, child: String) {
         self.shared.push(child);

@@ -413,3 +413,31 @@ async fn an_object_with_the_parents_uid_label_naming_another_parent_is_not_remov
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     assert!(deletes[0].contains("/configmaps/web"), "{deletes:?}");
 }
+
+#[tokio::test]
+async fn the_namespaces_of_one_kind_are_emptied_at_once() {
+    // Each list is answered only once both namespaces' lists have arrived: one after the other, the first
+    // would never be answered.
+    let arrived = Arc::new(tokio::sync::Barrier::new(2));
+    let client = fake_api::answered_by(move |seen| {
+        let arrived = arrived.clone();
+        async move {
+            if seen.method == "GET" {
+                arrived.wait().await;
+                return (200, list(&[]));
+            }
+            deleted()
+        }
+    });
+    let resource = ApiResource::erase::<ConfigMap>(&());
+    let places = [
+        ChildPlace::of(resource.clone(), Some("ns-a")),
+        ChildPlace::of(resource, Some("ns-b")),
+    ];
+    let removed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        remove_all_of(client, &places),
+    );
+    let outcome = removed.await.expect("both lists in flight at once");
+    assert_eq!(outcome.state, ClusterState::Deleted);
+}

@@ -8,6 +8,18 @@ use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::super::{EVENTS_AT_ONCE, EventPublisher, Note};
 
+/// The parent the events are about.
+fn parent() -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        namespace: Some("crds".into()),
+        name: Some("parent".into()),
+        uid: Some("uid-parent".into()),
+        ..ObjectReference::default()
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_burst_of_events_is_sent_a_few_at_a_time_and_every_one_is_sent() {
     let (now, most, posted) = (
@@ -30,14 +42,7 @@ async fn a_burst_of_events_is_sent_a_few_at_a_time_and_every_one_is_sent() {
         }
     });
     let publisher = EventPublisher::new("test-controller");
-    let parent = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("ConfigMap".into()),
-        namespace: Some("crds".into()),
-        name: Some("parent".into()),
-        uid: Some("uid-parent".into()),
-        ..ObjectReference::default()
-    };
+    let parent = parent();
     // An event about each of 40 members, as a member change gives a parent.
     let burst = (0..40).map(|i| {
         let note = Note::normal("MemberJoined", "Apply", format!("member-{i} joined"));
@@ -81,14 +86,7 @@ async fn a_repeat_counts_up_its_event_and_new_words_about_the_same_cluster_are_a
         async move { (201, serde_json::json!({})) }
     });
     let publisher = EventPublisher::new("test-controller");
-    let parent = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("ConfigMap".into()),
-        namespace: Some("crds".into()),
-        name: Some("parent".into()),
-        uid: Some("uid-parent".into()),
-        ..ObjectReference::default()
-    };
+    let parent = parent();
     let degraded = |why: &str| {
         let text = format!("cluster-a: child ns/web is Degraded: {why}");
         Note::warning("ChildDegraded", "Health", text).about("cluster-a")
