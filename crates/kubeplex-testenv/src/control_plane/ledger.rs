@@ -1,6 +1,7 @@
 //! An optional record of the API servers started: with [`LEDGER_VAR`] naming a file, each start (a restart
-//! included) appends a line `<program> <cluster>`, so that CI can say how many servers each test binary
-//! starts and a test that starts clusters of its own shows the day it lands.
+//! included) appends a line `<program> <cluster> <thread>`, so that CI can say how many servers each test binary
+//! starts and a test that starts clusters of its own shows the day it lands (libtest names a test's thread
+//! after the test).
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
@@ -24,9 +25,14 @@ fn append(path: &Path, cluster: &str) {
         .as_deref()
         .and_then(|p| p.file_name())
         .map_or_else(|| "?".into(), |n| n.to_string_lossy());
+    let thread = std::thread::current();
+    let thread = thread
+        .name()
+        .unwrap_or("?")
+        .replace(char::is_whitespace, "_");
     // One write of one short line to a file opened for appending: lines of processes that start servers at
     // the same time do not interleave.
-    let line = format!("{program} {cluster}\n");
+    let line = format!("{program} {cluster} {thread}\n");
     let ledger = OpenOptions::new().create(true).append(true).open(path);
     let _ = ledger.and_then(|mut file| file.write_all(line.as_bytes()));
 }
@@ -36,7 +42,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_start_is_one_line_naming_the_program_and_the_cluster() {
+    fn each_start_is_one_line_naming_the_program_the_cluster_and_the_test() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger");
         append(&path, "control");
@@ -45,9 +51,13 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let program = std::env::current_exe().unwrap();
         let program = program.file_name().unwrap().to_string_lossy();
+        let test = "control_plane::ledger::tests::each_start_is_one_line_naming_the_program_the_cluster_and_the_test";
         assert_eq!(
             lines,
-            [format!("{program} control"), format!("{program} cluster-a")]
+            [
+                format!("{program} control {test}"),
+                format!("{program} cluster-a {test}")
+            ]
         );
     }
 }

@@ -84,9 +84,16 @@ pub(super) async fn progressive(
         "cluster-a has {NEW}; its pods crash-loop (simulated: no replica available past the progress deadline) ..."
     )?;
     play_all(&a, Played::Degraded).await?;
-    wait_status(clients, "halted at cluster-a", |app| {
-        phase(app).is_some_and(|r| r.phase == RolloutPhase::Halted)
-    })
+    // The rollout's record is written before the children are applied, the clusters' health after: the
+    // table is shown once both say so.
+    wait_status(
+        clients,
+        "halted at cluster-a, its Deployments Degraded",
+        |app| {
+            phase(app).is_some_and(|r| r.phase == RolloutPhase::Halted)
+                && degraded(app, ORDER[0]) == CHILD_NAMESPACES.len()
+        },
+    )
     .await?;
     writeln!(out, "\n{}", table(clients).await?)?;
 
@@ -109,6 +116,16 @@ pub(super) async fn progressive(
 
 fn phase(app: &AppDeployment) -> Option<&RolloutStatus> {
     app.status.as_ref()?.rollout.as_ref()
+}
+
+/// How many of the instance's children in `cluster` its status calls `Degraded`.
+fn degraded(app: &AppDeployment, cluster: &str) -> usize {
+    let status = app
+        .status
+        .as_ref()
+        .and_then(|s| s.fleet.clusters.get(cluster));
+    let health = status.and_then(|c| c.health.as_ref());
+    health.map_or(0, |h| h.degraded as usize)
 }
 
 /// Plays every Deployment of the instance in a cluster.
