@@ -13,9 +13,9 @@ use kubeplex_testenv::TestEnv;
 /// How many run at once (on two cores, two at a time take about as long as one).
 const AT_ONCE: usize = 2;
 
-/// Starts in total: three waves in the gate, `KUBEPLEX_STARTS` for a longer series (`docs/testing.md`).
+/// Starts in total: one wave in the gate, `KUBEPLEX_STARTS` for a longer series (`docs/testing.md`).
 fn starts() -> usize {
-    std::env::var("KUBEPLEX_STARTS").map_or(6, |n| {
+    std::env::var("KUBEPLEX_STARTS").map_or(AT_ONCE, |n| {
         let n: usize = n.parse().expect("KUBEPLEX_STARTS is a number of starts");
         assert!(
             n > 0 && n.is_multiple_of(AT_ONCE),

@@ -306,13 +306,17 @@ async fn a_user_rule_judges_its_kind() {
 
 #[tokio::test]
 async fn an_unreachable_cluster_reads_unknown_not_degraded() {
-    // Clusters of its own: this test stops one.
-    let env = clusters().start().await.unwrap();
+    // The operator reaches cluster-a through a relay, which takes it away from the operator alone.
+    let env = env().await;
+    let relay = env.relay("cluster-a").await.unwrap();
+    let mut kubeconfig = env.kubeconfig().clone();
+    relay.route(&mut kubeconfig).unwrap();
     let spec = WorkloadSpec {
         deployments: vec!["web".into()],
         ..WorkloadSpec::default()
     };
-    let scene = Scene::start(&env, Unreachable, "health-unreachable", "far", spec).await;
+    let (namespace, name) = ("health-unreachable", "far");
+    let scene = Scene::start_with(env, kubeconfig, Unreachable, namespace, name, spec).await;
     let degraded = serde_json::json!({
         "observedGeneration": null, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 0,
         "conditions": [{ "type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
@@ -327,7 +331,7 @@ async fn an_unreachable_cluster_reads_unknown_not_degraded() {
         )
         .await;
 
-    env.stop("cluster-a").unwrap();
+    relay.refuse();
     // Once the operator knows cluster-a does not answer, a change of the parent reconciles it: a reconcile
     // before that may trust the cache, as it does for any cluster that answers.
     eventually("cluster-a not ready", polling(), async || {

@@ -14,7 +14,7 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kubeplex::{Manager, SecureMetrics};
 use kubeplex_testenv::HTTP_LIMIT;
-use kubeplex_testenv::{TestEnv, eventually};
+use kubeplex_testenv::eventually;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -186,7 +186,7 @@ fn binding(name: &str, role: &str) -> ClusterRoleBinding {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrapes_are_authenticated_and_authorised_by_the_control_cluster() {
-    let env = TestEnv::builder().cluster("control").start().await.unwrap();
+    let env = crate::support::clusters([]).await;
     let admin = env.client("control").await.unwrap();
     create_namespace(&admin, NAMESPACE).await;
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), NAMESPACE);

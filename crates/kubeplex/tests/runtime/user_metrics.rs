@@ -12,7 +12,7 @@ use crate::support::{Fleet, WAIT, create_namespace, put_config_map, wait_started
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::prometheus_client::metrics::counter::Counter;
 use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
-use kubeplex_testenv::{TestEnv, eventually};
+use kubeplex_testenv::eventually;
 
 const NAMESPACE: &str = "user-metrics";
 
@@ -63,11 +63,7 @@ fn sample(body: &str, name: &str, labels: &[&str]) -> Option<f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registered_metric_is_served_with_kubeplexs_own() {
-    let env = TestEnv::builder()
-        .cluster("cluster-a")
-        .start()
-        .await
-        .unwrap();
+    let env = crate::support::clusters([]).await;
     let client = env.client("cluster-a").await.unwrap();
     create_namespace(&client, NAMESPACE).await;
     let deployed = Counter::<u64>::default();

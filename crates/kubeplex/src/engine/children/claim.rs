@@ -252,14 +252,10 @@ mod tests {
     //! create through and a taken one is refused (409); an apply pinned to a UID goes through to that object,
     //! and is refused when it is gone (409) or another object has the name (422).
 
+    use super::*;
+    use crate::testing::real_cluster::{self, CLUSTER};
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PatchParams, PostParams};
-    use kubeplex_testenv::{SharedTestEnv, TestEnv};
-
-    use super::*;
-
-    static CLUSTERS: SharedTestEnv =
-        SharedTestEnv::new(|| TestEnv::builder().clusters(["cluster-a"]));
 
     /// A ConfigMap child named `name` in `namespace`.
     fn desired(namespace: &str, name: &str) -> DesiredChild {
@@ -285,9 +281,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_real_server_lets_an_attempt_through_only_as_its_precondition_says() {
-        let env = CLUSTERS.get().await.unwrap();
-        let namespace = env.create_namespace(&["cluster-a"], "claim").await.unwrap();
-        let client = env.client("cluster-a").await.unwrap();
+        let env = real_cluster::env().await;
+        let namespace = env.create_namespace(&[CLUSTER], "claim").await.unwrap();
+        let client = env.client(CLUSTER).await.unwrap();
         let resource = ApiResource::erase::<ConfigMap>(&());
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
         let params = PatchParams::apply("claim-test").force();

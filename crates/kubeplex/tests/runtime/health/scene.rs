@@ -5,6 +5,7 @@
 use k8s_openapi::NamespaceResourceScope;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::Kubeconfig;
 use kubeplex::{Manager, Reconcile, Running, health::Health, status::ClusterHealth};
 use kubeplex_testenv::TestEnv;
 use serde::de::DeserializeOwned;
@@ -30,7 +31,27 @@ impl<'a> Scene<'a> {
         name: &'static str,
         spec: WorkloadSpec,
     ) -> Self {
-        let running = Manager::with_kubeconfig(env.kubeconfig().clone())
+        Self::start_with(
+            env,
+            env.kubeconfig().clone(),
+            controller,
+            namespace,
+            name,
+            spec,
+        )
+        .await
+    }
+
+    /// [`Scene::start`] with the operator reaching the clusters through `kubeconfig` (a relay's, say).
+    pub async fn start_with<R: Reconcile>(
+        env: &'a TestEnv,
+        kubeconfig: Kubeconfig,
+        controller: R,
+        namespace: &'static str,
+        name: &'static str,
+        spec: WorkloadSpec,
+    ) -> Self {
+        let running = Manager::with_kubeconfig(kubeconfig)
             .controller(controller)
             .start()
             .await

@@ -4,15 +4,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_testenv::TestEnv;
 use tokio::sync::{mpsc, oneshot};
 
 use super::super::secret_finalizer::MEMBER_FINALIZER;
 use super::*;
 use crate::core::ContextName;
 use crate::members::provider::{Command, FixedClients};
-
-static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| TestEnv::builder().clusters(["control"]));
+use crate::testing::real_cluster::{self, CLUSTER};
 
 const SELECTOR: (&str, &str) = ("fleet.test/member", "true");
 const WAIT: Duration = Duration::from_secs(30);
@@ -37,11 +36,12 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// The provider watching a namespace of its own in `control`, under `policy`.
+    /// The provider watching a namespace of its own in the cluster (its context `control` to the
+    /// provider), under `policy`.
     async fn start(policy: LeavePolicy, before: impl AsyncFnOnce(&Api<Secret>)) -> Self {
-        let env = CLUSTERS.get().await.unwrap();
-        let namespace = env.create_namespace(&["control"], "members").await.unwrap();
-        let client = env.client("control").await.unwrap();
+        let env = real_cluster::env().await;
+        let namespace = env.create_namespace(&[CLUSTER], "members").await.unwrap();
+        let client = env.client(CLUSTER).await.unwrap();
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
         before(&secrets).await;
         let (commands, received) = mpsc::channel(16);
@@ -253,7 +253,7 @@ async fn member_secrets_keep_a_finalizer_until_the_member_has_left() {
         let mut old = secret("s-old", true, None, &[]);
         old.metadata.finalizers = Some(vec![MEMBER_FINALIZER.to_owned()]);
         let text = {
-            let env = CLUSTERS.get().await.unwrap();
+            let env = real_cluster::env().await;
             serde_json::to_string(env.kubeconfig()).unwrap()
         };
         let data = [(
