@@ -102,14 +102,9 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     Ok(())
 }
 
-/// The scenario's three real clusters: `control` with the `AppDeployment` CRD and namespace `crds`,
-/// `cluster-a` and `cluster-b` with `namespace-a` and `namespace-b`. The example's tests that stop or freeze
-/// a cluster start theirs so too.
-pub async fn clusters() -> Result<TestEnv, DemoError> {
-    start_clusters(&[]).await
-}
-
-/// The three clusters of [`clusters`], and the `extra` ones (without namespaces yet).
+/// The scenario's three real clusters — `control` with the `AppDeployment` CRD and namespace `crds`,
+/// `cluster-a` and `cluster-b` with `namespace-a` and `namespace-b` — and the `extra` ones (without
+/// namespaces yet).
 async fn start_clusters(extra: &[&str]) -> Result<TestEnv, DemoError> {
     let fleet = <Fleet as kubeplex::ContextSet>::ALL
         .iter()

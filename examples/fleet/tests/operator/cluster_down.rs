@@ -1,16 +1,17 @@
 //! What `fleet run` logs while a child cluster is down, read as an SRE would: few lines for a minute's outage
 //! (the first failure, and a repeat at most each minute), each naming the cluster, none a client library's
-//! raw dump; and it recovers without a restart.
+//! raw dump; and it recovers without a restart. The operator reaches cluster-b through a relay, which takes
+//! the cluster from it alone (connections refused, as a stopped API server's are).
 
 use std::time::Duration;
 
 use crate::output::Operator;
-use crate::support::{WAIT, clusters};
+use crate::support::{WAIT, stage};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::Api;
 use kubeplex::Context as _;
+use kubeplex_fleet::Fleet;
 use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
 use kubeplex_testenv::{Polling, TestEnv, eventually};
 
 /// How long the cluster stays down: the logs must stay readable through a cluster failing for 60 s.
@@ -18,11 +19,15 @@ const OUTAGE: Duration = Duration::from_secs(60);
 /// At most this many lines for the whole outage.
 const MAX_LINES: usize = 10;
 
-async fn wait_for_deployment(env: &TestEnv, cluster: Fleet, name: &str, image: &str) {
-    let api: Api<Deployment> = Api::namespaced(
-        env.client(cluster.name()).await.unwrap(),
-        CHILD_NAMESPACES[0],
-    );
+async fn wait_for_deployment(
+    env: &TestEnv,
+    cluster: Fleet,
+    namespace: &str,
+    name: &str,
+    image: &str,
+) {
+    let api: Api<Deployment> =
+        Api::namespaced(env.client(cluster.name()).await.unwrap(), namespace);
     let what = format!("a Deployment {name} with {image} in {cluster}");
     let polling = Polling::within(WAIT).every(Duration::from_millis(200));
     eventually(what, polling, async || {
@@ -36,38 +41,41 @@ async fn wait_for_deployment(env: &TestEnv, cluster: Fleet, name: &str, image: &
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
-    let env = clusters().await;
-    let control = env.client(Fleet::Control.name()).await.unwrap();
-    let operator = Operator::start(&env);
-    apply_instance(&control, CRD_NAMESPACE, "web", "nginx:1.27", 1)
+    let stage = stage("down").await;
+    let (env, parents, children) = (stage.env, &stage.parents, &stage.children[0]);
+    let relay = env.relay(Fleet::ClusterB.name()).await.unwrap();
+    let kubeconfig = env.kubeconfig_path_via(&relay).unwrap();
+    let control = stage.control().await;
+    let operator = Operator::start_with(&kubeconfig, "127.0.0.1:0", None, &stage.run_flags());
+    apply_instance(&control, parents, "web", "nginx:1.27", 1)
         .await
         .unwrap();
-    wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.27").await;
+    wait_for_deployment(env, Fleet::ClusterB, children, "web", "nginx:1.27").await;
     let before = operator.lines();
     assert!(
         before.is_empty(),
         "a healthy fleet logs nothing at the default level: {before:#?}"
     );
 
-    env.stop(Fleet::ClusterB.name()).unwrap();
+    relay.refuse();
     // Work keeps arriving for the stopped cluster: each change is a reconcile that cannot reach it.
     let started = tokio::time::Instant::now();
     for (i, image) in ["nginx:1.28", "nginx:1.29", "nginx:1.30"]
         .into_iter()
         .enumerate()
     {
-        apply_instance(&control, CRD_NAMESPACE, "web", image, 1)
+        apply_instance(&control, parents, "web", image, 1)
             .await
             .unwrap();
-        apply_instance(&control, CRD_NAMESPACE, &format!("api-{i}"), image, 1)
+        apply_instance(&control, parents, &format!("api-{i}"), image, 1)
             .await
             .unwrap();
-        wait_for_deployment(&env, Fleet::ClusterA, "web", image).await;
+        wait_for_deployment(env, Fleet::ClusterA, children, "web", image).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     tokio::time::sleep(OUTAGE.saturating_sub(started.elapsed())).await;
     let during = operator.lines();
-    env.start(Fleet::ClusterB.name()).await.unwrap();
+    relay.open();
 
     assert!(
         !during.is_empty(),
@@ -98,5 +106,5 @@ async fn a_cluster_down_for_a_minute_is_told_in_a_few_lines_that_name_it() {
         }
     }
     // And it recovers without a restart.
-    wait_for_deployment(&env, Fleet::ClusterB, "web", "nginx:1.30").await;
+    wait_for_deployment(env, Fleet::ClusterB, children, "web", "nginx:1.30").await;
 }

@@ -4,21 +4,21 @@
 //! (and again once it answers); and the orphan sweep, with the control cluster frozen at start, judges
 //! no parent before that cluster's cache has listed.
 //!
-//! The two tests freeze clusters and measure time, so they run one at a time, each in its own environment.
+//! The two tests freeze clusters and measure time, so they run one at a time, in clusters of their own.
 
 use std::time::{Duration, Instant};
 
-use crate::support::{WAIT, clusters, eventually};
+use crate::support::{WAIT, eventually};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{CustomResourceExt as _, ResourceExt};
 use kubeplex::{
     ClusterState, Context, Manager, Running, ownership::PARENT_UID_LABEL,
     readiness::ClusterReadiness,
 };
 use kubeplex_fleet::demo::apply_instance;
 use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{SharedTestEnv, TestEnv};
 
 /// The runtime's per-context cap: a context that has not answered by then is unreachable.
 const CAP: Duration = kubeplex::CLUSTER_TIMEOUT;
@@ -26,6 +26,23 @@ const CAP: Duration = kubeplex::CLUSTER_TIMEOUT;
 const NORMAL: Duration = Duration::from_secs(10);
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The demo's clusters, for these tests alone.
+static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+    let fleet = <Fleet as kubeplex::ContextSet>::ALL.iter();
+    TestEnv::builder()
+        .clusters(fleet.map(|c| c.name()))
+        .crd(Fleet::Control.name(), AppDeployment::crd())
+});
+static NAMESPACES: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+/// The clusters, with the demo's namespaces.
+async fn clusters() -> &'static TestEnv {
+    let env = CLUSTERS.get().await.unwrap();
+    let created = async || kubeplex_fleet::demo::create_namespaces(env).await.unwrap();
+    NAMESPACES.get_or_init(created).await;
+    env
+}
 
 async fn start_operator(env: &TestEnv) -> Running {
     tokio::time::timeout(
@@ -81,8 +98,8 @@ async fn children_with(
     Ok(found)
 }
 
-/// Every Deployment of `cluster` linked to a parent, as (namespace/name, UID).
-async fn linked(env: &TestEnv, cluster: Fleet) -> Vec<(String, String)> {
+/// Every Deployment of `cluster` linked to a parent named in `names`, as (namespace/name, UID).
+async fn linked(env: &TestEnv, cluster: Fleet, names: [&str; 2]) -> Vec<(String, String)> {
     let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
     let mut all: Vec<_> = api
         .list(&ListParams::default().labels(PARENT_UID_LABEL))
@@ -90,6 +107,7 @@ async fn linked(env: &TestEnv, cluster: Fleet) -> Vec<(String, String)> {
         .unwrap()
         .items
         .into_iter()
+        .filter(|d| names.contains(&d.name_any().as_str()))
         .map(|d| {
             let place = format!("{}/{}", d.namespace().unwrap_or_default(), d.name_any());
             (place, d.uid().unwrap_or_default())
@@ -145,15 +163,15 @@ fn is(state: ClusterState) -> impl Fn(&Option<(ClusterState, String)>) -> bool {
 async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let env = clusters().await;
-    let running = start_operator(&env).await;
+    let running = start_operator(env).await;
     tokio::time::timeout(WAIT, running.wait_started())
         .await
         .expect("started in time")
         .unwrap();
-    apply(&env, "before", "nginx:1.27").await;
+    apply(env, "before", "nginx:1.27").await;
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
         eventually("children before the freeze", || {
-            children_with(&env, cluster, "before", "nginx:1.27")
+            children_with(env, cluster, "before", "nginx:1.27")
         })
         .await;
     }
@@ -162,14 +180,14 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     // cluster-b would wait for cluster-a's cap.
     env.freeze("cluster-a").unwrap();
     let applied = Instant::now();
-    apply(&env, "during", "redis:7.4").await;
+    apply(env, "during", "redis:7.4").await;
     eventually("cluster-b's children while cluster-a is frozen", || {
-        children_with(&env, Fleet::ClusterB, "during", "redis:7.4")
+        children_with(env, Fleet::ClusterB, "during", "redis:7.4")
     })
     .await;
     let children_after = applied.elapsed();
     wait_status(
-        &env,
+        env,
         "cluster-b's status while cluster-a is frozen",
         "during",
         |_, b| is(ClusterState::Applied)(&b),
@@ -184,7 +202,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
 
     // The cap: the frozen cluster's own outcome is written, as unreachable, once the cap has passed.
     let app = wait_status(
-        &env,
+        env,
         "the cap marks cluster-a unreachable",
         "during",
         |a, b| {
@@ -208,12 +226,12 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     env.thaw("cluster-a").unwrap();
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
         eventually("every child once cluster-a answers again", || {
-            children_with(&env, cluster, "during", "redis:7.4")
+            children_with(env, cluster, "during", "redis:7.4")
         })
         .await;
     }
     for name in ["before", "during"] {
-        let app = wait_status(&env, "both clusters Ready again", name, |a, b| {
+        let app = wait_status(env, "both clusters Ready again", name, |a, b| {
             is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b)
         })
         .await;
@@ -241,7 +259,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     env.freeze("cluster-a").unwrap();
     eventually("cluster-a not ready once frozen", readiness_is(false)).await;
     let app = wait_status(
-        &env,
+        env,
         "cluster-a unreachable in the status of a parent nobody edited",
         "before",
         |a, b| is(ClusterState::Applied)(&b) && is(ClusterState::Unreachable)(&a),
@@ -250,7 +268,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     assert_eq!(ready_condition(&app).as_deref(), Some("False"));
     env.thaw("cluster-a").unwrap();
     let app = wait_status(
-        &env,
+        env,
         "cluster-a Ready again, still without an edit",
         "before",
         |a, b| is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b),
@@ -262,31 +280,33 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
 
 #[tokio::test]
 async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed() {
+    // The other test's parents and children may be there too.
+    const MINE: [&str; 2] = ["kept", "gone"];
     let _alone = ONE_AT_A_TIME.lock().await;
     let env = clusters().await;
-    let running = start_operator(&env).await;
+    let running = start_operator(env).await;
     tokio::time::timeout(WAIT, running.wait_started())
         .await
         .expect("started in time")
         .unwrap();
-    apply(&env, "kept", "nginx:1.27").await;
-    apply(&env, "gone", "redis:7.4").await;
+    apply(env, "kept", "nginx:1.27").await;
+    apply(env, "gone", "redis:7.4").await;
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
         eventually("kept's children", || {
-            children_with(&env, cluster, "kept", "nginx:1.27")
+            children_with(env, cluster, "kept", "nginx:1.27")
         })
         .await;
         eventually("gone's children", || {
-            children_with(&env, cluster, "gone", "redis:7.4")
+            children_with(env, cluster, "gone", "redis:7.4")
         })
         .await;
     }
-    let gone_uid = apps(&env).await.get("gone").await.unwrap().uid().unwrap();
+    let gone_uid = apps(env).await.get("gone").await.unwrap().uid().unwrap();
     crate::support::stop(running).await;
 
     // "gone" is deleted while the operator is not running: its children are orphans now.
     let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
-    let parents = apps(&env).await;
+    let parents = apps(env).await;
     parents
         .patch(
             "gone",
@@ -297,21 +317,21 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
         .unwrap();
     parents.delete("gone", &Default::default()).await.unwrap();
     eventually("gone is gone", || async {
-        match apps(&env).await.get_opt("gone").await {
+        match apps(env).await.get_opt("gone").await {
             Ok(None) => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })
     .await;
     let before = [
-        linked(&env, Fleet::ClusterA).await,
-        linked(&env, Fleet::ClusterB).await,
+        linked(env, Fleet::ClusterA, MINE).await,
+        linked(env, Fleet::ClusterB, MINE).await,
     ];
     assert_eq!([before[0].len(), before[1].len()], [4, 4], "{before:?}");
 
     // The operator starts with the control cluster frozen: the parents' cache cannot list.
     env.freeze("control").unwrap();
-    let running = start_operator(&env).await;
+    let running = start_operator(env).await;
     eventually("the child clusters' watches have listed", || async {
         let report = running.readiness();
         let status = |c: Fleet| report.clusters.get(c.name()).map(|r| r.status);
@@ -330,8 +350,8 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
     let window = Instant::now();
     while window.elapsed() < Duration::from_secs(3) {
         let now = [
-            linked(&env, Fleet::ClusterA).await,
-            linked(&env, Fleet::ClusterB).await,
+            linked(env, Fleet::ClusterA, MINE).await,
+            linked(env, Fleet::ClusterB, MINE).await,
         ];
         assert_eq!(
             now, before,
@@ -364,7 +384,7 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
             .filter(|(place, _)| place.ends_with("/kept"))
             .collect();
         assert_eq!(
-            linked(&env, cluster).await,
+            linked(env, cluster, MINE).await,
             kept,
             "in {cluster}, kept's children are the very same objects (never deleted and recreated), and \
              only they are left"

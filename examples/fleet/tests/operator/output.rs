@@ -12,7 +12,6 @@ use std::time::Duration;
 use crate::support::{WAIT, stage};
 use kube::api::Api;
 use kubeplex_fleet::AppDeployment;
-use kubeplex_testenv::TestEnv;
 use kubeplex_testenv::http_get;
 
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
@@ -23,14 +22,8 @@ pub(crate) struct Operator {
 }
 
 impl Operator {
-    /// With the default log filter, the test environment's kubeconfig, the demo's namespaces and no probe
-    /// port of interest.
-    pub(crate) fn start(env: &TestEnv) -> Self {
-        Self::start_with(env.kubeconfig_path(), "127.0.0.1:0", None, &[])
-    }
-
     /// `fleet run` with these further flags.
-    fn start_with(
+    pub(crate) fn start_with(
         kubeconfig: &Path,
         probes: &str,
         rust_log: Option<&str>,

@@ -28,11 +28,6 @@ pub mod rollout;
 /// How long a test waits for anything the clusters or the operator do.
 pub const WAIT: Duration = Duration::from_secs(60);
 
-/// The demo's three clusters, its CRD and namespaces, for a test that stops or freezes one of them.
-pub async fn clusters() -> TestEnv {
-    kubeplex_fleet::demo::clusters().await.unwrap()
-}
-
 const FLEET: [Fleet; 3] = [Fleet::Control, Fleet::ClusterA, Fleet::ClusterB];
 const CHILD_CLUSTERS: [&str; 2] = ["cluster-a", "cluster-b"];
 
