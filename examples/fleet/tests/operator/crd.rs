@@ -4,7 +4,6 @@ use std::process::Command;
 
 use kube::Client;
 use kube::client::Body;
-use kubeplex_testenv::TestEnv;
 use kubeplex_testenv::output_within;
 use serde_json::json;
 use std::time::Duration;
@@ -48,8 +47,13 @@ fn crd_with_uint32() -> serde_json::Value {
 
 #[tokio::test]
 async fn the_printed_crd_is_created_without_warnings() {
-    let env = TestEnv::builder().cluster("control").start().await.unwrap();
-    let client = env.client("control").await.unwrap();
+    // The suite's control cluster, which has the example's CRD already: the printed one is created under a
+    // group of its own.
+    let client = crate::support::shared()
+        .await
+        .client("control")
+        .await
+        .unwrap();
 
     // The warnings reach us: a `uint32` draws one...
     let warnings = create_with_warnings(&client, &crd_with_uint32()).await;
@@ -66,7 +70,14 @@ async fn the_printed_crd_is_created_without_warnings() {
         Duration::from_secs(60),
     );
     assert!(output.status.success());
-    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let group = "printed.test.kubeplex.dev";
+    let plural = printed["spec"]["names"]["plural"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    printed["metadata"]["name"] = json!(format!("{plural}.{group}"));
+    printed["spec"]["group"] = json!(group);
     let warnings = create_with_warnings(&client, &printed).await;
     assert_eq!(warnings, Vec::<String>::new());
 }

@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::api::Api;
 use kube::config::Kubeconfig;
 use kube::discovery::Discovery;
-use kubeplex_testenv::TestEnv;
 use serde_json::{Value, json};
 
 mod dry_run;
@@ -353,15 +352,12 @@ fn manifests_are_complete_and_least_privileged() {
 async fn manifests_pass_server_side_dry_run() {
     let control = load("control");
     let child = load("child");
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a"])
-        .start()
-        .await
-        .unwrap();
+    // The suite's clusters: the manifests' Namespaces are theirs alone, the rest a dry run.
+    let env = crate::support::shared().await;
 
-    let mut rejected = apply_set(&env, "control", &control).await;
-    rejected.extend(apply_set(&env, "control", &load("members")).await);
-    rejected.extend(apply_set(&env, "cluster-a", &child).await);
+    let mut rejected = apply_set(env, "control", &control).await;
+    rejected.extend(apply_set(env, "control", &load("members")).await);
+    rejected.extend(apply_set(env, "cluster-a", &child).await);
     assert!(
         rejected.is_empty(),
         "manifests rejected:\n{}",

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::{Discovery, Scope};
 use kube::{Client, ResourceExt as _};
-use kubeplex_testenv::{Polling, TestEnv};
+use kubeplex_testenv::Polling;
 use serde_json::{Value, json};
 
 use super::MODES;
@@ -143,11 +143,8 @@ async fn dry_run_all(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mode_passes_server_side_dry_run() {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a"])
-        .start()
-        .await
-        .unwrap();
+    // The suite's clusters: the chart's CRDs and Namespaces are applied for real, the rest a dry run.
+    let env = crate::support::shared().await;
     let client = env.client("control").await.unwrap();
     create_namespaces(&client, &[NAMESPACE, "crds", "apps", "leases", "members"]).await;
     let discovery = Discovery::new(client.clone()).run().await.unwrap();

@@ -49,6 +49,12 @@ pub struct Stage {
     kubeconfig: Kubeconfig,
 }
 
+/// The shared clusters, started by the first test that asks, for a test that needs no namespaces of its
+/// own (its objects are cluster-wide, dry runs, or in namespaces of fixed names no other test uses).
+pub async fn shared() -> &'static TestEnv {
+    CLUSTERS.get().await.unwrap()
+}
+
 /// The shared clusters (started by the first test that asks) and new namespaces named after `prefix`.
 pub async fn stage(prefix: &str) -> Stage {
     let env = CLUSTERS.get().await.unwrap();
