@@ -1,5 +1,7 @@
 //! Clusters that are down or hang: the probes say which, the other contexts keep reconciling, and a returning
-//! cluster is picked up without a restart. Each test breaks a cluster, so each has a private environment.
+//! cluster is picked up without a restart. Each test reaches cluster-b through a relay of its own, which
+//! takes the cluster from that test's operator alone: bytes held (a frozen server) or connections refused (a
+//! stopped one), while the suite's other tests go on using it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use crate::support::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Controller, Cx, Manager, Plan, Reconcile};
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{Relay, TestEnv};
 
 struct Watcher(Recorder);
 impl Controller for Watcher {
@@ -43,23 +45,42 @@ fn reconciles(recorder: &Recorder, context: Fleet, name: &str) -> usize {
         .count()
 }
 
-async fn environment() -> TestEnv {
-    let env = TestEnv::builder()
-        .clusters(["cluster-a", "cluster-b"])
-        .start()
-        .await
-        .unwrap();
-    for cluster in ["cluster-a", "cluster-b"] {
-        create_namespace(&env.client(cluster).await.unwrap(), "faults").await;
-    }
-    env
+/// One test's part of the suite's clusters: its namespace in cluster-a and cluster-b, and the relay its
+/// operator reaches cluster-b through.
+struct Faults {
+    env: &'static TestEnv,
+    namespace: &'static str,
+    relay: Relay,
 }
 
-fn manager(env: &TestEnv, recorder: &Recorder) -> Manager {
-    Manager::with_kubeconfig(env.kubeconfig().clone())
-        .probes("127.0.0.1:0")
-        .ping_interval(Duration::from_secs(1))
-        .controller(Watcher(recorder.clone()))
+impl Faults {
+    async fn new(namespace: &'static str) -> Self {
+        let env = crate::support::clusters([]).await;
+        for cluster in ["cluster-a", "cluster-b"] {
+            create_namespace(&env.client(cluster).await.unwrap(), namespace).await;
+        }
+        let relay = env.relay("cluster-b").await.unwrap();
+        Self {
+            env,
+            namespace,
+            relay,
+        }
+    }
+
+    /// The watcher's plan in this test's namespace.
+    fn plan(&self, plan: Plan<Fleet>) -> Plan<Fleet> {
+        plan.with_namespaces([self.namespace])
+    }
+
+    /// An operator watching this test's namespace, reaching cluster-b through the relay.
+    fn manager(&self, recorder: &Recorder) -> Manager {
+        let mut kubeconfig = self.env.kubeconfig().clone();
+        self.relay.route(&mut kubeconfig).unwrap();
+        Manager::with_kubeconfig(kubeconfig)
+            .probes("127.0.0.1:0")
+            .ping_interval(Duration::from_secs(1))
+            .controller_with(Watcher(recorder.clone()), |p| self.plan(p))
+    }
 }
 
 fn saw(recorder: &Recorder, context: Fleet, value: &str) -> bool {
@@ -71,10 +92,10 @@ fn saw(recorder: &Recorder, context: Fleet, value: &str) -> bool {
 
 #[tokio::test]
 async fn startupz_answers_503_until_a_hanging_context_has_synced() {
-    let env = environment().await;
-    env.freeze("cluster-b").unwrap();
+    let faults = Faults::new("faults-startupz").await;
+    faults.relay.cut();
     let recorder = Recorder::default();
-    let running = manager(&env, &recorder).start().await.unwrap();
+    let running = faults.manager(&recorder).start().await.unwrap();
     let address = running.probe_address().unwrap();
 
     let body = probe(address, "/startupz").await.1;
@@ -91,7 +112,7 @@ async fn startupz_answers_503_until_a_hanging_context_has_synced() {
     }
     wait_context_status(address, "/startupz", "cluster-a", "ready").await;
 
-    env.thaw("cluster-b").unwrap();
+    faults.relay.open();
     wait_started(&running, "started after the thaw").await;
     probe_until(address, "/startupz", 200, WAIT).await;
     crate::support::stop(running).await;
@@ -99,15 +120,15 @@ async fn startupz_answers_503_until_a_hanging_context_has_synced() {
 
 #[tokio::test]
 async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() {
-    let env = environment().await;
-    env.stop("cluster-b").unwrap();
+    let faults = Faults::new("faults-stopped").await;
+    faults.relay.refuse();
     let recorder = Recorder::default();
-    let running = manager(&env, &recorder).start().await.unwrap();
+    let running = faults.manager(&recorder).start().await.unwrap();
     let address = running.probe_address().unwrap();
 
     put_config_map(
-        &env.client("cluster-a").await.unwrap(),
-        "faults",
+        &faults.env.client("cluster-a").await.unwrap(),
+        faults.namespace,
         "while-b-is-down",
         "a-1",
     )
@@ -134,14 +155,15 @@ async fn with_one_cluster_stopped_the_others_reconcile_and_the_probe_names_it() 
         "{body:#}"
     );
 
-    env.start("cluster-b").await.unwrap();
+    faults.relay.open();
     wait_started(&running, "started once cluster-b is back").await;
     crate::support::stop(running).await;
 }
 
 #[tokio::test]
 async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
-    let env = environment().await;
+    let faults = Faults::new("faults-readyz").await;
+    let (env, namespace) = (faults.env, faults.namespace);
     let (recorder, ignoring) = (Recorder::default(), Recorder::default());
     // The same watch, but a cluster's readiness flip does not reconcile its parents.
     let ignores_flips = |plan: Plan<Fleet>| {
@@ -151,17 +173,17 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
             .with_namespaces(namespaces))
         .ignore_readiness_flips()
     };
-    let running = manager(&env, &recorder)
-        .controller_with(Watcher(ignoring.clone()), ignores_flips)
+    let running = (faults.manager(&recorder))
+        .controller_with(Watcher(ignoring.clone()), |p| ignores_flips(faults.plan(p)))
         .start()
         .await
         .unwrap();
     let address = running.probe_address().unwrap();
     wait_started(&running, "started").await;
     let a = env.client("cluster-a").await.unwrap();
-    put_config_map(&a, "faults", "steady", "a-1").await;
+    put_config_map(&a, namespace, "steady", "a-1").await;
     let b = env.client("cluster-b").await.unwrap();
-    put_config_map(&b, "faults", "survivor", "b-1").await;
+    put_config_map(&b, namespace, "survivor", "b-1").await;
     recorder
         .wait_for("the first version", WAIT, |_| {
             saw(&recorder, Fleet::ClusterB, "b-1")
@@ -174,7 +196,7 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
         .await;
     probe_until(address, "/readyz", 200, WAIT).await;
 
-    env.stop("cluster-b").unwrap();
+    faults.relay.refuse();
     probe_until(address, "/readyz", 503, WAIT).await;
     // Wait for the state, not for one read of it: the 503 may come before cluster-b's reason is phrased.
     let body = wait_context_status(address, "/readyz", "cluster-a", "ready").await;
@@ -194,11 +216,11 @@ async fn readyz_follows_a_cluster_that_goes_away_and_comes_back() {
         "started stays started"
     );
 
-    // Back on the same port; the change is written before the operator's watch has reconnected.
-    env.start("cluster-b").await.unwrap();
+    // The change is written before the operator's watch has reconnected.
+    faults.relay.open();
     put_config_map(
         &env.client("cluster-b").await.unwrap(),
-        "faults",
+        namespace,
         "survivor",
         "b-2",
     )
