@@ -1,6 +1,7 @@
 //! One operator of the fleet section in its own process: the kube-rs baseline ([`super::baseline`]) or
 //! the kubeplex operator below, written as `examples/fleet` is. The parent drives the scenario; this process
-//! only runs the operator, says when it synced, and answers `report` on stdin with its CPU, RSS and heap.
+//! only runs the operator, says when it synced, and answers `report` on stdin with its CPU, RSS, heap and
+//! connections.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -16,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use super::app::{CONTROL, FINALIZER, FleetApp, PARENT_NAMESPACE, deployment_for};
 use crate::child::{Side, client_for};
-use crate::system::{live_bytes, rss_bytes};
+use crate::system::{
+    connections_per_server, live_bytes, peak_connections_per_server, rss_bytes, sample_connections,
+};
 
 /// How long the operator may take to sync its caches.
 const SYNC_WAIT: Duration = Duration::from_secs(120);
@@ -82,6 +85,9 @@ pub(crate) struct Reading {
     pub cpu_s: f64,
     pub rss: u64,
     pub heap: u64,
+    /// The most connections to one API server now, and the most seen at once so far (sampled).
+    pub connections: u32,
+    pub connections_peak: u32,
 }
 
 // ---- the kubeplex operator, as examples/fleet writes it; its plan is chosen at run time ----
@@ -242,6 +248,8 @@ fn reading() -> Reading {
         cpu_s: crate::system::own_seconds(),
         rss: rss_bytes(),
         heap: live_bytes() as u64,
+        connections: connections_per_server(),
+        connections_peak: peak_connections_per_server(),
     }
 }
 
@@ -293,6 +301,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     log_to_file()?;
     let kubeconfig = Kubeconfig::read_from(&spec.kubeconfig).map_err(|e| e.to_string())?;
     let mut requests = read_stdin();
+    sample_connections();
     let heap_before = live_bytes() as u64;
     let rss_before = rss_bytes();
     let running = start(&spec, kubeconfig).await?;

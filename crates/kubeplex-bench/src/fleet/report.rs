@@ -114,6 +114,18 @@ pub(super) fn report(options: &FleetOptions, runs: &Runs) -> (Section, Vec<Goal>
         figure("operator heap after converging", "MB", main, |s| {
             s.converged.heap as f64 / MB
         }),
+        figure(
+            "connections to one API server, most at once to converged",
+            "count",
+            main,
+            |s| f64::from(s.converged.connections_peak),
+        ),
+        figure(
+            "connections to one API server, once converged",
+            "count",
+            main,
+            |s| f64::from(s.converged.connections),
+        ),
         figure("API servers + etcds CPU, to converged", "s", main, |s| {
             s.server_cpu_converged_s
         }),

@@ -281,6 +281,7 @@ mod tests {
             cpu_s: 0.0,
             rss: rss << 20,
             heap: heap << 20,
+            ..Reading::default()
         };
         Cycle {
             join_s: 1.0,

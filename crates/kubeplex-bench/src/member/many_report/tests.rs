@@ -7,6 +7,7 @@ fn reading(rss_mb: u64, heap_mb: u64) -> Reading {
         cpu_s: 0.0,
         rss: rss_mb << 20,
         heap: heap_mb << 20,
+        ..Reading::default()
     }
 }
 
