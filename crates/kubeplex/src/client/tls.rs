@@ -18,8 +18,9 @@ const SESSIONS_CACHED: usize = 4;
 /// for (an exec plugin's client certificate is had before, by kubeplex). Every connection pool of the
 /// cluster holds the same `ClientConfig` (its verifier, certificates and session cache), not a copy each.
 pub(crate) struct Tls {
-    /// Offering HTTP/2 (ALPN `h2`, then `http/1.1`).
     config: Arc<rustls::ClientConfig>,
+    /// The same, offering HTTP/2 (ALPN `h2`, then `http/1.1`).
+    multiplexed: Arc<rustls::ClientConfig>,
     server_name: Arc<dyn ResolveServerName + Send + Sync>,
 }
 
@@ -47,9 +48,12 @@ impl Tls {
             .rustls_client_config()
             .map_err(|e| NoAccess::of(&e))?;
         tls.resumption = rustls::client::Resumption::in_memory_sessions(SESSIONS_CACHED);
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // A clone shares the session cache.
+        let mut multiplexed = tls.clone();
+        multiplexed.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Self {
             config: Arc::new(tls),
+            multiplexed: Arc::new(multiplexed),
             server_name,
         })
     }
@@ -68,14 +72,15 @@ impl Tls {
         }
     }
 
-    /// As kube's `rustls_https_connector_with_connector` (`http` URLs allowed), from the settings read once,
-    /// offering HTTP/2 first (a server that does not speak it gets HTTP/1.1).
-    pub(crate) fn over<C>(&self, connector: C) -> HttpsConnector<C> {
-        HttpsConnector::new(
-            connector,
-            self.config.clone(),
-            false,
-            self.server_name.clone(),
-        )
+    /// As kube's `rustls_https_connector_with_connector` (`http` URLs allowed), from the settings read once:
+    /// HTTP/1.1 without ALPN, or, `multiplexed`, offering HTTP/2 first (a server that does not speak it
+    /// gets HTTP/1.1).
+    pub(crate) fn over<C>(&self, connector: C, multiplexed: bool) -> HttpsConnector<C> {
+        let config = if multiplexed {
+            &self.multiplexed
+        } else {
+            &self.config
+        };
+        HttpsConnector::new(connector, config.clone(), false, self.server_name.clone())
     }
 }

@@ -5,7 +5,7 @@
 //! kube's, plus an exec plugin's token asked for again before it expires and when it is rejected.
 //!
 //! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
-//! whose connections pass the fence on every byte they send. A shard's client adds its shard's fence to its
+//! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
 //! writes ([`AlsoFencedBy`]); they go over a third pool, one per fence, so no connection carries writes of
 //! two shards.
 //!
@@ -14,9 +14,8 @@
 //! closed when no answer comes within [`PING_ANSWER_WITHIN`] — its watches fail, and their cluster stops
 //! counting as ready, within seconds of a server that stops answering (frozen, partitioned), where a watch
 //! over HTTP/1.1 waits for its read timeout. A PING is a frame, not a request: the server's handlers,
-//! audit log and rate limits never see it. Writes are multiplexed the same way, over a connection of their
-//! own (per fence): the fence is the connection's, so when it closes it cuts every write on it at once — as
-//! it would cut each of them on a connection of its own — while the reads go on.
+//! audit log and rate limits never see it. Writes stay on HTTP/1.1, a connection per request in flight,
+//! so that the fence cutting one write's bytes never cuts another's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -54,9 +53,8 @@ use crate::core::{Fenced, chain};
 /// client-go keeps).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// Idle connections a pool keeps per server. HTTP/1 (a server that does not speak HTTP/2) takes a
-/// connection per request in flight: the others of a burst are closed as their requests end, rather than
-/// kept, each with its buffers and TLS state.
+/// Idle connections a pool keeps per server. HTTP/1 takes a connection per request in flight: the others
+/// of a burst are closed as their requests end, rather than kept, each with its buffers and TLS state.
 const IDLE_PER_HOST: usize = 32;
 
 /// The most a connection's read buffer grows to (hyper's default is ~400 KB). hyper grows it while reads
@@ -114,10 +112,10 @@ where
         write: config.write_timeout,
         reset_reader_on_write: config.reset_reader_on_write,
     };
-    let reads = pool.sender(tcp.clone());
+    let reads = pool.sender(tcp.clone(), true);
     let writes = Writes {
         fence: fence.clone(),
-        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate))),
+        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate), false)),
         by_fence: Mutex::default(),
     };
     let route = Route {
@@ -197,16 +195,16 @@ struct Pool {
 }
 
 impl Pool {
-    /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one:
-    /// HTTP/2 where the server speaks it, with PINGs on a silent connection.
-    fn sender<C>(&self, tcp: C) -> Sender
+    /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one;
+    /// `multiplexed`, HTTP/2 where the server speaks it, with PINGs on a silent connection.
+    fn sender<C>(&self, tcp: C, multiplexed: bool) -> Sender
     where
         C: Service<Uri> + Clone + Send + Sync + 'static,
         C::Response: Read + Write + Connection + Send + Unpin + 'static,
         C::Future: Send + 'static,
         C::Error: Into<BoxError>,
     {
-        let mut connector = TimeoutConnector::new(self.tls.over(tcp));
+        let mut connector = TimeoutConnector::new(self.tls.over(tcp, multiplexed));
         connector.set_connect_timeout(self.connect);
         connector.set_read_timeout(self.read);
         connector.set_write_timeout(self.write);
@@ -217,10 +215,13 @@ impl Pool {
             .timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_max_idle_per_host(IDLE_PER_HOST)
-            .http1_max_buf_size(READ_BUFFER_MAX)
-            .http2_keep_alive_interval(SILENCE_BEFORE_PING)
-            .http2_keep_alive_timeout(PING_ANSWER_WITHIN)
-            .http2_keep_alive_while_idle(true);
+            .http1_max_buf_size(READ_BUFFER_MAX);
+        if multiplexed {
+            builder
+                .http2_keep_alive_interval(SILENCE_BEFORE_PING)
+                .http2_keep_alive_timeout(PING_ANSWER_WITHIN)
+                .http2_keep_alive_while_idle(true);
+        }
         let client = builder.build::<_, Body>(connector).map_err(BoxError::from);
         BoxCloneSyncService::new(client)
     }
