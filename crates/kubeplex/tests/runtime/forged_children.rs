@@ -217,9 +217,19 @@ async fn real_children(env: &TestEnv, namespace: &str, uid: &str) -> [BTreeMap<S
     [a, b]
 }
 
-/// Waits until the operator has judged the object `forged` in `namespace` — it logged its conflict — or a
-/// real child of the parent with this UID changed (`before`: as they were); then asserts that they are all
-/// there still, with their UIDs.
+/// Whether a `ChildConflict` Event on the parent `real` in `namespace` of control was told.
+async fn conflict_told(env: &TestEnv, namespace: &str) -> bool {
+    let events: Api<Event> = Api::namespaced(env.client("control").await.unwrap(), namespace);
+    let list = events.list(&ListParams::default()).await.unwrap();
+    list.items.into_iter().any(|e| {
+        e.reason.as_deref() == Some("ChildConflict")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("real")
+    })
+}
+
+/// Waits until the operator has judged the object `forged` in `namespace` — it logged its conflict or told
+/// the real parent — or a real child of the parent with this UID changed (`before`: as they were); then
+/// asserts that they are all there still, with their UIDs.
 async fn assert_judged_and_untouched(
     env: &TestEnv,
     logs: &Logs,
@@ -232,7 +242,8 @@ async fn assert_judged_and_untouched(
         let text = logs.text();
         let mut lines = text.lines();
         let reported = lines.any(|l| l.contains(CONFLICT_LOGGED) && l.contains(&object));
-        (reported || real_children(env, namespace, uid).await != *before).then_some(())
+        let judged = reported || conflict_told(env, namespace).await;
+        (judged || real_children(env, namespace, uid).await != *before).then_some(())
     })
     .await;
     let now = real_children(env, namespace, uid).await;
