@@ -95,6 +95,19 @@ impl TestEnv {
         self.wait_ready(cluster).await
     }
 
+    /// Replaces the cluster by another at the same address: its API server is stopped and started again
+    /// over an empty store, with the same certificates and credentials (as a cluster rebuilt with the same
+    /// PKI). Its `kube-system` Namespace has a new UID, and nothing written before is there.
+    pub async fn replace(&self, cluster: &str) -> Result<()> {
+        {
+            let mut running = self.lock(cluster)?;
+            running.stop_apiserver();
+            running.empty_store();
+            running.start_apiserver()?;
+        }
+        self.wait_ready(cluster).await
+    }
+
     /// Suspends the cluster's API server (SIGSTOP): connections open but nothing answers, as in a partition.
     pub fn freeze(&self, cluster: &str) -> Result<()> {
         self.lock(cluster)?.set_frozen(true)

@@ -36,6 +36,10 @@ impl Runtime {
         context: &str,
         shard: Option<usize>,
     ) -> crate::core::Result<kube::Client> {
+        if let Some(reason) = self.readiness.identities().refusal(context) {
+            let cluster = context.to_owned();
+            return Err(Error::NotWritten { cluster, reason });
+        }
         let base = match self.pool.client(context) {
             // Not a fixed context: a member, or the pool's error.
             Err(error @ Error::UndeclaredContext { .. }) => {

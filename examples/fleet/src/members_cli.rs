@@ -92,6 +92,10 @@ pub struct MemberFlags {
     /// credentials included); refused by default.
     #[arg(long, env = "FLEET_ALLOW_INSECURE_MEMBERS", requires = "member_source")]
     pub allow_insecure_members: bool,
+    /// Lets several contexts or members reach one cluster (its `kube-system` Namespace's UID); by default
+    /// only the first is written to and the others are refused (docs/fleets.md).
+    #[arg(long, env = "FLEET_ALLOW_DUPLICATE_CLUSTERS")]
+    pub allow_duplicate_clusters: bool,
 }
 
 impl MemberFlags {
@@ -125,6 +129,10 @@ impl MemberFlags {
         if self.allow_insecure_members {
             tracing::warn!("member kubeconfigs may skip verifying their servers' TLS certificates");
             manager = manager.allow_insecure_members();
+        }
+        if self.allow_duplicate_clusters {
+            tracing::warn!("several contexts or members may reach one cluster: each is written to");
+            manager = manager.allow_duplicate_clusters();
         }
         let context = Fleet::Control.name();
         if let Some(selector) = self.members_from_secrets {

@@ -146,7 +146,10 @@ async fn start_kubeplex(
         .iter()
         .map(|(name, _)| context_name(name))
         .collect();
-    let mut manager = Manager::with_kubeconfig(kubeconfig).probes("127.0.0.1:0");
+    // Several contexts point at one server on purpose.
+    let mut manager = Manager::with_kubeconfig(kubeconfig)
+        .probes("127.0.0.1:0")
+        .allow_duplicate_clusters();
     for ((_, kubeconfig_context), context) in spec.contexts.iter().zip(&contexts) {
         manager = manager.context_alias(*context, kubeconfig_context.clone());
     }

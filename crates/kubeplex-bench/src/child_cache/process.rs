@@ -113,8 +113,10 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     PLAN.set(plan)
         .map_err(|_| "the plan was already set".to_owned())?;
     let reconciled = Arc::new(AtomicUsize::new(0));
+    // Its two contexts may share one server, on purpose.
     let running = Manager::with_kubeconfig(kubeconfig)
         .probes("127.0.0.1:0")
+        .allow_duplicate_clusters()
         .context_alias(parents, PARENT_CLUSTER)
         .context_alias(children, CHILD_CLUSTER)
         .controller(CacheBench {

@@ -64,6 +64,8 @@ fn start_kubeplex(
     let variant = spec.variant;
     Ok(Manager::with_kubeconfig(kubeconfig)
         .probes("127.0.0.1:0")
+        // The two contexts may share one server, on purpose.
+        .allow_duplicate_clusters()
         .context_alias(noisy, NOISY_CLUSTER)
         .context_alias(quiet, QUIET_CLUSTER)
         .controller_with(Fairness(probe.clone()), move |_| {

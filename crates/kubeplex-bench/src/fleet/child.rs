@@ -178,8 +178,10 @@ async fn start_kubeplex(
     }
     PLAN.set(plan)
         .map_err(|_| "the plan was already set".to_owned())?;
+    // Members and contexts may point at one server on purpose.
     let mut manager = Manager::with_kubeconfig(kubeconfig)
         .probes("127.0.0.1:0")
+        .allow_duplicate_clusters()
         .context_alias(control, spec.control.clone());
     for ((_, kubeconfig_context), cluster) in spec.children.iter().zip(&clusters) {
         manager = manager.context_alias(*cluster, kubeconfig_context.clone());

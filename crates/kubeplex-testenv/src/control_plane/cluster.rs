@@ -36,6 +36,8 @@ pub(crate) struct Cluster {
     frozen: bool,
     /// Where the API server writes its audit log, when the environment asked for one.
     audit_log: Option<PathBuf>,
+    /// How many times its store was replaced by an empty one ([`Cluster::empty_store`]).
+    stores: u32,
 }
 
 impl Cluster {
@@ -121,6 +123,7 @@ impl Cluster {
             _etcd_peer_port: etcd_peer_port,
             frozen: false,
             audit_log,
+            stores: 0,
         };
         cluster.start_apiserver()?;
         Ok(cluster)
@@ -155,6 +158,13 @@ impl Cluster {
         }
         self.apiserver = None;
         self.frozen = false;
+    }
+
+    /// From the next start on, the API server keeps its objects under a key prefix of etcd nothing was
+    /// written under: it starts as another cluster would (a `kube-system` Namespace with a new UID, none of
+    /// the objects before), with the same address, certificates and credentials.
+    pub(crate) fn empty_store(&mut self) {
+        self.stores += 1;
     }
 
     /// Starts the controller manager if the cluster asked for one and it is not running; the API server
@@ -250,6 +260,7 @@ impl Cluster {
                 "--etcd-servers=http://127.0.0.1:{}",
                 self.etcd_client_port.port()
             ))
+            .arg(format!("--etcd-prefix=/registry-{}", self.stores))
             .arg("--bind-address=127.0.0.1")
             // A socket of ours reserves the port (`reserved_port.rs`): share it instead of failing to bind.
             .arg("--permit-port-sharing=true")

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::authorization::{Authorization, RENEW_AT_MOST_EVERY};
 use super::credential_plugin::CredentialPlugin;
+use super::identity::IdentityGate;
 use super::last_answer::LastAnswer;
 use super::no_access::NoAccess;
 use super::tls::Tls;
@@ -23,6 +24,8 @@ pub(crate) struct Access {
     pub(super) authorization: Arc<Authorization>,
     /// When the server last answered any client of the cluster.
     pub(super) last_answer: LastAnswer,
+    /// The gate the cluster's writes pass: which cluster these credentials reach.
+    pub(super) identity: Arc<IdentityGate>,
 }
 
 impl Access {
@@ -78,12 +81,19 @@ impl Access {
             tls: Arc::new(tls),
             authorization: Arc::new(authorization),
             last_answer: LastAnswer::default(),
+            // Open until whoever asks the cluster who it is holds it (the manager, a member's join).
+            identity: Arc::new(IdentityGate::unasked()),
         })
     }
 
     /// The cluster's configuration.
     pub(crate) fn config(&self) -> &kube::Config {
         &self.config
+    }
+
+    /// The gate the cluster's writes pass, shared by every client built on these credentials.
+    pub(crate) fn identity(&self) -> &Arc<IdentityGate> {
+        &self.identity
     }
 
     /// When the cluster's server last answered one of its clients with the credentials taken and the

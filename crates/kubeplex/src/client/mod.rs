@@ -6,6 +6,7 @@ mod authorization;
 mod credential_plugin;
 mod fence;
 mod fenced_io;
+mod identity;
 mod in_cluster;
 mod last_answer;
 mod no_access;
@@ -16,6 +17,7 @@ mod transport;
 pub(crate) use access::Access;
 pub use credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
+pub(crate) use identity::{IDENTITY_NAMESPACE, IdentityGate, ask as ask_identity};
 pub(crate) use no_access::NoAccess;
 pub(crate) use transport::own_client;
 

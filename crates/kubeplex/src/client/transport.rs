@@ -46,6 +46,7 @@ use super::access::Access;
 use super::authorization::AuthorizeLayer;
 use super::fence::{AlsoFencedBy, Fence, is_read};
 use super::fenced_io::{FencedConnector, Gate};
+use super::identity::{IDENTITY_WAIT, IdentityGate, Reconnects};
 use super::tls::Tls;
 use crate::core::{Fenced, chain};
 
@@ -76,20 +77,38 @@ type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
 
 /// A client of `access` whose writes pass `fence` when they enter it and when their bytes reach the
 /// socket.
+/// Its reads' connections tell the cluster's identity gate when they are established anew.
 pub(crate) fn client(access: &Access, fence: &Fence) -> Result<Client, String> {
-    let mut tcp = HttpConnector::new();
-    tcp.enforce_http(false);
-    client_over(access, fence, tcp)
+    assemble(access, fence, tcp(), true)
 }
 
 /// A client of its own on `access`'s credentials, with its own connections and no fence (the pings' and
-/// the leases' clients).
+/// the leases' clients); its connections tell nobody.
 pub(crate) fn own_client(access: &Access) -> Result<Client, String> {
-    client(access, &Fence::default())
+    assemble(access, &Fence::default(), tcp(), false)
+}
+
+fn tcp() -> HttpConnector {
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    tcp
 }
 
 /// As [`client`], over `tcp` for the connections (tests hold connections back with it).
+#[cfg(test)]
 pub(crate) fn client_over<C>(access: &Access, fence: &Fence, tcp: C) -> Result<Client, String>
+where
+    C: Service<Uri> + Clone + Send + Sync + 'static,
+    C::Response: Read + Write + Connection + Send + Unpin + 'static,
+    C::Future: Send + 'static,
+    C::Error: Into<BoxError>,
+{
+    assemble(access, fence, tcp, true)
+}
+
+/// The client: with `reconnects`, a new connection of its reads holds the cluster's writes until it is
+/// asked again which cluster it is.
+fn assemble<C>(access: &Access, fence: &Fence, tcp: C, reconnects: bool) -> Result<Client, String>
 where
     C: Service<Uri> + Clone + Send + Sync + 'static,
     C::Response: Read + Write + Connection + Send + Unpin + 'static,
@@ -112,15 +131,19 @@ where
         write: config.write_timeout,
         reset_reader_on_write: config.reset_reader_on_write,
     };
-    let reads = pool.sender(tcp.clone(), true);
+    let told = reconnects.then(|| access.identity.clone());
+    let reads = pool.sender(tcp.clone(), true, told);
     let writes = Writes {
         fence: fence.clone(),
-        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate), false)),
+        make: Box::new(move |gate| {
+            pool.sender(FencedConnector::new(tcp.clone(), gate), false, None)
+        }),
         by_fence: Mutex::default(),
     };
     let route = Route {
         reads,
         writes: Arc::new(writes),
+        identity: access.identity.clone(),
     };
     let auth = AuthorizeLayer(access.authorization.clone());
     let headers: ExtraHeadersLayer = config.extra_headers_layer().map_err(|e| chain(&e))?;
@@ -196,15 +219,31 @@ struct Pool {
 
 impl Pool {
     /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one;
-    /// `multiplexed`, HTTP/2 where the server speaks it, with PINGs on a silent connection.
-    fn sender<C>(&self, tcp: C, multiplexed: bool) -> Sender
+    /// `multiplexed`, HTTP/2 where the server speaks it, with PINGs on a silent connection; each new
+    /// HTTP/2 connection told to `reconnects`.
+    fn sender<C>(&self, tcp: C, multiplexed: bool, reconnects: Option<Arc<IdentityGate>>) -> Sender
     where
         C: Service<Uri> + Clone + Send + Sync + 'static,
         C::Response: Read + Write + Connection + Send + Unpin + 'static,
         C::Future: Send + 'static,
         C::Error: Into<BoxError>,
     {
-        let mut connector = TimeoutConnector::new(self.tls.over(tcp, multiplexed));
+        let tls = self.tls.over(tcp, multiplexed);
+        match reconnects {
+            Some(gate) => self.over(Reconnects { inner: tls, gate }, multiplexed),
+            None => self.over(tls, multiplexed),
+        }
+    }
+
+    /// The pool over `connector` (TLS included).
+    fn over<K>(&self, connector: K, multiplexed: bool) -> Sender
+    where
+        K: Service<Uri> + Clone + Send + Sync + 'static,
+        K::Response: Read + Write + Connection + Send + Unpin + 'static,
+        K::Future: Send + 'static,
+        K::Error: Into<BoxError>,
+    {
+        let mut connector = TimeoutConnector::new(connector);
         connector.set_connect_timeout(self.connect);
         connector.set_read_timeout(self.read);
         connector.set_write_timeout(self.write);
@@ -245,11 +284,13 @@ impl Writes {
     }
 }
 
-/// Sends reads over the read connections, writes over the fenced ones of their fences.
+/// Sends reads over the read connections, writes over the fenced ones of their fences once the cluster's
+/// identity lets them pass.
 #[derive(Clone)]
 struct Route {
     reads: Sender,
     writes: Arc<Writes>,
+    identity: Arc<IdentityGate>,
 }
 
 impl Service<Request<Body>> for Route {
@@ -274,12 +315,22 @@ impl Service<Request<Body>> for Route {
             .get::<AlsoFencedBy>()
             .map(|a| a.0.clone())
             .unwrap_or_default();
-        // The fast refusal, after authentication (which may have waited for a token): nothing is connected
-        // for a write that may not be sent. Its bytes are fenced again at the socket.
-        if let Some(refusal) = self.writes.fence.refusal().or_else(|| also.refusal()) {
-            return Box::pin(std::future::ready(Err(Fenced(refusal).into())));
-        }
-        Box::pin(self.writes.sender(&also).oneshot(request))
+        let (writes, identity) = (self.writes.clone(), self.identity.clone());
+        Box::pin(async move {
+            // Never to a cluster whose identity is being asked (held: it is asked within a ping's
+            // timeout), nor to one it refuses.
+            identity
+                .passage(IDENTITY_WAIT)
+                .await
+                .map_err(|why| BoxError::from(why.to_string()))?;
+            // The fast refusal, after authentication (which may have waited for a token) and the identity:
+            // nothing is connected for a write that may not be sent. Its bytes are fenced again at the
+            // socket.
+            if let Some(refusal) = writes.fence.refusal().or_else(|| also.refusal()) {
+                return Err(Fenced(refusal).into());
+            }
+            writes.sender(&also).oneshot(request).await
+        })
     }
 }
 

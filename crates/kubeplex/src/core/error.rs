@@ -83,6 +83,15 @@ pub enum Error {
         /// What is wrong with them.
         reason: String,
     },
+    /// A cluster that is not written to: it reaches the same cluster as another name, or another cluster
+    /// than it did.
+    #[error("cluster {cluster}: {reason}")]
+    NotWritten {
+        /// The cluster's name (a context or a member).
+        cluster: String,
+        /// Why, naming the other name or both identities.
+        reason: String,
+    },
     /// A request to a cluster's API server failed.
     #[error("cluster {cluster}: {}", describe_kube(source))]
     Kube {
@@ -168,7 +177,7 @@ impl Error {
             Self::UndeclaredContext { .. } => {
                 "not declared by any controller of this manager".into()
             }
-            Self::Member { reason, .. } => reason.clone(),
+            Self::Member { reason, .. } | Self::NotWritten { reason, .. } => reason.clone(),
             Self::InvalidChild { kind, reason, .. } => format!("child {kind}: {reason}"),
             Self::Kube { source, .. } => describe_kube(source),
             other => other.to_string(),

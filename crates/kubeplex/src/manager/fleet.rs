@@ -1,6 +1,6 @@
 //! The manager's fleet options: where members come from, what their kubeconfigs may contain beyond inline
-//! credentials, what a leave does with their children, how many member changes run at once, and when a
-//! leave gives up on a member that does not answer.
+//! credentials, what a leave does with their children, how many member changes run at once, when a leave
+//! gives up on a member that does not answer, and whether two names may reach one cluster.
 
 use std::time::Duration;
 
@@ -70,6 +70,20 @@ impl Manager {
     /// `MemberChildrenAbandoned` Event on the Secret and lets it go. No other member waits for it.
     pub fn abandon_unreachable_members_after(mut self, after: Duration) -> Self {
         self.fleet.give_up_after = Some(after);
+        self
+    }
+
+    /// Lets several names — contexts, members — reach one cluster. Each cluster is asked which it is (the
+    /// UID of its `kube-system` Namespace) when its credentials are read and whenever it answers again
+    /// after an outage; by default, of two names that reach one cluster only the first is written to (the
+    /// contexts that hold parents first, then the other contexts by name, then members in the order they
+    /// joined), and the other is refused, in `/readyz`, its parents' status and an Event, naming both: its
+    /// children would be applied and pruned twice in one place ([docs/fleets.md]). Allow it where it is
+    /// meant (a test or a benchmark pointing contexts at one server).
+    ///
+    /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md#cluster-identity
+    pub fn allow_duplicate_clusters(mut self) -> Self {
+        self.fleet.allow_duplicates = true;
         self
     }
 }

@@ -1,7 +1,6 @@
 //! The manager: registers controllers, connects their contexts, runs them, and serves the probes.
 
 use std::collections::BTreeSet;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,22 +11,16 @@ use tokio::task::JoinSet;
 
 use super::registration::{Registered, Registration};
 use super::running::Running;
-use crate::client::IN_CLUSTER;
-use crate::client::{KubeconfigSource, PoolConfig};
+use crate::client::{IN_CLUSTER, KubeconfigSource, PoolConfig};
 use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::{Error, Result};
-use crate::ha::Election;
-use crate::ha::LeaderElection;
-use crate::ha::ShardState;
-use crate::ha::Sharding;
+use crate::ha::{Election, LeaderElection, ShardState, Sharding};
 use crate::metrics::Metrics;
 use crate::plan::Plan;
-use crate::readiness::{Readiness, SecureMetrics};
+use crate::readiness::{DEFAULT_PING_INTERVAL, Readiness, SecureMetrics};
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
-
-use crate::readiness::DEFAULT_PING_INTERVAL;
 
 /// Runs controllers across clusters: one client per cluster, shared watches, probes, graceful shutdown.
 ///
@@ -310,6 +303,9 @@ impl Manager {
             }
             readiness.connected(context, error);
         }
+        let primary_contexts = super::registration::primary_contexts(&self.controllers);
+        let allow = self.fleet.allow_duplicates;
+        super::identities::ask(&pool, &primary_contexts, &readiness, allow);
         let secure_metrics_address = servers.serve_metrics(&pool, &mut background)?;
         let targets = pool
             .access()
@@ -324,7 +320,6 @@ impl Manager {
             members,
         );
         let pings = Arc::new(pings);
-        let primary_contexts = super::registration::primary_contexts(&self.controllers);
         let mut shards = None;
         let election = match (self.election, self.sharding) {
             (None, None) => Election::none(),

@@ -2,6 +2,7 @@
 //! member runner.
 
 mod fleet;
+mod identities;
 mod manager;
 mod members;
 mod rbac;

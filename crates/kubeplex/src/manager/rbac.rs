@@ -10,6 +10,7 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Manager;
+use crate::client::IDENTITY_NAMESPACE;
 use crate::core::Grant;
 
 /// The verbs of a Lease under leader election: read, created once, renewed or taken over.
@@ -55,7 +56,8 @@ impl Manager {
     /// let rbac = kubeplex::Manager::new().controller(Web).rbac("web-operator", "operators");
     /// assert_eq!(rbac.contexts(), ["control", "edge"]);
     /// let edge = rbac.for_context("edge");
-    /// assert_eq!(edge.roles[0].metadata.namespace.as_deref(), Some("web"));
+    /// let namespaces: Vec<_> = edge.roles.iter().map(|r| r.metadata.namespace.as_deref()).collect();
+    /// assert_eq!(namespaces, [Some("kube-system"), Some("web")]);
     /// assert!(edge.cluster_roles.is_empty());
     /// ```
     ///
@@ -66,6 +68,12 @@ impl Manager {
             Some((provider, _)) => grants.extend(provider.grants()),
             // Without a member provider there are no members to grant anything in.
             None => grants.retain(|g| g.context.is_some()),
+        }
+        // Every cluster is asked which it is: its kube-system Namespace, read by name.
+        let clusters: BTreeSet<Option<String>> = grants.iter().map(|g| g.context.clone()).collect();
+        for cluster in clusters {
+            let place = (cluster.as_deref(), Some(IDENTITY_NAMESPACE));
+            grants.push(Grant::new(place.0, place.1, "", "namespaces", &["get"]));
         }
         let leases = (self.election.as_ref().map(|e| (e, &ELECTION_VERBS[..]))).or(self
             .sharding

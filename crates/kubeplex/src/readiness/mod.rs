@@ -1,7 +1,10 @@
 //! Whether each cluster answers: the state the probes report (`/startupz`, `/readyz`, `/livez`), the report
 //! types, the pings, the probe server, and the secure metrics server (docs/probes.md).
 
+mod cluster_entry;
 mod connections;
+mod identify;
+mod identities;
 mod outage;
 mod phases;
 mod ping;
@@ -15,6 +18,8 @@ mod secure_metrics;
 mod serving_certificate;
 mod watch_readiness;
 
+pub(crate) use identify::{ask_identity, identify};
+pub(crate) use identities::Asked;
 pub(crate) use phases::Phase;
 pub use ping::{DEFAULT_PING_INTERVAL, PING_TIMEOUT};
 pub(crate) use ping::{Pings, start as start_pings};

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::identify::identify_over_own;
 use super::readiness::Readiness;
 use crate::client::Access;
 use crate::core::{Shrink, chain};
@@ -157,6 +158,13 @@ async fn ping(
         // many idle contexts showed it: crates/kubeplex-bench/RUNS.md).
         let problem = Box::pin(once(&access)).await;
         metrics.pinged(&context, problem.is_none(), began.elapsed());
+        let identities = readiness.identities();
+        if problem.is_none() && (last.is_some() || identities.is_held(&context)) {
+            // Answering again (or never asked): a server back from an outage may be another cluster
+            // behind the same address, so its writes wait until it says which.
+            identities.hold(&context);
+            Box::pin(identify_over_own(&context, &access, &readiness)).await;
+        }
         if problem != last {
             match &problem {
                 // The cluster's outage is logged once for its pings and watches (`outage.rs`).
@@ -176,10 +184,19 @@ async fn ping(
         }
         readiness.pinged(&context, problem);
         let healthy = last.is_none();
-        until_due(&context, &readiness, began, interval, healthy, || {
+        let due = until_due(&context, &readiness, began, interval, healthy, || {
             access.last_answer()
-        })
-        .await;
+        });
+        tokio::pin!(due);
+        loop {
+            tokio::select! {
+                () = &mut due => break,
+                // Its reads connected anew: which cluster answers at its address now?
+                () = access.identity().asked_again() => {
+                    Box::pin(identify_over_own(&context, &access, &readiness)).await;
+                }
+            }
+        }
     }
 }
 
@@ -199,8 +216,10 @@ async fn until_due(
     let mut shown = pinged;
     loop {
         tokio::time::sleep_until(crate::core::deadline(shown, interval)).await;
+        // A cluster whose writes wait for its identity is pinged (and asked) at the interval, answering or not.
+        let held = readiness.identities().is_held(context);
         match last_answer() {
-            Some(answered) if healthy && answered > shown => {
+            Some(answered) if healthy && answered > shown && !held => {
                 shown = answered;
                 readiness.pinged(context, None);
             }

@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, broadcast};
 
-use super::outage::{Outage, OutageLog};
+use super::cluster_entry::ClusterEntry;
+use super::identities::{Asked, Identities, Refusal};
 use super::phases::{MemberPhases, Phase};
 use super::report::{
     ClusterReadiness, ClusterReport, LeadershipReport, ReadinessReport, ShardingReport,
-    WatchReport, capped,
 };
 use super::watch_readiness::{WatchEntry, WatchReadiness, WatchState};
 use crate::core::Error;
@@ -24,7 +24,7 @@ use crate::core::Error;
 /// Shared readiness state, updated by the pool, the watches and the pings.
 #[derive(Default)]
 pub(crate) struct Readiness {
-    contexts: Mutex<BTreeMap<String, ContextEntry>>,
+    contexts: Mutex<BTreeMap<String, ClusterEntry>>,
     /// Controllers whose loop ended while the manager was running, and why: the process is half-dead.
     dead_controllers: Mutex<BTreeMap<String, String>>,
     started: AtomicBool,
@@ -40,6 +40,7 @@ pub(crate) struct Readiness {
     sharding: Mutex<Option<ShardingReport>>,
     phases: MemberPhases,
     flips: Flips,
+    identities: Identities,
 }
 
 /// How many flips a slow follower may fall behind before it is told it lagged.
@@ -52,27 +53,6 @@ impl Default for Flips {
     fn default() -> Self {
         Self(broadcast::channel(FLIPS_KEPT).0)
     }
-}
-
-#[derive(Default)]
-struct ContextEntry {
-    required: bool,
-    /// One of the code's contexts (not a member of the fleet): its name may be shown to anyone.
-    fixed: bool,
-    /// Whether it was ready when last looked at (after each change).
-    ready: bool,
-    /// Whether it has been ready once with its watches listed: its first readiness (a start, a join) and
-    /// what comes before it are no flip.
-    was_ready: bool,
-    /// The pool could not configure a client: no watch or ping will run.
-    config_error: Option<String>,
-    /// The pool has not connected yet.
-    connecting: bool,
-    /// The last ping failed.
-    unreachable: Option<String>,
-    watches: Vec<Arc<Mutex<WatchState>>>,
-    /// What was logged of its outages.
-    outages: OutageLog,
 }
 
 impl Readiness {
@@ -103,8 +83,40 @@ impl Readiness {
         fixed.map(|(name, _)| name.clone()).collect()
     }
 
-    /// Forgets a cluster for good (a member that left): it leaves the report.
+    /// Which cluster each name reaches, and the gates of their writes.
+    pub(crate) fn identities(&self) -> &Identities {
+        &self.identities
+    }
+
+    /// Records what cluster `name` answered it is: its entry shows it, and every name whose refusal
+    /// changed with it (it, or another name for the same cluster) is judged again.
+    pub(crate) fn identified(&self, name: &str, asked: Asked) {
+        let answered = !matches!(asked, Asked::NoAnswer(_));
+        let settled = self.identities.record(name, asked);
+        let identity = self.identities.of(name);
+        self.update(name, |entry| {
+            entry.identity = identity;
+            entry.identifying &= !answered;
+        });
+        self.refusals_changed(settled);
+    }
+
+    /// `name` is being asked which cluster it is: it is not ready until it answers.
+    pub(crate) fn identifying(&self, name: &str) {
+        self.update(name, |entry| entry.identifying = true);
+    }
+
+    fn refusals_changed(&self, settled: Vec<Refusal>) {
+        for (name, refused) in settled {
+            self.update(&name, |entry| entry.refused = refused);
+        }
+    }
+
+    /// Forgets a cluster for good (a member that left): it leaves the report, and a name refused for
+    /// reaching the same cluster may be written to now.
     pub(crate) fn forget_context(&self, context: &str) {
+        let settled = self.identities.forget(context);
+        self.refusals_changed(settled);
         let mut contexts = self.contexts.lock();
         if let Some(entry) = contexts.remove(context)
             && entry.required
@@ -259,7 +271,7 @@ impl Readiness {
 
     /// Changes a declared cluster; one not declared, or forgotten, is left out: a member's ping or watch
     /// that reports after its leave (its task aborted mid-poll on another thread) must not bring it back.
-    fn update(&self, context: &str, change: impl FnOnce(&mut ContextEntry)) {
+    fn update(&self, context: &str, change: impl FnOnce(&mut ClusterEntry)) {
         let mut contexts = self.contexts.lock();
         let Some(entry) = contexts.get_mut(context) else {
             return;
@@ -291,7 +303,7 @@ impl Readiness {
 
     /// After a change of `entry`: whether it is ready now, kept in the count of required contexts not ready,
     /// and `started` latched when that count is 0. O(the cluster's watches), not O(clusters).
-    fn judge(&self, entry: &mut ContextEntry) {
+    fn judge(&self, entry: &mut ClusterEntry) {
         let ready = entry.is_ready();
         if entry.required && ready != entry.ready {
             if ready {
@@ -335,83 +347,6 @@ impl Readiness {
     /// Whether a required context cannot be configured; O(1).
     pub(crate) fn has_fatal_errors(&self) -> bool {
         self.fatal.load(Ordering::Acquire)
-    }
-}
-
-impl ContextEntry {
-    /// What [`report`](Self::report) would say is `Ready`, without building it.
-    fn is_ready(&self) -> bool {
-        self.config_error.is_none()
-            && self.unreachable.is_none()
-            && !self.connecting
-            && self.watches.iter().all(|w| w.lock().is_ready())
-    }
-
-    /// Why the cluster fails now, its pings' and its watches' causes each once, and how many watches
-    /// wait for it; `None` when nothing fails (or it cannot be configured: that is said at start).
-    fn outage(&self) -> Option<Outage> {
-        if self.config_error.is_some() {
-            return None;
-        }
-        let mut causes: Vec<String> = self.unreachable.iter().cloned().collect();
-        let mut failing = 0;
-        for watch in &self.watches {
-            let watch = watch.lock();
-            if let Some(problem) = watch.problem() {
-                failing += 1;
-                if !causes.iter().any(|c| c == problem) {
-                    causes.push(problem.to_owned());
-                }
-            }
-        }
-        if causes.is_empty() {
-            return None;
-        }
-        let watches = match self.unreachable {
-            Some(_) => self.watches.len(),
-            None => failing,
-        };
-        let causes = causes.join("; ");
-        Some(Outage { causes, watches })
-    }
-
-    fn report(&self, name: &str) -> ClusterReport {
-        let watches: Vec<WatchReport> = self.watches.iter().map(|w| w.lock().report()).collect();
-        let mut reasons: Vec<String> = Vec::new();
-        if let Some(error) = &self.config_error {
-            reasons.push(error.clone());
-        }
-        if let Some(problem) = &self.unreachable {
-            reasons.push(format!("cluster {name}: {problem}"));
-        }
-        for watch in &watches {
-            if let Some(problem) = &watch.problem
-                && !reasons.iter().any(|r| r.ends_with(problem.as_str()))
-            {
-                reasons.push(format!("cluster {name}: {problem}"));
-            }
-        }
-        let reasons: Vec<String> = reasons.into_iter().map(capped).collect();
-        let watches: Vec<WatchReport> = (watches.into_iter())
-            .map(|mut w| {
-                w.problem = w.problem.map(capped);
-                w
-            })
-            .collect();
-        let status = if !reasons.is_empty() {
-            ClusterReadiness::Failing
-        } else if self.connecting || watches.iter().any(|w| !w.synced) {
-            ClusterReadiness::Starting
-        } else {
-            ClusterReadiness::Ready
-        };
-        ClusterReport {
-            required: self.required,
-            status,
-            reasons,
-            watches,
-            member: None,
-        }
     }
 }
 

@@ -71,6 +71,9 @@ pub struct ClusterReport {
     pub reasons: Vec<String>,
     /// Each watch the controllers opened in this cluster.
     pub watches: Vec<WatchReport>,
+    /// Which cluster this is: the UID of its `kube-system` Namespace, once it has answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// For a member of the fleet: whether it is joining, ready or leaving, and what it waits for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub member: Option<MemberReport>,

@@ -93,5 +93,8 @@ prints for the same flags (tests/chart checks that they agree for every mode).
 {{- if not (has $events $existing) }}{{ $add = append $add $events }}{{ end }}
 {{- $_ := set $rules $membersNs (concat $existing $add) }}
 {{- end }}
+{{- /* The operator asks every cluster which it is: its kube-system Namespace (docs/fleets.md). */}}
+{{- $identity := dict "apiGroups" (list "") "resources" (list "namespaces") "verbs" (list "get") }}
+{{- $_ := set $rules "kube-system" (append (get $rules "kube-system" | default list) $identity) }}
 {{- toJson $rules }}
 {{- end }}

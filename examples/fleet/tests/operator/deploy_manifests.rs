@@ -140,16 +140,19 @@ fn manifests_are_complete_and_least_privileged() {
     .concat()
     .into_iter()
     .collect();
+    // Every cluster is asked which it is: its kube-system Namespace, read by name.
+    let identity_grants: Grants = triples("", "namespaces", &["get"]).into_iter().collect();
     assert_rbac(
         &control,
         &[
             ("crds", &control_grants),
+            ("kube-system", &identity_grants),
             (OPERATOR_NAMESPACE, &member_grants),
         ],
         &review_grants,
     );
 
-    // Least privilege, child clusters: Deployments in namespace-a and namespace-b only.
+    // Least privilege, child clusters: Deployments in namespace-a and namespace-b only, and the identity.
     let child_grants: Grants = triples(
         "apps",
         "deployments",
@@ -160,6 +163,7 @@ fn manifests_are_complete_and_least_privileged() {
     assert_rbac(
         &child,
         &[
+            ("kube-system", &identity_grants),
             ("namespace-a", &child_grants),
             ("namespace-b", &child_grants),
         ],

@@ -86,7 +86,16 @@ fn the_generated_rbac_grants_the_deployments_where_the_plan_puts_them() {
     let yaml = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(GENERATED[1].0))
         .expect("the child manifest");
     let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&yaml).expect("YAML");
-    let roles: Vec<&serde_json::Value> = documents.iter().filter(|d| d["kind"] == "Role").collect();
+    let roles = documents.iter().filter(|d| d["kind"] == "Role");
+    // Besides the children's, the Role that reads the cluster's identity.
+    let in_namespace = |r: &&serde_json::Value| r["metadata"]["namespace"] == "kube-system";
+    let (identity, roles): (Vec<&serde_json::Value>, Vec<_>) = roles.partition(in_namespace);
+    assert_eq!(
+        identity.iter().map(|r| &r["rules"]).collect::<Vec<_>>(),
+        [
+            &serde_json::json!([{ "apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"] }])
+        ]
+    );
     let namespaces: Vec<&str> = roles
         .iter()
         .map(|r| r["metadata"]["namespace"].as_str().unwrap())

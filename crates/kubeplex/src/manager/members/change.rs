@@ -13,7 +13,7 @@ use crate::client::{NoAccess, PoolConfig};
 use crate::core::Error;
 use crate::core::name_problem;
 use crate::members::{LeaveOutcome, LeavePolicy, LeaveProgress, Slot};
-use crate::readiness::{Phase, Pings};
+use crate::readiness::{Asked, Phase, Pings, ask_identity};
 use crate::runtime::Runtime;
 
 /// What every change of the runner shares.
@@ -35,8 +35,8 @@ pub(super) struct Changes {
 
 impl Changes {
     /// Joins `name` with `config`, or, when it is a member, rebuilds its client and lists its watches again.
-    pub(super) async fn join(&self, name: String, config: Box<kube::Config>) {
-        let rejoined = self.runtime.members.client(&name).is_some();
+    pub(super) async fn join(&self, name: String, config: Box<kube::Config>, slot: Slot) {
+        let mut rejoined = self.runtime.members.client(&name).is_some();
         let change = if rejoined { "credentials" } else { "join" };
         let built = match name_problem(&name, &self.fixed) {
             Some(problem) => Err(NoAccess::from(problem)),
@@ -73,9 +73,25 @@ impl Changes {
                 return;
             }
         };
+        // Before the member is written to through these credentials: which cluster do they reach?
+        let asked = ask_identity(client.clone()).await;
         let health = &self.runtime.readiness;
+        let was = rejoined.then(|| health.identities().of(&name)).flatten();
+        if let (Some(was), Asked::Known(now)) = (was, &asked)
+            && was != *now
+        {
+            tracing::warn!(cluster = %name, identity = %now, %was, "member's credentials now reach another cluster: the member as it was leaves by the leave policy (through its old credentials), and the new cluster joins under its name");
+            self.leave(name.clone(), slot, Vec::new()).await;
+            self.runtime.members.expect(&name, true);
+            rejoined = false;
+        }
         health.declare(&name, false);
         health.connected(&name, None);
+        health
+            .identities()
+            .declare_member(&name, access.identity().clone());
+        health.identifying(&name);
+        health.identified(&name, asked);
         self.lock().remove(&name);
         self.pings.add(&name, access);
         if rejoined {

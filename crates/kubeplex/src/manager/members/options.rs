@@ -13,6 +13,8 @@ pub(in crate::manager) struct FleetOptions {
     pub(in crate::manager) give_up_after: Option<Duration>,
     /// What member kubeconfigs may contain beyond inline credentials.
     pub(in crate::manager) allowlist: KubeconfigAllowlist,
+    /// Several names (contexts, members) may reach one cluster.
+    pub(in crate::manager) allow_duplicates: bool,
 }
 
 impl Default for FleetOptions {
@@ -22,6 +24,7 @@ impl Default for FleetOptions {
             at_once: DEFAULT_MEMBER_CHANGES_AT_ONCE,
             give_up_after: None,
             allowlist: KubeconfigAllowlist::default(),
+            allow_duplicates: false,
         }
     }
 }

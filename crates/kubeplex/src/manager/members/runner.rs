@@ -103,7 +103,7 @@ impl MemberRunner {
                 let (shared, name) = (shared.clone(), name.to_owned());
                 Box::pin(async move {
                     match change {
-                        Change::Join(config) => shared.join(name, config).await,
+                        Change::Join(config) => shared.join(name, config, slot).await,
                         Change::Unhealthy(reason) => {
                             shared.unhealthy(&name, reason);
                             shared

@@ -60,6 +60,39 @@ fn triple(group: &str, resource: &str, verbs: &str) -> (String, String, Vec<Stri
     )
 }
 
+/// `rbac` without the Role (and binding) in `kube-system` every cluster has for its identity
+/// ([`every_cluster_may_read_its_identity`]).
+fn without_identity(mut rbac: ContextRbac) -> ContextRbac {
+    let identity = |namespace: &Option<String>| namespace.as_deref() == Some("kube-system");
+    rbac.roles.retain(|r| !identity(&r.metadata.namespace));
+    rbac.role_bindings
+        .retain(|b| !identity(&b.metadata.namespace));
+    rbac
+}
+
+#[test]
+fn every_cluster_may_read_its_identity() {
+    let rbac = manager(|| {
+        Plan::new("web")
+            .with_contexts([ctx("control")])
+            .owns(Child::of::<ConfigMap>().with_contexts([ctx("edge")]))
+    })
+    .rbac("operator", "ops");
+    for context in ["control", "edge"] {
+        let rbac = rbac.for_context(context);
+        let role = (rbac.roles.iter())
+            .find(|r| r.metadata.namespace.as_deref() == Some("kube-system"))
+            .unwrap_or_else(|| panic!("{context}: no Role in kube-system: {rbac:#?}"));
+        assert_eq!(rules(&role.rules), [triple("", "namespaces", "get")]);
+        let bound = rbac.role_bindings.iter();
+        assert!(
+            bound
+                .clone()
+                .any(|b| b.metadata.namespace.as_deref() == Some("kube-system"))
+        );
+    }
+}
+
 fn namespaces_of(rbac: &ContextRbac) -> Vec<Option<String>> {
     rbac.roles
         .iter()
@@ -82,7 +115,7 @@ fn named_namespaces_give_a_role_in_each() {
     .rbac("operator", "ops");
     assert_eq!(rbac.contexts(), ["control", "edge"]);
     assert!(!rbac.in_members());
-    let control = rbac.for_context("control");
+    let control = without_identity(rbac.for_context("control"));
     assert!(control.cluster_roles.is_empty() && control.cluster_role_bindings.is_empty());
     assert_eq!(namespaces_of(&control), [Some("crds".to_owned())]);
     assert_eq!(
@@ -94,7 +127,7 @@ fn named_namespaces_give_a_role_in_each() {
             triple("events.k8s.io", "events", "create,patch"),
         ]
     );
-    let edge = rbac.for_context("edge");
+    let edge = without_identity(rbac.for_context("edge"));
     assert_eq!(
         namespaces_of(&edge),
         [Some("a".to_owned()), Some("b".to_owned())]
@@ -140,7 +173,7 @@ fn without_namespaces_the_grants_are_cluster_wide() {
     .rbac("operator", "ops")
     .name("web-operator")
     .label("app", "web");
-    let control = rbac.for_context("control");
+    let control = without_identity(rbac.for_context("control"));
     assert!(control.roles.is_empty());
     let role = &control.cluster_roles[0];
     assert_eq!(role.metadata.name.as_deref(), Some("web-operator"));
@@ -182,7 +215,7 @@ fn a_cluster_scoped_child_gets_a_cluster_role_beside_the_namespaced_roles() {
             )
     })
     .rbac("operator", "ops");
-    let edge = rbac.for_context("edge");
+    let edge = without_identity(rbac.for_context("edge"));
     assert_eq!(
         rules(&edge.cluster_roles[0].rules),
         [triple(
@@ -216,7 +249,7 @@ fn members_need_the_children_and_the_secrets_provider_its_secrets() {
     )
     .rbac("operator", "ops");
     assert!(rbac.in_members());
-    let members = rbac.for_members();
+    let members = without_identity(rbac.for_members());
     assert_eq!(namespaces_of(&members), [Some("a".to_owned())]);
     assert_eq!(
         rules(&members.roles[0].rules),
@@ -226,7 +259,7 @@ fn members_need_the_children_and_the_secrets_provider_its_secrets() {
             "get,list,watch,create,patch,delete"
         )]
     );
-    let control = rbac.for_context("control");
+    let control = without_identity(rbac.for_context("control"));
     assert_eq!(
         namespaces_of(&control),
         [Some("crds".to_owned()), Some("ops".to_owned())]
@@ -249,7 +282,7 @@ fn leader_election_and_sharding_need_their_leases() {
     };
     let elected =
         manager(plan).leader_election(LeaderElection::new(ctx("control"), "leases", "web"));
-    let control = elected.rbac("operator", "ops").for_context("control");
+    let control = without_identity(elected.rbac("operator", "ops").for_context("control"));
     assert_eq!(
         namespaces_of(&control),
         [Some("crds".to_owned()), Some("leases".to_owned())]
@@ -265,7 +298,7 @@ fn leader_election_and_sharding_need_their_leases() {
             .any(|r| r.1.ends_with("/finalizers"))
     );
     let sharded = manager(plan).sharding(Sharding::by_parent(ctx("control"), "crds", "web", 4));
-    let control = sharded.rbac("operator", "ops").for_context("control");
+    let control = without_identity(sharded.rbac("operator", "ops").for_context("control"));
     assert_eq!(namespaces_of(&control), [Some("crds".to_owned())]);
     let found = rules(&control.roles[0].rules);
     assert!(
@@ -304,7 +337,7 @@ fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
         ":8443",
     ));
     let rbac = secure.rbac("operator", "ops");
-    let control = rbac.for_context("control");
+    let control = without_identity(rbac.for_context("control"));
     assert_eq!(control.cluster_roles.len(), 1);
     assert_eq!(
         rules(&control.cluster_roles[0].rules),
@@ -330,9 +363,9 @@ fn secure_metrics_review_scrapers_in_their_context_and_offer_a_reader_role() {
         "operator-metrics-reader"
     );
     // Only where the scrapes are reviewed; and nothing without secure metrics.
-    let edge = rbac.for_context("edge");
+    let edge = without_identity(rbac.for_context("edge"));
     assert!(edge.cluster_roles.is_empty() && edge.metrics_reader.is_none());
-    let plain = manager(plan).rbac("operator", "ops").for_context("control");
+    let plain = without_identity(manager(plan).rbac("operator", "ops").for_context("control"));
     assert!(plain.cluster_roles.is_empty() && plain.metrics_reader.is_none());
 }
 
@@ -350,7 +383,7 @@ fn a_cluster_wide_grant_of_secrets_or_deletes_in_every_member_is_named() {
             KubeconfigSecrets::new(ctx("control"), "ops", "fleet=x"),
             LeavePolicy::Delete,
         );
-        manager.rbac("operator", "ops").for_members()
+        without_identity(manager.rbac("operator", "ops").for_members())
     };
     let secrets = with(|| {
         Child::of::<k8s_openapi::api::core::v1::Secret>()

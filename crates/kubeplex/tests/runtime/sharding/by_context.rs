@@ -81,6 +81,8 @@ async fn sharded_by_context_each_context_is_reconciled_by_one_replica() {
         .retry_period(Duration::from_millis(500));
         let running = Manager::with_kubeconfig(kubeconfig.clone())
             .probes("127.0.0.1:0")
+            // The six contexts are one server, on purpose.
+            .allow_duplicate_clusters()
             .sharding(sharding)
             .controller(reconciler.clone())
             .start()

@@ -1,0 +1,245 @@
+//! Which cluster a client reaches: the `kube-system` Namespace's UID (the de facto cluster id), asked once
+//! per set of credentials and again after an outage, and the gate a cluster's writes pass: held while its
+//! identity is being asked, shut when it is the same cluster as another name's, or no longer the one it
+//! was.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use hyper::Uri;
+use hyper_util::client::legacy::connect::Connection;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::Api;
+use tokio::sync::{Notify, watch};
+use tower::Service;
+
+/// The Namespace whose UID names a cluster: created with the cluster, never deleted.
+pub(crate) const IDENTITY_NAMESPACE: &str = "kube-system";
+
+/// How long a write waits for its cluster's identity to be asked before it is refused (the request a
+/// cluster is asked with takes at most 5 s).
+pub(crate) const IDENTITY_WAIT: Duration = Duration::from_secs(10);
+
+/// Asks the cluster behind `client` who it is: one `GET` of the `kube-system` Namespace's metadata.
+pub(crate) async fn ask(client: Client) -> Result<String, kube::Error> {
+    let namespaces: Api<Namespace> = Api::all(client);
+    let namespace = namespaces.get_metadata(IDENTITY_NAMESPACE).await?;
+    Ok(namespace.metadata.uid.unwrap_or_default())
+}
+
+/// Whether a cluster's writes may go now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Passage {
+    /// Nobody asks the cluster who it is (credentials built outside a manager): writes go, and a new
+    /// connection changes nothing.
+    Unasked,
+    /// Its identity is being asked: writes wait.
+    Held,
+    /// Known (or not knowable: no check stands in the way).
+    Open,
+    /// Not to be written to, and why.
+    Shut(Arc<str>),
+}
+
+/// The gate every write to one cluster passes (reads never wait at it): held until the cluster's identity
+/// is known, and again when the cluster's reads connect anew (another cluster may answer at its address);
+/// shut when the name reaches a cluster another name already reaches, or another cluster than before. One
+/// per set of credentials, shared by every client built on them.
+#[derive(Debug)]
+pub(crate) struct IdentityGate {
+    passage: watch::Sender<Passage>,
+    /// Told when the cluster should be asked again (its reads' connection was established anew).
+    ask_again: Notify,
+}
+
+impl Default for IdentityGate {
+    fn default() -> Self {
+        Self::with(Passage::Unasked)
+    }
+}
+
+impl IdentityGate {
+    fn with(passage: Passage) -> Self {
+        Self {
+            passage: watch::channel(passage).0,
+            ask_again: Notify::new(),
+        }
+    }
+
+    /// A gate nobody asks about: writes pass until someone holds it to ask the cluster who it is.
+    pub(crate) fn unasked() -> Self {
+        Self::default()
+    }
+
+    /// Writes go from now on.
+    pub(crate) fn pass(&self) {
+        self.passage.send_if_modified(|p| replace(p, Passage::Open));
+    }
+
+    /// Writes wait from now on (the cluster is being asked again).
+    pub(crate) fn hold(&self) {
+        self.passage.send_if_modified(|p| replace(p, Passage::Held));
+    }
+
+    /// Writes are refused from now on, told `why`.
+    pub(crate) fn shut(&self, why: &str) {
+        self.passage
+            .send_if_modified(|p| replace(p, Passage::Shut(why.into())));
+    }
+
+    /// The cluster's reads connected anew: once its identity was known, writes wait until it is asked
+    /// again ([`asked_again`](Self::asked_again)).
+    pub(crate) fn reconnected(&self) {
+        let held = self.passage.send_if_modified(|p| match p {
+            Passage::Open => replace(p, Passage::Held),
+            _ => false,
+        });
+        if held {
+            self.ask_again.notify_one();
+        }
+    }
+
+    /// Resolves when the cluster should be asked again who it is.
+    pub(crate) async fn asked_again(&self) {
+        self.ask_again.notified().await;
+    }
+
+    /// Why writes are refused now, if they are.
+    #[cfg(test)]
+    pub(crate) fn refusal(&self) -> Option<Arc<str>> {
+        match &*self.passage.borrow() {
+            Passage::Shut(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether writes wait now.
+    pub(crate) fn is_held(&self) -> bool {
+        *self.passage.borrow() == Passage::Held
+    }
+
+    /// Waits while the gate is held, at most `within`; then `Err` with why a write may not go.
+    pub(crate) async fn passage(&self, within: Duration) -> Result<(), Arc<str>> {
+        let mut seen = self.passage.subscribe();
+        let settled = seen.wait_for(|p| *p != Passage::Held);
+        match tokio::time::timeout(within, settled).await {
+            Ok(Ok(passage)) => match &*passage {
+                Passage::Shut(why) => Err(why.clone()),
+                _ => Ok(()),
+            },
+            Ok(Err(_)) => Ok(()),
+            Err(_) => Err(format!(
+                "the cluster's identity is not known yet (its server has not answered who it is within {within:?})"
+            )
+            .into()),
+        }
+    }
+}
+
+/// A connector that tells a cluster's gate of each new connection that speaks HTTP/2: the one connection
+/// the cluster's reads share, so a new one means the cluster was reached anew. (Over HTTP/1.1 a connection
+/// is opened per request in flight, and an outage is seen by the pings instead.)
+#[derive(Clone)]
+pub(crate) struct Reconnects<C> {
+    pub(crate) inner: C,
+    pub(crate) gate: Arc<IdentityGate>,
+}
+
+impl<C> Service<Uri> for Reconnects<C>
+where
+    C: Service<Uri>,
+    C::Response: Connection + Send + 'static,
+    C::Future: Send + 'static,
+{
+    type Response = C::Response;
+    type Error = C::Error;
+    type Future = BoxFuture<'static, Result<C::Response, C::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let (connecting, gate) = (self.inner.call(uri), self.gate.clone());
+        Box::pin(async move {
+            let connection = connecting.await?;
+            if connection.connected().is_negotiated_h2() {
+                gate.reconnected();
+            }
+            Ok(connection)
+        })
+    }
+}
+
+/// Sets `passage` to `to`; whether it changed.
+fn replace(passage: &mut Passage, to: Passage) -> bool {
+    if *passage == to {
+        return false;
+    }
+    *passage = to;
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_gate_holds_writes_until_it_opens_or_shuts_and_bounds_the_wait() {
+        let gate = Arc::new(IdentityGate::default());
+        gate.hold();
+        let waiting = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.passage(IDENTITY_WAIT).await }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!waiting.is_finished(), "a held gate lets no write pass");
+        gate.pass();
+        assert_eq!(waiting.await.unwrap(), Ok(()));
+
+        gate.shut("cluster-b reaches the same cluster as cluster-a");
+        let refused = gate.passage(IDENTITY_WAIT).await.unwrap_err();
+        assert_eq!(&*refused, "cluster-b reaches the same cluster as cluster-a");
+        assert_eq!(gate.refusal().as_deref(), Some(&*refused));
+
+        gate.hold();
+        let began = tokio::time::Instant::now();
+        let late = gate.passage(IDENTITY_WAIT).await.unwrap_err();
+        assert_eq!(began.elapsed(), IDENTITY_WAIT);
+        assert!(late.contains("identity is not known yet"), "{late}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_connection_holds_writes_of_a_known_cluster_until_it_is_asked_again() {
+        let unasked = IdentityGate::unasked();
+        unasked.reconnected();
+        assert!(
+            !unasked.is_held(),
+            "nobody asks about it: nothing to wait for"
+        );
+
+        let gate = Arc::new(IdentityGate::default());
+        gate.hold();
+        gate.reconnected();
+        assert!(gate.is_held());
+        let asked = tokio::time::timeout(Duration::from_secs(1), gate.asked_again()).await;
+        assert!(
+            asked.is_err(),
+            "its first connection: it is being asked already"
+        );
+
+        gate.pass();
+        gate.reconnected();
+        assert!(gate.is_held(), "connected anew: writes wait");
+        gate.asked_again().await;
+        gate.shut("now reaches another cluster");
+        gate.reconnected();
+        assert_eq!(
+            gate.refusal().as_deref(),
+            Some("now reaches another cluster")
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Cluster identity on real clusters: two contexts that reach one API server — the later one refused,
+//! nothing written through it, and why in `/readyz`, the parent's status and an Event; allowed, both
+//! written to. A context whose server is replaced by another cluster: [`replaced`]; a member whose
+//! credentials reach another cluster: [`rotation`].
+
+mod replaced;
+mod rotation;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, ObjectMeta};
+use kubeplex::status::ClusterStatus;
+use kubeplex::{
+    Action, Child, ClusterState, Context, ContextName, Controller, Cx, Manager, Plan, Reconcile,
+};
+use kubeplex_testenv::eventually;
+
+use crate::children::env;
+use crate::children::parent::{CLUSTER_A, CONTROL, Parent, ParentError, ParentSpec};
+use crate::children::wait::{create_parent, wait_parent};
+use crate::support::{create_namespace, polling, stop, wait_exists, wait_started};
+
+const CLUSTER_B: ContextName = ContextName::new("cluster-b");
+/// Where the children go, in cluster-a (which both names reach).
+const KIDS: &str = "identity-kids";
+
+/// A controller of Parents in namespace `$namespace` of control, each with the ConfigMaps its spec names
+/// in cluster-a and cluster-b, `{cluster}` in a name replaced by the cluster's.
+macro_rules! two_names {
+    ($name:ident, $controller:literal, $namespace:literal) => {
+        struct $name;
+
+        impl Controller for $name {
+            type Resource = Parent;
+            type Context = ContextName;
+            fn plan() -> Plan<ContextName> {
+                Plan::new($controller)
+                    .with_contexts([CONTROL])
+                    .with_namespaces([$namespace])
+                    .owns(
+                        Child::of::<ConfigMap>()
+                            .with_contexts([CLUSTER_A, CLUSTER_B])
+                            .with_namespaces([KIDS]),
+                    )
+            }
+        }
+
+        impl Reconcile for $name {
+            type Error = ParentError;
+            async fn reconcile(
+                &self,
+                parent: Arc<Parent>,
+                cx: &Cx<ContextName>,
+            ) -> Result<Action, ParentError> {
+                for cluster in [CLUSTER_A, CLUSTER_B] {
+                    for name in &parent.spec.children {
+                        let child = ConfigMap {
+                            metadata: ObjectMeta {
+                                name: Some(name.replace("{cluster}", cluster.name())),
+                                namespace: Some(KIDS.into()),
+                                ..ObjectMeta::default()
+                            },
+                            data: Some([("from".to_owned(), parent.name_any())].into()),
+                            ..ConfigMap::default()
+                        };
+                        cx.child(cluster, child)?;
+                    }
+                }
+                Ok(Action::await_change())
+            }
+        }
+    };
+}
+
+two_names!(Refused, "identity-refused", "identity-refused");
+two_names!(Allowed, "identity-allowed", "identity-allowed");
+
+/// A manager whose context cluster-b reaches cluster-a's API server.
+fn manager(env: &kubeplex_testenv::TestEnv) -> Manager {
+    Manager::with_kubeconfig(env.kubeconfig().clone()).context_alias(CLUSTER_B, "cluster-a")
+}
+
+fn condition_ready(parent: &Parent) -> bool {
+    crate::children::wait::condition(parent, "Applied").is_some_and(|c| c.status == "True")
+}
+
+fn cluster<'a>(parent: &'a Parent, name: &str) -> Option<&'a ClusterStatus> {
+    parent.status.as_ref()?.fleet.clusters.get(name)
+}
+
+#[tokio::test]
+async fn the_later_of_two_contexts_for_one_cluster_is_not_written_to_and_says_why() {
+    let env = env().await;
+    let control = env.client("control").await.unwrap();
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    create_namespace(&cluster_a, KIDS).await;
+    let running = manager(env).controller(Refused).start().await.unwrap();
+    const SAME: &str = "reaches the same cluster as cluster-a";
+
+    let report = eventually("cluster-b refused in /readyz", polling(), async || {
+        let report = running.readiness();
+        let refused = report.clusters["cluster-b"].reasons.iter();
+        match refused.clone().any(|r| r.contains(SAME)) {
+            true => Ok(report),
+            false => Err(format!("{report:#?}")),
+        }
+    })
+    .await;
+    let identity = |name: &str| report.clusters[name].identity.clone();
+    assert!(identity("cluster-a").is_some(), "{report:#?}");
+    assert_eq!(identity("cluster-a"), identity("cluster-b"));
+    assert_ne!(identity("control"), identity("cluster-a"));
+    assert!(
+        report.clusters["cluster-a"].reasons.is_empty(),
+        "{report:#?}"
+    );
+    assert!(!report.ready, "a required context refused: not ready");
+
+    let spec = ParentSpec {
+        children: vec!["two-names-{cluster}".into()],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "identity-refused", "two-names", spec).await;
+    let parent = wait_parent(
+        &control,
+        "identity-refused",
+        "two-names",
+        "cluster-b refused",
+        |p| {
+            let refused = cluster(p, "cluster-b").is_some_and(|c| {
+                c.state == ClusterState::Failed && c.message.as_deref().unwrap_or("").contains(SAME)
+            });
+            refused && cluster(p, "cluster-a").is_some_and(|c| c.state == ClusterState::Applied)
+        },
+    )
+    .await;
+    let kids: Api<ConfigMap> = Api::namespaced(cluster_a, KIDS);
+    wait_exists(&kids, "two-names-cluster-a").await;
+    let through_b = kids.get_opt("two-names-cluster-b").await.unwrap();
+    assert!(
+        through_b.is_none(),
+        "a child written through the refused name: {:#?}",
+        parent.status
+    );
+
+    let events: Api<Event> = Api::namespaced(control, "identity-refused");
+    eventually("an Event naming both names", polling(), async || {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        let told = list.items.iter().any(|e| {
+            let note = e.note.as_deref().unwrap_or_default();
+            e.reason.as_deref() == Some("ChildApplyFailed")
+                && note.contains("cluster-b")
+                && note.contains(SAME)
+        });
+        told.then_some(())
+            .ok_or_else(|| format!("{:#?}", list.items))
+    })
+    .await;
+    stop(running).await;
+}
+
+#[tokio::test]
+async fn allowed_two_contexts_for_one_cluster_are_both_written_to() {
+    let env = env().await;
+    let control = env.client("control").await.unwrap();
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    create_namespace(&cluster_a, KIDS).await;
+    let running = manager(env)
+        .allow_duplicate_clusters()
+        .controller(Allowed)
+        .start()
+        .await
+        .unwrap();
+    wait_started(&running, "both names ready").await;
+    let report = running.readiness();
+    let identity = |name: &str| report.clusters[name].identity.clone();
+    assert!(identity("cluster-b").is_some(), "{report:#?}");
+    assert_eq!(identity("cluster-a"), identity("cluster-b"));
+
+    // One object declared through both names (distinct ones would each be pruned through the other name
+    // as undeclared there: what the refusal prevents).
+    let spec = ParentSpec {
+        children: vec!["one-object".into()],
+        ..ParentSpec::default()
+    };
+    create_parent(&control, "identity-allowed", "both", spec).await;
+    let parent = wait_parent(
+        &control,
+        "identity-allowed",
+        "both",
+        "applied through both",
+        |p| {
+            ["cluster-a", "cluster-b"].iter().all(|name| {
+                cluster(p, name)
+                    .is_some_and(|c| c.state == ClusterState::Applied && c.children == 1)
+            })
+        },
+    )
+    .await;
+    let kids: Api<ConfigMap> = Api::namespaced(cluster_a, KIDS);
+    wait_exists(&kids, "one-object").await;
+    assert!(condition_ready(&parent), "{:#?}", parent.status);
+    stop(running).await;
+}
