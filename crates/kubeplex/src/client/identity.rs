@@ -4,17 +4,12 @@
 //! was.
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use hyper::Uri;
-use hyper_util::client::legacy::connect::Connection;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::{Notify, watch};
-use tower::Service;
 
 /// The Namespace whose UID names a cluster: created with the cluster, never deleted.
 pub(crate) const IDENTITY_NAMESPACE: &str = "kube-system";
@@ -90,8 +85,8 @@ impl IdentityGate {
             .send_if_modified(|p| replace(p, Passage::Shut(why.into())));
     }
 
-    /// The cluster's reads connected anew: once its identity was known, writes wait until it is asked
-    /// again ([`asked_again`](Self::asked_again)).
+    /// The cluster's reads connected anew after losing every connection ([`super::reconnects`]): once its
+    /// identity was known, writes wait until it is asked again ([`asked_again`](Self::asked_again)).
     pub(crate) fn reconnected(&self) {
         let held = self.passage.send_if_modified(|p| match p {
             Passage::Open => replace(p, Passage::Held),
@@ -136,41 +131,6 @@ impl IdentityGate {
             )
             .into()),
         }
-    }
-}
-
-/// A connector that tells a cluster's gate of each new connection that speaks HTTP/2: the one connection
-/// the cluster's reads share, so a new one means the cluster was reached anew. (Over HTTP/1.1 a connection
-/// is opened per request in flight, and an outage is seen by the pings instead.)
-#[derive(Clone)]
-pub(crate) struct Reconnects<C> {
-    pub(crate) inner: C,
-    pub(crate) gate: Arc<IdentityGate>,
-}
-
-impl<C> Service<Uri> for Reconnects<C>
-where
-    C: Service<Uri>,
-    C::Response: Connection + Send + 'static,
-    C::Future: Send + 'static,
-{
-    type Response = C::Response;
-    type Error = C::Error;
-    type Future = BoxFuture<'static, Result<C::Response, C::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, uri: Uri) -> Self::Future {
-        let (connecting, gate) = (self.inner.call(uri), self.gate.clone());
-        Box::pin(async move {
-            let connection = connecting.await?;
-            if connection.connected().is_negotiated_h2() {
-                gate.reconnected();
-            }
-            Ok(connection)
-        })
     }
 }
 

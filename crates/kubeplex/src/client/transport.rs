@@ -46,9 +46,10 @@ use super::access::Access;
 use super::authorization::AuthorizeLayer;
 use super::fence::{AlsoFencedBy, Fence, is_read};
 use super::fenced_io::{FencedConnector, Gate};
-use super::identity::{IDENTITY_WAIT, IdentityGate, Reconnects};
+use super::identity::{IDENTITY_WAIT, IdentityGate};
+use super::reconnects::Reconnects;
 use super::tls::Tls;
-use crate::core::{Fenced, chain};
+use crate::core::{Fenced, IdentityRefusal, chain};
 
 /// How long a connection may sit idle in a pool before it is closed (Go's `http.Transport` default, which
 /// client-go keeps).
@@ -230,7 +231,7 @@ impl Pool {
     {
         let tls = self.tls.over(tcp, multiplexed);
         match reconnects {
-            Some(gate) => self.over(Reconnects { inner: tls, gate }, multiplexed),
+            Some(gate) => self.over(Reconnects::new(tls, gate), multiplexed),
             None => self.over(tls, multiplexed),
         }
     }
@@ -322,7 +323,7 @@ impl Service<Request<Body>> for Route {
             identity
                 .passage(IDENTITY_WAIT)
                 .await
-                .map_err(|why| BoxError::from(why.to_string()))?;
+                .map_err(|why| IdentityRefusal(why.to_string()))?;
             // The fast refusal, after authentication (which may have waited for a token) and the identity:
             // nothing is connected for a write that may not be sent. Its bytes are fenced again at the
             // socket.

@@ -16,6 +16,18 @@ use super::error::chain;
 #[error("{0}")]
 pub(crate) struct Fenced(pub(crate) &'static str);
 
+/// A write refused at its cluster's identity gate: the name reaches the same cluster as another, or another
+/// cluster than it did, or the cluster has not said which it is in time. Neither a transport failure nor
+/// the cluster's answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct IdentityRefusal(pub(crate) String);
+
+/// Why a write was refused for its cluster's identity, when `error` is (or was caused by) such a refusal.
+pub(crate) fn identity_refusal<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a str> {
+    causes(error).find_map(|e| e.downcast_ref::<IdentityRefusal>().map(|n| n.0.as_str()))
+}
+
 /// Every error in `error`'s chain, itself first. An `io::Error` wrapping another error (how tokio-rustls
 /// and hyper pass TLS and connect failures on) is followed into what it wraps, which its `source()` skips.
 fn causes<'a>(
@@ -131,7 +143,7 @@ pub(crate) fn is_transport(error: &kube::Error) -> bool {
         error,
         kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_)
     );
-    transport && fenced(error).is_none()
+    transport && fenced(error).is_none() && identity_refusal(error).is_none()
 }
 
 /// A watch failure as one word, for the `reason` label of `kubeplex_watch_restarts_total`: `expired` (410,

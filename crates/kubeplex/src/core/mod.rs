@@ -42,7 +42,8 @@ pub(crate) use deadline::deadline;
 pub use error::{Error, Result};
 pub(crate) use error::{chain, may_pass};
 pub(crate) use failure::{
-    Fenced, WatchPlace, cut, fenced, is_transport, transport, watch_failure, watch_failure_label,
+    Fenced, IdentityRefusal, WatchPlace, cut, fenced, identity_refusal, is_transport, transport,
+    watch_failure, watch_failure_label,
 };
 pub use grant::Grant;
 pub(crate) use grant::events_grant;

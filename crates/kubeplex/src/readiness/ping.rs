@@ -149,7 +149,15 @@ async fn ping(
 ) {
     // Spread over the first interval: a thousand contexts do not build clients and shake hands at once
     // (at startup, when the watches are listing, least of all). The watches report a dead server sooner.
-    tokio::time::sleep(first_delay(&context, interval)).await;
+    let first = tokio::time::sleep(first_delay(&context, interval));
+    tokio::pin!(first);
+    // Meanwhile, a cluster reached anew is asked at once: its writes wait for it.
+    while tokio::select! {
+        () = &mut first => false,
+        () = access.identity().asked_again() => true,
+    } {
+        Box::pin(identify_over_own(&context, &access, &readiness)).await;
+    }
     let mut last: Option<String> = None;
     loop {
         let began = tokio::time::Instant::now();

@@ -20,11 +20,13 @@ pub(crate) fn api(
 }
 
 /// An outcome for a failed request: unreachable when the server could not be reached, fenced when this
-/// replica's own fence refused the write, else failed. Its message says what failed and why; the key
+/// replica's own fence refused the write, else failed (the cluster's identity refusing it included). Its message says what failed and why; the key
 /// it is kept under names the cluster.
 pub(crate) fn failure(error: &kube::Error, what: &str) -> ClusterOutcome {
     let fenced = crate::core::fenced(error);
     let (state, why) = if let Some(refusal) = fenced {
+        (ClusterState::Failed, refusal.to_owned())
+    } else if let Some(refusal) = crate::core::identity_refusal(error) {
         (ClusterState::Failed, refusal.to_owned())
     } else if is_transport(error) {
         (ClusterState::Unreachable, transport(error))
