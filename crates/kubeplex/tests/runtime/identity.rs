@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::ResourceExt;
-use kube::api::{Api, ListParams, ObjectMeta};
+use kube::api::{Api, ListParams};
 use kubeplex::status::ClusterStatus;
 use kubeplex::{
     Action, Child, ClusterState, Context, ContextName, Controller, Cx, Manager, Plan, Reconcile,
@@ -19,7 +18,7 @@ use kubeplex::{
 use kubeplex_testenv::eventually;
 
 use crate::children::env;
-use crate::children::parent::{CLUSTER_A, CONTROL, Parent, ParentError, ParentSpec};
+use crate::children::parent::{CLUSTER_A, CONTROL, Parent, ParentError, ParentSpec, child};
 use crate::children::wait::{create_parent, wait_parent};
 use crate::support::{create_namespace, polling, stop, wait_exists, wait_started};
 
@@ -57,16 +56,8 @@ macro_rules! two_names {
             ) -> Result<Action, ParentError> {
                 for cluster in [CLUSTER_A, CLUSTER_B] {
                     for name in &parent.spec.children {
-                        let child = ConfigMap {
-                            metadata: ObjectMeta {
-                                name: Some(name.replace("{cluster}", cluster.name())),
-                                namespace: Some(KIDS.into()),
-                                ..ObjectMeta::default()
-                            },
-                            data: Some([("from".to_owned(), parent.name_any())].into()),
-                            ..ConfigMap::default()
-                        };
-                        cx.child(cluster, child)?;
+                        let name = name.replace("{cluster}", cluster.name());
+                        cx.child(cluster, child(&name, KIDS, &parent))?;
                     }
                 }
                 Ok(Action::await_change())

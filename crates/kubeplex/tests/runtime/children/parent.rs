@@ -101,18 +101,22 @@ pub async fn reconcile_parent(
         api.get("settings-that-do-not-exist").await?;
     }
     for name in &parent.spec.children {
-        let child = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some("kids".into()),
-                ..ObjectMeta::default()
-            },
-            data: Some([("from".to_owned(), parent.name_any())].into()),
-            ..ConfigMap::default()
-        };
-        cx.child(CLUSTER_A, child)?;
+        cx.child(CLUSTER_A, child(name, "kids", &parent))?;
     }
     Ok(Action::await_change())
+}
+
+/// The ConfigMap `namespace/name` a parent declares, saying which parent it is from.
+pub fn child(name: &str, namespace: &str, parent: &Parent) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("from".to_owned(), parent.name_any())].into()),
+        ..ConfigMap::default()
+    }
 }
 
 /// A controller of Parents in `$cluster`, namespace `$namespace`, with ConfigMap children in cluster-a.

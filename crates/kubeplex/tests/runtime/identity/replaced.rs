@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::CustomResourceExt;
-use kube::ResourceExt;
-use kube::api::{Api, ObjectMeta};
+use kube::api::Api;
 use kubeplex::{
     Action, Child, ClusterState, ContextName, Controller, Cx, Manager, Plan, Reconcile,
 };
 use kubeplex_testenv::{TestEnv, eventually};
 
-use crate::children::parent::{CLUSTER_A, CONTROL, Parent, ParentError, ParentSpec};
+use crate::children::parent::{
+    CLUSTER_A, CONTROL, Parent, ParentError, ParentSpec, reconcile_parent,
+};
 use crate::children::wait::{create_parent, wait_parent};
 use crate::support::audit;
 use crate::support::{create_namespace, polling, stop, wait_exists, wait_started};
@@ -44,19 +45,7 @@ impl Reconcile for Replaced {
         parent: Arc<Parent>,
         cx: &Cx<ContextName>,
     ) -> Result<Action, ParentError> {
-        for name in &parent.spec.children {
-            let child = ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some("kids".into()),
-                    ..ObjectMeta::default()
-                },
-                data: Some([("from".to_owned(), parent.name_any())].into()),
-                ..ConfigMap::default()
-            };
-            cx.child(CLUSTER_A, child)?;
-        }
-        Ok(Action::await_change())
+        reconcile_parent(parent, cx).await
     }
 }
 
