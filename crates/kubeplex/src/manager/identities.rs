@@ -22,6 +22,21 @@ pub(super) fn ask(pool: &ClientPool, primary: &[String], readiness: &Arc<Readine
             continue;
         };
         let (name, readiness) = (name.to_owned(), readiness.clone());
-        tokio::spawn(async move { crate::readiness::identify(&name, client, &readiness).await });
+        tokio::spawn(async move {
+            // A few times, a second apart, while it does not answer (a loaded server at startup); after
+            // that its pings ask it.
+            for attempt in 0..ASKS_AT_START {
+                if attempt > 0 {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+                crate::readiness::identify(&name, client.clone(), &readiness).await;
+                if !readiness.identities().is_held(&name) {
+                    break;
+                }
+            }
+        });
     }
 }
+
+/// How many times a context is asked at start before its pings take over.
+const ASKS_AT_START: usize = 3;

@@ -167,9 +167,10 @@ async fn ping(
         let problem = Box::pin(once(&access)).await;
         metrics.pinged(&context, problem.is_none(), began.elapsed());
         let identities = readiness.identities();
-        if problem.is_none() && (last.is_some() || identities.is_held(&context)) {
-            // Answering again (or never asked): a server back from an outage may be another cluster
-            // behind the same address, so its writes wait until it says which.
+        // Answering again: a server back from an outage may be another cluster behind the same address, so
+        // its writes wait until it says which. One whose writes wait for its identity is asked at every ping,
+        // whatever the ping met (a server that rejects the credentials answers the ask too).
+        if identities.is_held(&context) || (problem.is_none() && last.is_some()) {
             identities.hold(&context);
             Box::pin(identify_over_own(&context, &access, &readiness)).await;
         }
