@@ -221,30 +221,6 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     without_plugin_output(error, text)
 }
 
-/// Whether the failure `error` describes may pass by itself, with nothing in the configuration changed: an
-/// exec credential plugin that ran and failed (its token server down, a timeout of its own), printed no
-/// usable credential, or could not be started for a passing reason, or a token file that could not be read.
-/// A plugin that is not there, or a configuration kube cannot use, stays as it is until it is changed.
-pub(crate) fn may_pass(error: &(dyn std::error::Error + 'static)) -> bool {
-    use kube::client::AuthError;
-    use std::io::ErrorKind;
-    match auth_cause(error) {
-        Some(AuthError::AuthExecStart(io)) => {
-            !matches!(io.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied)
-        }
-        Some(
-            AuthError::AuthExecRun { .. }
-            | AuthError::AuthExecParse(_)
-            | AuthError::AuthExec(_)
-            | AuthError::ExecPluginFailed
-            | AuthError::MalformedTokenExpirationDate(_)
-            | AuthError::UnrefreshableTokenResponse
-            | AuthError::ReadTokenFile(..),
-        ) => true,
-        _ => false,
-    }
-}
-
 /// A kube client error in words: the API server's message and code for API errors, else the error's chain.
 pub(super) fn describe_kube(error: &kube::Error) -> String {
     match error {
@@ -286,7 +262,7 @@ fn without_plugin_output(error: &(dyn std::error::Error + 'static), text: String
 }
 
 /// The kube authentication error in `error`'s chain, if any.
-fn auth_cause<'e>(
+pub(super) fn auth_cause<'e>(
     error: &'e (dyn std::error::Error + 'static),
 ) -> Option<&'e kube::client::AuthError> {
     let mut current = Some(error);

@@ -46,6 +46,30 @@ pub(crate) fn fenced(error: &(dyn StdError + 'static)) -> Option<&'static str> {
     causes(error).find_map(|e| e.downcast_ref::<Fenced>().map(|f| f.0))
 }
 
+/// Whether the failure `error` describes may pass by itself, with nothing in the configuration changed: an
+/// exec credential plugin that ran and failed (its token server down, a timeout of its own), printed no
+/// usable credential, or could not be started for a passing reason, or a token file that could not be read.
+/// A plugin that is not there, or a configuration kube cannot use, stays as it is until it is changed.
+pub(crate) fn may_pass(error: &(dyn std::error::Error + 'static)) -> bool {
+    use kube::client::AuthError;
+    use std::io::ErrorKind;
+    match super::error::auth_cause(error) {
+        Some(AuthError::AuthExecStart(io)) => {
+            !matches!(io.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied)
+        }
+        Some(
+            AuthError::AuthExecRun { .. }
+            | AuthError::AuthExecParse(_)
+            | AuthError::AuthExec(_)
+            | AuthError::ExecPluginFailed
+            | AuthError::MalformedTokenExpirationDate(_)
+            | AuthError::UnrefreshableTokenResponse
+            | AuthError::ReadTokenFile(..),
+        ) => true,
+        _ => false,
+    }
+}
+
 /// Cuts `text` to at most `max` bytes, on a character boundary, ending it with `marker` when it was cut:
 /// a reason may carry a server's answer, and whoever reads it must not be handed an unbounded one.
 pub(crate) fn cut(text: &mut String, max: usize, marker: &str) {

@@ -39,11 +39,11 @@ pub use context::{Context, ContextName, ContextSet, UnknownContext};
 #[cfg(test)]
 pub(crate) use deadline::MAX_DELAY;
 pub(crate) use deadline::deadline;
+pub(crate) use error::chain;
 pub use error::{Error, Result};
-pub(crate) use error::{chain, may_pass};
 pub(crate) use failure::{
-    Fenced, IdentityRefusal, WatchPlace, cut, fenced, identity_refusal, is_transport, transport,
-    watch_failure, watch_failure_label,
+    Fenced, IdentityRefusal, WatchPlace, cut, fenced, identity_refusal, is_transport, may_pass,
+    transport, watch_failure, watch_failure_label,
 };
 pub use grant::Grant;
 pub(crate) use grant::events_grant;

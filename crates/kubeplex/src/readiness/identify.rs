@@ -20,9 +20,10 @@ pub(crate) async fn identify(name: &str, client: kube::Client, readiness: &Readi
 pub(crate) async fn ask_identity(client: kube::Client) -> Asked {
     let asking = crate::client::ask_identity(client);
     match tokio::time::timeout(ASK_TIMEOUT, asking).await {
-        Ok(Ok(uid)) if uid.is_empty() => {
-            Asked::Unknowable(format!("its Namespace {IDENTITY_NAMESPACE} has no UID"))
-        }
+        // The server writes it: shown in /readyz, logs and statuses only when it looks like a UID.
+        Ok(Ok(uid)) if !is_uid(&uid) => Asked::Unknowable(format!(
+            "its Namespace {IDENTITY_NAMESPACE} has no UID, or one that is not a UID"
+        )),
         Ok(Ok(uid)) => Asked::Known(uid),
         // A cluster that has just started may not have created it yet: asked again at the next ping.
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => Asked::NoAnswer(format!(
@@ -44,6 +45,31 @@ pub(super) async fn identify_over_own(context: &str, access: &Access, readiness:
         Ok(client) => identify(context, client, readiness).await,
         Err(error) => {
             tracing::debug!(cluster = %context, %error, "cannot build a client to ask which cluster this is");
+        }
+    }
+}
+
+/// Whether `uid` looks like an object's UID: 1 to 64 ASCII letters, digits and dashes.
+fn is_uid(uid: &str) -> bool {
+    (1..=64).contains(&uid.len()) && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_uid;
+
+    #[test]
+    fn only_what_looks_like_a_uid_is_taken_for_an_identity() {
+        assert!(is_uid("bda639d7-4a9b-47e1-ab1f-89a7f219b3e3"));
+        for hostile in [
+            "",
+            "a b",
+            "uid\nforged log line",
+            "<script>",
+            &"a".repeat(65),
+            "ünïcode",
+        ] {
+            assert!(!is_uid(hostile), "{hostile:?}");
         }
     }
 }
