@@ -42,8 +42,8 @@ mod watched;
 
 pub use builder::TestEnvBuilder;
 pub use control_plane::{
-    Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, HELM_VAR, Helm, KUBEBUILDER_ASSETS,
-    LEDGER_VAR, NO_PERMISSIONS_USER,
+    Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, ClusterInventory, HELM_VAR, Helm,
+    KUBEBUILDER_ASSETS, LEDGER_VAR, NO_PERMISSIONS_USER,
 };
 pub use deadline::{DEFAULT_TEST_DEADLINE, TEST_DEADLINE_VAR, arm_test_deadline};
 pub use env::{DEFAULT_START_TIMEOUT, TestEnv};

@@ -1,12 +1,14 @@
 //! `kubeplex-testenv`: start real local clusters from the command line, or just build their programs.
 
 use std::io::IsTerminal as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
-use kubeplex_testenv::{Binaries, Error, Helm, KUBEBUILDER_ASSETS, TestEnv, TestEnvBuilder};
+use kubeplex_testenv::{
+    Binaries, ClusterInventory, Error, Helm, KUBEBUILDER_ASSETS, TestEnv, TestEnvBuilder,
+};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Real local Kubernetes clusters: one upstream kube-apiserver with its own etcd per cluster.
@@ -22,7 +24,8 @@ enum Command {
     /// Start one real kube-apiserver (with its own etcd) per cluster, write a kubeconfig with one context
     /// per cluster, print a line starting with `ready`, and run until SIGINT or SIGTERM.
     Up(UpArgs),
-    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory.
+    /// Build (or locate) kube-apiserver, etcd and kube-controller-manager, and print their directory; with
+    /// --helm and --inventory, those too, each printed on a line of its own in that order.
     ///
     /// With KUBEBUILDER_ASSETS set, nothing is built: that directory must hold kube-apiserver and etcd, and
     /// may hold kube-controller-manager (clusters that ask for one fail to start without it).
@@ -35,6 +38,11 @@ struct BuildArgs {
     /// (KUBEPLEX_HELM names a ready one).
     #[arg(long)]
     helm: bool,
+    /// Also build (or locate) sig-multicluster's Cluster Inventory API, for tests of ClusterProfile
+    /// access: its secretreader and kubeconfig-secretreader credential plugins and its ClusterProfile CRD
+    /// (clusterprofiles-crd.yaml), and print their directory on the next line (after helm's, with --helm).
+    #[arg(long)]
+    inventory: bool,
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +135,13 @@ async fn build(args: BuildArgs) -> kubeplex_testenv::Result<()> {
             .await
             .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
         println!("{}", helm.display());
+    }
+    if args.inventory {
+        let inventory = tokio::task::spawn_blocking(ClusterInventory::locate_or_build)
+            .await
+            .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
+        let dir = inventory.secretreader().parent().unwrap_or(Path::new("."));
+        println!("{}", dir.display());
     }
     Ok(())
 }

@@ -19,6 +19,9 @@ const ASSETS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets");
 /// The Go module of the tools that test what runs on a cluster (helm), apart from the cluster's programs so
 /// that their Kubernetes libraries' versions are not unified with kube-apiserver's.
 pub(super) const TOOLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/tools");
+/// The Go module of sig-multicluster's Cluster Inventory API (its credential plugins and CRD), apart from the
+/// others for the same reason.
+pub(super) const INVENTORY_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/inventory");
 
 /// The programs' file names, in the cache and in `KUBEBUILDER_ASSETS`.
 pub(super) const KUBE_APISERVER: &str = "kube-apiserver";
@@ -37,7 +40,7 @@ pub(super) struct Program {
     pub(super) path: PathBuf,
     pub(super) package: &'static str,
     pub(super) ldflags: String,
-    /// The Go module's directory: [`ASSETS_DIR`] or [`TOOLS_DIR`].
+    /// The Go module's directory: [`ASSETS_DIR`], [`TOOLS_DIR`] or [`INVENTORY_DIR`].
     pub(super) module: &'static str,
 }
 
@@ -166,7 +169,7 @@ pub(super) fn build_program(program: &Program, mut progress: Progress) -> Result
 }
 
 /// The go command, in the Go module `module`, with the settings every build uses.
-fn go(module: &str) -> Command {
+pub(super) fn go(module: &str) -> Command {
     let mut command = Command::new("go");
     command
         .current_dir(module)

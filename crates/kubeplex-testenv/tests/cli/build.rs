@@ -1,15 +1,17 @@
-//! `build`: what a first build says, waiting for another build, and `KUBEBUILDER_ASSETS`.
+//! `build`: what a first build says (with helm and the Cluster Inventory API too), waiting for another
+//! build, and `KUBEBUILDER_ASSETS`.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Command;
 
-use kubeplex_testenv::{Binaries, HELM_VAR, Helm, Watched, output_within};
+use kubeplex_testenv::{Binaries, ClusterInventory, HELM_VAR, Helm, Watched, output_within};
 
 use super::{BUILD, CLI, WAIT};
 
 /// A directory with a stand-in `go`: `list` names three packages to compile, `build -v` "compiles" them
-/// and writes its `-o` file.
+/// and writes its `-o` file, `mod download -json` names the directory itself as the module's, with a
+/// stand-in ClusterProfile CRD.
 fn fake_go() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let go = dir.path().join("go");
@@ -22,14 +24,20 @@ build)
   while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
   for p in a b c; do echo "example.com/$p" >&2; done
   printf '#!/bin/sh\n' > "$out" ;;
+mod) printf '{"Dir": "%s"}\n' "$(dirname "$0")" ;;
 *) exit 1 ;;
 esac
 "#,
     )
     .unwrap();
     std::fs::set_permissions(&go, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let crds = dir.path().join("config/crd/bases");
+    std::fs::create_dir_all(&crds).unwrap();
+    std::fs::write(crds.join(UPSTREAM_CRD), "kind: CustomResourceDefinition\n").unwrap();
     dir
 }
+
+const UPSTREAM_CRD: &str = "multicluster.x-k8s.io_clusterprofiles.yaml";
 
 fn build_with(go: &Path, cache: &Path) -> Command {
     let path = format!("{}:{}", go.display(), std::env::var("PATH").unwrap());
@@ -111,6 +119,51 @@ fn build_with_helm_builds_it_into_the_cache_and_prints_its_path() {
     assert!(helm.is_file());
 
     // The second run finds it: nothing is built, nothing is said.
+    let again = output_within(&mut command, WAIT);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+}
+
+#[test]
+fn build_with_inventory_builds_the_plugins_and_copies_the_crd_into_the_cache() {
+    let go = fake_go();
+    let cache = tempfile::tempdir().unwrap();
+    let mut command = build_with(go.path(), cache.path());
+    command.arg("--inventory");
+    let output = output_within(&mut command, WAIT);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for expected in [
+        format!(
+            "first run: building the Cluster Inventory API {} (secretreader, kubeconfig-secretreader \
+             and the ClusterProfile CRD) from Go modules",
+            ClusterInventory::version()
+        ),
+        "[1/2] secretreader: built in".into(),
+        "[2/2] kubeconfig-secretreader: built in".into(),
+        "built the Cluster Inventory API in".into(),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "expected {expected:?} in\n{stderr}"
+        );
+    }
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let dir = cache
+        .path()
+        .join(format!("cluster-inventory-{}", ClusterInventory::version()));
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[1], dir.display().to_string());
+    for plugin in ["secretreader", "kubeconfig-secretreader"] {
+        assert!(dir.join(plugin).is_file(), "{plugin}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("clusterprofiles-crd.yaml")).unwrap(),
+        "kind: CustomResourceDefinition\n"
+    );
+
+    // The second run finds them: nothing is built, nothing is said.
     let again = output_within(&mut command, WAIT);
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stderr), "");

@@ -18,6 +18,6 @@ pub(crate) use member_set::{MemberChange, MemberSet};
 pub(crate) use provider::{Command, FixedClients};
 pub use provider::{LeavePolicy, MemberProvider, MemberSink, Members};
 pub use providers::{
-    AccessProviders, AccessProvidersError, ClusterProfiles, KubeconfigFile, KubeconfigSecrets,
-    MEMBER_FINALIZER, MEMBER_NAME_LABEL,
+    AccessProviders, AccessProvidersError, ClusterProfiles, JoinCondition, KubeconfigFile,
+    KubeconfigSecrets, MEMBER_FINALIZER, MEMBER_NAME_LABEL,
 };

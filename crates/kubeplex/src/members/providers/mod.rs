@@ -8,7 +8,7 @@ mod kubeconfig;
 mod secret_finalizer;
 mod secrets;
 
-pub use cluster_profiles::{AccessProviders, AccessProvidersError, ClusterProfiles};
+pub use cluster_profiles::{AccessProviders, AccessProvidersError, ClusterProfiles, JoinCondition};
 pub use file::KubeconfigFile;
 pub use secret_finalizer::MEMBER_FINALIZER;
 pub use secrets::{KubeconfigSecrets, MEMBER_NAME_LABEL};

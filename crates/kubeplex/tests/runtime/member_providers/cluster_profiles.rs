@@ -1,19 +1,23 @@
 //! Members from ClusterProfiles on real clusters: cluster-c published as a ClusterProfile in the control
-//! cluster, reached through an exec plugin named by an access-providers file. The plugin reads the token
-//! from the file the profile's `client.authentication.k8s.io/exec` extension names, as kube hands it the
-//! cluster (`provideClusterInfo`), so a join proves the extension reaches the plugin.
+//! cluster, whose CRD is the Cluster Inventory API's own file (v1alpha1, the storage version) with v1alpha2
+//! served beside it, so kubeplex reads v1alpha2. The members are reached through the Cluster Inventory API's
+//! own exec plugins (`secretreader`, `kubeconfig-secretreader`, built from its Go module), named by an
+//! access-providers file; they read the Secret the profile's `client.authentication.k8s.io/exec` extension
+//! names, as kube hands them the cluster (`provideClusterInfo`), so a join proves the extension reaches
+//! the plugin.
 
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use kubeplex::prelude::*;
 use kubeplex::{Running, members::AccessProviders, members::ClusterProfiles, members::LeavePolicy};
-use kubeplex_testenv::TestEnv;
+use kubeplex_testenv::{ClusterInventory, TestEnv};
 use serde_json::{Value, json};
 
-use super::accounts::{MEMBER, account_token, admin_kubeconfig, revoke};
+use super::accounts::{MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig};
 use super::{start, write};
 use crate::spread::{
     Spread, create_spread, has_child, set_value, spreader, wait_child, wait_child_value, wait_until,
@@ -23,66 +27,90 @@ use crate::support::{Fleet, probe, reasons, wait_context_status};
 
 spreader!(ProfilesJoin, "spread-profiles");
 spreader!(ProfilesReported, "spread-profiles-reported");
+spreader!(ProfilesOneMember, "spread-profiles-member");
 
 /// What the failing plugin prints before it fails: never to be seen in a log or a probe.
 const PLUGIN_OUTPUT: &str = "plugin-output-with-a-s3cr3t";
 
-/// The ClusterProfile resource.
-fn resource() -> kube::core::ApiResource {
-    let gvk =
-        kube::core::GroupVersionKind::gvk("multicluster.x-k8s.io", "v1alpha1", "ClusterProfile");
+/// The ClusterProfile resource in `version`.
+fn resource(version: &str) -> kube::core::ApiResource {
+    let gvk = kube::core::GroupVersionKind::gvk("multicluster.x-k8s.io", version, "ClusterProfile");
     kube::core::ApiResource::from_gvk_with_plural(&gvk, "clusterprofiles")
 }
 
-/// The ClusterProfile CRD, written from the Cluster Inventory API's documented fields.
-pub fn crd()
--> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
-    serde_json::from_str(include_str!("clusterprofile-crd.json")).unwrap()
+/// The ClusterProfile CRD: the Cluster Inventory API's file (v1alpha1 only so far) with the v1alpha2
+/// version written from its Go types served beside it.
+pub fn crd() -> CustomResourceDefinition {
+    let inventory = ClusterInventory::locate_or_build().unwrap();
+    let upstream = std::fs::read_to_string(inventory.crd_yaml()).unwrap();
+    let mut crd: CustomResourceDefinition = serde_saphyr::from_str(&upstream).unwrap();
+    let v1alpha2 = serde_saphyr::from_str(include_str!("clusterprofile-v1alpha2.yaml")).unwrap();
+    crd.spec.versions.push(v1alpha2);
+    crd
 }
 
-/// The plugins in `dir` and the access-providers file naming them: `secretreader` prints an
-/// ExecCredential with the token in the file that `spec.cluster.config.tokenFile` names; `broken` prints
+/// The access-providers file in `dir` naming the Cluster Inventory API's plugins, which read their Secrets
+/// from `namespace` of the control cluster (their KUBECONFIG's current namespace), and `broken`, which prints
 /// [`PLUGIN_OUTPUT`] and fails with exit status 3.
-fn access_providers(dir: &Path) -> AccessProviders {
+fn access_providers(env: &TestEnv, dir: &Path, namespace: &str) -> AccessProviders {
     use std::os::unix::fs::PermissionsExt as _;
-    let plugin = |name: &str, script: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path.to_string_lossy().into_owned()
-    };
-    let reader = plugin(
-        "secretreader",
-        "file=$(printf '%s' \"$KUBERNETES_EXEC_INFO\" | sed -n 's/.*\"tokenFile\":\"\\([^\"]*\\)\".*/\\1/p')\n\
-         [ -n \"$file\" ] || { echo 'no tokenFile in spec.cluster.config' >&2; exit 2; }\n\
-         printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\
-         \"status\":{\"token\":\"%s\"}}' \"$(cat \"$file\")\"",
-    );
-    let broken = plugin(
-        "broken",
-        &format!("echo {PLUGIN_OUTPUT}\necho {PLUGIN_OUTPUT} >&2\nexit 3"),
-    );
-    let exec = |command: String| {
+    let inventory = ClusterInventory::locate_or_build().unwrap();
+    let mut control = env.kubeconfig().clone();
+    control.contexts.retain(|c| c.name == "control");
+    control.contexts[0].context.as_mut().unwrap().namespace = Some(namespace.to_owned());
+    control.current_context = Some("control".into());
+    let kubeconfig = dir.join("control-kubeconfig");
+    write(&kubeconfig, &text(&control));
+    let broken = dir.join("broken");
+    let script = format!("#!/bin/sh\necho {PLUGIN_OUTPUT}\necho {PLUGIN_OUTPUT} >&2\nexit 3\n");
+    std::fs::write(&broken, script).unwrap();
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exec = |command: &Path| {
         json!({ "apiVersion": "client.authentication.k8s.io/v1", "command": command,
-            "provideClusterInfo": true })
+            "provideClusterInfo": true,
+            "env": [{ "name": "KUBECONFIG", "value": kubeconfig.to_string_lossy() }] })
     };
     let file = json!({ "providers": [
-        { "name": "secretreader", "execConfig": exec(reader) },
-        { "name": "broken", "execConfig": exec(broken) },
+        { "name": "secretreader", "execConfig": exec(inventory.secretreader()) },
+        { "name": "kubeconfig-secretreader", "execConfig": exec(inventory.kubeconfig_secretreader()) },
+        { "name": "broken", "execConfig": exec(&broken) },
     ]});
     let path = dir.join("access-providers.json");
     std::fs::write(&path, file.to_string()).unwrap();
     AccessProviders::from_file(&path).unwrap()
 }
 
-/// An access provider `name` reaching cluster-c, its exec extension naming `token_file`.
-fn offer(env: &TestEnv, name: &str, token_file: &Path) -> Value {
+/// An access provider `name` reaching cluster-c, its exec extension `config`.
+fn offer(env: &TestEnv, name: &str, config: Value) -> Value {
     let kubeconfig = admin_kubeconfig(env);
     let mut cluster =
         serde_json::to_value(kubeconfig.clusters[0].cluster.clone().unwrap()).unwrap();
-    cluster["extensions"] = json!([{ "name": "client.authentication.k8s.io/exec",
-        "extension": { "tokenFile": token_file.to_string_lossy() } }]);
+    cluster["extensions"] =
+        json!([{ "name": "client.authentication.k8s.io/exec", "extension": config }]);
     json!({ "name": name, "cluster": cluster })
+}
+
+/// `secretreader`'s extension: the token in Secret `secret` of the profiles' namespace.
+fn token_secret(secret: &str) -> Value {
+    json!({ "clusterName": secret })
+}
+
+/// Writes `token` to Secret `name` of `api`'s namespace in the control cluster, as `secretreader` reads it.
+async fn put_token(env: &TestEnv, api: &Api<DynamicObject>, name: &str, token: &str) {
+    put_secret(env, api, name, "token", token).await;
+}
+
+/// Writes `value` under `key` of Secret `name` of `api`'s namespace in the control cluster.
+async fn put_secret(env: &TestEnv, api: &Api<DynamicObject>, name: &str, key: &str, value: &str) {
+    let client = env.client("control").await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(client, api.namespace().unwrap());
+    let secret = json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": name },
+        "stringData": { key: value } });
+    let params = PatchParams::apply("profiles-test").force();
+    secrets
+        .patch(name, &params, &Patch::Apply(secret))
+        .await
+        .unwrap();
 }
 
 /// A `ControlPlaneHealthy` condition with `status`.
@@ -91,19 +119,22 @@ fn healthy(status: &str) -> Value {
         "message": "as the cluster manager saw it", "lastTransitionTime": "2026-01-01T00:00:00Z" }])
 }
 
-/// The ClusterProfiles of a fresh namespace of `control`.
-async fn profiles(env: &TestEnv) -> Api<DynamicObject> {
+/// The ClusterProfiles of a fresh namespace of `control`, written in `version`.
+async fn profiles(env: &TestEnv, version: &str) -> Api<DynamicObject> {
     let namespace = env
         .create_namespace(&["control"], "profiles")
         .await
         .unwrap();
     let client = env.client("control").await.unwrap();
-    Api::namespaced_with(client, &namespace, &resource())
+    Api::namespaced_with(client, &namespace, &resource(version))
 }
 
-/// Creates ClusterProfile `name` with `status`.
-async fn create_profile(api: &Api<DynamicObject>, name: &str, status: Value) {
-    let mut profile = DynamicObject::new(name, &resource());
+/// Creates ClusterProfile `name` with `labels` and `status`.
+async fn create_profile(api: &Api<DynamicObject>, name: &str, labels: Value, status: Value) {
+    // `/apis/<group>/<version>/namespaces/…`
+    let version = api.resource_url().split('/').nth(3).unwrap();
+    let mut profile = DynamicObject::new(name, &resource(version));
+    profile.metadata.labels = serde_json::from_value(labels).unwrap();
     profile.data = json!({ "spec": { "clusterManager": { "name": "test" } } });
     api.create(&PostParams::default(), &profile).await.unwrap();
     set_status(api, name, status).await;
@@ -147,12 +178,12 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     let accounts = env.create_namespace(&[MEMBER], "profile").await.unwrap();
     let first = account_token(env, &accounts, "profile-1").await;
     let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    write(&token, &first);
-    let api = profiles(env).await;
+    let api = profiles(env, "v1alpha2").await;
+    put_token(env, &api, "cluster-c-token", &first).await;
     let namespace = api.namespace().unwrap_or_default().to_owned();
     let member = format!("{namespace}-cluster-c");
-    let provider = ClusterProfiles::new(Fleet::Control, &namespace, access_providers(dir.path()));
+    let access = access_providers(env, dir.path(), &namespace);
+    let provider = ClusterProfiles::new(Fleet::Control, &namespace, access);
     let running = start(env, ProfilesJoin, provider, LeavePolicy::Delete).await;
     create_spread(env, "spread-profiles", "web").await;
     let child = "web-profiles-join";
@@ -161,9 +192,9 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     // Published with its control plane not healthy yet: reported, not joined.
     let status = |health: &str| {
         json!({ "conditions": healthy(health),
-        "accessProviders": [offer(env, "secretreader", &token)] })
+        "accessProviders": [offer(env, "secretreader", token_secret("cluster-c-token"))] })
     };
-    create_profile(&api, "cluster-c", status("False")).await;
+    create_profile(&api, "cluster-c", json!({}), status("False")).await;
     status_saying(
         &running,
         &member,
@@ -196,10 +227,10 @@ async fn a_cluster_profile_joins_when_healthy_recovers_a_revoked_token_and_leave
     set_status(&api, "cluster-c", status("True")).await;
     status_of(&running, &member, "ready").await;
 
-    // The token revoked and a new one handed out by the plugin: writes go through again, no restart.
+    // The token revoked and a new one in the Secret the plugin reads: writes go through again, no restart.
     revoke(env, &accounts, "profile-1", &first).await;
     let second = account_token(env, &accounts, "profile-2").await;
-    write(&token, &second);
+    put_token(env, &api, "cluster-c-token", &second).await;
     set_value(env, "spread-profiles", "web", "v2").await;
     wait_child_value(env, MEMBER, child, "v2").await;
     status_of(&running, &member, "ready").await;
@@ -229,21 +260,22 @@ async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_an
     let env = super::env().await;
     let accounts = env.create_namespace(&[MEMBER], "reported").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    write(&token, &account_token(env, &accounts, "reported").await);
-    let api = profiles(env).await;
+    let api = profiles(env, "v1alpha2").await;
+    let token = account_token(env, &accounts, "reported").await;
+    put_token(env, &api, "cluster-c-token", &token).await;
     let namespace = api.namespace().unwrap_or_default().to_owned();
-    let provider = ClusterProfiles::new(Fleet::Control, &namespace, access_providers(dir.path()));
+    let access = access_providers(env, dir.path(), &namespace);
+    let provider = ClusterProfiles::new(Fleet::Control, &namespace, access);
     let running = start(env, ProfilesReported, provider, LeavePolicy::Orphan).await;
     create_spread(env, "spread-profiles-reported", "web").await;
 
     let offered = |name: &str| {
         json!({ "conditions": healthy("True"),
-        "accessProviders": [offer(env, name, &token)] })
+        "accessProviders": [offer(env, name, token_secret("cluster-c-token"))] })
     };
-    create_profile(&api, "unknown", offered("theirs")).await;
-    create_profile(&api, "failing", offered("broken")).await;
-    create_profile(&api, "good", offered("secretreader")).await;
+    create_profile(&api, "unknown", json!({}), offered("theirs")).await;
+    create_profile(&api, "failing", json!({}), offered("broken")).await;
+    create_profile(&api, "good", json!({}), offered("secretreader")).await;
     let expected = format!(
         "ClusterProfile {namespace}/unknown: offers access providers theirs, none of them known"
     );
@@ -266,4 +298,89 @@ async fn profiles_offering_no_known_provider_or_a_failing_plugin_are_reported_an
         "the failure was not logged"
     );
     assert!(!logged.contains(PLUGIN_OUTPUT), "{logged}");
+}
+
+#[tokio::test]
+async fn profiles_of_one_inventory_member_join_it_once_through_either_upstream_plugin() {
+    let env = super::env().await;
+    let accounts = env.create_namespace(&[MEMBER], "one-member").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let api = profiles(env, "v1alpha2").await;
+    let namespace = api.namespace().unwrap_or_default().to_owned();
+    // `secretreader`'s token, and a kubeconfig with another token for `kubeconfig-secretreader`.
+    let read = account_token(env, &accounts, "secretreader").await;
+    put_token(env, &api, "cluster-c-token", &read).await;
+    let kubeconfig = account_token(env, &accounts, "kubeconfig").await;
+    let kubeconfig_text = text(&token_kubeconfig(env, &kubeconfig));
+    put_secret(env, &api, "cluster-c-kubeconfig", "value", &kubeconfig_text).await;
+    let access = access_providers(env, dir.path(), &namespace);
+    let provider = ClusterProfiles::new(Fleet::Control, &namespace, access);
+    let running = start(env, ProfilesOneMember, provider, LeavePolicy::Delete).await;
+    create_spread(env, "spread-profiles-member", "web").await;
+    let child = "web-profiles-one-member";
+
+    // One cluster published by two cluster managers, each offering its own way in.
+    let member_id = json!({ "multicluster.x-k8s.io/inventory-member-id": "cluster-c" });
+    let kubeconfig_secret = json!({ "name": "cluster-c-kubeconfig", "key": "value" });
+    let ocm = json!({ "conditions": healthy("True"),
+        "accessProviders": [offer(env, "kubeconfig-secretreader", kubeconfig_secret)] });
+    let fleet = json!({ "conditions": healthy("True"),
+        "accessProviders": [offer(env, "secretreader", token_secret("cluster-c-token"))] });
+    create_profile(&api, "ocm-cluster-c", member_id.clone(), ocm).await;
+    create_profile(&api, "fleet-cluster-c", member_id, fleet).await;
+    // A profile written in v1alpha1 offering access only as `credentialProviders`, which v1alpha2 lacks.
+    let legacy = json!({ "conditions": healthy("True"),
+        "credentialProviders": [offer(env, "secretreader", token_secret("cluster-c-token"))] });
+    let v1alpha1 =
+        Api::namespaced_with(api.clone().into_client(), &namespace, &resource("v1alpha1"));
+    create_profile(&v1alpha1, "legacy", json!({}), legacy).await;
+
+    let member = format!("{namespace}-cluster-c");
+    status_of(&running, &member, "ready").await;
+    wait_child(env, MEMBER, child, true).await;
+    let legacy = format!("{namespace}-legacy");
+    status_saying(&running, &legacy, "failing", "offers no access provider").await;
+    let members = |running: &Running| -> Vec<String> {
+        let clusters = running.readiness().clusters;
+        clusters
+            .into_keys()
+            .filter(|c| c.starts_with(&namespace))
+            .collect()
+    };
+    assert_eq!(members(&running), [member.clone(), legacy.clone()]);
+
+    // The profile it joined through (the first by name, `secretreader`'s) deleted and its token revoked:
+    // it carries on through `kubeconfig-secretreader`'s.
+    api.delete("fleet-cluster-c", &DeleteParams::default())
+        .await
+        .unwrap();
+    revoke(env, &accounts, "secretreader", &read).await;
+    set_value(env, "spread-profiles-member", "web", "v2").await;
+    wait_child_value(env, MEMBER, child, "v2").await;
+    status_of(&running, &member, "ready").await;
+
+    // The last of its profiles deleted: it leaves under `delete`.
+    api.delete("ocm-cluster-c", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_child(env, MEMBER, child, false).await;
+
+    // Read in v1alpha2 throughout: no request of the operator's for the profiles used v1alpha1.
+    let uris: Vec<String> = crate::support::audit::requests(env, "control")
+        .into_iter()
+        .filter(|r| r.agent.starts_with("kubeplex/"))
+        .map(|r| r.uri)
+        .filter(|uri| uri.contains(&format!("/namespaces/{namespace}/clusterprofiles")))
+        .collect();
+    let v1alpha2 =
+        format!("/apis/multicluster.x-k8s.io/v1alpha2/namespaces/{namespace}/clusterprofiles");
+    assert!(
+        !uris.is_empty(),
+        "no request for the profiles by the operator"
+    );
+    assert!(
+        uris.iter().all(|uri| uri.starts_with(&v1alpha2)),
+        "{uris:#?}"
+    );
+    crate::support::stop(running).await;
 }

@@ -1,19 +1,81 @@
-//! What kubeplex reads of a ClusterProfile (`multicluster.x-k8s.io/v1alpha1`): its `ControlPlaneHealthy`
-//! condition and the access providers its status offers.
+//! What kubeplex reads of a ClusterProfile: the version it reads it in, the member it belongs to, the
+//! conditions its join waits for and the access providers its status offers.
 
 use std::collections::BTreeMap;
 
+use kube::ResourceExt;
 use kube::config::Cluster;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde::Deserialize;
 
-/// The condition a profile joins on.
-pub(super) const CONTROL_PLANE_HEALTHY: &str = "ControlPlaneHealthy";
+use super::conditions::{Condition, JoinConditions};
 
-/// The ClusterProfile resource.
-pub(super) fn resource() -> ApiResource {
-    let gvk = GroupVersionKind::gvk("multicluster.x-k8s.io", "v1alpha1", "ClusterProfile");
+/// The Cluster Inventory API's group.
+pub(super) const GROUP: &str = "multicluster.x-k8s.io";
+/// The label that gives profiles of one member cluster (from several cluster managers) one value.
+pub(super) const MEMBER_ID_LABEL: &str = "multicluster.x-k8s.io/inventory-member-id";
+
+/// A ClusterProfile version kubeplex reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Version {
+    /// Offers access in `accessProviders` and the deprecated `credentialProviders`.
+    V1alpha1,
+    /// Offers access in `accessProviders` only.
+    V1alpha2,
+}
+
+impl Version {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::V1alpha1 => "v1alpha1",
+            Self::V1alpha2 => "v1alpha2",
+        }
+    }
+
+    /// The newest of the `served` versions kubeplex reads.
+    pub(super) fn newest_of<'a>(served: impl IntoIterator<Item = &'a str>) -> Option<Self> {
+        let read = |version: &str| match version {
+            "v1alpha1" => Some(Self::V1alpha1),
+            "v1alpha2" => Some(Self::V1alpha2),
+            _ => None,
+        };
+        served.into_iter().filter_map(read).max()
+    }
+}
+
+/// The ClusterProfile resource in `version`.
+pub(super) fn resource(version: Version) -> ApiResource {
+    let gvk = GroupVersionKind::gvk(GROUP, version.as_str(), "ClusterProfile");
     ApiResource::from_gvk_with_plural(&gvk, "clusterprofiles")
+}
+
+/// Which member a profile gives: the one of its `inventory-member-id` label, or its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum MemberKey {
+    /// Every profile with this label value is one member.
+    Id(String),
+    /// The profile, alone, is one member.
+    Profile(String),
+}
+
+impl MemberKey {
+    pub(super) fn of(object: &DynamicObject) -> Self {
+        match object
+            .labels()
+            .get(MEMBER_ID_LABEL)
+            .filter(|id| !id.is_empty())
+        {
+            Some(id) => Self::Id(id.clone()),
+            None => Self::Profile(object.name_any()),
+        }
+    }
+
+    /// What the member is named after.
+    pub(super) fn value(&self) -> &str {
+        match self {
+            Self::Id(value) | Self::Profile(value) => value,
+        }
+    }
 }
 
 /// The part of a ClusterProfile's status kubeplex reads.
@@ -24,20 +86,9 @@ struct Status {
     conditions: Vec<Condition>,
     #[serde(default)]
     access_providers: Vec<Offer>,
-    /// Deprecated in the API for `accessProviders`, still read.
+    /// v1alpha1 only: deprecated there for `accessProviders`, gone from v1alpha2.
     #[serde(default)]
     credential_providers: Vec<Offer>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Condition {
-    #[serde(rename = "type")]
-    type_: String,
-    status: String,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,41 +116,31 @@ impl Offered {
 /// A ClusterProfile as kubeplex reads it.
 #[derive(Debug)]
 pub(super) struct Profile {
-    /// `None` when its control plane is healthy; else why the profile is not (to report).
+    /// `None` when its conditions let it join; else why they do not (to report).
     pub(super) unhealthy: Option<String>,
     pub(super) offered: Offered,
 }
 
 impl Profile {
-    /// Reads `object`'s status; a status kubeplex cannot read is a reason, without its text.
-    pub(super) fn of(object: &DynamicObject) -> Result<Self, String> {
+    /// Reads `object`, served in `version`, with `conditions`; a status kubeplex cannot read is a reason,
+    /// without its text.
+    pub(super) fn of(
+        object: &DynamicObject,
+        version: Version,
+        conditions: &JoinConditions,
+    ) -> Result<Self, String> {
         let status = match object.data.get("status") {
             None | Some(serde_json::Value::Null) => Status::default(),
             Some(value) => Status::deserialize(value)
                 .map_err(|_| "its status is not a ClusterProfile's status".to_owned())?,
         };
-        let healthy = status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == CONTROL_PLANE_HEALTHY);
-        let unhealthy = match healthy {
-            Some(c) if c.status == "True" => None,
-            Some(c) => {
-                let mut reason = format!("its {CONTROL_PLANE_HEALTHY} condition is {}", c.status);
-                if let Some(why) = c.reason.as_deref().filter(|r| !r.is_empty()) {
-                    reason += &format!(" ({why}");
-                    if let Some(message) = c.message.as_deref().filter(|m| !m.is_empty()) {
-                        reason += &format!(": {message}");
-                    }
-                    reason += ")";
-                }
-                Some(reason)
-            }
-            None => Some(format!("it has no {CONTROL_PLANE_HEALTHY} condition yet")),
-        };
+        let unhealthy = conditions.unmet(&status.conditions);
         let mut offered = BTreeMap::new();
-        let offers = status.credential_providers.into_iter();
-        for offer in offers.chain(status.access_providers) {
+        let deprecated = match version {
+            Version::V1alpha1 => status.credential_providers,
+            Version::V1alpha2 => Vec::new(),
+        };
+        for offer in deprecated.into_iter().chain(status.access_providers) {
             offered.insert(offer.name, offer.cluster);
         }
         Ok(Self {

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::core::ContextName;
 use crate::members::provider::{Command, FixedClients, LeavePolicy};
 
 /// What the manager receives.
@@ -26,8 +25,8 @@ fn profiles() -> (Profiles, mpsc::Receiver<Command>) {
         r#"{"providers": [{"name": "reader", "execConfig": {"command": "/bin/reader"}}]}"#,
     )
     .unwrap();
-    let provider = ClusterProfiles::new(ContextName::new("control"), "fleet", access);
-    (Profiles::new(provider, sink), received)
+    let read = ("fleet".to_owned(), access, JoinConditions::default());
+    (Profiles::new(read, sink, Version::V1alpha2), received)
 }
 
 /// Everything sent so far.
@@ -130,6 +129,63 @@ async fn a_cluster_profile_joins_when_healthy_stays_when_unhealthy_and_leaves_wh
     let expected = [
         Seen::Join("fleet-c".into(), one.into()),
         Seen::Leave("fleet-c".into()),
+    ];
+    assert_eq!(seen(&mut received), expected);
+}
+
+/// `profile` with the inventory member id `id`.
+fn of_member(mut object: DynamicObject, id: &str) -> DynamicObject {
+    object
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert(profile::MEMBER_ID_LABEL.to_owned(), id.to_owned());
+    object
+}
+
+#[tokio::test]
+async fn profiles_of_one_inventory_member_join_it_once_and_it_leaves_with_the_last() {
+    let (mut state, mut received) = profiles();
+    let (one, two) = ("https://one.example/", "https://two.example/");
+    let ocm = |healthy| of_member(profile("ocm-c", healthy, one, "eu"), "c");
+    let fleet = |healthy| of_member(profile("fleet-c", healthy, two, "eu"), "c");
+    state.event(Event::Init).await;
+    state.event(Event::InitApply(ocm("True"))).await;
+    state.event(Event::InitApply(fleet("True"))).await;
+    state.event(Event::InitDone).await;
+    // One member, named after the id, joined once through the first profile.
+    let joined_one = Seen::Join("fleet-c".into(), one.into());
+    assert_eq!(seen(&mut received), [joined_one, Seen::Listed]);
+
+    // The profile it joined with turns unhealthy: it carries on through the other.
+    state.event(Event::Apply(ocm("False"))).await;
+    let joined_two = Seen::Join("fleet-c".into(), two.into());
+    assert_eq!(seen(&mut received), [joined_two]);
+    // Healthy again: it stays with the one it joined with.
+    state.event(Event::Apply(ocm("True"))).await;
+    assert_eq!(seen(&mut received), []);
+
+    // A profile of its name without the label is another member's name: ignored until the member leaves.
+    let alone = profile("c", "True", one, "eu");
+    state.event(Event::Apply(alone.clone())).await;
+    assert_eq!(seen(&mut received), []);
+
+    // One profile gone: still a member; the last gone: it leaves, and the ignored profile takes the name.
+    state.event(Event::Delete(fleet("True"))).await;
+    let joined_one = Seen::Join("fleet-c".into(), one.into());
+    assert_eq!(seen(&mut received), [joined_one]);
+    state.event(Event::Delete(ocm("True"))).await;
+    let expected = [
+        Seen::Leave("fleet-c".into()),
+        Seen::Join("fleet-c".into(), one.into()),
+    ];
+    assert_eq!(seen(&mut received), expected);
+
+    // A profile whose label changes leaves the member it gave and gives another.
+    state.event(Event::Apply(of_member(alone, "d"))).await;
+    let expected = [
+        Seen::Leave("fleet-c".into()),
+        Seen::Join("fleet-d".into(), one.into()),
     ];
     assert_eq!(seen(&mut received), expected);
 }

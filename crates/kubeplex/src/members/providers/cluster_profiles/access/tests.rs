@@ -1,7 +1,8 @@
 use kube::core::DynamicObject;
 use serde_json::json;
 
-use super::super::profile::Profile;
+use super::super::conditions::JoinConditions;
+use super::super::profile::{Profile, Version};
 use super::*;
 
 const TOKEN: &str = "s3cr3t-in-an-env-var";
@@ -22,12 +23,16 @@ fn file(policies: serde_json::Value) -> AccessProviders {
 }
 
 fn profile(status: serde_json::Value) -> Profile {
+    profile_in(Version::V1alpha1, status)
+}
+
+fn profile_in(version: Version, status: serde_json::Value) -> Profile {
     let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+        "apiVersion": format!("multicluster.x-k8s.io/{}", version.as_str()), "kind": "ClusterProfile",
         "metadata": { "name": "c", "namespace": "fleet" }, "status": status,
     }))
     .unwrap();
-    Profile::of(&object).unwrap()
+    Profile::of(&object, version, &JoinConditions::default()).unwrap()
 }
 
 fn offer(name: &str, server: &str) -> serde_json::Value {
@@ -93,10 +98,14 @@ fn cluster_profile_access_providers_win_over_credential_providers_by_name() {
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     assert_eq!(cluster.server.as_deref(), Some("https://new"));
     // Only a deprecated offer: it is used.
-    let old = profile(json!({ "credentialProviders": [offer("other", "https://other")] }));
-    let kubeconfig = access.kubeconfig("m", &old.offered, &strict()).unwrap();
+    let old = json!({ "credentialProviders": [offer("other", "https://other")] });
+    let read = profile(old.clone());
+    let kubeconfig = access.kubeconfig("m", &read.offered, &strict()).unwrap();
     let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
     assert_eq!(cluster.server.as_deref(), Some("https://other"));
+    // v1alpha2 has no `credentialProviders`: a stray one is not read.
+    let read = profile_in(Version::V1alpha2, old);
+    assert_eq!(read.offered.names(), Vec::<&str>::new());
 }
 
 #[test]
