@@ -59,6 +59,10 @@ pub struct ClusterStatus {
     /// How the children there are doing, when the parent has children there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<ClusterHealth>,
+    /// The cluster's identity (the UID of its `kube-system` Namespace) when known: two names showing one
+    /// identity reach one cluster (docs/fleets.md, cluster identity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 impl ClusterStatus {
@@ -70,6 +74,7 @@ impl ClusterStatus {
             message: None,
             last_transition_time,
             health: None,
+            identity: None,
         }
     }
 
@@ -318,6 +323,7 @@ impl FleetStatus {
                     message: outcome.message.clone(),
                     last_transition_time: since.clone(),
                     health: health.get(context).cloned(),
+                    identity: None,
                 };
                 (context.clone(), status)
             })

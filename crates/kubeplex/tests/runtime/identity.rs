@@ -128,6 +128,11 @@ async fn the_later_of_two_contexts_for_one_cluster_is_not_written_to_and_says_wh
         },
     )
     .await;
+    // Each entry names the cluster's identity: the two show one.
+    for name in ["cluster-a", "cluster-b"] {
+        let entry = cluster(&parent, name).unwrap();
+        assert_eq!(entry.identity, identity("cluster-a"), "{name}: {entry:#?}");
+    }
     let kids: Api<ConfigMap> = Api::namespaced(cluster_a, KIDS);
     wait_exists(&kids, "two-names-cluster-a").await;
     let through_b = kids.get_opt("two-names-cluster-b").await.unwrap();

@@ -27,7 +27,8 @@ impl<R: Reconcile> Engine<R> {
         health: &BTreeMap<String, ClusterHealth>,
     ) {
         let generation = object.meta().generation;
-        let status = FleetStatus::from_outcomes(previous, outcomes, health, generation, &now());
+        let mut status = FleetStatus::from_outcomes(previous, outcomes, health, generation, &now());
+        self.identify(&mut status);
         self.apply_status((object, context, shard), previous, status, None, false)
             .await;
     }
@@ -40,7 +41,8 @@ impl<R: Reconcile> Engine<R> {
         draft: &mut StatusDraft,
         interim: bool,
     ) {
-        let (status, previous) = draft.status(interim, &now());
+        let (mut status, previous) = draft.status(interim, &now());
+        self.identify(&mut status);
         let own = draft.own_to_write().cloned();
         if self
             .apply_status(write, previous, status.clone(), draft.own(), own.is_some())
@@ -54,8 +56,9 @@ impl<R: Reconcile> Engine<R> {
     pub(crate) async fn write_failure(&self, write: ParentWrite<'_, R>, message: &str) {
         let object = write.0;
         let previous = self.previous_status(object);
-        let status =
+        let mut status =
             FleetStatus::reconcile_failed(&previous, message, object.meta().generation, &now());
+        self.identify(&mut status);
         self.apply_status(write, &previous, status, None, false)
             .await;
     }
@@ -71,6 +74,14 @@ impl<R: Reconcile> Engine<R> {
 
     /// Applies `status`, with the reconcile's `own` fields beside it, unless both are in place (`status` is
     /// `previous`, and `own` not `own_changed`); whether they are in place (written, or unchanged).
+    /// Names each cluster's identity in `status`, as far as it is known.
+    fn identify(&self, status: &mut FleetStatus) {
+        let identities = self.runtime.readiness.identities();
+        for (name, cluster) in &mut status.clusters {
+            cluster.identity = identities.of(name);
+        }
+    }
+
     async fn apply_status(
         &self,
         (object, context, shard): ParentWrite<'_, R>,

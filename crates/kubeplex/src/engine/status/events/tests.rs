@@ -32,6 +32,7 @@ fn status(entries: &[(&str, ClusterState, Option<&str>)]) -> FleetStatus {
                 message: message.map(str::to_owned),
                 last_transition_time: Time(Timestamp::UNIX_EPOCH),
                 health: None,
+                identity: None,
             };
             ((*context).to_owned(), status)
         })
