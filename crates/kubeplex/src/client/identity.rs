@@ -1,7 +1,7 @@
-//! Which cluster a client reaches: the `kube-system` Namespace's UID (the de facto cluster id), asked once
-//! per set of credentials and again after an outage, and the gate a cluster's writes pass: held while its
-//! identity is being asked, shut when it is the same cluster as another name's, or no longer the one it
-//! was.
+//! Which cluster a client reaches: the `kube-system` Namespace's UID (the de facto cluster id), or where
+//! asked for its KEP-2149 `ClusterProperty` id, asked once per set of credentials and again after an outage,
+//! and the gate a cluster's writes pass: held while its identity is being asked, shut when it is the same
+//! cluster as another name's, or no longer the one it was.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,17 +9,49 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::Api;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::{Notify, watch};
 
 /// The Namespace whose UID names a cluster: created with the cluster, never deleted.
 pub(crate) const IDENTITY_NAMESPACE: &str = "kube-system";
+/// The `ClusterProperty` (KEP-2149, `about.k8s.io`) whose value is the cluster's id in its ClusterSet.
+pub(crate) const CLUSTER_ID_PROPERTY: &str = "cluster.clusterset.k8s.io";
+/// The `ClusterProperty` resource.
+pub(crate) fn cluster_property() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("about.k8s.io", "v1alpha1", "ClusterProperty");
+    ApiResource::from_gvk_with_plural(&gvk, "clusterproperties")
+}
+
+/// Where a cluster's identity is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum IdentitySource {
+    /// The `kube-system` Namespace's UID: one request.
+    #[default]
+    KubeSystem,
+    /// The `cluster.clusterset.k8s.io` ClusterProperty's value where the cluster has one (one request),
+    /// else the `kube-system` Namespace's UID (a second).
+    ClusterProperty,
+}
 
 /// How long a write waits for its cluster's identity to be asked before it is refused (the request a
 /// cluster is asked with takes at most 5 s).
 pub(crate) const IDENTITY_WAIT: Duration = Duration::from_secs(10);
 
-/// Asks the cluster behind `client` who it is: one `GET` of the `kube-system` Namespace's metadata.
-pub(crate) async fn ask(client: Client) -> Result<String, kube::Error> {
+/// Asks the cluster behind `client` who it is: one `GET` of the `kube-system` Namespace's metadata, after
+/// one of the ClusterProperty where `source` says so.
+pub(crate) async fn ask(client: Client, source: IdentitySource) -> Result<String, kube::Error> {
+    if source == IdentitySource::ClusterProperty {
+        let properties: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_property());
+        match properties.get(CLUSTER_ID_PROPERTY).await {
+            Ok(property) => {
+                let value = property.data["spec"]["value"].as_str().unwrap_or_default();
+                return Ok(value.to_owned());
+            }
+            // No such property, or no ClusterProperty CRD: the UID names it.
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error),
+        }
+    }
     let namespaces: Api<Namespace> = Api::all(client);
     let namespace = namespaces.get_metadata(IDENTITY_NAMESPACE).await?;
     Ok(namespace.metadata.uid.unwrap_or_default())

@@ -18,7 +18,10 @@ mod transport;
 pub(crate) use access::Access;
 pub use credential_plugin::DEFAULT_PLUGIN_TIMEOUT;
 pub(crate) use fence::{AlsoFencedBy, Fence, NOT_THE_SHARD_OWNER, Role};
-pub(crate) use identity::{IDENTITY_NAMESPACE, IdentityGate, ask as ask_identity};
+pub(crate) use identity::{
+    CLUSTER_ID_PROPERTY, IDENTITY_NAMESPACE, IdentityGate, IdentitySource, ask as ask_identity,
+    cluster_property,
+};
 pub(crate) use no_access::NoAccess;
 pub(crate) use transport::own_client;
 

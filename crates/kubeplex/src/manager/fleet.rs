@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::Manager;
+use crate::client::IdentitySource;
 use crate::members::{LeavePolicy, MemberProvider};
 
 impl Manager {
@@ -84,6 +85,17 @@ impl Manager {
     /// [docs/fleets.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/fleets.md#cluster-identity
     pub fn allow_duplicate_clusters(mut self) -> Self {
         self.fleet.allow_duplicates = true;
+        self
+    }
+
+    /// Names each cluster by its ClusterSet id where it has one: the value of its `ClusterProperty`
+    /// `cluster.clusterset.k8s.io` (KEP-2149, `about.k8s.io/v1alpha1`), else the UID of its `kube-system`
+    /// Namespace as by default. Each ask is then one request for a cluster with the property and two for one
+    /// without. Set the property before the operator starts: one that appears or goes on a running cluster
+    /// changes its identity, which fails closed like any other change (a context is no longer written to
+    /// until the operator restarts, a member leaves and joins anew). [`Manager::rbac`] grants `get` on it.
+    pub fn identity_from_cluster_property(mut self) -> Self {
+        self.fleet.identity_source = IdentitySource::ClusterProperty;
         self
     }
 }

@@ -3,16 +3,22 @@
 
 use std::sync::Arc;
 
-use crate::client::ClientPool;
+use crate::client::{ClientPool, IdentitySource};
 use crate::readiness::Readiness;
 
 /// Declares every context of `pool` in the identities (the parents' `primary` contexts first, then the
 /// others by name), holding its writes, and asks each which cluster it is, all at once, in the
 /// background: a cluster that does not answer holds back only its own writes, and is asked again when
 /// it answers its pings.
-pub(super) fn ask(pool: &ClientPool, primary: &[String], readiness: &Arc<Readiness>, allow: bool) {
+pub(super) fn ask(
+    pool: &ClientPool,
+    primary: &[String],
+    readiness: &Arc<Readiness>,
+    (allow, source): (bool, IdentitySource),
+) {
     let identities = readiness.identities();
     identities.allow_duplicates(allow);
+    identities.read_from(source);
     let mut contexts: Vec<(&str, _)> = pool.access().collect();
     contexts.sort_by_key(|(name, _)| (!primary.iter().any(|p| p == name), name.to_owned()));
     for (place, (name, access)) in contexts.into_iter().enumerate() {

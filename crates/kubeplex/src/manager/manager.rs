@@ -304,8 +304,8 @@ impl Manager {
             readiness.connected(context, error);
         }
         let primary_contexts = super::registration::primary_contexts(&self.controllers);
-        let allow = self.fleet.allow_duplicates;
-        super::identities::ask(&pool, &primary_contexts, &readiness, allow);
+        let identity = (self.fleet.allow_duplicates, self.fleet.identity_source);
+        super::identities::ask(&pool, &primary_contexts, &readiness, identity);
         let secure_metrics_address = servers.serve_metrics(&pool, &mut background)?;
         let targets = pool
             .access()

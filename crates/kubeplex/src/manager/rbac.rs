@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::Manager;
-use crate::client::IDENTITY_NAMESPACE;
+use crate::client::{IDENTITY_NAMESPACE, IdentitySource, cluster_property};
 use crate::core::Grant;
 
 /// The verbs of a Lease under leader election: read, created once, renewed or taken over.
@@ -71,9 +71,15 @@ impl Manager {
         }
         // Every cluster is asked which it is: its kube-system Namespace, read by name.
         let clusters: BTreeSet<Option<String>> = grants.iter().map(|g| g.context.clone()).collect();
+        let by_property = self.fleet.identity_source == IdentitySource::ClusterProperty;
         for cluster in clusters {
             let place = (cluster.as_deref(), Some(IDENTITY_NAMESPACE));
             grants.push(Grant::new(place.0, place.1, "", "namespaces", &["get"]));
+            if by_property {
+                let property = cluster_property();
+                let (group, plural) = (&property.group, &property.plural);
+                grants.push(Grant::new(place.0, None, group, plural, &["get"]));
+            }
         }
         let leases = (self.election.as_ref().map(|e| (e, &ELECTION_VERBS[..]))).or(self
             .sharding

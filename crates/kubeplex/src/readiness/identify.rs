@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::identities::Asked;
 use super::readiness::Readiness;
-use crate::client::{Access, IDENTITY_NAMESPACE};
+use crate::client::{Access, CLUSTER_ID_PROPERTY, IDENTITY_NAMESPACE, IdentitySource};
 use crate::core::chain;
 
 /// How long a cluster may take to say which it is: as long as a ping may take.
@@ -13,16 +13,20 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 /// Asks `name`'s server which cluster it is over `client` (one request, a read: it never waits for the
 /// identity itself), and records the answer: its writes wait until then.
 pub(crate) async fn identify(name: &str, client: kube::Client, readiness: &Readiness) {
-    readiness.identified(name, ask_identity(client).await);
+    let source = readiness.identities().source();
+    readiness.identified(name, ask_identity(client, source).await);
 }
 
-/// Asks the server behind `client` which cluster it is: one request, bounded by [`ASK_TIMEOUT`].
-pub(crate) async fn ask_identity(client: kube::Client) -> Asked {
-    let asking = crate::client::ask_identity(client);
+/// Asks the server behind `client` which cluster it is, where `source` says: one request (two for a
+/// cluster without the ClusterProperty asked for), bounded by [`ASK_TIMEOUT`].
+pub(crate) async fn ask_identity(client: kube::Client, source: IdentitySource) -> Asked {
+    let asking = crate::client::ask_identity(client, source);
     match tokio::time::timeout(ASK_TIMEOUT, asking).await {
-        // The server writes it: shown in /readyz, logs and statuses only when it looks like a UID.
-        Ok(Ok(uid)) if !is_uid(&uid) => Asked::Unknowable(format!(
-            "its Namespace {IDENTITY_NAMESPACE} has no UID, or one that is not a UID"
+        // Written by the server, or a ClusterProperty's writer: shown in /readyz, logs and statuses only
+        // when it looks like an id.
+        Ok(Ok(id)) if !is_id(&id) => Asked::Unknowable(format!(
+            "its Namespace {IDENTITY_NAMESPACE} has no UID (or its ClusterProperty \
+             {CLUSTER_ID_PROPERTY} no value), or one that is not an id"
         )),
         Ok(Ok(uid)) => Asked::Known(uid),
         // A cluster that has just started may not have created it yet: asked again at the next ping.
@@ -49,27 +53,30 @@ pub(super) async fn identify_over_own(context: &str, access: &Access, readiness:
     }
 }
 
-/// Whether `uid` looks like an object's UID: 1 to 64 ASCII letters, digits and dashes.
-fn is_uid(uid: &str) -> bool {
-    (1..=64).contains(&uid.len()) && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+/// Whether `id` looks like an object's UID or a ClusterProperty id (a DNS subdomain of at most 128
+/// characters): 1 to 128 ASCII letters, digits, dashes and dots.
+fn is_id(id: &str) -> bool {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'.';
+    (1..=128).contains(&id.len()) && id.bytes().all(allowed)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_uid;
+    use super::is_id;
 
     #[test]
-    fn only_what_looks_like_a_uid_is_taken_for_an_identity() {
-        assert!(is_uid("bda639d7-4a9b-47e1-ab1f-89a7f219b3e3"));
+    fn only_what_looks_like_a_uid_or_a_cluster_id_is_taken_for_an_identity() {
+        assert!(is_id("bda639d7-4a9b-47e1-ab1f-89a7f219b3e3"));
+        assert!(is_id("cluster-a.fleet.example.com"));
         for hostile in [
             "",
             "a b",
             "uid\nforged log line",
             "<script>",
-            &"a".repeat(65),
+            &"a".repeat(129),
             "ünïcode",
         ] {
-            assert!(!is_uid(hostile), "{hostile:?}");
+            assert!(!is_id(hostile), "{hostile:?}");
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::client::IdentityGate;
+use crate::client::{IdentityGate, IdentitySource};
 
 /// What a cluster answered when asked who it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +53,8 @@ struct Entry {
 #[derive(Default)]
 pub(crate) struct Identities {
     allow_duplicates: AtomicBool,
+    /// Whether a cluster's ClusterProperty id, where it has one, names it.
+    by_cluster_property: AtomicBool,
     members_joined: AtomicU64,
     entries: Mutex<BTreeMap<String, Entry>>,
 }
@@ -64,6 +66,21 @@ impl Identities {
     /// Lets several names reach one cluster (a bench or a test pointing contexts at one server on purpose).
     pub(crate) fn allow_duplicates(&self, allow: bool) {
         self.allow_duplicates.store(allow, Ordering::Release);
+    }
+
+    /// Where every cluster's identity is read from now on.
+    pub(crate) fn read_from(&self, source: IdentitySource) {
+        let by_property = source == IdentitySource::ClusterProperty;
+        self.by_cluster_property
+            .store(by_property, Ordering::Release);
+    }
+
+    /// Where a cluster's identity is read.
+    pub(crate) fn source(&self) -> IdentitySource {
+        match self.by_cluster_property.load(Ordering::Acquire) {
+            true => IdentitySource::ClusterProperty,
+            false => IdentitySource::KubeSystem,
+        }
     }
 
     /// Declares context `name`, the `place`-th in precedence, whose writes pass `gate`: held from now on,
@@ -156,7 +173,7 @@ impl Identities {
         match before {
             Some(was) if was != identity && matches!(entry.rank, Rank::Context(_)) => {
                 let why = format!(
-                    "now reaches another cluster (kube-system Namespace {identity}, was {was}): nothing is \
+                    "now reaches another cluster (identity {identity}, was {was}): nothing is \
                      written to it until the operator restarts"
                 );
                 tracing::error!(cluster = %name, identity = %identity, was = %was, "the context now reaches another cluster: nothing is written to it until the operator restarts");
@@ -205,7 +222,7 @@ fn refreshed(entries: &mut BTreeMap<String, Entry>, identity: &str, allow: bool)
         let refused = match (&entry.changed, &first) {
             (Some(why), _) => Some(why.clone()),
             (None, Some(first)) if first != name && !allow => Some(format!(
-                "reaches the same cluster as {first} (kube-system Namespace {identity}): nothing is written \
+                "reaches the same cluster as {first} (identity {identity}): nothing is written \
                  to it; remove one of the two names, or allow it (Manager::allow_duplicate_clusters)"
             )),
             _ => None,

@@ -9,8 +9,11 @@ mod rotation;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kubeplex::status::ClusterStatus;
 use kubeplex::{
     Action, Child, ClusterState, Context, ContextName, Controller, Cx, Manager, Plan, Reconcile,
@@ -68,6 +71,7 @@ macro_rules! two_names {
 
 two_names!(Refused, "identity-refused", "identity-refused");
 two_names!(Allowed, "identity-allowed", "identity-allowed");
+two_names!(ByProperty, "identity-property", "identity-property");
 
 /// A manager whose context cluster-b reaches cluster-a's API server.
 fn manager(env: &kubeplex_testenv::TestEnv) -> Manager {
@@ -199,5 +203,89 @@ async fn allowed_two_contexts_for_one_cluster_are_both_written_to() {
     let kids: Api<ConfigMap> = Api::namespaced(cluster_a, KIDS);
     wait_exists(&kids, "one-object").await;
     assert!(condition_ready(&parent), "{:#?}", parent.status);
+    stop(running).await;
+}
+
+/// The ClusterProperty CRD of KEP-2149 (`about.k8s.io/v1alpha1`, cluster-scoped, a `spec.value`).
+fn cluster_property_crd() -> CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "clusterproperties.about.k8s.io", "annotations": {
+            // A k8s.io group needs it; about-api's own CRD names its approval so.
+            "api-approved.kubernetes.io":
+                "https://github.com/kubernetes/enhancements/tree/master/keps/sig-multicluster/2149-clusterid" } },
+        "spec": { "group": "about.k8s.io", "scope": "Cluster",
+            "names": { "kind": "ClusterProperty", "listKind": "ClusterPropertyList",
+                "plural": "clusterproperties", "singular": "clusterproperty" },
+            "versions": [{ "name": "v1alpha1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "properties": {
+                    "spec": { "type": "object", "required": ["value"], "properties": {
+                        "value": { "type": "string", "minLength": 1, "maxLength": 128 } } } } } } }] },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_cluster_property_names_its_cluster_where_asked_for() {
+    let env = env().await;
+    env.install_crd("cluster-a", cluster_property_crd())
+        .await
+        .unwrap();
+    let gvk = GroupVersionKind::gvk("about.k8s.io", "v1alpha1", "ClusterProperty");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "clusterproperties");
+    let cluster_a = env.client("cluster-a").await.unwrap();
+    let properties: Api<DynamicObject> = Api::all_with(cluster_a, &resource);
+    let mut property = DynamicObject::new("cluster.clusterset.k8s.io", &resource);
+    property.data = serde_json::json!({ "spec": { "value": "cluster-a.fleet.test" } });
+    let params = PatchParams::apply("identity-test").force();
+    properties
+        .patch(
+            "cluster.clusterset.k8s.io",
+            &params,
+            &Patch::Apply(&property),
+        )
+        .await
+        .unwrap();
+    let control = env.client("control").await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(control);
+    let control_uid = namespaces
+        .get_metadata("kube-system")
+        .await
+        .unwrap()
+        .metadata
+        .uid;
+
+    let running = manager(env)
+        .identity_from_cluster_property()
+        .controller(ByProperty)
+        .start()
+        .await
+        .unwrap();
+    let report = eventually("both names identified", polling(), async || {
+        let report = running.readiness();
+        let identity = |name: &str| report.clusters[name].identity.clone();
+        match identity("cluster-a").is_some() && identity("cluster-b").is_some() {
+            true => Ok(report),
+            false => Err(format!("{report:#?}")),
+        }
+    })
+    .await;
+    let identity = |name: &str| report.clusters[name].identity.clone();
+    // cluster-a has the property; control has none (nor its CRD): its UID names it.
+    assert_eq!(
+        identity("cluster-a").as_deref(),
+        Some("cluster-a.fleet.test")
+    );
+    assert_eq!(identity("control"), control_uid);
+    // The property tells the two names of cluster-a for one cluster too.
+    let same = "reaches the same cluster as cluster-a (identity cluster-a.fleet.test)";
+    eventually("cluster-b refused", polling(), async || {
+        let report = running.readiness();
+        let mut refused = report.clusters["cluster-b"].reasons.iter();
+        match refused.any(|r| r.contains(same)) {
+            true => Ok(()),
+            false => Err(format!("{report:#?}")),
+        }
+    })
+    .await;
     stop(running).await;
 }

@@ -74,8 +74,8 @@ impl Changes {
             }
         };
         // Before the member is written to through these credentials: which cluster do they reach?
-        let asked = ask_identity(client.clone()).await;
         let health = &self.runtime.readiness;
+        let asked = ask_identity(client.clone(), health.identities().source()).await;
         let was = rejoined.then(|| health.identities().of(&name)).flatten();
         if let (Some(was), Asked::Known(now)) = (was, &asked)
             && was != *now

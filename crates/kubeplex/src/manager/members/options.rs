@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::client::IdentitySource;
+
 use crate::members::{
     DEFAULT_MEMBER_CHANGES_AT_ONCE, KubeconfigAllowlist, LeavePolicy, MemberProvider,
 };
@@ -15,6 +17,8 @@ pub(in crate::manager) struct FleetOptions {
     pub(in crate::manager) allowlist: KubeconfigAllowlist,
     /// Several names (contexts, members) may reach one cluster.
     pub(in crate::manager) allow_duplicates: bool,
+    /// Where every cluster's identity is read.
+    pub(in crate::manager) identity_source: IdentitySource,
 }
 
 impl Default for FleetOptions {
@@ -25,6 +29,7 @@ impl Default for FleetOptions {
             give_up_after: None,
             allowlist: KubeconfigAllowlist::default(),
             allow_duplicates: false,
+            identity_source: IdentitySource::KubeSystem,
         }
     }
 }

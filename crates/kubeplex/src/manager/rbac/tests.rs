@@ -93,6 +93,32 @@ fn every_cluster_may_read_its_identity() {
     }
 }
 
+#[test]
+fn identities_read_from_cluster_properties_may_read_them_in_every_cluster() {
+    let plan = || {
+        Plan::new("web")
+            .with_contexts([ctx("control")])
+            .owns(Child::of::<ConfigMap>().with_contexts([ctx("edge")]))
+    };
+    let property = triple("about.k8s.io", "clusterproperties", "get");
+    let cluster_rules = |rbac: &ContextRbac| -> Vec<_> {
+        let roles = rbac.cluster_roles.iter();
+        roles.flat_map(|r| rules(&r.rules)).collect()
+    };
+    let by_default = manager(plan).rbac("operator", "ops");
+    for context in ["control", "edge"] {
+        let rules = cluster_rules(&by_default.for_context(context));
+        assert!(!rules.contains(&property), "{context}: {rules:?}");
+    }
+    let rbac = manager(plan)
+        .identity_from_cluster_property()
+        .rbac("operator", "ops");
+    for context in ["control", "edge"] {
+        let rules = cluster_rules(&rbac.for_context(context));
+        assert!(rules.contains(&property), "{context}: {rules:?}");
+    }
+}
+
 fn namespaces_of(rbac: &ContextRbac) -> Vec<Option<String>> {
     rbac.roles
         .iter()
