@@ -48,6 +48,8 @@ pub(crate) struct PoolConfig {
     pub(crate) user_agent: Option<String>,
     /// How long an exec credential plugin may take to answer (default [`DEFAULT_PLUGIN_TIMEOUT`]).
     pub(crate) plugin_timeout: Option<Duration>,
+    /// The contexts whose connections speak HTTP/1.1 only, never offering HTTP/2.
+    pub(crate) http1_only: BTreeSet<String>,
     /// The contexts whose connections were said to be insecure: each is said once, not at every build.
     warned: Arc<parking_lot::Mutex<BTreeSet<String>>>,
 }
@@ -258,7 +260,10 @@ impl PoolConfig {
                 .push((hyper::http::header::USER_AGENT, value));
         }
         let timeout = self.plugin_timeout.unwrap_or(DEFAULT_PLUGIN_TIMEOUT);
-        let access = Access::of(context, config, timeout).await?;
+        let mut access = Access::of(context, config, timeout).await?;
+        if self.http1_only.contains(context) {
+            access.tls = Arc::new(access.tls.http1_only());
+        }
         let client = super::transport::client(&access, &self.fence)?;
         if let Some(insecurity) = Tls::insecurity(access.config())
             && self.warned.lock().insert(context.to_owned())

@@ -58,6 +58,15 @@ impl Tls {
         })
     }
 
+    /// The same settings never offering HTTP/2: every connection speaks HTTP/1.1.
+    pub(crate) fn http1_only(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+            multiplexed: self.config.clone(),
+            server_name: self.server_name.clone(),
+        }
+    }
+
     /// What makes `config`'s connections open to whoever is on the way, in words: `insecure-skip-tls-verify`,
     /// or a plain `http://` server.
     pub(crate) fn insecurity(config: &kube::Config) -> Option<&'static str> {

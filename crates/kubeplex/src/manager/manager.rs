@@ -36,7 +36,7 @@ use crate::watch::WatchRegistry;
 /// ```
 #[must_use = "a manager does nothing until it is run"]
 pub struct Manager {
-    pool: PoolConfig,
+    pub(super) pool: PoolConfig,
     pub(super) controllers: Vec<Box<dyn Registration>>,
     optional: BTreeSet<String>,
     probes: Option<String>,

@@ -1,6 +1,7 @@
 //! The process: the manager, controller registration, a running manager, supervision, signals and the
 //! member runner.
 
+mod connections;
 mod fleet;
 mod identities;
 mod manager;

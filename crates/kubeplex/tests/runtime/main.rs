@@ -12,6 +12,7 @@ mod dispatch;
 mod faults;
 mod forged_children;
 mod health;
+mod http1;
 mod identity;
 mod leader_election;
 mod member_providers;

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 
 pub mod audit;
 pub mod logs;
+pub mod tls_proxy;
 
 kubeplex::contexts! {
     /// The test clusters.
