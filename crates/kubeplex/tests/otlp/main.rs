@@ -1,5 +1,11 @@
 //! Feature `otlp`: spans reach an OTLP/HTTP collector (a stand-in that records what is posted) as protobuf,
 //! with the service name, the span names and fields, and the parent links the runtime's spans should have.
+//! A binary of its own, built only with the feature, so that CI's build with it compiles this alone and
+//! not the runtime suite again.
+
+// The runtime suite's helpers; this binary uses a few.
+#[path = "../runtime/support/mod.rs"]
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -18,8 +18,6 @@ mod leader_election;
 mod member_providers;
 mod members;
 mod options;
-#[cfg(feature = "otlp")]
-mod otlp;
 mod own_status;
 mod secure_metrics;
 mod sharding;
