@@ -101,13 +101,16 @@ async fn a_deployment_gets_a_replica_set_and_its_status() {
         .unwrap();
     let generation = created.metadata.generation.unwrap();
 
-    let observed = eventually(
-        "the Deployment's status observes its generation",
+    // The controller may write a status before the ReplicaSet's Pods exist (no `replicas` yet): the status
+    // to wait for counts both.
+    eventually(
+        "the Deployment's status observes its generation and counts its two Pods",
         WITHIN,
         async || {
             let current = deployments.get("web").await.ok()?;
             let status = current.status?;
             (status.observed_generation == Some(generation)
+                && status.replicas == Some(2)
                 && status
                     .conditions
                     .iter()
@@ -117,7 +120,6 @@ async fn a_deployment_gets_a_replica_set_and_its_status() {
         },
     )
     .await;
-    assert_eq!(observed.replicas, Some(2), "{observed:?}");
 
     let replica_sets: Api<ReplicaSet> = Api::namespaced(client(env, "full").await, &namespace);
     let owned = eventually("a ReplicaSet owned by the Deployment", WITHIN, async || {
