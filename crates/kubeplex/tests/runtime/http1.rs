@@ -2,17 +2,13 @@
 //! offers only `http/1.1` gets it although kubeplex offers `h2` first, and children, watches and status work
 //! through it; one that offers `h2` too gets HTTP/1.1 only from a manager told `http1_only` for it.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::config::{Kubeconfig, NamedCluster, NamedContext};
-use kubeplex::{
-    Action, Child, ClusterState, ContextName, Controller, Cx, Manager, Plan, Reconcile,
-};
+use kubeplex::{ClusterState, ContextName, Manager};
 
 use crate::children::env;
-use crate::children::parent::{CONTROL, Parent, ParentError, ParentSpec, child};
+use crate::children::parent::{ParentSpec, config_map_parents};
 use crate::children::wait::{create_parent, wait_parent};
 use crate::member_providers::accounts::{account_token, token_kubeconfig};
 use crate::support::tls_proxy::{Seen, TlsProxy};
@@ -23,45 +19,8 @@ const EDGE: ContextName = ContextName::new("edge");
 /// Where the children go, in cluster-c.
 const KIDS: &str = "http1-kids";
 
-/// A controller of Parents in namespace `$namespace` of control, each with the ConfigMaps its spec names in
-/// `edge`.
-macro_rules! through_proxy {
-    ($name:ident, $controller:literal, $namespace:literal) => {
-        struct $name;
-
-        impl Controller for $name {
-            type Resource = Parent;
-            type Context = ContextName;
-            fn plan() -> Plan<ContextName> {
-                Plan::new($controller)
-                    .with_contexts([CONTROL])
-                    .with_namespaces([$namespace])
-                    .owns(
-                        Child::of::<ConfigMap>()
-                            .with_contexts([EDGE])
-                            .with_namespaces([KIDS]),
-                    )
-            }
-        }
-
-        impl Reconcile for $name {
-            type Error = ParentError;
-            async fn reconcile(
-                &self,
-                parent: Arc<Parent>,
-                cx: &Cx<ContextName>,
-            ) -> Result<Action, ParentError> {
-                for name in &parent.spec.children {
-                    cx.child(EDGE, child(name, KIDS, &parent))?;
-                }
-                Ok(Action::await_change())
-            }
-        }
-    };
-}
-
-through_proxy!(Fallback, "http1-fallback", "http1-fallback");
-through_proxy!(Forced, "http1-forced", "http1-forced");
+config_map_parents!(Fallback, "http1-fallback", "http1-fallback", [EDGE], KIDS);
+config_map_parents!(Forced, "http1-forced", "http1-forced", [EDGE], KIDS);
 
 /// The suite's kubeconfig with context `edge`: cluster-c through `proxy`, with a token of its own (the proxy
 /// passes no client certificate).

@@ -6,8 +6,6 @@
 mod replaced;
 mod rotation;
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
@@ -15,13 +13,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kubeplex::status::ClusterStatus;
-use kubeplex::{
-    Action, Child, ClusterState, Context, ContextName, Controller, Cx, Manager, Plan, Reconcile,
-};
+use kubeplex::{ClusterState, ContextName, Manager};
 use kubeplex_testenv::eventually;
 
 use crate::children::env;
-use crate::children::parent::{CLUSTER_A, CONTROL, Parent, ParentError, ParentSpec, child};
+use crate::children::parent::{CLUSTER_A, Parent, ParentSpec, config_map_parents};
 use crate::children::wait::{create_parent, wait_parent};
 use crate::support::{create_namespace, polling, stop, wait_exists, wait_started};
 
@@ -29,49 +25,27 @@ const CLUSTER_B: ContextName = ContextName::new("cluster-b");
 /// Where the children go, in cluster-a (which both names reach).
 const KIDS: &str = "identity-kids";
 
-/// A controller of Parents in namespace `$namespace` of control, each with the ConfigMaps its spec names
-/// in cluster-a and cluster-b, `{cluster}` in a name replaced by the cluster's.
-macro_rules! two_names {
-    ($name:ident, $controller:literal, $namespace:literal) => {
-        struct $name;
-
-        impl Controller for $name {
-            type Resource = Parent;
-            type Context = ContextName;
-            fn plan() -> Plan<ContextName> {
-                Plan::new($controller)
-                    .with_contexts([CONTROL])
-                    .with_namespaces([$namespace])
-                    .owns(
-                        Child::of::<ConfigMap>()
-                            .with_contexts([CLUSTER_A, CLUSTER_B])
-                            .with_namespaces([KIDS]),
-                    )
-            }
-        }
-
-        impl Reconcile for $name {
-            type Error = ParentError;
-            async fn reconcile(
-                &self,
-                parent: Arc<Parent>,
-                cx: &Cx<ContextName>,
-            ) -> Result<Action, ParentError> {
-                for cluster in [CLUSTER_A, CLUSTER_B] {
-                    for name in &parent.spec.children {
-                        let name = name.replace("{cluster}", cluster.name());
-                        cx.child(cluster, child(&name, KIDS, &parent))?;
-                    }
-                }
-                Ok(Action::await_change())
-            }
-        }
-    };
-}
-
-two_names!(Refused, "identity-refused", "identity-refused");
-two_names!(Allowed, "identity-allowed", "identity-allowed");
-two_names!(ByProperty, "identity-property", "identity-property");
+config_map_parents!(
+    Refused,
+    "identity-refused",
+    "identity-refused",
+    [CLUSTER_A, CLUSTER_B],
+    KIDS
+);
+config_map_parents!(
+    Allowed,
+    "identity-allowed",
+    "identity-allowed",
+    [CLUSTER_A, CLUSTER_B],
+    KIDS
+);
+config_map_parents!(
+    ByProperty,
+    "identity-property",
+    "identity-property",
+    [CLUSTER_A, CLUSTER_B],
+    KIDS
+);
 
 /// A manager whose context cluster-b reaches cluster-a's API server.
 fn manager(env: &kubeplex_testenv::TestEnv) -> Manager {

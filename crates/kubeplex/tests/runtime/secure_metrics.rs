@@ -15,7 +15,6 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kubeplex::{Manager, SecureMetrics};
 use kubeplex_testenv::HTTP_LIMIT;
 use kubeplex_testenv::eventually;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
@@ -29,14 +28,7 @@ const STRANGER: &str = "stranger";
 
 /// A CA, and a serving certificate for `localhost` it signed, in a directory as `tls.crt` and `tls.key`.
 fn certificates() -> (tempfile::TempDir, CertificateDer<'static>) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let serving = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-    let serving = serving.signed_by(&key, &issuer).unwrap();
+    let (ca_cert, serving, key) = crate::support::certificates::localhost();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tls.crt"), serving.pem()).unwrap();
     std::fs::write(dir.path().join("tls.key"), key.serialize_pem()).unwrap();

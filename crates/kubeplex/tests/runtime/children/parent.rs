@@ -152,6 +152,49 @@ macro_rules! parent_controller {
     };
 }
 
+/// A controller of Parents in namespace `$namespace` of control, each with the ConfigMaps its spec names in
+/// namespace `$kids` of every context of `$contexts`, `{cluster}` in a name replaced by the context's.
+macro_rules! config_map_parents {
+    ($name:ident, $controller:literal, $namespace:literal, [$($context:expr),+], $kids:expr) => {
+        struct $name;
+
+        impl ::kubeplex::Controller for $name {
+            type Resource = $crate::children::parent::Parent;
+            type Context = ::kubeplex::ContextName;
+            fn plan() -> ::kubeplex::Plan<::kubeplex::ContextName> {
+                ::kubeplex::Plan::new($controller)
+                    .with_contexts([$crate::children::parent::CONTROL])
+                    .with_namespaces([$namespace])
+                    .owns(
+                        ::kubeplex::Child::of::<::k8s_openapi::api::core::v1::ConfigMap>()
+                            .with_contexts([$($context),+])
+                            .with_namespaces([$kids]),
+                    )
+            }
+        }
+
+        impl ::kubeplex::Reconcile for $name {
+            type Error = $crate::children::parent::ParentError;
+            async fn reconcile(
+                &self,
+                parent: ::std::sync::Arc<$crate::children::parent::Parent>,
+                cx: &::kubeplex::Cx<::kubeplex::ContextName>,
+            ) -> Result<::kubeplex::Action, $crate::children::parent::ParentError> {
+                use ::kubeplex::Context as _;
+                for cluster in [$($context),+] {
+                    for name in &parent.spec.children {
+                        let name = name.replace("{cluster}", cluster.name());
+                        let child = $crate::children::parent::child(&name, $kids, &parent);
+                        cx.child(cluster, child)?;
+                    }
+                }
+                Ok(::kubeplex::Action::await_change())
+            }
+        }
+    };
+}
+pub(crate) use config_map_parents;
+
 parent_controller!(StatusWriters, "status-writers", CONTROL, "status-writers");
 parent_controller!(Failing, "failing", CONTROL, "failing");
 parent_controller!(Conflicts, "conflicts", CONTROL, "conflicts");

@@ -16,6 +16,7 @@ use kubeplex_testenv::{HttpResponse, Polling, SharedTestEnv, TestEnv, eventually
 use parking_lot::Mutex;
 
 pub mod audit;
+pub mod certificates;
 pub mod logs;
 pub mod tls_proxy;
 

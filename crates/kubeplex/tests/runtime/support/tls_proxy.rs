@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ServerConfig};
@@ -42,14 +41,7 @@ impl TlsProxy {
     /// A proxy to the API server at `server` (an `https://` URL) whose certificate `server_ca_pem` signed,
     /// offering clients the ALPN protocols `offer`.
     pub async fn start(server: &str, server_ca_pem: &[u8], offer: &[&str]) -> Self {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca, ca_key);
-        let key = KeyPair::generate().unwrap();
-        let serving = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-        let serving = serving.signed_by(&key, &issuer).unwrap();
+        let (ca_cert, serving, key) = super::certificates::localhost();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap();
         let mut served = ServerConfig::builder_with_provider(provider.clone())
