@@ -43,10 +43,11 @@ pub(crate) async fn ask(client: Client, source: IdentitySource) -> Result<String
     if source == IdentitySource::ClusterProperty {
         let properties: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_property());
         match properties.get(CLUSTER_ID_PROPERTY).await {
-            Ok(property) => {
-                let value = property.data["spec"]["value"].as_str().unwrap_or_default();
-                return Ok(value.to_owned());
-            }
+            // A property without a value names nothing: the UID does.
+            Ok(property) => match property.data["spec"]["value"].as_str() {
+                Some(value) if !value.is_empty() => return Ok(value.to_owned()),
+                _ => {}
+            },
             // No such property, or no ClusterProperty CRD: the UID names it.
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(error) => return Err(error),
@@ -178,6 +179,40 @@ fn replace(passage: &mut Passage, to: Passage) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::fake_api;
+
+    #[tokio::test]
+    async fn a_cluster_property_without_a_value_leaves_the_uid_to_name_the_cluster() {
+        let answer = |property: serde_json::Value| {
+            let (client, requests) = fake_api::client(move |_, uri, _| match uri {
+                u if u.contains("clusterproperties") => (200, property.clone()),
+                _ => (
+                    200,
+                    serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace",
+                    "metadata": { "name": "kube-system", "uid": "8c1f0e4e-uid" } }),
+                ),
+            });
+            async move { (ask(client, IdentitySource::ClusterProperty).await, requests) }
+        };
+        let property = |spec: serde_json::Value| {
+            serde_json::json!({
+            "apiVersion": "about.k8s.io/v1alpha1", "kind": "ClusterProperty",
+            "metadata": { "name": CLUSTER_ID_PROPERTY }, "spec": spec })
+        };
+        let (named, requests) = answer(property(serde_json::json!({ "value": "a.fleet" }))).await;
+        assert_eq!(named.unwrap(), "a.fleet");
+        assert_eq!(requests.all().len(), 1, "a value needs no second request");
+        for spec in [
+            serde_json::json!({ "value": "" }),
+            serde_json::json!({}),
+            serde_json::json!({ "value": 7 }),
+        ] {
+            let (named, requests) = answer(property(spec.clone())).await;
+            assert_eq!(named.unwrap(), "8c1f0e4e-uid", "{spec}");
+            assert_eq!(requests.all().len(), 2);
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_held_gate_holds_writes_until_it_opens_or_shuts_and_bounds_the_wait() {

@@ -10,7 +10,7 @@ use kube::core::DynamicObject;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
-use crate::core::chain;
+use crate::core::{chain, watch_failure_label};
 use crate::executor::RetryBackoff;
 use crate::members::changes::LeaveOutcome;
 use crate::members::provider::{MemberProvider, MemberSink};
@@ -200,9 +200,12 @@ impl MemberProvider for ClusterProfiles {
                                     "watching ClusterProfiles failed; retrying with backoff");
                                 failing = Some(problem);
                             }
-                            // The CRD may serve other versions now.
+                            // A version no longer served: the CRD may serve another now. Other
+                            // failures are the watcher's to retry.
                             let watched = watching.as_ref().map(|(version, _)| *version);
-                            if served_version(&client).await.is_ok_and(|v| Some(v) != watched) {
+                            if watch_failure_label(&error) == "not_served"
+                                && served_version(&client).await.is_ok_and(|v| Some(v) != watched)
+                            {
                                 watching = None;
                             }
                         }
