@@ -89,6 +89,7 @@ mod runtime;
 #[cfg(test)]
 mod testing;
 mod watch;
+pub mod webhook;
 
 // Span export over OTLP, off by default (docs/observability.md).
 #[cfg(feature = "otlp")]

@@ -69,4 +69,21 @@ impl Runtime {
             shards.forget(name);
         }
     }
+
+    /// A runtime that reaches each of these contexts through its client, as one of a sole replica (tests).
+    #[cfg(test)]
+    pub(crate) fn of_clients(
+        clients: impl IntoIterator<Item = (&'static str, kube::Client)>,
+    ) -> Arc<Self> {
+        let readiness = Arc::new(Readiness::default());
+        Arc::new(Self {
+            pool: ClientPool::from_clients(clients),
+            watches: WatchRegistry::new(readiness.clone(), Default::default()),
+            readiness,
+            metrics: Default::default(),
+            role: watch::channel(Role::sole()).1,
+            shards: None,
+            members: Default::default(),
+        })
+    }
 }

@@ -311,13 +311,13 @@ mod tests {
         let refused = |error: Error| error.to_string();
         assert_eq!(
             refused(cx.cached::<ConfigMap>(CLUSTER_A).unwrap_err()),
-            "cluster cluster-a: this controller keeps no cache of ConfigMap/v1 there; its children of \
+            "cluster cluster-a: no cache of ConfigMap/v1 there; its children of \
              this kind are cached by their metadata only: read them with `cx.children::<ConfigMap>`, or \
              declare the child with `Child::cache_objects()`"
         );
         assert_eq!(
             refused(cx.cached::<Secret>(CONTROL).unwrap_err()),
-            "cluster control: this controller keeps no cache of Secret/v1 there; declare it with \
+            "cluster control: no cache of Secret/v1 there; declare it with \
              `watches(Secret, ..)` in this cluster (`contexts = [..]`, or `members` for a member)"
         );
         let in_member = cx.cached::<ConfigMap>(Member::new("cluster-c"));

@@ -6,13 +6,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 
-use crate::client::ClientPool;
 use crate::controller::{Controller, Cx, Reconcile};
 use crate::core::{Action, ContextName};
 use crate::plan::{Child, Plan};
-use crate::readiness::Readiness;
 use crate::runtime::Runtime;
-use crate::watch::WatchRegistry;
 
 pub(crate) const CONTROL: ContextName = ContextName::new("control");
 /// [`CONTROL`] as the cluster a reconcile is keyed by.
@@ -60,14 +57,5 @@ pub(crate) fn runtime(control: Client, cluster_a: Client) -> Arc<Runtime> {
 pub(crate) fn runtime_of(
     clients: impl IntoIterator<Item = (&'static str, Client)>,
 ) -> Arc<Runtime> {
-    let readiness = Arc::new(Readiness::default());
-    Arc::new(Runtime {
-        pool: ClientPool::from_clients(clients),
-        watches: WatchRegistry::new(readiness.clone(), Default::default()),
-        readiness,
-        metrics: Default::default(),
-        role: tokio::sync::watch::channel(crate::client::Role::sole()).1,
-        shards: None,
-        members: Default::default(),
-    })
+    Runtime::of_clients(clients)
 }

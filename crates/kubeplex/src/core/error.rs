@@ -67,8 +67,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-    /// `Cx::cached` of a kind the controller declared nowhere in that cluster.
-    #[error("cluster {cluster}: this controller keeps no cache of {kind} there; {fix}")]
+    /// `Cx::cached` of a kind the controller declared nowhere in that cluster, or `FleetView::cached` of one
+    /// no controller did.
+    #[error("cluster {cluster}: no cache of {kind} there; {fix}")]
     NotWatched {
         /// The cluster read.
         cluster: String,
@@ -115,6 +116,14 @@ pub enum Error {
         /// The address asked for.
         address: String,
         /// Why, in words naming the file or the context.
+        reason: String,
+    },
+    /// The webhook server cannot start: its address or its certificate.
+    #[error("webhooks on {address}: {reason}")]
+    Webhooks {
+        /// The address asked for.
+        address: String,
+        /// Why, in words naming the file.
         reason: String,
     },
     /// A required context cannot be used, so the manager cannot start; each reason names its context.

@@ -16,11 +16,12 @@ use crate::controller::Reconcile;
 use crate::core::Context;
 use crate::core::{Error, Result};
 use crate::ha::{Election, LeaderElection, ShardState, Sharding};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WebhookMetrics};
 use crate::plan::Plan;
 use crate::readiness::{DEFAULT_PING_INTERVAL, Readiness, SecureMetrics};
 use crate::runtime::Runtime;
 use crate::watch::WatchRegistry;
+use crate::webhook::Webhooks;
 
 /// Runs controllers across clusters: one client per cluster, shared watches, probes, graceful shutdown.
 ///
@@ -39,9 +40,10 @@ pub struct Manager {
     pub(super) pool: PoolConfig,
     pub(super) controllers: Vec<Box<dyn Registration>>,
     optional: BTreeSet<String>,
-    probes: Option<String>,
+    pub(super) probes: Option<String>,
     pub(super) secure_metrics: Option<SecureMetrics>,
-    registry: prometheus_client::registry::Registry,
+    pub(super) webhooks: Option<Webhooks>,
+    pub(super) registry: prometheus_client::registry::Registry,
     ping_interval: Duration,
     pub(super) election: Option<LeaderElection>,
     pub(super) sharding: Option<Sharding>,
@@ -64,6 +66,7 @@ impl Manager {
             optional: BTreeSet::new(),
             probes: None,
             secure_metrics: None,
+            webhooks: None,
             ping_interval: DEFAULT_PING_INTERVAL,
             registry: prometheus_client::registry::Registry::default(),
             election: None,
@@ -106,24 +109,6 @@ impl Manager {
         self
     }
 
-    /// Serves `/startupz`, `/readyz`, `/livez` and `/metrics` on `address`, e.g. `0.0.0.0:8080` (port 0 picks
-    /// one); without `/metrics` when [`secure_metrics`](Self::secure_metrics) serves it.
-    pub fn probes(mut self, address: impl Into<String>) -> Self {
-        self.probes = Some(address.into());
-        self
-    }
-
-    /// Serves `/metrics` over HTTPS on an address of its own, only to scrapers whose bearer token the
-    /// context's API server authenticates and allows `get` on `/metrics` ([docs/observability.md]); the
-    /// probe port then serves the probes only, over plain HTTP as kubelet asks them. The context joins the
-    /// manager's, like a Lease's.
-    ///
-    /// [docs/observability.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/observability.md#secure-metrics
-    pub fn secure_metrics(mut self, metrics: SecureMetrics) -> Self {
-        self.secure_metrics = Some(metrics);
-        self
-    }
-
     /// How often each cluster's API server is pinged (default [`DEFAULT_PING_INTERVAL`]).
     pub fn ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval;
@@ -162,26 +147,6 @@ impl Manager {
     /// [docs/ha.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/ha.md
     pub fn sharding(mut self, sharding: Sharding) -> Self {
         self.sharding = Some(sharding);
-        self
-    }
-
-    /// Registers metrics of your own, served with kubeplex's on `/metrics` ([docs/observability.md]).
-    ///
-    /// ```
-    /// use kubeplex::prometheus_client::metrics::counter::Counter;
-    ///
-    /// let deployed = Counter::<u64>::default();
-    /// let manager = kubeplex::Manager::new()
-    ///     .register_metrics(|registry| registry.register("myapp_deployed", "Apps deployed", deployed.clone()));
-    /// # let _ = manager;
-    /// ```
-    ///
-    /// [docs/observability.md]: https://github.com/kubeplex/kubeplex/blob/main/docs/observability.md
-    pub fn register_metrics(
-        mut self,
-        register: impl FnOnce(&mut prometheus_client::registry::Registry),
-    ) -> Self {
-        register(&mut self.registry);
         self
     }
 
@@ -228,6 +193,8 @@ impl Manager {
                 .map(|(name, c)| (name.clone(), up(c)))
                 .collect()
         });
+        let webhook_metrics =
+            (self.webhooks.as_ref()).map(|_| WebhookMetrics::register(&mut self.registry));
         let registry = Arc::new(std::mem::take(&mut self.registry));
         // Every context once, in the order first named.
         let mut contexts: IndexSet<String> =
@@ -277,7 +244,10 @@ impl Manager {
         let secure = self.secure_metrics.as_ref();
         let servers =
             super::servers::Servers::bind(probes, secure, &readiness, registry, &mut background);
-        let servers = servers.await?;
+        let mut servers = servers.await?;
+        servers
+            .bind_webhooks(self.webhooks.as_ref(), webhook_metrics)
+            .await?;
         let probe_address = servers.probe_address;
 
         let (pool, errors) = match self.pool.connect(&contexts).await {
@@ -354,6 +324,8 @@ impl Manager {
             shards,
             members: Default::default(),
         });
+        let (webhook_address, webhook_ca_bundle) =
+            servers.serve_webhooks(&runtime, &mut background);
         if self.fleet.provider.is_none() {
             // No provider, no members: none can hold children a deletion must wait for; a controller
             // declared for members is told so at start (no compile-time check sees the provider).
@@ -398,6 +370,8 @@ impl Manager {
             background,
             probe_address,
             secure_metrics_address,
+            webhook_address,
+            webhook_ca_bundle,
         })
     }
 

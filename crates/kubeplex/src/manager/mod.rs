@@ -10,6 +10,7 @@ mod rbac;
 mod registration;
 mod running;
 mod servers;
+mod serving;
 mod signals;
 mod supervise;
 

@@ -22,6 +22,8 @@ pub struct Running {
     pub(crate) background: JoinSet<()>,
     pub(crate) probe_address: Option<SocketAddr>,
     pub(crate) secure_metrics_address: Option<SocketAddr>,
+    pub(crate) webhook_address: Option<SocketAddr>,
+    pub(crate) webhook_ca_bundle: Option<String>,
 }
 
 impl Running {
@@ -69,6 +71,17 @@ impl Running {
     /// ([`Manager::secure_metrics`](crate::Manager::secure_metrics)).
     pub fn secure_metrics_address(&self) -> Option<SocketAddr> {
         self.secure_metrics_address
+    }
+
+    /// Where the webhook server listens, if it was asked for ([`Manager::webhooks`](crate::Manager::webhooks)).
+    pub fn webhook_address(&self) -> Option<SocketAddr> {
+        self.webhook_address
+    }
+
+    /// The webhook server's self-signed certificate in PEM: the `caBundle` of the webhook configurations
+    /// and of the CRD's conversion that call it. `None` without webhooks or with a certificate directory.
+    pub fn webhook_ca_bundle(&self) -> Option<&str> {
+        self.webhook_ca_bundle.as_deref()
     }
 
     /// How many watches the manager opened: one per distinct (cluster, kind, namespace, selectors),

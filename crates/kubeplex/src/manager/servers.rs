@@ -1,5 +1,5 @@
-//! The manager's HTTP servers: the probe server, and the secure metrics server when asked for, which
-//! takes `/metrics` off the probe port.
+//! The manager's servers: the probe server, the secure metrics server when asked for (which takes
+//! `/metrics` off the probe port), and the webhook server when asked for.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,12 +10,16 @@ use tokio::task::JoinSet;
 
 use crate::client::ClientPool;
 use crate::core::{Error, Result};
+use crate::metrics::WebhookMetrics;
 use crate::readiness::{BoundSecureMetrics, Readiness, SecureMetrics};
+use crate::runtime::Runtime;
+use crate::webhook::{BoundWebhooks, Webhooks};
 
 /// The servers, bound before any cluster is contacted, so that a taken port fails the start at once.
 pub(super) struct Servers {
     pub(super) probe_address: Option<SocketAddr>,
     secure: Option<BoundSecureMetrics>,
+    webhooks: Option<BoundWebhooks>,
     registry: Arc<Registry>,
 }
 
@@ -59,6 +63,7 @@ impl Servers {
         Ok(Self {
             probe_address,
             secure,
+            webhooks: None,
             registry,
         })
     }
@@ -66,11 +71,11 @@ impl Servers {
     /// Starts the secure metrics server, if asked for, now that its context has a client in `pool`;
     /// where it listens.
     pub(super) fn serve_metrics(
-        self,
+        &mut self,
         pool: &ClientPool,
         background: &mut JoinSet<()>,
     ) -> Result<Option<SocketAddr>> {
-        let Some(secure) = self.secure else {
+        let Some(secure) = self.secure.take() else {
             return Ok(None);
         };
         let address = secure.address();
@@ -80,7 +85,34 @@ impl Servers {
                 reason: format!("context {} has no client", secure.context()),
             });
         };
-        background.spawn(secure.serve(access, self.registry)?);
+        background.spawn(secure.serve(access, self.registry.clone())?);
         Ok(Some(address))
+    }
+
+    /// Binds the webhook server, if asked for (serving waits for [`serve_webhooks`](Self::serve_webhooks)).
+    pub(super) async fn bind_webhooks(
+        &mut self,
+        webhooks: Option<&Webhooks>,
+        metrics: Option<WebhookMetrics>,
+    ) -> Result<()> {
+        if let (Some(webhooks), Some(metrics)) = (webhooks, metrics) {
+            self.webhooks = Some(webhooks.bind(metrics).await?);
+        }
+        Ok(())
+    }
+
+    /// Starts the webhook server, if asked for, its handlers reading `runtime`'s caches; where it listens,
+    /// and its self-signed certificate in PEM.
+    pub(super) fn serve_webhooks(
+        &mut self,
+        runtime: &Arc<Runtime>,
+        background: &mut JoinSet<()>,
+    ) -> (Option<SocketAddr>, Option<String>) {
+        let Some(webhooks) = self.webhooks.take() else {
+            return (None, None);
+        };
+        let (address, ca_bundle) = (webhooks.address(), webhooks.ca_bundle());
+        webhooks.serve(runtime.clone(), background);
+        (Some(address), ca_bundle)
     }
 }

@@ -9,8 +9,10 @@ mod leaving;
 mod live;
 mod members;
 mod metrics;
+mod webhooks;
 
 pub(crate) use children_health::ChildrenByHealth;
 pub(crate) use handles::{QueueMetrics, WatchMetrics, gauge_value};
 pub(crate) use live::QueueGroups;
 pub(crate) use metrics::Metrics;
+pub(crate) use webhooks::WebhookMetrics;

@@ -1,11 +1,12 @@
-//! The accept loop the probe port and the secure metrics port share, and the connections it keeps.
+//! The accept loop the probe port, the secure metrics port and the webhook server share, and the
+//! connections it keeps.
 //!
-//! Both ports are reachable by anything in the cluster network, so the loop defends itself: at most
+//! Each port is reachable by anything in the cluster network, so the loop defends itself: at most
 //! [`MAX_CONNECTIONS`] at once (a new one closes the oldest that never sent a request), a TLS handshake and
 //! the request headers must each arrive within [`HEADER_TIMEOUT`] and the headers stay under
 //! [`MAX_HEADER_BYTES`], a connection lives at most [`CONNECTION_TIMEOUT`], and a failing `accept` (e.g.
-//! out of file descriptors) frees a descriptor or backs off instead of spinning. No route reads a request
-//! body. hyper serves each connection with the limits; axum routes.
+//! out of file descriptors) frees a descriptor or backs off instead of spinning. Only the webhook routes
+//! read a request body, up to a bound of their own. hyper serves each connection with the limits; axum routes.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -33,7 +34,7 @@ pub(super) const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 /// Serves `router` on `listener` until the task is aborted; over TLS with `tls`. `server` names it in logs.
-pub(super) async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     tls: Option<TlsAcceptor>,
@@ -118,11 +119,20 @@ where
         .map_err(|error| error.to_string())
 }
 
-/// The connections being served, oldest first.
+/// The connections being served, oldest first; closed with the accept loop (a kept-alive connection must
+/// not go on answering for a server that stopped).
 struct Connections {
     server: &'static str,
     open: VecDeque<(Arc<AtomicBool>, AbortHandle)>,
     evicted: u64,
+}
+
+impl Drop for Connections {
+    fn drop(&mut self) {
+        for (_, task) in &self.open {
+            task.abort();
+        }
+    }
 }
 
 impl Connections {
@@ -166,5 +176,34 @@ impl Connections {
         }
         self.evicted += 1;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_kept_alive_connection_closes_when_its_server_stops() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let router = Router::new().route("/", get(|| async { "ok" }));
+        let server = tokio::spawn(serve(listener, router, None, "test server"));
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        stream.write_all(request).await.unwrap();
+        let mut answer = [0; 1024];
+        let read = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..read].starts_with(b"HTTP/1.1 200"));
+
+        server.abort();
+        assert!(server.await.unwrap_err().is_cancelled());
+        // The connection is closed (end of stream or a reset), not answered again.
+        let _ = stream.write_all(request).await;
+        let closed = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer)).await;
+        assert!(matches!(closed, Ok(Ok(0) | Err(_))), "{closed:?}");
     }
 }

@@ -1,5 +1,6 @@
 //! Whether each cluster answers: the state the probes report (`/startupz`, `/readyz`, `/livez`), the report
-//! types, the pings, the probe server, and the secure metrics server (docs/probes.md).
+//! types, the pings, the probe server, the secure metrics server, and the TLS and connection handling the
+//! webhook server shares with them (docs/probes.md).
 
 mod cluster_entry;
 mod connections;
@@ -18,6 +19,7 @@ mod secure_metrics;
 mod serving_certificate;
 mod watch_readiness;
 
+pub(crate) use connections::serve as serve_connections;
 pub(crate) use identify::{ask_identity, identify};
 pub(crate) use identities::Asked;
 pub(crate) use phases::Phase;
@@ -31,4 +33,5 @@ pub use report::{
 };
 pub(crate) use secure_metrics::BoundSecureMetrics;
 pub use secure_metrics::SecureMetrics;
+pub(crate) use serving_certificate::{reloading as reloading_certificate, self_signed_for};
 pub(crate) use watch_readiness::{WatchEntry, WatchReadiness, is_expired};

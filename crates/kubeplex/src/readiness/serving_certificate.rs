@@ -1,12 +1,17 @@
-//! The certificate the secure metrics port presents: `tls.crt` and `tls.key` from a directory (as a
-//! `kubernetes.io/tls` Secret, e.g. cert-manager's, mounts them), else one signed by itself, made at start.
+//! The certificate a TLS port presents (the secure metrics port, the webhook server): `tls.crt` and
+//! `tls.key` from a directory (as a `kubernetes.io/tls` Secret, e.g. cert-manager's, mounts them), else one
+//! signed by itself, made at start; for the webhook server, the directory's read again when it changes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
+use parking_lot::RwLock;
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 
 /// The names a certificate signed by itself is for: a scraper that checks it would have to pin it anyway.
 const SELF_SIGNED_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
@@ -16,8 +21,16 @@ const SELF_SIGNED_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
 pub(super) fn server_config(cert_dir: Option<&Path>) -> Result<ServerConfig, String> {
     let (chain, key) = match cert_dir {
         Some(dir) => from_dir(dir)?,
-        None => self_signed()?,
+        None => self_signed(&[]).map(|(chain, key, _)| (chain, key))?,
     };
+    with_certificate(chain, key)
+}
+
+/// The TLS settings of a server presenting `chain` with `key`; HTTP/1.1 only.
+fn with_certificate(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<ServerConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -27,6 +40,86 @@ pub(super) fn server_config(cert_dir: Option<&Path>) -> Result<ServerConfig, Str
         .map_err(|e| format!("the certificate and its key do not go together: {e}"))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// The TLS settings of a server whose certificate is `tls.crt` and `tls.key` in `dir`, read now and again
+/// every `every` while the returned task runs, when either file changed (cert-manager renews by replacing
+/// the Secret's files); a file that cannot be read then leaves the last good certificate served, and is
+/// logged once. HTTP/1.1 only.
+pub(crate) fn reloading(
+    dir: PathBuf,
+    every: Duration,
+) -> Result<(ServerConfig, impl Future<Output = ()> + Send + 'static), String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let load = {
+        let provider = provider.clone();
+        move |dir: &Path| -> Result<Arc<CertifiedKey>, String> {
+            let (chain, key) = from_dir(dir)?;
+            let certified = CertifiedKey::from_der(chain, key, &provider)
+                .map_err(|e| format!("the certificate and its key do not go together: {e}"))?;
+            Ok(Arc::new(certified))
+        }
+    };
+    let stamp = |dir: &Path| {
+        ["tls.crt", "tls.key"].map(|f| {
+            std::fs::metadata(dir.join(f))
+                .ok()
+                .map(|m| (m.modified().ok(), m.len()))
+        })
+    };
+    let mut seen = stamp(&dir);
+    let resolver = Arc::new(Reloading(RwLock::new(load(&dir)?)));
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver.clone());
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let watch = async move {
+        let mut failing = false;
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let now = stamp(&dir);
+            if now == seen {
+                continue;
+            }
+            match load(&dir) {
+                Ok(certified) => {
+                    *resolver.0.write() = certified;
+                    seen = now;
+                    failing = false;
+                    tracing::info!(dir = %dir.display(), "serving the renewed certificate");
+                }
+                // Half-written files are read again at the next tick; a lasting problem is logged once.
+                Err(problem) if !failing => {
+                    failing = true;
+                    tracing::warn!(dir = %dir.display(), %problem, "the certificate's files changed and cannot be read; serving the last good one");
+                }
+                Err(_) => {}
+            }
+        }
+    };
+    Ok((config, watch))
+}
+
+/// The certificate served now; swapped when the files change.
+#[derive(Debug)]
+struct Reloading(RwLock<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for Reloading {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.read().clone())
+    }
+}
+
+/// The TLS settings of a server with a new certificate for `localhost`, `127.0.0.1` and `names`, signed by
+/// its own new key, and that certificate in PEM (what a client that trusts it, such as an API server
+/// calling a webhook, is given as its `caBundle`). HTTP/1.1 only.
+pub(crate) fn self_signed_for(names: &[String]) -> Result<(ServerConfig, String), String> {
+    let (chain, key, pem) = self_signed(names)?;
+    Ok((with_certificate(chain, key)?, pem))
 }
 
 /// `tls.crt` and `tls.key` of `dir`.
@@ -44,13 +137,16 @@ fn from_dir(dir: &Path) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'
     Ok((chain, key))
 }
 
-/// A new certificate for [`SELF_SIGNED_NAMES`], signed by its own new key.
-fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    let names = SELF_SIGNED_NAMES.map(str::to_owned).to_vec();
-    let made = rcgen::generate_simple_self_signed(names)
+/// A certificate for [`SELF_SIGNED_NAMES`] and `names`, signed by its own new key, with its PEM.
+fn self_signed(
+    names: &[String],
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, String), String> {
+    let mut all = SELF_SIGNED_NAMES.map(str::to_owned).to_vec();
+    all.extend(names.iter().cloned());
+    let made = rcgen::generate_simple_self_signed(all)
         .map_err(|e| format!("making a self-signed certificate: {e}"))?;
     let key = PrivatePkcs8KeyDer::from(made.signing_key.serialize_der());
-    Ok((vec![made.cert.der().clone()], key.into()))
+    Ok((vec![made.cert.der().clone()], key.into(), made.cert.pem()))
 }
 
 #[cfg(test)]
@@ -81,5 +177,55 @@ mod tests {
         assert!(!error.contains("not a key"), "{error}");
         std::fs::write(dir.path().join("tls.key"), made.signing_key.serialize_pem()).unwrap();
         server_config(Some(dir.path())).unwrap();
+    }
+
+    /// The certificate a server with `config` presents in a handshake, trusting `roots`.
+    async fn presented(config: &Arc<ServerConfig>, roots: &[&rcgen::Certificate]) -> Vec<u8> {
+        let mut store = rustls::RootCertStore::empty();
+        for root in roots {
+            store.add(root.der().clone()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(store)
+            .with_no_client_auth();
+        let (near, far) = tokio::io::duplex(64 * 1024);
+        let server = tokio_rustls::TlsAcceptor::from(config.clone());
+        let accepted = tokio::spawn(async move { server.accept(far).await.map(|_| ()) });
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let stream = connector.connect(name, near).await.unwrap();
+        accepted.await.unwrap().unwrap();
+        let (_, connection) = stream.get_ref();
+        connection.peer_certificates().unwrap()[0].to_vec()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewed_certificate_in_the_directory_is_served_without_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |made: &rcgen::CertifiedKey<rcgen::KeyPair>| {
+            std::fs::write(dir.path().join("tls.crt"), made.cert.pem()).unwrap();
+            std::fs::write(dir.path().join("tls.key"), made.signing_key.serialize_pem()).unwrap();
+        };
+        let first = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        write(&first);
+        let every = Duration::from_secs(10);
+        let (config, watch) = reloading(dir.path().to_owned(), every).unwrap();
+        let (config, watch) = (Arc::new(config), tokio::spawn(watch));
+        let roots = [&first.cert];
+        assert_eq!(presented(&config, &roots).await, first.cert.der().to_vec());
+
+        // Half written: the key is not the certificate's yet. The last good one is served meanwhile.
+        let second = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        std::fs::write(dir.path().join("tls.crt"), second.cert.pem()).unwrap();
+        tokio::time::sleep(every * 2).await;
+        let roots = [&first.cert, &second.cert];
+        assert_eq!(presented(&config, &roots).await, first.cert.der().to_vec());
+        write(&second);
+        tokio::time::sleep(every * 2).await;
+        assert_eq!(presented(&config, &roots).await, second.cert.der().to_vec());
+        watch.abort();
     }
 }

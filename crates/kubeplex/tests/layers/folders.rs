@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["watch"],
     &["ha", "members", "plan"],
     &["runtime"],
-    &["controller"],
+    &["controller", "webhook"],
     &["engine"],
     &["manager"],
 ];

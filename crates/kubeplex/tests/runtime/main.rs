@@ -28,3 +28,4 @@ mod startup;
 mod support;
 mod user_metrics;
 mod watched_kinds;
+mod webhooks;
