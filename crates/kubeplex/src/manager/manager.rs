@@ -221,6 +221,9 @@ impl Manager {
         if let Some(metrics) = &self.secure_metrics {
             contexts.insert(metrics.context.clone());
         }
+        if let Some(context) = self.webhooks.as_ref().and_then(|w| w.context()) {
+            contexts.insert(context.to_owned());
+        }
         if let Some(election) = coordination {
             if let Some(reason) = election.problem() {
                 let lease = election.lease();

@@ -107,6 +107,9 @@ impl Manager {
                 grants.push(Grant::new(place.0, place.1, group, resource, &["create"]));
             }
         }
+        if let Some(webhooks) = &self.webhooks {
+            grants.extend(webhooks.grants());
+        }
         Rbac {
             name: service_account.to_owned(),
             subject: (service_account.to_owned(), namespace.to_owned()),

@@ -33,5 +33,8 @@ pub use report::{
 };
 pub(crate) use secure_metrics::BoundSecureMetrics;
 pub use secure_metrics::SecureMetrics;
-pub(crate) use serving_certificate::{reloading as reloading_certificate, self_signed_for};
+pub(crate) use serving_certificate::{
+    LaterCertificate, SELF_SIGNED_NAMES, later as later_certificate,
+    reloading as reloading_certificate, self_signed_for,
+};
 pub(crate) use watch_readiness::{WatchEntry, WatchReadiness, is_expired};

@@ -13,8 +13,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-/// The names a certificate signed by itself is for: a scraper that checks it would have to pin it anyway.
-const SELF_SIGNED_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
+/// The names a certificate made at start is for (besides any asked for): a scraper that checks one signed
+/// by itself would have to pin it anyway.
+pub(crate) const SELF_SIGNED_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
 
 /// The TLS settings of the secure metrics port: the certificate in `cert_dir` (`tls.crt`, the chain, and
 /// `tls.key`), else a new one signed by itself; HTTP/1.1 only. Why not, in words naming the file.
@@ -112,6 +113,46 @@ impl ResolvesServerCert for Reloading {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.0.read().clone())
     }
+}
+
+/// The certificate of a server that has none yet (it is signed once a cluster answers): handshakes fail
+/// until [`set`](Self::set).
+#[derive(Debug, Default)]
+pub(crate) struct LaterCertificate(RwLock<Option<Arc<CertifiedKey>>>);
+
+impl LaterCertificate {
+    /// Serves `chain` (PEM) with `key` (PEM) from now on.
+    pub(crate) fn set(&self, chain: &str, key: &str) -> Result<(), String> {
+        let chain = CertificateDer::pem_slice_iter(chain.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("the certificate: {e}"))?;
+        let key =
+            PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| format!("its key: {e}"))?;
+        let provider = rustls::crypto::ring::default_provider();
+        let certified = CertifiedKey::from_der(chain, key, &provider)
+            .map_err(|e| format!("the certificate and its key do not go together: {e}"))?;
+        *self.0.write() = Some(Arc::new(certified));
+        Ok(())
+    }
+}
+
+impl ResolvesServerCert for LaterCertificate {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.0.read().clone()
+    }
+}
+
+/// The TLS settings of a server whose certificate comes later, and where it goes. HTTP/1.1 only.
+pub(crate) fn later() -> Result<(ServerConfig, Arc<LaterCertificate>), String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let later = Arc::new(LaterCertificate::default());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_cert_resolver(later.clone());
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok((config, later))
 }
 
 /// The TLS settings of a server with a new certificate for `localhost`, `127.0.0.1` and `names`, signed by

@@ -2,6 +2,8 @@
 //! fleet's caches and readiness (docs/webhooks.md).
 
 mod admission;
+mod ca;
+mod ca_bundle;
 mod conversion;
 mod fleet_view;
 mod merge;
@@ -14,6 +16,7 @@ mod tests;
 mod webhooks;
 
 pub use admission::{Mutate, Validate, mutating_path, validating_path};
+pub use ca_bundle::Registration;
 pub use conversion::{CONVERSION_PATH, Convert};
 pub use fleet_view::FleetView;
 pub use kube::core::admission::{AdmissionRequest, Operation};

@@ -11,11 +11,17 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use super::ca;
+use super::ca_bundle::{self, Registration};
 use super::router::{Served, router};
 use super::webhooks::{Certificate, Webhooks};
-use crate::core::Error;
+use crate::core::{Error, LogThrottle};
+use crate::executor::RetryBackoff;
 use crate::metrics::WebhookMetrics;
-use crate::readiness::{reloading_certificate, self_signed_for, serve_connections};
+use crate::readiness::{
+    LaterCertificate, SELF_SIGNED_NAMES, later_certificate, reloading_certificate, self_signed_for,
+    serve_connections,
+};
 use crate::runtime::Runtime;
 
 /// How often a certificate directory is looked at for renewed files.
@@ -31,6 +37,8 @@ pub(crate) struct BoundWebhooks {
     ca_bundle: Option<String>,
     /// Reads a certificate directory again when it changes.
     reload: Option<BoxFuture<'static, ()>>,
+    /// Where the certificate signed by the CA in a Secret goes, once signed.
+    signed_later: Option<Arc<LaterCertificate>>,
     metrics: WebhookMetrics,
 }
 
@@ -41,15 +49,21 @@ impl Webhooks {
             address: self.address.clone(),
             reason,
         };
+        let mut signed_later = None;
         let (config, ca_bundle, reload) = match &self.certificate {
             Certificate::Dir(dir) => {
                 let (config, reload) =
                     reloading_certificate(dir.clone(), CERTIFICATE_CHECK).map_err(failed)?;
                 (config, None, Some(reload.boxed()))
             }
-            Certificate::SelfSigned(names) => {
-                let (config, pem) = self_signed_for(names).map_err(failed)?;
+            Certificate::SelfSigned => {
+                let (config, pem) = self_signed_for(&self.dns_names).map_err(failed)?;
                 (config, Some(pem), None)
+            }
+            Certificate::CaSecret { .. } => {
+                let (config, later) = later_certificate().map_err(failed)?;
+                signed_later = Some(later);
+                (config, None, None)
             }
         };
         let listener = TcpListener::bind(&self.address).await;
@@ -62,6 +76,7 @@ impl Webhooks {
             tls: TlsAcceptor::from(Arc::new(config)),
             ca_bundle,
             reload,
+            signed_later,
             metrics,
         })
     }
@@ -80,7 +95,7 @@ impl BoundWebhooks {
 
     /// Serves until `background` is aborted, its handlers reading `runtime`'s caches.
     pub(crate) fn serve(self, runtime: Arc<Runtime>, background: &mut JoinSet<()>) {
-        let served = Served::new(runtime, &self.settings, self.metrics);
+        let served = Served::new(runtime.clone(), &self.settings, self.metrics);
         let paths: Vec<&str> = self
             .settings
             .routes
@@ -98,6 +113,32 @@ impl BoundWebhooks {
         if let Some(reload) = self.reload {
             background.spawn(reload);
         }
+        if let (
+            Some(later),
+            Certificate::CaSecret {
+                context,
+                namespace,
+                name,
+            },
+        ) = (self.signed_later, &self.settings.certificate)
+        {
+            let access = runtime
+                .pool
+                .access()
+                .find(|(c, _)| c == context)
+                .map(|(_, a)| a);
+            let client = access.ok_or_else(|| "it has no client".to_owned());
+            match client.and_then(crate::client::own_client) {
+                Ok(client) => {
+                    let names = self.settings.dns_names.clone();
+                    let registrations = self.settings.registrations.clone();
+                    let secret = (namespace.clone(), name.clone());
+                    background.spawn(sign(client, secret, names, later, registrations));
+                }
+                Err(problem) => tracing::error!(cluster = %context, %problem,
+                    "webhooks: the CA's context cannot be reached; no certificate will be served"),
+            }
+        }
         background.spawn(serve_connections(
             self.listener,
             router,
@@ -105,4 +146,38 @@ impl BoundWebhooks {
             "webhook server",
         ));
     }
+}
+
+/// Reads (or makes) the CA in Secret `namespace/name`, retrying with backoff; signs the serving certificate
+/// for `localhost`, `127.0.0.1` and `names` with it and serves that; then keeps the registrations'
+/// `caBundle` equal to the CA's certificate.
+async fn sign(
+    client: kube::Client,
+    (namespace, name): (String, String),
+    names: Vec<String>,
+    later: Arc<LaterCertificate>,
+    registrations: Vec<Registration>,
+) {
+    let mut retry = RetryBackoff::default();
+    let mut logged = LogThrottle::new(Duration::from_secs(600));
+    let ca = loop {
+        match ca::get_or_create(client.clone(), &namespace, &name).await {
+            Ok(ca) => break ca,
+            Err(problem) => {
+                if logged.warn(&problem) {
+                    tracing::warn!(%problem, "webhooks: cannot read or store the CA; trying again");
+                }
+                tokio::time::sleep(retry.next_delay()).await;
+            }
+        }
+    };
+    let mut all = SELF_SIGNED_NAMES.map(str::to_owned).to_vec();
+    all.extend(names);
+    let signed = ca.sign(&all).and_then(|(cert, key)| later.set(&cert, &key));
+    if let Err(problem) = signed {
+        tracing::error!(%problem, "webhooks: cannot sign the serving certificate with the CA in Secret {namespace}/{name}");
+        return;
+    }
+    tracing::info!("webhooks: serving a certificate signed by the CA in Secret {namespace}/{name}");
+    ca_bundle::keep(client, registrations, ca.cert).await;
 }

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use kube::Resource;
 
+use super::ca_bundle::Registration;
+use crate::core::{Context, Grant};
+
 use super::admission::{self, Mutate, Validate};
 use super::conversion::{self, Convert, Converter};
 use super::outcome::FailurePolicy;
@@ -20,9 +23,15 @@ pub const DEFAULT_HANDLER_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) enum Certificate {
     /// `tls.crt` and `tls.key` in a directory, read again when they change.
     Dir(PathBuf),
-    /// Made at start and signed by itself for `localhost`, `127.0.0.1` and these names; its PEM is the
-    /// configurations' `caBundle` ([`Running::webhook_ca_bundle`](crate::Running::webhook_ca_bundle)).
-    SelfSigned(Vec<String>),
+    /// Made at start and signed by itself; its PEM is the configurations' `caBundle`
+    /// ([`Running::webhook_ca_bundle`](crate::Running::webhook_ca_bundle)).
+    SelfSigned,
+    /// Made at start and signed by the CA in a Secret of the context, made by the first replica.
+    CaSecret {
+        context: String,
+        namespace: String,
+        name: String,
+    },
 }
 
 /// Admission and conversion webhooks, served over HTTPS by every replica of the operator (a standby
@@ -70,6 +79,10 @@ pub(crate) enum Certificate {
 pub struct Webhooks {
     pub(crate) address: String,
     pub(crate) certificate: Certificate,
+    /// The names a certificate made at start is for, besides `localhost` and `127.0.0.1`.
+    pub(crate) dns_names: Vec<String>,
+    /// Whose `caBundle` is kept equal to the CA's certificate.
+    pub(crate) registrations: Vec<Registration>,
     pub(crate) timeout: Duration,
     pub(crate) failure_policy: FailurePolicy,
     pub(crate) routes: Vec<Route>,
@@ -78,11 +91,13 @@ pub struct Webhooks {
 
 impl Webhooks {
     /// Webhooks served on `address` (e.g. `0.0.0.0:9443`; port 0 picks one), with a certificate signed by
-    /// itself unless [`cert_dir`](Self::cert_dir) names one.
+    /// itself unless [`cert_dir`](Self::cert_dir) or [`ca_secret`](Self::ca_secret) says otherwise.
     pub fn new(address: impl Into<String>) -> Self {
         Self {
             address: address.into(),
-            certificate: Certificate::SelfSigned(Vec::new()),
+            certificate: Certificate::SelfSigned,
+            dns_names: Vec::new(),
+            registrations: Vec::new(),
             timeout: DEFAULT_HANDLER_TIMEOUT,
             failure_policy: FailurePolicy::Fail,
             routes: Vec::new(),
@@ -98,13 +113,89 @@ impl Webhooks {
         self
     }
 
-    /// The DNS names the self-signed certificate is for besides `localhost` and `127.0.0.1`, such as the
+    /// Signs the serving certificate, made at start, with a CA kept in Secret `namespace/name` of
+    /// `context` (the cluster whose API server calls the webhooks): the first replica that finds no such
+    /// Secret makes the CA and stores it there, the others read it, so that one `caBundle` (the CA's
+    /// certificate, kept in the registrations named with [`ca_bundle_in`](Self::ca_bundle_in)) trusts
+    /// every replica. The context joins the manager's.
+    pub fn ca_secret(
+        mut self,
+        context: impl Context,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Self {
+        self.certificate = Certificate::CaSecret {
+            context: context.name().to_owned(),
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        self
+    }
+
+    /// Keeps the `caBundle` of `registration` (every webhook of a webhook configuration, or a CRD's
+    /// conversion) equal to the CA's certificate of [`ca_secret`](Self::ca_secret): written at start and
+    /// again within 30 s whenever it differs. Needs `ca_secret`; with a certificate directory, the
+    /// certificate's issuer (cert-manager's CA injector) keeps it instead.
+    pub fn ca_bundle_in(mut self, registration: Registration) -> Self {
+        self.registrations.push(registration);
+        self
+    }
+
+    /// The DNS names a certificate made at start is for besides `localhost` and `127.0.0.1`, such as the
     /// webhook Service's `<service>.<namespace>.svc`. No effect with [`cert_dir`](Self::cert_dir).
     pub fn dns_names<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
-        if let Certificate::SelfSigned(own) = &mut self.certificate {
-            own.extend(names.into_iter().map(Into::into));
-        }
+        self.dns_names.extend(names.into_iter().map(Into::into));
         self
+    }
+
+    /// What the webhooks need of the CA's context: the CA's Secret read and made, the registrations read
+    /// and written.
+    pub(crate) fn grants(&self) -> Vec<Grant> {
+        let Certificate::CaSecret {
+            context, namespace, ..
+        } = &self.certificate
+        else {
+            return Vec::new();
+        };
+        let context = Some(context.as_str());
+        let mut grants = vec![Grant::new(
+            context,
+            Some(namespace),
+            "",
+            "secrets",
+            &["get", "create"],
+        )];
+        for registration in &self.registrations {
+            let (group, resource) = match registration {
+                Registration::Validating(_) => (
+                    "admissionregistration.k8s.io",
+                    "validatingwebhookconfigurations",
+                ),
+                Registration::Mutating(_) => (
+                    "admissionregistration.k8s.io",
+                    "mutatingwebhookconfigurations",
+                ),
+                Registration::Conversion(_) => {
+                    ("apiextensions.k8s.io", "customresourcedefinitions")
+                }
+            };
+            grants.push(Grant::new(
+                context,
+                None,
+                group,
+                resource,
+                &["get", "update"],
+            ));
+        }
+        grants
+    }
+
+    /// The context whose API server keeps the CA and the registrations, if any.
+    pub(crate) fn context(&self) -> Option<&str> {
+        match &self.certificate {
+            Certificate::CaSecret { context, .. } => Some(context),
+            _ => None,
+        }
     }
 
     /// How long a handler may take ([`DEFAULT_HANDLER_TIMEOUT`] by default); past it, the request is
