@@ -49,8 +49,9 @@ pub struct AppDeploymentSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Rollout {
-    /// How the clusters take turns.
-    pub strategy: RolloutStrategy,
+    /// How the clusters take turns; the operator's webhook writes in the one there is when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<RolloutStrategy>,
     /// The clusters first in line, by name (a context or a member of the fleet); the clusters not named
     /// follow in the operator's order (its contexts, then its members). A name the operator does not
     /// deploy to is passed over.

@@ -17,6 +17,7 @@
 mod app;
 mod deployer;
 
+pub mod admission;
 pub mod demo;
 pub mod figures;
 pub mod rollout;

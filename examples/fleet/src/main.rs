@@ -20,6 +20,10 @@
 //! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
 //! - `fleet rbac --context NAME [run's flags]`: prints the Roles, ClusterRoles and bindings `fleet run` with
 //!   those flags needs in the cluster NAME, derived from the plan (the Helm charts render the same rules).
+//! - `fleet webhooks (--service NAME.NAMESPACE | --url URL) [--namespace NAMESPACE] [--failure-policy
+//!   Fail|Ignore] [--timeout-seconds S]`: prints the webhook configurations for `fleet run --webhook-port PORT
+//!   [--webhook-cert-dir DIR] [--webhook-dns-name NAME]`, which refuses an AppDeployment naming a cluster the
+//!   fleet does not have, or namespaces it does not own (docs/webhooks.md).
 
 use kube::CustomResourceExt as _;
 use std::error::Error;
@@ -41,10 +45,12 @@ use tracing_subscriber::{Layer, Registry};
 mod members_cli;
 mod operator_cli;
 mod rbac_cli;
+mod webhooks_cli;
 #[cfg(test)]
 use members_cli::MemberFlags;
 use operator_cli::OperatorFlags;
 use rbac_cli::RbacFlags;
+use webhooks_cli::WebhookFlags;
 
 /// The kubeplex example operator: each AppDeployment in namespace `crds` of the control cluster becomes a
 /// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b (`fleet run` takes other
@@ -102,6 +108,12 @@ enum Command {
         #[command(flatten)]
         operator: OperatorFlags,
     },
+    /// Print the Validating- and MutatingWebhookConfiguration (YAML) that make the control cluster's API
+    /// server call `fleet run --webhook-port` for AppDeployments (docs/webhooks.md).
+    Webhooks {
+        #[command(flatten)]
+        webhooks: WebhookFlags,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -141,6 +153,7 @@ async fn main() -> ExitCode {
         Command::Demo { exit_after_table } => demo::run(exit_after_table).await,
         Command::Crd => print_crd(),
         Command::Rbac { rbac, operator } => rbac.print(operator),
+        Command::Webhooks { webhooks } => webhooks.print(),
     };
     // The last batch of spans, with the reconciles of the shutdown.
     let result = result.and(exporter.stop());

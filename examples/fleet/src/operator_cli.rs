@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kubeplex::{Manager, SecureMetrics, ha::LeaderElection, ha::Sharding};
-use kubeplex_fleet::{AppDeployer, Fleet};
+use kubeplex_fleet::{AppDeployer, Fleet, admission};
 
 use crate::members_cli::MemberFlags;
 
@@ -92,6 +92,31 @@ pub struct OperatorFlags {
         requires = "secure_metrics_port"
     )]
     pub secure_metrics_audiences: Vec<String>,
+    /// Serve the admission webhooks (docs/webhooks.md) over HTTPS on this port (on every address): an
+    /// AppDeployment whose rollout order names a cluster the fleet does not have, or whose namespaces the
+    /// operator does not own, is refused when written; a rollout's strategy is written in.
+    #[arg(long, value_name = "PORT", env = "FLEET_WEBHOOK_PORT")]
+    pub webhook_port: Option<u16>,
+    /// The webhooks' certificate: `tls.crt` and `tls.key` in this directory (cert-manager's) [default: one
+    /// signed by a CA the operator keeps in the Secret fleet-operator-webhook-ca of --lease-namespace, and
+    /// writes into the caBundle of the webhook configurations named fleet-operator].
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "FLEET_WEBHOOK_CERT_DIR",
+        requires = "webhook_port"
+    )]
+    pub webhook_cert_dir: Option<PathBuf>,
+    /// A DNS name of the webhook Service (`<service>.<namespace>.svc`), for the certificate the operator
+    /// signs; repeated or comma-separated.
+    #[arg(
+        long = "webhook-dns-name",
+        value_name = "NAME",
+        env = "FLEET_WEBHOOK_DNS_NAMES",
+        value_delimiter = ',',
+        requires = "webhook_port"
+    )]
+    pub webhook_dns_names: Vec<String>,
     #[command(flatten)]
     pub members: MemberFlags,
 }
@@ -116,6 +141,9 @@ impl OperatorFlags {
             secure_metrics_port,
             secure_metrics_cert_dir,
             secure_metrics_audiences,
+            webhook_port,
+            webhook_cert_dir,
+            webhook_dns_names,
             members,
         } = self;
         // Timings that cannot fence are refused when the manager starts, in words.
@@ -137,6 +165,16 @@ impl OperatorFlags {
                 leases
             }};
         }
+        let manager = match webhook_port {
+            Some(port) => manager.webhooks(admission::webhooks(
+                child_namespaces.clone(),
+                format!("0.0.0.0:{port}"),
+                webhook_cert_dir,
+                &lease_namespace,
+                webhook_dns_names,
+            )),
+            None => manager,
+        };
         let (namespace_of_leases, name) = (lease_namespace, "fleet-operator");
         let manager = match (leader_election, shards) {
             (_, Some(shards)) => manager.sharding(configure!(Sharding::by_parent(

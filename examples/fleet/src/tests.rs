@@ -55,6 +55,9 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
                 secure_metrics_port: None,
                 secure_metrics_cert_dir: None,
                 secure_metrics_audiences,
+                webhook_port: None,
+                webhook_cert_dir: None,
+                webhook_dns_names,
                 members,
             },
     } = cli.command
@@ -63,6 +66,7 @@ fn run_defaults_to_probes_on_port_8080_and_text_logs() {
     };
     assert!(!members.takes_members(), "no members unless asked");
     assert!(secure_metrics_audiences.is_empty());
+    assert!(webhook_dns_names.is_empty(), "no webhooks unless asked");
     assert_eq!(lease_namespace, "crds");
     assert_eq!(probe_address, "0.0.0.0:8080".parse().unwrap());
     assert_eq!(namespace, "crds");

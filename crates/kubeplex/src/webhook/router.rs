@@ -148,7 +148,7 @@ fn decide(
         },
         Outcome::Denied(message) => {
             served.metrics.denied(path);
-            return response.deny(message);
+            return refused(response, message.clone());
         }
         Outcome::Invalid(reason) => reason.clone(),
         Outcome::Panicked => "the handler panicked".into(),
@@ -165,9 +165,10 @@ fn decide(
     };
     served.log_failure(path, cause);
     match served.policy {
-        FailurePolicy::Fail => {
-            response.deny(format!("webhook {path} could not check this object: {why}"))
-        }
+        FailurePolicy::Fail => refused(
+            response,
+            format!("webhook {path} could not check this object: {why}"),
+        ),
         FailurePolicy::Ignore => response,
     }
 }
@@ -208,4 +209,13 @@ async fn convert(served: &Served, body: &[u8]) -> Response {
         }
     };
     axum::Json(response.into_review()).into_response()
+}
+
+/// `response`, refusing with `message` as controller-runtime does: `403 Forbidden`, which the API server
+/// passes on to its client (without a code, it answers `400 Bad Request`).
+fn refused(response: AdmissionResponse, message: String) -> AdmissionResponse {
+    let mut response = response.deny(message);
+    response.result.code = 403;
+    response.result.reason = "Forbidden".into();
+    response
 }

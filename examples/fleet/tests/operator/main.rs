@@ -31,3 +31,4 @@ mod run_namespaces;
 mod scenario;
 mod status_writes;
 mod support;
+mod webhooks;
