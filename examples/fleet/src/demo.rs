@@ -5,6 +5,7 @@
 pub mod kubelet;
 pub mod members;
 pub mod rollout;
+pub mod webhooks;
 
 use kube::CustomResourceExt as _;
 use std::fmt::Write as _;
@@ -55,8 +56,12 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     )?;
     // As `fleet run --members-from-secrets kubeplex.io/fleet=kubeplex-fleet` runs it.
     let secrets = KubeconfigSecrets::new(Fleet::Control, MEMBERS_NAMESPACE, MEMBER_SELECTOR);
+    let owns = CHILD_NAMESPACES.map(str::to_owned).to_vec();
+    let checks =
+        crate::admission::webhooks(owns, "127.0.0.1:0".into(), None, MEMBERS_NAMESPACE, vec![]);
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .probes("127.0.0.1:0")
+        .webhooks(checks)
         .controller(AppDeployer::default())
         .members(secrets, LeavePolicy::Delete)
         .start()
@@ -69,6 +74,17 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
     )?;
 
     let control = env.client(Fleet::Control.name()).await?;
+    let port = running
+        .webhook_address()
+        .expect("webhooks were asked for")
+        .port();
+    webhooks::register(&control, port).await?;
+    let refusal = webhooks::refusal(&control, Duration::from_secs(60)).await?;
+    writeln!(
+        out,
+        "Webhooks on https://127.0.0.1:{port} check every AppDeployment written to {CRD_NAMESPACE}: one whose \
+         rollout order names cluster-x is refused: {refusal}"
+    )?;
     for (name, image, replicas) in INSTANCES {
         apply_instance(&control, CRD_NAMESPACE, name, image, replicas).await?;
         writeln!(

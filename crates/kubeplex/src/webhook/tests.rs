@@ -109,7 +109,10 @@ async fn a_handler_that_panics_or_overruns_answers_by_the_failure_policy() {
     let refused = answer(&fail, &path, "refused").await;
     assert_eq!(refused["allowed"], false);
     assert_eq!(refused["status"]["message"], "not this one");
-    assert_eq!(refused["status"]["code"], 403, "as controller-runtime refuses: {refused}");
+    assert_eq!(
+        refused["status"]["code"], 403,
+        "as controller-runtime refuses: {refused}"
+    );
 
     let panicked = answer(&fail, &path, "panics").await;
     assert_eq!(panicked["allowed"], false);

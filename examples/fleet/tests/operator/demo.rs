@@ -69,6 +69,14 @@ fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    // The control cluster's API server calls the operator's webhooks.
+    assert!(
+        stdout.contains(
+            "rollout order names cluster-x is refused: admission webhook \"validate.demo.kubeplex.dev\" \
+             denied the request: spec.rollout.order names clusters the fleet does not have: cluster-x"
+        ),
+        "{stdout}"
+    );
     // Before cluster-c's Secret is created, after it, and after it is deleted.
     let (before, rest) = stdout
         .split_once("\nCreated Secret kubeplex-system/cluster-c in control")
