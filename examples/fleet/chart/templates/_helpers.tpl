@@ -59,6 +59,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if and .Values.serviceMonitor.enabled .Values.metrics.secure (not .Values.metrics.certSecret) (not .Values.serviceMonitor.insecureSkipVerify) }}
 {{- fail "serviceMonitor: the scrape verifies the operator's certificate, and without metrics.certSecret it is signed by itself: set metrics.certSecret (e.g. a cert-manager Certificate's Secret), or serviceMonitor.insecureSkipVerify=true to scrape unverified" }}
 {{- end }}
+{{- if and .Values.webhooks.enabled (not (has .Values.webhooks.failurePolicy (list "Fail" "Ignore"))) }}
+{{- fail (printf "webhooks.failurePolicy: %q is not Fail or Ignore" .Values.webhooks.failurePolicy) }}
+{{- end }}
+{{- if and .Values.webhooks.enabled (or (lt (int .Values.webhooks.timeoutSeconds) 1) (gt (int .Values.webhooks.timeoutSeconds) 30)) }}
+{{- fail "webhooks.timeoutSeconds: 1 to 30 (the API server's bounds)" }}
+{{- end }}
 {{- if not (has .Values.members.leavePolicy (list "delete" "orphan")) }}
 {{- fail (printf "members.leavePolicy: %q is not delete or orphan" .Values.members.leavePolicy) }}
 {{- end }}
@@ -84,6 +90,12 @@ prints for the same flags (tests/chart checks that they agree for every mode).
 {{- $lease := dict "apiGroups" (list "coordination.k8s.io") "resources" (list "leases") "verbs" $verbs }}
 {{- $leaseNs := include "kubeplex-fleet.leaseNamespace" . }}
 {{- $_ := set $rules $leaseNs (prepend (get $rules $leaseNs | default list) $lease) }}
+{{- end }}
+{{- if .Values.webhooks.enabled }}
+{{- /* The webhooks' CA, made by the first replica and read by the others (docs/webhooks.md). */}}
+{{- $ca := dict "apiGroups" (list "") "resources" (list "secrets") "verbs" (list "get" "create") }}
+{{- $leaseNs := include "kubeplex-fleet.leaseNamespace" . }}
+{{- $_ := set $rules $leaseNs (append (get $rules $leaseNs | default list) $ca) }}
 {{- end }}
 {{- if .Values.members.enabled }}
 {{- $membersNs := include "kubeplex-fleet.membersNamespace" . }}

@@ -31,7 +31,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// The modes tested: a name and the values (`helm template` flags) that choose it.
-pub const MODES: [(&str, &[&str]); 7] = [
+pub const MODES: [(&str, &[&str]); 8] = [
     (
         "single replica",
         &["--set", "mode=single", "--set", "replicas=1"],
@@ -67,11 +67,30 @@ pub const MODES: [(&str, &[&str]); 7] = [
             "--set",
             "networkPolicy.enabled=true",
             "--set",
+            "webhooks.enabled=true",
+            "--set",
             "extraArgs={--log-format,json}",
             "--set",
             "extraEnv[0].name=FLEET_LEASE_DURATION",
             "--set-string",
             "extraEnv[0].value=20",
+        ],
+    ),
+    (
+        "webhooks, one replica, another namespace",
+        &[
+            "--set",
+            "mode=single",
+            "--set",
+            "replicas=1",
+            "--set",
+            "webhooks.enabled=true",
+            "--set",
+            "webhooks.failurePolicy=Ignore",
+            "--set",
+            "webhooks.timeoutSeconds=5",
+            "--set",
+            "namespace=apps",
         ],
     ),
 ];
@@ -129,13 +148,19 @@ fn the_charts_rbac_is_what_fleet_rbac_derives_from_the_plan() {
             .into_iter()
             .filter(|g| g.0.is_some())
             .collect();
-        let expected = grants(&fleet_rbac("control", &flags));
+        let (expected, plans): (BTreeSet<_>, BTreeSet<_>) = grants(&fleet_rbac("control", &flags))
+            .into_iter()
+            .partition(|g| g.0.is_some());
         assert_eq!(
             namespaced,
             expected,
             "{mode}: the chart's Roles differ from `fleet rbac --context control {}`",
             flags.join(" ")
         );
+        // The cluster-wide grants the plan needs: the webhooks' configurations, when served.
+        let plans: BTreeSet<_> = (plans.into_iter())
+            .map(|(_, group, resource, verb)| (group, resource, verb))
+            .collect();
         // Each Role bound to the operator's ServiceAccount, under the same name.
         for role in documents.iter().filter(|d| d.kind() == "Role") {
             let binding = documents
@@ -152,7 +177,7 @@ fn the_charts_rbac_is_what_fleet_rbac_derives_from_the_plan() {
                          "namespace": "kubeplex-system" }])
             );
         }
-        // Cluster-wide: the secure metrics' reviews only, and the scrapers' role.
+        // Cluster-wide: the plan's, the secure metrics' reviews, and the scrapers' role.
         let cluster_wide: BTreeSet<_> = grants(&values)
             .into_iter()
             .filter(|g| g.0.is_none())
@@ -167,15 +192,16 @@ fn the_charts_rbac_is_what_fleet_rbac_derives_from_the_plan() {
         .map(|(g, r)| (g.to_owned(), r.to_owned(), "create".to_owned()))
         .collect();
         if secure {
-            assert_eq!(cluster_wide, reviews, "{mode}");
+            assert_eq!(cluster_wide, &reviews | &plans, "{mode}");
             let reader = one(&documents, "ClusterRole", "kubeplex-fleet-metrics-reader");
             assert_eq!(
                 reader.value["rules"],
                 json!([{ "nonResourceURLs": ["/metrics"], "verbs": ["get"] }])
             );
         } else {
-            assert!(cluster_wide.is_empty(), "{mode}: {cluster_wide:?}");
-            assert!(!kinds(&documents).contains("ClusterRole"), "{mode}");
+            assert_eq!(cluster_wide, plans, "{mode}");
+            let roles = kinds(&documents).contains("ClusterRole");
+            assert_eq!(roles, !plans.is_empty(), "{mode}");
         }
     }
 
@@ -452,4 +478,52 @@ fn the_crd_is_what_fleet_crd_prints_and_is_kept() {
     assert_eq!(floats(&crd.value["spec"]), floats(&printed["spec"]));
     let without = template(CONTROL_CHART, &["--set", "crds.install=false"]);
     assert!(!kinds(&without).contains("CustomResourceDefinition"));
+}
+
+/// With webhooks on, the chart's configurations are what `fleet webhooks --service` prints for the same
+/// values, calling the Service it renders; and the operator keeps its CA in the lease namespace (passed in
+/// one replica too).
+#[test]
+fn the_charts_webhooks_are_what_fleet_webhooks_prints() {
+    let documents = template(CONTROL_CHART, MODES[7].1);
+    let args = args(&documents);
+    for pair in [["--lease-namespace", "apps"], ["--webhook-port", "9443"]] {
+        assert!(args.windows(2).any(|w| w == pair), "{pair:?} in {args:?}");
+    }
+    let service = one(&documents, "Service", "kubeplex-fleet-webhook");
+    assert_eq!(service.value["spec"]["ports"][0]["targetPort"], "webhook");
+    let fleet = env!("CARGO_BIN_EXE_fleet");
+    let printed = output_within(
+        Command::new(fleet).args([
+            "webhooks",
+            "--service",
+            "kubeplex-fleet-webhook.kubeplex-system",
+            "--namespace",
+            "apps",
+            "--failure-policy",
+            "Ignore",
+            "--timeout-seconds",
+            "5",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert!(printed.status.success(), "{printed:?}");
+    let printed: Vec<Value> = String::from_utf8(printed.stdout)
+        .unwrap()
+        .split("\n---\n")
+        .map(|text| serde_saphyr::from_str(text).unwrap())
+        .collect();
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        let rendered = one(&documents, kind, "fleet-operator");
+        let printed = printed.iter().find(|p| p["kind"] == kind).unwrap();
+        assert_eq!(rendered.value["webhooks"], printed["webhooks"], "{kind}");
+    }
+    let plain = template(CONTROL_CHART, &[]);
+    assert!(
+        !kinds(&plain).contains("ValidatingWebhookConfiguration"),
+        "off by default"
+    );
 }
