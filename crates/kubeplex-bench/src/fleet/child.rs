@@ -44,6 +44,9 @@ pub(crate) struct FleetSpec {
     /// `LeavePolicy::Delete` (the member sections).
     #[serde(default)]
     pub members: Option<MembersSpec>,
+    /// kubeplex only: serve a validating webhook for the parents ([`super::admission`]).
+    #[serde(default)]
+    pub admission: bool,
 }
 
 /// Where the operator finds its members: Secrets in `namespace` of the control context matching `selector`.
@@ -76,6 +79,9 @@ pub(crate) struct Synced {
     pub heap_before: u64,
     /// kubeplex's probe server (`/readyz`); none for the baseline.
     pub probe: Option<String>,
+    /// With `admission`: the webhook's address and its certificate (PEM).
+    #[serde(default)]
+    pub webhook: Option<(String, String)>,
 }
 
 /// The answer to `report`.
@@ -195,6 +201,10 @@ async fn start_kubeplex(
                 .renew_deadline(seconds(election.renew_deadline_s))
                 .retry_period(seconds(election.retry_period_s)),
         );
+    }
+    if spec.admission {
+        let contexts = spec.children.iter().map(|(name, _)| name.clone()).collect();
+        manager = manager.webhooks(super::admission::webhooks(contexts));
     }
     if let Some(members) = &spec.members {
         let secrets = KubeconfigSecrets::new(control, &members.namespace, &members.selector);
@@ -322,6 +332,13 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         heap_before,
         probe: match &running {
             Running::Kubeplex(running) => running.probe_address().map(|a| a.to_string()),
+            Running::Baseline(_) => None,
+        },
+        webhook: match &running {
+            Running::Kubeplex(running) => running
+                .webhook_address()
+                .zip(running.webhook_ca_bundle())
+                .map(|(address, ca)| (address.to_string(), ca.to_owned())),
             Running::Baseline(_) => None,
         },
     })?;

@@ -3,6 +3,7 @@
 //! `__fleet` process the parent drives. The member sections reuse the operator, its parents and the
 //! parent's observer.
 
+mod admission;
 mod app;
 mod baseline;
 mod child;

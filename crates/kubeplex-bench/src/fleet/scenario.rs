@@ -23,6 +23,8 @@ use crate::harness::create_namespace;
 /// The control cluster, then the clusters child context i lives in (`i mod 3`, from the second).
 const CLUSTERS: [&str; 3] = ["cluster-0", "cluster-1", "cluster-2"];
 const IN_FLIGHT: usize = 32;
+/// How often the admission run's reviews are sent: 200 a second, one at a time.
+const ADMISSION_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
 
 struct Clients {
     control: Client,
@@ -54,7 +56,7 @@ pub(crate) async fn run(
             };
             for side in order {
                 crate::harness::progress(&format!("fleet: P={parents}, {side:?}, repeat {repeat}"));
-                let sample = run_once(host, options, &clients, side, parents, n).await?;
+                let sample = run_once(host, options, &clients, side, parents, n, false).await?;
                 n += 1;
                 let entry = runs.entry(parents).or_default();
                 match side {
@@ -64,7 +66,20 @@ pub(crate) async fn run(
             }
         }
     }
-    Ok(super::report::report(options, &runs))
+    // Once more, kubeplex alone at P with its webhook called throughout: the admission figure, apart from
+    // the ratios (the reviews' work would count in its CPU).
+    crate::harness::progress(&format!("fleet: P={}, admission", options.parents));
+    let admission = run_once(
+        host,
+        options,
+        &clients,
+        Side::Kubeplex,
+        options.parents,
+        n,
+        true,
+    )
+    .await?;
+    Ok(super::report::report(options, &runs, &admission))
 }
 
 async fn setup(host: &Host<'_>, options: &FleetOptions) -> Result<Clients, String> {
@@ -109,7 +124,9 @@ pub(super) fn child_contexts(options: &FleetOptions) -> Vec<String> {
         .collect()
 }
 
-/// One side at one size: create the parents, start the operator, converge, repair, delete.
+/// One side at one size: create the parents, start the operator, converge, repair, delete. With
+/// `admission` (kubeplex), the operator serves a webhook the parent calls every [`ADMISSION_EVERY`] from
+/// its start until every parent is ready.
 async fn run_once(
     host: &Host<'_>,
     options: &FleetOptions,
@@ -117,6 +134,7 @@ async fn run_once(
     side: Side,
     parents: usize,
     n: usize,
+    admission: bool,
 ) -> Result<Sample, String> {
     let image = format!("registry.example/app:run-{n}");
     let contexts = child_contexts(options);
@@ -155,11 +173,21 @@ async fn run_once(
         concurrency: None,
         election: None,
         members: None,
+        admission,
     };
     let started = Instant::now();
     let mut operator = Operator::spawn(host, &spec, n)?;
     let synced: Synced = operator.next("its caches synced").await?;
     let poller = synced.probe.clone().map(ReadyzPoller::start);
+    let (stop_load, stopped) = tokio::sync::watch::channel(false);
+    let load = (synced.webhook.clone()).map(|(address, ca)| {
+        tokio::spawn(super::admission::load(
+            address,
+            ca,
+            ADMISSION_EVERY,
+            stopped,
+        ))
+    });
 
     let children_at = observer
         .until("every child", PHASE, |w| w.good == total_children)
@@ -168,6 +196,11 @@ async fn run_once(
         .until("every parent ready", PHASE, |w| w.ready == parents)
         .await?;
     let converged: Reading = operator.ask().await?;
+    let _ = stop_load.send(true);
+    let admission_ms = match load {
+        Some(load) => load.await.map_err(|e| e.to_string())??,
+        None => Vec::new(),
+    };
     let server_cpu_converged = crate::system::processes_seconds(&host.server_pids);
 
     let victims = observer.with(|w| w.pick_tenth());
@@ -214,6 +247,7 @@ async fn run_once(
         conflicts: counted.conflicts,
         requests_by_kind: counted.by_kind,
         readyz,
+        admission_ms,
     })
 }
 

@@ -84,6 +84,8 @@ pub(super) struct Sample {
     pub requests_by_kind: std::collections::BTreeMap<String, f64>,
     pub conflicts: f64,
     pub readyz: Option<ProbeLog>,
+    /// The admission run's (kubeplex only): each AdmissionReview's answer while the operator converged, ms.
+    pub admission_ms: Vec<f64>,
 }
 
 /// The kubeplex side of the fleet operator over `control` and one child cluster (`child-0`), its children in
@@ -102,6 +104,7 @@ pub(super) fn one_child_spec(
         concurrency: None,
         election: None,
         members: None,
+        admission: false,
     }
 }
 

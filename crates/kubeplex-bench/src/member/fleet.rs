@@ -65,6 +65,7 @@ impl Fleet {
                 selector: format!("{SELECTOR_LABEL}=true"),
                 own_namespace: false,
             }),
+            admission: false,
         };
         let mut operator = Operator::spawn(host, &spec, n)?;
         let _: Synced = operator.next("its caches synced").await?;

@@ -101,6 +101,7 @@ fn spec(host: &Host<'_>) -> FleetSpec {
             selector: format!("{SELECTOR_LABEL}={SELECTOR_VALUE}"),
             own_namespace: true,
         }),
+        admission: false,
     }
 }
 
