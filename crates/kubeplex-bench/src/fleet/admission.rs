@@ -134,3 +134,40 @@ pub(super) async fn load(
     }
     Ok(times)
 }
+
+/// From the operator's `/metrics`: its webhook's answers timed at the server (from the request read to the
+/// answer written) — how many, and how many within 5 ms.
+pub(super) fn served_within_5ms(metrics: &str) -> (f64, f64) {
+    let path = validating_path::<FleetApp>();
+    let series = |name: &str, le: Option<&str>| {
+        let labels = match le {
+            // prometheus-client writes `le` before the family's labels.
+            Some(le) => format!("{{le=\"{le}\",webhook=\"{path}\"}}"),
+            None => format!("{{webhook=\"{path}\"}}"),
+        };
+        let line = format!("{name}{labels} ");
+        (metrics.lines())
+            .find_map(|l| l.strip_prefix(&line))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let bucket = "controller_runtime_webhook_latency_seconds_bucket";
+    let count = series("controller_runtime_webhook_latency_seconds_count", None);
+    (count, series(bucket, Some("0.005")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answers_within_5ms_are_read_from_the_histogram() {
+        let path = validating_path::<FleetApp>();
+        let metrics = format!(
+            "controller_runtime_webhook_latency_seconds_bucket{{le=\"0.0025\",webhook=\"{path}\"}} 90\n\
+             controller_runtime_webhook_latency_seconds_bucket{{le=\"0.005\",webhook=\"{path}\"}} 99\n\
+             controller_runtime_webhook_latency_seconds_count{{webhook=\"{path}\"}} 100\n"
+        );
+        assert_eq!(served_within_5ms(&metrics), (100.0, 99.0));
+    }
+}

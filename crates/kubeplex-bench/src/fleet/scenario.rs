@@ -201,6 +201,12 @@ async fn run_once(
         Some(load) => load.await.map_err(|e| e.to_string())??,
         None => Vec::new(),
     };
+    let admission_served = match (&synced.webhook, &synced.probe) {
+        (Some(_), Some(probe)) => {
+            super::admission::served_within_5ms(&crate::harness::operator_metrics(probe).await?)
+        }
+        _ => (0.0, 0.0),
+    };
     let server_cpu_converged = crate::system::processes_seconds(&host.server_pids);
 
     let victims = observer.with(|w| w.pick_tenth());
@@ -248,6 +254,7 @@ async fn run_once(
         requests_by_kind: counted.by_kind,
         readyz,
         admission_ms,
+        admission_served,
     })
 }
 

@@ -86,6 +86,8 @@ pub(super) struct Sample {
     pub readyz: Option<ProbeLog>,
     /// The admission run's (kubeplex only): each AdmissionReview's answer while the operator converged, ms.
     pub admission_ms: Vec<f64>,
+    /// The admission run's answers timed at the operator's webhook server: how many, how many within 5 ms.
+    pub admission_served: (f64, f64),
 }
 
 /// The kubeplex side of the fleet operator over `control` and one child cluster (`child-0`), its children in

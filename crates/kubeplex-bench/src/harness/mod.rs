@@ -5,4 +5,4 @@ mod bench;
 mod process;
 
 pub(crate) use bench::{Bench, CLUSTERS, contexts, create_namespace, figure, jitter, progress};
-pub(crate) use process::{answer, command, wait_started};
+pub(crate) use process::{answer, command, operator_metrics, wait_started};

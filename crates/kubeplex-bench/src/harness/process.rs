@@ -95,6 +95,22 @@ pub(crate) async fn wait_started(
         .map_err(|e| e.to_string())
 }
 
+/// The `/metrics` text of a kubeplex operator whose probe server is at `address`.
+pub(crate) async fn operator_metrics(address: &str) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let read = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
+        Ok::<_, std::io::Error>(String::from_utf8_lossy(&response).into_owned())
+    };
+    read.await
+        .map_err(|e| format!("reading the operator's /metrics: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -280,20 +280,9 @@ impl Rate {
 
 /// The pings the operator has sent so far, whatever their result, from its `/metrics`.
 pub(crate) async fn pings(address: &str) -> Result<f64, String> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let read = async {
-        let mut stream = tokio::net::TcpStream::connect(address).await?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .await?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await?;
-        Ok::<_, std::io::Error>(String::from_utf8_lossy(&response).into_owned())
-    };
-    let text = read
-        .await
-        .map_err(|e| format!("reading the operator's /metrics: {e}"))?;
-    Ok(healthchecks(&text))
+    Ok(healthchecks(
+        &crate::harness::operator_metrics(address).await?,
+    ))
 }
 
 /// The sum of `kubeplex_cluster_healthchecks_total` over its series.

@@ -139,12 +139,20 @@ impl BoundWebhooks {
                     "webhooks: the CA's context cannot be reached; no certificate will be served"),
             }
         }
-        background.spawn(serve_connections(
-            self.listener,
-            router,
-            Some(self.tls),
-            "webhook server",
-        ));
+        let (listener, tls) = (self.listener, self.tls);
+        let stop = on_a_thread_of_its_own(listener, async move |listener| {
+            serve_connections(listener, router, Some(tls), "webhook server").await
+        });
+        match stop {
+            // Ends the server's thread when the background tasks are aborted (the manager stops).
+            Ok(stop) => {
+                _ = background.spawn(async move {
+                    let _stop = stop;
+                    std::future::pending::<()>().await
+                })
+            }
+            Err(problem) => tracing::error!(%problem, "webhooks: cannot start the server's thread"),
+        }
     }
 }
 
@@ -180,4 +188,44 @@ async fn sign(
     }
     tracing::info!("webhooks: serving a certificate signed by the CA in Secret {namespace}/{name}");
     ca_bundle::keep(client, registrations, ca.cert).await;
+}
+
+/// Runs `serve` (given `listener`) on a runtime of its own, on two threads of its own, until the returned
+/// sender is dropped: the answers do not queue behind the controllers' work, which can keep the manager's
+/// runtime busy for seconds at a time while a fleet converges.
+fn on_a_thread_of_its_own<F>(
+    listener: TcpListener,
+    serve: impl FnOnce(TcpListener) -> F + Send + 'static,
+) -> Result<tokio::sync::oneshot::Sender<()>, String>
+where
+    F: Future<Output = ()> + 'static,
+{
+    let listener = listener.into_std().map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("kubeplex-webhooks")
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("kubeplex-webhooks".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        tracing::error!(%error, "webhooks: cannot listen");
+                        return;
+                    }
+                };
+                tokio::select! {
+                    () = serve(listener) => {}
+                    _ = stopped => {}
+                }
+            });
+            // Dropping the runtime ends the connections' tasks with it.
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(stop)
 }
