@@ -67,6 +67,23 @@ pub(super) async fn keep(client: Client, registrations: Vec<Registration>, bundl
     }
 }
 
+/// Sets the `caBundle` of every webhook of the configuration `$name` of kind `$kind` (validating and
+/// mutating ones have the same shape, not the same type); returns early when none changed.
+macro_rules! set_in_webhooks {
+    ($client:expr, $params:expr, $bundle:expr, $kind:ty, $name:expr) => {{
+        let api: Api<$kind> = Api::all($client.clone());
+        let mut object = api.get($name).await.map_err(|e| chain(&e))?;
+        let configs =
+            (object.webhooks.iter_mut().flatten()).map(|w| &mut w.client_config.ca_bundle);
+        if !set_all(configs, $bundle) {
+            return Ok(false);
+        }
+        api.replace($name, $params, &object)
+            .await
+            .map_err(|e| chain(&e))?;
+    }};
+}
+
 /// Sets the `caBundle` of `registration` to `bundle`; whether it changed anything. A registration changed
 /// meanwhile (409) is written at the next look.
 async fn write(
@@ -78,31 +95,15 @@ async fn write(
     let failed = |error: kube::Error| chain(&error);
     let params = PostParams::default();
     match registration {
-        Registration::Validating(name) => {
-            let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-            let mut object = api.get(name).await.map_err(failed)?;
-            let configs = object
-                .webhooks
-                .iter_mut()
-                .flatten()
-                .map(|w| &mut w.client_config.ca_bundle);
-            if !set_all(configs, &bundle) {
-                return Ok(false);
-            }
-            api.replace(name, &params, &object).await.map_err(failed)?;
-        }
+        Registration::Validating(name) => set_in_webhooks!(
+            client,
+            &params,
+            &bundle,
+            ValidatingWebhookConfiguration,
+            name
+        ),
         Registration::Mutating(name) => {
-            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-            let mut object = api.get(name).await.map_err(failed)?;
-            let configs = object
-                .webhooks
-                .iter_mut()
-                .flatten()
-                .map(|w| &mut w.client_config.ca_bundle);
-            if !set_all(configs, &bundle) {
-                return Ok(false);
-            }
-            api.replace(name, &params, &object).await.map_err(failed)?;
+            set_in_webhooks!(client, &params, &bundle, MutatingWebhookConfiguration, name)
         }
         Registration::Conversion(name) => {
             let api: Api<CustomResourceDefinition> = Api::all(client.clone());
