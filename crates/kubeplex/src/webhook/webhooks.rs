@@ -249,3 +249,48 @@ impl std::fmt::Debug for Webhooks {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ContextName;
+
+    #[test]
+    fn a_ca_secret_needs_its_secret_and_the_registrations_it_keeps() {
+        let control = ContextName::new("control");
+        let webhooks = Webhooks::new("0.0.0.0:9443")
+            .ca_secret(control, "ops", "webhook-ca")
+            .ca_bundle_in(Registration::Validating("apps".into()))
+            .ca_bundle_in(Registration::Conversion("apps.demo.kubeplex.dev".into()));
+        let grants = webhooks.grants();
+        let expected = [
+            Grant::new(
+                Some("control"),
+                Some("ops"),
+                "",
+                "secrets",
+                &["get", "create"],
+            ),
+            Grant::new(
+                Some("control"),
+                None,
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations",
+                &["get", "update"],
+            ),
+            Grant::new(
+                Some("control"),
+                None,
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                &["get", "update"],
+            ),
+        ];
+        assert_eq!(grants, expected);
+        assert!(
+            Webhooks::new("0.0.0.0:9443").grants().is_empty(),
+            "signed by itself: no grant"
+        );
+        assert_eq!(webhooks.context(), Some("control"));
+    }
+}

@@ -7,6 +7,7 @@
 //!   validation) to a real API server, the chart's own CRD installed first;
 //! - the Roles the charts render grant what `fleet rbac` derives from the controller's plan for the same
 //!   `fleet run` flags (the rendered Deployment's), nothing more, nothing less;
+//! - with webhooks on, the configurations are what `fleet webhooks` prints;
 //! - what each mode renders (flags, strategy, budget, ports, the scrape's scheme), and the values refused;
 //! - `deploy/` is the chart rendered with `deploy/values.yaml` (`UPDATE_DEPLOY=1` renders it again).
 //!
@@ -16,15 +17,14 @@
 /// The cases, one file each in `chart/`.
 pub mod deploy;
 pub mod dry_run;
+pub mod rbac;
+pub mod webhooks;
 
 use crate::support::helm;
 
 use std::collections::BTreeSet;
 
-use helm::{
-    CHILD_CHART, CONTROL_CHART, Document, chart_dir, fleet_rbac, grants, operator_flags, run_helm,
-    template,
-};
+use helm::{CHILD_CHART, CONTROL_CHART, Document, chart_dir, run_helm, template};
 use kubeplex_testenv::output_within;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -95,7 +95,7 @@ pub const MODES: [(&str, &[&str]); 8] = [
     ),
 ];
 
-fn one<'a>(documents: &'a [Document], kind: &str, name: &str) -> &'a Document {
+pub fn one<'a>(documents: &'a [Document], kind: &str, name: &str) -> &'a Document {
     let found: Vec<_> = documents
         .iter()
         .filter(|d| d.kind() == kind && d.name() == name)
@@ -109,7 +109,7 @@ fn container(documents: &[Document]) -> &Value {
         [0]
 }
 
-fn args(documents: &[Document]) -> Vec<&str> {
+pub fn args(documents: &[Document]) -> Vec<&str> {
     container(documents)["args"]
         .as_array()
         .expect("args")
@@ -118,7 +118,7 @@ fn args(documents: &[Document]) -> Vec<&str> {
         .collect()
 }
 
-fn kinds(documents: &[Document]) -> BTreeSet<&str> {
+pub fn kinds(documents: &[Document]) -> BTreeSet<&str> {
     documents.iter().map(Document::kind).collect()
 }
 
@@ -134,96 +134,6 @@ fn the_charts_pass_helm_lint_in_every_mode() {
     let dir = chart_dir(CHILD_CHART);
     let out = run_helm(&["lint", "--strict", dir.to_str().unwrap()]);
     assert!(out.contains("0 chart(s) failed"), "{out}");
-}
-
-/// The Roles each mode renders are what `fleet rbac --context control` prints for the Deployment's flags;
-/// the child chart's are what `fleet rbac --context cluster-a` prints for its namespaces.
-#[test]
-fn the_charts_rbac_is_what_fleet_rbac_derives_from_the_plan() {
-    for (mode, values) in MODES {
-        let documents = template(CONTROL_CHART, values);
-        let flags = operator_flags(&documents);
-        let values: Vec<Value> = documents.iter().map(|d| d.value.clone()).collect();
-        let namespaced: BTreeSet<_> = grants(&values)
-            .into_iter()
-            .filter(|g| g.0.is_some())
-            .collect();
-        let (expected, plans): (BTreeSet<_>, BTreeSet<_>) = grants(&fleet_rbac("control", &flags))
-            .into_iter()
-            .partition(|g| g.0.is_some());
-        assert_eq!(
-            namespaced,
-            expected,
-            "{mode}: the chart's Roles differ from `fleet rbac --context control {}`",
-            flags.join(" ")
-        );
-        // The cluster-wide grants the plan needs: the webhooks' configurations, when served.
-        let plans: BTreeSet<_> = (plans.into_iter())
-            .map(|(_, group, resource, verb)| (group, resource, verb))
-            .collect();
-        // Each Role bound to the operator's ServiceAccount, under the same name.
-        for role in documents.iter().filter(|d| d.kind() == "Role") {
-            let binding = documents
-                .iter()
-                .find(|d| {
-                    d.kind() == "RoleBinding"
-                        && d.namespace() == role.namespace()
-                        && d.value["roleRef"]["name"] == role.name()
-                })
-                .unwrap_or_else(|| panic!("{mode}: {} is not bound", role.describe()));
-            assert_eq!(
-                binding.value["subjects"],
-                json!([{ "kind": "ServiceAccount", "name": "kubeplex-fleet",
-                         "namespace": "kubeplex-system" }])
-            );
-        }
-        // Cluster-wide: the plan's, the secure metrics' reviews, and the scrapers' role.
-        let cluster_wide: BTreeSet<_> = grants(&values)
-            .into_iter()
-            .filter(|g| g.0.is_none())
-            .map(|(_, group, resource, verb)| (group, resource, verb))
-            .collect();
-        let secure = args(&documents).contains(&"--secure-metrics-port");
-        let reviews: BTreeSet<_> = [
-            ("authentication.k8s.io", "tokenreviews"),
-            ("authorization.k8s.io", "subjectaccessreviews"),
-        ]
-        .into_iter()
-        .map(|(g, r)| (g.to_owned(), r.to_owned(), "create".to_owned()))
-        .collect();
-        if secure {
-            assert_eq!(cluster_wide, &reviews | &plans, "{mode}");
-            let reader = one(&documents, "ClusterRole", "kubeplex-fleet-metrics-reader");
-            assert_eq!(
-                reader.value["rules"],
-                json!([{ "nonResourceURLs": ["/metrics"], "verbs": ["get"] }])
-            );
-        } else {
-            assert_eq!(cluster_wide, plans, "{mode}");
-            let roles = kinds(&documents).contains("ClusterRole");
-            assert_eq!(roles, !plans.is_empty(), "{mode}");
-        }
-    }
-
-    for children in [&["namespace-a", "namespace-b"][..], &["team-x"]] {
-        let list = format!("childNamespaces={}", json!(children));
-        let documents = template(CHILD_CHART, &["--set-json", &list]);
-        let values: Vec<Value> = documents.iter().map(|d| d.value.clone()).collect();
-        let flags = vec!["--child-namespaces".to_owned(), children.join(",")];
-        assert_eq!(
-            grants(&values),
-            grants(&fleet_rbac("cluster-a", &flags)),
-            "the child chart's Roles for {children:?}"
-        );
-        let namespaces: Vec<&str> = documents
-            .iter()
-            .filter(|d| d.kind() == "Namespace")
-            .map(Document::name)
-            .collect();
-        assert_eq!(namespaces, children);
-        let account = one(&documents, "ServiceAccount", "kubeplex-fleet");
-        assert_eq!(account.value["automountServiceAccountToken"], false);
-    }
 }
 
 #[test]
@@ -478,52 +388,4 @@ fn the_crd_is_what_fleet_crd_prints_and_is_kept() {
     assert_eq!(floats(&crd.value["spec"]), floats(&printed["spec"]));
     let without = template(CONTROL_CHART, &["--set", "crds.install=false"]);
     assert!(!kinds(&without).contains("CustomResourceDefinition"));
-}
-
-/// With webhooks on, the chart's configurations are what `fleet webhooks --service` prints for the same
-/// values, calling the Service it renders; and the operator keeps its CA in the lease namespace (passed in
-/// one replica too).
-#[test]
-fn the_charts_webhooks_are_what_fleet_webhooks_prints() {
-    let documents = template(CONTROL_CHART, MODES[7].1);
-    let args = args(&documents);
-    for pair in [["--lease-namespace", "apps"], ["--webhook-port", "9443"]] {
-        assert!(args.windows(2).any(|w| w == pair), "{pair:?} in {args:?}");
-    }
-    let service = one(&documents, "Service", "kubeplex-fleet-webhook");
-    assert_eq!(service.value["spec"]["ports"][0]["targetPort"], "webhook");
-    let fleet = env!("CARGO_BIN_EXE_fleet");
-    let printed = output_within(
-        Command::new(fleet).args([
-            "webhooks",
-            "--service",
-            "kubeplex-fleet-webhook.kubeplex-system",
-            "--namespace",
-            "apps",
-            "--failure-policy",
-            "Ignore",
-            "--timeout-seconds",
-            "5",
-        ]),
-        Duration::from_secs(30),
-    );
-    assert!(printed.status.success(), "{printed:?}");
-    let printed: Vec<Value> = String::from_utf8(printed.stdout)
-        .unwrap()
-        .split("\n---\n")
-        .map(|text| serde_saphyr::from_str(text).unwrap())
-        .collect();
-    for kind in [
-        "ValidatingWebhookConfiguration",
-        "MutatingWebhookConfiguration",
-    ] {
-        let rendered = one(&documents, kind, "fleet-operator");
-        let printed = printed.iter().find(|p| p["kind"] == kind).unwrap();
-        assert_eq!(rendered.value["webhooks"], printed["webhooks"], "{kind}");
-    }
-    let plain = template(CONTROL_CHART, &[]);
-    assert!(
-        !kinds(&plain).contains("ValidatingWebhookConfiguration"),
-        "off by default"
-    );
 }
