@@ -4,7 +4,7 @@
 use std::fs;
 use std::io::{self, BufRead as _, BufReader, Read as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -179,6 +179,25 @@ pub(super) fn go(module: &str) -> Command {
     command
 }
 
+/// How many times a program that is "busy" (`ETXTBSY`) is tried again, 50 ms apart.
+const BUSY_TRIES: u32 = 40;
+
+/// Spawns `command`, trying again while its program is busy (`ETXTBSY`): a file just written (a toolchain
+/// being installed, a test's stand-in `go`) stays busy while any process forked meanwhile, by this or
+/// another thread, still holds it open for writing, until that process execs.
+pub(super) fn spawn_when_not_busy(command: &mut Command) -> io::Result<Child> {
+    let mut tries = 1;
+    loop {
+        match command.spawn() {
+            Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && tries < BUSY_TRIES => {
+                tries += 1;
+                thread::sleep(Duration::from_millis(50));
+            }
+            spawned => return spawned,
+        }
+    }
+}
+
 /// What a go command printed, besides progress.
 struct GoOutput {
     status: ExitStatus,
@@ -190,11 +209,11 @@ struct GoOutput {
 /// Runs a go command, feeding its stderr to `progress` line by line, and ticking it while the command
 /// is quiet (a download, a long compile, the link).
 fn run_go(mut command: Command, progress: &mut Progress) -> io::Result<GoOutput> {
-    let mut child = command
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+        .stderr(Stdio::piped());
+    let mut child = spawn_when_not_busy(&mut command)?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let stdout = thread::spawn(move || {
         let mut text = String::new();
@@ -250,6 +269,32 @@ fn major_minor(version: &str) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_still_open_for_writing_is_run_once_it_is_closed() {
+        use std::io::Write as _;
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("go");
+        let mut file = fs::File::create(&path).unwrap();
+        file.write_all(b"#!/bin/sh\necho ran\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        // Open for writing: the program is busy.
+        let error = Command::new(&path).spawn().unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ETXTBSY));
+        let closing = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(200));
+            drop(file);
+        });
+        let mut command = Command::new(&path);
+        command.stdout(Stdio::piped());
+        let output = spawn_when_not_busy(&mut command)
+            .unwrap()
+            .wait_with_output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "ran\n");
+        closing.join().unwrap();
+    }
 
     #[test]
     fn programs_are_listed_in_a_sentence() {

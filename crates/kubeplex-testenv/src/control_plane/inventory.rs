@@ -8,7 +8,9 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use super::binaries::{cache_root, lock, required_version};
-use super::go_build::{INVENTORY_DIR, Program, build_error, build_program, go};
+use super::go_build::{
+    INVENTORY_DIR, Program, build_error, build_program, go, spawn_when_not_busy,
+};
 use super::progress::{self, Progress};
 use crate::error::{Error, Result};
 
@@ -168,9 +170,14 @@ struct Downloaded {
 /// Copies the upstream CRD out of the module (downloaded if need be) to `to`, through a temporary name.
 fn copy_crd(to: &Path) -> Result<()> {
     let module = format!("{MODULE}@{}", ClusterInventory::version());
-    let output = go(INVENTORY_DIR)
+    let mut download = go(INVENTORY_DIR);
+    download
         .args(["mod", "download", "-json", &module])
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = spawn_when_not_busy(&mut download)
+        .and_then(std::process::Child::wait_with_output)
         .map_err(|e| Error::Binaries(format!("cannot run `go mod download {module}`: {e}")))?;
     let downloaded: Option<Downloaded> = serde_json::from_slice(&output.stdout).ok();
     let dir = match downloaded {
