@@ -339,6 +339,12 @@ impl Readiness {
         contexts.get(context).is_some_and(|entry| entry.ready)
     }
 
+    /// Whether `name` is a declared cluster (a context, or a member that joined and has not left), ready
+    /// or not: what a webhook asks per request, without building the whole report.
+    pub(crate) fn knows(&self, name: &str) -> bool {
+        self.contexts.lock().contains_key(name)
+    }
+
     /// Whether every required context has been ready at once (latched); O(1).
     pub(crate) fn is_started(&self) -> bool {
         self.started.load(Ordering::Acquire)

@@ -58,8 +58,7 @@ impl<C: Context> FleetView<C> {
     /// Whether `name` is a cluster of the manager now: one of its contexts, or a member that joined and is
     /// not leaving.
     pub fn has_cluster(&self, name: &str) -> bool {
-        self.runtime.readiness.report().clusters.contains_key(name)
-            || self.runtime.members.names().iter().any(|m| m == name)
+        self.runtime.readiness.knows(name) || self.runtime.members.is_current(name)
     }
 
     /// The members of the fleet now (clusters that joined at run time and are not leaving), in name order.

@@ -299,3 +299,14 @@ fn a_cluster_that_stops_answering_and_answers_again_flips_twice_and_its_first_re
     assert_eq!(flips.try_recv().unwrap(), "cluster-a");
     assert!(flips.try_recv().is_err());
 }
+
+#[test]
+fn a_declared_cluster_is_known_ready_or_not_and_a_forgotten_or_undeclared_one_is_not() {
+    let readiness = Readiness::default();
+    readiness.declare("cluster-a", true);
+    assert!(readiness.knows("cluster-a"), "known while still connecting");
+    assert!(!readiness.knows("cluster-b"));
+
+    readiness.forget_context("cluster-a");
+    assert!(!readiness.knows("cluster-a"));
+}
