@@ -1,5 +1,6 @@
 //! The `caBundle` of the registrations that call the webhooks, kept equal to the CA's certificate: written
-//! at start and put back whenever something (a `helm upgrade`, say) empties or changes it.
+//! at start and put back whenever something (a `helm upgrade`, say) empties or changes it; a registration
+//! not there yet (created after the operator started) is tried again within seconds.
 
 use std::time::Duration;
 
@@ -12,9 +13,12 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 
 use crate::core::{LogThrottle, chain};
+use crate::executor::RetryBackoff;
 
 /// How often each registration's `caBundle` is looked at.
 const EVERY: Duration = Duration::from_secs(30);
+/// The first and the longest delay (before jitter) to the next look after one failed to write one.
+const RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(15));
 /// How often the same failure to write one is logged again.
 const LOG_AGAIN_AFTER: Duration = Duration::from_secs(600);
 
@@ -46,10 +50,9 @@ pub(super) async fn keep(client: Client, registrations: Vec<Registration>, bundl
         .iter()
         .map(|_| LogThrottle::new(LOG_AGAIN_AFTER))
         .collect();
-    let mut ticks = tokio::time::interval(EVERY);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut retry = RetryBackoff::new(RETRY.0, RETRY.1);
     loop {
-        ticks.tick().await;
+        let mut failed = false;
         for (registration, logged) in registrations.iter().zip(&mut logged) {
             match write(&client, registration, bundle.as_bytes()).await {
                 Ok(true) => {
@@ -58,12 +61,20 @@ pub(super) async fn keep(client: Client, registrations: Vec<Registration>, bundl
                 }
                 Ok(false) => logged.reset(),
                 Err(problem) => {
+                    failed = true;
                     if logged.warn(&problem) {
                         tracing::warn!(%registration, %problem, "cannot write the webhook CA into its caBundle; trying again");
                     }
                 }
             }
         }
+        let next = if failed {
+            retry.next_delay().min(EVERY)
+        } else {
+            retry.reset();
+            EVERY
+        };
+        tokio::time::sleep(next).await;
     }
 }
 
@@ -137,4 +148,50 @@ fn set_all<'a>(
         }
     }
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::fake_api;
+
+    /// A configuration created after the operator started gets its `caBundle` within seconds, not at the
+    /// next 30-second look.
+    #[tokio::test(start_paused = true)]
+    async fn a_registration_created_later_is_written_within_seconds() {
+        let exists = Arc::new(AtomicBool::new(false));
+        let there = exists.clone();
+        let (client, requests) = fake_api::client(move |_, _, _| {
+            if !there.load(Ordering::SeqCst) {
+                return (
+                    404,
+                    json!({ "kind": "Status", "code": 404, "reason": "NotFound" }),
+                );
+            }
+            let configuration = json!({ "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration", "metadata": { "name": "apps" },
+                "webhooks": [{ "name": "validate.demo.dev", "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None", "clientConfig": { "url": "https://127.0.0.1:1/v" } }] });
+            (200, configuration)
+        });
+        let keeper = tokio::spawn(keep(
+            client,
+            vec![Registration::Validating("apps".into())],
+            "PEM".into(),
+        ));
+        // Looks that fail at 0 s and within 1–2 s, 3–6 s; then the configuration exists, and the next look
+        // (before 14 s) writes it, where a look every 30 s would not have yet.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        exists.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(16)).await;
+        let puts = requests.lines();
+        let written = puts.iter().filter(|l| l.starts_with("PUT ")).count();
+        assert_eq!(written, 1, "{puts:?}");
+        keeper.abort();
+    }
 }
