@@ -2,7 +2,8 @@
 //! audit logs (every request with its verb, object, time and `User-Agent`, which names the replica):
 //! one of three replicas leads; a killed leader is replaced; a frozen and thawed leader writes nothing after
 //! its lease deadline, anywhere; a leader cut off from the control cluster stops writing to the child
-//! clusters it still reaches; a rolling replacement loses no change.
+//! clusters it still reaches; a rolling replacement loses no change; a standby answers the admission
+//! webhooks while the leader is frozen (`webhooks.rs`).
 //!
 //! The tests share one set of clusters, each in namespaces of its own (the parents', the Lease's and the
 //! children's), so their replicas never meet. The replicas run with short timings ([`TIMINGS`]), so that a
@@ -24,6 +25,7 @@ pub mod audit;
 pub mod freezes;
 pub mod replica;
 pub mod sharded;
+pub mod webhooks;
 
 use audit::{after, fence_deadline, writes_of};
 use replica::{Replica, Timings, logs, until};

@@ -13,6 +13,8 @@ use crate::TIMINGS;
 const FLEET: &str = env!("CARGO_BIN_EXE_fleet");
 /// The manager's line once its probe server listens (`fleet run --probe-address 127.0.0.1:0`).
 const SERVING: &str = "serving /startupz";
+/// The runtime's line once its webhook server listens (`fleet run --webhook-port 0`).
+const SERVING_WEBHOOKS: &str = "serving webhooks over HTTPS";
 
 /// A replica's Lease timings, passed as `fleet run`'s flags.
 #[derive(Clone, Copy)]
@@ -58,6 +60,8 @@ pub struct Replica {
     /// Where its probes listen, from its log: it binds port 0 itself, so no other process can take the
     /// port between a choice and the bind.
     probes: Arc<OnceLock<SocketAddr>>,
+    /// Where its webhooks listen, from its log likewise (with `--webhook-port 0`).
+    webhooks: Arc<OnceLock<SocketAddr>>,
 }
 
 impl Replica {
@@ -85,6 +89,13 @@ impl Replica {
             timings,
             &["--leader-election"],
         )
+    }
+
+    /// [`start`](Self::start) serving the admission webhooks too, on a port of its choosing
+    /// ([`webhook_port`](Self::webhook_port)).
+    pub fn start_with_webhooks(env: &TestEnv, namespace: &str, identity: &str) -> Self {
+        let mode = ["--leader-election", "--webhook-port", "0"];
+        Self::spawn(env.kubeconfig_path(), namespace, identity, TIMINGS, &mode)
     }
 
     /// A replica of `fleet run --shards SHARDS` instead.
@@ -139,12 +150,15 @@ impl Replica {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let probes = Arc::new(OnceLock::new());
-        let (sink, bound) = (log.clone(), probes.clone());
+        let (probes, webhooks) = (Arc::new(OnceLock::new()), Arc::new(OnceLock::new()));
+        let (sink, bound, hooks) = (log.clone(), probes.clone(), webhooks.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(address) = probe_address(&line) {
+                if let Some(address) = address_in(&line, SERVING) {
                     let _ = bound.set(address);
+                }
+                if let Some(address) = address_in(&line, SERVING_WEBHOOKS) {
+                    let _ = hooks.set(address);
                 }
                 sink.lock().unwrap().push(line);
             }
@@ -154,7 +168,13 @@ impl Replica {
             child,
             log,
             probes,
+            webhooks,
         }
+    }
+
+    /// The port its webhooks listen on; `None` before they serve.
+    pub fn webhook_port(&self) -> Option<u16> {
+        self.webhooks.get().map(SocketAddr::port)
     }
 
     pub fn signal(&self, signal: &str) {
@@ -215,14 +235,16 @@ impl Replica {
 
 impl Drop for Replica {
     fn drop(&mut self) {
+        // SIGKILL ends a replica frozen with SIGSTOP too (a test that failed before its SIGCONT).
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-/// The address in the manager's line that its probe server listens (`… serving /startupz … address=127.0.0.1:41234`).
-fn probe_address(line: &str) -> Option<SocketAddr> {
-    if !line.contains(SERVING) {
+/// The address in the line that a server listens (`… serving /startupz … address=127.0.0.1:41234`), if
+/// `line` is the one that says `serving`.
+fn address_in(line: &str, serving: &str) -> Option<SocketAddr> {
+    if !line.contains(serving) {
         return None;
     }
     let value = line.split_once("address=")?.1;
