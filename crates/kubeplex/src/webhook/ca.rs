@@ -7,7 +7,13 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    PublicKeyData,
+};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use rustls::server::ParsedCertificate;
 
 use crate::core::chain;
 
@@ -105,10 +111,14 @@ fn read(secret: &Secret) -> Result<Ca, String> {
         cert: field("tls.crt")?,
         key: field("tls.key")?,
     };
-    // The key must be the certificate's, or every certificate signed with it would be refused.
-    ca.sign(&["check.invalid".into()])?;
-    if !ca.cert.starts_with("-----BEGIN CERTIFICATE-----") {
-        return Err("tls.crt is not a PEM certificate".into());
+    let cert = CertificateDer::from_pem_slice(ca.cert.as_bytes())
+        .map_err(|_| "tls.crt is not a PEM certificate")?;
+    let cert = ParsedCertificate::try_from(&cert).map_err(|_| "tls.crt is no X.509 certificate")?;
+    let key = KeyPair::from_pem(&ca.key).map_err(|_| "tls.key is not a PEM private key")?;
+    // The key must be the certificate's, or every certificate signed with it would be refused by the
+    // caBundle; their public keys are the same when it is.
+    if key.subject_public_key_info() != cert.subject_public_key_info().as_ref() {
+        return Err("tls.key is not the key of tls.crt".into());
     }
     Ok(ca)
 }
@@ -140,17 +150,29 @@ mod tests {
             .unwrap();
     }
 
+    fn secret_of(cert: &str, key: &str) -> Secret {
+        let data = [("tls.crt", cert), ("tls.key", key)]
+            .map(|(k, v)| (k.to_owned(), ByteString(v.as_bytes().to_vec())));
+        Secret {
+            data: Some(BTreeMap::from(data)),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn a_secret_without_the_ca_s_files_is_named_never_quoted() {
-        let mut secret = Secret::default();
-        assert_eq!(read(&secret).unwrap_err(), "no tls.crt");
-        let data = [
-            ("tls.crt", "secret words"),
-            ("tls.key", "more secret words"),
-        ]
-        .map(|(k, v)| (k.to_owned(), ByteString(v.as_bytes().to_vec())));
-        secret.data = Some(BTreeMap::from(data));
-        let refused = read(&secret).unwrap_err();
+        assert_eq!(read(&Secret::default()).unwrap_err(), "no tls.crt");
+        let refused = read(&secret_of("secret words", "more secret words")).unwrap_err();
         assert!(!refused.contains("secret words"), "{refused}");
+    }
+
+    #[test]
+    fn a_secret_whose_key_is_another_ca_s_is_refused() {
+        let (ca, other) = (Ca::new().unwrap(), Ca::new().unwrap());
+        assert_eq!(read(&secret_of(&ca.cert, &ca.key)), Ok(ca.clone()));
+        assert_eq!(
+            read(&secret_of(&ca.cert, &other.key)).unwrap_err(),
+            "tls.key is not the key of tls.crt"
+        );
     }
 }
