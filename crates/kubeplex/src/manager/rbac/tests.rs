@@ -11,6 +11,8 @@ use crate::ha::{LeaderElection, Sharding};
 use crate::members::{KubeconfigSecrets, LeavePolicy};
 use crate::plan::{Child, Plan};
 
+mod identity_and_webhooks;
+
 /// A controller of Deployments; each test gives it its plan.
 struct Planned;
 
@@ -61,62 +63,13 @@ fn triple(group: &str, resource: &str, verbs: &str) -> (String, String, Vec<Stri
 }
 
 /// `rbac` without the Role (and binding) in `kube-system` every cluster has for its identity
-/// ([`every_cluster_may_read_its_identity`]).
+/// ([`identity_and_webhooks::every_cluster_may_read_its_identity`]).
 fn without_identity(mut rbac: ContextRbac) -> ContextRbac {
     let identity = |namespace: &Option<String>| namespace.as_deref() == Some("kube-system");
     rbac.roles.retain(|r| !identity(&r.metadata.namespace));
     rbac.role_bindings
         .retain(|b| !identity(&b.metadata.namespace));
     rbac
-}
-
-#[test]
-fn every_cluster_may_read_its_identity() {
-    let rbac = manager(|| {
-        Plan::new("web")
-            .with_contexts([ctx("control")])
-            .owns(Child::of::<ConfigMap>().with_contexts([ctx("edge")]))
-    })
-    .rbac("operator", "ops");
-    for context in ["control", "edge"] {
-        let rbac = rbac.for_context(context);
-        let role = (rbac.roles.iter())
-            .find(|r| r.metadata.namespace.as_deref() == Some("kube-system"))
-            .unwrap_or_else(|| panic!("{context}: no Role in kube-system: {rbac:#?}"));
-        assert_eq!(rules(&role.rules), [triple("", "namespaces", "get")]);
-        let bound = rbac.role_bindings.iter();
-        assert!(
-            bound
-                .clone()
-                .any(|b| b.metadata.namespace.as_deref() == Some("kube-system"))
-        );
-    }
-}
-
-#[test]
-fn identities_read_from_cluster_properties_may_read_them_in_every_cluster() {
-    let plan = || {
-        Plan::new("web")
-            .with_contexts([ctx("control")])
-            .owns(Child::of::<ConfigMap>().with_contexts([ctx("edge")]))
-    };
-    let property = triple("about.k8s.io", "clusterproperties", "get");
-    let cluster_rules = |rbac: &ContextRbac| -> Vec<_> {
-        let roles = rbac.cluster_roles.iter();
-        roles.flat_map(|r| rules(&r.rules)).collect()
-    };
-    let by_default = manager(plan).rbac("operator", "ops");
-    for context in ["control", "edge"] {
-        let rules = cluster_rules(&by_default.for_context(context));
-        assert!(!rules.contains(&property), "{context}: {rules:?}");
-    }
-    let rbac = manager(plan)
-        .identity_from_cluster_property()
-        .rbac("operator", "ops");
-    for context in ["control", "edge"] {
-        let rules = cluster_rules(&rbac.for_context(context));
-        assert!(rules.contains(&property), "{context}: {rules:?}");
-    }
 }
 
 fn namespaces_of(rbac: &ContextRbac) -> Vec<Option<String>> {
@@ -434,22 +387,4 @@ fn a_cluster_wide_grant_of_secrets_or_deletes_in_every_member_is_named() {
     // In named namespaces: Roles, nothing to warn of; nor in a fixed context.
     let named = with(|| Child::of::<Deployment>().members().with_namespaces(["a"]));
     assert!(named.warnings.is_empty() && named.cluster_roles.is_empty());
-}
-
-#[test]
-fn webhooks_with_a_ca_secret_may_keep_it() {
-    let webhooks =
-        crate::webhook::Webhooks::new("0.0.0.0:9443").ca_secret(ctx("control"), "ops", "ca");
-    let rbac = manager(|| Plan::new("web").with_contexts([ctx("control")]));
-    let rbac = rbac.webhooks(webhooks).rbac("operator", "ops");
-    let control = without_identity(rbac.for_context("control"));
-    let ops = (control.roles.iter()).find(|r| r.metadata.namespace.as_deref() == Some("ops"));
-    let rules = rules(
-        &ops.unwrap_or_else(|| panic!("no Role in ops: {control:#?}"))
-            .rules,
-    );
-    assert!(
-        rules.contains(&triple("", "secrets", "get,create")),
-        "{rules:?}"
-    );
 }
