@@ -1,18 +1,22 @@
-//! The operator's admission webhooks: an `AppDeployment` is checked against the fleet when it is written —
-//! a rollout order naming a cluster the fleet does not have, namespaces the operator does not own — instead
-//! of failing later in a status nobody reads; and a rollout's strategy is written in when left out.
+//! The operator's webhooks and what registers them: an `AppDeployment` is checked against the fleet when it
+//! is written — a rollout order naming a cluster the fleet does not have, namespaces the operator does not
+//! own — instead of failing later in a status nobody reads; a rollout's strategy is written in when left
+//! out; and it is converted between `v1` and `v2` ([`AppConversion`]).
 
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use kube::Resource as _;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::crd::merge_crds;
+use kube::{CustomResourceExt as _, Resource as _};
 use kubeplex::webhook::{
-    AdmissionRequest, FleetView, Mutate, Registration, Validate, Webhooks, mutating_path,
-    validating_path,
+    AdmissionRequest, CONVERSION_PATH, FleetView, Mutate, Registration, Validate, Webhooks,
+    mutating_path, validating_path,
 };
 use serde_json::json;
 
-use crate::{AppDeployment, Fleet, RolloutStrategy};
+use crate::conversion::AppConversion;
+use crate::{AppDeployment, Fleet, RolloutStrategy, v2};
 
 /// The name of both webhook configurations `fleet webhooks` prints, whose `caBundle` the operator keeps.
 pub const CONFIGURATION: &str = "fleet-operator";
@@ -114,14 +118,39 @@ pub fn webhooks(
     let webhooks = Webhooks::new(address)
         .validate(AppCheck::new(owns))
         .mutate(AppDefaults)
+        .convert::<AppDeployment, _>(AppConversion)
         .dns_names(dns_names);
     match cert_dir {
         Some(dir) => webhooks.cert_dir(dir),
         None => webhooks
             .ca_secret(Fleet::Control, namespace, CA_SECRET)
             .ca_bundle_in(Registration::Validating(CONFIGURATION.into()))
-            .ca_bundle_in(Registration::Mutating(CONFIGURATION.into())),
+            .ca_bundle_in(Registration::Mutating(CONFIGURATION.into()))
+            .ca_bundle_in(Registration::Conversion(AppDeployment::crd_name().into())),
     }
+}
+
+/// The `AppDeployment` CustomResourceDefinition (what `fleet crd` prints): `v1`, which the API server
+/// stores, and `v2`. With the `endpoint` of the operator's webhooks, both are served and converted by the
+/// operator (`spec.conversion`; the operator writes its `caBundle`); without, `v2` is not served, since
+/// nothing could convert it.
+pub fn crd(endpoint: Option<&Endpoint>) -> CustomResourceDefinition {
+    let mut crd = merge_crds(vec![AppDeployment::crd(), v2::AppDeployment::crd()], "v1")
+        .expect("both versions have the same group, kind, names and scope");
+    match endpoint {
+        Some(endpoint) => {
+            crd.spec.conversion = Some(
+                serde_json::from_value(json!({ "strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": endpoint.client_config(CONVERSION_PATH) } }))
+                .expect("a CRD conversion"),
+            );
+        }
+        None => (crd.spec.versions.iter_mut())
+            .filter(|v| !v.storage)
+            .for_each(|v| v.served = false),
+    }
+    crd
 }
 
 /// How the API server reaches the webhooks: a Service in the control cluster, or a URL (outside a
@@ -141,6 +170,22 @@ pub enum Endpoint {
     Url(String),
 }
 
+impl Endpoint {
+    /// The `clientConfig` (without `caBundle`) that calls `path` here.
+    fn client_config(&self, path: &str) -> serde_json::Value {
+        match self {
+            Self::Service {
+                name,
+                namespace,
+                port,
+            } => {
+                json!({ "service": { "name": name, "namespace": namespace, "path": path, "port": port } })
+            }
+            Self::Url(base) => json!({ "url": format!("{base}{path}") }),
+        }
+    }
+}
+
 /// The two webhook configurations for AppDeployments in `namespace` of the control cluster (the operator's
 /// `--namespace`), calling `endpoint`; `failure_policy` is `Fail` or `Ignore`. Their `caBundle` is left out:
 /// the operator writes it (or cert-manager's CA injector).
@@ -151,16 +196,7 @@ pub fn configurations(
     timeout_seconds: i32,
 ) -> (ValidatingWebhookConfiguration, MutatingWebhookConfiguration) {
     let webhook = |name: &str, path: String| {
-        let client_config = match endpoint {
-            Endpoint::Service {
-                name,
-                namespace,
-                port,
-            } => {
-                json!({ "service": { "name": name, "namespace": namespace, "path": path, "port": port } })
-            }
-            Endpoint::Url(base) => json!({ "url": format!("{base}{path}") }),
-        };
+        let client_config = endpoint.client_config(&path);
         json!({ "name": format!("{name}.{}", AppDeployment::group(&())),
             "admissionReviewVersions": ["v1"], "sideEffects": "None",
             "failurePolicy": failure_policy, "timeoutSeconds": timeout_seconds,

@@ -1,5 +1,7 @@
 //! The custom resource: an application to run in every child cluster.
 
+pub mod v2;
+
 use std::collections::BTreeMap;
 
 use kube::CustomResource;

@@ -30,7 +30,7 @@ use crate::{
 /// Anything the demo can fail with.
 pub type DemoError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The two instances of the scenario: name, image, replicas.
+/// The two instances of the scenario: name, image, replicas. The second is written in `v2`.
 pub const INSTANCES: [(&str, &str, i32); 2] =
     [("crd-a", "nginx:1.27", 2), ("crd-b", "redis:7.4", 1)];
 
@@ -85,16 +85,28 @@ pub async fn run(exit_after_table: bool) -> Result<(), DemoError> {
         "Webhooks on https://127.0.0.1:{port} check every AppDeployment written to {CRD_NAMESPACE}: one whose \
          rollout order names cluster-x is refused: {refusal}"
     )?;
-    for (name, image, replicas) in INSTANCES {
-        apply_instance(&control, CRD_NAMESPACE, name, image, replicas).await?;
-        writeln!(
-            out,
-            "Applied AppDeployment {CRD_NAMESPACE}/{name} (image {image}, {replicas} replicas) to control."
-        )?;
-    }
+    let [(v1_name, image, replicas), (v2_name, v2_image, v2_replicas)] = INSTANCES;
+    apply_instance(&control, CRD_NAMESPACE, v1_name, image, replicas).await?;
+    writeln!(
+        out,
+        "Applied AppDeployment {CRD_NAMESPACE}/{v1_name} (image {image}, {replicas} replicas) to control, in v1."
+    )?;
+    let within = Duration::from_secs(60);
+    webhooks::apply_v2(&control, v2_name, v2_image, v2_replicas, within).await?;
+    writeln!(
+        out,
+        "Applied AppDeployment {CRD_NAMESPACE}/{v2_name} (image {v2_image}, {v2_replicas} replicas) to control, \
+         in v2 (spec.workload instead of spec.image and spec.replicas)."
+    )?;
     let mut clients = Clients::connect(&env).await?;
     wait_until_applied(&clients, Duration::from_secs(120)).await?;
     writeln!(out, "\n{}", table(&clients).await?)?;
+    let (as_v2, as_v1) = webhooks::read_across(&control, v1_name, v2_name).await?;
+    writeln!(
+        out,
+        "Either version reads either object, converted by the operator: {v1_name} in v2 has \
+         spec.workload.image {as_v2}; {v2_name} in v1 has spec.image {as_v1}."
+    )?;
     writeln!(out, "Metrics: http://{probes}/metrics")?;
     for line in crate::figures::summary(&crate::figures::scrape(probes).await?) {
         writeln!(out, "{line}")?;

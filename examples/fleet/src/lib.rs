@@ -18,10 +18,12 @@ mod app;
 mod deployer;
 
 pub mod admission;
+pub mod conversion;
 pub mod demo;
 pub mod figures;
 pub mod rollout;
 
+pub use app::v2;
 pub use app::{
     AppDeployment, AppDeploymentSpec, AppDeploymentStatus, Rollout, RolloutPhase, RolloutStatus,
     RolloutStrategy,

@@ -17,7 +17,8 @@
 //!   (docs/observability.md).
 //! - `fleet demo [--exit-after-table]`: the whole scenario on local real clusters, a cluster joining and
 //!   leaving the fleet and a progressive rollout included.
-//! - `fleet crd`: prints the `AppDeployment` CustomResourceDefinition.
+//! - `fleet crd [--service NAME.NAMESPACE | --url URL]`: prints the `AppDeployment` CustomResourceDefinition,
+//!   `v2` served and converted by the webhooks at that endpoint.
 //! - `fleet rbac --context NAME [run's flags]`: prints the Roles, ClusterRoles and bindings `fleet run` with
 //!   those flags needs in the cluster NAME, derived from the plan (the Helm charts render the same rules).
 //! - `fleet webhooks (--service NAME.NAMESPACE | --url URL) [--namespace NAMESPACE] [--failure-policy
@@ -25,9 +26,8 @@
 //!   [--webhook-cert-dir DIR] [--webhook-dns-name NAME]`, which refuses an AppDeployment naming a cluster the
 //!   fleet does not have, or namespaces it does not own (docs/webhooks.md).
 
-use kube::CustomResourceExt as _;
 use std::error::Error;
-use std::io::{self, IsTerminal as _, Write as _};
+use std::io::{self, IsTerminal as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 #[cfg(test)]
@@ -36,8 +36,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use kubeplex::Manager;
-use kubeplex_fleet::AppDeployment;
-use kubeplex_fleet::demo::{self, DemoError};
+use kubeplex_fleet::demo;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{Layer, Registry};
@@ -50,7 +49,7 @@ mod webhooks_cli;
 use members_cli::MemberFlags;
 use operator_cli::OperatorFlags;
 use rbac_cli::RbacFlags;
-use webhooks_cli::WebhookFlags;
+use webhooks_cli::{EndpointFlags, WebhookFlags};
 
 /// The kubeplex example operator: each AppDeployment in namespace `crds` of the control cluster becomes a
 /// Deployment in `namespace-a` and `namespace-b` of cluster-a and cluster-b (`fleet run` takes other
@@ -98,8 +97,13 @@ enum Command {
         #[arg(long)]
         exit_after_table: bool,
     },
-    /// Print the AppDeployment CustomResourceDefinition (JSON) to install in the control cluster.
-    Crd,
+    /// Print the AppDeployment CustomResourceDefinition (JSON) to install in the control cluster: `v1`, and
+    /// `v2` served and converted by `fleet run --webhook-port` when given where the API server reaches it
+    /// (else not served).
+    Crd {
+        #[command(flatten)]
+        endpoint: EndpointFlags,
+    },
     /// Print the RBAC (YAML) `fleet run` with these flags needs in one cluster, derived from the
     /// controller's plan: Roles where the plan names namespaces, ClusterRoles where it does not (docs/rbac.md).
     Rbac {
@@ -151,7 +155,7 @@ async fn main() -> ExitCode {
             Err(error) => Err(error.into()),
         },
         Command::Demo { exit_after_table } => demo::run(exit_after_table).await,
-        Command::Crd => print_crd(),
+        Command::Crd { endpoint } => endpoint.print_crd(),
         Command::Rbac { rbac, operator } => rbac.print(operator),
         Command::Webhooks { webhooks } => webhooks.print(),
     };
@@ -166,15 +170,6 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn print_crd() -> Result<(), DemoError> {
-    // Serialized first, so that a closed stdout shows as the io::Error it is.
-    let crd = serde_json::to_string_pretty(&AppDeployment::crd())?;
-    let mut out = io::stdout().lock();
-    writeln!(out, "{crd}")?;
-    out.flush()?;
-    Ok(())
 }
 
 fn is_broken_pipe(error: &(dyn Error + 'static)) -> bool {

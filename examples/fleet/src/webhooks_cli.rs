@@ -1,5 +1,5 @@
-//! `fleet webhooks`: the webhook configurations that make the control cluster's API server call `fleet run
-//! --webhook-port`, for AppDeployments in the operator's namespace.
+//! `fleet webhooks` and `fleet crd`: the webhook configurations and the CRD's conversion that make the
+//! control cluster's API server call `fleet run --webhook-port`.
 
 use std::io::{self, Write as _};
 
@@ -12,16 +12,8 @@ pub struct WebhookFlags {
     /// The namespace of the control cluster whose AppDeployments are checked (`fleet run --namespace`).
     #[arg(long, value_name = "NAMESPACE", default_value = "crds")]
     namespace: String,
-    /// The webhook Service, as NAME.NAMESPACE.
-    #[arg(long, value_name = "NAME.NAMESPACE", conflicts_with = "url")]
-    service: Option<String>,
-    /// The Service's port.
-    #[arg(long, value_name = "PORT", default_value_t = 443)]
-    port: u16,
-    /// Instead of a Service, the webhooks' base URL (`https://host:port`), for an operator outside the
-    /// cluster.
-    #[arg(long, value_name = "URL")]
-    url: Option<String>,
+    #[command(flatten)]
+    endpoint: EndpointFlags,
     /// What the API server does when the webhooks do not answer: `Fail` refuses the write, `Ignore`
     /// admits it unchecked.
     #[arg(long, value_name = "POLICY", default_value = "Fail", value_parser = ["Fail", "Ignore"])]
@@ -34,24 +26,8 @@ pub struct WebhookFlags {
 impl WebhookFlags {
     /// The configurations, as YAML.
     pub fn yaml(&self) -> Result<String, DemoError> {
-        let endpoint = match (&self.service, &self.url) {
-            (Some(service), _) => {
-                let (name, namespace) = service
-                    .split_once('.')
-                    .ok_or_else(|| format!("--service {service}: not NAME.NAMESPACE"))?;
-                Endpoint::Service {
-                    name: name.into(),
-                    namespace: namespace.into(),
-                    port: self.port,
-                }
-            }
-            (None, Some(url)) => Endpoint::Url(url.trim_end_matches('/').into()),
-            (None, None) => {
-                return Err("give --service NAME.NAMESPACE or --url URL"
-                    .to_owned()
-                    .into());
-            }
-        };
+        let endpoint = (self.endpoint.endpoint()?)
+            .ok_or_else(|| "give --service NAME.NAMESPACE or --url URL".to_owned())?;
         let (validating, mutating) = admission::configurations(
             &endpoint,
             &self.namespace,
@@ -75,6 +51,52 @@ impl WebhookFlags {
         let yaml = self.yaml()?;
         let mut out = io::stdout().lock();
         out.write_all(yaml.as_bytes())?;
+        out.flush()?;
+        Ok(())
+    }
+}
+
+/// Where the API server reaches the webhooks.
+#[derive(Debug, clap::Args)]
+pub struct EndpointFlags {
+    /// The webhook Service, as NAME.NAMESPACE.
+    #[arg(long, value_name = "NAME.NAMESPACE", conflicts_with = "url")]
+    service: Option<String>,
+    /// The Service's port.
+    #[arg(long, value_name = "PORT", default_value_t = 443)]
+    port: u16,
+    /// Instead of a Service, the webhooks' base URL (`https://host:port`), for an operator outside the
+    /// cluster.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+}
+
+impl EndpointFlags {
+    /// The endpoint given, if any.
+    pub fn endpoint(&self) -> Result<Option<Endpoint>, DemoError> {
+        Ok(match (&self.service, &self.url) {
+            (Some(service), _) => {
+                let (name, namespace) = service
+                    .split_once('.')
+                    .ok_or_else(|| format!("--service {service}: not NAME.NAMESPACE"))?;
+                Some(Endpoint::Service {
+                    name: name.into(),
+                    namespace: namespace.into(),
+                    port: self.port,
+                })
+            }
+            (None, Some(url)) => Some(Endpoint::Url(url.trim_end_matches('/').into())),
+            (None, None) => None,
+        })
+    }
+
+    /// The CRD `fleet crd` prints: with an endpoint, `v2` served and converted there.
+    pub fn print_crd(&self) -> Result<(), DemoError> {
+        // Serialized first, so that a closed stdout shows as the io::Error it is.
+        let crd = admission::crd(self.endpoint()?.as_ref());
+        let crd = serde_json::to_string_pretty(&crd)?;
+        let mut out = io::stdout().lock();
+        writeln!(out, "{crd}")?;
         out.flush()?;
         Ok(())
     }

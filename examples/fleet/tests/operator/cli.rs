@@ -180,18 +180,36 @@ fn crd_into_a_reader_that_stops_early_exits_quietly() {
     assert_quiet_success(&child.wait_with_output().unwrap());
 }
 
+/// `fleet crd` prints both versions, `v2` served only with an endpoint that converts it.
 #[test]
 fn crd_prints_the_installable_definition() {
-    let output = output_within(Command::new(FLEET).arg("crd"), Duration::from_secs(60));
-    assert!(output.status.success());
-    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let print = |args: &[&str]| {
+        let output = output_within(Command::new(FLEET).args(args), Duration::from_secs(60));
+        assert!(output.status.success());
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let printed = print(&["crd"]);
     assert_eq!(
         printed,
-        serde_json::to_value(<kubeplex_fleet::AppDeployment as kube::CustomResourceExt>::crd())
-            .unwrap()
+        serde_json::to_value(kubeplex_fleet::admission::crd(None)).unwrap()
     );
     assert_eq!(
         printed["metadata"]["name"],
         "appdeployments.demo.kubeplex.dev"
+    );
+    let served = |crd: &serde_json::Value| {
+        crd["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["served"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(served(&printed), [true, false]);
+    let converted = print(&["crd", "--url", "https://127.0.0.1:9443/"]);
+    assert_eq!(served(&converted), [true, true]);
+    assert_eq!(
+        converted["spec"]["conversion"]["webhook"]["clientConfig"]["url"],
+        "https://127.0.0.1:9443/convert"
     );
 }

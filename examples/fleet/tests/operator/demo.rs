@@ -77,6 +77,13 @@ fn the_demo_prints_the_scenario_come_true_and_a_cluster_joining_and_leaving() {
         ),
         "{stdout}"
     );
+    // crd-b is written in v2; each object reads in the other version, converted by the operator.
+    assert!(
+        stdout.contains(
+            "crd-a in v2 has spec.workload.image nginx:1.27; crd-b in v1 has spec.image redis:7.4."
+        ),
+        "{stdout}"
+    );
     // Before cluster-c's Secret is created, after it, and after it is deleted.
     let (before, rest) = stdout
         .split_once("\nCreated Secret kubeplex-system/cluster-c in control")

@@ -158,6 +158,7 @@ async fn every_mode_passes_server_side_dry_run() {
         monitoring_crd("ServiceMonitor", "servicemonitors"),
         monitoring_crd("PrometheusRule", "prometheusrules"),
     ];
+    let _cluster_wide = crate::support::CLUSTER_WIDE.lock().await;
     for crd in &crds {
         apply(&client, &discovery, crd, true)
             .await

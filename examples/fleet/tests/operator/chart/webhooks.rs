@@ -1,4 +1,4 @@
-//! The chart's webhooks against `fleet webhooks`.
+//! The chart's webhooks against `fleet webhooks` and `fleet crd`.
 
 use std::process::Command;
 use std::time::Duration;
@@ -50,6 +50,30 @@ fn the_charts_webhooks_are_what_fleet_webhooks_prints() {
         let printed = printed.iter().find(|p| p["kind"] == kind).unwrap();
         assert_eq!(rendered.value["webhooks"], printed["webhooks"], "{kind}");
     }
+    // The CRD serves v2, converted by the same Service: what `fleet crd --service` prints.
+    let printed = output_within(
+        Command::new(fleet).args(["crd", "--service", "kubeplex-fleet-webhook.kubeplex-system"]),
+        Duration::from_secs(30),
+    );
+    assert!(printed.status.success(), "{printed:?}");
+    let printed: Value = serde_json::from_slice(&printed.stdout).unwrap();
+    let crd = one(
+        &documents,
+        "CustomResourceDefinition",
+        "appdeployments.demo.kubeplex.dev",
+    );
+    assert_eq!(
+        crd.value["spec"]["conversion"],
+        printed["spec"]["conversion"]
+    );
+    let served = |crd: &Value| -> Vec<(Value, Value, Value)> {
+        let versions = crd["spec"]["versions"].as_array().unwrap();
+        (versions.iter())
+            .map(|v| (v["name"].clone(), v["served"].clone(), v["storage"].clone()))
+            .collect()
+    };
+    assert_eq!(served(&crd.value), served(&printed));
+    assert_eq!(served(&printed).len(), 2, "v1 and v2");
     let plain = template(CONTROL_CHART, &[]);
     assert!(
         !kinds(&plain).contains("ValidatingWebhookConfiguration"),

@@ -10,7 +10,6 @@
 //! its own.
 #![allow(dead_code)] // Each test binary uses a different part.
 
-use kube::CustomResourceExt as _;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -35,9 +34,13 @@ const CHILD_CLUSTERS: [&str; 2] = ["cluster-a", "cluster-b"];
 static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(FLEET.map(|c| c.name()))
-        .crd(Fleet::Control.name(), AppDeployment::crd())
+        .crd(Fleet::Control.name(), kubeplex_fleet::admission::crd(None))
         .audit_log(true)
 });
+
+/// Held by a test while it writes the cluster-wide objects the chart's dry run writes too: the CRD (put
+/// back as [`CLUSTERS`] installs it) and the webhook configurations, so that no two tests meet there.
+pub static CLUSTER_WIDE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One test's part of the shared clusters: its namespaces, and the kubeconfig its operators use.
 pub struct Stage {
