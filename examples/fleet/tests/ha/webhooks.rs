@@ -17,9 +17,9 @@ use crate::{WAIT, one_leader, setup};
 
 /// The validating webhook's words for a rollout order naming a cluster the fleet does not have.
 const REFUSAL: &str = "spec.rollout.order names clusters the fleet does not have: cluster-x";
-/// Until the first refusal: a replica's caBundle keeper looks every 30 s, so configurations created after
-/// its first look get their CA up to 30 s later; twice that, and more for a loaded machine.
-const CA_WRITTEN: Duration = Duration::from_secs(90);
+/// Until the first refusal: a replica tries again within seconds to write its CA into configurations that
+/// did not exist at its first look; a minute for a loaded machine.
+const CA_WRITTEN: Duration = Duration::from_secs(60);
 
 /// An AppDeployment `name` with this rollout order and no strategy (the mutating webhook's to write in),
 /// untyped: what the API server gets, whatever the crate's struct.
