@@ -19,14 +19,20 @@ async fn waits_for_what_never_comes() {
 fn a_test_past_its_deadline_fails_its_binary_naming_itself() {
     let output = output_within(
         Command::new(std::env::current_exe().unwrap())
-            .args(["waits_for_what_never_comes", "--exact", "--ignored"])
+            .args([
+                "deadline::waits_for_what_never_comes",
+                "--exact",
+                "--ignored",
+            ])
             .env(TEST_DEADLINE_VAR, "2"),
         Duration::from_secs(60),
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(101), "{stderr}");
     assert!(
-        stderr.contains("test waits_for_what_never_comes is still running 2s after it first used"),
+        stderr.contains(
+            "test deadline::waits_for_what_never_comes is still running 2s after it first used"
+        ),
         "{stderr}"
     );
 }
