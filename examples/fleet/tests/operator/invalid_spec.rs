@@ -1,18 +1,16 @@
 //! AppDeployments whose spec cannot be fulfilled: the API server refuses them with the schema's reason; one
-//! stored before the schema had its rules gets a status and an Event that say why, and no hot loop (in
-//! clusters of its own, whose CRD lacks the rules).
+//! the schema lets through but the operator cannot fulfil (a namespace it does not own, which only the
+//! operator knows) gets a status and an Event that say why, and no hot loop.
 
-use kube::CustomResourceExt as _;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use kubeplex::Manager;
-use kubeplex_fleet::{AppDeployer, AppDeployment, AppDeploymentSpec, CRD_NAMESPACE};
-use kubeplex_testenv::{Polling, TestEnv, eventually};
+use kubeplex::Context as _;
+use kubeplex_fleet::{AppDeployment, AppDeploymentSpec, Fleet};
+use kubeplex_testenv::{Polling, eventually};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -76,44 +74,16 @@ async fn the_api_server_refuses_specs_that_cannot_be_fulfilled_with_the_reason()
     .unwrap();
 }
 
-/// The CRD as an earlier version of the operator installed it: no validation rules.
-fn crd_without_rules() -> CustomResourceDefinition {
-    let mut crd = serde_json::to_value(AppDeployment::crd()).unwrap();
-    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
-    let properties = spec["properties"].as_object_mut().unwrap();
-    for rule in [
-        "pattern",
-        "minLength",
-        "minimum",
-        "minItems",
-        "x-kubernetes-validations",
-    ] {
-        for property in properties.values_mut() {
-            property.as_object_mut().unwrap().remove(rule);
-        }
-    }
-    serde_json::from_value(crd).unwrap()
-}
-
 #[tokio::test]
 async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() {
-    let env = TestEnv::builder()
-        .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("control", crd_without_rules())
-        .start()
-        .await
-        .unwrap();
-    kubeplex_fleet::demo::create_namespaces(&env).await.unwrap();
-    let control = env.client("control").await.unwrap();
-    let api: Api<AppDeployment> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let stage = crate::support::stage("stored-invalid").await;
+    let control = stage.control().await;
+    let api = stage.apps().await;
+    let [owned, other] = &stage.children;
     let invalid = AppDeployment::new("invalid", spec("nginx:1.27", 1, &["kube-system"]));
     api.create(&PostParams::default(), &invalid).await.unwrap();
 
-    let running = Manager::with_kubeconfig(env.kubeconfig().clone())
-        .controller(AppDeployer::default())
-        .start()
-        .await
-        .unwrap();
+    let running = stage.operator(None).await;
     let ready = |app: &AppDeployment| {
         app.status.as_ref().and_then(|s| {
             s.fleet
@@ -135,7 +105,9 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     assert_eq!(condition.reason, "ReconcileFailed");
     assert_eq!(
         condition.message,
-        "invalid spec: namespaces kube-system are not owned by this operator (it owns namespace-a, namespace-b)"
+        format!(
+            "invalid spec: namespaces kube-system are not owned by this operator (it owns {owned}, {other})"
+        )
     );
 
     // No retry and no hot loop: nothing changes while the spec stays as it is — watched past two error
@@ -148,7 +120,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         "{:?}",
         later.status
     );
-    let events: Api<Event> = Api::namespaced(control.clone(), CRD_NAMESPACE);
+    let events: Api<Event> = Api::namespaced(control.clone(), &stage.parents);
     let failures: Vec<Event> = events
         .list(&ListParams::default())
         .await
@@ -176,7 +148,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     );
 
     // Fixed: reconciled at once, Applied.
-    let fixed = serde_json::json!({ "spec": { "namespaces": ["namespace-a"] } });
+    let fixed = serde_json::json!({ "spec": { "namespaces": [owned] } });
     api.patch("invalid", &PatchParams::default(), &Patch::Merge(&fixed))
         .await
         .unwrap();
@@ -190,11 +162,11 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     .await;
 
     // Broken again, now with a child in place: the failed reconcile declares nothing, and nothing is
-    // pruned. Had the runtime taken the failure for "no children", namespace-a's Deployment would go
+    // pruned. Had the runtime taken the failure for "no children", the owned namespace's Deployment would go
     // in the same reconcile that writes Ready=False.
     let child = || async {
-        let cluster = env.client("cluster-a").await.unwrap();
-        Api::<Deployment>::namespaced(cluster, "namespace-a")
+        let cluster = stage.env.client(Fleet::ClusterA.name()).await.unwrap();
+        Api::<Deployment>::namespaced(cluster, owned)
             .get_opt("invalid")
             .await
             .unwrap()
@@ -203,7 +175,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
         child().await.is_some(),
         "the fixed spec's child in cluster-a"
     );
-    let broken = serde_json::json!({ "spec": { "namespaces": ["namespace-b", "kube-system"] } });
+    let broken = serde_json::json!({ "spec": { "namespaces": [other, "kube-system"] } });
     api.patch("invalid", &PatchParams::default(), &Patch::Merge(&broken))
         .await
         .unwrap();
@@ -218,9 +190,7 @@ async fn a_stored_invalid_spec_gets_a_status_and_an_event_and_waits_for_a_fix() 
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
         child().await.is_some(),
-        "a failed reconcile pruned the parent's child in namespace-a"
+        "a failed reconcile pruned the parent's child in {owned}"
     );
-    tokio::time::timeout(std::time::Duration::from_secs(60), running.shutdown())
-        .await
-        .expect("the operator shuts down within 60 s");
+    crate::support::stop(running).await;
 }
