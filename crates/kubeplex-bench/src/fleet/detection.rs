@@ -22,8 +22,6 @@ const CHILD: &str = "cluster-1";
 const NAMESPACE: &str = "detection";
 /// Goal: a frozen cluster is not ready in `/readyz` within this many seconds, at the 95th percentile.
 const GOAL_S: f64 = 6.0;
-/// The window the requests at rest are counted over.
-const AT_REST: Duration = Duration::from_secs(10);
 /// How long one round (noticed, or ready again) may take before the section fails.
 const ROUND: Duration = Duration::from_secs(90);
 const POLL: Duration = Duration::from_millis(50);
@@ -32,19 +30,35 @@ const POLL: Duration = Duration::from_millis(50);
 pub(crate) struct DetectionOptions {
     /// How many times the child cluster is frozen.
     pub freezes: usize,
+    /// The window the requests at rest are counted over.
+    pub at_rest: Duration,
+    /// The longest random wait before a freeze (so that freezes fall anywhere in the ping period).
+    pub before_freeze: Duration,
 }
 
 impl DetectionOptions {
     pub fn full() -> Self {
-        Self { freezes: 20 }
+        Self {
+            freezes: 20,
+            ..Self::quick()
+        }
     }
 
     pub fn quick() -> Self {
-        Self { freezes: 8 }
+        Self {
+            freezes: 8,
+            at_rest: Duration::from_secs(10),
+            before_freeze: Duration::from_secs(10),
+        }
     }
 
+    /// Whether the section runs: short windows, whose counts are not figures to read.
     pub fn smoke() -> Self {
-        Self { freezes: 1 }
+        Self {
+            freezes: 1,
+            at_rest: Duration::from_secs(2),
+            before_freeze: Duration::from_secs(1),
+        }
     }
 }
 
@@ -62,13 +76,13 @@ pub(crate) async fn run(
     let probe = synced.probe.ok_or("the operator serves no probes")?;
     until_ready(&probe, true).await?;
 
-    let (requests, pings) = at_rest(&child, &probe).await?;
+    let (requests, pings) = at_rest(&child, &probe, options.at_rest).await?;
     progress(&format!(
         "detection: at rest, {requests:.1} requests per 10 s to {CHILD}, {pings:.1} pings per 10 s"
     ));
     let mut noticed_s = Vec::new();
     for freeze in 0..options.freezes {
-        tokio::time::sleep(jitter(Duration::from_secs(10))).await;
+        tokio::time::sleep(jitter(options.before_freeze)).await;
         host.env.freeze(CHILD).map_err(|e| e.to_string())?;
         let frozen = Instant::now();
         let noticed = until_ready(&probe, false).await;
@@ -100,10 +114,11 @@ fn report(
             "the fleet operator (kubeplex side) with its children in {CHILD}; at rest, over {} s, the \
              requests {CHILD}'s API server answered (apiserver_request_total, watches and the bench's own \
              readings excepted) and the operator's pings (kubeplex_cluster_healthchecks_total, every cluster); \
-             then {} times: after a random 0-10 s, SIGSTOP {CHILD}'s API server, poll the operator's /readyz \
+             then {} times: after a random 0-{} s, SIGSTOP {CHILD}'s API server, poll the operator's /readyz \
              every {} ms until it says a cluster is not ready, SIGCONT, wait until every cluster is ready.",
-            AT_REST.as_secs(),
+            options.at_rest.as_secs(),
             options.freezes,
+            options.before_freeze.as_secs(),
             POLL.as_millis()
         ),
         figures: vec![Figure::new(
@@ -133,14 +148,14 @@ fn report(
 }
 
 /// Requests answered by the child cluster's API server and pings sent by the operator, per 10 s at rest.
-async fn at_rest(child: &Client, probe: &str) -> Result<(f64, f64), String> {
+async fn at_rest(child: &Client, probe: &str, window: Duration) -> Result<(f64, f64), String> {
     let answered = async || {
         let text = crate::system::server_metrics(child).await?;
         Ok::<_, String>(crate::member::answered_total(&text))
     };
     let (before, pinged) = (answered().await?, crate::member::pings(probe).await?);
     let counted = Instant::now();
-    tokio::time::sleep(AT_REST).await;
+    tokio::time::sleep(window).await;
     let (after, pinged_after) = (answered().await?, crate::member::pings(probe).await?);
     let per_10_s = 10.0 / counted.elapsed().as_secs_f64();
     // The first reading is counted by the second.
