@@ -27,6 +27,22 @@ fn ui() {
     let ci = std::env::var_os("CI").is_some_and(|v| v == "true");
     let overwrite = std::env::var_os("TRYBUILD").is_some();
     assert!(!(overwrite && ci), "TRYBUILD is refused under CI=true");
+    // trybuild checks its project's dependencies with its flags, then the cases with one flag more
+    // (`--diagnostic-width=140`): a change of flags, so cargo checks kube, k8s-openapi and kubeplex a second
+    // time (~30 s of the suite's ~100). Given the cases' flags from the start in CARGO_ENCODED_RUSTFLAGS,
+    // which cargo takes over trybuild's `--config` rustflags, both share one check. These are trybuild
+    // 1.0.122's flags (`src/rustflags.rs` and `cargo::build_all_tests`); were they to change, the cases
+    // would still be checked, only with these.
+    const TRYBUILD_RUSTFLAGS: [&str; 6] = [
+        "--cfg",
+        "trybuild",
+        "--verbose",
+        "-A",
+        "dead_code",
+        "--diagnostic-width=140",
+    ];
+    // SAFETY: this is the binary's only test, so no other thread reads or writes the environment now.
+    unsafe { std::env::set_var("CARGO_ENCODED_RUSTFLAGS", TRYBUILD_RUSTFLAGS.join("\x1f")) };
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
 }
