@@ -1,88 +1,45 @@
-//! Frozen clusters (SIGSTOP: connections open, nothing answers), which the scenario's stopped ones
-//! (connection refused, at once) do not show: a frozen child cluster delays only its own sync and status,
-//! bounded by the per-context cap, and reaches its parents' status without an edit once it stops answering
-//! (and again once it answers); and the orphan sweep, with the control cluster frozen at start, judges
-//! no parent before that cluster's cache has listed.
-//!
-//! The two tests freeze clusters and measure time, so they run one at a time, in clusters of their own.
+//! Frozen clusters (connections open, nothing answers), which the scenario's stopped ones (connection
+//! refused, at once) do not show: a frozen child cluster delays only its own sync and status, bounded by the
+//! per-context cap, and reaches its parents' status without an edit once it stops answering (and again once
+//! it answers); and the orphan sweep, with the control cluster frozen at start, judges no parent before that
+//! cluster's cache has listed. Each test's operator reaches the frozen cluster through a relay that holds
+//! every byte (`Relay::cut`): the cluster freezes for that operator alone, on the suite's shared servers.
 
 use std::time::{Duration, Instant};
 
-use crate::support::{WAIT, eventually};
+use crate::support::{Stage, WAIT, eventually, stage};
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::{CustomResourceExt as _, ResourceExt};
 use kubeplex::{
-    ClusterState, Context, Manager, Running, ownership::PARENT_UID_LABEL,
-    readiness::ClusterReadiness,
+    ClusterState, Context, Running, ownership::PARENT_UID_LABEL, readiness::ClusterReadiness,
 };
-use kubeplex_fleet::demo::apply_instance;
-use kubeplex_fleet::{AppDeployer, AppDeployment, CHILD_NAMESPACES, CRD_NAMESPACE, Fleet};
-use kubeplex_testenv::{SharedTestEnv, TestEnv};
+use kubeplex_fleet::{AppDeployment, Fleet};
 
 /// The runtime's per-context cap: a context that has not answered by then is unreachable.
 const CAP: Duration = kubeplex::CLUSTER_TIMEOUT;
 /// "Normal time": well below the cap, so a sync that waited for the frozen cluster cannot make it.
 const NORMAL: Duration = Duration::from_secs(10);
 
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// The demo's clusters, for these tests alone.
-static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
-    let fleet = <Fleet as kubeplex::ContextSet>::ALL.iter();
-    TestEnv::builder()
-        .clusters(fleet.map(|c| c.name()))
-        .crd(Fleet::Control.name(), AppDeployment::crd())
-});
-static NAMESPACES: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-
-/// The clusters, with the demo's namespaces.
-async fn clusters() -> &'static TestEnv {
-    let env = CLUSTERS.get().await.unwrap();
-    let created = async || kubeplex_fleet::demo::create_namespaces(env).await.unwrap();
-    NAMESPACES.get_or_init(created).await;
-    env
-}
-
-async fn start_operator(env: &TestEnv) -> Running {
-    tokio::time::timeout(
-        WAIT,
-        Manager::with_kubeconfig(env.kubeconfig().clone())
-            .controller(AppDeployer::default())
-            .start(),
-    )
-    .await
-    .expect("the manager starts in time")
-    .unwrap()
-}
-
-async fn apps(env: &TestEnv) -> Api<AppDeployment> {
-    Api::namespaced(env.client("control").await.unwrap(), CRD_NAMESPACE)
-}
-
-async fn apply(env: &TestEnv, name: &str, image: &str) {
-    apply_instance(
-        &env.client("control").await.unwrap(),
-        CRD_NAMESPACE,
-        name,
-        image,
-        1,
-    )
-    .await
-    .unwrap();
+/// The test's operator, started without waiting for its contexts (one may be frozen).
+async fn start_operator(stage: &Stage) -> Running {
+    tokio::time::timeout(WAIT, stage.manager().start())
+        .await
+        .expect("the manager starts in time")
+        .unwrap()
 }
 
 /// The children of `name` in `cluster` (one per child namespace) with this image, or what is missing.
 async fn children_with(
-    env: &TestEnv,
+    stage: &Stage,
     cluster: Fleet,
     name: &str,
     image: &str,
 ) -> Result<Vec<Deployment>, String> {
     let mut found = Vec::new();
-    for namespace in CHILD_NAMESPACES {
-        let api: Api<Deployment> =
-            Api::namespaced(env.client(cluster.name()).await.unwrap(), namespace);
+    for namespace in &stage.children {
+        let client = stage.env.client(cluster.name()).await.unwrap();
+        let api: Api<Deployment> = Api::namespaced(client, namespace);
         let child = api
             .get_opt(name)
             .await
@@ -98,16 +55,16 @@ async fn children_with(
     Ok(found)
 }
 
-/// Every Deployment of `cluster` linked to a parent named in `names`, as (namespace/name, UID).
-async fn linked(env: &TestEnv, cluster: Fleet, names: [&str; 2]) -> Vec<(String, String)> {
-    let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
+/// Every Deployment of `cluster` in the stage's namespaces linked to a parent, as (namespace/name, UID).
+async fn linked(stage: &Stage, cluster: Fleet) -> Vec<(String, String)> {
+    let api: Api<Deployment> = Api::all(stage.env.client(cluster.name()).await.unwrap());
     let mut all: Vec<_> = api
         .list(&ListParams::default().labels(PARENT_UID_LABEL))
         .await
         .unwrap()
         .items
         .into_iter()
-        .filter(|d| names.contains(&d.name_any().as_str()))
+        .filter(|d| stage.children.contains(&d.namespace().unwrap_or_default()))
         .map(|d| {
             let place = format!("{}/{}", d.namespace().unwrap_or_default(), d.name_any());
             (place, d.uid().unwrap_or_default())
@@ -135,13 +92,14 @@ fn ready_condition(app: &AppDeployment) -> Option<String> {
 
 /// Waits until the parent's status holds `wanted` for both child clusters; returns the parent.
 async fn wait_status(
-    env: &TestEnv,
+    stage: &Stage,
     what: &str,
     name: &str,
     wanted: impl Fn(Option<(ClusterState, String)>, Option<(ClusterState, String)>) -> bool,
 ) -> AppDeployment {
+    let apps = stage.apps().await;
     eventually(what, || async {
-        let app = apps(env).await.get(name).await.map_err(|e| e.to_string())?;
+        let app = apps.get(name).await.map_err(|e| e.to_string())?;
         let (a, b) = (
             state_of(&app, Fleet::ClusterA),
             state_of(&app, Fleet::ClusterB),
@@ -161,33 +119,34 @@ fn is(state: ClusterState) -> impl Fn(&Option<(ClusterState, String)>) -> bool {
 
 #[tokio::test]
 async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let env = clusters().await;
-    let running = start_operator(env).await;
+    let mut stage = stage("frozen-child").await;
+    let cluster_a = stage.relay(Fleet::ClusterA).await;
+    let stage = &stage;
+    let running = start_operator(stage).await;
     tokio::time::timeout(WAIT, running.wait_started())
         .await
         .expect("started in time")
         .unwrap();
-    apply(env, "before", "nginx:1.27").await;
+    stage.apply("before", "nginx:1.27", 1).await;
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
         eventually("children before the freeze", || {
-            children_with(env, cluster, "before", "nginx:1.27")
+            children_with(stage, cluster, "before", "nginx:1.27")
         })
         .await;
     }
 
     // cluster-a is the first child context of the plan: were the contexts synced one after the other,
     // cluster-b would wait for cluster-a's cap.
-    env.freeze("cluster-a").unwrap();
+    cluster_a.cut();
     let applied = Instant::now();
-    apply(env, "during", "redis:7.4").await;
+    stage.apply("during", "redis:7.4", 1).await;
     eventually("cluster-b's children while cluster-a is frozen", || {
-        children_with(env, Fleet::ClusterB, "during", "redis:7.4")
+        children_with(stage, Fleet::ClusterB, "during", "redis:7.4")
     })
     .await;
     let children_after = applied.elapsed();
     wait_status(
-        env,
+        stage,
         "cluster-b's status while cluster-a is frozen",
         "during",
         |_, b| is(ClusterState::Applied)(&b),
@@ -202,7 +161,7 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
 
     // The cap: the frozen cluster's own outcome is written, as unreachable, once the cap has passed.
     let app = wait_status(
-        env,
+        stage,
         "the cap marks cluster-a unreachable",
         "during",
         |a, b| {
@@ -223,15 +182,15 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
     assert!(!message.contains("cluster-a"), "{message}");
     assert_eq!(ready_condition(&app).as_deref(), Some("False"));
 
-    env.thaw("cluster-a").unwrap();
+    cluster_a.open();
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
         eventually("every child once cluster-a answers again", || {
-            children_with(env, cluster, "during", "redis:7.4")
+            children_with(stage, cluster, "during", "redis:7.4")
         })
         .await;
     }
     for name in ["before", "during"] {
-        let app = wait_status(env, "both clusters Ready again", name, |a, b| {
+        let app = wait_status(stage, "both clusters Ready again", name, |a, b| {
             is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b)
         })
         .await;
@@ -256,19 +215,19 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         }
     };
     eventually("cluster-a ready before the freeze", readiness_is(true)).await;
-    env.freeze("cluster-a").unwrap();
+    cluster_a.cut();
     eventually("cluster-a not ready once frozen", readiness_is(false)).await;
     let app = wait_status(
-        env,
+        stage,
         "cluster-a unreachable in the status of a parent nobody edited",
         "before",
         |a, b| is(ClusterState::Applied)(&b) && is(ClusterState::Unreachable)(&a),
     )
     .await;
     assert_eq!(ready_condition(&app).as_deref(), Some("False"));
-    env.thaw("cluster-a").unwrap();
+    cluster_a.open();
     let app = wait_status(
-        env,
+        stage,
         "cluster-a Ready again, still without an edit",
         "before",
         |a, b| is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b),
@@ -280,33 +239,32 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
 
 #[tokio::test]
 async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed() {
-    // The other test's parents and children may be there too.
-    const MINE: [&str; 2] = ["kept", "gone"];
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let env = clusters().await;
-    let running = start_operator(env).await;
+    let mut stage = stage("frozen-control").await;
+    let control = stage.relay(Fleet::Control).await;
+    let stage = &stage;
+    let running = start_operator(stage).await;
     tokio::time::timeout(WAIT, running.wait_started())
         .await
         .expect("started in time")
         .unwrap();
-    apply(env, "kept", "nginx:1.27").await;
-    apply(env, "gone", "redis:7.4").await;
+    stage.apply("kept", "nginx:1.27", 1).await;
+    stage.apply("gone", "redis:7.4", 1).await;
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
         eventually("kept's children", || {
-            children_with(env, cluster, "kept", "nginx:1.27")
+            children_with(stage, cluster, "kept", "nginx:1.27")
         })
         .await;
         eventually("gone's children", || {
-            children_with(env, cluster, "gone", "redis:7.4")
+            children_with(stage, cluster, "gone", "redis:7.4")
         })
         .await;
     }
-    let gone_uid = apps(env).await.get("gone").await.unwrap().uid().unwrap();
+    let parents = stage.apps().await;
+    let gone_uid = parents.get("gone").await.unwrap().uid().unwrap();
     crate::support::stop(running).await;
 
     // "gone" is deleted while the operator is not running: its children are orphans now.
     let remove_finalizers = serde_json::json!({ "metadata": { "finalizers": null } });
-    let parents = apps(env).await;
     parents
         .patch(
             "gone",
@@ -317,21 +275,21 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
         .unwrap();
     parents.delete("gone", &Default::default()).await.unwrap();
     eventually("gone is gone", || async {
-        match apps(env).await.get_opt("gone").await {
+        match parents.get_opt("gone").await {
             Ok(None) => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })
     .await;
     let before = [
-        linked(env, Fleet::ClusterA, MINE).await,
-        linked(env, Fleet::ClusterB, MINE).await,
+        linked(stage, Fleet::ClusterA).await,
+        linked(stage, Fleet::ClusterB).await,
     ];
     assert_eq!([before[0].len(), before[1].len()], [4, 4], "{before:?}");
 
     // The operator starts with the control cluster frozen: the parents' cache cannot list.
-    env.freeze("control").unwrap();
-    let running = start_operator(env).await;
+    control.cut();
+    let running = start_operator(stage).await;
     eventually("the child clusters' watches have listed", || async {
         let report = running.readiness();
         let status = |c: Fleet| report.clusters.get(c.name()).map(|r| r.status);
@@ -350,8 +308,8 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
     let window = Instant::now();
     while window.elapsed() < Duration::from_secs(3) {
         let now = [
-            linked(env, Fleet::ClusterA, MINE).await,
-            linked(env, Fleet::ClusterB, MINE).await,
+            linked(stage, Fleet::ClusterA).await,
+            linked(stage, Fleet::ClusterB).await,
         ];
         assert_eq!(
             now, before,
@@ -360,10 +318,10 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    env.thaw("control").unwrap();
+    control.open();
     let gone_children = ListParams::default().labels(&format!("{PARENT_UID_LABEL}={gone_uid}"));
     for cluster in [Fleet::ClusterA, Fleet::ClusterB] {
-        let api: Api<Deployment> = Api::all(env.client(cluster.name()).await.unwrap());
+        let api: Api<Deployment> = Api::all(stage.env.client(cluster.name()).await.unwrap());
         eventually("the genuine orphans are removed", || async {
             let left = api.list(&gone_children).await.unwrap().items.len();
             if left == 0 {
@@ -384,7 +342,7 @@ async fn the_orphan_sweep_judges_no_parent_before_the_control_cluster_has_listed
             .filter(|(place, _)| place.ends_with("/kept"))
             .collect();
         assert_eq!(
-            linked(env, cluster, MINE).await,
+            linked(stage, cluster).await,
             kept,
             "in {cluster}, kept's children are the very same objects (never deleted and recreated), and \
              only they are left"

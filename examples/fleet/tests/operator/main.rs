@@ -6,9 +6,9 @@
 //! its own, which its operator is given (`support::stage`); one that takes a cluster away does so for its
 //! own operator alone, through a relay, the shared server still up. The charts', manifests' and CRD's dry
 //! runs and the webhooks use the shared set too, one at a time where they write the same cluster-wide
-//! objects (`support::CLUSTER_WIDE`). Those that start clusters of their own: `frozen_cluster`, which
-//! freezes real servers and times what follows; `least_privilege` (a set of its own, where the operator
-//! runs under the charts' grants); and `demo` (`fleet demo` starts its own).
+//! objects (`support::CLUSTER_WIDE`); `frozen_cluster` freezes a cluster for its own operator alone, through
+//! a relay that holds every byte. Those that start clusters of their own: `least_privilege` (a set of its
+//! own, where the operator runs under the charts' grants) and `demo` (`fleet demo` starts its own).
 
 mod chart;
 mod cli;
