@@ -154,11 +154,19 @@ async fn one_replica_leads_the_other_stands_by_and_takes_over_when_it_leaves() {
         })
         .await;
 
-    // The standby is ready (it can take over) and says who leads.
-    let (status, body) = probe(b.probe_address().unwrap(), "/readyz").await;
-    assert_eq!(status, 200, "{body}");
+    // The standby is ready (it can take over) and says who leads, once it has read the Lease (it may not
+    // have yet when the leader's first reconcile is seen).
+    let address = b.probe_address().unwrap();
+    let body = eventually(
+        "replica-b stands by for replica-a",
+        WAIT,
+        async || match probe(address, "/readyz").await {
+            (200, body) if body["leadership"]["holder"] == "replica-a" => Ok(body),
+            (code, body) => Err(format!("{code}: {body}")),
+        },
+    )
+    .await;
     assert_eq!(body["leadership"]["role"], "standby", "{body}");
-    assert_eq!(body["leadership"]["holder"], "replica-a", "{body}");
     assert_eq!(body["leadership"]["identity"], "replica-b", "{body}");
     let (_, body) = probe(a.probe_address().unwrap(), "/readyz").await;
     assert_eq!(body["leadership"]["role"], "leader", "{body}");
