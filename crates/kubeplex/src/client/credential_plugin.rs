@@ -199,9 +199,10 @@ impl CredentialPlugin {
     }
 }
 
-/// How often a spawn refused because the plugin's file is busy is tried, and how long apart.
-const BUSY_TRIES: u32 = 5;
-const BUSY_PAUSE: Duration = Duration::from_millis(20);
+/// How often a spawn refused because the plugin's file is busy is tried, and how long apart: up to ~0.5 s,
+/// as a fork on a loaded machine can take that long to reach its `exec`.
+const BUSY_TRIES: u32 = 10;
+const BUSY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Starts `command`. A plugin file written a moment ago (installed or replaced in place) can be refused
 /// with "text file busy" while any thread of this process forks with it still open for writing; that lasts
