@@ -16,6 +16,9 @@ pub struct Write {
     pub verb: String,
     pub what: String,
     pub at: Timestamp,
+    /// When the server answered it (the event's stage time): a late write's receipt and answer together tell
+    /// a request the server read late from one it worked on late.
+    pub answered: Timestamp,
     pub code: i64,
 }
 
@@ -52,6 +55,7 @@ pub fn writes_of(env: &TestEnv, identity: &str) -> Vec<Write> {
                     .unwrap()
                     .parse()
                     .unwrap(),
+                answered: event["stageTimestamp"].as_str().unwrap().parse().unwrap(),
                 code: event["responseStatus"]["code"].as_i64().unwrap_or_default(),
             });
         }
@@ -83,6 +87,16 @@ pub fn after(writes: &[Write], deadline: Timestamp) -> Vec<String> {
     writes
         .iter()
         .filter(|w| w.at > deadline)
-        .map(|w| format!("{} {} {} {} -> {}", w.at, w.cluster, w.verb, w.what, w.code))
+        .map(Write::line)
         .collect()
+}
+
+impl Write {
+    /// The write as a readable line: received, where, what, the answer and when.
+    pub fn line(&self) -> String {
+        format!(
+            "{} {} {} {} -> {} at {}",
+            self.at, self.cluster, self.verb, self.what, self.code, self.answered
+        )
+    }
 }

@@ -128,7 +128,7 @@ fn judged(
         .iter()
         .filter(|w| !w.what.starts_with("leases ") && w.at > taken)
         .filter(|w| back.is_none_or(|back| w.at < back))
-        .map(|w| format!("{} {} {} {} -> {}", w.at, w.cluster, w.verb, w.what, w.code))
+        .map(Write::line)
         .collect();
     let busy_from = freeze.stopped - Duration::from_secs(2);
     let busy = own
