@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
+use crate::config_map;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, Resource as _, ResourceExt as _};
 use kubeplex_testenv::{SharedTestEnv, TestEnv, eventually};
 use serde_json::json;
@@ -20,16 +21,6 @@ static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
 
 /// Generous for a loaded two-core machine: the controllers act within a second or two when idle.
 const WITHIN: Duration = Duration::from_secs(60);
-
-fn config_map(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
 
 async fn client(env: &TestEnv, cluster: &str) -> Client {
     env.client(cluster).await.unwrap()

@@ -2,19 +2,10 @@
 
 use std::time::Duration;
 
+use crate::config_map;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, PostParams};
 use kubeplex_testenv::TestEnv;
-
-fn config_map(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
 
 fn is_connection_error(error: &kube::Error) -> bool {
     // The client reports a refused connection as a hyper/HTTP error, never as an API status.

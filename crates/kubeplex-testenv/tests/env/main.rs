@@ -8,3 +8,17 @@ mod controller_manager;
 mod deadline;
 mod faults;
 mod starts;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ObjectMeta;
+
+/// An empty ConfigMap called `name`.
+pub fn config_map(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
+}
