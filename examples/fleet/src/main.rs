@@ -27,7 +27,7 @@
 //!   fleet does not have, or namespaces it does not own (docs/webhooks.md).
 
 use std::error::Error;
-use std::io::{self, IsTerminal as _};
+use std::io::{self, IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 #[cfg(test)]
@@ -36,7 +36,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use kubeplex::Manager;
-use kubeplex_fleet::demo;
+use kubeplex_fleet::demo::{self, DemoError};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{Layer, Registry};
@@ -170,6 +170,14 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes `text` to stdout, whole; a closed stdout is the io::Error it is.
+fn print(text: &str) -> Result<(), DemoError> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
 
 fn is_broken_pipe(error: &(dyn Error + 'static)) -> bool {

@@ -1,7 +1,5 @@
 //! `fleet rbac`: the RBAC `fleet run` needs in one cluster, derived from the controller's plan, as YAML.
 
-use std::io::{self, Write as _};
-
 use kubeplex::Manager;
 use kubeplex_fleet::demo::DemoError;
 
@@ -61,10 +59,6 @@ impl RbacFlags {
     pub fn print(self, operator: OperatorFlags) -> Result<(), DemoError> {
         let command = std::env::args().collect::<Vec<_>>();
         let command = format!("fleet {}", command[1..].join(" "));
-        let yaml = self.yaml(operator, &command)?;
-        let mut out = io::stdout().lock();
-        out.write_all(yaml.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        crate::print(&self.yaml(operator, &command)?)
     }
 }

@@ -1,8 +1,6 @@
 //! `fleet webhooks` and `fleet crd`: the webhook configurations and the CRD's conversion that make the
 //! control cluster's API server call `fleet run --webhook-port`.
 
-use std::io::{self, Write as _};
-
 use kubeplex_fleet::admission::{self, Endpoint};
 use kubeplex_fleet::demo::DemoError;
 
@@ -48,11 +46,7 @@ impl WebhookFlags {
 
     /// Prints [`yaml`](Self::yaml) to stdout.
     pub fn print(&self) -> Result<(), DemoError> {
-        let yaml = self.yaml()?;
-        let mut out = io::stdout().lock();
-        out.write_all(yaml.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        crate::print(&self.yaml()?)
     }
 }
 
@@ -94,10 +88,6 @@ impl EndpointFlags {
     pub fn print_crd(&self) -> Result<(), DemoError> {
         // Serialized first, so that a closed stdout shows as the io::Error it is.
         let crd = admission::crd(self.endpoint()?.as_ref());
-        let crd = serde_json::to_string_pretty(&crd)?;
-        let mut out = io::stdout().lock();
-        writeln!(out, "{crd}")?;
-        out.flush()?;
-        Ok(())
+        crate::print(&format!("{}\n", serde_json::to_string_pretty(&crd)?))
     }
 }

@@ -10,11 +10,14 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt as _};
-use tokio::time::Instant;
+use kubeplex_testenv::{Polling, try_eventually};
 
 use super::DemoError;
 use crate::admission::{self, Endpoint};
 use crate::{AppDeployment, AppDeploymentSpec, CRD_NAMESPACE, Rollout, v2};
+
+/// How often a wait on the API server looks again.
+const POLL: Duration = Duration::from_millis(200);
 
 /// Registers the webhooks of the operator listening on `port` for AppDeployments in `crds`, and serves
 /// `v2` of the CRD converted by it; the operator writes its CA into their `caBundle`.
@@ -52,19 +55,13 @@ pub async fn apply_v2(
         "spec": { "workload": { "image": image, "replicas": replicas } },
     });
     let params = PatchParams::apply("kubeplex-fleet-demo");
-    let deadline = Instant::now() + within;
-    loop {
-        match apps.patch(name, &params, &Patch::Apply(&object)).await {
-            Ok(_) => return Ok(()),
-            // Until the API server serves v2 and the operator wrote its CA into the CRD's conversion.
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(200)).await
-            }
-            Err(error) => {
-                return Err(format!("AppDeployment {name} not applied in v2: {error}").into());
-            }
-        }
-    }
+    // Until the API server serves v2 and the operator wrote its CA into the CRD's conversion.
+    let what = format!("AppDeployment {name} applied in v2");
+    try_eventually(what, Polling::within(within).every(POLL), async || {
+        apps.patch(name, &params, &Patch::Apply(&object)).await
+    })
+    .await?;
+    Ok(())
 }
 
 /// The image of `v1_name` read in `v2`, and of `v2_name` read in `v1`: what the operator's conversion
@@ -99,19 +96,18 @@ pub async fn refusal(control: &Client, within: Duration) -> Result<String, DemoE
         dry_run: true,
         ..Default::default()
     };
-    let deadline = Instant::now() + within;
-    loop {
-        match apps.create(&dry_run, &elsewhere).await {
+    // Until the operator wrote its CA in and the API server took the configurations up.
+    let refused = try_eventually(
+        "the webhooks called",
+        Polling::within(within).every(POLL),
+        async || match apps.create(&dry_run, &elsewhere).await {
             Err(kube::Error::Api(status)) if status.message.contains("admission webhook") => {
-                return Ok(status.message);
+                Ok(status.message)
             }
-            // Until the operator wrote its CA in and the API server took the configurations up.
-            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(200)).await,
-            other => {
-                return Err(
-                    format!("the webhooks were not called within {within:?}: {other:?}").into(),
-                );
-            }
-        }
-    }
+            Err(other) => Err(other.to_string()),
+            Ok(_) => Err("admitted".to_owned()),
+        },
+    )
+    .await?;
+    Ok(refused)
 }
