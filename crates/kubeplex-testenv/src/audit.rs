@@ -31,7 +31,8 @@ impl TestEnv {
     /// environment was started with [`TestEnvBuilder::audit_log`](crate::TestEnvBuilder::audit_log).
     pub fn audit_events(&self, cluster: &str) -> Result<Vec<serde_json::Value>> {
         let path = self.audit_log_path(cluster)?;
-        let text = match std::fs::read_to_string(&path) {
+        let from = self.lock(cluster)?.audit_from();
+        let text = match read_from(&path, from) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(error) => return Err(io_error(format!("reading {}", path.display()))(error)),
@@ -49,4 +50,23 @@ impl TestEnv {
             })
             .collect()
     }
+}
+
+/// The log from byte `from` on, starting at a line's beginning: a line `from` falls inside of is left out
+/// (it was written before).
+fn read_from(path: &Path, from: u64) -> std::io::Result<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(from.saturating_sub(1)))?;
+    file.read_to_end(&mut bytes)?;
+    let start = match from {
+        0 => 0,
+        _ => bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |end| end + 1),
+    };
+    String::from_utf8(bytes.split_off(start))
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }

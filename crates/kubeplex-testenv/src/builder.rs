@@ -151,18 +151,7 @@ impl TestEnvBuilder {
         let binaries = tokio::task::spawn_blocking(locate)
             .await
             .map_err(|e| Error::Binaries(format!("build task failed: {e}")))??;
-        let dir = WorkDir::create()?;
-        let mut env = TestEnv {
-            clusters: Vec::new(),
-            kubeconfig: Kubeconfig::default(),
-            kubeconfig_path: self
-                .kubeconfig_path
-                .clone()
-                .unwrap_or_else(|| dir.path().join("kubeconfig")),
-            dir,
-            start_timeout: self.start_timeout.unwrap_or(DEFAULT_START_TIMEOUT),
-            namespaces_made: AtomicU64::new(0),
-        };
+        let mut env = self.empty_env()?;
         for name in &self.clusters {
             let cluster = Cluster::launch(
                 name,
@@ -173,15 +162,52 @@ impl TestEnvBuilder {
             )?;
             env.clusters.push((name.clone(), Mutex::new(cluster)));
         }
+        self.finish(env, false).await
+    }
+
+    /// An environment with no cluster yet, in a work directory of its own.
+    pub(crate) fn empty_env(&self) -> Result<TestEnv> {
+        let dir = WorkDir::create()?;
+        Ok(TestEnv {
+            clusters: Vec::new(),
+            kubeconfig: Kubeconfig::default(),
+            kubeconfig_path: self
+                .kubeconfig_path
+                .clone()
+                .unwrap_or_else(|| dir.path().join("kubeconfig")),
+            dir,
+            start_timeout: self.start_timeout.unwrap_or(DEFAULT_START_TIMEOUT),
+            namespaces_made: AtomicU64::new(0),
+        })
+    }
+
+    /// Writes the kubeconfig of `env`'s clusters, waits until each is ready, and installs the CRDs; with
+    /// `replace_crds`, a CRD of the same name already there is replaced by the builder's.
+    pub(crate) async fn finish(self, mut env: TestEnv, replace_crds: bool) -> Result<TestEnv> {
         env.kubeconfig = env.write_kubeconfig()?;
         let started = Instant::now();
         futures::future::try_join_all(self.clusters.iter().map(|name| env.wait_ready(name)))
             .await?;
         tracing::info!(clusters = self.clusters.len(), elapsed = ?started.elapsed(), "test environment ready");
         for (cluster, crd) in self.crds {
-            env.install_crd(&cluster, crd).await?;
+            env.put_crd(&cluster, crd, replace_crds).await?;
         }
         Ok(env)
+    }
+
+    /// Whether the environment asks for audit logs.
+    pub(crate) fn wants_audit_log(&self) -> bool {
+        self.audit_log
+    }
+
+    /// The clusters, in the order they were added.
+    pub(crate) fn cluster_names(&self) -> &[String] {
+        &self.clusters
+    }
+
+    /// The clusters that run a controller manager.
+    pub(crate) fn controller_manager_clusters(&self) -> &[String] {
+        &self.controller_managers
     }
 }
 

@@ -21,6 +21,9 @@ use crate::relay::Relay;
 /// How long `start` waits for every cluster by default; upstream's envtest needed 60 s under CI contention.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// How many names [`TestEnv::create_namespace`] tries before it gives up.
+const NAMESPACE_TRIES: u32 = 1000;
+
 /// Several real Kubernetes API servers on this machine, each with its own etcd, certificates and context.
 ///
 /// Dropping it kills every process and removes its files; so does the end of the program when it lives in
@@ -84,8 +87,7 @@ impl TestEnv {
     /// Kills the cluster's API server (and its controller manager, if it runs one): requests fail with
     /// "connection refused". Its etcd keeps the data.
     pub fn stop(&self, cluster: &str) -> Result<()> {
-        self.lock(cluster)?.stop_apiserver();
-        Ok(())
+        self.lock(cluster)?.stop_apiserver()
     }
 
     /// Starts a stopped API server on the same port and waits until it is ready (then starts its controller
@@ -101,8 +103,8 @@ impl TestEnv {
     pub async fn replace(&self, cluster: &str) -> Result<()> {
         {
             let mut running = self.lock(cluster)?;
-            running.stop_apiserver();
-            running.empty_store();
+            running.stop_apiserver()?;
+            running.empty_store()?;
             running.start_apiserver()?;
         }
         self.wait_ready(cluster).await
@@ -157,16 +159,37 @@ impl TestEnv {
             .collect()
     }
 
-    /// Creates a namespace named `prefix-N`, unique in this environment, in each named cluster, so that tests
-    /// sharing an environment do not see each other's objects. Returns the name.
+    /// Creates a namespace named `prefix-N` in each named cluster, N the first number this environment has
+    /// not used whose name no program took in any of them, so that tests sharing clusters do not see each
+    /// other's objects. Returns the name.
     pub async fn create_namespace(&self, clusters: &[&str], prefix: &str) -> Result<String> {
-        let n = self.namespaces_made.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{prefix}-{n}");
+        // Bounded: each try takes a new number, and only names another program made are passed over.
+        for _ in 0..NAMESPACE_TRIES {
+            let n = self.namespaces_made.fetch_add(1, Ordering::Relaxed);
+            let name = format!("{prefix}-{n}");
+            match self.create_namespace_named(clusters, &name).await {
+                Err(Error::Kube {
+                    source: kube::Error::Api(status),
+                    ..
+                }) if status.code == 409 => continue,
+                other => return other.map(|()| name),
+            }
+        }
+        Err(Error::Io {
+            what: format!("creating a namespace {prefix}-N"),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{NAMESPACE_TRIES} names in a row were taken"),
+            ),
+        })
+    }
+
+    async fn create_namespace_named(&self, clusters: &[&str], name: &str) -> Result<()> {
         for &cluster in clusters {
             let api: Api<Namespace> = Api::all(self.client(cluster).await?);
             let namespace = Namespace {
                 metadata: ObjectMeta {
-                    name: Some(name.clone()),
+                    name: Some(name.to_owned()),
                     ..ObjectMeta::default()
                 },
                 ..Namespace::default()
@@ -178,11 +201,22 @@ impl TestEnv {
                     source,
                 })?;
         }
-        Ok(name)
+        Ok(())
     }
 
-    /// Installs `crd` in `cluster` and waits until it is established and its resource is served.
+    /// Installs `crd` in `cluster` and waits until it is established and its resource is served; a CRD of
+    /// the same name already there is left as it is.
     pub async fn install_crd(&self, cluster: &str, crd: CustomResourceDefinition) -> Result<()> {
+        self.put_crd(cluster, crd, false).await
+    }
+
+    /// [`TestEnv::install_crd`]; with `replace`, a CRD of the same name already there is replaced by `crd`.
+    pub(crate) async fn put_crd(
+        &self,
+        cluster: &str,
+        mut crd: CustomResourceDefinition,
+        replace: bool,
+    ) -> Result<()> {
         let kube_error = |source| Error::Kube {
             cluster: cluster.to_owned(),
             source,
@@ -191,6 +225,13 @@ impl TestEnv {
         let api: Api<CustomResourceDefinition> = Api::all(client);
         let name = crd.metadata.name.clone().unwrap_or_default();
         match api.create(&PostParams::default(), &crd).await {
+            Err(kube::Error::Api(status)) if status.code == 409 && replace => {
+                let current = api.get(&name).await.map_err(kube_error)?;
+                crd.metadata.resource_version = current.metadata.resource_version;
+                api.replace(&name, &PostParams::default(), &crd)
+                    .await
+                    .map_err(kube_error)?;
+            }
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             other => {
                 other.map_err(kube_error)?;

@@ -120,6 +120,24 @@ pub enum Error {
     /// The shared environment failed to start in an earlier test of this binary.
     #[error("the shared test environment failed to start: {0}")]
     SharedStartFailed(String),
+    /// A stop, start, freeze or replace of a cluster this environment attached to ([`ATTACH_VAR`](crate::ATTACH_VAR)):
+    /// another process runs it, for other tests too.
+    #[error(
+        "cluster {cluster} is attached to (another process runs it): start an environment of your own to stop, freeze or replace it"
+    )]
+    Attached {
+        /// The cluster.
+        cluster: String,
+    },
+    /// The clusters of an attach file ([`ATTACH_VAR`](crate::ATTACH_VAR)) do not have what the builder asks
+    /// for.
+    #[error("attaching to the clusters described in {path}: {problem}")]
+    Attach {
+        /// The file that describes them.
+        path: std::path::PathBuf,
+        /// What is wrong or missing.
+        problem: String,
+    },
     /// A GET ([`http_get`](crate::http_get)) got no whole HTTP response.
     #[error("GET {path}: {problem}")]
     Http {

@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 // The public API lives at the top; `control_plane` is the process plumbing under it.
+mod attach;
 mod audit;
 mod builder;
 mod control_plane;
@@ -40,6 +41,7 @@ mod shared;
 mod tokens;
 mod watched;
 
+pub use attach::ATTACH_VAR;
 pub use builder::TestEnvBuilder;
 pub use control_plane::{
     Binaries, CACHE_DIR_VAR, CONTROLLER_MANAGER_CONTROLLERS, ClusterInventory, HELM_VAR, Helm,

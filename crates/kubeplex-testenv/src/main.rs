@@ -62,6 +62,13 @@ struct UpArgs {
     /// Deployments...), comma-separated.
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     controller_manager: Vec<String>,
+    /// Every API server writes an audit log (`audit.log` in its cluster's directory).
+    #[arg(long)]
+    audit_log: bool,
+    /// Once every cluster is ready, write here what other programs need to attach to them; test binaries
+    /// run with KUBEPLEX_TESTENV_ATTACH set to it share these clusters instead of starting their own.
+    #[arg(long, value_name = "PATH")]
+    attach_file: Option<PathBuf>,
 }
 
 impl UpArgs {
@@ -69,7 +76,8 @@ impl UpArgs {
     fn builder(self) -> Result<TestEnvBuilder, clap::Error> {
         let mut builder = TestEnv::builder()
             .clusters(self.clusters)
-            .controller_managers(self.controller_manager);
+            .controller_managers(self.controller_manager)
+            .audit_log(self.audit_log);
         if let Some(path) = self.kubeconfig {
             builder = builder.kubeconfig_path(path);
         }
@@ -92,9 +100,9 @@ async fn main() -> ExitCode {
     tracing_subscriber_init();
     let result = match Cli::parse().command {
         Command::Build(args) => build(args).await,
-        Command::Up(args) => match args.builder() {
-            Ok(builder) => up(builder).await,
-            Err(usage) => usage.exit(),
+        Command::Up(args) => match (args.attach_file.clone(), args.builder()) {
+            (attach_file, Ok(builder)) => up(builder, attach_file).await,
+            (_, Err(usage)) => usage.exit(),
         },
     };
     match result {
@@ -146,7 +154,7 @@ async fn build(args: BuildArgs) -> kubeplex_testenv::Result<()> {
     Ok(())
 }
 
-async fn up(builder: TestEnvBuilder) -> kubeplex_testenv::Result<()> {
+async fn up(builder: TestEnvBuilder, attach_file: Option<PathBuf>) -> kubeplex_testenv::Result<()> {
     let mut interrupt = signal(SignalKind::interrupt()).map_err(signal_error)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(signal_error)?;
     let env = tokio::select! {
@@ -156,6 +164,10 @@ async fn up(builder: TestEnvBuilder) -> kubeplex_testenv::Result<()> {
     };
     for name in env.cluster_names() {
         println!("cluster {name}: {}", env.server_url(name)?);
+    }
+    if let Some(path) = &attach_file {
+        env.write_attach_file(path)?;
+        println!("attach file: {}", path.display());
     }
     let names: Vec<&str> = env.cluster_names().collect();
     println!(
@@ -210,6 +222,8 @@ mod tests {
         assert_eq!(args.clusters, ["a", "b"]);
         assert_eq!(args.kubeconfig, None);
         assert!(args.controller_manager.is_empty());
+        assert!(!args.audit_log);
+        assert_eq!(args.attach_file, None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One simulated cluster: an etcd and a kube-apiserver process with their own ports, data and certificates,
-//! and a kube-controller-manager when the cluster asks for one.
+//! and a kube-controller-manager when the cluster asks for one; or a cluster another process runs, attached
+//! to (its address, certificates and audit log, no process).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,13 +17,29 @@ use crate::error::{Error, Result, io_error};
 /// Lines of a process's log quoted in an error.
 const LOG_TAIL_LINES: usize = 30;
 
-/// The moving parts of one cluster; the environment guards it with a mutex for the fault controls.
+/// One cluster; the environment guards it with a mutex for the fault controls.
 #[derive(Debug)]
 pub(crate) struct Cluster {
     name: String,
     dir: PathBuf,
-    binaries: Binaries,
     pub(crate) pki: ClusterPki,
+    /// Where the API server writes its audit log, when the environment asked for one.
+    audit_log: Option<PathBuf>,
+    /// How much of the audit log was written before this environment attached: its events are not this
+    /// environment's.
+    audit_from: u64,
+    apiserver_port: u16,
+    /// Whether a kube-controller-manager runs with it.
+    controller_manager: bool,
+    /// The processes, when this environment runs them; `None` for a cluster attached to, which no fault
+    /// control reaches.
+    programs: Option<Programs>,
+}
+
+/// The processes of a cluster this environment runs.
+#[derive(Debug)]
+struct Programs {
+    binaries: Binaries,
     /// Prepared when the cluster asks for one; it runs while the API server does (declared first, so that
     /// it is killed before the API server).
     controller_manager: Option<ControllerManager>,
@@ -34,8 +51,6 @@ pub(crate) struct Cluster {
     etcd_client_port: ReservedPort,
     _etcd_peer_port: ReservedPort,
     frozen: bool,
-    /// Where the API server writes its audit log, when the environment asked for one.
-    audit_log: Option<PathBuf>,
     /// How many times its store was replaced by an empty one ([`Cluster::empty_store`]).
     stores: u32,
 }
@@ -113,20 +128,67 @@ impl Cluster {
         let mut cluster = Self {
             name: name.to_owned(),
             dir: dir.to_path_buf(),
-            binaries: binaries.clone(),
             pki,
-            controller_manager,
-            apiserver: None,
-            etcd,
-            apiserver_port,
-            etcd_client_port,
-            _etcd_peer_port: etcd_peer_port,
-            frozen: false,
             audit_log,
-            stores: 0,
+            audit_from: 0,
+            apiserver_port: apiserver_port.port(),
+            controller_manager: controller_manager.is_some(),
+            programs: Some(Programs {
+                binaries: binaries.clone(),
+                controller_manager,
+                apiserver: None,
+                etcd,
+                apiserver_port,
+                etcd_client_port,
+                _etcd_peer_port: etcd_peer_port,
+                frozen: false,
+                stores: 0,
+            }),
         };
         cluster.start_apiserver()?;
         Ok(cluster)
+    }
+
+    /// A cluster another process runs, reached at `apiserver_port` with `pki`; its files are in `dir`. Of
+    /// its audit log, only what is written from now on is this environment's.
+    pub(crate) fn attached(
+        name: &str,
+        dir: &Path,
+        pki: ClusterPki,
+        apiserver_port: u16,
+        audit_log: Option<PathBuf>,
+        controller_manager: bool,
+    ) -> Self {
+        let audit_from = audit_log
+            .as_deref()
+            .and_then(|log| fs::metadata(log).ok())
+            .map_or(0, |m| m.len());
+        Self {
+            name: name.to_owned(),
+            dir: dir.to_path_buf(),
+            pki,
+            audit_log,
+            audit_from,
+            apiserver_port,
+            controller_manager,
+            programs: None,
+        }
+    }
+
+    /// The cluster's directory (its certificates, logs and data).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether a kube-controller-manager runs with the cluster.
+    pub(crate) fn runs_controller_manager(&self) -> bool {
+        self.controller_manager
+    }
+
+    fn programs_mut(&mut self) -> Result<&mut Programs> {
+        self.programs.as_mut().ok_or_else(|| Error::Attached {
+            cluster: self.name.clone(),
+        })
     }
 
     /// `https://127.0.0.1:PORT`, stable across stop and start.
@@ -136,84 +198,103 @@ impl Cluster {
 
     /// The API server's loopback port, stable across stop and start.
     pub(crate) fn apiserver_port(&self) -> u16 {
-        self.apiserver_port.port()
+        self.apiserver_port
     }
 
     /// Starts the API server again on its port, with the same etcd (and so the same data).
     pub(crate) fn start_apiserver(&mut self) -> Result<()> {
-        if self.apiserver.is_none() {
-            let command = self.apiserver_command();
-            self.apiserver = Some(spawn(&self.name, "kube-apiserver", command, &self.dir)?);
-            super::record_start(&self.name);
-            self.frozen = false;
+        let (name, dir, audit_log) = (self.name.clone(), self.dir.clone(), self.audit_log.clone());
+        let programs = self.programs_mut()?;
+        if programs.apiserver.is_none() {
+            let command = programs.apiserver_command(&dir, audit_log.as_deref());
+            programs.apiserver = Some(spawn(&name, "kube-apiserver", command, &dir)?);
+            super::record_start(&name);
+            programs.frozen = false;
         }
         Ok(())
     }
 
     /// Kills the API server, and the controller manager with it: clients get "connection refused" until
     /// [`Cluster::start_apiserver`] (and [`Cluster::start_controller_manager`]).
-    pub(crate) fn stop_apiserver(&mut self) {
-        if let Some(controller_manager) = &mut self.controller_manager {
+    pub(crate) fn stop_apiserver(&mut self) -> Result<()> {
+        let programs = self.programs_mut()?;
+        if let Some(controller_manager) = &mut programs.controller_manager {
             controller_manager.stop();
         }
-        self.apiserver = None;
-        self.frozen = false;
+        programs.apiserver = None;
+        programs.frozen = false;
+        Ok(())
     }
 
     /// From the next start on, the API server keeps its objects under a key prefix of etcd nothing was
     /// written under: it starts as another cluster would (a `kube-system` Namespace with a new UID, none of
     /// the objects before), with the same address, certificates and credentials.
-    pub(crate) fn empty_store(&mut self) {
-        self.stores += 1;
+    pub(crate) fn empty_store(&mut self) -> Result<()> {
+        self.programs_mut()?.stores += 1;
+        Ok(())
     }
 
     /// Starts the controller manager if the cluster asked for one and it is not running; the API server
-    /// should be ready. Returns where it serves `/healthz`, or `None` for a cluster without one.
+    /// should be ready. Returns where it serves `/healthz`, or `None` for a cluster without one (or one
+    /// attached to).
     pub(crate) fn start_controller_manager(&mut self) -> Result<Option<String>> {
-        let Some(controller_manager) = &mut self.controller_manager else {
+        let (name, dir) = (self.name.clone(), self.dir.clone());
+        let Some(controller_manager) = self
+            .programs
+            .as_mut()
+            .and_then(|p| p.controller_manager.as_mut())
+        else {
             return Ok(None);
         };
-        controller_manager.start(&self.name, &self.dir)?;
+        controller_manager.start(&name, &dir)?;
         Ok(Some(controller_manager.url()))
     }
 
     /// Stops (SIGSTOP) or resumes (SIGCONT) the API server: connections hang, as in a network partition.
     pub(crate) fn set_frozen(&mut self, frozen: bool) -> Result<()> {
-        let Some(apiserver) = &self.apiserver else {
-            return Err(self.not_ready(
-                "kube-apiserver",
-                "is stopped; start it before freezing or thawing".into(),
-            ));
+        let stopped = self.not_ready(
+            "kube-apiserver",
+            "is stopped; start it before freezing or thawing".into(),
+        );
+        let name = self.name.clone();
+        let programs = self.programs_mut()?;
+        let Some(apiserver) = &programs.apiserver else {
+            return Err(stopped);
         };
         let signal = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
         apiserver.signal(signal).map_err(io_error(format!(
-            "cluster {}: signalling kube-apiserver",
-            self.name
+            "cluster {name}: signalling kube-apiserver"
         )))?;
-        self.frozen = frozen;
+        programs.frozen = frozen;
         Ok(())
     }
 
-    /// Fails with the log tail when a process has exited; a running cluster passes.
+    /// Fails with the log tail when a process has exited; a running cluster (or one attached to) passes.
     pub(crate) fn check_alive(&mut self) -> Result<()> {
-        if let Some(status) = self.etcd.exit_status() {
-            return Err(self.not_ready("etcd", format!("etcd exited ({status})")));
-        }
-        if let Some(status) = self.apiserver.as_mut().and_then(Process::exit_status) {
-            return Err(self.not_ready(
+        let Some(programs) = &mut self.programs else {
+            return Ok(());
+        };
+        let exited = if let Some(status) = programs.etcd.exit_status() {
+            Some(("etcd", format!("etcd exited ({status})")))
+        } else if let Some(status) = programs.apiserver.as_mut().and_then(Process::exit_status) {
+            Some((
                 "kube-apiserver",
                 format!("kube-apiserver exited ({status})"),
-            ));
+            ))
+        } else {
+            let manager = programs
+                .controller_manager
+                .as_mut()
+                .and_then(ControllerManager::process);
+            manager.and_then(Process::exit_status).map(|status| {
+                let program = controller_manager::PROGRAM;
+                (program, format!("{program} exited ({status})"))
+            })
+        };
+        match exited {
+            Some((program, problem)) => Err(self.not_ready(program, problem)),
+            None => Ok(()),
         }
-        let manager = self
-            .controller_manager
-            .as_mut()
-            .and_then(ControllerManager::process);
-        if let Some(status) = manager.and_then(Process::exit_status) {
-            let program = controller_manager::PROGRAM;
-            return Err(self.not_ready(program, format!("{program} exited ({status})")));
-        }
-        Ok(())
     }
 
     /// An error for this cluster with the program's log tail attached.
@@ -229,13 +310,17 @@ impl Cluster {
 
     /// Process ids of the running programs: API server, etcd, then the controller manager if it runs.
     pub(crate) fn pids(&self) -> Vec<u32> {
-        let manager = self
+        let Some(programs) = &self.programs else {
+            return Vec::new();
+        };
+        let manager = programs
             .controller_manager
             .as_ref()
             .and_then(ControllerManager::pid);
-        self.apiserver
+        programs
+            .apiserver
             .iter()
-            .chain(Some(&self.etcd))
+            .chain(Some(&programs.etcd))
             .map(Process::pid)
             .chain(manager)
             .collect()
@@ -246,13 +331,19 @@ impl Cluster {
         self.audit_log.as_deref()
     }
 
-    /// Whether the API server is currently stopped with SIGSTOP.
-    pub(crate) fn is_frozen(&self) -> bool {
-        self.frozen
+    /// Where this environment's part of the audit log begins (0 unless attached).
+    pub(crate) fn audit_from(&self) -> u64 {
+        self.audit_from
     }
 
-    fn apiserver_command(&self) -> Command {
-        let dir = &self.dir;
+    /// Whether the API server is currently stopped with SIGSTOP.
+    pub(crate) fn is_frozen(&self) -> bool {
+        self.programs.as_ref().is_some_and(|p| p.frozen)
+    }
+}
+
+impl Programs {
+    fn apiserver_command(&self, dir: &Path, audit_log: Option<&Path>) -> Command {
         let port = self.apiserver_port.port();
         let mut command = Command::new(&self.binaries.kube_apiserver);
         command
@@ -300,7 +391,7 @@ impl Cluster {
             // No controller manager runs: it would mint the service-account tokens this plugin waits for.
             .arg("--disable-admission-plugins=ServiceAccount")
             .arg("--endpoint-reconciler-type=none");
-        if let Some(log) = &self.audit_log {
+        if let Some(log) = audit_log {
             command.args(audit_policy::apiserver_flags(dir, log));
         }
         command

@@ -8,14 +8,14 @@ use rcgen::{
 use crate::error::{Error, Result};
 
 /// A certificate and its private key, PEM-encoded.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
 pub(crate) struct CertifiedKey {
     pub(crate) cert_pem: String,
     pub(crate) key_pem: String,
 }
 
 /// Everything secret a cluster needs, generated fresh for each environment.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
 pub(crate) struct ClusterPki {
     /// The CA that signed the serving certificate and the client certificates.
     pub(crate) ca: CertifiedKey,

@@ -1,4 +1,5 @@
-//! Reading and writing through every context of one shared three-cluster environment.
+//! Reading and writing through every context of one shared three-cluster environment (its Widget kind in a
+//! group of its own: the clusters may be attached to, and other programs' kinds there).
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -9,7 +10,7 @@ use kube::api::{
 use kube::config::Kubeconfig;
 use kubeplex_testenv::{Binaries, Credential, SharedTestEnv, TestEnv};
 
-static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+pub static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
         .crd("cluster-a", widget_crd())
@@ -20,9 +21,9 @@ fn widget_crd() -> CustomResourceDefinition {
     serde_json::from_value(serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": { "name": "widgets.test.kubeplex.dev" },
+        "metadata": { "name": "widgets.testenv.kubeplex.dev" },
         "spec": {
-            "group": "test.kubeplex.dev",
+            "group": "testenv.kubeplex.dev",
             "names": { "kind": "Widget", "plural": "widgets", "singular": "widget" },
             "scope": "Namespaced",
             "versions": [{
@@ -36,9 +37,9 @@ fn widget_crd() -> CustomResourceDefinition {
 
 fn widgets() -> ApiResource {
     ApiResource {
-        group: "test.kubeplex.dev".into(),
+        group: "testenv.kubeplex.dev".into(),
         version: "v1".into(),
-        api_version: "test.kubeplex.dev/v1".into(),
+        api_version: "testenv.kubeplex.dev/v1".into(),
         kind: "Widget".into(),
         plural: "widgets".into(),
     }

@@ -50,14 +50,18 @@ async fn register(control: &Client, namespace: &str, port: u16) {
     let endpoint = Endpoint::Url(format!("https://127.0.0.1:{port}"));
     let (validating, mutating) = admission::configurations(&endpoint, namespace, "Fail", 10);
     let post = PostParams::default();
+    // A run that failed earlier on these clusters (they may be attached to) can have left them.
+    let delete = DeleteParams::default();
     let api = Api::<ValidatingWebhookConfiguration>::all(control.clone());
+    api.delete(CONFIGURATION, &delete).await.ok();
     api.create(&post, &validating).await.unwrap();
     let api = Api::<MutatingWebhookConfiguration>::all(control.clone());
+    api.delete(CONFIGURATION, &delete).await.ok();
     api.create(&post, &mutating).await.unwrap();
 }
 
-/// Deletes both configurations, which are cluster-scoped. A failed test leaves them, harmlessly: their
-/// namespaceSelector confines them to its own namespace.
+/// Deletes both configurations, which are cluster-scoped. A failed test leaves them: their namespaceSelector
+/// confines them to its own namespace, and the next registration on these clusters deletes them first.
 async fn unregister(control: &Client) {
     let delete = DeleteParams::default();
     let api = Api::<ValidatingWebhookConfiguration>::all(control.clone());

@@ -30,7 +30,9 @@ use serde_json::json;
 
 const CHILDREN: [Fleet; 2] = [Fleet::ClusterA, Fleet::ClusterB];
 
-static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
+/// Clusters of their own, never attached to a set other binaries use: the manifests' grants and namespaces
+/// have fixed names, which the chart's dry runs on the shared set would meet.
+static CLUSTERS: SharedTestEnv = SharedTestEnv::private(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
         .crd("control", AppDeployment::crd())

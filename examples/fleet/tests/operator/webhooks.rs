@@ -42,11 +42,20 @@ async fn an_app_deployment_the_fleet_cannot_fulfil_is_refused_when_written() {
     let control = stage.control().await;
     let _cluster_wide = crate::support::CLUSTER_WIDE.lock().await;
     let configs: Api<ValidatingWebhookConfiguration> = Api::all(control.clone());
+    let mutations: Api<MutatingWebhookConfiguration> = Api::all(control.clone());
+    // A run that failed earlier on these clusters (they may be attached to) can have left them.
+    configs
+        .delete(CONFIGURATION, &DeleteParams::default())
+        .await
+        .ok();
+    mutations
+        .delete(CONFIGURATION, &DeleteParams::default())
+        .await
+        .ok();
     configs
         .create(&PostParams::default(), &validating)
         .await
         .unwrap();
-    let mutations: Api<MutatingWebhookConfiguration> = Api::all(control.clone());
     mutations
         .create(&PostParams::default(), &mutating)
         .await
