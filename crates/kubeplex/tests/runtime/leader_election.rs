@@ -61,6 +61,8 @@ const RENEW_DEADLINE: Duration = Duration::from_secs(15);
 /// How long a standby may take to lead once the leader released the Lease: five times what it needs on an
 /// idle machine (its next look, one more for a look that raced the release, and the requests).
 const HAND_OVER: Duration = Duration::from_secs(5);
+/// The lease duration of the replica that takes a stranger's Lease over: what it waits, not the stranger's.
+const SHORT_LEASE: Duration = Duration::from_secs(5);
 
 async fn replica(env: &TestEnv, identity: &str, reconciler: Elected) -> kubeplex::Running {
     replica_on(env, election(identity), reconciler).await
@@ -115,15 +117,15 @@ async fn a_strangers_lease_with_a_huge_duration_is_taken_over_after_our_own() {
         .unwrap();
     let election = LeaderElection::new(Fleet::Control, NAMESPACE, "haunted")
         .with_identity("replica-h")
-        .lease_duration(LEASE)
-        .renew_deadline(RENEW_DEADLINE)
+        .lease_duration(SHORT_LEASE)
+        .renew_deadline(SHORT_LEASE - Duration::from_secs(2))
         .retry_period(RETRY);
     let running = replica_on(env, election, Elected::default()).await;
     // The ghost never renews: the Lease is the replica's once it has seen it unchanged for its own duration
     // (not the Lease's 68 years), give or take a round and a loaded machine.
     eventually(
         "replica-h takes the ghost's Lease over",
-        LEASE + HAND_OVER,
+        SHORT_LEASE + HAND_OVER,
         async || holder_of(env, "haunted").await.as_deref() == Some("replica-h"),
     )
     .await;

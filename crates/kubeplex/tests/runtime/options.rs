@@ -13,13 +13,14 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kubeplex::{Action, Context, Controller, Cx, Manager, Plan, Reconcile};
 use kubeplex_testenv::TestEnv;
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 
 /// The suite's clusters, with this module's kinds installed.
 pub(crate) async fn env() -> &'static TestEnv {
     crate::support::clusters([]).await
 }
 
-/// Declares a ConfigMap controller in `cluster-a` that records each reconcile and sleeps `work` in it.
+/// Declares a ConfigMap controller in `cluster-a` that records each reconcile and awaits `work` in it.
 macro_rules! recording {
     ($name:ident, $work:expr, $plan:expr) => {
         #[derive(Clone, Default)]
@@ -55,7 +56,7 @@ macro_rules! recording {
                 };
                 self.most_at_once_per_key.fetch_max(now, Ordering::SeqCst);
                 self.seen.record(cx.cluster(), &object);
-                tokio::time::sleep($work).await;
+                $work.await;
                 *self.running.lock().get_mut(&name).unwrap() -= 1;
                 self.finished.fetch_add(1, Ordering::SeqCst);
                 Ok(Action::await_change())
@@ -66,7 +67,7 @@ macro_rules! recording {
 
 recording!(
     Selected,
-    Duration::ZERO,
+    tokio::time::sleep(Duration::ZERO),
     Plan::new("selected")
         .with_contexts([Fleet::ClusterA])
         .with_namespaces(["selector"])
@@ -74,7 +75,7 @@ recording!(
 );
 recording!(
     Debounced,
-    Duration::ZERO,
+    tokio::time::sleep(Duration::ZERO),
     Plan::new("debounced")
         .with_contexts([Fleet::ClusterA])
         .with_namespaces(["debounce"])
@@ -82,14 +83,14 @@ recording!(
 );
 recording!(
     Unbounded,
-    Duration::from_millis(300),
+    tokio::time::sleep(Duration::from_millis(300)),
     Plan::new("unbounded")
         .with_contexts([Fleet::ClusterA])
         .with_namespaces(["unbounded"])
 );
 recording!(
     Slow,
-    Duration::from_secs(20),
+    held(),
     Plan::new("slow")
         .with_contexts([Fleet::ClusterA])
         .with_namespaces(["shared-watch"])
@@ -97,11 +98,19 @@ recording!(
 );
 recording!(
     Fast,
-    Duration::ZERO,
+    tokio::time::sleep(Duration::ZERO),
     Plan::new("fast")
         .with_contexts([Fleet::ClusterA])
         .with_namespaces(["shared-watch"])
 );
+
+/// Lets the slow controller's reconciles finish, once the test has seen what it waits for.
+static RELEASED: Semaphore = Semaphore::const_new(0);
+
+/// The slow controller's work: busy until [`RELEASED`] (at most 20 s).
+async fn held() {
+    let _ = tokio::time::timeout(Duration::from_secs(20), RELEASED.acquire()).await;
+}
 
 async fn manager_with(controller: impl Reconcile) -> kubeplex::Running {
     let env = env().await;
@@ -242,7 +251,7 @@ async fn a_slow_controller_does_not_hold_back_another_on_the_same_watch() {
             !all.is_empty()
         })
         .await;
-    // The slow one is busy for 20 s with its only worker; the fast one sees every change meanwhile.
+    // The slow one is busy with its only worker until released; the fast one sees every change meanwhile.
     for value in 2..=4 {
         put_config_map(&a, "shared-watch", "first", &value.to_string()).await;
         put_config_map(&a, "shared-watch", &format!("next-{value}"), "1").await;
@@ -258,5 +267,6 @@ async fn a_slow_controller_does_not_hold_back_another_on_the_same_watch() {
         0,
         "the fast controller waited for the slow one"
     );
+    RELEASED.add_permits(1);
     crate::support::stop(running).await;
 }
