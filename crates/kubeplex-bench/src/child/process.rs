@@ -380,7 +380,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let mut missed = 0;
     if let (Some(latency), Some(client)) = (&spec.latency, writer_client) {
         write_steadily(&probe, client, &spec.namespace, latency).await?;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(latency.tail_ms)).await;
         for (sent, seen) in probe.sent_at.iter().zip(&probe.seen_at) {
             match (sent.load(Ordering::Acquire), seen.load(Ordering::Relaxed)) {
                 (_, 0) => missed += 1,

@@ -49,6 +49,8 @@ pub(crate) struct LatencySpec {
     pub objects: usize,
     pub rate_per_s: u32,
     pub seconds: u32,
+    /// After the last write, time for its reconcile before the latencies are read, in ms.
+    pub tail_ms: u64,
 }
 
 /// What a child reports.

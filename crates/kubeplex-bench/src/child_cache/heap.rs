@@ -42,6 +42,8 @@ pub(crate) struct ChildCacheOptions {
     /// Least pause after the last write before the heap is read, which then waits until the heap stops
     /// falling: 1 s after the last apply it can still hold twice what it settles at seconds later.
     pub settle_ms: u64,
+    /// How often the writes, then the heap, are read until they stop changing, in ms.
+    pub step_ms: u64,
 }
 
 impl ChildCacheOptions {
@@ -50,6 +52,7 @@ impl ChildCacheOptions {
             parents: 20,
             per_parent: 100,
             settle_ms: 3000,
+            step_ms: 250,
         }
     }
 
@@ -58,14 +61,17 @@ impl ChildCacheOptions {
             parents: 10,
             per_parent: 30,
             settle_ms: 1000,
+            step_ms: 250,
         }
     }
 
+    /// Quick readings: every run waits for several in a row to agree, twice, and there are four runs.
     pub fn smoke() -> Self {
         Self {
             parents: 5,
             per_parent: 10,
             settle_ms: 250,
+            step_ms: 50,
         }
     }
 }
@@ -90,6 +96,7 @@ pub(super) struct CacheSpec {
     pub parents: usize,
     pub per_parent: usize,
     pub settle_ms: u64,
+    pub step_ms: u64,
 }
 
 /// What a `__child_cache` process prints.
@@ -144,6 +151,7 @@ pub(crate) async fn run(
         parents: options.parents,
         per_parent: options.per_parent,
         settle_ms,
+        step_ms: options.step_ms,
     };
     child(bench, &spec(Cache::Metadata, 0)).await?;
     // (reference, metadata, objects) per repeat, the order rotating.
@@ -288,6 +296,7 @@ mod tests {
             parents: 2,
             per_parent: 5,
             settle_ms: 0,
+            step_ms: 250,
         };
         let run = |empty, metadata, objects| {
             BTreeMap::from([

@@ -132,6 +132,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     let synced_s = started.elapsed().as_secs_f64();
     let expected = spec.parents * per_parent;
     let waited = Instant::now();
+    let step = Duration::from_millis(spec.step_ms);
     // Every parent reconciled and every child applied once: the reconciles' writes are done, and what is
     // left on the heap is what the process keeps.
     // Then the writes have stopped: the applies the server counted and the reconciles both stayed the same
@@ -158,9 +159,9 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
                 spec.parents
             ));
         }
-        tokio::time::sleep(QUIET_STEP).await;
+        tokio::time::sleep(step).await;
     };
-    let settled_s = settle(Duration::from_millis(spec.settle_ms)).await;
+    let settled_s = settle(Duration::from_millis(spec.settle_ms), step).await;
     let outcome = CacheOutcome {
         settled_s,
         synced_s,
@@ -173,8 +174,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
     match answer(&outcome)? {}
 }
 
-/// How often the applies and reconciles are read until they stop, and how many readings in a row must agree.
-const QUIET_STEP: Duration = Duration::from_millis(250);
+/// How many readings of the applies and reconciles in a row must agree.
 const QUIET_READINGS: usize = 4;
 
 /// Whether the last [`QUIET_READINGS`] readings of (applies, reconciles) are all the same.
@@ -185,16 +185,15 @@ fn writes_stopped(readings: &[(f64, usize)]) -> bool {
             .all(|pair| pair[0] == pair[1])
 }
 
-/// How often the heap is read while it settles, and how many readings in a row must agree.
-const SETTLE_STEP: Duration = Duration::from_millis(250);
+/// How many readings of the heap in a row must agree.
 const SETTLE_READINGS: usize = 4;
 /// Readings agree when they are within this fraction of each other.
 const SETTLE_SPREAD: f64 = 0.02;
 
-/// Waits at least `least`, then until the heap has stopped falling (the last readings agree, or 60 s);
-/// returns the seconds it waited. The reconciles' transient memory is freed up to seconds after their
-/// last write, later in some runs than in others.
-async fn settle(least: Duration) -> f64 {
+/// Waits at least `least`, then until the heap has stopped falling (the last readings, `step` apart,
+/// agree, or 60 s); returns the seconds it waited. The reconciles' transient memory is freed up to
+/// seconds after their last write, later in some runs than in others.
+async fn settle(least: Duration, step: Duration) -> f64 {
     let start = Instant::now();
     tokio::time::sleep(least).await;
     let mut readings: Vec<f64> = Vec::new();
@@ -203,7 +202,7 @@ async fn settle(least: Duration) -> f64 {
         if settled(&readings) {
             break;
         }
-        tokio::time::sleep(SETTLE_STEP).await;
+        tokio::time::sleep(step).await;
     }
     start.elapsed().as_secs_f64()
 }

@@ -53,9 +53,15 @@ pub(crate) struct Options {
     pub latency_objects: usize,
     pub latency_rate_per_s: u32,
     pub latency_seconds: u32,
+    /// After the last latency write, time for its reconcile before the latencies are read, in ms.
+    pub latency_tail_ms: u64,
     pub memory_objects: usize,
+    /// Once every object was reconciled, the pause before memory's last reading, in ms.
+    pub memory_settle_ms: u64,
     pub shared_controllers: Vec<usize>,
     pub idle_contexts: Vec<usize>,
+    /// Once the idle contexts are ready, the pause before many_contexts' last reading, in ms.
+    pub idle_settle_ms: u64,
     pub throughput_objects: usize,
     pub throughput_concurrency: Vec<u16>,
     /// Round trip of the delayed link in front of every API server in `startup_remote`.
@@ -82,9 +88,12 @@ impl Options {
             latency_objects: 50,
             latency_rate_per_s: 50,
             latency_seconds: 10,
+            latency_tail_ms: 1000,
             memory_objects: 10_000,
+            memory_settle_ms: 1000,
             shared_controllers: vec![1, 4],
             idle_contexts: vec![10, 50, 100],
+            idle_settle_ms: 500,
             throughput_objects: 10_000,
             throughput_concurrency: vec![1, 8, 32],
             link_rtt_ms: 50,
@@ -121,6 +130,7 @@ impl Options {
 
     /// One run a side and the smallest sizes at which every section still does all it does (two sizes
     /// where a section fits a line or compares sizes): the gate's end-to-end test, in the debug profile.
+    /// Its pauses and settle times are shorter too, since its figures are not read.
     pub(crate) fn smoke() -> Self {
         Self {
             smoke: true,
@@ -130,9 +140,12 @@ impl Options {
             latency_objects: 10,
             latency_rate_per_s: 10,
             latency_seconds: 1,
+            latency_tail_ms: 250,
             memory_objects: 100,
+            memory_settle_ms: 250,
             shared_controllers: vec![1, 2],
             idle_contexts: vec![3, 6],
+            idle_settle_ms: 100,
             throughput_objects: 60,
             throughput_concurrency: vec![1, 8],
             fleet: FleetOptions::smoke(),

@@ -19,6 +19,7 @@ pub(crate) async fn latency(
         objects: options.latency_objects,
         rate_per_s: options.latency_rate_per_s,
         seconds: options.latency_seconds,
+        tail_ms: options.latency_tail_ms,
     };
     let mut spec = bench.spec(Side::Baseline, &contexts(1, 1), "bench-lat");
     spec.expect = options.latency_objects;

@@ -41,7 +41,7 @@ pub(crate) async fn run(
     for &count in &options.idle_contexts {
         progress(&format!("many contexts: {count}"));
         let mut spec = bench.spec(Side::Baseline, &contexts(count, 3), "bench-idle");
-        spec.settle_ms = 500;
+        spec.settle_ms = options.idle_settle_ms;
         let runs = bench.pairs(&spec).await?;
         let c = count as f64;
         let rss = figure(format!("RSS per context, C={count}"), "KB", &runs, |o| {

@@ -21,8 +21,8 @@ pub(crate) async fn memory(
         method: format!(
             "one context (cluster-0, namespace bench-mem, {} ConfigMaps of ~0.6 KB); RSS (/proc/self/status VmRSS) \
              and live heap bytes (a counting global allocator) read in the child before the controller starts \
-             and again once every object was reconciled plus 1 s; each side in its own process.",
-            options.memory_objects
+             and again once every object was reconciled plus {} ms; each side in its own process.",
+            options.memory_objects, options.memory_settle_ms
         ),
         ..Section::default()
     };
@@ -39,7 +39,7 @@ pub(crate) async fn memory(
         let mut spec = bench.spec(Side::Baseline, &contexts(1, 1), "bench-mem");
         spec.controllers = k;
         spec.expect = options.memory_objects * k;
-        spec.settle_ms = 1000;
+        spec.settle_ms = options.memory_settle_ms;
         let runs = bench.pairs(&spec).await?;
         let n = options.memory_objects as f64;
         let rss = figure(format!("RSS delta, K={k}"), "MB", &runs, |o| {

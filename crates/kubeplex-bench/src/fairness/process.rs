@@ -268,7 +268,7 @@ pub(crate) async fn main(started: Instant, spec: &str) -> Result<(), String> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(spec.pause_ms)).await;
 
     // The reference: the quiet context alone.
     let answered = std::sync::atomic::AtomicUsize::new(0);

@@ -56,6 +56,7 @@ pub(crate) async fn run(
                 concurrency: options.concurrency,
                 work_ms: options.work_ms,
                 quiet_period_ms: options.quiet_period_ms,
+                pause_ms: options.pause_ms,
                 reference_seconds: options.reference_seconds,
                 tail_ms: options.tail_ms,
             };

@@ -29,6 +29,8 @@ pub(crate) struct FairnessOptions {
     pub work_ms: u64,
     /// The quiet context changes its object this often, in ms.
     pub quiet_period_ms: u64,
+    /// Once every object was reconciled the first time, the pause before the reference begins, in ms.
+    pub pause_ms: u64,
     /// Seconds of quiet changes without a flood (the reference).
     pub reference_seconds: u32,
     /// After the last quiet change of each phase, time for its reconcile before the latencies are read,
@@ -43,6 +45,7 @@ impl FairnessOptions {
             concurrency: 2,
             work_ms: 5,
             quiet_period_ms: 100,
+            pause_ms: 500,
             reference_seconds: 10,
             tail_ms: 1000,
         }
@@ -56,12 +59,14 @@ impl FairnessOptions {
         }
     }
 
-    /// A flood still long enough for a few quiet changes to wait behind it.
+    /// A flood still long enough for a few quiet changes to wait behind it; short pauses, which every
+    /// one of the four runs pays.
     pub fn smoke() -> Self {
         Self {
             flood: 200,
+            pause_ms: 100,
             reference_seconds: 1,
-            tail_ms: 250,
+            tail_ms: 150,
             ..Self::full()
         }
     }
@@ -110,6 +115,7 @@ pub(super) struct FairnessSpec {
     pub concurrency: u16,
     pub work_ms: u64,
     pub quiet_period_ms: u64,
+    pub pause_ms: u64,
     pub reference_seconds: u32,
     pub tail_ms: u64,
 }

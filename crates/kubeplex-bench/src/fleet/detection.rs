@@ -56,7 +56,7 @@ impl DetectionOptions {
     pub fn smoke() -> Self {
         Self {
             freezes: 1,
-            at_rest: Duration::from_secs(2),
+            at_rest: Duration::from_secs(1),
             before_freeze: Duration::from_secs(1),
         }
     }

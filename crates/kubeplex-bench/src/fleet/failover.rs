@@ -61,12 +61,13 @@ impl FailoverOptions {
         }
     }
 
-    /// One kill, with timings short enough not to dominate the run (still retry < renew deadline < lease).
+    /// One kill, with the shortest whole-second timings (still retry < renew deadline < lease): the
+    /// takeover waits out the lease.
     pub fn smoke() -> Self {
         Self {
             kills: 1,
-            lease_duration_s: 4,
-            renew_deadline_s: 3,
+            lease_duration_s: 3,
+            renew_deadline_s: 2,
             retry_period_s: 1,
         }
     }

@@ -18,8 +18,7 @@ use crate::harness::progress;
 const GOAL_RATIO: f64 = 1.10;
 /// The children's namespaces in the member; every parent wants a Deployment in each.
 const NAMESPACES: usize = 10;
-/// How often the operator is asked while its heap settles, and the longest it may take to settle.
-const SETTLE_STEP: Duration = Duration::from_millis(250);
+/// The longest the operator's heap may take to settle.
 const SETTLE_LIMIT: Duration = Duration::from_secs(30);
 const MB: f64 = 1024.0 * 1024.0;
 
@@ -57,11 +56,12 @@ pub(crate) async fn run(
         options.churn_cycles
     ));
     let mut fleet = Fleet::start(host, cluster, parents, &namespaces, 4000).await?;
-    let warm_up = cycle(cluster, &mut fleet).await?;
+    let step = Duration::from_millis(options.settle_step_ms);
+    let warm_up = cycle(cluster, &mut fleet, step).await?;
     progress(&format!("member_churn: warm-up: {}", warm_up.summary()));
     let mut cycles = Vec::new();
     for n in 0..options.churn_cycles {
-        let done = cycle(cluster, &mut fleet).await?;
+        let done = cycle(cluster, &mut fleet, step).await?;
         progress(&format!(
             "member_churn: cycle {}/{}: {}",
             n + 1,
@@ -71,7 +71,7 @@ pub(crate) async fn run(
         cycles.push(done);
     }
     fleet.stop().await?;
-    Ok(report(parents * NAMESPACES, &warm_up, &cycles))
+    Ok(report(parents * NAMESPACES, step, &warm_up, &cycles))
 }
 
 impl Cycle {
@@ -91,11 +91,15 @@ impl Cycle {
 }
 
 /// The member joins (the parent waits for every child) and leaves (until no child and no Secret is left).
-async fn cycle(cluster: &MemberCluster, fleet: &mut Fleet) -> Result<Cycle, String> {
+async fn cycle(
+    cluster: &MemberCluster,
+    fleet: &mut Fleet,
+    step: Duration,
+) -> Result<Cycle, String> {
     let join_s = cluster.join(&fleet.observer, fleet.children).await?;
     let joined = fleet.operator.ask().await?;
     let leave = cluster.leave(&fleet.observer).await?;
-    let left = settled_reading(&mut fleet.operator).await?;
+    let left = settled_reading(&mut fleet.operator, step).await?;
     Ok(Cycle {
         join_s,
         // NaN (children left behind) stays NaN.
@@ -106,9 +110,12 @@ async fn cycle(cluster: &MemberCluster, fleet: &mut Fleet) -> Result<Cycle, Stri
     })
 }
 
-/// Asks every [`SETTLE_STEP`] until the heap stopped falling (the last readings agree): what a leave left
-/// behind once the parents' status writes after it are done; the last reading.
-pub(super) async fn settled_reading(operator: &mut Operator) -> Result<Reading, String> {
+/// Asks every `step` until the heap stopped falling (the last readings agree): what a leave left behind
+/// once the parents' status writes after it are done; the last reading.
+pub(super) async fn settled_reading(
+    operator: &mut Operator,
+    step: Duration,
+) -> Result<Reading, String> {
     let start = Instant::now();
     let mut heaps = Vec::new();
     loop {
@@ -117,11 +124,11 @@ pub(super) async fn settled_reading(operator: &mut Operator) -> Result<Reading, 
         if settled(&heaps) || start.elapsed() > SETTLE_LIMIT {
             return Ok(reading);
         }
-        tokio::time::sleep(SETTLE_STEP).await;
+        tokio::time::sleep(step).await;
     }
 }
 
-fn report(children: usize, warm_up: &Cycle, cycles: &[Cycle]) -> (Section, Goal) {
+fn report(children: usize, step: Duration, warm_up: &Cycle, cycles: &[Cycle]) -> (Section, Goal) {
     let last = cycles.last().unwrap_or(warm_up);
     let (before, after) = (warm_up.left, last.left);
     let rss_ratio = after.rss as f64 / before.rss as f64;
@@ -170,7 +177,7 @@ fn report(children: usize, warm_up: &Cycle, cycles: &[Cycle]) -> (Section, Goal)
              and deleted by hand.",
             children / NAMESPACES,
             cycles.len(),
-            SETTLE_STEP.as_millis(),
+            step.as_millis(),
             if trim {
                 ", after malloc_trim(0) (KUBEPLEX_BENCH_MALLOC_TRIM=1)"
             } else {
@@ -301,7 +308,12 @@ mod tests {
             name: "app".into(),
             recreated: true,
         }];
-        let (section, goal) = report(1000, &cycle(100, 40), &[stray, cycle(108, 42)]);
+        let (section, goal) = report(
+            1000,
+            Duration::from_millis(250),
+            &cycle(100, 40),
+            &[stray, cycle(108, 42)],
+        );
         assert!(goal.met, "{goal:?}");
         let named = |name: &str| {
             section
@@ -327,7 +339,12 @@ mod tests {
             "{:?}",
             section.notes
         );
-        let (_, missed) = report(1000, &cycle(100, 40), &[cycle(111, 40)]);
+        let (_, missed) = report(
+            1000,
+            Duration::from_millis(250),
+            &cycle(100, 40),
+            &[cycle(111, 40)],
+        );
         assert!(!missed.met, "{missed:?}");
     }
 }

@@ -60,6 +60,8 @@ pub(crate) struct MemberOptions {
     /// Seconds the operator runs untouched before its memory is read with and without members
     /// (many_members).
     pub quiet_s: u64,
+    /// How often the operator is asked while its heap settles, in ms (member_churn, many_members).
+    pub settle_step_ms: u64,
     /// Whether the heap is read again after the pools' idle timeout and the watches' restart, 5 min
     /// more per size (many_members).
     pub reread_heap: bool,
@@ -76,6 +78,7 @@ impl MemberOptions {
             window_s: 30,
             steady_windows: 4,
             quiet_s: 5,
+            settle_step_ms: 250,
             reread_heap: true,
         }
     }
@@ -90,11 +93,13 @@ impl MemberOptions {
             window_s: 10,
             steady_windows: 4,
             quiet_s: 5,
+            settle_step_ms: 250,
             reread_heap: false,
         }
     }
 
-    /// One join and one counted cycle of one parent per namespace; two sizes of members for the fit.
+    /// One join and one counted cycle of one parent per namespace; two sizes of members for the fit. No
+    /// quiet time and quick heap readings, which every size and cycle pays several times over.
     pub fn smoke() -> Self {
         Self {
             parents: 2,
@@ -104,7 +109,8 @@ impl MemberOptions {
             many: vec![2, 4],
             window_s: 1,
             steady_windows: 1,
-            quiet_s: 1,
+            quiet_s: 0,
+            settle_step_ms: 50,
             reread_heap: false,
         }
     }

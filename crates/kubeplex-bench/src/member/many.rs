@@ -113,9 +113,10 @@ async fn one_size(
     options: &MemberOptions,
     n: usize,
 ) -> Result<Size, String> {
-    let (window, quiet) = (
+    let (window, quiet, step) = (
         Duration::from_secs(options.window_s),
         Duration::from_secs(options.quiet_s),
+        Duration::from_millis(options.settle_step_ms),
     );
     let children = members * PARENTS;
     let mut operator = Operator::spawn(host, &spec(host), n)?;
@@ -124,7 +125,7 @@ async fn one_size(
         .until("every parent reconciled", LIMIT, |w| w.ready == PARENTS)
         .await?;
     tokio::time::sleep(quiet).await;
-    let before = settled_reading(&mut operator).await?;
+    let before = settled_reading(&mut operator, step).await?;
     let probe = synced
         .probe
         .clone()
@@ -144,7 +145,7 @@ async fn one_size(
     ));
     let joined_now = operator.ask().await?;
     tokio::time::sleep(quiet).await;
-    let joined = settled_reading(&mut operator).await?;
+    let joined = settled_reading(&mut operator, step).await?;
     let steady = steady_rate(aliases, &probe, window, options.steady_windows).await?;
     let kinds: Vec<String> = (steady.above(&idle).iter())
         .map(|(kind, rate)| format!("{kind} {rate:.1}"))
@@ -159,7 +160,7 @@ async fn one_size(
         kinds.join(", ")
     ));
     let (leave_s, left_behind) = leave(aliases, observer).await?;
-    let left = settled_reading(&mut operator).await?;
+    let left = settled_reading(&mut operator, step).await?;
     let (after_idle, after_restart) = if !options.reread_heap {
         (None, None)
     } else {
@@ -169,9 +170,12 @@ async fn one_size(
         ));
         let left_at = Instant::now();
         tokio::time::sleep(POOL_IDLE).await;
-        let idle = settled_reading(&mut operator).await?;
+        let idle = settled_reading(&mut operator, step).await?;
         tokio::time::sleep(WATCH_RESTART.saturating_sub(left_at.elapsed())).await;
-        (Some(idle), Some(settled_reading(&mut operator).await?))
+        (
+            Some(idle),
+            Some(settled_reading(&mut operator, step).await?),
+        )
     };
     operator.exit().await?;
     Ok(Size {
