@@ -1,10 +1,11 @@
-//! The runtime on real API servers, in one test binary (its members, identity, children across members and
-//! webhooks are `members`', which compiles beside it): every module's tests share one set of clusters
+//! The runtime on real API servers, in one test binary (the member providers' tests are a binary of their own
+//! beside it, `member_providers`): every module's tests share one set of clusters
 //! (`support::clusters`), each in namespaces and names of its own; a test that stops, freezes or
 //! reconfigures a cluster starts an environment of its own.
 
 mod apply_order;
 mod child_policies;
+mod children;
 mod cleanup;
 mod configured;
 mod deletion_waits;
@@ -12,11 +13,18 @@ mod dispatch;
 mod faults;
 mod forged_children;
 mod health;
+mod http1;
+mod identity;
 mod leader_election;
+mod members;
 mod options;
+mod own_status;
 mod secure_metrics;
 mod sharding;
+mod shared_children;
 mod shutdown;
 mod startup;
 mod support;
 mod user_metrics;
+mod watched_kinds;
+mod webhooks;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::spread::{
+use crate::support::spread::{
     APPS, Spread, SpreadSpec, child, create_spread, prepare, spreader, wait_child,
 };
 use crate::support::{

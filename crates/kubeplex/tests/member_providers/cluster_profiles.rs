@@ -17,12 +17,14 @@ use kubeplex::{Running, members::AccessProviders, members::ClusterProfiles, memb
 use kubeplex_testenv::{ClusterInventory, TestEnv};
 use serde_json::{Value, json};
 
-use super::accounts::{MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig};
 use super::{start, write};
-use crate::spread::{
-    Spread, create_spread, has_child, set_value, spreader, wait_child, wait_child_value, wait_until,
+use crate::support::accounts::{
+    MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig,
 };
 use crate::support::logs::Logs;
+use crate::support::spread::{
+    Spread, create_spread, has_child, set_value, spreader, wait_child, wait_child_value, wait_until,
+};
 use crate::support::{Fleet, probe, reasons, wait_context_status};
 
 spreader!(ProfilesJoin, "spread-profiles");
