@@ -10,7 +10,7 @@ use kubeplex::{ClusterState, ContextName, Manager};
 use crate::children::env;
 use crate::children::parent::{ParentSpec, config_map_parents};
 use crate::children::wait::{create_parent, wait_parent};
-use crate::support::accounts::{account_token, token_kubeconfig};
+use crate::member_providers::accounts::{account_token, token_kubeconfig};
 use crate::support::tls_proxy::{Seen, TlsProxy};
 use crate::support::{create_namespace, stop, wait_exists};
 

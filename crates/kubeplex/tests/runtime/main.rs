@@ -1,5 +1,4 @@
-//! The runtime on real API servers, in one test binary (the member providers' tests are a binary of their own
-//! beside it, `member_providers`): every module's tests share one set of clusters
+//! The runtime on real API servers, in one test binary: every module's tests share one set of clusters
 //! (`support::clusters`), each in namespaces and names of its own; a test that stops, freezes or
 //! reconfigures a cluster starts an environment of its own.
 
@@ -16,6 +15,7 @@ mod health;
 mod http1;
 mod identity;
 mod leader_election;
+mod member_providers;
 mod members;
 mod options;
 mod own_status;
@@ -23,6 +23,7 @@ mod secure_metrics;
 mod sharding;
 mod shared_children;
 mod shutdown;
+mod spread;
 mod startup;
 mod support;
 mod user_metrics;

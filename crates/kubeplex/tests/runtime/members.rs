@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::spread::{
+use crate::spread::{
     APPS, Spread, SpreadSpec, child, create_spread, prepare, spreader, wait_child,
 };
 use crate::support::{

@@ -11,7 +11,7 @@ use kubeplex::Manager;
 use kubeplex::prelude::*;
 use kubeplex_testenv::{TestEnv, eventually};
 
-use crate::support::spread::{APPS, Spread, child, create_spread, prepare, set_value};
+use crate::spread::{APPS, Spread, child, create_spread, prepare, set_value};
 use crate::support::{Fleet, WAIT, audit, wait_started};
 
 async fn env() -> &'static TestEnv {

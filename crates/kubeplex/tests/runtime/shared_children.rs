@@ -14,7 +14,7 @@ use kubeplex::prelude::*;
 use kubeplex::{ClusterState, Manager};
 use kubeplex_testenv::{TestEnv, eventually};
 
-use crate::support::spread::{APPS, Spread, SpreadSpec, create_spread, prepare};
+use crate::spread::{APPS, Spread, SpreadSpec, create_spread, prepare};
 use crate::support::{Fleet, WAIT, wait_started};
 
 /// Where the parents live in the control cluster.

@@ -15,7 +15,7 @@ use kubeplex_testenv::{TestEnv, eventually};
 use parking_lot::Mutex;
 
 use crate::members::cluster_c;
-use crate::support::spread::{Spread, create_spread};
+use crate::spread::{Spread, create_spread};
 use crate::support::{Fleet, WAIT, create_namespace, wait_started};
 
 /// The suite's clusters, with the Spread kind installed in control.

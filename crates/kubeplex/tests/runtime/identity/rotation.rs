@@ -9,10 +9,10 @@ use kubeplex::members::{LeavePolicy, Members};
 use kubeplex::prelude::*;
 use kubeplex_testenv::{TestEnv, eventually};
 
-use crate::support::spread::{APPS, Spread, create_spread, wait_child};
+use crate::spread::{APPS, Spread, create_spread, wait_child};
 use crate::support::{Fleet, create_namespace, polling, stop, wait_started};
 
-crate::support::spread::spreader!(Rotating, "identity-rotating");
+crate::spread::spreader!(Rotating, "identity-rotating");
 
 /// How `cluster` is reached, as a provider would hand it over.
 async fn config_of(env: &TestEnv, cluster: &str) -> kube::Config {

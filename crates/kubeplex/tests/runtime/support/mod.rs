@@ -1,5 +1,5 @@
-//! What the runtime tests share: the clusters, the fleet, a recording reconciler, object helpers, a probe
-//! client, ServiceAccounts and their tokens (`accounts`), and a parent spread over every member (`spread`).
+//! What the runtime tests share: the clusters, the fleet, a recording reconciler, object helpers, and a
+//! probe client.
 #![allow(dead_code)] // Each test binary uses a different part.
 
 use std::collections::BTreeSet;
@@ -15,11 +15,9 @@ use kube::{Client, Resource};
 use kubeplex_testenv::{HttpResponse, Polling, SharedTestEnv, TestEnv, eventually};
 use parking_lot::Mutex;
 
-pub mod accounts;
 pub mod audit;
 pub mod certificates;
 pub mod logs;
-pub mod spread;
 pub mod tls_proxy;
 
 kubeplex::contexts! {

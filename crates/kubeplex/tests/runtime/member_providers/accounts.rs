@@ -11,7 +11,7 @@ use kube::{Client, Config};
 use kubeplex_testenv::TestEnv;
 use serde_json::json;
 
-use crate::support::spread::{APPS, wait_until};
+use crate::spread::{APPS, wait_until};
 
 /// The member every test adds: cluster-c, named as its kubeconfig context.
 pub const MEMBER: &str = "cluster-c";

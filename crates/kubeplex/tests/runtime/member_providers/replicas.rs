@@ -17,15 +17,13 @@ use kubeplex::prelude::*;
 use kubeplex::{Running, ha::LeaderElection, members::LeavePolicy, readiness::MemberPhase};
 use kubeplex_testenv::{TestEnv, eventually};
 
+use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
 use super::proxy::{Mode, Proxy};
 use super::refused::{ChildHistory, REFUSING};
 use super::unreachable::finalizers;
 use super::{env, member_secret, secrets_provider};
-use crate::support::accounts::{
-    MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig,
-};
+use crate::spread::{Spread, children, create_spread, prepare, spreader, wait_child};
 use crate::support::audit::{Request, deletes_of, lines, writes};
-use crate::support::spread::{Spread, children, create_spread, prepare, spreader, wait_child};
 use crate::support::{Fleet, WAIT, create_namespace, probe, wait_started};
 
 spreader!(StandbyLeave, "spread-standby");
@@ -219,7 +217,7 @@ async fn a_standby_neither_deletes_a_leaving_members_children_nor_releases_its_s
         finalizers(&secrets, REFUSING).await,
         Some(vec![kubeplex::members::MEMBER_FINALIZER.to_owned()])
     );
-    assert!(crate::support::spread::has_child(env, MEMBER, child).await);
+    assert!(crate::spread::has_child(env, MEMBER, child).await);
 
     grant_delete(env, &accounts, "member").await;
     wait_left(env, &secrets, child).await;

@@ -18,14 +18,12 @@ use kubeplex::{members::LeavePolicy, members::MEMBER_FINALIZER};
 use kubeplex_testenv::eventually;
 use parking_lot::Mutex;
 
+use super::accounts::{MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig};
 use super::unreachable::{finalizers, wait_leaving, wait_state};
 use super::{env, member_secret, secrets_provider, start};
-use crate::support::accounts::{
-    MEMBER, account_token_without_delete, grant_delete, text, token_kubeconfig,
-};
+use crate::spread::{Spread, children, create_spread, prepare, spreader, wait_child};
 use crate::support::audit::{deletes_of, lines, writes};
 use crate::support::logs::Logs;
-use crate::support::spread::{Spread, children, create_spread, prepare, spreader, wait_child};
 use crate::support::{Fleet, WAIT};
 
 spreader!(RefusedLeave, "spread-refused");
@@ -122,7 +120,7 @@ async fn a_leave_whose_deletes_are_refused_is_retried_and_reported_until_they_ar
             Some(vec![MEMBER_FINALIZER.to_owned()]),
             "the Secret was released while the child could not be deleted"
         );
-        assert!(crate::support::spread::has_child(env, MEMBER, child).await);
+        assert!(crate::spread::has_child(env, MEMBER, child).await);
         match count >= 3 {
             true => Ok(()),
             false => Err(format!("{count} so far")),

@@ -8,10 +8,8 @@
 //! or read, exec credential plugins the manager allows, ClusterProfiles, Cluster API's Secrets, leaves,
 //! unreachable members, a leave whose deletes are refused, two replicas under leader election; the
 //! clusters write audit logs.)
-//!
-//! A test binary of its own beside `runtime` (whose helpers it uses by path, `support`): its tests wait the
-//! longest, and the two compile and run side by side in less time than one.
 
+pub mod accounts;
 pub mod cluster_api;
 pub mod cluster_profiles;
 pub mod exec;
@@ -20,21 +18,17 @@ pub mod leaves;
 pub mod proxy;
 pub mod refused;
 pub mod replicas;
-#[path = "../runtime/support/mod.rs"]
-mod support;
 pub mod unreachable;
 
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::accounts::{
-    MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig,
-};
-use crate::support::spread::{
+use crate::spread::{
     Spread, children, create_spread, has_child, prepare, set_value, spreader, wait_child,
     wait_child_value, wait_until,
 };
 use crate::support::{Fleet, probe, reasons, wait_context_status, wait_started};
+use accounts::{MEMBER, account_token, admin_kubeconfig, revoke, text, token_kubeconfig};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};

@@ -17,10 +17,10 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt as _;
 
+use super::accounts::{MEMBER, account_token, admin_kubeconfig, text, token_kubeconfig};
 use super::cluster_api::capi_secret;
 use super::{member_secret, secrets_provider, start};
-use crate::support::accounts::{MEMBER, account_token, admin_kubeconfig, text, token_kubeconfig};
-use crate::support::spread::{Spread, create_spread, spreader, wait_child};
+use crate::spread::{Spread, create_spread, spreader, wait_child};
 use crate::support::{Fleet, reasons, wait_context_status};
 
 spreader!(Untrusted, "spread-untrusted");

@@ -14,11 +14,11 @@ use kubeplex::prelude::*;
 use kubeplex::{members::LeavePolicy, members::MEMBER_FINALIZER, readiness::MemberPhase};
 use kubeplex_testenv::{TestEnv, eventually};
 
+use super::accounts::{MEMBER, admin_kubeconfig, text};
 use super::leaves::kubeconfig_at;
 use super::proxy::{Mode, Proxy};
 use super::{env, member_secret, secrets_provider, start};
-use crate::support::accounts::{MEMBER, admin_kubeconfig, text};
-use crate::support::spread::{Spread, children, create_spread, prepare, spreader, wait_child};
+use crate::spread::{Spread, children, create_spread, prepare, spreader, wait_child};
 use crate::support::{Fleet, WAIT, wait_started};
 
 spreader!(SilentLeave, "spread-silent-leave");
@@ -105,7 +105,7 @@ async fn an_unreachable_members_leave_keeps_its_secret_and_says_leaving_until_it
         Some(vec![MEMBER_FINALIZER.to_owned()])
     );
     assert!(
-        crate::support::spread::has_child(env, MEMBER, child).await,
+        crate::spread::has_child(env, MEMBER, child).await,
         "deleted while unreachable?"
     );
 
@@ -174,7 +174,7 @@ async fn a_leave_gives_up_on_a_member_that_does_not_answer_after_the_time_allowe
     println!("gave up on the unreachable member after {took:?}");
     assert!(took >= Duration::from_secs(5), "gave up after {took:?}");
     // Its children stay where they were, and an Event on the Secret says so.
-    assert!(crate::support::spread::has_child(env, MEMBER, child).await);
+    assert!(crate::spread::has_child(env, MEMBER, child).await);
     let events: Api<Event> = Api::namespaced(
         env.client("control").await.unwrap(),
         secrets.namespace().unwrap(),

@@ -9,9 +9,9 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kubeplex::prelude::*;
 use kubeplex::{members::LeavePolicy, members::MEMBER_FINALIZER};
 
+use super::accounts::{MEMBER, admin_kubeconfig, text};
 use super::{member_status, start};
-use crate::support::accounts::{MEMBER, admin_kubeconfig, text};
-use crate::support::spread::{Spread, create_spread, has_child, spreader, wait_child, wait_until};
+use crate::spread::{Spread, create_spread, has_child, spreader, wait_child, wait_until};
 use crate::support::{Fleet, probe, reasons};
 
 spreader!(ClusterApiJoin, "spread-capi");

@@ -73,7 +73,7 @@ macro_rules! spreader {
                 cx: &Cx<Fleet>,
             ) -> Result<Action, Self::Error> {
                 for target in cx.clusters_of::<ConfigMap>() {
-                    cx.child(target, crate::support::spread::child(&parent, cx.controller()))?;
+                    cx.child(target, crate::spread::child(&parent, cx.controller()))?;
                 }
                 Ok(Action::await_change())
             }

@@ -12,9 +12,9 @@ use kubeplex::members::LeavePolicy;
 use kubeplex::prelude::*;
 use kubeplex_testenv::TestEnv;
 
+use super::accounts::{MEMBER, account_token, revoke, text, token_kubeconfig};
 use super::{REJECTED, SECRET, member_secret, member_status, secrets_provider, start_with};
-use crate::support::accounts::{MEMBER, account_token, revoke, text, token_kubeconfig};
-use crate::support::spread::{
+use crate::spread::{
     Spread, create_spread, has_child, set_value, spreader, wait_child, wait_child_value, wait_until,
 };
 use crate::support::{Fleet, probe, reasons};

@@ -10,10 +10,10 @@ use kubeplex::members::LeavePolicy;
 use kubeplex::prelude::*;
 use kubeplex_testenv::{TestEnv, eventually};
 
+use super::accounts::{MEMBER, admin_kubeconfig, text, token_kubeconfig};
 use super::proxy::{Mode, Proxy, closed_port};
 use super::{env, member_secret, secrets_provider, start};
-use crate::support::accounts::{MEMBER, admin_kubeconfig, text, token_kubeconfig};
-use crate::support::spread::{Spread, children, create_spread, spreader, wait_child};
+use crate::spread::{Spread, children, create_spread, spreader, wait_child};
 use crate::support::{Fleet, probe};
 
 spreader!(BadLeaves, "spread-bad-leaves");
