@@ -36,7 +36,7 @@ fn expand_file(source: &str) -> String {
             syn::Meta::List(list) => list.tokens,
             _ => proc_macro2::TokenStream::new(),
         };
-        let tokens = crate::controller_impl(args, s.to_token_stream());
+        let tokens = crate::attribute::controller_impl(args, s.to_token_stream());
         let expanded: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
         out.push(prettyplease::unparse(&expanded));
     }
@@ -79,7 +79,7 @@ fn expansions_match_snapshots() {
 
 #[test]
 fn errors_are_accumulated_and_the_struct_is_kept() {
-    let tokens = crate::controller_impl(
+    let tokens = crate::attribute::controller_impl(
         quote::quote!(
             crd = A,
             contexts = [],
@@ -116,7 +116,8 @@ fn wrong_items() {
         ),
     ] {
         let text =
-            crate::controller_impl(quote::quote!(crd = A, contexts = ["a"]), item).to_string();
+            crate::attribute::controller_impl(quote::quote!(crd = A, contexts = ["a"]), item)
+                .to_string();
         assert_eq!(text.matches("compile_error").count(), 1, "{text}");
         assert!(!text.contains("impl"), "{text}");
     }
