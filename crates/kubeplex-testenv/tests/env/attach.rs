@@ -10,7 +10,7 @@ use kube::api::{Api, PostParams};
 use kubeplex_testenv::{ATTACH_VAR, Error, SharedTestEnv, TestEnv, output_within};
 
 use crate::clusters::CLUSTERS;
-use crate::config_map;
+use crate::{GROUP, config_map, crd};
 
 /// Where the child process finds the ConfigMap its parent wrote.
 const NAMESPACE_VAR: &str = "KUBEPLEX_TESTENV_ATTACH_TEST_NAMESPACE";
@@ -20,21 +20,7 @@ static ATTACHED: SharedTestEnv =
 
 /// A CRD of the kind `Attachment`, with `short_names`.
 fn attachments(short_names: &[&str]) -> CustomResourceDefinition {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": { "name": "attachments.testenv.kubeplex.dev" },
-        "spec": {
-            "group": "testenv.kubeplex.dev",
-            "names": { "kind": "Attachment", "plural": "attachments", "shortNames": short_names },
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } }
-            }]
-        }
-    }))
-    .unwrap()
+    crd("Attachment", "attachments", short_names)
 }
 
 /// `name`'s create in `namespace`, as the audit log has it.
@@ -108,7 +94,7 @@ async fn an_attached_environment_reaches_the_clusters_but_cannot_stop_them() {
     assert_eq!(creates(env, &namespace, "before"), 1);
 
     let crds: Api<CustomResourceDefinition> = Api::all(env.client("cluster-a").await.unwrap());
-    let crd = crds.get("attachments.testenv.kubeplex.dev").await.unwrap();
+    let crd = crds.get(&format!("attachments.{GROUP}")).await.unwrap();
     assert_eq!(
         crd.spec.names.short_names,
         Some(vec!["att".to_owned()]),

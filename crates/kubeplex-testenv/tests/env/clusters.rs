@@ -2,7 +2,6 @@
 //! group of its own: the clusters may be attached to, and other programs' kinds there).
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
     PostParams,
@@ -10,36 +9,20 @@ use kube::api::{
 use kube::config::Kubeconfig;
 use kubeplex_testenv::{Binaries, Credential, SharedTestEnv, TestEnv};
 
+use crate::{GROUP, crd};
+
 pub static CLUSTERS: SharedTestEnv = SharedTestEnv::new(|| {
     TestEnv::builder()
         .clusters(["control", "cluster-a", "cluster-b"])
-        .crd("cluster-a", widget_crd())
+        .crd("cluster-a", crd("Widget", "widgets", &[]))
         .audit_log(true)
 });
 
-fn widget_crd() -> CustomResourceDefinition {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": { "name": "widgets.testenv.kubeplex.dev" },
-        "spec": {
-            "group": "testenv.kubeplex.dev",
-            "names": { "kind": "Widget", "plural": "widgets", "singular": "widget" },
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } }
-            }]
-        }
-    }))
-    .unwrap()
-}
-
 fn widgets() -> ApiResource {
     ApiResource {
-        group: "testenv.kubeplex.dev".into(),
+        group: GROUP.into(),
         version: "v1".into(),
-        api_version: "testenv.kubeplex.dev/v1".into(),
+        api_version: format!("{GROUP}/v1"),
         kind: "Widget".into(),
         plural: "widgets".into(),
     }
