@@ -287,21 +287,7 @@ impl<C: Context> fmt::Debug for Cx<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::Controller;
-    use crate::controller::test_controller::{CLUSTER_A, CONTROL, TestController, runtime};
-
-    pub(super) fn cx(
-        context: crate::core::ContextName,
-        failures: u32,
-    ) -> Cx<crate::core::ContextName> {
-        let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
-        Cx::new(
-            Cluster::Context(context),
-            Arc::new(TestController::plan()),
-            runtime(client.clone(), client),
-            failures,
-        )
-    }
+    use crate::controller::test_controller::{CLUSTER_A, CONTROL, cx};
 
     #[tokio::test]
     async fn a_cache_the_controller_does_not_keep_is_refused_naming_the_declaration_it_needs() {

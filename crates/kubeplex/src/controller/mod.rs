@@ -5,6 +5,7 @@ mod child_options;
 mod controller;
 mod cx;
 mod desired_child;
+mod erased;
 #[cfg(test)]
 pub(crate) mod test_controller;
 
@@ -14,3 +15,4 @@ pub use controller::{Controller, Reconcile};
 pub use cx::Cx;
 pub(crate) use cx::OwnStatus;
 pub(crate) use desired_child::{DesiredChild, DesiredChildren};
+pub(crate) use erased::{DynReconcile, Erased};

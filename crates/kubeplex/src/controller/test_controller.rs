@@ -59,3 +59,15 @@ pub(crate) fn runtime_of(
 ) -> Arc<Runtime> {
     Runtime::of_clients(clients)
 }
+
+/// A cx of [`TestController`] in `context`, after `failures` failed reconciles, whose clients reach a stand-in
+/// server that answers every request with an empty object.
+pub(crate) fn cx(context: ContextName, failures: u32) -> Cx<ContextName> {
+    let (client, _) = crate::testing::fake_api::client(|_, _, _| (200, serde_json::json!({})));
+    Cx::new(
+        crate::core::Cluster::Context(context),
+        Arc::new(TestController::plan()),
+        runtime(client.clone(), client),
+        failures,
+    )
+}

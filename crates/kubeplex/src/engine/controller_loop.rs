@@ -11,7 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Action;
 use crate::core::Cluster;
 use crate::core::Context;
@@ -34,7 +34,7 @@ const FIRST_LISTS_WAIT: Duration = Duration::from_secs(2);
 /// Opens (or joins) the controller's watches now, so that the readiness report knows every watch before the
 /// manager's start returns; the returned future runs the controller until `stop` turns true, then lets the
 /// reconciles in flight finish.
-pub(crate) fn start<R: Reconcile>(
+pub(crate) fn start<R: DynReconcile>(
     reconciler: R,
     plan: Plan<R::Context>,
     runtime: Arc<Runtime>,
@@ -124,7 +124,7 @@ pub(crate) fn start<R: Reconcile>(
 /// Runs the controller in terms: while this replica leads (always, without leader election) its executor
 /// runs; a standby keeps the watches and caches, and reconciles everything cached the moment it leads.
 /// `deferred`: sharded by context, the primary watches opened while their context's shard is held.
-async fn lead<R: Reconcile>(
+async fn lead<R: DynReconcile>(
     engine: Arc<Engine<R>>,
     deferred: Vec<PrimaryWatchKey<R::Context>>,
     config: ExecutorConfig,
@@ -204,7 +204,7 @@ async fn first_lists(caches: Vec<BoxFuture<'static, ()>>, mut term: watch::Recei
 
 /// The orphan sweep of a term: once, and in sharded mode again whenever the shards held change (a parent
 /// deleted while its shard had no owner leaves orphans only the shard's next owner may remove).
-async fn sweeps<R: Reconcile>(engine: Arc<Engine<R>>) {
+async fn sweeps<R: DynReconcile>(engine: Arc<Engine<R>>) {
     let mut held = engine.runtime.shards.as_ref().map(|s| s.held());
     loop {
         engine.clone().sweep_orphans().await;
@@ -217,7 +217,7 @@ async fn sweeps<R: Reconcile>(engine: Arc<Engine<R>>) {
 
 /// In sharded mode, the parents of each shard this replica takes over, queued when it does: their previous
 /// owner may have left changes unreconciled. The shards held now are the term's start.
-fn taken_over<R: Reconcile>(
+fn taken_over<R: DynReconcile>(
     engine: &Arc<Engine<R>>,
     keys: KeySender<ReconcileKey<R>>,
 ) -> Option<impl Future<Output = ()> + Send + 'static> {
@@ -248,7 +248,7 @@ fn taken_over<R: Reconcile>(
 }
 
 /// A reconcile of `engine`, with its panics counted where the cluster is known (the executor retries it).
-fn work<R: Reconcile>(
+fn work<R: DynReconcile>(
     engine: &Arc<Engine<R>>,
 ) -> impl Fn(ReconcileKey<R>) -> BoxFuture<'static, Action> {
     let engine = engine.clone();

@@ -11,7 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource, ResourceExt};
 use parking_lot::{Mutex, RwLock};
 
-use crate::controller::{Controller, Reconcile};
+use crate::controller::DynReconcile;
 use crate::core::Action;
 use crate::core::ApiScope;
 use crate::core::ClusterOutcome;
@@ -25,7 +25,7 @@ use crate::runtime::Runtime;
 use crate::watch::ChildCache;
 use crate::watch::{SharedWatch, WatchKey};
 
-pub(super) type Primary<R> = <R as Controller>::Resource;
+pub(super) type Primary<R> = <R as DynReconcile>::Resource;
 
 /// How long syncing or cleaning up one cluster in one reconcile may take before it counts as unreachable,
 /// so that a hung cluster delays only its own status.
@@ -36,13 +36,13 @@ pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(15);
 /// with the fields' bounds: `R` itself need not be `Clone`, `Eq` or `Hash`.)
 #[derive(Educe)]
 #[educe(Clone, PartialEq, Eq, Hash)]
-pub(crate) struct ReconcileKey<R: Controller> {
+pub(crate) struct ReconcileKey<R: DynReconcile> {
     pub(crate) context: Cluster<R::Context>,
     pub(crate) object: ObjectRef<Primary<R>>,
 }
 
 /// A controller's reconciles take turns by the cluster their object came from.
-impl<R: Controller> QueueKey for ReconcileKey<R> {
+impl<R: DynReconcile> QueueKey for ReconcileKey<R> {
     type Group = Cluster<R::Context>;
 
     fn group(&self) -> Self::Group {
@@ -58,13 +58,13 @@ impl<R: Controller> QueueKey for ReconcileKey<R> {
 /// as well (the parent's, in sharded mode).
 pub(crate) type ParentWrite<'a, R> = (
     &'a Primary<R>,
-    &'a Cluster<<R as Controller>::Context>,
+    &'a Cluster<<R as DynReconcile>::Context>,
     Option<usize>,
 );
 
 /// Primary caches by (cluster, namespace); `None` is the all-namespaces watch.
 pub(crate) type Primaries<R> =
-    crate::engine::intake::primaries::PrimaryCaches<<R as Controller>::Context, Primary<R>>;
+    crate::engine::intake::primaries::PrimaryCaches<<R as DynReconcile>::Context, Primary<R>>;
 
 /// One child kind's cache in one (cluster, namespace).
 #[derive(Clone)]
@@ -177,7 +177,7 @@ impl MemberChildren {
 }
 
 /// Everything the reconciles of one controller share.
-pub(crate) struct Engine<R: Reconcile> {
+pub(crate) struct Engine<R: DynReconcile> {
     pub(crate) reconciler: R,
     pub(crate) plan: Arc<Plan<R::Context>>,
     pub(crate) runtime: Arc<Runtime>,
@@ -216,7 +216,7 @@ pub(crate) struct Engine<R: Reconcile> {
     pub(crate) deletion_lists: crate::engine::children::deletion_lists::DeletionLists,
 }
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// An engine with nothing remembered yet: the one constructor of the running controller and of the
     /// unit tests' engine.
     pub(crate) fn new(

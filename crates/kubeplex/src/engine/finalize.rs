@@ -12,7 +12,7 @@ use kube::api::{Patch, PatchParams};
 // tokio's clock, so paused-time tests drive the abandon bounds.
 
 use crate::controller::Cx;
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Context;
 use crate::core::Error;
 use crate::core::{Action, Verdict};
@@ -29,7 +29,7 @@ const MEMBERS_UNKNOWN_RETRY: Duration = Duration::from_secs(1);
 /// How often a finalizer patch is tried against a fresh copy when the cached one was stale.
 const FINALIZER_ATTEMPTS: usize = 3;
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Adds (`present`) or removes the controller's finalizer. The patch tests the finalizer list it
     /// changes, so it never clobbers another writer's finalizer; when the cached object was stale the
     /// patch is retried at once against a fresh copy, not after the error backoff. Removing it from an
@@ -86,7 +86,7 @@ impl<R: Reconcile> Engine<R> {
             return Verdict::Done(Action::await_change());
         }
         if let Err(error) = self.reconciler.cleanup(object.clone(), cx).await {
-            tracing::warn!(cluster = %context, error = %chain(&error), "cleanup failed");
+            tracing::warn!(cluster = %context, error = %chain(&*error), "cleanup failed");
             return Verdict::Failed(self.reconciler.error_policy(object, &error, cx));
         }
         // What the status said before: DeletionBlocked and DeletionUnblocked are told on changes only.

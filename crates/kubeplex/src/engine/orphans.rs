@@ -21,7 +21,7 @@ use futures::future::join_all;
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Cluster;
 use crate::core::{DeletePolicy, ParentRef, is_shared, parents_of};
 use crate::core::{chain, namespaced_name};
@@ -33,11 +33,11 @@ use crate::watch::SharedWatch;
 
 /// A live parent, with the cluster it lives in.
 type Holder<R> = (
-    Cluster<<R as crate::controller::Controller>::Context>,
+    Cluster<<R as crate::controller::DynReconcile>::Context>,
     Arc<Primary<R>>,
 );
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Sweeps every child cache of the controller, each on its own.
     pub(crate) async fn sweep_orphans(self: Arc<Self>) {
         let watches = self.all_child_watches();

@@ -9,7 +9,7 @@ use tracing::Instrument;
 use futures::StreamExt;
 
 use crate::controller::Cx;
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::{Action, Verdict};
 use crate::core::{ClusterOutcome, ClusterState};
 use crate::core::{chain, namespaced_name};
@@ -22,7 +22,7 @@ use crate::engine::engine::{Engine, Primary, ReconcileKey};
 use crate::engine::status::draft::StatusDraft;
 use crate::engine::status::events::{Note, context_notes, health_notes};
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Reconciles the object `key` names, every write behind the fence of `shard` as well (the parent's, in
     /// sharded mode); returns what the executor does next with the key.
     pub(crate) async fn reconcile(
@@ -108,11 +108,11 @@ impl<R: Reconcile> Engine<R> {
         let action = match self.reconciler.reconcile(object.clone(), cx).await {
             Ok(action) => action,
             Err(error) => {
-                if let Some(refusal) = crate::core::fenced(&error) {
+                if let Some(refusal) = crate::core::fenced(&*error) {
                     tracing::info!(cluster = %context, refusal, "the reconcile's write was fenced; the parent is left to the replica that holds the fence");
                     return Verdict::Done(Action::await_change());
                 }
-                let message = chain(&error);
+                let message = chain(&*error);
                 tracing::warn!(cluster = %context, error = %message, "reconcile failed");
                 if !self.plan.children().is_empty() {
                     Box::pin(self.write_failure(write, &message)).await;
@@ -204,7 +204,7 @@ impl<R: Reconcile> Engine<R> {
     }
 }
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Adds to the `draft` the members that left with their children orphaned, so that the status says where
     /// they stayed, and those leaving; returns a `MemberLeaveWaits` warning for each leave that newly waits
     /// (or waits for something else than this parent was told): its children cannot be deleted yet.

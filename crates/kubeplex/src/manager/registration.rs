@@ -7,7 +7,7 @@ use indexmap::IndexSet;
 use kube::Resource;
 use tokio::sync::watch;
 
-use crate::controller::Reconcile;
+use crate::controller::{Erased, Reconcile};
 use crate::core::Context;
 use crate::core::{ApiScope, kind_label};
 use crate::core::{Error, Grant, Result};
@@ -132,6 +132,7 @@ impl<R: Reconcile> Registration for Registered<R> {
         stop: watch::Receiver<bool>,
     ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
         let Self { reconciler, plan } = *self;
+        let reconciler: Erased<R::Resource, R::Context> = Box::new(reconciler);
         Box::pin(crate::engine::start_controller(
             reconciler, plan, runtime, stop,
         ))

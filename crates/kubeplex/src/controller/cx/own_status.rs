@@ -43,8 +43,8 @@ impl<C: Context> Cx<C> {
 
 #[cfg(test)]
 mod tests {
-    use crate::controller::cx::tests::cx;
     use crate::controller::test_controller::CONTROL;
+    use crate::controller::test_controller::cx;
 
     #[tokio::test]
     async fn own_status_fields_are_an_object_that_leaves_kubeplexs_fields_alone() {

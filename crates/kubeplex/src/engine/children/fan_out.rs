@@ -9,7 +9,7 @@ use futures::future::join_all;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use kube::Client;
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Context;
 use crate::core::Error;
 use crate::core::{ClusterOutcome, ClusterState};
@@ -38,7 +38,7 @@ pub(crate) enum Arrival<'a> {
     InterimDue,
 }
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Where this controller's children live now: the fixed child contexts, then every joined member whose
     /// child watches have listed, when its children live in every member.
     pub(crate) fn places(&self) -> Vec<Place<'_>> {

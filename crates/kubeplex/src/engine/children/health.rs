@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kube::api::ApiResource;
 
-use crate::controller::{ChildCaches, DesiredChildren, Reconcile};
+use crate::controller::{ChildCaches, DesiredChildren, DynReconcile};
 use crate::core::{Assessment, ChildHealth, ClusterHealth, ClusterState, Health};
 use crate::engine::engine::{ChildWatch, Engine};
 use crate::metrics::ChildrenByHealth;
@@ -84,7 +84,7 @@ pub(crate) fn judged(
 }
 
 /// What `Cx::children` reads: this controller's child caches in a context or member.
-impl<R: Reconcile> ChildCaches for Engine<R> {
+impl<R: DynReconcile> ChildCaches for Engine<R> {
     fn caches_in(&self, cluster: &str) -> Vec<(ApiResource, Arc<dyn ChildCache>)> {
         let watches = self.child_watches_in(cluster);
         let lent = watches.lent().into_iter();
@@ -105,7 +105,7 @@ fn unknown_at() -> usize {
 }
 
 /// What the health metric reads at scrape time: every cached child by cluster and health.
-impl<R: Reconcile> ChildrenByHealth for Engine<R> {
+impl<R: DynReconcile> ChildrenByHealth for Engine<R> {
     fn children_by_health(&self) -> Vec<(String, &'static str, u32)> {
         let mut counts: BTreeMap<String, [u32; Health::ALL.len()]> = BTreeMap::new();
         for watch in self.all_child_watches() {

@@ -11,7 +11,7 @@ use kube::Client;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::chain;
 use crate::core::{Cluster, Member};
 use crate::engine::children::removal;
@@ -27,7 +27,7 @@ const LIST_PATIENCE: Duration = Duration::from_secs(5);
 /// Follows the fleet's members for `engine` until `changes` ends. A member's caches send their keys into
 /// the current term's queue when they open, and into each later term's when it begins. Each member's join
 /// and leave runs on its own: a member that does not answer holds back no other member's.
-pub(crate) async fn follow<R: Reconcile>(
+pub(crate) async fn follow<R: DynReconcile>(
     engine: Arc<Engine<R>>,
     mut changes: mpsc::Receiver<MemberChange>,
 ) {
@@ -124,7 +124,7 @@ pub(crate) async fn follow<R: Reconcile>(
 
 /// Opens the primary watches in member `name` (the plan's namespaces, selectors) and records them as the
 /// controller's caches there.
-fn open_primaries<R: Reconcile>(
+fn open_primaries<R: DynReconcile>(
     engine: &Arc<Engine<R>>,
     name: &str,
     client: Client,
@@ -147,7 +147,7 @@ fn open_primaries<R: Reconcile>(
 }
 
 /// Opens this controller's child watches in member `name`.
-fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<ChildWatch> {
+fn open<R: DynReconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<ChildWatch> {
     let (runtime, controller) = (&engine.runtime, engine.plan.name());
     let mut opened = Vec::new();
     let default = client.default_namespace().to_owned();
@@ -177,7 +177,7 @@ fn open<R: Reconcile>(engine: &Engine<R>, name: &str, client: Client) -> Vec<Chi
 /// until it answers, or until the leave gives up: its children there are then abandoned. A replica whose
 /// fence is closed (a standby) sends no delete: it waits until its caches show the children gone (the
 /// leader deleted them) or until it may write.
-async fn delete_children<R: Reconcile>(
+async fn delete_children<R: DynReconcile>(
     engine: &Arc<Engine<R>>,
     name: &str,
     progress: &LeaveProgress,

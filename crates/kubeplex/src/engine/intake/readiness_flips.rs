@@ -6,14 +6,14 @@ use std::sync::Arc;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Context;
 use crate::engine::engine::Engine;
 
 /// Follows `flips` (the clusters whose readiness flipped) for as long as the controller runs. A flip of a
 /// cluster the controller works in queues every parent, each once whatever else queued it; a lag, which
 /// lost flips, does the same once.
-pub(crate) async fn follow<R: Reconcile>(engine: Arc<Engine<R>>, mut flips: Receiver<String>) {
+pub(crate) async fn follow<R: DynReconcile>(engine: Arc<Engine<R>>, mut flips: Receiver<String>) {
     loop {
         match flips.recv().await {
             Ok(cluster) if works_in(&engine, &cluster) => {
@@ -29,7 +29,7 @@ pub(crate) async fn follow<R: Reconcile>(engine: Arc<Engine<R>>, mut flips: Rece
 
 /// Whether the controller has primaries, children or watched kinds in `cluster`: one of its contexts, or a
 /// member when it works in members.
-fn works_in<R: Reconcile>(engine: &Engine<R>, cluster: &str) -> bool {
+fn works_in<R: DynReconcile>(engine: &Engine<R>, cluster: &str) -> bool {
     let plan = &engine.plan;
     plan.all_contexts().iter().any(|c| c.name() == cluster)
         || (plan.works_in_members() && engine.runtime.members.contains(cluster))

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Cluster;
 use crate::core::Context;
 use crate::engine::engine::{Engine, Primary, ReconcileKey};
@@ -21,7 +21,7 @@ pub(crate) struct PrimaryWatchKey<C> {
 /// Follows the shards this replica holds, for a term: on each change (and at once), the watches of held
 /// contexts not open yet are opened and send their keys to `keys`; those of contexts no longer held are
 /// closed. A watch open since an earlier term was subscribed when the term began.
-pub(crate) async fn held_contexts<R: Reconcile>(
+pub(crate) async fn held_contexts<R: DynReconcile>(
     engine: Arc<Engine<R>>,
     watches: Vec<PrimaryWatchKey<R::Context>>,
     keys: KeySender<ReconcileKey<R>>,
@@ -50,7 +50,10 @@ pub(crate) async fn held_contexts<R: Reconcile>(
 
 /// Closes the watches of contexts this replica does not hold (at the end of a term, when no stream of
 /// [`held_contexts`] looks any more).
-pub(crate) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatchKey<R::Context>]) {
+pub(crate) fn close_unheld<R: DynReconcile>(
+    engine: &Engine<R>,
+    keys: &[PrimaryWatchKey<R::Context>],
+) {
     let Some(shards) = &engine.runtime.shards else {
         return;
     };
@@ -63,7 +66,7 @@ pub(crate) fn close_unheld<R: Reconcile>(engine: &Engine<R>, keys: &[PrimaryWatc
 
 /// Opens (or finds) the watch of `entry`, records it as the controller's cache there, and sends its keys
 /// to `keys`.
-fn open<R: Reconcile>(
+fn open<R: DynReconcile>(
     engine: &Engine<R>,
     entry: &PrimaryWatchKey<R::Context>,
     keys: &KeySender<ReconcileKey<R>>,
@@ -85,7 +88,7 @@ fn open<R: Reconcile>(
 
 /// Closes the watch of `entry` if open: out of the controller's caches, out of the registry (its task ends
 /// and its cache is freed when the last reconcile holding it ends).
-fn close<R: Reconcile>(engine: &Engine<R>, entry: &PrimaryWatchKey<R::Context>) {
+fn close<R: DynReconcile>(engine: &Engine<R>, entry: &PrimaryWatchKey<R::Context>) {
     let namespace = entry.key.namespace.as_deref();
     if engine.primaries.remove(entry.context, namespace).is_some() {
         engine.runtime.watches.release(&entry.key);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::controller::Reconcile;
+use crate::controller::DynReconcile;
 use crate::core::Cluster;
 use crate::engine::engine::{Engine, Primaries, Primary, ReconcileKey};
 use crate::executor::KeySender;
@@ -20,7 +20,7 @@ use crate::watch::{ChangeFilter, ChildCache, ChildChangeKind, InputWatch, Shared
 /// come meanwhile: a storm of changes (Node heartbeats) costs one reconcile per parent per this.
 const EVERY_PARENT_WITHIN: Duration = Duration::from_secs(1);
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Subscribes `keys` to the primary watch of `context`: every cached object first, then each change
     /// that reconciles (see [`ChangeFilter`]).
     pub(crate) fn follow_primaries(
@@ -127,7 +127,10 @@ impl<R: Reconcile> Engine<R> {
 }
 
 /// Queues every cached parent to run within [`EVERY_PARENT_WITHIN`]; `false` once the queue is gone.
-fn queue_every<R: Reconcile>(primaries: &Primaries<R>, keys: &KeySender<ReconcileKey<R>>) -> bool {
+fn queue_every<R: DynReconcile>(
+    primaries: &Primaries<R>,
+    keys: &KeySender<ReconcileKey<R>>,
+) -> bool {
     for (context, watch) in primaries.all() {
         for object in watch.store().state() {
             let key = ReconcileKey {
@@ -144,7 +147,7 @@ fn queue_every<R: Reconcile>(primaries: &Primaries<R>, keys: &KeySender<Reconcil
 
 /// Queues the parent `namespace`/`name` in each cluster whose primary cache holds it; `false` once the
 /// queue is gone.
-fn queue_where_cached<R: Reconcile>(
+fn queue_where_cached<R: DynReconcile>(
     primaries: &Primaries<R>,
     keys: &KeySender<ReconcileKey<R>>,
     namespace: Option<&str>,

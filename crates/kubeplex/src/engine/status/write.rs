@@ -10,13 +10,13 @@ use kube::api::{Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use crate::controller::{OwnStatus, Reconcile};
+use crate::controller::{DynReconcile, OwnStatus};
 use crate::core::chain;
 use crate::core::{ClusterHealth, ClusterOutcome, FleetStatus, now};
 use crate::engine::engine::{Engine, ParentWrite, Primary};
 use crate::engine::status::draft::StatusDraft;
 
-impl<R: Reconcile> Engine<R> {
+impl<R: DynReconcile> Engine<R> {
     /// Records the outcome of removing the children per cluster, over `previous` (kubeplex's part of the
     /// status as this reconcile found it, see [`Engine::previous_status`]), behind `shard`'s fence as well.
     pub(crate) async fn write_status(

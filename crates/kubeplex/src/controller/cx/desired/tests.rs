@@ -6,8 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::ObjectMeta;
 use std::sync::Arc;
 
-use super::super::tests::cx;
 use super::*;
+use crate::controller::test_controller::cx;
 use crate::controller::test_controller::{CLUSTER_A, CONTROL, runtime};
 use crate::plan::Plan;
 
