@@ -18,9 +18,8 @@ const SESSIONS_CACHED: usize = 4;
 /// for (an exec plugin's client certificate is had before, by kubeplex). Every connection pool of the
 /// cluster holds the same `ClientConfig` (its verifier, certificates and session cache), not a copy each.
 pub(crate) struct Tls {
+    /// Offering HTTP/2 (ALPN `h2`, then `http/1.1`), or, [`http1_only`](Self::http1_only), no ALPN.
     config: Arc<rustls::ClientConfig>,
-    /// The same, offering HTTP/2 (ALPN `h2`, then `http/1.1`).
-    multiplexed: Arc<rustls::ClientConfig>,
     server_name: Arc<dyn ResolveServerName + Send + Sync>,
 }
 
@@ -48,21 +47,20 @@ impl Tls {
             .rustls_client_config()
             .map_err(|e| NoAccess::of(&e))?;
         tls.resumption = rustls::client::Resumption::in_memory_sessions(SESSIONS_CACHED);
-        // A clone shares the session cache.
-        let mut multiplexed = tls.clone();
-        multiplexed.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Self {
             config: Arc::new(tls),
-            multiplexed: Arc::new(multiplexed),
             server_name,
         })
     }
 
     /// The same settings never offering HTTP/2: every connection speaks HTTP/1.1.
     pub(crate) fn http1_only(&self) -> Self {
+        // A clone shares the session cache.
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = Vec::new();
         Self {
-            config: self.config.clone(),
-            multiplexed: self.config.clone(),
+            config: Arc::new(config),
             server_name: self.server_name.clone(),
         }
     }
@@ -82,14 +80,13 @@ impl Tls {
     }
 
     /// As kube's `rustls_https_connector_with_connector` (`http` URLs allowed), from the settings read once:
-    /// HTTP/1.1 without ALPN, or, `multiplexed`, offering HTTP/2 first (a server that does not speak it
-    /// gets HTTP/1.1).
-    pub(crate) fn over<C>(&self, connector: C, multiplexed: bool) -> HttpsConnector<C> {
-        let config = if multiplexed {
-            &self.multiplexed
-        } else {
-            &self.config
-        };
-        HttpsConnector::new(connector, config.clone(), false, self.server_name.clone())
+    /// offering HTTP/2 first (a server that does not speak it gets HTTP/1.1), unless HTTP/1.1 only.
+    pub(crate) fn over<C>(&self, connector: C) -> HttpsConnector<C> {
+        HttpsConnector::new(
+            connector,
+            self.config.clone(),
+            false,
+            self.server_name.clone(),
+        )
     }
 }

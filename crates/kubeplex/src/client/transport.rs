@@ -5,17 +5,20 @@
 //! kube's, plus an exec plugin's token asked for again before it expires and when it is rejected.
 //!
 //! Requests are routed by method: reads and watches to a connection pool of their own, writes to another
-//! whose streams pass the fence on every byte they send. A shard's client adds its shard's fence to its
+//! whose connections pass the fence on every byte they send. A shard's client adds its shard's fence to its
 //! writes ([`AlsoFencedBy`]); they go over a third pool, one per fence, so no connection carries writes of
 //! two shards.
 //!
-//! Reads and watches speak HTTP/2 where the server does (over TLS, by ALPN, as client-go): one connection
-//! carries them all, and a connection on which nothing arrives for [`SILENCE_BEFORE_PING`] is sent a PING,
-//! closed when no answer comes within [`PING_ANSWER_WITHIN`] — its watches fail, and their cluster stops
-//! counting as ready, within seconds of a server that stops answering (frozen, partitioned), where a watch
-//! over HTTP/1.1 waits for its read timeout. A PING is a frame, not a request: the server's handlers,
-//! audit log and rate limits never see it. Writes stay on HTTP/1.1, a connection per request in flight,
-//! so that the fence cutting one write's bytes never cuts another's.
+//! Every pool speaks HTTP/2 where the server does (over TLS, by ALPN, as client-go): one connection carries
+//! a cluster's reads and watches, another its writes (one more per shard in use). A connection on which
+//! nothing arrives for [`SILENCE_BEFORE_PING`] is sent a PING, closed when no answer comes within
+//! [`PING_ANSWER_WITHIN`] — its watches fail, and their cluster stops counting as ready, within seconds of a
+//! server that stops answering (frozen, partitioned), where a watch over HTTP/1.1 waits for its read
+//! timeout. A PING is a frame, not a request: the server's handlers, audit log and rate limits never see it.
+//! The fence is the write connection's: when it closes, no byte of any write on it leaves — as it would stop
+//! each on a connection of its own — and the writes in flight on it fail together. Sockets are
+//! `TCP_NODELAY`, as Go's: a connection's small frames (a request's HEADERS, WINDOW_UPDATEs, PING answers)
+//! would otherwise wait on Nagle's algorithm for the server's delayed ACK, tens of milliseconds each.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -92,6 +95,7 @@ pub(crate) fn own_client(access: &Access) -> Result<Client, String> {
 fn tcp() -> HttpConnector {
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);
+    tcp.set_nodelay(true);
     tcp
 }
 
@@ -133,12 +137,10 @@ where
         reset_reader_on_write: config.reset_reader_on_write,
     };
     let told = reconnects.then(|| access.identity.clone());
-    let reads = pool.sender(tcp.clone(), true, told);
+    let reads = pool.sender(tcp.clone(), told);
     let writes = Writes {
         fence: fence.clone(),
-        make: Box::new(move |gate| {
-            pool.sender(FencedConnector::new(tcp.clone(), gate), false, None)
-        }),
+        make: Box::new(move |gate| pool.sender(FencedConnector::new(tcp.clone(), gate), None)),
         by_fence: Mutex::default(),
     };
     let route = Route {
@@ -220,24 +222,24 @@ struct Pool {
 
 impl Pool {
     /// A connection pool over `tcp`, with TLS on top and the timeouts around, as kube builds its one;
-    /// `multiplexed`, HTTP/2 where the server speaks it, with PINGs on a silent connection; each new
-    /// HTTP/2 connection told to `reconnects`.
-    fn sender<C>(&self, tcp: C, multiplexed: bool, reconnects: Option<Arc<IdentityGate>>) -> Sender
+    /// HTTP/2 where the server speaks it, with PINGs on a silent connection; each new HTTP/2 connection
+    /// told to `reconnects`.
+    fn sender<C>(&self, tcp: C, reconnects: Option<Arc<IdentityGate>>) -> Sender
     where
         C: Service<Uri> + Clone + Send + Sync + 'static,
         C::Response: Read + Write + Connection + Send + Unpin + 'static,
         C::Future: Send + 'static,
         C::Error: Into<BoxError>,
     {
-        let tls = self.tls.over(tcp, multiplexed);
+        let tls = self.tls.over(tcp);
         match reconnects {
-            Some(gate) => self.over(Reconnects::new(tls, gate), multiplexed),
-            None => self.over(tls, multiplexed),
+            Some(gate) => self.over(Reconnects::new(tls, gate)),
+            None => self.over(tls),
         }
     }
 
     /// The pool over `connector` (TLS included).
-    fn over<K>(&self, connector: K, multiplexed: bool) -> Sender
+    fn over<K>(&self, connector: K) -> Sender
     where
         K: Service<Uri> + Clone + Send + Sync + 'static,
         K::Response: Read + Write + Connection + Send + Unpin + 'static,
@@ -255,13 +257,10 @@ impl Pool {
             .timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
             .pool_max_idle_per_host(IDLE_PER_HOST)
-            .http1_max_buf_size(READ_BUFFER_MAX);
-        if multiplexed {
-            builder
-                .http2_keep_alive_interval(SILENCE_BEFORE_PING)
-                .http2_keep_alive_timeout(PING_ANSWER_WITHIN)
-                .http2_keep_alive_while_idle(true);
-        }
+            .http1_max_buf_size(READ_BUFFER_MAX)
+            .http2_keep_alive_interval(SILENCE_BEFORE_PING)
+            .http2_keep_alive_timeout(PING_ANSWER_WITHIN)
+            .http2_keep_alive_while_idle(true);
         let client = builder.build::<_, Body>(connector).map_err(BoxError::from);
         BoxCloneSyncService::new(client)
     }

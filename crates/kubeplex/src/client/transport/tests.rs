@@ -249,3 +249,13 @@ async fn every_client_of_a_context_stamps_its_servers_last_answer() {
     let _ = within(own.apiserver_version()).await;
     assert!(access.last_answer() > Some(first));
 }
+
+#[tokio::test]
+async fn connections_send_small_frames_at_once_not_after_nagles_wait() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let uri: Uri = format!("http://{}", listener.local_addr().unwrap())
+        .parse()
+        .unwrap();
+    let connected = tcp().call(uri).await.unwrap();
+    assert!(connected.inner().nodelay().unwrap(), "TCP_NODELAY set");
+}

@@ -1,12 +1,12 @@
-//! Reads and watches over HTTP/2, against a real API server: one connection carries them all, and a server
-//! that stops answering (frozen) fails the watches within seconds, where over HTTP/1.1 each would wait for
-//! its read timeout (minutes).
+//! Requests over HTTP/2, against a real API server: one connection carries every read and watch, another
+//! every write, and a server that stops answering (frozen) fails the watches within seconds, where over
+//! HTTP/1.1 each would wait for its read timeout (minutes).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, WatchParams};
+use kube::api::{Api, ObjectMeta, PostParams, WatchParams};
 use kube::config::KubeConfigOptions;
 use kubeplex_testenv::TestEnv;
 
@@ -15,8 +15,18 @@ use super::super::*;
 /// Longer than a PING's silence and answer together, far shorter than a watch's read timeout.
 const WAIT: Duration = Duration::from_secs(30);
 
+fn config_map(name: String) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
+}
+
 #[tokio::test]
-async fn reads_and_watches_share_one_connection_and_a_frozen_server_fails_them_within_seconds() {
+async fn reads_share_one_connection_writes_another_and_a_frozen_server_fails_them_within_seconds() {
     let env = TestEnv::builder()
         .clusters(["cluster-a"])
         .start()
@@ -64,6 +74,23 @@ async fn reads_and_watches_share_one_connection_and_a_frozen_server_fails_them_w
         connects.load(Ordering::SeqCst),
         1,
         "the first read, then three watches and twenty reads in flight, on one connection"
+    );
+    // Writes go over a connection of their own (the fence is a connection's), which they all share.
+    let first = config_map("first".into());
+    api.create(&PostParams::default(), &first).await.unwrap();
+    let writes = (0..20).map(|i| {
+        let api = api.clone();
+        async move {
+            let object = config_map(format!("web-{i}"));
+            api.create(&PostParams::default(), &object).await
+        }
+    });
+    let written = futures::future::join_all(writes).await;
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    assert_eq!(
+        connects.load(Ordering::SeqCst),
+        2,
+        "the first write, then twenty writes in flight, on a second connection"
     );
 
     env.freeze("cluster-a").unwrap();
