@@ -365,7 +365,13 @@ async fn a_member_whose_credential_plugin_hangs_holds_back_nothing_and_is_report
             && reason.contains("the credential plugin did not answer within 12 s"),
         "{failing:#}"
     );
-    assert!(ended(&first), "the plugin still runs after its deadline");
+    // The group was sent SIGKILL before the failure was reported; the kernel ends it on its own time.
+    eventually(
+        "the plugin stopped at its deadline",
+        Duration::from_secs(5),
+        async || ended(&first),
+    )
+    .await;
     assert!(added.elapsed() >= deadline);
     members.remove("cluster-h").await;
     members.remove("cluster-c").await;
