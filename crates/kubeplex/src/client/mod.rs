@@ -11,6 +11,7 @@ mod in_cluster;
 mod last_answer;
 mod no_access;
 mod pool;
+mod protocol;
 mod reconnects;
 mod tls;
 mod transport;

@@ -65,6 +65,11 @@ impl Tls {
         }
     }
 
+    /// Whether its connections offer HTTP/2.
+    pub(crate) fn offers_http2(&self) -> bool {
+        self.config.alpn_protocols.iter().any(|p| p == b"h2")
+    }
+
     /// What makes `config`'s connections open to whoever is on the way, in words: `insecure-skip-tls-verify`,
     /// or a plain `http://` server.
     pub(crate) fn insecurity(config: &kube::Config) -> Option<&'static str> {

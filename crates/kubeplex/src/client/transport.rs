@@ -10,7 +10,8 @@
 //! two shards.
 //!
 //! Every pool speaks HTTP/2 where the server does (over TLS, by ALPN, as client-go): one connection carries
-//! a cluster's reads and watches, another its writes (one more per shard in use). A connection on which
+//! a cluster's reads and watches, another its writes (one more per shard in use), even for a burst on a
+//! fresh pool — its first connection is opened alone and tells ([`super::protocol`]). A connection on which
 //! nothing arrives for [`SILENCE_BEFORE_PING`] is sent a PING, closed when no answer comes within
 //! [`PING_ANSWER_WITHIN`] — its watches fail, and their cluster stops counting as ready, within seconds of a
 //! server that stops answering (frozen, partitioned), where a watch over HTTP/1.1 waits for its read
@@ -50,6 +51,7 @@ use super::authorization::AuthorizeLayer;
 use super::fence::{AlsoFencedBy, Fence, is_read};
 use super::fenced_io::{FencedConnector, Gate};
 use super::identity::{IDENTITY_WAIT, IdentityGate};
+use super::protocol::{Negotiated, Sender};
 use super::reconnects::Reconnects;
 use super::tls::Tls;
 use crate::core::{Fenced, IdentityRefusal, chain};
@@ -75,9 +77,6 @@ pub(crate) const SILENCE_BEFORE_PING: Duration = Duration::from_secs(2);
 /// it. A server that answers nothing for this long has stopped (client-go waits 30 + 15 s; kubeplex wants a
 /// frozen cluster in its parents' status within seconds).
 pub(crate) const PING_ANSWER_WITHIN: Duration = Duration::from_secs(3);
-
-/// One connection pool's way of sending a request.
-type Sender = BoxCloneSyncService<Request<Body>, Response<Incoming>, BoxError>;
 
 /// A client of `access` whose writes pass `fence` when they enter it and when their bytes reach the
 /// socket.
@@ -135,6 +134,7 @@ where
         read: config.read_timeout,
         write: config.write_timeout,
         reset_reader_on_write: config.reset_reader_on_write,
+        http2: config.cluster_url.scheme_str() == Some("https") && access.tls.offers_http2(),
     };
     let told = reconnects.then(|| access.identity.clone());
     let reads = pool.sender(tcp.clone(), told);
@@ -218,6 +218,8 @@ struct Pool {
     read: Option<Duration>,
     write: Option<Duration>,
     reset_reader_on_write: bool,
+    /// Whether the server may speak HTTP/2: TLS offering `h2`.
+    http2: bool,
 }
 
 impl Pool {
@@ -261,8 +263,15 @@ impl Pool {
             .http2_keep_alive_interval(SILENCE_BEFORE_PING)
             .http2_keep_alive_timeout(PING_ANSWER_WITHIN)
             .http2_keep_alive_while_idle(true);
-        let client = builder.build::<_, Body>(connector).map_err(BoxError::from);
-        BoxCloneSyncService::new(client)
+        let pool = move |opener, http2_only| {
+            let mut builder = builder.clone();
+            let client = builder
+                .http2_only(http2_only)
+                .build::<_, Body>(opener)
+                .map_err(BoxError::from);
+            BoxCloneSyncService::new(client)
+        };
+        BoxCloneSyncService::new(Negotiated::new(connector, self.http2, pool))
     }
 }
 
