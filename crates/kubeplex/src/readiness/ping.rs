@@ -159,39 +159,18 @@ async fn ping(
         Box::pin(identify_over_own(&context, &access, &readiness)).await;
     }
     let mut last: Option<String> = None;
+    let mut first_ping = true;
     loop {
         let began = tokio::time::Instant::now();
-        // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room
-        // for it while it sleeps between pings would hold that much per idle cluster (a heap profile of
-        // many idle contexts showed it: crates/kubeplex-bench/RUNS.md).
-        let problem = Box::pin(once(&access)).await;
-        metrics.pinged(&context, problem.is_none(), began.elapsed());
-        let identities = readiness.identities();
-        // Answering again: a server back from an outage may be another cluster behind the same address, so
-        // its writes wait until it says which. One whose writes wait for its identity is asked at every ping,
-        // whatever the ping met (a server that rejects the credentials answers the ask too).
-        if identities.is_held(&context) || (problem.is_none() && last.is_some()) {
-            identities.hold(&context);
-            Box::pin(identify_over_own(&context, &access, &readiness)).await;
+        if std::mem::take(&mut first_ping) && spared(&context, &access, &readiness, interval) {
+            readiness.pinged(&context, None);
+        } else {
+            let rejected = rejected.as_ref();
+            Box::pin(ping_once(
+                &context, &access, &readiness, &metrics, rejected, &mut last,
+            ))
+            .await;
         }
-        if problem != last {
-            match &problem {
-                // The cluster's outage is logged once for its pings and watches (`outage.rs`).
-                Some(problem) => tracing::debug!(cluster = %context, %problem, "ping failed"),
-                None if last.is_some() => {
-                    tracing::debug!(cluster = %context, "answers pings again")
-                }
-                None => {}
-            }
-            if problem.as_deref() == Some(REJECTED)
-                && let Some(rejected) = &rejected
-            {
-                // The runner may be busy; a full queue only drops a repeat of a request already queued.
-                let _ = rejected.try_send(context.clone());
-            }
-            last.clone_from(&problem);
-        }
-        readiness.pinged(&context, problem);
         let healthy = last.is_none();
         let due = until_due(&context, &readiness, began, interval, healthy, || {
             access.last_answer()
@@ -207,6 +186,57 @@ async fn ping(
             }
         }
     }
+}
+
+/// Whether the first ping of `context` can be spared: its server answered the controllers within the
+/// interval and is not being asked which cluster it is. A busy start-up then opens no connection of its own
+/// for the pings beside the controllers' two.
+fn spared(context: &str, access: &Access, readiness: &Readiness, interval: Duration) -> bool {
+    let answered = access
+        .last_answer()
+        .is_some_and(|at| at.elapsed() < interval);
+    answered && !readiness.identities().is_held(context)
+}
+
+/// One ping of `context`, recorded; `last` is what the ping before it met.
+async fn ping_once(
+    context: &str,
+    access: &Access,
+    readiness: &Readiness,
+    metrics: &Metrics,
+    rejected: Option<&tokio::sync::mpsc::Sender<String>>,
+    last: &mut Option<String>,
+) {
+    let began = tokio::time::Instant::now();
+    // Boxed: a ping's future (a client, a request in flight) is ~2.5 KB, and a task that kept room for it
+    // while it sleeps between pings would hold that much per idle cluster (a heap profile of many idle
+    // contexts showed it: crates/kubeplex-bench/RUNS.md).
+    let problem = Box::pin(once(access)).await;
+    metrics.pinged(context, problem.is_none(), began.elapsed());
+    let identities = readiness.identities();
+    // Answering again: a server back from an outage may be another cluster behind the same address, so its
+    // writes wait until it says which. One whose writes wait for its identity is asked at every ping,
+    // whatever the ping met (a server that rejects the credentials answers the ask too).
+    if identities.is_held(context) || (problem.is_none() && last.is_some()) {
+        identities.hold(context);
+        Box::pin(identify_over_own(context, access, readiness)).await;
+    }
+    if problem != *last {
+        match &problem {
+            // The cluster's outage is logged once for its pings and watches (`outage.rs`).
+            Some(problem) => tracing::debug!(cluster = %context, %problem, "ping failed"),
+            None if last.is_some() => tracing::debug!(cluster = %context, "answers pings again"),
+            None => {}
+        }
+        if problem.as_deref() == Some(REJECTED)
+            && let Some(rejected) = rejected
+        {
+            // The runner may be busy; a full queue only drops a repeat of a request already queued.
+            let _ = rejected.try_send(context.to_owned());
+        }
+        last.clone_from(&problem);
+    }
+    readiness.pinged(context, problem);
 }
 
 /// Sleeps until `context`'s next ping is due: one `interval` after the ping that began at `pinged`, or,
@@ -379,6 +409,38 @@ mod tests {
             report.clusters["cluster-a"].reasons.is_empty(),
             "{report:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_first_ping_is_spared_a_cluster_that_answered_within_the_interval() {
+        let (url, _) = version_server();
+        let config = kube::Config::new(url.parse().unwrap());
+        let access = Access::of("cluster-a", config, Duration::from_secs(30))
+            .await
+            .unwrap();
+        let readiness = Readiness::default();
+        readiness.declare("cluster-a", true);
+        let interval = Duration::from_secs(10);
+        assert!(
+            !spared("cluster-a", &access, &readiness, interval),
+            "no answer yet"
+        );
+        // The controllers' client, on the same credentials, answered.
+        let client = crate::client::own_client(&access).unwrap();
+        client.apiserver_version().await.unwrap();
+        assert!(spared("cluster-a", &access, &readiness, interval));
+        // Not while its writes wait to hear which cluster it is: the ping asks.
+        let gate = access.identity().clone();
+        readiness
+            .identities()
+            .declare_context("cluster-a", 0, gate.clone());
+        assert!(!spared("cluster-a", &access, &readiness, interval));
+        gate.pass();
+        assert!(spared("cluster-a", &access, &readiness, interval));
+        // Nor once the answer is an interval old.
+        tokio::time::pause();
+        tokio::time::advance(interval).await;
+        assert!(!spared("cluster-a", &access, &readiness, interval));
     }
 
     #[tokio::test(flavor = "current_thread")]
