@@ -190,13 +190,32 @@ async fn sign(
     ca_bundle::keep(client, registrations, ca.cert).await;
 }
 
+/// How long stopping the webhook server waits for its thread to end (its runtime's tasks dropped).
+const STOPPED_WITHIN: Duration = Duration::from_secs(5);
+
+/// The webhook server's thread, stopped when this is dropped: the drop returns once the thread has ended
+/// (at most [`STOPPED_WITHIN`]), so that a manager's shutdown leaves no server answering after it — a
+/// call then would meet handlers cancelled mid-way instead of a closed port.
+struct ServerThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    ended: std::sync::mpsc::Receiver<()>,
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        // Disconnected when the thread ends; a timeout leaves it to end on its own.
+        let _ = self.ended.recv_timeout(STOPPED_WITHIN);
+    }
+}
+
 /// Runs `serve` (given `listener`) on a runtime of its own, on two threads of its own, until the returned
-/// sender is dropped: the answers do not queue behind the controllers' work, which can keep the manager's
+/// thread is dropped: the answers do not queue behind the controllers' work, which can keep the manager's
 /// runtime busy for seconds at a time while a fleet converges.
 fn on_a_thread_of_its_own<F>(
     listener: TcpListener,
     serve: impl FnOnce(TcpListener) -> F + Send + 'static,
-) -> Result<tokio::sync::oneshot::Sender<()>, String>
+) -> Result<ServerThread, String>
 where
     F: Future<Output = ()> + 'static,
 {
@@ -208,9 +227,11 @@ where
         .build()
         .map_err(|e| e.to_string())?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ending, ended) = std::sync::mpsc::channel::<()>();
     std::thread::Builder::new()
         .name("kubeplex-webhooks".into())
         .spawn(move || {
+            let _ending = ending;
             runtime.block_on(async move {
                 let listener = match TcpListener::from_std(listener) {
                     Ok(listener) => listener,
@@ -224,8 +245,44 @@ where
                     _ = stopped => {}
                 }
             });
-            // Dropping the runtime ends the connections' tasks with it.
+            // Dropping the runtime ends the connections' tasks with it, before `_ending` tells so.
+            drop(runtime);
         })
         .map_err(|e| e.to_string())?;
-    Ok(stop)
+    Ok(ServerThread {
+        stop: Some(stop),
+        ended,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slow to drop, as a server whose connections take a while to end.
+    struct SlowToEnd;
+
+    impl Drop for SlowToEnd {
+        fn drop(&mut self) {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    #[tokio::test]
+    async fn once_the_server_thread_is_dropped_its_port_is_closed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let thread = on_a_thread_of_its_own(listener, async move |listener| {
+            let _slow = SlowToEnd;
+            loop {
+                let _ = listener.accept().await;
+            }
+        })
+        .unwrap();
+        let open = tokio::time::timeout(STOPPED_WITHIN, tokio::net::TcpStream::connect(address));
+        assert!(matches!(open.await, Ok(Ok(_))), "the server listens");
+        drop(thread);
+        let refused = tokio::net::TcpStream::connect(address).await;
+        assert!(refused.is_err(), "still listening after the stop returned");
+    }
 }
