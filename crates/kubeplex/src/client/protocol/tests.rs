@@ -161,7 +161,9 @@ async fn burst(sender: &Negotiated<Connector>, url: &str, burst: usize) -> Vec<R
             body.map(drop).map_err(|e| e.to_string())
         }
     });
-    futures::future::join_all(requests).await
+    let all = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(requests));
+    all.await
+        .expect("every request answered or failed within 60 s")
 }
 
 #[tokio::test]
