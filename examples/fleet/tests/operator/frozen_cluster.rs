@@ -196,10 +196,27 @@ async fn a_frozen_child_cluster_delays_only_its_own_sync_and_status() {
         .await;
         assert_eq!(ready_condition(&app).as_deref(), Some("True"), "{name}");
     }
+    crate::support::stop(running).await;
+}
 
-    // Frozen again with no edit anywhere: once cluster-a stops answering its pings, its parents are
-    // reconciled and their status says so; once it answers again, they read Ready again. Its readiness
-    // comes back with its next ping, which may be after the status: the freeze waits for it.
+/// Pings of the test whose cluster freezes with no edit anywhere: a freeze is seen within seconds.
+const PING: Duration = Duration::from_secs(1);
+
+#[tokio::test]
+async fn a_child_cluster_that_freezes_reaches_its_parents_status_without_an_edit() {
+    let mut stage = stage("frozen-again").await;
+    let cluster_a = stage.relay(Fleet::ClusterA).await;
+    let stage = &stage;
+    let running = stage.operator(Some(PING)).await;
+    stage.apply("before", "nginx:1.27", 1).await;
+    wait_status(stage, "both clusters applied", "before", |a, b| {
+        is(ClusterState::Applied)(&a) && is(ClusterState::Applied)(&b)
+    })
+    .await;
+
+    // Once cluster-a stops answering its pings, its parents are reconciled and their status says so; once
+    // it answers again, they read Ready again. Its readiness comes back with its next ping, which may be
+    // after the status: the freeze waits for it.
     let readiness_is = |wanted: bool| {
         let running = &running;
         move || async move {
