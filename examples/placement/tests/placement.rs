@@ -17,8 +17,11 @@ use kubeplex::{ClusterState, Manager};
 use kubeplex_placement::{APPS, PLACEMENTS, Placement, PlacementSpec, Placer};
 use kubeplex_testenv::{TestEnv, eventually};
 
-/// How long anything the clusters do may take; a frozen cluster is noticed within ~16 s of the freeze.
+/// How long anything the clusters do may take.
 const WAIT: Duration = Duration::from_secs(60);
+/// How often the operator pings each cluster: a frozen one is noticed within ~6 s (one interval and the ping's
+/// own timeout), not ~15 s as with the default interval.
+const PING: Duration = Duration::from_secs(1);
 
 /// The child clusters a Placement may go to.
 const CHILDREN: [&str; 3] = ["cluster-a", "cluster-b", "cluster-c"];
@@ -227,6 +230,7 @@ async fn a_placement_follows_the_free_cpu_of_the_fleet_without_polling() {
     let running = Manager::with_kubeconfig(env.kubeconfig().clone())
         .controller(Placer)
         .members(members.clone(), LeavePolicy::Delete)
+        .ping_interval(PING)
         .start()
         .await
         .unwrap();
