@@ -226,11 +226,19 @@ impl TestEnv {
         let name = crd.metadata.name.clone().unwrap_or_default();
         match api.create(&PostParams::default(), &crd).await {
             Err(kube::Error::Api(status)) if status.code == 409 && replace => {
-                let current = api.get(&name).await.map_err(kube_error)?;
-                crd.metadata.resource_version = current.metadata.resource_version;
-                api.replace(&name, &PostParams::default(), &crd)
-                    .await
-                    .map_err(kube_error)?;
+                // Another program sharing the cluster may replace it between the read and the write: read
+                // again and write again (its conflict says so).
+                let mut attempts = 0;
+                loop {
+                    let current = api.get(&name).await.map_err(kube_error)?;
+                    crd.metadata.resource_version = current.metadata.resource_version;
+                    match api.replace(&name, &PostParams::default(), &crd).await {
+                        Err(kube::Error::Api(status)) if status.code == 409 && attempts < 10 => {
+                            attempts += 1;
+                        }
+                        other => break other.map(drop).map_err(kube_error)?,
+                    }
+                }
             }
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             other => {

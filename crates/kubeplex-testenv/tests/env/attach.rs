@@ -127,6 +127,28 @@ async fn an_attached_environment_reaches_the_clusters_but_cannot_stop_them() {
 }
 
 #[tokio::test]
+async fn programs_attaching_at_once_each_put_their_crd_in_place() {
+    let env = CLUSTERS.get().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("attach.json");
+    env.write_attach_file(&file).unwrap();
+    env.install_crd("cluster-a", crd("Racer", "racers", &[]))
+        .await
+        .unwrap();
+    // Each replaces the CRD of the same name: the reads and writes of the four interleave.
+    let names: Vec<String> = (0..4).map(|i| format!("racer{i}")).collect();
+    let attaches = names.iter().map(|name| {
+        TestEnv::builder()
+            .cluster("cluster-a")
+            .crd("cluster-a", crd("Racer", "racers", &[name]))
+            .attach(&file)
+    });
+    for attached in futures::future::join_all(attaches).await {
+        attached.expect("attached, its CRD in place");
+    }
+}
+
+#[tokio::test]
 async fn attaching_names_what_the_clusters_lack() {
     let env = CLUSTERS.get().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
