@@ -53,6 +53,11 @@ impl Runtime {
         })
     }
 
+    /// When the server of `cluster` (a context or a member) last answered one of its clients, if it has.
+    pub(crate) fn last_answer(&self, cluster: &str) -> Option<tokio::time::Instant> {
+        (self.pool.last_answer(cluster)).or_else(|| self.members.last_answer(cluster))
+    }
+
     /// Whether the fence that work fenced by `shard` writes behind still belongs to this replica by its Lease
     /// loop's last decision (the shard's in sharded mode; else the leader's), even if it lapsed a moment ago.
     pub(crate) fn still_holds_fence(&self, shard: Option<usize>) -> bool {

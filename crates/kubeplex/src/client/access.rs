@@ -101,6 +101,11 @@ impl Access {
     pub(crate) fn last_answer(&self) -> Option<tokio::time::Instant> {
         self.last_answer.at()
     }
+
+    /// The stamp [`Access::last_answer`] reads, shared with whoever else needs to read it.
+    pub(crate) fn answers(&self) -> LastAnswer {
+        self.last_answer.clone()
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub(crate) use identity::{
     CLUSTER_ID_PROPERTY, IDENTITY_NAMESPACE, IdentityGate, IdentitySource, ask as ask_identity,
     cluster_property,
 };
+pub(crate) use last_answer::LastAnswer;
 pub(crate) use no_access::NoAccess;
 pub(crate) use transport::own_client;
 

@@ -316,6 +316,11 @@ impl ClientPool {
         }
     }
 
+    /// When the server of `context` last answered one of its clients, if it is a context that has.
+    pub(crate) fn last_answer(&self, context: &str) -> Option<tokio::time::Instant> {
+        self.access.get(context).and_then(Access::last_answer)
+    }
+
     /// The configuration and credentials of every context that has a client.
     pub(crate) fn access(&self) -> impl Iterator<Item = (&str, &Access)> {
         self.access

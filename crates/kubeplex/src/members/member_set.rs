@@ -12,6 +12,7 @@ use super::changes::LeaveOutcome;
 use super::gate::{MemberGate, SyncGuard};
 use super::leaving::LeaveProgress;
 use super::provider::LeavePolicy;
+use crate::client::LastAnswer;
 
 /// How long a leave waits for the child syncs under way in the member: above a sync's own cap.
 const SYNCS_DRAIN: std::time::Duration = std::time::Duration::from_secs(20);
@@ -42,6 +43,8 @@ pub(crate) enum MemberChange {
 #[derive(Default)]
 pub(crate) struct MemberSet {
     clients: RwLock<BTreeMap<String, Client>>,
+    /// When each member's server last answered one of its clients.
+    answers: RwLock<BTreeMap<String, LastAnswer>>,
     /// Members leaving (no reconcile targets them any more, but their clients stay for the cleanup), and
     /// the child syncs under way in each.
     gate: Arc<MemberGate>,
@@ -67,6 +70,11 @@ impl MemberSet {
     /// The client of member `name`, if it is one.
     pub(crate) fn client(&self, name: &str) -> Option<Client> {
         self.clients.read().get(name).cloned()
+    }
+
+    /// When the server of member `name` last answered one of its clients, if it is a member that has.
+    pub(crate) fn last_answer(&self, name: &str) -> Option<tokio::time::Instant> {
+        self.answers.read().get(name).and_then(LastAnswer::at)
     }
 
     /// The names of the joined members that are not leaving, in order: where reconciles put children.
@@ -138,6 +146,11 @@ impl MemberSet {
         received
     }
 
+    /// The answers of member `name`'s server to its clients are stamped on `answers` (before it joins).
+    pub(crate) fn answers_on(&self, name: &str, answers: LastAnswer) {
+        self.answers.write().insert(name.to_owned(), answers);
+    }
+
     /// `name` joined (or its credentials changed) with `client`; returns once every controller has opened
     /// its watches there, so that a later change never races an earlier one's watches.
     pub(crate) async fn joined(&self, name: &str, client: Client) {
@@ -193,6 +206,7 @@ impl MemberSet {
         // A controller that stopped meanwhile drops its `done`: that counts as an answer.
         futures::future::join_all(answers).await;
         self.clients.write().remove(name);
+        self.answers.write().remove(name);
         self.gate.open(name);
         (self.leaves.lock()).remove(name);
         progress.forget();

@@ -17,8 +17,10 @@ use crate::engine::engine::{CLUSTER_TIMEOUT, ChildWatches, Engine};
 use crate::members::SyncGuard;
 
 /// How long the child clusters that answered wait for the others before their outcomes are written: a
-/// cluster still working then is reported as not answering yet (until its own outcome, at most
-/// [`CLUSTER_TIMEOUT`] later), so that a hung cluster delays only its own status.
+/// cluster still working then, whose server has answered none of its clients for as long, is reported as
+/// not answering yet (until its own outcome, at most [`CLUSTER_TIMEOUT`] later), so that a hung cluster
+/// delays only its own status. A cluster whose server answers, only slowly (a burst), is waited for again:
+/// an interim write would only add to the parents' writes.
 pub(in crate::engine) const INTERIM_AFTER: Duration = Duration::from_secs(2);
 
 /// One place a reconcile's children live: a fixed child context or a listed member, with this controller's
@@ -34,7 +36,8 @@ pub(crate) struct Place<'a> {
 pub(crate) enum Arrival<'a> {
     /// A place's outcome, with its watches handed back for its children's health.
     Answered(String, ClusterOutcome, ChildWatches<'a>),
-    /// Some places answered and others still work after [`INTERIM_AFTER`]: once, time for the interim write.
+    /// Some places answered and others still work, their servers silent for [`INTERIM_AFTER`]: once, time for
+    /// the interim write.
     InterimDue,
 }
 
@@ -70,30 +73,35 @@ impl<R: DynReconcile> Engine<R> {
     where
         F: Future<Output = ClusterOutcome> + 'a,
     {
+        let working: Vec<Arc<str>> = places.iter().map(|p| p.name.clone()).collect();
         let runs: FuturesUnordered<_> = self.runs(places, shard, work).into_iter().collect();
         let all = runs.len();
         let grace = Some(Box::pin(tokio::time::sleep(INTERIM_AFTER)));
+        let last_answer = |cluster: &str| self.runtime.last_answer(cluster);
         futures::stream::unfold(
-            (runs, grace, 0),
-            move |(mut runs, mut grace, answered)| async move {
-                let due = grace.is_some() && answered > 0 && answered < all;
-                let arrival = tokio::select! {
-                    next = runs.next() => {
-                        let (name, outcome, watches) = next?;
-                        Arrival::Answered(name, outcome, watches)
-                    }
-                    () = async { if let Some(grace) = grace.as_mut() { grace.await } }, if due => {
-                        Arrival::InterimDue
-                    }
-                };
-                let answered = match arrival {
-                    Arrival::Answered(..) => answered + 1,
-                    Arrival::InterimDue => {
-                        grace = None;
-                        answered
-                    }
-                };
-                Some((arrival, (runs, grace, answered)))
+            (runs, grace, working),
+            move |(mut runs, mut grace, mut working)| async move {
+                loop {
+                    let due = grace.is_some() && !working.is_empty() && working.len() < all;
+                    let arrival = tokio::select! {
+                        next = runs.next() => {
+                            let (name, outcome, watches) = next?;
+                            working.retain(|w| **w != *name);
+                            Arrival::Answered(name, outcome, watches)
+                        }
+                        () = async { if let Some(grace) = grace.as_mut() { grace.await } }, if due => {
+                            if let Some(grace) = grace.as_mut()
+                                && all_answering(&working, last_answer)
+                            {
+                                grace.as_mut().reset(tokio::time::Instant::now() + INTERIM_AFTER);
+                                continue;
+                            }
+                            grace = None;
+                            Arrival::InterimDue
+                        }
+                    };
+                    return Some((arrival, (runs, grace, working)));
+                }
             },
         )
     }
@@ -141,6 +149,15 @@ impl<R: DynReconcile> Engine<R> {
             })
             .collect()
     }
+}
+
+/// Whether the server of every cluster in `working` answered one of its clients within the last
+/// [`INTERIM_AFTER`] (by `last_answer`): they are slow, not silent.
+fn all_answering(
+    working: &[Arc<str>],
+    last_answer: impl Fn(&str) -> Option<tokio::time::Instant>,
+) -> bool {
+    (working.iter()).all(|c| last_answer(c).is_some_and(|at| at.elapsed() < INTERIM_AFTER))
 }
 
 /// The interim outcome of a child cluster still working after [`INTERIM_AFTER`].
@@ -207,15 +224,25 @@ mod tests {
         }
     }
 
-    /// cluster-a answers at once, cluster-b after 5 s: the fan-out yields cluster-a's outcome, the interim
-    /// once after [`INTERIM_AFTER`], then cluster-b's, each when it happens.
-    #[tokio::test(start_paused = true)]
-    async fn outcomes_are_yielded_as_they_arrive_and_the_interim_once_between() {
+    /// An engine with children in cluster-a and cluster-b, whose `answers` (if any) stamp cluster-b's server.
+    fn two_clusters(
+        answers: Option<crate::client::LastAnswer>,
+    ) -> crate::engine::engine::Engine<TestController> {
         let (client, _) = fake_api::client(|_, _, _| (200, serde_json::json!({})));
         let mut engine = engine(client.clone());
         let child = crate::plan::Child::of::<ConfigMap>().with_contexts([CLUSTER_A, CLUSTER_B]);
         engine.plan = Arc::new(TestController::plan().owns(child));
         engine.runtime = runtime_of([("cluster-a", client.clone()), ("cluster-b", client)]);
+        if let Some(answers) = answers {
+            engine.runtime.members.answers_on("cluster-b", answers);
+        }
+        engine
+    }
+
+    /// What the fan-out of `engine` yields, and when, with cluster-a answering at once and cluster-b after 5 s.
+    async fn arrivals_with_b_late(
+        engine: &crate::engine::engine::Engine<TestController>,
+    ) -> Vec<(String, Duration)> {
         let start = tokio::time::Instant::now();
         let arrivals = engine.fan_out(engine.places(), None, |place, _| {
             let late = &*place.name == "cluster-b";
@@ -226,7 +253,7 @@ mod tests {
                 ready()
             }
         });
-        let seen: Vec<(String, Duration)> = (arrivals.map(|arrival| {
+        (arrivals.map(|arrival| {
             let what = match arrival {
                 Arrival::Answered(name, _, _) => name,
                 Arrival::InterimDue => "interim".to_owned(),
@@ -234,13 +261,61 @@ mod tests {
             (what, start.elapsed())
         }))
         .collect()
-        .await;
-        let at = |name: &str, secs| (name.to_owned(), Duration::from_secs(secs));
+        .await
+    }
+
+    fn at(name: &str, secs: u64) -> (String, Duration) {
+        (name.to_owned(), Duration::from_secs(secs))
+    }
+
+    /// cluster-a answers at once, cluster-b after 5 s, its server silent meanwhile: the fan-out yields
+    /// cluster-a's outcome, the interim once after [`INTERIM_AFTER`], then cluster-b's, each when it happens.
+    #[tokio::test(start_paused = true)]
+    async fn outcomes_are_yielded_as_they_arrive_and_the_interim_once_between() {
+        let seen = arrivals_with_b_late(&two_clusters(None)).await;
         assert_eq!(
             seen,
             [at("cluster-a", 0), at("interim", 2), at("cluster-b", 5)]
         );
         assert_eq!(INTERIM_AFTER, Duration::from_secs(2));
+    }
+
+    /// The same, cluster-b's server answering its other clients all along: slow, not silent, so no interim
+    /// comes between the two outcomes.
+    #[tokio::test(start_paused = true)]
+    async fn a_cluster_slow_but_answering_others_gets_no_interim() {
+        let answers = crate::client::LastAnswer::default();
+        let engine = two_clusters(Some(answers.clone()));
+        let stamping = tokio::spawn(async move {
+            loop {
+                answers.stamp(hyper::StatusCode::OK);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+        let seen = arrivals_with_b_late(&engine).await;
+        stamping.abort();
+        assert_eq!(seen, [at("cluster-a", 0), at("cluster-b", 5)]);
+    }
+
+    /// The interim waits again while the clusters still working answer others, slowly: only a silent one
+    /// (or one never heard from) is told as not answering yet.
+    #[tokio::test(start_paused = true)]
+    async fn only_clusters_silent_for_the_interim_delay_are_not_answering_yet() {
+        let now = tokio::time::Instant::now();
+        tokio::time::advance(Duration::from_secs(10)).await;
+        let working: Vec<Arc<str>> = vec!["cluster-a".into(), "cluster-b".into()];
+        let answered = |a: u64, b: u64| {
+            move |c: &str| {
+                let ago = if c == "cluster-a" { a } else { b };
+                Some(now + Duration::from_secs(10) - Duration::from_millis(ago))
+            }
+        };
+        assert!(super::all_answering(&working, answered(100, 1_900)));
+        assert!(!super::all_answering(&working, answered(100, 2_000)));
+        assert!(!super::all_answering(&working, |c: &str| (c
+            == "cluster-a")
+            .then_some(now)));
+        assert!(super::all_answering(&[], |_: &str| None));
     }
 
     /// Each place's client writes behind the fence of the shard handed to the fan-out: a closed one refuses

@@ -93,6 +93,7 @@ impl Changes {
         health.identifying(&name);
         health.identified(&name, asked);
         self.lock().remove(&name);
+        let answers = access.answers();
         self.pings.add(&name, access);
         if rejoined {
             // Its watches list again with the new client: nothing is missed.
@@ -100,6 +101,7 @@ impl Changes {
         } else {
             health.member_phase(&name, Some(Phase::Joining));
         }
+        self.runtime.members.answers_on(&name, answers);
         self.runtime.members.joined(&name, client).await;
         // Requests go through the new client from now on, the shards' included.
         self.runtime.forget_member_clients(&name);
