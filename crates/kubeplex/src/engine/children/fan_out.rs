@@ -12,6 +12,7 @@ use kube::Client;
 use crate::controller::DynReconcile;
 use crate::core::Context;
 use crate::core::Error;
+use crate::core::deadline;
 use crate::core::{ClusterOutcome, ClusterState};
 use crate::engine::engine::{CLUSTER_TIMEOUT, ChildWatches, Engine};
 use crate::members::SyncGuard;
@@ -93,7 +94,7 @@ impl<R: DynReconcile> Engine<R> {
                             if let Some(grace) = grace.as_mut()
                                 && all_answering(&working, last_answer)
                             {
-                                grace.as_mut().reset(tokio::time::Instant::now() + INTERIM_AFTER);
+                                grace.as_mut().reset(deadline(tokio::time::Instant::now(), INTERIM_AFTER));
                                 continue;
                             }
                             grace = None;
